@@ -1,0 +1,1 @@
+//! agent-runner (work in progress).

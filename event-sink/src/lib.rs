@@ -1,0 +1,1 @@
+//! event-sink (work in progress).

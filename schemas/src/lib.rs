@@ -1,0 +1,35 @@
+//! The wire contract of benchstream: one JSON [`BenchmarkEvent`] per thing that happened
+//! in an agent benchmark run (schema_version 1, see `DESIGN.md` "Wire format").
+//!
+//! # Layout
+//!
+//! - [`envelope`]: the event envelope ([`BenchmarkEvent`]), [`EventType`], [`Hash256`] and
+//!   the timestamp format.
+//! - [`payload`]: the `data` object of every event type, with enums for every closed set.
+//! - [`canonical`]: canonical JSON (sorted keys, no whitespace) and the SHA-256 used for
+//!   `cfg_hash` / `env_hash`.
+//! - [`decode`]: bytes → validated event, with a typed [`DecodeError`] per failure class.
+//! - [`truncate`]: char-boundary truncation of long text fields and the 1 MiB limit.
+//! - [`subject`]: NATS subject naming and header names (strings only; no NATS dependency).
+//! - [`sequence`]: [`RunSequencer`], which stamps ids, `seq` and `ts` on a run's events.
+//! - [`json_schema`]: the JSON Schema document of the wire format, generated from the types.
+//!
+//! This crate must not depend on NATS or ClickHouse: it is shared by producers (runner,
+//! external agents, importers) and the sink, and is what other languages validate against.
+
+pub mod canonical;
+pub mod decode;
+pub mod envelope;
+pub mod json_schema;
+pub mod payload;
+pub mod sequence;
+pub mod subject;
+pub mod truncate;
+
+pub use canonical::{canonical_json, sha256_hex, Canonical};
+pub use decode::{decode, DecodeError};
+pub use envelope::{BenchmarkEvent, EventType, Hash256, HashError, SCHEMA_VERSION};
+pub use payload::*;
+pub use sequence::RunSequencer;
+pub use subject::{SubjectPrefix, SubjectPrefixError};
+pub use truncate::MAX_EVENT_BYTES;

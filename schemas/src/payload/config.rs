@@ -1,0 +1,116 @@
+//! The run config: every knob that defines "one config" (its canonical JSON is `cfg_hash`).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The configuration a run executes under. `run_start` carries it (plus replay metadata) and
+/// `optimizer_update` suggests one. `cfg_hash` is the SHA-256 of its canonical JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunConfig {
+    /// Model name as the provider knows it, e.g. `openai/gpt-4o-mini`; `scripted` for
+    /// scripted policies.
+    pub model: String,
+    /// Provider name, e.g. `openrouter`, `vllm`, `local`.
+    pub provider: String,
+    /// Context-management strategy.
+    pub strategy: ContextStrategy,
+    /// The strategy's hyper-parameters.
+    #[serde(default)]
+    pub strategy_params: StrategyParams,
+    /// Maximum agent iterations (turns) before the run is stopped.
+    pub max_iterations: u32,
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Context window of the model, in tokens.
+    pub context_window: u32,
+    /// Fraction of the context window at which pruning starts (0..1).
+    pub pruning_threshold: f64,
+    /// Planner look-ahead depth (0 = no planner).
+    pub planner_depth: u32,
+    /// Debate rounds between agents (0 = no debate).
+    pub debate_rounds: u32,
+    /// Tools the agent may call.
+    pub available_tools: Vec<String>,
+    /// Per tool call timeout, ms.
+    pub tool_timeout_ms: u64,
+    /// How failed calls are retried.
+    pub retry_policy: RetryPolicy,
+    /// Wall-clock limit of the whole run, ms.
+    pub execution_timeout_ms: u64,
+    /// Stop after this many consecutive judge runs without fewer failing tests.
+    pub failing_tests_patience: u32,
+    /// Stop when no file changed for this long, ms.
+    pub no_progress_timeout_ms: u64,
+    /// Sandbox image (or `local` for a scratch directory on the host).
+    pub docker_image: String,
+    /// Commit of the tool implementations.
+    pub tools_commit: String,
+    /// Resource limits of the sandbox.
+    pub sandbox_limits: SandboxLimits,
+    /// Cost limit of one run in USD; the run ends with `exit_cost` past it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_limit_usd: Option<f64>,
+}
+
+/// How failed tool and model calls are retried.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RetryPolicy {
+    pub max_retries: u32,
+    pub backoff_ms: u64,
+    pub exponential_backoff: bool,
+    pub retry_on_flake: bool,
+    pub retry_on_timeout: bool,
+}
+
+/// Resource limits of the sandbox a run executes in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxLimits {
+    pub memory_mb: u64,
+    pub cpu_cores: f64,
+    pub disk_mb: u64,
+    pub network_enabled: bool,
+    pub execution_timeout_ms: u64,
+}
+
+/// Context-management strategies (as compared in studies of SWE-agent context management).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ContextStrategy {
+    /// Send the whole history.
+    Raw,
+    /// Keep the last M observations verbatim, replace older ones with a placeholder.
+    ObservationMasking,
+    /// Every N turns summarise older history with a model call, keep the last K turns.
+    LlmSummary,
+    /// Both of the above.
+    Hybrid,
+}
+
+impl ContextStrategy {
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ContextStrategy::Raw => "raw",
+            ContextStrategy::ObservationMasking => "observation_masking",
+            ContextStrategy::LlmSummary => "llm_summary",
+            ContextStrategy::Hybrid => "hybrid",
+        }
+    }
+}
+
+/// Hyper-parameters of the context strategy; absent ones do not apply to the strategy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StrategyParams {
+    /// `observation_masking`/`hybrid`: observations kept verbatim (M).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation_window: Option<u32>,
+    /// `llm_summary`/`hybrid`: summarise every N turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_interval: Option<u32>,
+    /// `llm_summary`/`hybrid`: turns kept verbatim after a summary (K < N).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_keep: Option<u32>,
+    /// Model used for summaries, when it differs from the agent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summarizer_model: Option<String>,
+}

@@ -1,0 +1,94 @@
+//! Run-level events: `run_start` and `run_stop`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::config::RunConfig;
+use crate::envelope::Hash256;
+
+/// `run_start`: the run config plus what is needed to replay the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunStart {
+    /// The config (flattened into `data`).
+    #[serde(flatten)]
+    pub config: RunConfig,
+    /// The scenario file the run came from.
+    pub scenario: ScenarioRef,
+    /// SHA-256 of the task fixture tree.
+    pub fixture_sha256: Hash256,
+    /// Version of the judge / scoring rules.
+    pub scoring_version: String,
+    /// Version of the runner that produced the run.
+    pub runner_version: String,
+}
+
+/// A scenario file, pinned by its hash.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ScenarioRef {
+    pub name: String,
+    pub sha256: Hash256,
+}
+
+/// `run_stop`: the result of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunStop {
+    /// Whether the judge accepted the submission.
+    pub success: bool,
+    /// Score in 0..1 (fraction of judge tests passing).
+    pub final_score: f64,
+    pub wall_time_ms: u64,
+    /// Input + output tokens of every model call of the run.
+    pub total_tokens: u64,
+    /// Tool calls whose exit_kind was not `ok`.
+    pub tool_errors: u32,
+    /// Variance of the score across judge repetitions (0 with one repetition).
+    pub stability_variance: f64,
+    pub failing_tests: Vec<String>,
+    pub tests_passed: u32,
+    pub tests_failed: u32,
+    /// Number of files that differ from the fixture at the end.
+    pub files_modified: u32,
+    pub early_stopped: bool,
+    pub early_stop_reason: Option<String>,
+    pub exit_status: ExitStatus,
+    /// Null when some call of the run had an unknown price.
+    pub cost_usd: Option<f64>,
+    pub api_calls: u32,
+    /// Agent turns taken.
+    #[serde(default)]
+    pub turns: u32,
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitStatus {
+    Submitted,
+    ExitCost,
+    ExitContext,
+    ExitTimeout,
+    ExitFormat,
+    ExitApi,
+    ExitEnvironment,
+    ExitForfeit,
+    ExitCommand,
+    ExitError,
+}
+
+impl ExitStatus {
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ExitStatus::Submitted => "submitted",
+            ExitStatus::ExitCost => "exit_cost",
+            ExitStatus::ExitContext => "exit_context",
+            ExitStatus::ExitTimeout => "exit_timeout",
+            ExitStatus::ExitFormat => "exit_format",
+            ExitStatus::ExitApi => "exit_api",
+            ExitStatus::ExitEnvironment => "exit_environment",
+            ExitStatus::ExitForfeit => "exit_forfeit",
+            ExitStatus::ExitCommand => "exit_command",
+            ExitStatus::ExitError => "exit_error",
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! Wire-format tests: golden fixtures round-trip byte for byte, bad input gets the right
+//! typed error, and the committed JSON Schema matches the types.
+
+use std::path::PathBuf;
+
+use schemas::{decode, BenchmarkEvent, DecodeError, EventType};
+
+fn fixture_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(fixture_path(name)).unwrap_or_else(|e| panic!("read {name}: {e}"))
+}
+
+#[test]
+fn every_event_type_round_trips_through_its_golden_fixture() {
+    for event_type in EventType::ALL {
+        let name = format!("{}.json", event_type.as_str());
+        let text = fixture(&name);
+        let event = decode(text.as_bytes()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(event.event_type(), event_type, "{name}");
+        let again = serde_json::to_string_pretty(&event).expect("serialize") + "\n";
+        assert_eq!(again, text, "{name} does not round-trip byte for byte");
+        let compact = decode(&event.to_json()).expect("compact form decodes");
+        assert_eq!(compact, event, "{name}: compact round trip");
+    }
+}
+
+fn with_field(name: &str, pointer: &str, value: serde_json::Value) -> Vec<u8> {
+    let mut v: serde_json::Value = serde_json::from_str(&fixture(name)).expect("fixture json");
+    *v.pointer_mut(pointer)
+        .unwrap_or_else(|| panic!("{pointer} in {name}")) = value;
+    serde_json::to_vec(&v).expect("json")
+}
+
+fn without_field(name: &str, field: &str) -> Vec<u8> {
+    let mut v: serde_json::Value = serde_json::from_str(&fixture(name)).expect("fixture json");
+    v.as_object_mut().expect("object").remove(field);
+    serde_json::to_vec(&v).expect("json")
+}
+
+#[test]
+fn bad_input_gets_a_typed_error() {
+    use serde_json::json;
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "malformed",
+            b"{\"schema_version\": 1,".to_vec(),
+            "malformed_json",
+        ),
+        (
+            "invalid utf-8",
+            b"{\"a\": \"\xff\xfe\"}".to_vec(),
+            "invalid_utf8",
+        ),
+        ("array", b"[1,2]".to_vec(), "not_an_object"),
+        (
+            "version 2",
+            with_field("step.json", "/schema_version", json!(2)),
+            "unknown_version",
+        ),
+        (
+            "version as string",
+            with_field("step.json", "/schema_version", json!("1")),
+            "unknown_version",
+        ),
+        (
+            "no version",
+            without_field("step.json", "schema_version"),
+            "unknown_version",
+        ),
+        (
+            "unknown type",
+            with_field("step.json", "/type", json!("telepathy")),
+            "unknown_type",
+        ),
+        (
+            "missing seq",
+            without_field("step.json", "seq"),
+            "invalid_field",
+        ),
+        (
+            "negative seq",
+            with_field("step.json", "/seq", json!(-1)),
+            "invalid_field",
+        ),
+        (
+            "short hash",
+            with_field("step.json", "/cfg_hash", json!("abc")),
+            "invalid_field",
+        ),
+        (
+            "upper hex hash",
+            with_field("step.json", "/env_hash", json!("A".repeat(64))),
+            "invalid_field",
+        ),
+        (
+            "bad uuid",
+            with_field("step.json", "/run_id", json!("not-a-uuid")),
+            "invalid_field",
+        ),
+        (
+            "bad ts",
+            with_field("step.json", "/ts", json!("yesterday")),
+            "invalid_field",
+        ),
+        (
+            "ill-typed payload",
+            with_field("step.json", "/data/tokens_in", json!("many")),
+            "invalid_field",
+        ),
+        (
+            "unknown enum",
+            with_field("step.json", "/data/step_type", json!("dream")),
+            "invalid_field",
+        ),
+        (
+            "timeout without message",
+            {
+                let mut v: serde_json::Value =
+                    serde_json::from_str(&fixture("tool_call.json")).expect("json");
+                v["data"]
+                    .as_object_mut()
+                    .expect("data")
+                    .remove("exit_message");
+                serde_json::to_vec(&v).expect("json")
+            },
+            "invalid_field",
+        ),
+        (
+            "oversize",
+            vec![b' '; schemas::MAX_EVENT_BYTES + 1],
+            "oversize",
+        ),
+    ];
+    for (what, bytes, class) in cases {
+        match decode(&bytes) {
+            Ok(_) => panic!("{what}: accepted"),
+            Err(e) => assert_eq!(e.class(), class, "{what}: {e}"),
+        }
+    }
+}
+
+#[test]
+fn invalid_field_errors_name_the_field() {
+    let bytes = with_field("step.json", "/data/tokens_in", serde_json::json!("many"));
+    match decode(&bytes) {
+        Err(DecodeError::InvalidField { path, .. }) => {
+            assert!(path.contains("tokens_in"), "{path}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn unknown_extra_fields_are_kept_not_rejected() {
+    let mut v: serde_json::Value = serde_json::from_str(&fixture("run_stop.json")).expect("json");
+    v["future_field"] = serde_json::json!({"nested": [1, 2]});
+    v["data"]["future_metric"] = serde_json::json!(7);
+    let event: BenchmarkEvent = decode(&serde_json::to_vec(&v).expect("json")).expect("accepted");
+    assert_eq!(
+        event.extra["future_field"],
+        serde_json::json!({"nested": [1, 2]})
+    );
+}
+
+#[test]
+fn hostile_strings_survive_byte_for_byte() {
+    let hostile = "q\"uote \\back\nline\u{0}nul 😀 '); DROP TABLE events_raw; -- \t\r";
+    let bytes = with_field("step.json", "/data/content", serde_json::json!(hostile));
+    let event = decode(&bytes).expect("hostile strings are data");
+    match &event.payload {
+        schemas::Payload::Step(step) => assert_eq!(step.content, hostile),
+        other => panic!("{other:?}"),
+    }
+    let back = decode(&event.to_json()).expect("re-decode");
+    assert_eq!(back, event);
+}
+
+#[test]
+fn committed_json_schema_is_up_to_date() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benchmark-event.schema.json");
+    let generated = schemas::json_schema::wire_schema_json();
+    if std::env::var_os("BLESS").is_some() {
+        std::fs::write(&path, &generated).expect("write schema");
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "{} is out of date: run `BLESS=1 cargo test -p benchstream-schemas`",
+        path.display()
+    );
+}
