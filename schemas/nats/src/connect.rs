@@ -1,0 +1,312 @@
+//! Connection options and the one place that turns them into an `async_nats::Client`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// NATS connection settings as given by a user: every field optional so that a config file,
+/// environment variables and flags can be layered (`file < env < flags`, see
+/// [`NatsArgs::merge`]). Flatten into a clap parser with `#[command(flatten)]`, or into a
+/// TOML section with serde.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NatsArgs {
+    /// NATS server URL(s), comma-separated. Default `nats://127.0.0.1:4222`.
+    #[arg(long = "nats-url", env = "BENCH_NATS_URL")]
+    pub url: Option<String>,
+    /// User name for user/password auth.
+    #[arg(long = "nats-user", env = "BENCH_NATS_USER")]
+    pub user: Option<String>,
+    /// Password for user/password auth.
+    #[arg(
+        long = "nats-password",
+        env = "BENCH_NATS_PASSWORD",
+        hide_env_values = true
+    )]
+    pub password: Option<String>,
+    /// Token auth.
+    #[arg(long = "nats-token", env = "BENCH_NATS_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// NKey seed (`SU...`) for nkey auth.
+    #[arg(long = "nats-nkey", env = "BENCH_NATS_NKEY", hide_env_values = true)]
+    pub nkey: Option<String>,
+    /// Path of a `.creds` file (JWT + nkey seed).
+    #[arg(long = "nats-creds", env = "BENCH_NATS_CREDS")]
+    pub creds: Option<PathBuf>,
+    /// CA certificate (PEM) to verify the server with; implies TLS.
+    #[arg(long = "nats-tls-ca", env = "BENCH_NATS_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+    /// Client certificate (PEM) for mutual TLS; needs `tls_key`.
+    #[arg(long = "nats-tls-cert", env = "BENCH_NATS_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// Client key (PEM) for mutual TLS; needs `tls_cert`.
+    #[arg(long = "nats-tls-key", env = "BENCH_NATS_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+    /// Refuse to connect without TLS. Default false (true when a CA or client cert is set).
+    #[arg(long = "nats-tls-required", env = "BENCH_NATS_TLS_REQUIRED")]
+    pub tls_required: Option<bool>,
+    /// Timeout of one connection attempt, ms. Default 5000.
+    #[arg(
+        long = "nats-connect-timeout-ms",
+        env = "BENCH_NATS_CONNECT_TIMEOUT_MS"
+    )]
+    pub connect_timeout_ms: Option<u64>,
+    /// Client name shown by the server (`nats server report connections`).
+    #[arg(long = "nats-name", env = "BENCH_NATS_NAME")]
+    pub name: Option<String>,
+}
+
+/// Default server URL.
+pub const DEFAULT_URL: &str = "nats://127.0.0.1:4222";
+/// Default connection timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+macro_rules! merge_fields {
+    ($hi:ident, $lo:ident, $($field:ident),+) => {
+        NatsArgs { $($field: $hi.$field.or($lo.$field)),+ }
+    };
+}
+
+impl NatsArgs {
+    /// Field by field, `self` wins over `lower` (e.g. flags+env over the config file).
+    pub fn merge(self, lower: NatsArgs) -> NatsArgs {
+        merge_fields!(
+            self,
+            lower,
+            url,
+            user,
+            password,
+            token,
+            nkey,
+            creds,
+            tls_ca,
+            tls_cert,
+            tls_key,
+            tls_required,
+            connect_timeout_ms,
+            name
+        )
+    }
+
+    /// Checks the combination and fills defaults.
+    pub fn resolve(self) -> Result<NatsConfig, NatsConfigError> {
+        let auth = match (self.user, self.password, self.token, self.nkey, self.creds) {
+            (None, None, None, None, None) => NatsAuth::None,
+            (Some(user), Some(password), None, None, None) => {
+                NatsAuth::UserPassword { user, password }
+            }
+            (Some(_), None, None, None, None) | (None, Some(_), None, None, None) => {
+                return Err(NatsConfigError::UserPasswordPair)
+            }
+            (None, None, Some(token), None, None) => NatsAuth::Token(token),
+            (None, None, None, Some(seed), None) => NatsAuth::NKey(seed),
+            (None, None, None, None, Some(path)) => NatsAuth::CredsFile(path),
+            _ => return Err(NatsConfigError::SeveralAuthMethods),
+        };
+        let client_cert = match (self.tls_cert, self.tls_key) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            _ => return Err(NatsConfigError::CertKeyPair),
+        };
+        let tls_required =
+            self.tls_required.unwrap_or(false) || self.tls_ca.is_some() || client_cert.is_some();
+        let url = self.url.unwrap_or_else(|| DEFAULT_URL.to_owned());
+        if url.trim().is_empty() {
+            return Err(NatsConfigError::EmptyUrl);
+        }
+        Ok(NatsConfig {
+            url,
+            auth,
+            tls_ca: self.tls_ca,
+            client_cert,
+            tls_required,
+            connect_timeout: self
+                .connect_timeout_ms
+                .map_or(DEFAULT_CONNECT_TIMEOUT, Duration::from_millis),
+            name: self.name,
+        })
+    }
+}
+
+/// How the client authenticates. At most one method at a time.
+#[derive(Clone, PartialEq, Eq)]
+pub enum NatsAuth {
+    None,
+    UserPassword { user: String, password: String },
+    Token(String),
+    NKey(String),
+    CredsFile(PathBuf),
+}
+
+impl std::fmt::Debug for NatsAuth {
+    // Secrets stay out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NatsAuth::None => f.write_str("None"),
+            NatsAuth::UserPassword { user, .. } => write!(f, "UserPassword({user}, ***)"),
+            NatsAuth::Token(_) => f.write_str("Token(***)"),
+            NatsAuth::NKey(_) => f.write_str("NKey(***)"),
+            NatsAuth::CredsFile(path) => write!(f, "CredsFile({})", path.display()),
+        }
+    }
+}
+
+/// Validated connection settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NatsConfig {
+    /// Server URL(s), comma-separated.
+    pub url: String,
+    pub auth: NatsAuth,
+    pub tls_ca: Option<PathBuf>,
+    pub client_cert: Option<(PathBuf, PathBuf)>,
+    pub tls_required: bool,
+    pub connect_timeout: Duration,
+    pub name: Option<String>,
+}
+
+impl NatsConfig {
+    /// Plain `url`, no auth, no TLS (tests and local use).
+    pub fn plain(url: impl Into<String>) -> NatsConfig {
+        NatsConfig {
+            url: url.into(),
+            auth: NatsAuth::None,
+            tls_ca: None,
+            client_cert: None,
+            tls_required: false,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            name: None,
+        }
+    }
+}
+
+/// A combination of settings that cannot work.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NatsConfigError {
+    #[error("nats user and password must be given together")]
+    UserPasswordPair,
+    #[error("choose one nats auth method: user/password, token, nkey or creds file")]
+    SeveralAuthMethods,
+    #[error("nats TLS client certificate and key must be given together")]
+    CertKeyPair,
+    #[error("nats url is empty")]
+    EmptyUrl,
+}
+
+/// Why connecting failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot read nats creds file {path}: {source}")]
+    CredsFile {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot connect to nats at {url}: {source}")]
+    Connect {
+        url: String,
+        source: async_nats::ConnectError,
+    },
+}
+
+/// Connects with the given settings. Without `retry_initial`, an unreachable server or
+/// rejected credentials fail at once with a clear error; with it, the client keeps trying
+/// in the background (a runner that must keep running while the broker is away).
+pub async fn connect(
+    config: &NatsConfig,
+    retry_initial: bool,
+) -> Result<async_nats::Client, ConnectError> {
+    let mut options = match &config.auth {
+        NatsAuth::None => async_nats::ConnectOptions::new(),
+        NatsAuth::UserPassword { user, password } => {
+            async_nats::ConnectOptions::with_user_and_password(user.clone(), password.clone())
+        }
+        NatsAuth::Token(token) => async_nats::ConnectOptions::with_token(token.clone()),
+        NatsAuth::NKey(seed) => async_nats::ConnectOptions::with_nkey(seed.clone()),
+        NatsAuth::CredsFile(path) => async_nats::ConnectOptions::with_credentials_file(path)
+            .await
+            .map_err(|source| ConnectError::CredsFile {
+                path: path.clone(),
+                source,
+            })?,
+    };
+    if let Some(ca) = &config.tls_ca {
+        options = options.add_root_certificates(ca.clone());
+    }
+    if let Some((cert, key)) = &config.client_cert {
+        options = options.add_client_certificate(cert.clone(), key.clone());
+    }
+    options = options
+        .require_tls(config.tls_required)
+        .connection_timeout(config.connect_timeout)
+        .max_reconnects(None);
+    if let Some(name) = &config.name {
+        options = options.name(name);
+    }
+    if retry_initial {
+        options = options.retry_on_initial_connect();
+    }
+    let servers: Vec<&str> = config.url.split(',').map(str::trim).collect();
+    let addrs: Vec<async_nats::ServerAddr> = servers
+        .iter()
+        .map(|s| s.parse())
+        .collect::<Result<_, _>>()
+        .map_err(|e: std::io::Error| ConnectError::Connect {
+            url: config.url.clone(),
+            source: async_nats::ConnectError::with_source(
+                async_nats::ConnectErrorKind::ServerParse,
+                e,
+            ),
+        })?;
+    options
+        .connect(addrs)
+        .await
+        .map_err(|source| ConnectError::Connect {
+            url: config.url.clone(),
+            source,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_win_over_file() {
+        let file = NatsArgs {
+            url: Some("nats://file:4222".into()),
+            token: Some("t".into()),
+            ..NatsArgs::default()
+        };
+        let flags = NatsArgs {
+            url: Some("nats://flag:4222".into()),
+            ..NatsArgs::default()
+        };
+        let cfg = flags.merge(file).resolve().expect("valid");
+        assert_eq!(cfg.url, "nats://flag:4222");
+        assert_eq!(cfg.auth, NatsAuth::Token("t".into()));
+    }
+
+    #[test]
+    fn conflicting_auth_is_refused() {
+        let both = NatsArgs {
+            token: Some("t".into()),
+            nkey: Some("SU".into()),
+            ..NatsArgs::default()
+        };
+        assert_eq!(both.resolve(), Err(NatsConfigError::SeveralAuthMethods));
+        let half = NatsArgs {
+            user: Some("u".into()),
+            ..NatsArgs::default()
+        };
+        assert_eq!(half.resolve(), Err(NatsConfigError::UserPasswordPair));
+    }
+
+    #[test]
+    fn secrets_are_not_debug_printed() {
+        let auth = NatsAuth::UserPassword {
+            user: "u".into(),
+            password: "hunter2".into(),
+        };
+        assert!(!format!("{auth:?}").contains("hunter2"));
+    }
+}

@@ -1,0 +1,19 @@
+//! What runner and sink share about NATS, so both connect and name things the same way.
+//!
+//! # Layout
+//!
+//! - [`connect`]: [`NatsArgs`] (flags / env / config file, all optional) → validated
+//!   [`NatsConfig`] → [`connect()`], covering user/password, token, nkey, `.creds` file and
+//!   TLS.
+//! - [`stream`]: [`StreamSpec`], the `BENCH_EVENTS` stream definition (the same JSON as
+//!   `deploy/nats/stream-bench-events.json`, which the `nats` CLI can load), and creating or
+//!   verifying it.
+//!
+//! It lives beside `schemas` (which must stay free of NATS) rather than at the top level,
+//! whose layout is fixed by `DESIGN.md`.
+
+pub mod connect;
+pub mod stream;
+
+pub use connect::{connect, ConnectError, NatsArgs, NatsAuth, NatsConfig, NatsConfigError};
+pub use stream::{StreamError, StreamSpec};
