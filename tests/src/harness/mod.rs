@@ -1,0 +1,38 @@
+//! Real servers for tests: one `nats-server` or `clickhouse-server` child process per
+//! value, on free loopback ports, with its data in its own [`tempfile::TempDir`].
+//!
+//! Modelled on the `nats-server` helper of async-nats: start a real server, hand out its
+//! address, kill it on `Drop`. Tests run in parallel threads and processes, so nothing
+//! here uses a fixed port or a shared directory.
+//!
+//! # Layout
+//!
+//! - [`port`]: [`free_port`], a loopback port nobody listens on.
+//! - [`nats`]: [`NatsServer`] with JetStream, configured from `deploy/nats/nats-server.conf`
+//!   plus per-test overrides ([`NatsOptions`]: auth, raw config).
+//! - [`clickhouse`]: [`ClickHouseServer`] configured from `deploy/local/clickhouse/`, and a
+//!   blocking SQL-over-HTTP helper ([`ClickHouseServer::query`]).
+//! - `process`: the child-process life cycle both servers share (spawn, readiness wait,
+//!   SIGTERM/SIGKILL, log tail for panic messages).
+//! - `http`: the few lines of blocking HTTP/1.0 the readiness probes and `query` need, so
+//!   the harness needs no async runtime.
+//!
+//! # What it does not do
+//!
+//! It does not install anything: missing binaries make it panic with a pointer to
+//! `deploy/local/install.sh`. It does not create streams, tables or migrations; that is
+//! the product's job, and tests check the product does it.
+//!
+//! Servers are killed on `Drop`, which runs on test success and on panics. If the test
+//! process itself is killed with SIGKILL, its servers outlive it (a Ctrl-C in a terminal
+//! reaches them too, as they share the process group).
+
+pub mod clickhouse;
+mod http;
+pub mod nats;
+pub mod port;
+mod process;
+
+pub use clickhouse::{ClickHouseServer, QueryError};
+pub use nats::{NatsAuth, NatsOptions, NatsServer};
+pub use port::free_port;

@@ -1,0 +1,12 @@
+//! Workspace-level tests of benchstream and the harness they run on.
+//!
+//! The library half of this crate is [`harness`]: it starts real `nats-server` and
+//! `clickhouse-server` processes on free loopback ports with their own temporary
+//! directories, and stops them when dropped. The tests themselves live in one
+//! integration-test binary, `tests/it/main.rs`, with one module per area.
+//!
+//! The servers must be installed first: `deploy/local/install.sh`.
+
+pub mod harness;
+
+pub use harness::{free_port, ClickHouseServer, NatsAuth, NatsOptions, NatsServer, QueryError};
