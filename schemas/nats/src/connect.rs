@@ -13,10 +13,10 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 pub struct NatsArgs {
     /// NATS server URL(s), comma-separated. Default `nats://127.0.0.1:4222`.
-    #[arg(long = "nats-url", env = "BENCH_NATS_URL")]
+    #[arg(id = "nats_url", long = "nats-url", env = "BENCH_NATS_URL")]
     pub url: Option<String>,
     /// User name for user/password auth.
-    #[arg(long = "nats-user", env = "BENCH_NATS_USER")]
+    #[arg(id = "nats_user", long = "nats-user", env = "BENCH_NATS_USER")]
     pub user: Option<String>,
     /// Password for user/password auth.
     #[arg(
@@ -26,25 +26,43 @@ pub struct NatsArgs {
     )]
     pub password: Option<String>,
     /// Token auth.
-    #[arg(long = "nats-token", env = "BENCH_NATS_TOKEN", hide_env_values = true)]
+    #[arg(
+        id = "nats_token",
+        long = "nats-token",
+        env = "BENCH_NATS_TOKEN",
+        hide_env_values = true
+    )]
     pub token: Option<String>,
     /// NKey seed (`SU...`) for nkey auth.
-    #[arg(long = "nats-nkey", env = "BENCH_NATS_NKEY", hide_env_values = true)]
+    #[arg(
+        id = "nats_nkey",
+        long = "nats-nkey",
+        env = "BENCH_NATS_NKEY",
+        hide_env_values = true
+    )]
     pub nkey: Option<String>,
     /// Path of a `.creds` file (JWT + nkey seed).
-    #[arg(long = "nats-creds", env = "BENCH_NATS_CREDS")]
+    #[arg(id = "nats_creds", long = "nats-creds", env = "BENCH_NATS_CREDS")]
     pub creds: Option<PathBuf>,
     /// CA certificate (PEM) to verify the server with; implies TLS.
-    #[arg(long = "nats-tls-ca", env = "BENCH_NATS_TLS_CA")]
+    #[arg(id = "nats_tls_ca", long = "nats-tls-ca", env = "BENCH_NATS_TLS_CA")]
     pub tls_ca: Option<PathBuf>,
     /// Client certificate (PEM) for mutual TLS; needs `tls_key`.
-    #[arg(long = "nats-tls-cert", env = "BENCH_NATS_TLS_CERT")]
+    #[arg(
+        id = "nats_tls_cert",
+        long = "nats-tls-cert",
+        env = "BENCH_NATS_TLS_CERT"
+    )]
     pub tls_cert: Option<PathBuf>,
     /// Client key (PEM) for mutual TLS; needs `tls_cert`.
-    #[arg(long = "nats-tls-key", env = "BENCH_NATS_TLS_KEY")]
+    #[arg(id = "nats_tls_key", long = "nats-tls-key", env = "BENCH_NATS_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
     /// Refuse to connect without TLS. Default false (true when a CA or client cert is set).
-    #[arg(long = "nats-tls-required", env = "BENCH_NATS_TLS_REQUIRED")]
+    #[arg(
+        id = "nats_tls_required",
+        long = "nats-tls-required",
+        env = "BENCH_NATS_TLS_REQUIRED"
+    )]
     pub tls_required: Option<bool>,
     /// Timeout of one connection attempt, ms. Default 5000.
     #[arg(
@@ -53,7 +71,7 @@ pub struct NatsArgs {
     )]
     pub connect_timeout_ms: Option<u64>,
     /// Client name shown by the server (`nats server report connections`).
-    #[arg(long = "nats-name", env = "BENCH_NATS_NAME")]
+    #[arg(id = "nats_name", long = "nats-name", env = "BENCH_NATS_NAME")]
     pub name: Option<String>,
 }
 
@@ -299,6 +317,27 @@ mod tests {
             ..NatsArgs::default()
         };
         assert_eq!(half.resolve(), Err(NatsConfigError::UserPasswordPair));
+    }
+
+    /// Flattened next to other `url`/`user` fields (the sink's ClickHouse args), the ids
+    /// must not clash: clap panics at parse time when they do.
+    #[test]
+    fn flattens_beside_other_url_fields() {
+        use clap::{CommandFactory, Parser};
+        #[derive(Debug, Parser)]
+        struct Cli {
+            #[command(flatten)]
+            nats: NatsArgs,
+            #[arg(long = "other-url")]
+            url: Option<String>,
+            #[arg(long = "other-user")]
+            user: Option<String>,
+        }
+        Cli::command().debug_assert();
+        let cli = Cli::parse_from(["x", "--nats-url", "nats://a:1", "--other-url", "http://b"]);
+        assert_eq!(cli.nats.url.as_deref(), Some("nats://a:1"));
+        assert_eq!(cli.url.as_deref(), Some("http://b"));
+        assert_eq!(cli.user, None);
     }
 
     #[test]
