@@ -1,1 +1,58 @@
-//! agent-runner (work in progress).
+//! agent-runner: executes agent benchmark scenarios on a worker host and reports every
+//! happening as one `BenchmarkEvent` (see `DESIGN.md`) on NATS JetStream, spooling to disk
+//! while the broker is away.
+//!
+//! # Layout
+//!
+//! - [`scenario`]: scenario files, tasks, fixture trees and `pins.toml`.
+//! - [`policy`]: the [`Policy`](policy::Policy) trait, the `scripted` policy and the `llm`
+//!   policy (a model behind an OpenAI-compatible API, with context strategies).
+//! - [`provider`]: chat-completions client, retries, token counts from `usage` blocks.
+//! - [`pricing`]: per-token prices (provider listing or overrides) and exact call costs.
+//! - [`tools`]: the agent's tools (`bash`, `view`, `str_replace`, `write_file`, `grep`,
+//!   `submit`) in a per-run scratch copy of the fixture.
+//! - [`agent`]: one run, the agent loop from `run_start` to `run_stop`.
+//! - [`limits`]: the limits that end a run early and the exit status of each.
+//! - [`judge`]: running a task's judge tests.
+//! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
+//! - [`publish`]: acknowledged JetStream publishing with an in-flight window.
+//! - [`spool`]: the crash-safe local spool for events the broker could not take.
+//! - [`runner`]: a whole scenario: concurrency, progress, publisher life cycle ([`run`]).
+//! - [`sweep`]: sweeps over models × strategies × hyper-parameters, shared by several
+//!   workers through a JetStream KV bucket (`agent-runner sweep`).
+//! - [`exec`]: external agents over JSON lines (`agent-runner exec -- <command...>`).
+//! - [`import`]: runs recorded by other frameworks (`agent-runner import swe-agent`).
+//! - [`cli`]: command-line flags and environment → validated configs.
+//! - [`error`]: the error type and the process exit codes.
+//!
+//! Running a scenario from code (what the tests and `agent-runner run` do):
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agent_runner::Error> {
+//! use agent_runner::{run, RunnerConfig, PublishSetup};
+//! # let config: RunnerConfig = todo!();
+//! let report = run(config, tokio_util::sync::CancellationToken::new()).await?;
+//! println!("{report}");
+//! # Ok(()) }
+//! ```
+
+pub mod agent;
+pub mod cli;
+pub mod error;
+pub mod exec;
+pub mod import;
+pub mod judge;
+pub mod limits;
+pub mod policy;
+pub mod pricing;
+pub mod provider;
+pub mod publish;
+pub mod recorder;
+pub mod runner;
+pub mod scenario;
+pub mod spool;
+pub mod sweep;
+pub mod tools;
+
+pub use error::{Error, Exit};
+pub use runner::{flush_spool, run, PublishSetup, RunnerConfig, ScenarioReport};

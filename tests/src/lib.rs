@@ -9,4 +9,6 @@
 
 pub mod harness;
 
-pub use harness::{free_port, ClickHouseServer, NatsAuth, NatsOptions, NatsServer, QueryError};
+pub use harness::{
+    free_port, ClickHouseServer, NatsAuth, NatsOptions, NatsServer, OpenAiServer, QueryError, Reply,
+};

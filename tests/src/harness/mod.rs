@@ -10,8 +10,13 @@
 //! - [`port`]: [`free_port`], a loopback port nobody listens on.
 //! - [`nats`]: [`NatsServer`] with JetStream, configured from `deploy/nats/nats-server.conf`
 //!   plus per-test overrides ([`NatsOptions`]: auth, raw config).
+//! - [`cluster`]: [`NatsCluster`], three nodes from `deploy/nats/cluster/` forming one
+//!   JetStream cluster, for replicated (R3) streams and node failures.
 //! - [`clickhouse`]: [`ClickHouseServer`] configured from `deploy/local/clickhouse/`, and a
 //!   blocking SQL-over-HTTP helper ([`ClickHouseServer::query`]).
+//! - [`openai`]: [`OpenAiServer`], a scripted stand-in for an OpenAI-compatible model
+//!   provider (chat completions with tool calls, usage blocks, delays, errors, a model
+//!   listing), recording every request it receives.
 //! - `process`: the child-process life cycle both servers share (spawn, readiness wait,
 //!   SIGTERM/SIGKILL, log tail for panic messages).
 //! - `http`: the few lines of blocking HTTP/1.0 the readiness probes and `query` need, so
@@ -28,11 +33,15 @@
 //! reaches them too, as they share the process group).
 
 pub mod clickhouse;
+pub mod cluster;
 mod http;
 pub mod nats;
+pub mod openai;
 pub mod port;
 mod process;
 
 pub use clickhouse::{ClickHouseServer, QueryError};
+pub use cluster::NatsCluster;
 pub use nats::{NatsAuth, NatsOptions, NatsServer};
+pub use openai::{OpenAiServer, Recorded, Reply};
 pub use port::free_port;

@@ -1,0 +1,527 @@
+//! One run: one policy's attempt at one task under one config, from `run_start` to
+//! `run_stop`.
+//!
+//! The loop, per turn: check the limits ([`crate::limits`]), ask the policy for a
+//! [`Decision`] (bounded by the execution time left and by shutdown), then for each action
+//! emit `step` (act), run the tool, emit `tool_call`, a `failure` when the tool failed, and
+//! `step` (observe). A `submit` ends the loop; so do a limit, a [`PolicyStop`] and
+//! shutdown. Then the judge runs in the scratch directory, a closing `step` (conclude), a
+//! `failure` for an unsuccessful run, and `run_stop` with the verdict. Every event of the
+//! turn shares its `step_id`.
+//!
+//! The loop never fails because of the agent: tool errors, a broken policy or a missing
+//! sandbox become events and an exit status. It returns an error only when the run's own
+//! artifacts cannot be written.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use schemas::{
+    Canonical, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
+    RecoveryAttempt, RunConfig, RunSequencer, RunStart, RunStop, SandboxLimits, ScenarioRef, Step,
+    StepType, ToolCall,
+};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::judge::{self, Verdict, SCORING_VERSION};
+use crate::limits::{Limits, Patience, RunEnd};
+use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
+use crate::publish::PublisherHandle;
+use crate::recorder::{RecordError, RunRecorder};
+use crate::scenario::{LoadedScenario, LoadedTask, Tree};
+use crate::tools::{Sandbox, ToolLimits, ToolOutcome, ToolRequest, Toolbox};
+
+/// Version of this runner (`run_start.runner_version`).
+pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Everything one run needs besides its policy.
+#[derive(Debug, Clone)]
+pub struct RunSpec<'a> {
+    /// The scenario (config, name, hash).
+    pub scenario: &'a LoadedScenario,
+    /// The task.
+    pub task: &'a LoadedTask,
+    /// The run's seed.
+    pub seed: u64,
+    /// `host` on every event.
+    pub host: &'a str,
+    /// Observation bytes kept per tool call.
+    pub output_cap: usize,
+    /// Where `<run_id>/events.jsonl` and `summary.json` go; `None` = nowhere.
+    pub out_dir: Option<&'a Path>,
+    /// Where the events go; `None` = local artifacts only.
+    pub publisher: Option<PublisherHandle>,
+}
+
+/// `summary.json`: the run's identity and result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub run_id: Uuid,
+    pub task_id: String,
+    pub scenario: ScenarioRef,
+    pub policy_id: String,
+    pub seed: u64,
+    pub host: String,
+    pub cfg_hash: Hash256,
+    pub env_hash: Hash256,
+    pub fixture_sha256: Hash256,
+    /// Events emitted (`seq` 0 to `events - 1`).
+    pub events: u64,
+    /// The `run_stop` payload.
+    pub result: RunStop,
+    /// The artifact directory, if any.
+    pub artifacts: Option<PathBuf>,
+}
+
+/// What `env_hash` covers: everything about where the run executes that may change its
+/// outcome, and nothing host-specific (the same fixture on two hosts hashes the same).
+#[derive(Debug, Serialize)]
+struct Environment<'a> {
+    docker_image: &'a str,
+    tools_commit: &'a str,
+    sandbox_limits: &'a SandboxLimits,
+    fixture_sha256: &'a Hash256,
+    task_sha256: &'a Hash256,
+    runner_version: &'static str,
+    scoring_version: &'static str,
+    output_cap_bytes: usize,
+}
+
+/// State of the loop.
+struct Progress {
+    history: Vec<Exchange>,
+    tool_errors: u32,
+    turns: u32,
+    last_change: Instant,
+    patience: Patience,
+    /// The first tool failure, the root of the run's `failure` if it fails.
+    first_tool_failure: Option<FailureRoot>,
+}
+
+/// Executes one run of `policy` on `spec.task`.
+pub async fn execute(
+    spec: RunSpec<'_>,
+    mut policy: Box<dyn Policy>,
+    shutdown: CancellationToken,
+) -> Result<RunSummary, RecordError> {
+    let started = Instant::now();
+    let config = &spec.scenario.scenario.config;
+    let task = spec.task;
+    let fixture_sha256 = task.fixture_sha256();
+    let env_hash = Environment {
+        docker_image: &config.docker_image,
+        tools_commit: &config.tools_commit,
+        sandbox_limits: &config.sandbox_limits,
+        fixture_sha256: &fixture_sha256,
+        task_sha256: &task.task_sha256,
+        runner_version: RUNNER_VERSION,
+        scoring_version: SCORING_VERSION,
+        output_cap_bytes: spec.output_cap,
+    }
+    .canonical_hash();
+    let scenario_ref = ScenarioRef {
+        name: spec.scenario.scenario.name.clone(),
+        sha256: spec.scenario.sha256.clone(),
+    };
+    let sequencer = RunSequencer::new(
+        Uuid::now_v7(),
+        task.task.id.clone(),
+        policy.policy_id(),
+        config.canonical_hash(),
+        env_hash,
+        spec.seed,
+        spec.host,
+    );
+    let mut rec = RunRecorder::new(sequencer, spec.publisher.clone(), spec.out_dir)?;
+    rec.emit(
+        None,
+        Payload::RunStart(RunStart {
+            config: config.clone(),
+            scenario: scenario_ref.clone(),
+            fixture_sha256: fixture_sha256.clone(),
+            scoring_version: SCORING_VERSION.to_owned(),
+            runner_version: RUNNER_VERSION.to_owned(),
+        }),
+    )?;
+
+    let mut progress = Progress {
+        history: Vec::new(),
+        tool_errors: 0,
+        turns: 0,
+        last_change: Instant::now(),
+        patience: Patience::default(),
+        first_tool_failure: None,
+    };
+    let (end, toolbox) = match Sandbox::create(&task.fixture_dir(), &task.fixture) {
+        Ok(sandbox) => {
+            let toolbox = Toolbox::new(sandbox, ToolLimits::from_config(config, spec.output_cap));
+            let end = turns(
+                &mut rec,
+                &mut *policy,
+                &toolbox,
+                &spec,
+                &mut progress,
+                started,
+                &shutdown,
+            )
+            .await?;
+            (end, Some(toolbox))
+        }
+        Err(e) => {
+            tracing::error!(task = %task.task.id, error = %e, "cannot set up the sandbox");
+            progress.first_tool_failure = Some(FailureRoot::Build {
+                error_type: "sandbox".to_owned(),
+                command: e.to_string(),
+            });
+            (
+                RunEnd::early(ExitStatus::ExitEnvironment, "sandbox setup failed"),
+                None,
+            )
+        }
+    };
+
+    let (verdict, files_modified) = match &toolbox {
+        Some(toolbox) => {
+            let root = toolbox.sandbox().root();
+            let verdict = judge::judge(&task.task.judge, root).await;
+            let modified = Tree::scan_workspace(root)
+                .map(|now| task.fixture.changed_paths(&now).len())
+                .unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot list the scratch directory");
+                    0
+                });
+            (verdict, modified)
+        }
+        None => (
+            Verdict {
+                passed: 0,
+                failed: task.task.judge.tests.len() as u32,
+                failing: task
+                    .task
+                    .judge
+                    .tests
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect(),
+            },
+            0,
+        ),
+    };
+    let success = verdict.success() && end.status == ExitStatus::Submitted;
+    rec.emit(
+        None,
+        Payload::Step(step(
+            StepType::Conclude,
+            format!(
+                "{}; judge: {} of {} tests pass",
+                end.reason.as_deref().unwrap_or("submitted"),
+                verdict.passed,
+                verdict.passed + verdict.failed
+            ),
+        )),
+    )?;
+    if !success {
+        rec.emit(
+            None,
+            Payload::Failure(run_failure(&end, &verdict, &progress)),
+        )?;
+    }
+    let usage = rec.usage().clone();
+    let result = RunStop {
+        success,
+        final_score: verdict.score(),
+        wall_time_ms: millis(started.elapsed()),
+        total_tokens: usage.total_tokens(),
+        tool_errors: progress.tool_errors,
+        stability_variance: 0.0,
+        failing_tests: verdict.failing.clone(),
+        tests_passed: verdict.passed,
+        tests_failed: verdict.failed,
+        files_modified: files_modified as u32,
+        early_stopped: end.early_stopped(),
+        early_stop_reason: end.reason.clone(),
+        exit_status: end.status,
+        cost_usd: usage.cost_usd(),
+        api_calls: usage.api_calls,
+        turns: progress.turns,
+    };
+    rec.emit(None, Payload::RunStop(result.clone()))?;
+    let seq = rec.sequencer();
+    let summary = RunSummary {
+        run_id: seq.run_id,
+        task_id: seq.task_id.clone(),
+        scenario: scenario_ref,
+        policy_id: seq.policy_id.clone(),
+        seed: seq.seed,
+        host: seq.host.clone(),
+        cfg_hash: seq.cfg_hash.clone(),
+        env_hash: seq.env_hash.clone(),
+        fixture_sha256,
+        events: rec.events(),
+        result,
+        artifacts: rec.dir().map(Path::to_path_buf),
+    };
+    rec.write_summary(&summary)?;
+    Ok(summary)
+}
+
+/// The turns of the run, until something ends it.
+async fn turns(
+    rec: &mut RunRecorder,
+    policy: &mut dyn Policy,
+    toolbox: &Toolbox,
+    spec: &RunSpec<'_>,
+    progress: &mut Progress,
+    started: Instant,
+    shutdown: &CancellationToken,
+) -> Result<RunEnd, RecordError> {
+    let config: &RunConfig = &spec.scenario.scenario.config;
+    let limits = Limits::from_config(config);
+    loop {
+        if shutdown.is_cancelled() {
+            return Ok(RunEnd::early(ExitStatus::ExitError, "shutdown"));
+        }
+        if let Some(end) = limits.check(progress.turns, started, progress.last_change, rec.usage())
+        {
+            return Ok(end);
+        }
+        let step_id = Uuid::now_v7();
+        let turn = Turn {
+            number: progress.turns,
+            task: &spec.task.task,
+            config,
+            history: &progress.history,
+        };
+        let usage_before = rec.usage().clone();
+        let decided = {
+            let mut events = PolicyEvents::new(rec, step_id);
+            let decided = tokio::select! {
+                decided = tokio::time::timeout(limits.remaining(started), policy.decide(&turn, &mut events)) => Some(decided),
+                _ = shutdown.cancelled() => None,
+            };
+            if let Some(e) = events.into_error() {
+                return Err(e);
+            }
+            decided
+        };
+        let decision: Decision = match decided {
+            None => return Ok(RunEnd::early(ExitStatus::ExitError, "shutdown")),
+            Some(Err(_elapsed)) => {
+                return Ok(RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout"))
+            }
+            Some(Ok(Err(stop))) => return Ok(RunEnd::early(stop.status, stop.reason)),
+            Some(Ok(Ok(decision))) => decision,
+        };
+        progress.turns += 1;
+        let usage = rec.usage();
+        let context_kb = decision.context_kb.unwrap_or_else(|| {
+            let bytes: usize = progress
+                .history
+                .iter()
+                .map(|e| e.outcome.observation.len())
+                .sum();
+            bytes as f64 / 1024.0
+        });
+        if let Some(thought) = decision.thought {
+            rec.emit(
+                Some(step_id),
+                Payload::Step(Step {
+                    tokens_in: usage.input_tokens - usage_before.input_tokens,
+                    tokens_out: usage.output_tokens - usage_before.output_tokens,
+                    planned_step: decision.planned_step,
+                    context_kb,
+                    ..step(StepType::Reason, thought)
+                }),
+            )?;
+        }
+        let mut modified = false;
+        for request in decision.actions {
+            rec.emit(
+                Some(step_id),
+                Payload::Step(Step {
+                    planned_step: decision.planned_step,
+                    context_kb,
+                    ..step(StepType::Act, request.describe())
+                }),
+            )?;
+            let outcome = tokio::select! {
+                outcome = toolbox.call(&request, limits.remaining(started)) => outcome,
+                _ = shutdown.cancelled() => return Ok(RunEnd::early(ExitStatus::ExitError, "shutdown")),
+            };
+            record_tool_call(rec, step_id, &request, &outcome, progress)?;
+            rec.emit(
+                Some(step_id),
+                Payload::Step(Step {
+                    wall_time_ms: millis(outcome.latency),
+                    ..step(StepType::Observe, outcome.observation.clone())
+                }),
+            )?;
+            modified |= !outcome.footprint.files_modified.is_empty();
+            let submitted = outcome.submitted;
+            progress.history.push(Exchange {
+                turn: progress.turns - 1,
+                request,
+                outcome,
+            });
+            if submitted {
+                return Ok(RunEnd::submitted());
+            }
+        }
+        if modified {
+            progress.last_change = Instant::now();
+            if limits.probes_tests() {
+                let probe = judge::judge(&spec.task.task.judge, toolbox.sandbox().root()).await;
+                if let Some(end) = limits.observe_failing(&mut progress.patience, probe.failed) {
+                    return Ok(end);
+                }
+            }
+        }
+    }
+}
+
+fn record_tool_call(
+    rec: &mut RunRecorder,
+    step_id: Uuid,
+    request: &ToolRequest,
+    outcome: &ToolOutcome,
+    progress: &mut Progress,
+) -> Result<(), RecordError> {
+    rec.emit(
+        Some(step_id),
+        Payload::ToolCall(ToolCall {
+            tool_name: request.tool.clone(),
+            tool_args_hash: request.args_hash(),
+            latency_ms: millis(outcome.latency),
+            retries: outcome.retries,
+            exit_kind: outcome.exit_kind,
+            exit_message: outcome.message.clone(),
+            evidence_footprint: outcome.footprint.clone(),
+            user_feedback_score: None,
+            intent_accuracy: None,
+        }),
+    )?;
+    if !outcome.is_error() {
+        return Ok(());
+    }
+    progress.tool_errors += 1;
+    let message = outcome.message.clone().unwrap_or_default();
+    let root = match &outcome.bad_path {
+        Some(path) => FailureRoot::Path {
+            invalid_path: path.clone(),
+            expected_location: "a path inside the task workspace".to_owned(),
+        },
+        None => FailureRoot::Tool {
+            tool_name: request.tool.clone(),
+            usage_error: message.clone(),
+        },
+    };
+    progress
+        .first_tool_failure
+        .get_or_insert_with(|| root.clone());
+    let recovery_attempts = (outcome.retries > 0)
+        .then(|| RecoveryAttempt {
+            strategy: format!("retry x{} (retry_policy)", outcome.retries),
+            success: false,
+            time_spent_ms: millis(outcome.latency),
+            side_effects: Vec::new(),
+        })
+        .into_iter()
+        .collect();
+    rec.emit(
+        Some(step_id),
+        Payload::Failure(Failure {
+            first_failure_root: root,
+            recovery_attempts,
+            final_error_state: FinalErrorState {
+                recoverable: true,
+                error_category: outcome.exit_kind.as_str().to_owned(),
+                confidence: 1.0,
+                similar_failures: progress.tool_errors - 1,
+            },
+            contributing_factors: vec![message],
+            remediation_suggestions: vec![remedy(outcome.exit_kind).to_owned()],
+        }),
+    )
+}
+
+fn remedy(kind: ExitKind) -> &'static str {
+    match kind {
+        ExitKind::Timeout => "make the command finish within tool_timeout_ms, or raise it",
+        ExitKind::UserError => "check the tool's arguments and paths (relative to the task root)",
+        ExitKind::Oom => "use less memory, or raise sandbox_limits.memory_mb",
+        _ => "retry; report if it persists",
+    }
+}
+
+/// The `failure` of a run that did not succeed: why, as far as the runner can tell.
+fn run_failure(end: &RunEnd, verdict: &Verdict, progress: &Progress) -> Failure {
+    let total = verdict.passed + verdict.failed;
+    let (root, category) = match (&end.reason, &progress.first_tool_failure) {
+        (_, Some(root)) if end.status == ExitStatus::ExitEnvironment => {
+            (root.clone(), "environment")
+        }
+        (None, _) => (
+            FailureRoot::Semantic {
+                logic_error: format!(
+                    "{} of {total} judge tests fail after submit",
+                    verdict.failed
+                ),
+                context: verdict.failing.join(", "),
+            },
+            "wrong_fix",
+        ),
+        (Some(reason), _) => (
+            FailureRoot::Planning {
+                reasoning_error: format!("stopped before submitting: {reason}"),
+                step_number: progress.turns,
+            },
+            "early_stop",
+        ),
+    };
+    let mut contributing_factors = Vec::new();
+    if progress.tool_errors > 0 {
+        contributing_factors.push(format!("{} tool calls failed", progress.tool_errors));
+    }
+    if let Some(
+        FailureRoot::Path { invalid_path, .. }
+        | FailureRoot::Tool {
+            usage_error: invalid_path,
+            ..
+        },
+    ) = &progress.first_tool_failure
+    {
+        contributing_factors.push(format!("first tool failure: {invalid_path}"));
+    }
+    Failure {
+        first_failure_root: root,
+        recovery_attempts: Vec::new(),
+        final_error_state: FinalErrorState {
+            recoverable: false,
+            error_category: category.to_owned(),
+            confidence: 1.0,
+            similar_failures: 0,
+        },
+        contributing_factors,
+        remediation_suggestions: Vec::new(),
+    }
+}
+
+/// A `step` payload with no tokens, timing or plan.
+pub(crate) fn step(step_type: StepType, content: String) -> Step {
+    Step {
+        step_type,
+        content,
+        content_truncated: false,
+        tokens_in: 0,
+        tokens_out: 0,
+        wall_time_ms: 0,
+        planned_step: None,
+        context_kb: 0.0,
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,347 @@
+//! The command line: clap types (flags and environment variables) and their conversion
+//! into validated configs ([`RunnerConfig`], [`PublishSetup`]). Nothing here runs anything.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bench_nats::{NatsArgs, StreamSpec};
+use clap::{Args, Parser, Subcommand};
+use schemas::SubjectPrefix;
+
+use crate::error::Error;
+use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS};
+use crate::pricing::{Prices, TokenPrice};
+use crate::provider::{ProviderConfig, API_KEY_ENV_VARS};
+use crate::publish::{PublishConfig, DEFAULT_ACK_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_WINDOW};
+use crate::runner::{PublishSetup, RunnerConfig};
+use crate::scenario::LoadOptions;
+use crate::spool::{SpoolConfig, DEFAULT_MAX_BYTES};
+use crate::tools::DEFAULT_OUTPUT_CAP;
+
+/// Runs agent benchmark scenarios and publishes their events to NATS JetStream.
+#[derive(Debug, Parser)]
+#[command(name = "agent-runner", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a scenario: every task (or --tasks), judged, events published.
+    Run(Box<RunArgs>),
+    /// Maintain the scenarios directory.
+    Scenarios {
+        #[command(subcommand)]
+        command: ScenariosCommand,
+    },
+    /// Work with the local spool of undelivered events.
+    Spool {
+        #[command(subcommand)]
+        command: SpoolCommand,
+    },
+    /// Work through a sweep (models × strategies × hyper-parameters), shared with other
+    /// workers through NATS.
+    Sweep(Box<crate::sweep::SweepArgs>),
+    /// Run an external agent program as one run; it reports events as JSON lines.
+    Exec(Box<crate::exec::ExecArgs>),
+    /// Import runs recorded by other agent frameworks.
+    Import {
+        #[command(subcommand)]
+        command: crate::import::ImportCommand,
+    },
+}
+
+/// `agent-runner scenarios ...`
+#[derive(Debug, Subcommand)]
+pub enum ScenariosCommand {
+    /// Re-pin: hash every scenario file, task file and fixture into pins.toml.
+    Hash(DirArgs),
+    /// Check pins.toml against the files without changing it (exit 3 on a difference).
+    Check(DirArgs),
+}
+
+/// `agent-runner spool ...`
+#[derive(Debug, Subcommand)]
+pub enum SpoolCommand {
+    /// Deliver what the spool holds, then exit (4 if the broker stayed away).
+    Flush(Box<PublishArgs>),
+}
+
+/// The scenarios directory.
+#[derive(Debug, Args)]
+pub struct DirArgs {
+    /// Scenarios directory (scenario files, pins.toml, tasks/).
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    pub dir: PathBuf,
+}
+
+/// `agent-runner run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenario file, or the name of one in --scenarios-dir (`smoke`).
+    pub scenario: String,
+    /// Only these tasks (comma-separated ids of the scenario).
+    #[arg(long, value_delimiter = ',')]
+    pub tasks: Option<Vec<String>>,
+    /// Runs executing at once.
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Seed of every run, instead of the scenario's.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
+    #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
+    pub out: PathBuf,
+    /// Run even if a scenario, task or fixture differs from pins.toml.
+    #[arg(long)]
+    pub allow_unpinned: bool,
+    /// Where scenario names are looked up.
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    pub scenarios_dir: PathBuf,
+    /// `host` on every event. Default: the host name.
+    #[arg(long, env = "BENCH_RUNNER_HOST")]
+    pub host: Option<String>,
+    /// Observation bytes kept per tool call.
+    #[arg(long, default_value_t = DEFAULT_OUTPUT_CAP)]
+    pub output_cap: usize,
+    /// Do not publish: local artifacts only.
+    #[arg(long)]
+    pub no_publish: bool,
+    /// No progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    #[command(flatten)]
+    pub publish: PublishArgs,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}
+
+/// The provider of `llm` policies (any OpenAI-compatible API) and its prices.
+#[derive(Debug, Args)]
+pub struct LlmArgs {
+    /// Base URL of the chat-completions API, e.g. https://openrouter.ai/api/v1,
+    /// http://localhost:8000/v1 (vLLM), http://localhost:11434/v1 (Ollama).
+    #[arg(long, env = "BENCH_LLM_BASE_URL")]
+    pub llm_base_url: Option<String>,
+    /// Environment variable holding the API key. Default: the first one set of
+    /// BENCH_LLM_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY (none = no key).
+    #[arg(long)]
+    pub llm_api_key_env: Option<String>,
+    /// Per-call timeout of model calls, ms.
+    #[arg(long, env = "BENCH_LLM_TIMEOUT_MS", default_value_t = 60_000)]
+    pub llm_timeout_ms: u64,
+    /// max_tokens of each completion. Default: the provider's.
+    #[arg(long)]
+    pub llm_max_tokens: Option<u32>,
+    /// Unparseable model replies in a row that end a run with exit_format.
+    #[arg(long, default_value_t = DEFAULT_MAX_FORMAT_ERRORS)]
+    pub llm_max_format_errors: u32,
+    /// Price of prompt tokens, USD per million, instead of the provider's listing (needs
+    /// --completion-price-per-mtok).
+    #[arg(long, value_parser = TokenPrice::per_mtok)]
+    pub prompt_price_per_mtok: Option<TokenPrice>,
+    /// Price of completion tokens (reasoning included), USD per million.
+    #[arg(long, value_parser = TokenPrice::per_mtok)]
+    pub completion_price_per_mtok: Option<TokenPrice>,
+    /// Price of cached prompt tokens, USD per million. Default: the prompt price.
+    #[arg(long, value_parser = TokenPrice::per_mtok)]
+    pub cached_prompt_price_per_mtok: Option<TokenPrice>,
+}
+
+impl LlmArgs {
+    /// The provider settings; `None` without a base URL.
+    pub fn into_config(self) -> Result<Option<LlmConfig>, Error> {
+        let Some(base_url) = self.llm_base_url else {
+            return Ok(None);
+        };
+        if self.llm_timeout_ms == 0 {
+            return Err(Error::Config("--llm-timeout-ms must be at least 1".into()));
+        }
+        let set = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let api_key =
+            match &self.llm_api_key_env {
+                Some(name) => Some(set(name).ok_or_else(|| {
+                    Error::Config(format!("--llm-api-key-env: {name} is not set"))
+                })?),
+                None => API_KEY_ENV_VARS.iter().find_map(|name| set(name)),
+            };
+        let price_overrides = Prices::from_overrides(
+            self.prompt_price_per_mtok,
+            self.completion_price_per_mtok,
+            self.cached_prompt_price_per_mtok,
+        )
+        .map_err(|e| Error::Config(e.to_string()))?;
+        Ok(Some(LlmConfig {
+            provider: ProviderConfig {
+                base_url,
+                api_key,
+                timeout: Duration::from_millis(self.llm_timeout_ms),
+                max_tokens: self.llm_max_tokens,
+            },
+            price_overrides,
+            max_format_errors: self.llm_max_format_errors,
+        }))
+    }
+}
+
+/// Broker, subjects and spool.
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    #[command(flatten)]
+    pub nats: NatsArgs,
+    /// Subject prefix: events go to <prefix>.events.<run_id>.<type>.
+    #[arg(long, env = "BENCH_SUBJECT_PREFIX", default_value = "bench")]
+    pub subject_prefix: SubjectPrefix,
+    /// Spool file for events the broker could not take.
+    #[arg(
+        long,
+        env = "BENCH_RUNNER_SPOOL",
+        default_value = ".local/spool/agent-runner.spool"
+    )]
+    pub spool: PathBuf,
+    /// Size cap of the spool file, bytes.
+    #[arg(long, env = "BENCH_RUNNER_SPOOL_MAX_BYTES", default_value_t = DEFAULT_MAX_BYTES)]
+    pub spool_max_bytes: u64,
+    /// Publishes awaiting their ack at once.
+    #[arg(long, default_value_t = DEFAULT_WINDOW)]
+    pub publish_window: usize,
+    /// Wait for one ack before spooling, ms.
+    #[arg(long, default_value_t = DEFAULT_ACK_TIMEOUT.as_millis() as u64)]
+    pub ack_timeout_ms: u64,
+    /// At exit, how long to keep trying to empty the spool, ms.
+    #[arg(long, default_value_t = DEFAULT_DRAIN_TIMEOUT.as_millis() as u64)]
+    pub drain_timeout_ms: u64,
+    /// Create the stream when it is missing (local use; in production the sink does).
+    #[arg(long)]
+    pub create_stream: bool,
+    /// Stream name used by --create-stream.
+    #[arg(long, env = "BENCH_STREAM", default_value = "BENCH_EVENTS")]
+    pub stream: String,
+}
+
+impl RunArgs {
+    /// The validated runner config.
+    pub fn into_config(self) -> Result<RunnerConfig, Error> {
+        if self.concurrency == 0 {
+            return Err(Error::Config("--concurrency must be at least 1".into()));
+        }
+        let host = match self.host {
+            Some(h) => h,
+            None => nix::unistd::gethostname()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| "unknown-host".to_owned()),
+        };
+        let publish = if self.no_publish {
+            None
+        } else {
+            Some(self.publish.into_setup()?)
+        };
+        Ok(RunnerConfig {
+            scenario: resolve_scenario(&self.scenario, &self.scenarios_dir),
+            load: LoadOptions {
+                tasks: self.tasks,
+                allow_unpinned: self.allow_unpinned,
+            },
+            concurrency: self.concurrency,
+            seed: self.seed,
+            out_dir: Some(self.out),
+            host,
+            output_cap: self.output_cap,
+            publish,
+            progress: !self.no_progress,
+            llm: self.llm.into_config()?,
+        })
+    }
+}
+
+impl PublishArgs {
+    /// The validated publishing setup.
+    pub fn into_setup(self) -> Result<PublishSetup, Error> {
+        if self.publish_window == 0 {
+            return Err(Error::Config("--publish-window must be at least 1".into()));
+        }
+        let nats = self
+            .nats
+            .resolve()
+            .map_err(|e| Error::Config(e.to_string()))?;
+        let create_stream = self.create_stream.then(|| StreamSpec {
+            name: self.stream.clone(),
+            prefix: self.subject_prefix.clone(),
+            ..StreamSpec::default()
+        });
+        Ok(PublishSetup {
+            nats,
+            publish: PublishConfig {
+                prefix: self.subject_prefix,
+                window: self.publish_window,
+                ack_timeout: Duration::from_millis(self.ack_timeout_ms),
+                drain_timeout: Duration::from_millis(self.drain_timeout_ms),
+                spool: SpoolConfig {
+                    path: self.spool,
+                    max_bytes: self.spool_max_bytes,
+                },
+            },
+            create_stream,
+        })
+    }
+}
+
+/// A path that exists is a file; anything else is a name in `dir`.
+pub fn resolve_scenario(arg: &str, dir: &Path) -> PathBuf {
+    let as_path = PathBuf::from(arg);
+    if as_path.is_file() {
+        return as_path;
+    }
+    let file = if arg.ends_with(".toml") {
+        arg.to_owned()
+    } else {
+        format!("{arg}.toml")
+    };
+    dir.join(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_flags_become_a_config() {
+        let cli = Cli::try_parse_from([
+            "agent-runner",
+            "run",
+            "smoke",
+            "--tasks",
+            "a,b",
+            "--concurrency",
+            "2",
+            "--seed",
+            "7",
+            "--nats-url",
+            "nats://127.0.0.1:4999",
+            "--subject-prefix",
+            "team.bench",
+            "--host",
+            "w1",
+        ])
+        .expect("valid flags");
+        let Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        let config = args.into_config().expect("valid config");
+        assert_eq!(config.scenario, PathBuf::from("scenarios/smoke.toml"));
+        assert_eq!(config.load.tasks, Some(vec!["a".into(), "b".into()]));
+        assert_eq!((config.concurrency, config.seed), (2, Some(7)));
+        let publish = config.publish.expect("publishing");
+        assert_eq!(publish.nats.url, "nats://127.0.0.1:4999");
+        assert_eq!(publish.publish.prefix.as_str(), "team.bench");
+    }
+
+    #[test]
+    fn bad_prefix_is_a_usage_error() {
+        let parsed =
+            Cli::try_parse_from(["agent-runner", "run", "smoke", "--subject-prefix", "a.*"]);
+        assert!(parsed.is_err());
+    }
+}

@@ -1,0 +1,68 @@
+//! The runner's error type and the process exit codes (documented in `README.md`).
+
+use std::process::ExitCode;
+
+use crate::policy::PolicyError;
+use crate::publish::PublishFailure;
+use crate::recorder::RecordError;
+use crate::scenario::ScenarioError;
+use crate::spool::SpoolError;
+
+/// Why a runner command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    #[error(transparent)]
+    Connect(#[from] bench_nats::ConnectError),
+    #[error(transparent)]
+    Spool(#[from] SpoolError),
+    #[error(transparent)]
+    Publish(#[from] PublishFailure),
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+/// Process exit codes of `agent-runner`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Every run ended (solved or not) and every event was acknowledged by JetStream.
+    Ok = 0,
+    /// Unexpected failure (I/O, artifacts, connection setup).
+    Failure = 1,
+    /// Bad command line, configuration, scenario or task file.
+    Usage = 2,
+    /// A scenario file, task file or fixture differs from `pins.toml` (or is unpinned).
+    Pins = 3,
+    /// Runs ended, but some events are still in the spool (broker unreachable): they are
+    /// replayed by the next start or `agent-runner spool flush`.
+    Undelivered = 4,
+    /// The spool is full or unusable (locked by another runner, I/O error): events may
+    /// exist only in `events.jsonl`.
+    Spool = 5,
+    /// Stopped by SIGINT/SIGTERM (after draining).
+    Interrupted = 130,
+}
+
+impl Exit {
+    /// The process exit code.
+    pub fn code(self) -> ExitCode {
+        ExitCode::from(self as u8)
+    }
+}
+
+impl Error {
+    /// The exit code this error ends the process with.
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::Scenario(e) if e.is_pin_error() => Exit::Pins,
+            Error::Scenario(_) | Error::Policy(_) | Error::Config(_) => Exit::Usage,
+            Error::Spool(_) | Error::Publish(PublishFailure::Spool(_)) => Exit::Spool,
+            Error::Connect(_) | Error::Publish(_) | Error::Record(_) => Exit::Failure,
+        }
+    }
+}

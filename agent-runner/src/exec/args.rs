@@ -1,0 +1,96 @@
+//! `agent-runner exec` flags and environment → a validated [`ExecConfig`], and the
+//! command's output. Nothing here reads agent output.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use super::bridge::{self, ExecConfig};
+use super::ExecError;
+use crate::cli::PublishArgs;
+use crate::error::Exit;
+use crate::sweep::args::host_or_default;
+
+/// `agent-runner exec`.
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// Scenario file, or the name of one in --scenarios-dir: gives the run config.
+    #[arg(long)]
+    pub scenario: String,
+    /// The task (one of the scenario's); its fixture is copied to the agent's workdir.
+    #[arg(long)]
+    pub task: String,
+    /// Seed of the run, instead of the scenario's.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// `policy_id` of the run. Default: exec:<program file name>.
+    #[arg(long)]
+    pub policy_id: Option<String>,
+    /// Where scenario names are looked up.
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    pub scenarios_dir: PathBuf,
+    /// Run even if the scenario, task or fixture differs from pins.toml.
+    #[arg(long)]
+    pub allow_unpinned: bool,
+    /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
+    #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
+    pub out: PathBuf,
+    /// `host` on every event. Default: the host name.
+    #[arg(long, env = "BENCH_RUNNER_HOST")]
+    pub host: Option<String>,
+    /// Do not publish: local artifacts only.
+    #[arg(long)]
+    pub no_publish: bool,
+    #[command(flatten)]
+    pub publish: PublishArgs,
+    /// The agent program and its arguments (after `--`).
+    #[arg(last = true, required = true)]
+    pub command: Vec<OsString>,
+}
+
+impl ExecArgs {
+    /// The validated config.
+    pub fn into_config(self) -> Result<ExecConfig, ExecError> {
+        Ok(ExecConfig {
+            command: self.command,
+            scenario: crate::cli::resolve_scenario(&self.scenario, &self.scenarios_dir),
+            task: self.task,
+            allow_unpinned: self.allow_unpinned,
+            seed: self.seed,
+            policy_id: self.policy_id,
+            host: host_or_default(self.host),
+            out_dir: Some(self.out),
+            publish: if self.no_publish {
+                None
+            } else {
+                Some(self.publish.into_setup()?)
+            },
+        })
+    }
+
+    /// Runs the command and prints its report.
+    pub async fn execute(self, shutdown: CancellationToken) -> Result<Exit, ExecError> {
+        let report = bridge::run(self.into_config()?, shutdown).await?;
+        let r = &report.summary.result;
+        println!(
+            "exec {}: {} ({}), score {:.2}, {} events, {} of {} agent lines skipped, agent exit {}, run {}",
+            report.summary.task_id,
+            if r.success { "solved" } else { "unsolved" },
+            r.exit_status.as_str(),
+            r.final_score,
+            report.summary.events,
+            report.skipped,
+            report.lines,
+            report
+                .agent_exit
+                .map_or_else(|| "killed".to_owned(), |c| c.to_string()),
+            report.summary.run_id
+        );
+        Ok(match report.delivery {
+            Some(d) if d.left_in_spool > 0 => Exit::Undelivered,
+            _ => Exit::Ok,
+        })
+    }
+}

@@ -1,0 +1,441 @@
+//! One external-agent run: set up the task's scratch copy, emit `run_start`, start the
+//! agent program with the run's ids and config in its environment, turn every line it
+//! writes on stdout into an event ([`super::protocol`]), then close the run.
+//!
+//! The bridge owns the run's envelope and its ends: `run_start` is always its own; the
+//! agent may end the run with its own `run_stop`, otherwise the bridge judges the scratch
+//! copy with the task's judge (as `agent-runner run` does) and emits `run_stop` itself.
+//! A malformed line is logged and counted, never fatal. The agent is killed when the
+//! run's `execution_timeout_ms` passes or on shutdown.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus as ProcessStatus, Stdio};
+use std::time::Instant;
+
+use schemas::{
+    Canonical, ExitKind, ExitStatus, Hash256, Payload, RunSequencer, RunStart, RunStop, ScenarioRef,
+};
+use serde::Serialize;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::protocol::{parse_line, LineError, MAX_LINE_BYTES};
+use super::ExecError;
+use crate::agent::{RunSummary, RUNNER_VERSION};
+use crate::judge::{self, SCORING_VERSION};
+use crate::publish::DeliveryReport;
+use crate::recorder::RunRecorder;
+use crate::runner::{start_publisher, PublishSetup};
+use crate::scenario::{LoadOptions, LoadedScenario, Tree};
+use crate::tools::Sandbox;
+
+/// Everything `agent-runner exec` needs, validated.
+#[derive(Debug, Clone)]
+pub struct ExecConfig {
+    /// The agent program and its arguments.
+    pub command: Vec<OsString>,
+    /// The scenario file giving the run config.
+    pub scenario: PathBuf,
+    /// The task (one of the scenario's).
+    pub task: String,
+    /// Run even if the scenario, task or fixture differs from `pins.toml`.
+    pub allow_unpinned: bool,
+    /// Replaces the scenario's seed.
+    pub seed: Option<u64>,
+    /// `policy_id` of the run. Default `exec:<program file name>`.
+    pub policy_id: Option<String>,
+    /// `host` on every event.
+    pub host: String,
+    /// Per-run artifacts go to `<out_dir>/<run_id>/`; `None` = none written.
+    pub out_dir: Option<PathBuf>,
+    /// Where events go; `None` = local artifacts only.
+    pub publish: Option<PublishSetup>,
+}
+
+/// What happened.
+#[derive(Debug, Clone)]
+pub struct ExecReport {
+    /// The run.
+    pub summary: RunSummary,
+    /// Non-blank lines the agent wrote on stdout.
+    pub lines: u64,
+    /// Lines skipped as malformed (each was logged with its line number and reason).
+    pub skipped: u64,
+    /// The agent's exit code; `None` when it was killed by a signal.
+    pub agent_exit: Option<i32>,
+    /// What the publisher did; `None` without publishing.
+    pub delivery: Option<DeliveryReport>,
+}
+
+/// What `env_hash` covers for an external agent: the program, and the task it ran on.
+#[derive(Debug, Serialize)]
+struct ExecEnvironment<'a> {
+    command: Vec<String>,
+    fixture_sha256: &'a Hash256,
+    task_sha256: &'a Hash256,
+    runner_version: &'static str,
+    scoring_version: &'static str,
+}
+
+/// How the agent's part of the run ended.
+enum AgentEnd {
+    /// Its stdout closed and it exited.
+    Exited(ProcessStatus),
+    /// `execution_timeout_ms` passed; it was killed.
+    TimedOut,
+    /// Shutdown; it was killed.
+    Shutdown,
+}
+
+/// Runs the agent program of `config` as one run, until it exits, times out or
+/// `shutdown` fires; then drains the publisher.
+pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<ExecReport, ExecError> {
+    let (program, args) = config
+        .command
+        .split_first()
+        .ok_or_else(|| ExecError::Config("no agent command given (after --)".into()))?;
+    let scenario = LoadedScenario::load(
+        &config.scenario,
+        &LoadOptions {
+            tasks: Some(vec![config.task.clone()]),
+            allow_unpinned: config.allow_unpinned,
+        },
+    )?;
+    let task = scenario
+        .tasks
+        .first()
+        .ok_or_else(|| ExecError::Config(format!("task {} not loaded", config.task)))?;
+    let run_config = &scenario.scenario.config;
+    let seed = config.seed.unwrap_or(scenario.scenario.seed);
+    let sandbox = Sandbox::create(&task.fixture_dir(), &task.fixture)?;
+    let fixture_sha256 = task.fixture_sha256();
+    let env_hash = ExecEnvironment {
+        command: config
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        fixture_sha256: &fixture_sha256,
+        task_sha256: &task.task_sha256,
+        runner_version: RUNNER_VERSION,
+        scoring_version: SCORING_VERSION,
+    }
+    .canonical_hash();
+    let policy_id = config.policy_id.clone().unwrap_or_else(|| {
+        let name = Path::new(program)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!("exec:{name}")
+    });
+    let sequencer = RunSequencer::new(
+        Uuid::now_v7(),
+        task.task.id.clone(),
+        policy_id,
+        run_config.canonical_hash(),
+        env_hash,
+        seed,
+        config.host.clone(),
+    );
+    let publisher = match &config.publish {
+        Some(setup) => Some(start_publisher(setup).await?),
+        None => None,
+    };
+    let mut rec = RunRecorder::new(
+        sequencer,
+        publisher.as_ref().map(|p| p.handle()),
+        config.out_dir.as_deref(),
+    )?;
+    let scenario_ref = ScenarioRef {
+        name: scenario.scenario.name.clone(),
+        sha256: scenario.sha256.clone(),
+    };
+    let started = Instant::now();
+    rec.emit(
+        None,
+        Payload::RunStart(RunStart {
+            config: run_config.clone(),
+            scenario: scenario_ref.clone(),
+            fixture_sha256: fixture_sha256.clone(),
+            scoring_version: SCORING_VERSION.to_owned(),
+            runner_version: RUNNER_VERSION.to_owned(),
+        }),
+    )?;
+
+    let seq = rec.sequencer().clone();
+    // The agent starts in the caller's directory (so relative program paths work) and
+    // finds the task's scratch copy in BENCH_WORKDIR.
+    let mut child = Command::new(program)
+        .args(args)
+        .envs([
+            ("BENCH_RUN_ID", seq.run_id.to_string()),
+            ("BENCH_TASK_ID", seq.task_id.clone()),
+            ("BENCH_POLICY_ID", seq.policy_id.clone()),
+            ("BENCH_SEED", seed.to_string()),
+            ("BENCH_CFG_HASH", seq.cfg_hash.to_string()),
+            ("BENCH_HOST", seq.host.clone()),
+            (
+                "BENCH_RUN_CONFIG",
+                schemas::canonical_json(&serde_json::to_value(run_config).unwrap_or_default()),
+            ),
+            ("BENCH_PROBLEM", task.task.problem.clone()),
+            ("BENCH_WORKDIR", sandbox.root().display().to_string()),
+            ("BENCH_TASK_DIR", task.dir.display().to_string()),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| ExecError::Spawn {
+            program: program.to_string_lossy().into_owned(),
+            source,
+        })?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| ExecError::Config("agent stdout not captured".into()))?;
+
+    let deadline = tokio::time::Instant::now()
+        + std::time::Duration::from_millis(run_config.execution_timeout_ms);
+    let mut reader = LineReader::new(stdout);
+    let mut state = ReadState::default();
+    let end = loop {
+        tokio::select! {
+            line = reader.next() => match line {
+                Ok(Some(line)) => state.take(&mut rec, line)?,
+                Ok(None) => break AgentEnd::Exited(child.wait().await.map_err(ExecError::Wait)?),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the agent's stdout; stopping it");
+                    let _ = child.kill().await;
+                    break AgentEnd::Exited(child.wait().await.map_err(ExecError::Wait)?);
+                }
+            },
+            _ = tokio::time::sleep_until(deadline) => {
+                let _ = child.kill().await;
+                break AgentEnd::TimedOut;
+            }
+            _ = shutdown.cancelled() => {
+                let _ = child.kill().await;
+                break AgentEnd::Shutdown;
+            }
+        }
+    };
+    let agent_exit = match &end {
+        AgentEnd::Exited(status) => status.code(),
+        AgentEnd::TimedOut | AgentEnd::Shutdown => None,
+    };
+    let result = match state.agent_stop.take() {
+        Some(stop) => stop,
+        None => {
+            let stop =
+                close_run(&rec, &end, task, sandbox.root(), started, state.tool_errors).await;
+            rec.emit(None, Payload::RunStop(stop.clone()))?;
+            stop
+        }
+    };
+    let summary = RunSummary {
+        run_id: seq.run_id,
+        task_id: seq.task_id.clone(),
+        scenario: scenario_ref,
+        policy_id: seq.policy_id.clone(),
+        seed,
+        host: seq.host.clone(),
+        cfg_hash: seq.cfg_hash.clone(),
+        env_hash: seq.env_hash.clone(),
+        fixture_sha256,
+        events: rec.events(),
+        result,
+        artifacts: rec.dir().map(Path::to_path_buf),
+    };
+    rec.write_summary(&summary)?;
+    drop(rec);
+    let delivery = match publisher {
+        Some(p) => Some(p.finish().await?),
+        None => None,
+    };
+    Ok(ExecReport {
+        summary,
+        lines: state.lines,
+        skipped: state.skipped,
+        agent_exit,
+        delivery,
+    })
+}
+
+/// What the reading loop keeps.
+#[derive(Default)]
+struct ReadState {
+    lines: u64,
+    skipped: u64,
+    tool_errors: u32,
+    /// The agent's own `run_stop`, once sent.
+    agent_stop: Option<RunStop>,
+}
+
+impl ReadState {
+    /// Records one line, or logs why it is skipped.
+    fn take(
+        &mut self,
+        rec: &mut RunRecorder,
+        line: Result<Vec<u8>, LineError>,
+    ) -> Result<(), ExecError> {
+        if line
+            .as_ref()
+            .is_ok_and(|l| l.iter().all(u8::is_ascii_whitespace))
+        {
+            return Ok(());
+        }
+        self.lines += 1;
+        let parsed = line.and_then(|bytes| {
+            if self.agent_stop.is_some() {
+                return Err(LineError::AfterRunStop);
+            }
+            parse_line(&bytes, rec.sequencer())
+        });
+        let event = match parsed {
+            Ok(event) => event,
+            Err(e) => {
+                self.skipped += 1;
+                tracing::warn!(line = self.lines, error = %e, "agent line skipped");
+                return Ok(());
+            }
+        };
+        if !event.ignored.is_empty() {
+            tracing::warn!(line = self.lines, fields = ?event.ignored, "envelope fields from the agent ignored");
+        }
+        match &event.payload {
+            Payload::ToolCall(call) if call.exit_kind != ExitKind::Ok => self.tool_errors += 1,
+            Payload::RunStop(stop) => self.agent_stop = Some(stop.clone()),
+            _ => {}
+        }
+        rec.emit(event.step_id, event.payload)?;
+        Ok(())
+    }
+}
+
+/// The `run_stop` of a run the agent did not close: the judge's verdict on the scratch
+/// copy, with how the agent ended.
+async fn close_run(
+    rec: &RunRecorder,
+    end: &AgentEnd,
+    task: &crate::scenario::LoadedTask,
+    root: &Path,
+    started: Instant,
+    tool_errors: u32,
+) -> RunStop {
+    let (exit_status, reason) = match end {
+        AgentEnd::Exited(status) if status.success() => (ExitStatus::Submitted, None),
+        AgentEnd::Exited(status) => (
+            ExitStatus::ExitError,
+            Some(format!("agent exited with {status}")),
+        ),
+        AgentEnd::TimedOut => (
+            ExitStatus::ExitTimeout,
+            Some("execution_timeout".to_owned()),
+        ),
+        AgentEnd::Shutdown => (ExitStatus::ExitError, Some("shutdown".to_owned())),
+    };
+    let verdict = judge::judge(&task.task.judge, root).await;
+    let files_modified = Tree::scan_workspace(root)
+        .map(|now| task.fixture.changed_paths(&now).len())
+        .unwrap_or(0);
+    let usage = rec.usage();
+    RunStop {
+        success: verdict.success() && exit_status == ExitStatus::Submitted,
+        final_score: verdict.score(),
+        wall_time_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        total_tokens: usage.total_tokens(),
+        tool_errors,
+        stability_variance: 0.0,
+        failing_tests: verdict.failing.clone(),
+        tests_passed: verdict.passed,
+        tests_failed: verdict.failed,
+        files_modified: u32::try_from(files_modified).unwrap_or(u32::MAX),
+        early_stopped: reason.is_some(),
+        early_stop_reason: reason,
+        exit_status,
+        cost_usd: usage.cost_usd(),
+        api_calls: usage.api_calls,
+        turns: 0,
+    }
+}
+
+/// Reads lines of at most [`MAX_LINE_BYTES`]; a longer line is consumed and reported as
+/// [`LineError::Oversize`] without being held in memory.
+struct LineReader<R> {
+    inner: BufReader<R>,
+}
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    fn new(inner: R) -> Self {
+        LineReader {
+            inner: BufReader::new(inner),
+        }
+    }
+
+    /// The next line without its newline; `None` at end of input.
+    async fn next(&mut self) -> std::io::Result<Option<Result<Vec<u8>, LineError>>> {
+        let mut line = Vec::new();
+        let mut oversize = false;
+        loop {
+            let buf = self.inner.fill_buf().await?;
+            if buf.is_empty() {
+                return Ok((!line.is_empty() || oversize).then(|| finish(line, oversize)));
+            }
+            let (chunk, found) = match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => (&buf[..i], Some(i + 1)),
+                None => (buf, None),
+            };
+            if !oversize && line.len() + chunk.len() <= MAX_LINE_BYTES {
+                line.extend_from_slice(chunk);
+            } else {
+                oversize = true;
+                line = Vec::new();
+            }
+            let used = found.unwrap_or(buf.len());
+            self.inner.consume(used);
+            if found.is_some() {
+                return Ok(Some(finish(line, oversize)));
+            }
+        }
+    }
+}
+
+fn finish(mut line: Vec<u8>, oversize: bool) -> Result<Vec<u8>, LineError> {
+    if oversize {
+        return Err(LineError::Oversize);
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn long_lines_are_skipped_and_reading_goes_on() {
+        let mut input = vec![b'x'; MAX_LINE_BYTES + 10];
+        input.extend_from_slice(b"\n{\"a\":1}\r\nlast");
+        let mut reader = LineReader::new(&input[..]);
+        assert_eq!(
+            reader.next().await.ok().flatten(),
+            Some(Err(LineError::Oversize))
+        );
+        assert_eq!(
+            reader.next().await.ok().flatten(),
+            Some(Ok(b"{\"a\":1}".to_vec()))
+        );
+        assert_eq!(
+            reader.next().await.ok().flatten(),
+            Some(Ok(b"last".to_vec()))
+        );
+        assert_eq!(reader.next().await.ok().flatten(), None);
+    }
+}

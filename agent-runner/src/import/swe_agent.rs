@@ -1,0 +1,418 @@
+//! One SWE-agent trajectory → the events of one run, deterministically: the same file
+//! bytes and modification time give the same events, byte for byte, so importing twice
+//! stores one copy (JetStream drops the re-publish inside its duplicate window, and
+//! ClickHouse's ReplacingMergeTree merges it after).
+//!
+//! Ids: `run_id` is a UUIDv8 of the file's SHA-256; event and step ids are UUIDv8s of
+//! the run id and the event or step index. Times: SWE-agent writes no timestamps, so the
+//! file's modification time is taken as the end of the run, the run starts the sum of
+//! the steps' `execution_time` earlier, and each event is placed at the start of its step
+//! (plus its index in ms, to keep the order).
+//!
+//! Events: `run_start`; per trajectory step a `step` `reason` (the thought, when any),
+//! `act` (the action), a `tool_call` (tool = the action's first word, latency =
+//! `execution_time`) and `observe` (the observation); a `conclude` step with the
+//! submission; a `failure` unless the run was submitted; `run_stop` with `model_stats`
+//! (tokens, cost, API calls) and the mapped `exit_status`. SWE-agent does not evaluate
+//! its patch, so `success` means "submitted a non-empty patch" and `final_score` is 1 or
+//! 0 accordingly; per-call token counts are not in the file, so there are no
+//! `deliberation` events (the totals are on `run_stop`).
+
+use std::path::Path;
+
+use chrono::{DateTime, Duration, Utc};
+use schemas::{
+    sha256_hex, BenchmarkEvent, Canonical, ContextStrategy, EvidenceFootprint, ExitKind,
+    ExitStatus, Failure, FailureRoot, FinalErrorState, Payload, RetryPolicy, RunConfig,
+    RunSequencer, RunStart, RunStop, SandboxLimits, ScenarioRef, Step, StepType, StrategyParams,
+    ToolCall,
+};
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::traj::{TrajStep, Trajectory};
+use super::ImportError;
+use crate::exec::protocol::derived_uuid;
+
+/// `run_start.scoring_version` of imported runs: not judged by benchstream.
+pub const SCORING_VERSION: &str = "swe-agent-unevaluated";
+
+/// Provider reported for imported runs when the trajectory does not name one.
+const PROVIDER: &str = "swe-agent";
+
+/// A trajectory file as read from disk.
+#[derive(Debug, Clone)]
+pub struct TrajFile<'a> {
+    /// Its path (the file stem is the task id).
+    pub path: &'a Path,
+    /// Its bytes.
+    pub bytes: &'a [u8],
+    /// Its modification time: the end of the run.
+    pub modified: DateTime<Utc>,
+}
+
+/// What `env_hash` covers for an imported run.
+#[derive(Debug, Serialize)]
+struct ImportedEnvironment<'a> {
+    source: &'static str,
+    swe_agent_version: &'a str,
+    environment: &'a str,
+}
+
+/// The events of `file`, each with its wire bytes, in `seq` order.
+pub fn events(
+    file: &TrajFile<'_>,
+    host: &str,
+) -> Result<Vec<(BenchmarkEvent, Vec<u8>)>, ImportError> {
+    let traj: Trajectory = serde_json::from_slice(file.bytes).map_err(|e| ImportError::Parse {
+        path: file.path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let file_sha256 = sha256_hex(file.bytes);
+    let task_id = file
+        .path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let config = run_config(&traj);
+    let run_id = derived_uuid(&format!("swe-agent/{file_sha256}"));
+    let mut sequencer = RunSequencer::new(
+        run_id,
+        task_id,
+        format!("swe-agent/{}", config.model),
+        config.canonical_hash(),
+        ImportedEnvironment {
+            source: "swe-agent",
+            swe_agent_version: &traj.info.swe_agent_version,
+            environment: &traj.environment,
+        }
+        .canonical_hash(),
+        0,
+        host,
+    );
+    let total_ms: i64 = traj.trajectory.iter().map(step_ms).sum();
+    let start = file.modified - Duration::milliseconds(total_ms);
+    let mut out = Out {
+        sequencer: &mut sequencer,
+        events: Vec::new(),
+        path: file.path,
+    };
+
+    out.push(
+        start,
+        None,
+        Payload::RunStart(RunStart {
+            config: config.clone(),
+            scenario: ScenarioRef {
+                name: "swe-agent".to_owned(),
+                sha256: file_sha256.clone(),
+            },
+            fixture_sha256: file_sha256.clone(),
+            scoring_version: SCORING_VERSION.to_owned(),
+            runner_version: version_or_unknown(&traj.info.swe_agent_version),
+        }),
+    )?;
+    let mut elapsed = 0i64;
+    for (index, step) in traj.trajectory.iter().enumerate() {
+        let at = start + Duration::milliseconds(elapsed);
+        let step_id = Some(derived_uuid(&format!("{run_id}/step/{index}")));
+        if !step.thought.trim().is_empty() {
+            out.push(
+                at,
+                step_id,
+                Payload::Step(text_step(StepType::Reason, &step.thought)),
+            )?;
+        }
+        out.push(
+            at,
+            step_id,
+            Payload::Step(text_step(StepType::Act, &step.action)),
+        )?;
+        out.push(at, step_id, Payload::ToolCall(tool_call(step)))?;
+        out.push(
+            at,
+            step_id,
+            Payload::Step(Step {
+                wall_time_ms: u64::try_from(step_ms(step)).unwrap_or(0),
+                ..text_step(StepType::Observe, &step.observation)
+            }),
+        )?;
+        elapsed += step_ms(step);
+    }
+
+    let (exit_status, early_reason) = exit_status(&traj.info.exit_status);
+    let patch = traj.info.submission.trim();
+    let success = exit_status == ExitStatus::Submitted && !patch.is_empty();
+    out.push(
+        file.modified,
+        None,
+        Payload::Step(text_step(
+            StepType::Conclude,
+            if patch.is_empty() {
+                "no submission"
+            } else {
+                &traj.info.submission
+            },
+        )),
+    )?;
+    if !success {
+        out.push(
+            file.modified,
+            None,
+            Payload::Failure(failure(&traj, exit_status)),
+        )?;
+    }
+    let stats = &traj.info.model_stats;
+    out.push(
+        file.modified,
+        None,
+        Payload::RunStop(RunStop {
+            success,
+            final_score: if success { 1.0 } else { 0.0 },
+            wall_time_ms: u64::try_from(total_ms).unwrap_or(0),
+            total_tokens: stats.tokens_sent + stats.tokens_received,
+            tool_errors: 0,
+            stability_variance: 0.0,
+            failing_tests: Vec::new(),
+            tests_passed: 0,
+            tests_failed: 0,
+            files_modified: u32::try_from(patch.matches("diff --git ").count()).unwrap_or(0),
+            early_stopped: early_reason.is_some(),
+            early_stop_reason: early_reason,
+            exit_status,
+            cost_usd: Some(stats.instance_cost),
+            api_calls: traj.api_calls(),
+            turns: u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX),
+        }),
+    )?;
+    Ok(out.events)
+}
+
+/// Collects stamped events with their derived ids.
+struct Out<'a> {
+    sequencer: &'a mut RunSequencer,
+    events: Vec<(BenchmarkEvent, Vec<u8>)>,
+    path: &'a Path,
+}
+
+impl Out<'_> {
+    fn push(
+        &mut self,
+        at: DateTime<Utc>,
+        step_id: Option<Uuid>,
+        payload: Payload,
+    ) -> Result<(), ImportError> {
+        let index = self.sequencer.next_seq();
+        let event_id = derived_uuid(&format!("{}/event/{index}", self.sequencer.run_id));
+        let ts = at + Duration::milliseconds(i64::try_from(index).unwrap_or(0));
+        let mut event = self.sequencer.next_at(event_id, ts, step_id, payload);
+        let bytes = event.enforce_limits().map_err(|e| ImportError::TooLarge {
+            path: self.path.to_path_buf(),
+            seq: index,
+            source: e,
+        })?;
+        self.events.push((event, bytes));
+        Ok(())
+    }
+}
+
+fn step_ms(step: &TrajStep) -> i64 {
+    (step.execution_time.max(0.0) * 1000.0).round() as i64
+}
+
+fn version_or_unknown(version: &str) -> String {
+    if version.is_empty() {
+        "swe-agent-unknown".to_owned()
+    } else {
+        format!("swe-agent-{version}")
+    }
+}
+
+/// A `step` with text only: the file has no per-step tokens or plan.
+fn text_step(step_type: StepType, content: &str) -> Step {
+    Step {
+        step_type,
+        content: content.to_owned(),
+        content_truncated: false,
+        tokens_in: 0,
+        tokens_out: 0,
+        wall_time_ms: 0,
+        planned_step: None,
+        context_kb: 0.0,
+    }
+}
+
+fn tool_call(step: &TrajStep) -> ToolCall {
+    let tool_name = step
+        .action
+        .split_whitespace()
+        .next()
+        .unwrap_or("none")
+        .to_owned();
+    ToolCall {
+        tool_name,
+        tool_args_hash: serde_json::json!({ "action": step.action }).canonical_hash(),
+        latency_ms: u64::try_from(step_ms(step)).unwrap_or(0),
+        retries: 0,
+        exit_kind: ExitKind::Ok,
+        exit_message: None,
+        evidence_footprint: EvidenceFootprint {
+            bytes_read: step.observation.len() as u64,
+            ..EvidenceFootprint::default()
+        },
+        user_feedback_score: None,
+        intent_accuracy: None,
+    }
+}
+
+/// SWE-agent's `exit_status` → the wire enum, and an early-stop reason. `submitted
+/// (exit_cost)` means SWE-agent hit a limit and auto-submitted: submitted, stopped early.
+fn exit_status(raw: &str) -> (ExitStatus, Option<String>) {
+    let raw = raw.trim();
+    if raw == "submitted" {
+        return (ExitStatus::Submitted, None);
+    }
+    if raw.starts_with("submitted") {
+        return (ExitStatus::Submitted, Some(raw.to_owned()));
+    }
+    let status = [
+        ("exit_cost", ExitStatus::ExitCost),
+        ("exit_context", ExitStatus::ExitContext),
+        ("exit_format", ExitStatus::ExitFormat),
+        ("exit_api", ExitStatus::ExitApi),
+        ("exit_environment", ExitStatus::ExitEnvironment),
+        ("exit_forfeit", ExitStatus::ExitForfeit),
+        ("exit_command", ExitStatus::ExitCommand),
+        ("timeout", ExitStatus::ExitTimeout),
+    ]
+    .into_iter()
+    .find(|(needle, _)| raw.contains(needle))
+    .map_or(ExitStatus::ExitError, |(_, status)| status);
+    let reason = if raw.is_empty() {
+        "no exit_status"
+    } else {
+        raw
+    };
+    (status, Some(reason.to_owned()))
+}
+
+fn failure(traj: &Trajectory, status: ExitStatus) -> Failure {
+    let last = traj.trajectory.last();
+    Failure {
+        first_failure_root: FailureRoot::Planning {
+            reasoning_error: format!(
+                "swe-agent ended with {} ({})",
+                status.as_str(),
+                if traj.info.exit_status.is_empty() {
+                    "no exit_status"
+                } else {
+                    &traj.info.exit_status
+                }
+            ),
+            step_number: u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX),
+        },
+        recovery_attempts: Vec::new(),
+        final_error_state: FinalErrorState {
+            recoverable: false,
+            error_category: status.as_str().to_owned(),
+            confidence: 1.0,
+            similar_failures: 0,
+        },
+        contributing_factors: last
+            .map(|s| vec![format!("last action: {}", s.action)])
+            .unwrap_or_default(),
+        remediation_suggestions: Vec::new(),
+    }
+}
+
+/// The run config of an imported run: what the trajectory's `replay_config` says
+/// (model name, temperature, cost and call limits), the rest fixed values meaning "not
+/// applicable" (zero limits, `raw` context, no tools list beyond SWE-agent's own).
+fn run_config(traj: &Trajectory) -> RunConfig {
+    let model = traj.model_config().unwrap_or(Value::Null);
+    let get_f64 = |key: &str| model.get(key).and_then(Value::as_f64);
+    let name = model
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown")
+        .to_owned();
+    let call_limit = model
+        .get("per_instance_call_limit")
+        .and_then(Value::as_u64)
+        .filter(|&n| n > 0)
+        .unwrap_or(traj.trajectory.len() as u64);
+    let provider = name
+        .split_once('/')
+        .map_or(PROVIDER, |(provider, _)| provider)
+        .to_owned();
+    RunConfig {
+        model: name,
+        provider,
+        strategy: ContextStrategy::Raw,
+        strategy_params: StrategyParams::default(),
+        max_iterations: u32::try_from(call_limit).unwrap_or(u32::MAX),
+        temperature: get_f64("temperature").unwrap_or(0.0),
+        context_window: 0,
+        pruning_threshold: 0.0,
+        planner_depth: 0,
+        debate_rounds: 0,
+        available_tools: tools_used(traj),
+        tool_timeout_ms: 0,
+        retry_policy: RetryPolicy {
+            max_retries: 0,
+            backoff_ms: 0,
+            exponential_backoff: false,
+            retry_on_flake: false,
+            retry_on_timeout: false,
+        },
+        execution_timeout_ms: 0,
+        failing_tests_patience: 0,
+        no_progress_timeout_ms: 0,
+        docker_image: traj.environment.clone(),
+        tools_commit: version_or_unknown(&traj.info.swe_agent_version),
+        sandbox_limits: SandboxLimits {
+            memory_mb: 0,
+            cpu_cores: 0.0,
+            disk_mb: 0,
+            network_enabled: false,
+            execution_timeout_ms: 0,
+        },
+        cost_limit_usd: get_f64("per_instance_cost_limit").filter(|&c| c > 0.0),
+    }
+}
+
+/// The distinct commands the agent used, sorted.
+fn tools_used(traj: &Trajectory) -> Vec<String> {
+    let mut tools: Vec<String> = traj
+        .trajectory
+        .iter()
+        .filter_map(|s| s.action.split_whitespace().next().map(str::to_owned))
+        .collect();
+    tools.sort();
+    tools.dedup();
+    tools
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_statuses_map_to_the_wire_enum() {
+        assert_eq!(exit_status("submitted"), (ExitStatus::Submitted, None));
+        assert_eq!(
+            exit_status("submitted (exit_cost)"),
+            (
+                ExitStatus::Submitted,
+                Some("submitted (exit_cost)".to_owned())
+            )
+        );
+        assert_eq!(exit_status("exit_context").0, ExitStatus::ExitContext);
+        assert_eq!(
+            exit_status("exit_environment_error").0,
+            ExitStatus::ExitEnvironment
+        );
+        assert_eq!(exit_status("").0, ExitStatus::ExitError);
+    }
+}

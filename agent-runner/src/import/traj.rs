@@ -1,0 +1,120 @@
+//! The SWE-agent trajectory file (`<instance_id>.traj`, JSON), as far as the importer
+//! reads it. Lenient: SWE-agent versions differ in which keys they write, so every field
+//! has a default and unknown keys are ignored; only "not a JSON object with a
+//! `trajectory` array" is an error.
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+/// A whole `.traj` file.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Trajectory {
+    /// One entry per agent step, in order.
+    pub trajectory: Vec<TrajStep>,
+    /// The chat messages exchanged with the model (system, user, assistant, tool).
+    #[serde(default)]
+    pub history: Vec<HistoryMessage>,
+    /// Totals and the outcome.
+    #[serde(default)]
+    pub info: Info,
+    /// The config SWE-agent ran with: a JSON string (1.x) or an object.
+    #[serde(default)]
+    pub replay_config: Option<Value>,
+    /// The environment name SWE-agent ran in.
+    #[serde(default, deserialize_with = "null_default")]
+    pub environment: String,
+}
+
+/// One agent step.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct TrajStep {
+    /// The command the agent ran, e.g. `find_file "validators.py"`.
+    #[serde(default, deserialize_with = "null_default")]
+    pub action: String,
+    /// What the environment answered.
+    #[serde(default, deserialize_with = "null_default")]
+    pub observation: String,
+    /// The model's reasoning before the action.
+    #[serde(default, deserialize_with = "null_default")]
+    pub thought: String,
+    /// The model's raw response (thought + action).
+    #[serde(default, deserialize_with = "null_default")]
+    pub response: String,
+    /// Seconds the action took in the environment.
+    #[serde(default, deserialize_with = "null_default")]
+    pub execution_time: f64,
+}
+
+/// One chat message of `history`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct HistoryMessage {
+    /// `system`, `user`, `assistant` or `tool`.
+    #[serde(default, deserialize_with = "null_default")]
+    pub role: String,
+    /// The agent that sent or received it (`main` in single-agent runs).
+    #[serde(default, deserialize_with = "null_default")]
+    pub agent: String,
+}
+
+/// `info`: totals and outcome.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Info {
+    #[serde(default)]
+    pub model_stats: ModelStats,
+    /// e.g. `submitted`, `exit_cost`, `submitted (exit_context)`.
+    #[serde(default, deserialize_with = "null_default")]
+    pub exit_status: String,
+    /// The patch the agent submitted (a unified diff), if any.
+    #[serde(default, deserialize_with = "null_default")]
+    pub submission: String,
+    #[serde(default, deserialize_with = "null_default")]
+    pub swe_agent_version: String,
+}
+
+/// `info.model_stats`: totals over the run's model calls.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ModelStats {
+    #[serde(default, deserialize_with = "null_default")]
+    pub instance_cost: f64,
+    #[serde(default, deserialize_with = "null_default")]
+    pub tokens_sent: u64,
+    #[serde(default, deserialize_with = "null_default")]
+    pub tokens_received: u64,
+    #[serde(default, deserialize_with = "null_default")]
+    pub api_calls: u32,
+}
+
+impl Trajectory {
+    /// The agent section of `replay_config` (`agent.model.name`, ...), if present.
+    pub fn model_config(&self) -> Option<Value> {
+        let config = match &self.replay_config {
+            Some(Value::String(text)) => serde_json::from_str::<Value>(text).ok()?,
+            Some(other) => other.clone(),
+            None => return None,
+        };
+        config.get("agent")?.get("model").cloned()
+    }
+
+    /// Model calls: `model_stats.api_calls`, else the assistant messages of `history`.
+    pub fn api_calls(&self) -> u32 {
+        match self.info.model_stats.api_calls {
+            0 => self
+                .history
+                .iter()
+                .filter(|m| m.role == "assistant")
+                .count()
+                .try_into()
+                .unwrap_or(u32::MAX),
+            n => n,
+        }
+    }
+}
+
+/// `null` reads as the type's default (SWE-agent writes `null` for absent values).
+fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}

@@ -1,0 +1,452 @@
+//! [`LlmPolicy`]: the [`Policy`] that asks a model for each turn's actions.
+//!
+//! Per turn: take the observations of the last actions into the transcript, summarise if
+//! the strategy says it is time, render the context (masking as configured), check it
+//! fits the context window, call the model, report the call as a `deliberation`, and
+//! return the parsed tool calls. How each outcome ends (or does not end) the run:
+//!
+//! | outcome | `deliberation.status` | the run |
+//! |---|---|---|
+//! | usable tool calls | `ok` | executes them |
+//! | no usable tool call, or malformed arguments | `parse_failure` | goes on; the model is told; [`LlmConfig::max_format_errors`] in a row → `exit_format` |
+//! | reply is not a chat completion | `parse_failure` | as above |
+//! | no answer within the per-call timeout (after retries, if `retry_on_timeout`) | `timeout` | goes on: the next turn asks again; the run's limits bound it |
+//! | HTTP error or unreachable provider after retries | `api_error` | `exit_api` |
+//! | provider says the context is too long | `api_error` | `exit_context` |
+//! | estimated prompt + `max_tokens` over `context_window` | (no call) | `exit_context` |
+//!
+//! The cost limit is the run loop's: it sums `cost_usd` of these events and stops with
+//! `exit_cost` before the next turn ([`crate::limits`]).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use schemas::{Action, DeliberationStatus, ExitStatus, RunConfig};
+use serde_json::Value;
+
+use super::call::{set_summary, Called, Endpoint, AGENT, SUMMARIZER};
+use super::context::{ContextPlan, ContextState};
+use super::parse::{assign_call_ids, parse_reply, ParsedReply};
+use super::prompt;
+use super::transcript::{CallRecord, CallResult, Transcript, TurnRecord};
+use crate::policy::{Decision, Policy, PolicyEvents, PolicyStop, Turn};
+use crate::pricing::{Prices, Pricing};
+use crate::provider::{CallError, ChatClient, ChatRequest, Completion, Message, ProviderConfig};
+use crate::scenario::Task;
+use crate::tools::ToolRequest;
+
+/// Default of [`LlmConfig::max_format_errors`].
+pub const DEFAULT_MAX_FORMAT_ERRORS: u32 = 3;
+/// Prompt bytes per token assumed by the context-window estimate (English and code run
+/// 3.5–4.5; erring high keeps the estimate from stopping runs the provider would take).
+const BYTES_PER_TOKEN: usize = 4;
+/// Tokens of framing per message in the estimate.
+const TOKENS_PER_MESSAGE: usize = 4;
+
+/// How model-backed policies reach their provider (from the CLI and environment).
+#[derive(Debug, Clone)]
+pub struct LlmConfig {
+    /// Endpoint, key, per-call timeout, `max_tokens`.
+    pub provider: ProviderConfig,
+    /// Prices of the run's model instead of the provider's listing; `None` = listing.
+    pub price_overrides: Option<Prices>,
+    /// Unparseable replies in a row that end the run with `exit_format`. Default
+    /// [`DEFAULT_MAX_FORMAT_ERRORS`].
+    pub max_format_errors: u32,
+}
+
+/// The agent's and the summariser's endpoints, resolved on the first turn (prices need a
+/// request to the provider).
+#[derive(Debug)]
+struct Endpoints {
+    agent: Endpoint,
+    summarizer: Endpoint,
+}
+
+/// A model deciding each turn, under one context strategy.
+pub struct LlmPolicy {
+    client: ChatClient,
+    config: RunConfig,
+    plan: ContextPlan,
+    price_overrides: Option<Prices>,
+    max_format_errors: u32,
+    seed: u64,
+    /// System prompt and task message: never pruned.
+    head: Vec<Message>,
+    /// The task text the summariser is given.
+    task_text: String,
+    tools: Vec<Value>,
+    /// Serialized size of `tools`, for the context estimate.
+    tools_bytes: usize,
+    endpoints: Option<Arc<Endpoints>>,
+    transcript: Transcript,
+    context: ContextState,
+    /// Call ids used so far.
+    call_ids: HashSet<String>,
+    /// Unparseable replies in a row.
+    format_errors: u32,
+}
+
+impl std::fmt::Debug for LlmPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmPolicy")
+            .field("model", &self.config.model)
+            .field("plan", &self.plan)
+            .field("turns", &self.transcript.turns.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The LLM policy cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmSetupError {
+    #[error(transparent)]
+    Client(#[from] crate::provider::ClientError),
+    #[error("{0}")]
+    Context(String),
+}
+
+impl LlmPolicy {
+    /// A policy for `task` under `config`, calling the provider of `llm` with `seed`.
+    pub fn new(
+        config: &RunConfig,
+        task: &Task,
+        seed: u64,
+        llm: &LlmConfig,
+    ) -> Result<LlmPolicy, LlmSetupError> {
+        let plan = ContextPlan::from_config(config).map_err(LlmSetupError::Context)?;
+        let task_text = prompt::task_message(task);
+        let tools = prompt::tool_definitions(&config.available_tools);
+        Ok(LlmPolicy {
+            client: ChatClient::new(llm.provider.clone())?,
+            config: config.clone(),
+            plan,
+            price_overrides: llm.price_overrides,
+            max_format_errors: llm.max_format_errors.max(1),
+            seed,
+            head: vec![
+                Message::System {
+                    content: prompt::SYSTEM_PROMPT.to_owned(),
+                },
+                Message::User {
+                    content: task_text.clone(),
+                },
+            ],
+            task_text,
+            tools_bytes: Value::Array(tools.clone()).to_string().len(),
+            tools,
+            endpoints: None,
+            transcript: Transcript::default(),
+            context: ContextState::default(),
+            call_ids: HashSet::new(),
+            format_errors: 0,
+        })
+    }
+
+    async fn endpoints(&mut self) -> Arc<Endpoints> {
+        if let Some(endpoints) = &self.endpoints {
+            return endpoints.clone();
+        }
+        let endpoint = |model: &str, pricing| Endpoint {
+            client: self.client.clone(),
+            provider: self.config.provider.clone(),
+            model: model.to_owned(),
+            pricing,
+            retry: self.config.retry_policy.clone(),
+        };
+        let model = &self.config.model;
+        let agent_pricing = Pricing::resolve(&self.client, model, self.price_overrides).await;
+        // Overrides price the run's model only; another summariser model is looked up.
+        let summarizer = match self.plan.summary.as_ref().and_then(|s| s.model.as_deref()) {
+            Some(other) if other != model => {
+                endpoint(other, Pricing::resolve(&self.client, other, None).await)
+            }
+            _ => endpoint(model, agent_pricing.clone()),
+        };
+        let endpoints = Arc::new(Endpoints {
+            agent: endpoint(model, agent_pricing),
+            summarizer,
+        });
+        self.endpoints = Some(endpoints.clone());
+        endpoints
+    }
+
+    fn request(&self, model: &str, messages: Vec<Message>, tools: Vec<Value>) -> ChatRequest {
+        ChatRequest {
+            model: model.to_owned(),
+            messages,
+            tools,
+            temperature: self.config.temperature,
+            max_tokens: self.client.config().max_tokens,
+            seed: self.seed,
+        }
+    }
+
+    async fn decide_turn(
+        &mut self,
+        turn: &Turn<'_>,
+        events: &mut PolicyEvents<'_>,
+    ) -> Result<Decision, PolicyStop> {
+        let endpoints = self.endpoints().await;
+        self.transcript.absorb(turn.history);
+        if let Some(due) = self.context.summary_due(&self.plan, &self.transcript) {
+            let messages =
+                self.context
+                    .summarizer_messages(&self.transcript, due.clone(), &self.task_text);
+            let request = self.request(&endpoints.summarizer.model, messages, Vec::new());
+            let called = endpoints.summarizer.call(SUMMARIZER, &request).await;
+            if let Some(summary) = summary_of(called, events)? {
+                for decision in self.context.fold(&self.transcript, due, summary) {
+                    events.context_decision(decision);
+                }
+            }
+        }
+        let (messages, decisions) = self
+            .context
+            .render(&self.plan, &self.transcript, &self.head);
+        for decision in decisions {
+            events.context_decision(decision);
+        }
+        let prompt_bytes: usize = messages.iter().map(Message::text_len).sum();
+        self.check_window(prompt_bytes, messages.len())?;
+        let context_kb = Some(prompt_bytes as f64 / 1024.0);
+
+        let request = self.request(&endpoints.agent.model, messages, self.tools.clone());
+        let Called {
+            mut deliberation,
+            result,
+        } = endpoints.agent.call(AGENT, &request).await;
+        let mut completion = match result {
+            Ok(completion) => completion,
+            Err(error) => {
+                events.deliberation(deliberation);
+                if let Some(stop) = stop_for(&error) {
+                    return Err(stop);
+                }
+                if matches!(error, CallError::Malformed { .. }) {
+                    self.format_error(&error.to_string())?;
+                }
+                return Ok(Decision {
+                    context_kb,
+                    ..Decision::default()
+                });
+            }
+        };
+        assign_call_ids(&mut completion.tool_calls, turn.number, &mut self.call_ids);
+        let parsed = parse_reply(
+            &completion.tool_calls,
+            completion.content.as_deref(),
+            turn.number,
+        );
+        deliberation.actions = actions(&parsed.requests, completion.content.as_deref());
+        set_summary(
+            &mut deliberation,
+            completion.content.clone().unwrap_or_else(|| {
+                let described: Vec<String> =
+                    parsed.requests.iter().map(ToolRequest::describe).collect();
+                described.join("; ")
+            }),
+        );
+        let proposed = parsed.requests.len() + parsed.failures.len();
+        // Share of the proposed calls that parsed: what the runner can vouch for.
+        deliberation.confidence = Some(if proposed == 0 {
+            0.0
+        } else {
+            parsed.requests.len() as f64 / proposed as f64
+        });
+        let failure = format_failure(&parsed);
+        if let Some(error) = &failure {
+            deliberation.status = DeliberationStatus::ParseFailure;
+            deliberation.error = Some(error.clone());
+        }
+        events.deliberation(deliberation);
+        self.transcript
+            .push(turn_record(turn.number, &completion, &parsed));
+        match failure {
+            Some(error) => self.format_error(&error)?,
+            None => self.format_errors = 0,
+        }
+        Ok(Decision {
+            thought: completion.content,
+            actions: parsed.requests,
+            context_kb,
+            planned_step: None,
+        })
+    }
+
+    /// Counts an unparseable reply; too many in a row end the run.
+    fn format_error(&mut self, error: &str) -> Result<(), PolicyStop> {
+        self.format_errors += 1;
+        tracing::debug!(error, count = self.format_errors, "unparseable model reply");
+        if self.format_errors >= self.max_format_errors {
+            return Err(PolicyStop {
+                status: ExitStatus::ExitFormat,
+                reason: format!(
+                    "{} unparseable model replies in a row; last: {error}",
+                    self.format_errors
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Stops the run before a call whose prompt cannot fit the context window.
+    fn check_window(&self, prompt_bytes: usize, messages: usize) -> Result<(), PolicyStop> {
+        let estimate =
+            (prompt_bytes + self.tools_bytes) / BYTES_PER_TOKEN + messages * TOKENS_PER_MESSAGE;
+        let reply = self.client.config().max_tokens.unwrap_or(0) as usize;
+        let window = self.config.context_window as usize;
+        if window > 0 && estimate + reply > window {
+            return Err(PolicyStop {
+                status: ExitStatus::ExitContext,
+                reason: format!(
+                    "context_window: about {estimate} prompt tokens + {reply} reply tokens exceed {window}"
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Policy for LlmPolicy {
+    fn policy_id(&self) -> String {
+        format!("{}:{}", self.config.model, self.plan.strategy.as_str())
+    }
+
+    fn decide<'a>(
+        &'a mut self,
+        turn: &'a Turn<'a>,
+        events: &'a mut PolicyEvents<'_>,
+    ) -> BoxFuture<'a, Result<Decision, PolicyStop>> {
+        self.decide_turn(turn, events).boxed()
+    }
+}
+
+/// The exit a failed call forces, if any: timeouts and unreadable replies do not end the
+/// run by themselves.
+fn stop_for(error: &CallError) -> Option<PolicyStop> {
+    let status = match error {
+        CallError::ContextLength(_) => ExitStatus::ExitContext,
+        CallError::Status { .. } | CallError::Transport(_) => ExitStatus::ExitApi,
+        CallError::Timeout(_) | CallError::Malformed { .. } => return None,
+    };
+    Some(PolicyStop {
+        status,
+        reason: error.to_string(),
+    })
+}
+
+/// Reports a summariser call; returns the summary, `None` if there is none to use this
+/// turn (the context then stays unpruned until the next try).
+fn summary_of(called: Called, events: &mut PolicyEvents<'_>) -> Result<Option<String>, PolicyStop> {
+    let Called {
+        mut deliberation,
+        result,
+    } = called;
+    let summary = match result {
+        Ok(Completion {
+            content: Some(text),
+            ..
+        }) if !text.trim().is_empty() => Some(text),
+        Ok(_) => {
+            deliberation.status = DeliberationStatus::ParseFailure;
+            deliberation.error = Some("the summariser's reply has no text".to_owned());
+            None
+        }
+        Err(error) => {
+            if let Some(stop) = stop_for(&error) {
+                events.deliberation(deliberation);
+                return Err(stop);
+            }
+            None
+        }
+    };
+    match &summary {
+        Some(text) => set_summary(&mut deliberation, text.clone()),
+        None => {
+            tracing::warn!(error = ?deliberation.error, "no summary this turn; context left unpruned")
+        }
+    }
+    events.deliberation(deliberation);
+    Ok(summary)
+}
+
+/// Why a reply counts as unparseable, if it does.
+fn format_failure(parsed: &ParsedReply) -> Option<String> {
+    if let Some((id, error)) = parsed.failures.first() {
+        return Some(format!("call {id}: {error}"));
+    }
+    parsed
+        .requests
+        .is_empty()
+        .then(|| "the reply has no tool call".to_owned())
+}
+
+/// `deliberation.actions` of the parsed requests.
+fn actions(requests: &[ToolRequest], content: Option<&str>) -> Vec<Action> {
+    requests
+        .iter()
+        .enumerate()
+        .map(|(i, request)| Action {
+            action_type: request.tool.clone(),
+            target: ["path", "command", "pattern"]
+                .iter()
+                .find_map(|k| request.args.get(*k).and_then(Value::as_str))
+                .unwrap_or_default()
+                .to_owned(),
+            priority: i as u32,
+            // Truncated to its limit when the event is recorded.
+            reason: content.unwrap_or_default().to_owned(),
+        })
+        .collect()
+}
+
+/// The transcript entry of a reply: its calls, with the parse error as the result of
+/// each call that will not run, and a note to the model when nothing was usable.
+fn turn_record(number: u32, completion: &Completion, parsed: &ParsedReply) -> TurnRecord {
+    let failed = |id: &str| {
+        parsed
+            .failures
+            .iter()
+            .find(|(f, _)| f == id)
+            .map(|(_, e)| CallResult {
+                text: format!("error: {e}"),
+                segment: schemas::SegmentType::ErrorLogs,
+            })
+    };
+    let calls = if parsed.native {
+        completion
+            .tool_calls
+            .iter()
+            .map(|c| CallRecord {
+                id: c.id.clone(),
+                tool: c.function.name.clone(),
+                arguments: c.function.arguments.clone(),
+                result: failed(&c.id),
+            })
+            .collect()
+    } else {
+        parsed
+            .requests
+            .iter()
+            .map(|r| CallRecord {
+                id: r.call_id.clone().unwrap_or_default(),
+                tool: r.tool.clone(),
+                arguments: Value::Object(r.args.clone()).to_string(),
+                result: None,
+            })
+            .collect()
+    };
+    TurnRecord {
+        number,
+        content: completion.content.clone(),
+        calls,
+        native: parsed.native,
+        feedback: parsed
+            .requests
+            .is_empty()
+            .then(|| prompt::FORMAT_FEEDBACK.to_owned()),
+    }
+}

@@ -1,0 +1,386 @@
+//! What a model call costs: per-token prices, where they came from, and the exact cost of
+//! a call's tokens.
+//!
+//! Prices come from, in order:
+//! 1. overrides (`--prompt-price-per-mtok`, `--completion-price-per-mtok`, optionally
+//!    `--cached-prompt-price-per-mtok`), for the run's own model: `pricing_source =
+//!    override`;
+//! 2. the provider's model listing (`GET {base}/models` in the OpenRouter shape:
+//!    `data[].pricing.{prompt, completion, input_cache_read, input_cache_write}`, USD per
+//!    token as decimal strings): `provider_api`;
+//! 3. nothing: `unknown`. The call's `cost_usd` is then null (never 0) and a warning is
+//!    logged when the price is looked up. A listed price of `"0"` is a free model and
+//!    costs 0; a negative one (OpenRouter's `"-1"` for routers) is unknown.
+//!
+//! Prices are exact fixed-point numbers ([`TokenPrice`], 1e-18 USD units) parsed from
+//! their decimal text, and a call's cost is summed in those units as integers; the only
+//! rounding is the final conversion to the `f64` of `cost_usd`. Cached prompt tokens are
+//! billed at the cached price when one is known and at the prompt price otherwise; cache
+//! writes likewise with the cache-write price; reasoning tokens at the completion price.
+
+use std::fmt;
+
+use schemas::{Deliberation, PricingSource};
+use serde_json::Value;
+
+use crate::provider::{ChatClient, TokenUsage};
+
+/// 1e-18 USD units per USD.
+const UNITS_PER_USD: u128 = 1_000_000_000_000_000_000;
+/// Decimal digits of a unit below one USD.
+const UNIT_DIGITS: i32 = 18;
+
+/// A price in USD per token, exact to 1e-18 USD.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TokenPrice {
+    units: u128,
+}
+
+impl fmt::Debug for TokenPrice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "${}/Mtok", self.usd_per_mtok())
+    }
+}
+
+/// A price text that is not a usable price.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PriceError {
+    #[error("{0:?} is not a decimal number")]
+    NotANumber(String),
+    #[error("{0:?} is negative")]
+    Negative(String),
+    #[error("{0:?} is more precise than 1e-18 USD per token or too large")]
+    OutOfRange(String),
+    #[error("give both --prompt-price-per-mtok and --completion-price-per-mtok, or neither (a cached price alone is not enough)")]
+    Incomplete,
+}
+
+impl TokenPrice {
+    /// Parses USD per token (`"0.00000015"`, `"1.5e-7"`), as the models endpoint sends it.
+    pub fn per_token(text: &str) -> Result<TokenPrice, PriceError> {
+        parse_scaled(text, UNIT_DIGITS).map(|units| TokenPrice { units })
+    }
+
+    /// Parses USD per million tokens (`"0.15"`), as the CLI takes it.
+    pub fn per_mtok(text: &str) -> Result<TokenPrice, PriceError> {
+        parse_scaled(text, UNIT_DIGITS - 6).map(|units| TokenPrice { units })
+    }
+
+    /// USD per million tokens (`deliberation.*_price_per_mtok`).
+    pub fn usd_per_mtok(self) -> f64 {
+        self.units as f64 / 1e12
+    }
+
+    fn cost_units(self, tokens: u64) -> u128 {
+        self.units.saturating_mul(u128::from(tokens))
+    }
+}
+
+/// `text` × 10^`scale` as an integer, exactly, or an error.
+fn parse_scaled(text: &str, scale: i32) -> Result<u128, PriceError> {
+    let t = text.trim();
+    let bad = || PriceError::NotANumber(text.to_owned());
+    let range = || PriceError::OutOfRange(text.to_owned());
+    let (mantissa, exponent) = match t.find(['e', 'E']) {
+        Some(i) => (&t[..i], t[i + 1..].parse::<i32>().map_err(|_| bad())?),
+        None => (t, 0),
+    };
+    if let Some(rest) = mantissa.strip_prefix('-') {
+        // "-0" is still zero; anything else below zero is not a price.
+        return if rest.chars().all(|c| c == '0' || c == '.') && !rest.is_empty() {
+            Ok(0)
+        } else {
+            Err(PriceError::Negative(text.to_owned()))
+        };
+    }
+    let mantissa = mantissa.strip_prefix('+').unwrap_or(mantissa);
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty()
+        || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let mut digits: u128 = 0;
+    for c in int.chars().chain(frac.chars()) {
+        digits = digits
+            .checked_mul(10)
+            .and_then(|d| d.checked_add(u128::from(c as u8 - b'0')))
+            .ok_or_else(range)?;
+    }
+    let frac_len = i32::try_from(frac.len()).map_err(|_| range())?;
+    let shift = scale + exponent - frac_len;
+    if shift >= 0 {
+        let factor = 10u128.checked_pow(shift.unsigned_abs()).ok_or_else(range)?;
+        digits.checked_mul(factor).ok_or_else(range)
+    } else {
+        let divisor = 10u128.checked_pow(shift.unsigned_abs());
+        match divisor {
+            Some(d) if digits % d == 0 => Ok(digits / d),
+            _ if digits == 0 => Ok(0),
+            _ => Err(range()),
+        }
+    }
+}
+
+/// Per-token prices of one model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prices {
+    /// Uncached prompt tokens.
+    pub prompt: TokenPrice,
+    /// Completion tokens, reasoning included.
+    pub completion: TokenPrice,
+    /// Prompt tokens read from the cache; `None` = billed as `prompt`.
+    pub cached_prompt: Option<TokenPrice>,
+    /// Prompt tokens written to the cache; `None` = billed as `prompt`.
+    pub cache_write: Option<TokenPrice>,
+}
+
+impl Prices {
+    /// The override prices of the CLI: prompt and completion together or not at all.
+    pub fn from_overrides(
+        prompt: Option<TokenPrice>,
+        completion: Option<TokenPrice>,
+        cached_prompt: Option<TokenPrice>,
+    ) -> Result<Option<Prices>, PriceError> {
+        match (prompt, completion) {
+            (Some(prompt), Some(completion)) => Ok(Some(Prices {
+                prompt,
+                completion,
+                cached_prompt,
+                cache_write: None,
+            })),
+            (None, None) if cached_prompt.is_none() => Ok(None),
+            _ => Err(PriceError::Incomplete),
+        }
+    }
+
+    /// The exact cost of `usage`, USD.
+    pub fn cost_usd(&self, usage: &TokenUsage) -> f64 {
+        let units = self.prompt.cost_units(usage.uncached_input())
+            + self
+                .cached_prompt
+                .unwrap_or(self.prompt)
+                .cost_units(usage.cached_input)
+            + self
+                .cache_write
+                .unwrap_or(self.prompt)
+                .cost_units(usage.cache_write)
+            + self.completion.cost_units(usage.output);
+        let whole = units / UNITS_PER_USD;
+        let rest = units % UNITS_PER_USD;
+        whole as f64 + rest as f64 / UNITS_PER_USD as f64
+    }
+}
+
+/// The prices of one model for one run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pricing {
+    /// Known prices, and where they came from (`override` or `provider_api`).
+    Known {
+        source: PricingSource,
+        prices: Prices,
+    },
+    /// No price: costs are null.
+    Unknown {
+        /// Why, for the log.
+        reason: String,
+    },
+}
+
+impl Pricing {
+    /// The prices of `model`: `overrides` when given, else the provider's listing. Logs a
+    /// warning when the price stays unknown.
+    pub async fn resolve(client: &ChatClient, model: &str, overrides: Option<Prices>) -> Pricing {
+        let pricing = match overrides {
+            Some(prices) => Pricing::Known {
+                source: PricingSource::Override,
+                prices,
+            },
+            None => match client.models().await {
+                Ok(listing) => Pricing::from_listing(&listing, model),
+                Err(e) => Pricing::Unknown {
+                    reason: format!("cannot list the provider's models: {e}"),
+                },
+            },
+        };
+        if let Pricing::Unknown { reason } = &pricing {
+            tracing::warn!(model, %reason, "price unknown: cost_usd of this model's calls will be null (set --prompt-price-per-mtok and --completion-price-per-mtok)");
+        }
+        pricing
+    }
+
+    /// The prices a models listing (`{"data": [{"id", "pricing": {...}}]}`) gives `model`.
+    pub fn from_listing(listing: &Value, model: &str) -> Pricing {
+        let unknown = |reason: String| Pricing::Unknown { reason };
+        let Some(entry) = listing
+            .get("data")
+            .and_then(Value::as_array)
+            .and_then(|models| {
+                models
+                    .iter()
+                    .find(|m| m.get("id").and_then(Value::as_str) == Some(model))
+            })
+        else {
+            return unknown(format!("the provider does not list model {model:?}"));
+        };
+        let Some(pricing) = entry.get("pricing") else {
+            return unknown(format!("the provider lists no pricing for {model:?}"));
+        };
+        let price = |key: &str| -> Option<Result<TokenPrice, PriceError>> {
+            let text = match pricing.get(key)? {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                _ => return Some(Err(PriceError::NotANumber(key.to_owned()))),
+            };
+            Some(TokenPrice::per_token(&text))
+        };
+        let required = |key: &str| match price(key) {
+            Some(Ok(p)) => Ok(p),
+            Some(Err(e)) => Err(format!("pricing.{key} of {model:?}: {e}")),
+            None => Err(format!("pricing.{key} of {model:?} is missing")),
+        };
+        let optional = |key: &str| price(key).and_then(Result::ok);
+        match (required("prompt"), required("completion")) {
+            (Ok(prompt), Ok(completion)) => Pricing::Known {
+                source: PricingSource::ProviderApi,
+                prices: Prices {
+                    prompt,
+                    completion,
+                    cached_prompt: optional("input_cache_read"),
+                    cache_write: optional("input_cache_write"),
+                },
+            },
+            (Err(reason), _) | (_, Err(reason)) => unknown(reason),
+        }
+    }
+
+    /// Fills the pricing fields of a call's `deliberation`: source, prices, and
+    /// `cost_usd` of its token counts (null when unknown).
+    pub fn stamp(&self, d: &mut Deliberation) {
+        match self {
+            Pricing::Known { source, prices } => {
+                let usage = TokenUsage {
+                    input: d.input_tokens,
+                    cached_input: d.cached_input_tokens,
+                    cache_write: d.cache_write_tokens,
+                    output: d.output_tokens,
+                    reasoning: d.reasoning_tokens,
+                };
+                d.cost_usd = Some(prices.cost_usd(&usage));
+                d.pricing_source = *source;
+                d.prompt_price_per_mtok = Some(prices.prompt.usd_per_mtok());
+                d.completion_price_per_mtok = Some(prices.completion.usd_per_mtok());
+                d.cached_prompt_price_per_mtok = prices.cached_prompt.map(TokenPrice::usd_per_mtok);
+            }
+            Pricing::Unknown { .. } => {
+                d.cost_usd = None;
+                d.pricing_source = PricingSource::Unknown;
+                d.prompt_price_per_mtok = None;
+                d.completion_price_per_mtok = None;
+                d.cached_prompt_price_per_mtok = None;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn per_token(s: &str) -> TokenPrice {
+        TokenPrice::per_token(s).expect("valid price")
+    }
+
+    #[test]
+    fn prices_parse_exactly() {
+        assert_eq!(
+            per_token("0.00000015"),
+            TokenPrice::per_mtok("0.15").expect("valid")
+        );
+        assert_eq!(per_token("1.5e-7"), per_token("0.00000015"));
+        assert_eq!(per_token("0.0000000375").units, 37_500_000_000);
+        assert_eq!(per_token("0").units, 0);
+        assert_eq!(per_token("-0").units, 0);
+        assert!(matches!(
+            TokenPrice::per_token("-1"),
+            Err(PriceError::Negative(_))
+        ));
+        assert!(matches!(
+            TokenPrice::per_token("abc"),
+            Err(PriceError::NotANumber(_))
+        ));
+        assert!(matches!(
+            TokenPrice::per_token("."),
+            Err(PriceError::NotANumber(_))
+        ));
+        assert!(matches!(
+            TokenPrice::per_token("0.0000000000000000001"),
+            Err(PriceError::OutOfRange(_))
+        ));
+        assert_eq!(
+            TokenPrice::per_mtok("2.5").expect("valid").usd_per_mtok(),
+            2.5
+        );
+    }
+
+    #[test]
+    fn cost_splits_cached_and_written_tokens() {
+        let prices = Prices {
+            prompt: TokenPrice::per_mtok("3").expect("valid"),
+            completion: TokenPrice::per_mtok("15").expect("valid"),
+            cached_prompt: Some(TokenPrice::per_mtok("0.3").expect("valid")),
+            cache_write: Some(TokenPrice::per_mtok("3.75").expect("valid")),
+        };
+        let usage = TokenUsage {
+            input: 10_000,
+            cached_input: 6_000,
+            cache_write: 1_000,
+            output: 2_000,
+            reasoning: 500,
+        };
+        // 3000×3 + 6000×0.3 + 1000×3.75 + 2000×15 = 44_550 USD per Mtok-token.
+        assert_eq!(prices.cost_usd(&usage), 0.04455);
+    }
+
+    #[test]
+    fn overrides_need_prompt_and_completion() {
+        let p = TokenPrice::per_mtok("1").ok();
+        assert!(Prices::from_overrides(p, p, None).expect("valid").is_some());
+        assert_eq!(Prices::from_overrides(None, None, None), Ok(None));
+        assert_eq!(
+            Prices::from_overrides(p, None, None),
+            Err(PriceError::Incomplete)
+        );
+        assert_eq!(
+            Prices::from_overrides(None, None, p),
+            Err(PriceError::Incomplete)
+        );
+    }
+
+    #[test]
+    fn listing_gives_known_or_unknown_prices() {
+        let listing = json!({"data": [
+            {"id": "openai/gpt-4o-mini", "pricing": {"prompt": "0.00000015", "completion": "0.0000006", "input_cache_read": "0.000000075"}},
+            {"id": "openrouter/auto", "pricing": {"prompt": "-1", "completion": "-1"}},
+            {"id": "local-model"}
+        ]});
+        let Pricing::Known { source, prices } =
+            Pricing::from_listing(&listing, "openai/gpt-4o-mini")
+        else {
+            panic!("known")
+        };
+        assert_eq!(source, PricingSource::ProviderApi);
+        assert_eq!(prices.cached_prompt, TokenPrice::per_mtok("0.075").ok());
+        for model in ["openrouter/auto", "local-model", "absent"] {
+            assert!(
+                matches!(
+                    Pricing::from_listing(&listing, model),
+                    Pricing::Unknown { .. }
+                ),
+                "{model}"
+            );
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! Model providers: the OpenAI-compatible chat-completions API that OpenRouter, vLLM,
+//! LM Studio, Ollama and OpenAI all speak.
+//!
+//! This module owns the HTTP side of a model call: building the request, one attempt
+//! under the per-call timeout, classifying what went wrong, retrying per the run's
+//! `retry_policy`, and reading token counts from the reply. It knows nothing of prompts,
+//! events or prices; the LLM policy ([`crate::policy::llm`]) turns its results into
+//! `deliberation` events and [`crate::pricing`] prices them.
+//!
+//! - [`client`]: [`ChatClient`] (one attempt: chat completion, model listing), the wire
+//!   messages, [`CallError`].
+//! - [`retry`]: [`with_retries`], the one place deciding what is retried.
+//! - [`usage`]: [`TokenUsage`], the `usage` block in every shape providers send.
+
+pub mod client;
+pub mod retry;
+pub mod usage;
+
+pub use client::{
+    CallError, ChatClient, ChatRequest, ClientError, Completion, FunctionCall, Message,
+    ProviderConfig, ToolCall, API_KEY_ENV_VARS, DEFAULT_TIMEOUT,
+};
+pub use retry::{with_retries, Attempts};
+pub use usage::TokenUsage;

@@ -1,0 +1,494 @@
+//! Delivering events to JetStream: acknowledged publishes with a bounded in-flight window,
+//! and the spool when the broker is away.
+//!
+//! Producers (the run loops) hold a cheap [`PublisherHandle`] and hand events over through
+//! an unbounded channel: sending never waits, so the agent loop is not slowed by the
+//! broker. One worker task per process owns the connection and the [`Spool`]:
+//!
+//! - **direct**: while the spool is empty and the client is connected, each message is
+//!   published with its headers and its ack future joins a window of at most
+//!   [`PublishConfig::window`] in flight; a new message is taken only when the window has
+//!   room.
+//! - **spooling**: when a publish or an ack fails for a transient reason (no connection,
+//!   ack timeout, no stream yet), that message and every later one are appended to the
+//!   spool (fsync'd), so order is kept and nothing waits in memory for the broker.
+//! - **replay**: while the spool is not empty, the worker retries with backoff: once the
+//!   client is connected it publishes the oldest spooled batch, waits for every ack, then
+//!   advances the spool's cursor. A fully replayed spool switches back to direct. The same
+//!   happens at start when an earlier process left events in the spool.
+//!
+//! A message the server refuses for good (bigger than the stream allows) is not retried:
+//! it is counted as rejected and stays only in the run's `events.jsonl`.
+//!
+//! Delivery is at least once: a message whose ack was lost is published again with the
+//! same `Nats-Msg-Id`, which JetStream's duplicate window and the sink's dedup absorb.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use async_nats::connection::State;
+use async_nats::jetstream::context::{PublishError, PublishErrorKind};
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::publish::PublishAck;
+use async_nats::jetstream::{self, ErrorCode};
+use async_nats::HeaderMap;
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use futures::stream::FuturesOrdered;
+use futures::StreamExt;
+use schemas::subject::{header_safe, headers};
+use schemas::{BenchmarkEvent, SubjectPrefix};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::spool::{Spool, SpoolConfig, SpoolError};
+
+/// Default number of publishes awaiting their ack at once.
+pub const DEFAULT_WINDOW: usize = 256;
+/// Default wait for one ack before the broker counts as away.
+pub const DEFAULT_ACK_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default time [`Publisher::finish`] keeps trying to empty the spool.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// First and longest pause between replay attempts.
+const RETRY_MIN: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(2);
+/// Bound on handing one message to the client, which only waits when the client's
+/// outgoing buffer is full (connection lost under load).
+const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+/// Messages moved from the channel to the spool per fsync while spooling.
+const SPOOL_BATCH: usize = 1024;
+
+/// How the publisher behaves.
+#[derive(Debug, Clone)]
+pub struct PublishConfig {
+    /// Subject prefix: events go to `<prefix>.events.<run_id>.<type>`. Default `bench`.
+    pub prefix: SubjectPrefix,
+    /// Publishes in flight (awaiting their ack) at most. Default [`DEFAULT_WINDOW`].
+    pub window: usize,
+    /// Wait for one ack. Default [`DEFAULT_ACK_TIMEOUT`].
+    pub ack_timeout: Duration,
+    /// At [`Publisher::finish`], how long to keep trying to deliver the spool before
+    /// leaving it for the next start. Default [`DEFAULT_DRAIN_TIMEOUT`].
+    pub drain_timeout: Duration,
+    /// The spool file and its cap.
+    pub spool: SpoolConfig,
+}
+
+/// One message ready to publish (or to spool): subject, header values, payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    /// `<prefix>.events.<run_id>.<type>`.
+    pub subject: String,
+    /// `Nats-Msg-Id`: the `event_id`.
+    pub msg_id: String,
+    /// `Bench-Type`.
+    pub event_type: String,
+    /// `Bench-Task`: the `task_id`, made header-safe.
+    pub task: String,
+    /// `Bench-Schema`: the `schema_version`.
+    pub schema: String,
+    /// The event's wire JSON.
+    pub payload: Bytes,
+}
+
+impl Outgoing {
+    /// The message of `event`, whose wire bytes are `payload`.
+    pub fn new(prefix: &SubjectPrefix, event: &BenchmarkEvent, payload: Bytes) -> Outgoing {
+        Outgoing {
+            subject: prefix.event_subject(event.run_id, event.event_type()),
+            msg_id: event.event_id.to_string(),
+            event_type: event.event_type().as_str().to_owned(),
+            task: header_safe(&event.task_id),
+            schema: event.schema_version.to_string(),
+            payload,
+        }
+    }
+
+    /// The NATS headers.
+    pub fn headers(&self) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        map.insert(headers::MSG_ID, self.msg_id.as_str());
+        map.insert(headers::SCHEMA, self.schema.as_str());
+        map.insert(headers::TYPE, self.event_type.as_str());
+        map.insert(headers::TASK, self.task.as_str());
+        map
+    }
+}
+
+/// What happened to the events of a publisher's lifetime.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DeliveryReport {
+    /// Acknowledged by JetStream (direct and replayed).
+    pub published: u64,
+    /// Of those, acks flagged `duplicate` (already stored: a replay after a lost ack).
+    pub duplicates: u64,
+    /// Written to the spool because the broker was away.
+    pub spooled: u64,
+    /// Published from the spool (this process's and earlier ones').
+    pub replayed: u64,
+    /// Refused by the server for good (e.g. over the stream's size limit).
+    pub rejected: u64,
+    /// Unreadable spool records skipped.
+    pub corrupt_spool_records: u64,
+    /// Still in the spool when the publisher stopped: delivered by the next start.
+    pub left_in_spool: u64,
+}
+
+impl std::fmt::Display for DeliveryReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "delivery: {} acked ({} duplicates), {} spooled, {} replayed, {} rejected, {} corrupt spool records, {} left in spool",
+            self.published,
+            self.duplicates,
+            self.spooled,
+            self.replayed,
+            self.rejected,
+            self.corrupt_spool_records,
+            self.left_in_spool
+        )
+    }
+}
+
+/// The publisher failed for good.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishFailure {
+    #[error(transparent)]
+    Spool(#[from] SpoolError),
+    #[error("publisher task ended abnormally: {0}")]
+    Task(String),
+}
+
+/// The sending side, cloned into every run.
+#[derive(Debug, Clone)]
+pub struct PublisherHandle {
+    tx: mpsc::UnboundedSender<Outgoing>,
+    prefix: SubjectPrefix,
+}
+
+impl PublisherHandle {
+    /// Queues an event (whose wire bytes are `payload`) for delivery; never waits.
+    /// Returns false when the publisher has stopped (after a fatal spool error).
+    pub fn send(&self, event: &BenchmarkEvent, payload: Bytes) -> bool {
+        self.tx
+            .send(Outgoing::new(&self.prefix, event, payload))
+            .is_ok()
+    }
+}
+
+/// The worker task and the means to stop it.
+#[derive(Debug)]
+pub struct Publisher {
+    handle: PublisherHandle,
+    stop: CancellationToken,
+    failed: CancellationToken,
+    task: JoinHandle<Result<DeliveryReport, PublishFailure>>,
+}
+
+impl Publisher {
+    /// Opens the spool (replaying what an earlier process left there as soon as the broker
+    /// answers) and starts the worker on `client`, which may still be connecting.
+    pub fn start(
+        client: async_nats::Client,
+        config: PublishConfig,
+    ) -> Result<Publisher, SpoolError> {
+        let spool = Spool::open(config.spool.clone())?;
+        let js = jetstream::context::ContextBuilder::new()
+            .timeout(config.ack_timeout)
+            // Acks of an interrupted replay are dropped unawaited; free their permits
+            // as soon as an awaited ack would have timed out.
+            .ack_timeout(config.ack_timeout)
+            .max_ack_inflight(config.window.max(1) * 2)
+            .backpressure_on_inflight(true)
+            .build(client.clone());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let failed = CancellationToken::new();
+        let worker = Worker {
+            client,
+            js,
+            rx,
+            spool,
+            window: config.window.max(1),
+            drain_timeout: config.drain_timeout,
+            inflight: FuturesOrdered::new(),
+            pending: VecDeque::new(),
+            report: DeliveryReport::default(),
+            retry_delay: RETRY_MIN,
+            next_attempt: Instant::now(),
+        };
+        let task = tokio::spawn(worker.run(stop.clone(), failed.clone()));
+        Ok(Publisher {
+            handle: PublisherHandle {
+                tx,
+                prefix: config.prefix,
+            },
+            stop,
+            failed,
+            task,
+        })
+    }
+
+    /// A handle for producers.
+    pub fn handle(&self) -> PublisherHandle {
+        self.handle.clone()
+    }
+
+    /// Cancelled when the worker stopped on a fatal error (spool full or broken); runs
+    /// should stop, their events can no longer be kept.
+    pub fn failed(&self) -> CancellationToken {
+        self.failed.clone()
+    }
+
+    /// Stops taking events once those already sent are in, waits for their acks and
+    /// tries to empty the spool for up to the drain timeout. What is left stays in the
+    /// spool, fsync'd, for the next start ([`DeliveryReport::left_in_spool`]).
+    pub async fn finish(self) -> Result<DeliveryReport, PublishFailure> {
+        drop(self.handle);
+        self.stop.cancel();
+        self.task
+            .await
+            .map_err(|e| PublishFailure::Task(e.to_string()))?
+    }
+}
+
+type AckFuture = BoxFuture<'static, Result<PublishAck, PublishError>>;
+
+/// Whether a failed publish may succeed later. Only a refusal of the message itself is
+/// final; anything about the connection or the stream is transient.
+fn is_transient(error: &PublishError) -> bool {
+    match error.kind() {
+        PublishErrorKind::MaxPayloadExceeded => false,
+        PublishErrorKind::Other => !std::error::Error::source(error)
+            .and_then(|s| s.downcast_ref::<jetstream::Error>())
+            .is_some_and(|e| e.error_code() == ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM),
+        _ => true,
+    }
+}
+
+struct Worker {
+    client: async_nats::Client,
+    js: jetstream::Context,
+    rx: mpsc::UnboundedReceiver<Outgoing>,
+    spool: Spool,
+    window: usize,
+    drain_timeout: Duration,
+    /// Ack futures of direct publishes, in publish order...
+    inflight: FuturesOrdered<AckFuture>,
+    /// ...and their messages, in the same order (popped as acks come in).
+    pending: VecDeque<Outgoing>,
+    report: DeliveryReport,
+    /// Current backoff between replay attempts.
+    retry_delay: Duration,
+    next_attempt: Instant,
+}
+
+impl Worker {
+    async fn run(
+        mut self,
+        stop: CancellationToken,
+        failed: CancellationToken,
+    ) -> Result<DeliveryReport, PublishFailure> {
+        let result = self.serve(stop).await;
+        if result.is_err() {
+            failed.cancel();
+        }
+        result
+    }
+
+    async fn serve(&mut self, stop: CancellationToken) -> Result<DeliveryReport, PublishFailure> {
+        let mut closed = false;
+        let mut stopping = false;
+        let mut drain_deadline: Option<Instant> = None;
+        loop {
+            if closed && self.inflight.is_empty() && self.spool.is_empty() {
+                break;
+            }
+            let take = !closed && self.inflight.len() < self.window;
+            let replay = !self.spool.is_empty() && self.inflight.is_empty();
+            let deadline = drain_deadline.unwrap_or_else(far_future);
+            tokio::select! {
+                biased;
+                Some(result) = self.inflight.next(), if !self.inflight.is_empty() => {
+                    self.on_ack(result)?;
+                }
+                message = self.rx.recv(), if take => match message {
+                    Some(message) => self.accept(message).await?,
+                    None => {
+                        closed = true;
+                        drain_deadline = Some(Instant::now() + self.drain_timeout);
+                    }
+                },
+                _ = stop.cancelled(), if !stopping => {
+                    // Refuse new sends; `recv` still yields what was sent before.
+                    stopping = true;
+                    self.rx.close();
+                }
+                _ = tokio::time::sleep_until(self.next_attempt), if replay => {
+                    self.replay_batch().await?;
+                }
+                _ = tokio::time::sleep_until(deadline), if drain_deadline.is_some() => break,
+            }
+        }
+        // Drain deadline: whatever still waits for an ack goes to the spool, so it is
+        // delivered (perhaps twice, deduplicated) by the next start.
+        let unacked: Vec<Outgoing> = self.pending.drain(..).collect();
+        if !unacked.is_empty() {
+            self.spool.append(&unacked)?;
+            self.report.spooled += unacked.len() as u64;
+        }
+        self.report.left_in_spool = self.spool.pending();
+        Ok(self.report.clone())
+    }
+
+    /// A message from a producer: publish it, or spool it (and what else is queued) when
+    /// the spool already holds older messages or the broker is away.
+    async fn accept(&mut self, message: Outgoing) -> Result<(), PublishFailure> {
+        if self.spool.is_empty() && self.client.connection_state() == State::Connected {
+            match publish(&self.js, &message).await {
+                Ok(ack) => {
+                    self.pending.push_back(message);
+                    self.inflight.push_back(ack);
+                    return Ok(());
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "publish failed; spooling until the broker is back");
+                    self.back_off();
+                }
+            }
+        }
+        let mut batch = vec![message];
+        while batch.len() < SPOOL_BATCH {
+            match self.rx.try_recv() {
+                Ok(m) => batch.push(m),
+                Err(_) => break,
+            }
+        }
+        self.spool(&batch)
+    }
+
+    fn spool(&mut self, messages: &[Outgoing]) -> Result<(), PublishFailure> {
+        if self.spool.is_empty() {
+            tracing::warn!(spool = %self.spool.path().display(), "broker unreachable; spooling events");
+        }
+        self.spool.append(messages)?;
+        self.report.spooled += messages.len() as u64;
+        Ok(())
+    }
+
+    fn on_ack(&mut self, result: Result<PublishAck, PublishError>) -> Result<(), PublishFailure> {
+        let Some(message) = self.pending.pop_front() else {
+            return Ok(());
+        };
+        match result {
+            Ok(ack) => {
+                self.count_ack(&ack);
+                Ok(())
+            }
+            Err(e) if !is_transient(&e) => {
+                self.reject(&message, &e);
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "no ack; spooling until the broker is back");
+                self.back_off();
+                self.spool(&[message])
+            }
+        }
+    }
+
+    /// Publishes the oldest spooled messages and waits for their acks; advances the spool
+    /// past the acknowledged prefix.
+    async fn replay_batch(&mut self) -> Result<(), PublishFailure> {
+        if self.client.connection_state() != State::Connected {
+            self.back_off();
+            return Ok(());
+        }
+        let batch = self.spool.read_batch(self.window)?;
+        let mut acks = Vec::with_capacity(batch.len());
+        for record in &batch {
+            match &record.message {
+                Some(message) => match publish(&self.js, message).await {
+                    Ok(ack) => acks.push(Some(ack)),
+                    Err(_) => break,
+                },
+                None => acks.push(None),
+            }
+        }
+        let mut done_end = None;
+        let mut done = 0u64;
+        let mut failed = acks.len() < batch.len();
+        for (record, ack) in batch.iter().zip(acks) {
+            match ack {
+                None => self.report.corrupt_spool_records += 1,
+                Some(ack) => match ack.await {
+                    Ok(ack) => {
+                        self.count_ack(&ack);
+                        self.report.replayed += 1;
+                    }
+                    Err(e) if !is_transient(&e) => {
+                        if let Some(message) = &record.message {
+                            self.reject(message, &e);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "replay interrupted");
+                        failed = true;
+                        break;
+                    }
+                },
+            }
+            done_end = Some(record.end);
+            done += 1;
+        }
+        if let Some(end) = done_end {
+            self.spool.advance(end, done)?;
+        }
+        if failed {
+            self.back_off();
+        } else {
+            self.retry_delay = RETRY_MIN;
+            self.next_attempt = Instant::now();
+            if self.spool.is_empty() {
+                tracing::info!("spool replayed; publishing directly again");
+            }
+        }
+        Ok(())
+    }
+
+    fn count_ack(&mut self, ack: &PublishAck) {
+        self.report.published += 1;
+        self.report.duplicates += u64::from(ack.duplicate);
+    }
+
+    fn reject(&mut self, message: &Outgoing, error: &PublishError) {
+        tracing::error!(event_id = %message.msg_id, subject = %message.subject, error = %error, "server refused event; not retried (it stays in events.jsonl)");
+        self.report.rejected += 1;
+    }
+
+    fn back_off(&mut self) {
+        self.next_attempt = Instant::now() + self.retry_delay;
+        self.retry_delay = (self.retry_delay * 2).min(RETRY_MAX);
+    }
+}
+
+/// Hands one message to the client; the returned future resolves with its ack.
+async fn publish(js: &jetstream::Context, message: &Outgoing) -> Result<AckFuture, PublishError> {
+    let publish = PublishMessage::build()
+        .payload(message.payload.clone())
+        .headers(message.headers());
+    let sent = tokio::time::timeout(
+        SEND_TIMEOUT,
+        js.send_publish(message.subject.clone(), publish),
+    )
+    .await
+    .map_err(|_| PublishError::new(PublishErrorKind::TimedOut))??;
+    Ok(Box::pin(std::future::IntoFuture::into_future(sent)))
+}
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365)
+}

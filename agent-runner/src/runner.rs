@@ -1,0 +1,223 @@
+//! Running a whole scenario: load and verify it, connect the publisher, run every
+//! selected task (at most `concurrency` at once) with a progress bar, then drain the
+//! publisher. [`run`] is what `agent-runner run` and the tests call.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use bench_nats::{NatsConfig, StreamSpec};
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{self, RunSpec, RunSummary};
+use crate::error::Error;
+use crate::policy::{self, LlmConfig};
+use crate::publish::{DeliveryReport, PublishConfig, Publisher};
+use crate::scenario::{LoadOptions, LoadedScenario};
+
+/// Everything `agent-runner run` needs, validated.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// Task filter and pin policy.
+    pub load: LoadOptions,
+    /// Runs executing at once on this host. Default 1.
+    pub concurrency: usize,
+    /// Replaces the scenario's seed.
+    pub seed: Option<u64>,
+    /// Per-run artifacts go to `<out_dir>/<run_id>/`; `None` = none written.
+    pub out_dir: Option<PathBuf>,
+    /// `host` on every event. Default: the machine's host name.
+    pub host: String,
+    /// Observation bytes kept per tool call. Default [`crate::tools::DEFAULT_OUTPUT_CAP`].
+    pub output_cap: usize,
+    /// Where events go; `None` = local artifacts only (`--no-publish`).
+    pub publish: Option<PublishSetup>,
+    /// Draw a progress bar on stderr (hidden anyway when stderr is not a terminal).
+    pub progress: bool,
+    /// How `llm` policies reach their provider; `None` = not configured (an `llm`
+    /// scenario then fails to start).
+    pub llm: Option<LlmConfig>,
+}
+
+/// The broker side of a runner.
+#[derive(Debug, Clone)]
+pub struct PublishSetup {
+    /// How to connect.
+    pub nats: NatsConfig,
+    /// How to publish and spool.
+    pub publish: PublishConfig,
+    /// Create the stream if it is missing (local use; in production the sink creates it).
+    pub create_stream: Option<StreamSpec>,
+}
+
+/// The outcome of a scenario.
+#[derive(Debug, Clone)]
+pub struct ScenarioReport {
+    /// Scenario name.
+    pub scenario: String,
+    /// One summary per finished run, in completion order.
+    pub runs: Vec<RunSummary>,
+    /// What the publisher did; `None` without publishing.
+    pub delivery: Option<DeliveryReport>,
+}
+
+impl ScenarioReport {
+    /// Events not acknowledged yet: left in the spool for the next start.
+    pub fn undelivered(&self) -> u64 {
+        self.delivery.as_ref().map_or(0, |d| d.left_in_spool)
+    }
+}
+
+impl fmt::Display for ScenarioReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "scenario {}: {} runs", self.scenario, self.runs.len())?;
+        for run in &self.runs {
+            let r = &run.result;
+            writeln!(
+                f,
+                "  {:<32} {:<8} {:<15} score {:.2}  tests {}/{}  turns {:>2}  events {:>3}  run {}",
+                run.task_id,
+                if r.success { "solved" } else { "unsolved" },
+                r.exit_status.as_str(),
+                r.final_score,
+                r.tests_passed,
+                r.tests_passed + r.tests_failed,
+                r.turns,
+                run.events,
+                run.run_id
+            )?;
+        }
+        if let Some(d) = &self.delivery {
+            writeln!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs the scenario of `config` until every run ended or `shutdown` fires; then drains
+/// the publisher (acks, spool replay within the drain timeout).
+pub async fn run(
+    config: RunnerConfig,
+    shutdown: CancellationToken,
+) -> Result<ScenarioReport, Error> {
+    let scenario = LoadedScenario::load(&config.scenario, &config.load)?;
+    let seed = config.seed.unwrap_or(scenario.scenario.seed);
+    let policies = scenario
+        .tasks
+        .iter()
+        .map(|task| policy::build(&scenario, task, seed, config.llm.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
+
+    let publisher = match &config.publish {
+        Some(setup) => Some(start_publisher(setup).await?),
+        None => None,
+    };
+    // Runs stop when the operator asks or when events can no longer be kept.
+    let stop = shutdown.child_token();
+    let watcher = publisher.as_ref().map(|p| {
+        let failed = p.failed();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            failed.cancelled().await;
+            stop.cancel();
+        })
+    });
+
+    let bar = progress_bar(config.progress, scenario.tasks.len());
+    let handle = publisher.as_ref().map(Publisher::handle);
+    // A plain loop (not a closure over the stream) keeps the future `Send` for spawning.
+    let mut pending = Vec::with_capacity(policies.len());
+    for (task, policy) in scenario.tasks.iter().zip(policies) {
+        let spec = RunSpec {
+            scenario: &scenario,
+            task,
+            seed,
+            host: &config.host,
+            output_cap: config.output_cap,
+            out_dir: config.out_dir.as_deref(),
+            publisher: handle.clone(),
+        };
+        pending.push(run_one(spec, policy, stop.clone(), bar.clone()));
+    }
+    let runs = futures::stream::iter(pending)
+        .buffer_unordered(config.concurrency.max(1))
+        .collect::<Vec<_>>()
+        .await;
+    bar.finish_and_clear();
+    drop(handle);
+    if let Some(w) = watcher {
+        w.abort();
+    }
+
+    let delivery = match publisher {
+        Some(p) => Some(p.finish().await?),
+        None => None,
+    };
+    let runs = runs.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(ScenarioReport {
+        scenario: scenario.scenario.name,
+        runs,
+        delivery,
+    })
+}
+
+/// One run, reported on the progress bar.
+async fn run_one(
+    spec: RunSpec<'_>,
+    policy: Box<dyn policy::Policy>,
+    stop: CancellationToken,
+    bar: ProgressBar,
+) -> Result<RunSummary, crate::recorder::RecordError> {
+    bar.set_message(spec.task.task.id.clone());
+    let summary = agent::execute(spec, policy, stop).await;
+    if let Ok(s) = &summary {
+        bar.println(format!(
+            "{} {} ({})",
+            if s.result.success {
+                "solved  "
+            } else {
+                "unsolved"
+            },
+            s.task_id,
+            s.result.exit_status.as_str()
+        ));
+    }
+    bar.inc(1);
+    summary
+}
+
+/// Replays the spool and stops (`agent-runner spool flush`).
+pub async fn flush_spool(setup: &PublishSetup) -> Result<DeliveryReport, Error> {
+    let publisher = start_publisher(setup).await?;
+    Ok(publisher.finish().await?)
+}
+
+/// Connects (retrying in the background), creates the stream when asked, and starts the
+/// publisher: what every publishing command (run, sweep, exec, import) starts with.
+pub async fn start_publisher(setup: &PublishSetup) -> Result<Publisher, Error> {
+    // Keep trying in the background: a runner must run while the broker is away.
+    let client = bench_nats::connect(&setup.nats, true).await?;
+    if let Some(spec) = &setup.create_stream {
+        let js = async_nats::jetstream::new(client.clone());
+        if let Err(e) = spec.ensure(&js, true).await {
+            tracing::warn!(error = %e, "cannot create or check the stream now; publishing anyway");
+        }
+    }
+    Ok(Publisher::start(client, setup.publish.clone())?)
+}
+
+fn progress_bar(enabled: bool, len: usize) -> ProgressBar {
+    if !enabled {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(len as u64), ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} runs  {msg}",
+    ) {
+        bar.set_style(style);
+    }
+    bar
+}

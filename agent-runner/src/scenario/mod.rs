@@ -1,0 +1,215 @@
+//! Scenarios and tasks on disk, and the pins that make a run reproducible.
+//!
+//! A scenarios directory holds scenario files (`<name>.toml`), `pins.toml` and
+//! `tasks/<id>/{task.toml,fixture/}`; `scenarios/README.md` documents the formats.
+//! [`LoadedScenario::load`] reads a scenario with the tasks it selects, hashes everything
+//! and checks the hashes against the pins. Nothing here runs a task.
+//!
+//! - [`file`]: the scenario file ([`Scenario`]).
+//! - [`task`]: `task.toml` ([`Task`]).
+//! - [`tree`]: fixture trees and their hash ([`Tree`]).
+//! - [`pins`]: `pins.toml` ([`Pins`]).
+
+mod file;
+mod pins;
+mod task;
+mod tree;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use schemas::{sha256_hex, Hash256};
+
+pub use file::{PolicyKind, Scenario, ScriptedActions};
+pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
+pub use task::{Judge, JudgeTest, Language, Task};
+pub use tree::{Tree, TreeEntry, TreeError, IGNORED_DIRS};
+
+/// Loading a scenario or a task failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: io::Error },
+    #[error("{path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("{path}: {reason}")]
+    Invalid { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    #[error("task {task:?} is not part of scenario {scenario:?} (its tasks: {known})")]
+    UnknownTask {
+        scenario: String,
+        task: String,
+        known: String,
+    },
+    #[error(transparent)]
+    Pin(#[from] PinError),
+}
+
+impl ScenarioError {
+    /// Whether the error is a pin check (a tampered or unpinned file), which the CLI
+    /// reports with its own exit code.
+    pub fn is_pin_error(&self) -> bool {
+        matches!(self, ScenarioError::Pin(_))
+    }
+}
+
+/// How to load a scenario.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Only these task ids (each must be in the scenario); `None` = all of them.
+    pub tasks: Option<Vec<String>>,
+    /// Run even when a hash differs from `pins.toml` (logged as a warning).
+    pub allow_unpinned: bool,
+}
+
+/// A scenario with its tasks, hashed and checked against the pins.
+#[derive(Debug, Clone)]
+pub struct LoadedScenario {
+    /// The scenario file.
+    pub path: PathBuf,
+    /// The scenarios directory (the file's directory): `tasks/` and `pins.toml` are here.
+    pub dir: PathBuf,
+    /// Parsed content.
+    pub scenario: Scenario,
+    /// sha256 of the file's bytes (`run_start.scenario.sha256`).
+    pub sha256: Hash256,
+    /// The selected tasks, in scenario order.
+    pub tasks: Vec<LoadedTask>,
+}
+
+/// A task with its hashes and fixture listing.
+#[derive(Debug, Clone)]
+pub struct LoadedTask {
+    /// Parsed `task.toml`.
+    pub task: Task,
+    /// The task directory.
+    pub dir: PathBuf,
+    /// sha256 of `task.toml`.
+    pub task_sha256: Hash256,
+    /// The fixture files; the scratch copy is made from this listing.
+    pub fixture: Tree,
+}
+
+impl LoadedScenario {
+    /// Loads the scenario file at `path` and its tasks (see [`LoadOptions`]).
+    pub fn load(path: &Path, options: &LoadOptions) -> Result<LoadedScenario, ScenarioError> {
+        let bytes = fs::read(path).map_err(|source| ScenarioError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let text = String::from_utf8(bytes.clone()).map_err(|e| ScenarioError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let scenario = Scenario::parse(path, &text)?;
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let sha256 = sha256_hex(&bytes);
+
+        let selected: Vec<String> = match &options.tasks {
+            None => scenario.tasks.clone(),
+            Some(filter) => {
+                if let Some(task) = filter.iter().find(|t| !scenario.tasks.contains(t)) {
+                    return Err(ScenarioError::UnknownTask {
+                        scenario: scenario.name.clone(),
+                        task: task.clone(),
+                        known: scenario.tasks.join(", "),
+                    });
+                }
+                scenario
+                    .tasks
+                    .iter()
+                    .filter(|t| filter.contains(t))
+                    .cloned()
+                    .collect()
+            }
+        };
+        let tasks = selected
+            .iter()
+            .map(|id| LoadedTask::load(&dir.join(TASKS_DIR).join(id)))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let loaded = LoadedScenario {
+            path: path.to_path_buf(),
+            dir,
+            scenario,
+            sha256,
+            tasks,
+        };
+        if let Err(e) = loaded.check_pins() {
+            if !options.allow_unpinned {
+                return Err(e);
+            }
+            tracing::warn!(error = %e, "running unpinned (--allow-unpinned)");
+        }
+        Ok(loaded)
+    }
+
+    fn check_pins(&self) -> Result<(), ScenarioError> {
+        let pins_path = self.dir.join(PINS_FILE);
+        let pins = Pins::load(&self.dir)?.unwrap_or_default();
+        let file_name = self
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        pins.check_scenario(&pins_path, file_name, &self.sha256)?;
+        for task in &self.tasks {
+            pins.check_task(&pins_path, &task.task.id, &task.pin())?;
+        }
+        Ok(())
+    }
+}
+
+impl LoadedTask {
+    /// Loads the task in `dir` and scans its fixture.
+    pub fn load(dir: &Path) -> Result<LoadedTask, ScenarioError> {
+        let task_file = dir.join(task::TASK_FILE);
+        let bytes = fs::read(&task_file).map_err(|source| ScenarioError::Read {
+            path: task_file.clone(),
+            source,
+        })?;
+        let text = String::from_utf8_lossy(&bytes);
+        let task = Task::parse(dir, &text)?;
+        let fixture = Tree::scan(&Task::fixture_dir(dir))?;
+        Ok(LoadedTask {
+            task,
+            dir: dir.to_path_buf(),
+            task_sha256: sha256_hex(&bytes),
+            fixture,
+        })
+    }
+
+    /// The fixture directory.
+    pub fn fixture_dir(&self) -> PathBuf {
+        Task::fixture_dir(&self.dir)
+    }
+
+    /// The tree hash of the fixture (`run_start.fixture_sha256`).
+    pub fn fixture_sha256(&self) -> Hash256 {
+        self.fixture.sha256()
+    }
+
+    /// What `pins.toml` should say about this task.
+    pub fn pin(&self) -> TaskPin {
+        TaskPin {
+            task: self.task_sha256.clone(),
+            fixture: self.fixture_sha256(),
+        }
+    }
+}
+
+/// Parses TOML with the error's line and column in the message.
+fn parse_toml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, ScenarioError> {
+    toml::from_str(text).map_err(|e| ScenarioError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
+}

@@ -1,0 +1,147 @@
+//! `agent-runner sweep` flags and environment → a validated [`SweepConfig`]. Nothing here
+//! runs anything.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use super::adaptive::ClickHouseSource;
+use super::claim::DEFAULT_BUCKET;
+use super::worker::{self, Plan, SweepConfig};
+use super::SweepError;
+use crate::cli::{LlmArgs, PublishArgs};
+use crate::error::{Error, Exit};
+use crate::tools::DEFAULT_OUTPUT_CAP;
+
+/// `agent-runner sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The sweep file (TOML; format in agent-runner/docs/sweeps.md).
+    pub file: PathBuf,
+    /// Configurations this worker runs at most. Default: until none is left.
+    #[arg(long, env = "BENCH_SWEEP_COUNT")]
+    pub count: Option<usize>,
+    /// Print the expansion (configs, counts) and exit without running or connecting.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Where scenario names are looked up.
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    pub scenarios_dir: PathBuf,
+    /// Run even if a scenario, task or fixture differs from pins.toml.
+    #[arg(long)]
+    pub allow_unpinned: bool,
+    /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
+    #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
+    pub out: PathBuf,
+    /// `host` on every event and owner of this worker's claims. Default: the host name.
+    #[arg(long, env = "BENCH_RUNNER_HOST")]
+    pub host: Option<String>,
+    /// Observation bytes kept per tool call.
+    #[arg(long, default_value_t = DEFAULT_OUTPUT_CAP)]
+    pub output_cap: usize,
+    /// JetStream KV bucket holding the claims of every sweep.
+    #[arg(long, env = "BENCH_SWEEP_BUCKET", default_value = DEFAULT_BUCKET)]
+    pub sweep_bucket: String,
+    /// Replicas of the claim bucket when this worker creates it (3 on a cluster).
+    #[arg(long, env = "BENCH_SWEEP_BUCKET_REPLICAS", default_value_t = 1)]
+    pub sweep_bucket_replicas: usize,
+    /// Age after which a claim not marked done is taken over, ms. Default: the
+    /// scenario's execution_timeout_ms plus 10 minutes.
+    #[arg(long, env = "BENCH_SWEEP_LEASE_MS")]
+    pub claim_lease_ms: Option<u64>,
+    #[command(flatten)]
+    pub clickhouse: ClickHouseArgs,
+    #[command(flatten)]
+    pub publish: PublishArgs,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}
+
+/// Where the `adaptive` method reads past results (the sink's database).
+#[derive(Debug, Args)]
+pub struct ClickHouseArgs {
+    /// ClickHouse HTTP URL, e.g. http://127.0.0.1:8123 (needed by method adaptive).
+    #[arg(long, env = "BENCH_CLICKHOUSE_URL")]
+    pub clickhouse_url: Option<String>,
+    /// ClickHouse user.
+    #[arg(long, env = "BENCH_CLICKHOUSE_USER", default_value = "default")]
+    pub clickhouse_user: String,
+    /// ClickHouse password.
+    #[arg(
+        long,
+        env = "BENCH_CLICKHOUSE_PASSWORD",
+        default_value = "",
+        hide_env_values = true
+    )]
+    pub clickhouse_password: String,
+    /// Database of the sink's tables.
+    #[arg(long, env = "BENCH_CLICKHOUSE_DATABASE", default_value = "benchstream")]
+    pub clickhouse_database: String,
+}
+
+impl SweepArgs {
+    /// The validated sweep config.
+    pub fn into_config(self) -> Result<SweepConfig, Error> {
+        if self.count == Some(0) {
+            return Err(Error::Config("--count must be at least 1".into()));
+        }
+        if self.sweep_bucket_replicas == 0 {
+            return Err(Error::Config(
+                "--sweep-bucket-replicas must be at least 1".into(),
+            ));
+        }
+        let c = self.clickhouse;
+        Ok(SweepConfig {
+            file: self.file,
+            scenarios_dir: self.scenarios_dir,
+            allow_unpinned: self.allow_unpinned,
+            count: self.count.unwrap_or(usize::MAX),
+            worker: host_or_default(self.host),
+            out_dir: Some(self.out),
+            output_cap: self.output_cap,
+            publish: self.publish.into_setup()?,
+            llm: self.llm.into_config()?,
+            bucket: self.sweep_bucket,
+            bucket_replicas: self.sweep_bucket_replicas,
+            lease: self.claim_lease_ms.map(Duration::from_millis),
+            clickhouse: c.clickhouse_url.map(|url| ClickHouseSource {
+                url,
+                user: c.clickhouse_user,
+                password: c.clickhouse_password,
+                database: c.clickhouse_database,
+            }),
+        })
+    }
+}
+
+impl SweepArgs {
+    /// Runs the command: prints the expansion (`--dry-run`), or works through the sweep
+    /// and prints this worker's report.
+    pub async fn execute(self, shutdown: CancellationToken) -> Result<Exit, SweepError> {
+        if self.dry_run {
+            print!(
+                "{}",
+                Plan::load(&self.file, &self.scenarios_dir, self.allow_unpinned)?
+            );
+            return Ok(Exit::Ok);
+        }
+        let report = worker::run(self.into_config()?, shutdown).await?;
+        print!("{report}");
+        Ok(if report.delivery.left_in_spool > 0 {
+            Exit::Undelivered
+        } else {
+            Exit::Ok
+        })
+    }
+}
+
+/// `host` on events: the given name, else the machine's host name.
+pub(crate) fn host_or_default(host: Option<String>) -> String {
+    host.unwrap_or_else(|| {
+        nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "unknown-host".to_owned())
+    })
+}

@@ -1,0 +1,195 @@
+//! Claims: how several workers (processes, hosts) share one sweep through a JetStream
+//! key-value bucket so that no configuration runs twice and none is missed.
+//!
+//! One key per configuration (`<sweep>.<hash>`, [`super::expand::Configuration::key`]).
+//! A worker claims a configuration with an atomic *create* (it fails when the key
+//! exists), runs it, then marks it `done`. A claim older than the lease whose worker never
+//! marked it done (the worker died) is taken over with a compare-and-set *update* on the
+//! revision the taker read, so exactly one worker wins it. A run that fails for the
+//! runner's own reasons releases its claim (delete) for another worker.
+//!
+//! This module owns the bucket and the claim records; it does not run anything.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, kv};
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::SweepError;
+
+/// Default bucket name.
+pub const DEFAULT_BUCKET: &str = "BENCH_SWEEPS";
+
+/// Where claims live and how long one holds.
+#[derive(Debug, Clone)]
+pub struct ClaimConfig {
+    /// KV bucket. Default [`DEFAULT_BUCKET`].
+    pub bucket: String,
+    /// Replicas when this worker creates the bucket: 1 locally, 3 on a cluster.
+    /// Default 1.
+    pub replicas: usize,
+    /// Age after which a claim not marked done is presumed dead and may be taken over.
+    /// Must exceed the longest run (the sweep uses the scenario's execution timeout plus
+    /// a margin when not given).
+    pub lease: Duration,
+}
+
+/// The state of one configuration, as stored in its key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ClaimRecord {
+    /// A worker runs it.
+    Running {
+        worker: String,
+        #[serde(with = "chrono::serde::ts_milliseconds")]
+        since: DateTime<Utc>,
+    },
+    /// It ran; `run_id` is the run's id on its events.
+    Done {
+        worker: String,
+        run_id: Uuid,
+        #[serde(with = "chrono::serde::ts_milliseconds")]
+        at: DateTime<Utc>,
+    },
+}
+
+/// A configuration this worker holds.
+#[derive(Debug, Clone)]
+pub struct Claim {
+    key: String,
+}
+
+/// The claim bucket, seen by one worker.
+#[derive(Debug, Clone)]
+pub struct ClaimBoard {
+    store: kv::Store,
+    worker: String,
+    lease: Duration,
+}
+
+impl ClaimBoard {
+    /// Opens the bucket, creating it when absent.
+    pub async fn open(
+        js: &jetstream::Context,
+        config: &ClaimConfig,
+        worker: impl Into<String>,
+    ) -> Result<ClaimBoard, SweepError> {
+        let kv_error = |e: &dyn std::fmt::Display| {
+            SweepError::Claims(format!("bucket {}: {e}", config.bucket))
+        };
+        let store = match js.get_key_value(&config.bucket).await {
+            Ok(store) => store,
+            Err(_) => js
+                .create_key_value(kv::Config {
+                    bucket: config.bucket.clone(),
+                    description: "benchstream sweep claims (agent-runner sweep)".to_owned(),
+                    history: 1,
+                    storage: jetstream::stream::StorageType::File,
+                    num_replicas: config.replicas,
+                    ..Default::default()
+                })
+                .await
+                .map_err(|e| kv_error(&e))?,
+        };
+        Ok(ClaimBoard {
+            store,
+            worker: worker.into(),
+            lease: config.lease,
+        })
+    }
+
+    /// Claims `key` for this worker: `None` when another worker runs it (within its
+    /// lease) or it is done.
+    pub async fn claim(&self, key: &str) -> Result<Option<Claim>, SweepError> {
+        let record = self.encode(&ClaimRecord::Running {
+            worker: self.worker.clone(),
+            since: Utc::now(),
+        })?;
+        match self.store.create(key, record.clone()).await {
+            Ok(_) => {
+                return Ok(Some(Claim {
+                    key: key.to_owned(),
+                }))
+            }
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {}
+            Err(e) => return Err(SweepError::Claims(format!("claim {key}: {e}"))),
+        }
+        let entry = self
+            .store
+            .entry(key)
+            .await
+            .map_err(|e| SweepError::Claims(format!("read claim {key}: {e}")))?;
+        let Some(entry) = entry else {
+            // Deleted between our create and read: try once more next round.
+            return Ok(None);
+        };
+        let stale = match serde_json::from_slice::<ClaimRecord>(&entry.value) {
+            Ok(ClaimRecord::Done { .. }) => false,
+            Ok(ClaimRecord::Running { since, worker }) => {
+                let age = (Utc::now() - since).to_std().unwrap_or_default();
+                if age > self.lease {
+                    tracing::warn!(%key, %worker, ?age, "taking over a claim past its lease");
+                }
+                age > self.lease
+            }
+            // A deleted or purged key reads as an empty value: free to take.
+            Err(_) if entry.operation != kv::Operation::Put => true,
+            Err(e) => {
+                return Err(SweepError::Claims(format!(
+                    "claim {key} holds an unreadable record: {e}"
+                )))
+            }
+        };
+        if !stale {
+            return Ok(None);
+        }
+        match self.store.update(key, record, entry.revision).await {
+            Ok(_) => Ok(Some(Claim {
+                key: key.to_owned(),
+            })),
+            Err(e) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => Ok(None),
+            Err(e) => Err(SweepError::Claims(format!("take over {key}: {e}"))),
+        }
+    }
+
+    /// Marks the claimed configuration as run by `run_id`.
+    pub async fn complete(&self, claim: Claim, run_id: Uuid) -> Result<(), SweepError> {
+        let record = self.encode(&ClaimRecord::Done {
+            worker: self.worker.clone(),
+            run_id,
+            at: Utc::now(),
+        })?;
+        self.store
+            .put(&claim.key, record)
+            .await
+            .map(drop)
+            .map_err(|e| SweepError::Claims(format!("mark {} done: {e}", claim.key)))
+    }
+
+    /// Gives the configuration back (the run could not be recorded).
+    pub async fn release(&self, claim: Claim) -> Result<(), SweepError> {
+        self.store
+            .delete(&claim.key)
+            .await
+            .map_err(|e| SweepError::Claims(format!("release {}: {e}", claim.key)))
+    }
+
+    /// The record of `key`, if any (for reports and tests).
+    pub async fn record(&self, key: &str) -> Result<Option<ClaimRecord>, SweepError> {
+        let value = self
+            .store
+            .get(key)
+            .await
+            .map_err(|e| SweepError::Claims(format!("read claim {key}: {e}")))?;
+        Ok(value.and_then(|v| serde_json::from_slice(&v).ok()))
+    }
+
+    fn encode(&self, record: &ClaimRecord) -> Result<Bytes, SweepError> {
+        serde_json::to_vec(record)
+            .map(Bytes::from)
+            .map_err(|e| SweepError::Claims(e.to_string()))
+    }
+}

@@ -1,0 +1,365 @@
+//! The sweep file (TOML): which scenario, which matrix of config values with which
+//! constraints, which tasks and seeds, and how configurations are chosen. Format and
+//! examples: `agent-runner/docs/sweeps.md`. This module only parses and checks; expansion
+//! is [`super::expand`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::Deserialize;
+
+use super::SweepError;
+
+/// A sweep file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepFile {
+    /// Name of the sweep; the prefix of its claim keys, so every worker running the same
+    /// name shares one set of claims. Letters, digits, `-` and `_` only.
+    pub name: String,
+    /// The base scenario: a path relative to the sweep file, or a scenario name in the
+    /// scenarios directory. Its `[config]` is the starting point of every configuration.
+    pub scenario: String,
+    /// How configurations are chosen. Default `grid`.
+    #[serde(default)]
+    pub method: Method,
+    /// Task ids (a subset of the scenario's). Default: every task of the scenario.
+    #[serde(default)]
+    pub tasks: Option<Vec<String>>,
+    /// Runs per (config, task), each with its own seed `seed + repeat`. Default 1.
+    #[serde(default = "one")]
+    pub repeats: u32,
+    /// Explicit seeds, one run per seed; replaces `repeats`.
+    #[serde(default)]
+    pub seeds: Option<Vec<u64>>,
+    /// Base seed of `repeats`. Default: the scenario's seed.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// `random` only: configurations drawn (without replacement).
+    #[serde(default)]
+    pub samples: Option<usize>,
+    /// Conditions every config must meet, e.g. `"summary_keep < summary_interval"`.
+    #[serde(default)]
+    pub constraints: Vec<Constraint>,
+    /// Config field → values. Keys are `RunConfig` field paths (`model`, `temperature`,
+    /// `strategy_params.summary_keep`, nested tables allowed); every leaf is an array.
+    #[serde(default)]
+    pub matrix: toml::Table,
+    /// `adaptive` only: what the bandit optimises.
+    #[serde(default)]
+    pub adaptive: AdaptiveSettings,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// How a sweep picks its configurations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Every configuration, in expansion order.
+    #[default]
+    Grid,
+    /// `samples` configurations drawn with a seeded shuffle (the same on every worker).
+    Random,
+    /// A UCB1 bandit over the configs, fed by past results in ClickHouse.
+    Adaptive,
+}
+
+impl Method {
+    /// The name in the sweep file.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Method::Grid => "grid",
+            Method::Random => "random",
+            Method::Adaptive => "adaptive",
+        }
+    }
+}
+
+/// `[adaptive]`: the reward of one run is
+/// `success - cost_weight * cost_usd - token_weight * total_tokens / 1e6 -
+/// time_weight * wall_time_ms / 60000`; the defaults optimise the success rate alone.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdaptiveSettings {
+    /// Reward lost per USD of cost. Default 0.
+    #[serde(default)]
+    pub cost_weight: f64,
+    /// Reward lost per million tokens. Default 0.
+    #[serde(default)]
+    pub token_weight: f64,
+    /// Reward lost per minute of wall time. Default 0.
+    #[serde(default)]
+    pub time_weight: f64,
+    /// UCB1 exploration coefficient `c` in `mean + c * sqrt(2 ln N / n)`. Default 1.
+    #[serde(default = "default_exploration")]
+    pub exploration: f64,
+}
+
+fn default_exploration() -> f64 {
+    1.0
+}
+
+impl Default for AdaptiveSettings {
+    fn default() -> Self {
+        AdaptiveSettings {
+            cost_weight: 0.0,
+            token_weight: 0.0,
+            time_weight: 0.0,
+            exploration: default_exploration(),
+        }
+    }
+}
+
+/// `left op right`, where each side is a matrix field path (short names of
+/// `strategy_params` fields allowed) and `right` may be a number or a quoted string.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Constraint {
+    /// Field path on the left.
+    pub left: String,
+    /// Comparison.
+    pub op: CompareOp,
+    /// Field path or literal on the right.
+    pub right: Operand,
+    /// The text as written, for messages.
+    pub text: String,
+}
+
+/// The right-hand side of a [`Constraint`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Operand {
+    /// Another config field.
+    Field(String),
+    /// A literal number or string.
+    Literal(serde_json::Value),
+}
+
+/// Comparison operators of constraints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareOp {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+}
+
+impl CompareOp {
+    /// Longest first, so `<=` is not read as `<`.
+    const ALL: [(&'static str, CompareOp); 6] = [
+        ("<=", CompareOp::Le),
+        (">=", CompareOp::Ge),
+        ("==", CompareOp::Eq),
+        ("!=", CompareOp::Ne),
+        ("<", CompareOp::Lt),
+        (">", CompareOp::Gt),
+    ];
+
+    /// Whether `ordering` (left compared to right) satisfies the operator.
+    pub fn holds(self, ordering: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            CompareOp::Lt => ordering == Less,
+            CompareOp::Le => ordering != Greater,
+            CompareOp::Gt => ordering == Greater,
+            CompareOp::Ge => ordering != Less,
+            CompareOp::Eq => ordering == Equal,
+            CompareOp::Ne => ordering != Equal,
+        }
+    }
+}
+
+impl FromStr for Constraint {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (at, symbol, op) = CompareOp::ALL
+            .iter()
+            .filter_map(|(symbol, op)| text.find(symbol).map(|at| (at, *symbol, *op)))
+            .min_by_key(|(at, symbol, _)| (*at, usize::MAX - symbol.len()))
+            .ok_or_else(|| format!("constraint {text:?} has no comparison (< <= > >= == !=)"))?;
+        let left = text[..at].trim();
+        let right = text[at + symbol.len()..].trim();
+        if !is_field_path(left) {
+            return Err(format!(
+                "constraint {text:?}: left side must be a field name"
+            ));
+        }
+        let right = if is_field_path(right) {
+            Operand::Field(right.to_owned())
+        } else if let Ok(number) = serde_json::from_str::<serde_json::Number>(right) {
+            Operand::Literal(serde_json::Value::Number(number))
+        } else if let Some(s) = right.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+            Operand::Literal(serde_json::Value::String(s.to_owned()))
+        } else {
+            return Err(format!(
+                "constraint {text:?}: right side must be a field name, a number or a \"string\""
+            ));
+        };
+        Ok(Constraint {
+            left: left.to_owned(),
+            op,
+            right,
+            text: text.to_owned(),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Constraint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl fmt::Display for Constraint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+fn is_field_path(s: &str) -> bool {
+    !s.is_empty()
+        && s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
+
+impl SweepFile {
+    /// Reads and checks the sweep file at `path`.
+    pub fn load(path: &Path) -> Result<SweepFile, SweepError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SweepError::File {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses and checks sweep text (`path` is for messages).
+    pub fn parse(path: &Path, text: &str) -> Result<SweepFile, SweepError> {
+        let invalid = |message: String| SweepError::File {
+            path: path.to_path_buf(),
+            message,
+        };
+        let sweep: SweepFile = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        if sweep.name.is_empty()
+            || !sweep
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(invalid(format!(
+                "name {:?} must be letters, digits, '-' or '_' (it prefixes claim keys)",
+                sweep.name
+            )));
+        }
+        if sweep.repeats == 0 {
+            return Err(invalid("repeats must be at least 1".into()));
+        }
+        if sweep.seeds.as_ref().is_some_and(Vec::is_empty) {
+            return Err(invalid("seeds is empty".into()));
+        }
+        match (sweep.method, sweep.samples) {
+            (Method::Random, None | Some(0)) => {
+                return Err(invalid("method random needs samples >= 1".into()))
+            }
+            (Method::Grid | Method::Adaptive, Some(_)) => {
+                return Err(invalid(format!(
+                    "samples only applies to method random, not {}",
+                    sweep.method.as_str()
+                )))
+            }
+            _ => {}
+        }
+        sweep.axes().map_err(invalid)?;
+        Ok(sweep)
+    }
+
+    /// The matrix as (field path, values) pairs, nested tables flattened to dotted paths,
+    /// in key order.
+    pub fn axes(&self) -> Result<Vec<(String, Vec<serde_json::Value>)>, String> {
+        let mut axes = Vec::new();
+        flatten(&self.matrix, "", &mut axes)?;
+        Ok(axes)
+    }
+
+    /// Where the base scenario file is: relative to the sweep file if such a file exists,
+    /// else a name (or file name) in `scenarios_dir`.
+    pub fn scenario_path(&self, sweep_path: &Path, scenarios_dir: &Path) -> PathBuf {
+        let beside = sweep_path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(&self.scenario);
+        if beside.is_file() {
+            return beside;
+        }
+        let file = if self.scenario.ends_with(".toml") {
+            self.scenario.clone()
+        } else {
+            format!("{}.toml", self.scenario)
+        };
+        scenarios_dir.join(file)
+    }
+}
+
+fn flatten(
+    table: &toml::Table,
+    prefix: &str,
+    out: &mut Vec<(String, Vec<serde_json::Value>)>,
+) -> Result<(), String> {
+    let sorted: BTreeMap<_, _> = table.iter().collect();
+    for (key, value) in sorted {
+        let path = format!("{prefix}{key}");
+        match value {
+            toml::Value::Table(inner) => flatten(inner, &format!("{path}."), out)?,
+            toml::Value::Array(values) if values.is_empty() => {
+                return Err(format!("matrix.{path} is empty"))
+            }
+            toml::Value::Array(values) => {
+                let values = values
+                    .iter()
+                    .map(|v| serde_json::to_value(v).map_err(|e| format!("matrix.{path}: {e}")))
+                    .collect::<Result<_, _>>()?;
+                out.push((path, values));
+            }
+            _ => return Err(format!("matrix.{path} must be an array of values")),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constraints_parse_with_the_longest_operator() {
+        let c: Constraint = "summary_keep <= summary_interval".parse().expect("valid");
+        assert_eq!(c.left, "summary_keep");
+        assert_eq!(c.op, CompareOp::Le);
+        assert_eq!(c.right, Operand::Field("summary_interval".into()));
+        let c: Constraint = "temperature < 0.5".parse().expect("valid");
+        assert_eq!(c.right, Operand::Literal(serde_json::json!(0.5)));
+        let c: Constraint = "model != \"gpt-4o\"".parse().expect("valid");
+        assert_eq!(c.op, CompareOp::Ne);
+        assert!("no operator".parse::<Constraint>().is_err());
+        assert!("1 < model".parse::<Constraint>().is_err());
+    }
+
+    #[test]
+    fn random_needs_samples_and_names_are_key_safe() {
+        let path = Path::new("s.toml");
+        let base = "scenario = \"smoke\"\n[matrix]\nmodel = [\"a\"]\n";
+        assert!(SweepFile::parse(path, &format!("name = \"ok\"\n{base}")).is_ok());
+        assert!(SweepFile::parse(path, &format!("name = \"a.b\"\n{base}")).is_err());
+        let random = format!("name = \"r\"\nmethod = \"random\"\n{base}");
+        assert!(SweepFile::parse(path, &random).is_err());
+        let empty = "name = \"e\"\nscenario = \"smoke\"\n[matrix]\nmodel = []\n";
+        assert!(SweepFile::parse(path, empty).is_err());
+    }
+}

@@ -1,0 +1,120 @@
+//! The `grep` tool: a regular-expression search over the text files under a path in the
+//! sandbox, in-process (no shell quoting, an exact footprint of what was read).
+
+use std::fs;
+use std::path::Path;
+
+use regex::Regex;
+use schemas::{EvidenceFootprint, ExitKind};
+
+use super::{Sandbox, ToolOutcome};
+use crate::scenario::IGNORED_DIRS;
+
+/// Matching lines reported; the count of the rest is given.
+const MAX_MATCHES: usize = 200;
+/// A matching line is cut to this many chars.
+const MAX_LINE_CHARS: usize = 300;
+/// Bigger files are skipped.
+const MAX_FILE_BYTES: u64 = 4 << 20;
+
+/// Searches `pattern` under `raw_path` (default: the root).
+pub fn grep(sandbox: &Sandbox, pattern: &str, raw_path: Option<&str>) -> ToolOutcome {
+    let regex = match Regex::new(pattern) {
+        Ok(r) => r,
+        Err(e) => return ToolOutcome::failed(ExitKind::UserError, format!("invalid pattern: {e}")),
+    };
+    let raw_path = raw_path.unwrap_or(".");
+    let base = match sandbox.resolve(raw_path) {
+        Ok(p) => p,
+        Err(e) => return ToolOutcome::path_error(raw_path, &e),
+    };
+    if !base.exists() {
+        return ToolOutcome::missing_path(raw_path);
+    }
+    let mut files = Vec::new();
+    collect_files(&base, &mut files);
+    files.sort();
+
+    let mut out = String::new();
+    let mut footprint = EvidenceFootprint::default();
+    let mut matches = 0usize;
+    for file in files {
+        let Ok(bytes) = fs::read(&file) else { continue };
+        if bytes.contains(&0) {
+            continue; // binary
+        }
+        footprint.bytes_read += bytes.len() as u64;
+        let text = String::from_utf8_lossy(&bytes);
+        let rel = sandbox.relative(&file);
+        let mut file_matched = false;
+        for (n, line) in text.lines().enumerate() {
+            if !regex.is_match(line) {
+                continue;
+            }
+            file_matched = true;
+            matches += 1;
+            if matches <= MAX_MATCHES {
+                let shown: String = line.chars().take(MAX_LINE_CHARS).collect();
+                out.push_str(&format!("{rel}:{}:{shown}\n", n + 1));
+            }
+        }
+        if file_matched {
+            footprint.files_read.push(rel);
+        }
+    }
+    if matches == 0 {
+        out.push_str("no matches\n");
+    } else if matches > MAX_MATCHES {
+        out.push_str(&format!(
+            "[{} more matches not shown]\n",
+            matches - MAX_MATCHES
+        ));
+    }
+    ToolOutcome::done(out, footprint)
+}
+
+fn collect_files(path: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return;
+    };
+    if meta.is_file() {
+        if meta.len() <= MAX_FILE_BYTES {
+            out.push(path.to_path_buf());
+        }
+        return;
+    }
+    if !meta.is_dir() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(path) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !IGNORED_DIRS.iter().any(|d| entry.file_name() == *d) {
+            collect_files(&entry.path(), out);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Tree;
+
+    #[test]
+    fn finds_lines_and_records_files() {
+        let fixture = tempfile::tempdir().expect("tempdir");
+        fs::create_dir(fixture.path().join("pkg")).expect("mkdir");
+        fs::write(fixture.path().join("pkg/a.py"), "def f():\n    return 1\n").expect("write");
+        fs::write(fixture.path().join("b.py"), "x = 1\n").expect("write");
+        let tree = Tree::scan(fixture.path()).expect("scan");
+        let sb = Sandbox::create(fixture.path(), &tree).expect("sandbox");
+
+        let out = grep(&sb, r"def \w+", None);
+        assert_eq!(out.exit_kind, ExitKind::Ok);
+        assert_eq!(out.observation, "pkg/a.py:1:def f():\n");
+        assert_eq!(out.footprint.files_read, vec!["pkg/a.py"]);
+        assert_eq!(grep(&sb, "zzz", Some("pkg")).observation, "no matches\n");
+        assert_eq!(grep(&sb, "(", None).exit_kind, ExitKind::UserError);
+    }
+}

@@ -1,0 +1,277 @@
+//! The agent's tools and the sandbox they act in.
+//!
+//! [`Toolbox::call`] takes a [`ToolRequest`] from a policy, parses it into a
+//! [`ToolCommand`], runs it inside the run's [`Sandbox`] and returns a [`ToolOutcome`]: the
+//! observation text for the policy, the `exit_kind` and the evidence footprint for the
+//! `tool_call` event. A tool never fails the run: bad arguments, escaping paths and missing
+//! files are `user_error`, broken tools are `system_error`, time limits are `timeout`.
+//!
+//! - [`request`]: [`ToolRequest`] / [`ToolCommand`].
+//! - [`sandbox`]: the scratch copy and path confinement.
+//! - [`exec`]: shell commands in their own process group, with timeout and output cap
+//!   (used by `bash` and the judge).
+//! - [`files`]: `view`, `str_replace`, `write_file`.
+//! - [`grep`]: the `grep` tool.
+//! - [`footprint`]: lines changed, test files, what a shell command changed.
+
+pub mod exec;
+mod files;
+pub mod footprint;
+mod grep;
+mod request;
+mod sandbox;
+
+use std::time::{Duration, Instant};
+
+use schemas::{EvidenceFootprint, ExitKind, RetryPolicy, RunConfig};
+
+pub use request::{ToolCommand, ToolRequest, TOOL_NAMES};
+pub use sandbox::{PathError, Sandbox, SandboxError};
+
+use exec::{Capture, ExecSpec};
+use footprint::Snapshot;
+
+/// Default cap of the observation text one call returns, bytes.
+pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
+
+/// The result of one tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    /// What the policy sees (tool output, or the error message).
+    pub observation: String,
+    /// How the call ended.
+    pub exit_kind: ExitKind,
+    /// Why it failed, for every kind but `ok` and `deterministic`.
+    pub message: Option<String>,
+    /// What it touched.
+    pub footprint: EvidenceFootprint,
+    /// The agent submitted: the run ends and is judged.
+    pub submitted: bool,
+    /// The agent-supplied path that was refused or missing (a `path` failure root).
+    pub bad_path: Option<String>,
+    /// Attempts beyond the first (retry policy: timeouts).
+    pub retries: u32,
+    /// Wall time of the call, retries included.
+    pub latency: Duration,
+}
+
+impl ToolOutcome {
+    /// A call that did its job.
+    pub fn done(observation: String, footprint: EvidenceFootprint) -> Self {
+        ToolOutcome {
+            observation,
+            exit_kind: ExitKind::Ok,
+            message: None,
+            footprint,
+            submitted: false,
+            bad_path: None,
+            retries: 0,
+            latency: Duration::ZERO,
+        }
+    }
+
+    /// A failed call; the message is also the observation.
+    pub fn failed(kind: ExitKind, message: String) -> Self {
+        ToolOutcome {
+            observation: format!("error: {message}\n"),
+            exit_kind: kind,
+            message: Some(message),
+            ..ToolOutcome::done(String::new(), EvidenceFootprint::default())
+        }
+    }
+
+    /// The path was refused by the sandbox.
+    pub fn path_error(raw: &str, error: &PathError) -> Self {
+        ToolOutcome {
+            bad_path: Some(raw.to_owned()),
+            ..ToolOutcome::failed(ExitKind::UserError, error.to_string())
+        }
+    }
+
+    /// The path does not exist.
+    pub fn missing_path(raw: &str) -> Self {
+        ToolOutcome {
+            bad_path: Some(raw.to_owned()),
+            ..ToolOutcome::failed(
+                ExitKind::UserError,
+                format!("{raw}: no such file or directory"),
+            )
+        }
+    }
+
+    /// Whether the call counts as a tool error (`run_stop.tool_errors`).
+    pub fn is_error(&self) -> bool {
+        !matches!(self.exit_kind, ExitKind::Ok | ExitKind::Deterministic)
+    }
+}
+
+/// Limits of the tools of one run.
+#[derive(Debug, Clone)]
+pub struct ToolLimits {
+    /// Per call time limit (`tool_timeout_ms`).
+    pub timeout: Duration,
+    /// Observation bytes kept per call.
+    pub output_cap: usize,
+    /// Retries of timed-out calls (`retry_policy`).
+    pub retry: RetryPolicy,
+    /// Tools the agent may call (`available_tools`); `submit` is always allowed.
+    pub available: Vec<String>,
+}
+
+impl ToolLimits {
+    /// The limits a run config sets.
+    pub fn from_config(config: &RunConfig, output_cap: usize) -> Self {
+        ToolLimits {
+            timeout: Duration::from_millis(config.tool_timeout_ms),
+            output_cap,
+            retry: config.retry_policy.clone(),
+            available: config.available_tools.clone(),
+        }
+    }
+}
+
+/// The tools of one run, bound to its sandbox.
+#[derive(Debug)]
+pub struct Toolbox {
+    sandbox: Sandbox,
+    limits: ToolLimits,
+}
+
+impl Toolbox {
+    /// Tools acting in `sandbox` within `limits`.
+    pub fn new(sandbox: Sandbox, limits: ToolLimits) -> Self {
+        Toolbox { sandbox, limits }
+    }
+
+    /// The sandbox.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// Runs one request. `budget` bounds its time further than the per-call timeout (the
+    /// rest of the run's execution time).
+    pub async fn call(&self, request: &ToolRequest, budget: Duration) -> ToolOutcome {
+        let started = Instant::now();
+        let mut retries = 0;
+        let mut outcome = loop {
+            let outcome = self
+                .call_once(request, budget.saturating_sub(started.elapsed()))
+                .await;
+            let retry = &self.limits.retry;
+            if outcome.exit_kind != ExitKind::Timeout
+                || !retry.retry_on_timeout
+                || retries >= retry.max_retries
+                || started.elapsed() >= budget
+            {
+                break outcome;
+            }
+            let factor = if retry.exponential_backoff {
+                2u64.saturating_pow(retries)
+            } else {
+                1
+            };
+            tokio::time::sleep(Duration::from_millis(
+                retry.backoff_ms.saturating_mul(factor),
+            ))
+            .await;
+            retries += 1;
+        };
+        outcome.retries = retries;
+        outcome.latency = started.elapsed();
+        if outcome.observation.len() > self.limits.output_cap {
+            let mut capture = Capture::new(self.limits.output_cap);
+            capture.push(outcome.observation.as_bytes());
+            outcome.observation = capture.finish().0;
+        }
+        outcome
+    }
+
+    async fn call_once(&self, request: &ToolRequest, budget: Duration) -> ToolOutcome {
+        if request.tool != "submit" && !self.limits.available.contains(&request.tool) {
+            return ToolOutcome::failed(
+                ExitKind::UserError,
+                format!(
+                    "tool {:?} is not available; available: {}",
+                    request.tool,
+                    self.limits.available.join(", ")
+                ),
+            );
+        }
+        let command = match request.parse() {
+            Ok(c) => c,
+            Err(e) => return ToolOutcome::failed(ExitKind::UserError, e),
+        };
+        let sb = &self.sandbox;
+        match command {
+            ToolCommand::Bash { command } => self.bash(&command, budget).await,
+            ToolCommand::View {
+                path,
+                start_line,
+                end_line,
+            } => files::view(sb, &path, start_line, end_line),
+            ToolCommand::StrReplace { path, old, new } => files::str_replace(sb, &path, &old, &new),
+            ToolCommand::WriteFile { path, content } => files::write_file(sb, &path, &content),
+            ToolCommand::Grep { pattern, path } => grep::grep(sb, &pattern, path.as_deref()),
+            ToolCommand::Submit {} => ToolOutcome {
+                submitted: true,
+                ..ToolOutcome::done("submitted\n".into(), EvidenceFootprint::default())
+            },
+        }
+    }
+
+    async fn bash(&self, command: &str, budget: Duration) -> ToolOutcome {
+        let root = self.sandbox.root();
+        let timeout = self.limits.timeout.min(budget);
+        let before = Snapshot::take(root);
+        let spec = ExecSpec {
+            command,
+            cwd: root,
+            timeout,
+            output_cap: self.limits.output_cap,
+        };
+        let output = match exec::run_shell(&spec).await {
+            Ok(o) => o,
+            Err(e) => {
+                return ToolOutcome::failed(ExitKind::SystemError, format!("cannot run bash: {e}"))
+            }
+        };
+        let mut footprint = before.footprint_since(&Snapshot::take(root));
+        footprint.bytes_read = output.output_bytes;
+        let mut observation = output.output;
+        if output.timed_out {
+            let message = format!(
+                "killed after {} ms (tool timeout); the whole process group was killed",
+                timeout.as_millis()
+            );
+            observation.push_str(&format!("\n[{message}]\n"));
+            return ToolOutcome {
+                observation,
+                footprint,
+                ..ToolOutcome::failed(ExitKind::Timeout, message)
+            };
+        }
+        let status = output.status;
+        let code = status.and_then(|s| s.code());
+        use std::os::unix::process::ExitStatusExt;
+        let signal = status.and_then(|s| s.signal());
+        observation.push_str(&match (code, signal) {
+            (Some(code), _) => format!("[exit code {code}]\n"),
+            (None, Some(sig)) => format!("[killed by signal {sig}]\n"),
+            (None, None) => "[exit status unknown]\n".to_owned(),
+        });
+        let kind = match (code, signal) {
+            (Some(0), _) => ExitKind::Ok,
+            // SIGKILL we did not send: the kernel's OOM killer is the usual sender.
+            (None, Some(9)) => ExitKind::Oom,
+            _ => ExitKind::Deterministic,
+        };
+        let message =
+            (kind == ExitKind::Oom).then(|| "killed by SIGKILL (out of memory?)".to_owned());
+        ToolOutcome {
+            observation,
+            exit_kind: kind,
+            message,
+            ..ToolOutcome::done(String::new(), footprint)
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! The run's scratch directory: a private copy of the task fixture in a temp dir, and the
+//! one place that turns an agent-supplied path into a path inside it.
+//!
+//! Confinement is lexical first (`..` may not climb above the root, absolute paths must
+//! point inside it) and then physical: the deepest existing ancestor is canonicalized, so
+//! a symlink the agent created cannot lead outside either.
+
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use tempfile::TempDir;
+
+use crate::scenario::Tree;
+
+/// A private copy of a fixture; deleted on drop.
+#[derive(Debug)]
+pub struct Sandbox {
+    /// Canonical path of the root; every resolved path starts with it.
+    root: PathBuf,
+    /// Owns the directory.
+    _dir: TempDir,
+}
+
+/// Why an agent-supplied path was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("path {0:?} leaves the task workspace")]
+    Escapes(String),
+    #[error("path is empty")]
+    Empty,
+}
+
+/// Setting up the scratch copy failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("cannot create scratch directory: {0}")]
+    Create(io::Error),
+    #[error("cannot copy fixture file {path}: {source}")]
+    Copy { path: String, source: io::Error },
+    #[error(
+        "fixture file {path} changed after it was verified (sha256 {actual}, pinned {expected})"
+    )]
+    Changed {
+        path: String,
+        expected: String,
+        actual: String,
+    },
+}
+
+impl Sandbox {
+    /// Copies the files of `tree` (scanned from `fixture_dir`) into a new temp dir,
+    /// checking each file's content against the hash in `tree` as it goes, so the copy is
+    /// exactly what was pinned even if the fixture changes meanwhile.
+    pub fn create(fixture_dir: &Path, tree: &Tree) -> Result<Sandbox, SandboxError> {
+        let dir = tempfile::Builder::new()
+            .prefix("bench-run-")
+            .tempdir()
+            .map_err(SandboxError::Create)?;
+        let root = dir.path().canonicalize().map_err(SandboxError::Create)?;
+        for entry in tree.entries() {
+            let copy_err = |source| SandboxError::Copy {
+                path: entry.path.clone(),
+                source,
+            };
+            let bytes = fs::read(fixture_dir.join(&entry.path)).map_err(copy_err)?;
+            let actual = schemas::sha256_hex(&bytes);
+            if actual != entry.sha256 {
+                return Err(SandboxError::Changed {
+                    path: entry.path.clone(),
+                    expected: entry.sha256.to_string(),
+                    actual: actual.to_string(),
+                });
+            }
+            let target = root.join(&entry.path);
+            if let Some(parent) = target.parent() {
+                fs::create_dir_all(parent).map_err(copy_err)?;
+            }
+            fs::write(&target, &bytes).map_err(copy_err)?;
+            set_executable(&target, entry.executable).map_err(copy_err)?;
+        }
+        Ok(Sandbox { root, _dir: dir })
+    }
+
+    /// The scratch root (canonical).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves an agent-supplied path (relative to the root, or absolute inside it).
+    pub fn resolve(&self, raw: &str) -> Result<PathBuf, PathError> {
+        if raw.is_empty() {
+            return Err(PathError::Empty);
+        }
+        let escapes = || PathError::Escapes(raw.to_owned());
+        let given = Path::new(raw);
+        let relative = if given.is_absolute() {
+            given.strip_prefix(&self.root).map_err(|_| escapes())?
+        } else {
+            given
+        };
+        let mut normal = PathBuf::new();
+        for component in relative.components() {
+            match component {
+                Component::Normal(part) => normal.push(part),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    if !normal.pop() {
+                        return Err(escapes());
+                    }
+                }
+                Component::RootDir | Component::Prefix(_) => return Err(escapes()),
+            }
+        }
+        let full = self.root.join(&normal);
+        // Follow symlinks of the part that exists: it must stay under the root.
+        let mut existing = full.as_path();
+        loop {
+            match existing.canonicalize() {
+                Ok(real) if real.starts_with(&self.root) => break,
+                Ok(_) => return Err(escapes()),
+                Err(_) => match existing.parent() {
+                    Some(parent) => existing = parent,
+                    None => return Err(escapes()),
+                },
+            }
+        }
+        Ok(full)
+    }
+
+    /// The path relative to the root, `/`-separated, for observations and footprints.
+    pub fn relative(&self, path: &Path) -> String {
+        let rel = path.strip_prefix(&self.root).unwrap_or(path);
+        let text = rel.to_string_lossy().into_owned();
+        if text.is_empty() {
+            ".".to_owned()
+        } else {
+            text
+        }
+    }
+}
+
+fn set_executable(path: &Path, executable: bool) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if executable { 0o755 } else { 0o644 };
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sandbox() -> (TempDir, Sandbox) {
+        let fixture = tempfile::tempdir().expect("tempdir");
+        fs::create_dir(fixture.path().join("src")).expect("mkdir");
+        fs::write(fixture.path().join("src/a.py"), "x = 1\n").expect("write");
+        let tree = Tree::scan(fixture.path()).expect("scan");
+        let sandbox = Sandbox::create(fixture.path(), &tree).expect("sandbox");
+        (fixture, sandbox)
+    }
+
+    #[test]
+    fn copies_the_fixture() {
+        let (_f, sb) = sandbox();
+        assert_eq!(
+            fs::read_to_string(sb.root().join("src/a.py")).expect("read"),
+            "x = 1\n"
+        );
+    }
+
+    #[test]
+    fn paths_inside_resolve() {
+        let (_f, sb) = sandbox();
+        for ok in ["src/a.py", "./src/../src/a.py", "new/file.txt", "."] {
+            let p = sb.resolve(ok).expect(ok);
+            assert!(p.starts_with(sb.root()), "{ok}");
+        }
+        let abs = sb.root().join("src/a.py");
+        assert!(sb.resolve(abs.to_str().expect("utf-8")).is_ok());
+    }
+
+    #[test]
+    fn escapes_are_refused() {
+        let (_f, sb) = sandbox();
+        for bad in ["../x", "src/../../x", "/etc/passwd", "a/../../../etc"] {
+            assert!(
+                matches!(sb.resolve(bad), Err(PathError::Escapes(_))),
+                "{bad}"
+            );
+        }
+        std::os::unix::fs::symlink("/etc", sb.root().join("link")).expect("symlink");
+        assert!(sb.resolve("link/passwd").is_err());
+    }
+}

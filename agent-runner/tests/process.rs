@@ -1,0 +1,202 @@
+//! The runner binary as an operator runs it: killed with SIGKILL while the broker is
+//! away, its spool survives and the next start delivers it, with the same event ids; and
+//! stopped with SIGTERM, it ends its runs and delivers their events before exiting.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bench_nats::{NatsConfig, StreamSpec};
+use benchstream_tests::NatsServer;
+
+const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
+
+fn slow_scenario() -> String {
+    format!(
+        "{}/../tests/fixtures/runner/slow-steps.toml",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// `msg_id`s of the complete records of a spool file, in order.
+fn spooled_ids(spool: &Path) -> Vec<String> {
+    let text = fs::read_to_string(spool).unwrap_or_default();
+    let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+    complete
+        .lines()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).expect("spool record");
+            record["msg_id"].as_str().expect("msg_id").to_owned()
+        })
+        .collect()
+}
+
+/// `agent-runner spool flush` against `url`; its exit code.
+fn flush(spool: &Path, url: &str) -> Option<i32> {
+    Command::new(RUNNER)
+        .args([
+            "spool",
+            "flush",
+            "--drain-timeout-ms",
+            "2000",
+            "--ack-timeout-ms",
+            "1000",
+        ])
+        .arg("--spool")
+        .arg(spool)
+        .args(["--nats-url", url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run agent-runner")
+        .code()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_runner_spool_is_replayed_on_restart() {
+    let nats = NatsServer::start();
+    let spec = StreamSpec::default();
+    let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)
+        .await
+        .expect("connect");
+    spec.ensure(&async_nats::jetstream::new(client), true)
+        .await
+        .expect("stream");
+    nats.stop();
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spool = dir.path().join("spool/runner.spool");
+    let runs = dir.path().join("runs");
+    let mut runner = Command::new(RUNNER)
+        .args(["run", &slow_scenario(), "--allow-unpinned", "--no-progress"])
+        .arg("--out")
+        .arg(&runs)
+        .arg("--spool")
+        .arg(&spool)
+        .args(["--nats-url", &nats.url(), "--ack-timeout-ms", "1000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start agent-runner");
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while spooled_ids(&spool).len() < 20 {
+        assert!(Instant::now() < deadline, "runner spooled nothing");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    runner.kill().expect("SIGKILL");
+    runner.wait().expect("reap");
+    let spooled = spooled_ids(&spool);
+
+    // Broker still away: the next start keeps the spool and says so (exit 4).
+    assert_eq!(flush(&spool, &nats.url()), Some(4));
+    assert_eq!(spooled_ids(&spool), spooled, "spool kept intact");
+
+    nats.restart();
+    assert_eq!(flush(&spool, &nats.url()), Some(0));
+    assert_eq!(
+        fs::metadata(&spool).expect("spool").len(),
+        0,
+        "spool emptied"
+    );
+
+    let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)
+        .await
+        .expect("connect");
+    let js = async_nats::jetstream::new(client);
+    let mut stream = js.get_stream(&spec.name).await.expect("stream");
+    let state = stream.info().await.expect("info").state.clone();
+    let mut stored = Vec::new();
+    for seq in state.first_sequence..=state.last_sequence {
+        let m = stream.get_raw_message(seq).await.expect("message");
+        stored.push(
+            m.headers
+                .get("Nats-Msg-Id")
+                .expect("msg id header")
+                .as_str()
+                .to_owned(),
+        );
+    }
+    assert_eq!(stored, spooled, "every spooled event, once, in order");
+
+    // They are the killed run's events, under their original ids.
+    let run_dir = fs::read_dir(&runs)
+        .expect("runs")
+        .next()
+        .expect("one run")
+        .expect("entry")
+        .path();
+    let journal = fs::read_to_string(run_dir.join("events.jsonl")).expect("events.jsonl");
+    let journal_ids: BTreeSet<String> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| v["event_id"].as_str().expect("event_id").to_owned())
+        .collect();
+    assert!(stored.iter().all(|id| journal_ids.contains(id)));
+}
+
+/// Lines of `events.jsonl` of the only run under `runs`.
+fn journal_lines(runs: &Path) -> usize {
+    fs::read_dir(runs)
+        .ok()
+        .and_then(|mut entries| entries.next())
+        .and_then(Result::ok)
+        .and_then(|run| fs::read_to_string(run.path().join("events.jsonl")).ok())
+        .map_or(0, |text| text.lines().count())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_the_runs_and_delivers_their_events() {
+    let nats = NatsServer::start();
+    let spec = StreamSpec::default();
+    let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)
+        .await
+        .expect("connect");
+    let js = async_nats::jetstream::new(client);
+    spec.ensure(&js, true).await.expect("stream");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runs = dir.path().join("runs");
+    let mut runner = Command::new(RUNNER)
+        .args(["run", &slow_scenario(), "--allow-unpinned", "--no-progress"])
+        .arg("--out")
+        .arg(&runs)
+        .arg("--spool")
+        .arg(dir.path().join("runner.spool"))
+        .args(["--nats-url", &nats.url()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start agent-runner");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while journal_lines(&runs) < 10 {
+        assert!(Instant::now() < deadline, "runner produced no events");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(runner.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let status = runner.wait().expect("reap");
+    assert_eq!(status.code(), Some(130));
+
+    let run_dir = fs::read_dir(&runs)
+        .expect("runs")
+        .next()
+        .expect("one run")
+        .expect("entry")
+        .path();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&fs::read(run_dir.join("summary.json")).expect("summary"))
+            .expect("json");
+    assert_eq!(summary["result"]["exit_status"], "exit_error");
+    assert_eq!(summary["result"]["early_stop_reason"], "shutdown");
+    let events = summary["events"].as_u64().expect("events");
+    assert!(events < 81, "the run was cut short");
+    let mut stream = js.get_stream(&spec.name).await.expect("stream");
+    let stored = stream.info().await.expect("info").state.messages;
+    assert_eq!(
+        stored, events,
+        "every event of the stopped run was delivered"
+    );
+}

@@ -1,0 +1,219 @@
+//! Honest cost accounting: token counts from every provider's usage shape, never double
+//! counted; costs exact (to 1e-9 USD, so to the cent) with override prices and with the
+//! provider's listed prices; an unknown price gives a null cost, never $0; the cost limit
+//! ends the run with `exit_cost`.
+
+use agent_runner::pricing::{Prices, TokenPrice};
+use benchstream_tests::OpenAiServer;
+use schemas::{ExitStatus, PricingSource};
+use serde_json::{json, Value};
+
+use super::{
+    fixture, models, provider, reference_replies, run, unpriced_models, with_prices, TASK,
+};
+
+/// One scripted call: the usage block the stand-in sends and the counts it must yield
+/// (input includes cached and written, output includes reasoning).
+struct Billed {
+    usage: Value,
+    input: u64,
+    cached: u64,
+    written: u64,
+    output: u64,
+    reasoning: u64,
+}
+
+/// The four calls of the reference solution, each in another provider's usage shape.
+fn billed_calls() -> Vec<Billed> {
+    vec![
+        // OpenAI / OpenRouter.
+        Billed {
+            usage: json!({"prompt_tokens": 12000, "completion_tokens": 900, "total_tokens": 12900,
+                "prompt_tokens_details": {"cached_tokens": 8000},
+                "completion_tokens_details": {"reasoning_tokens": 300}}),
+            input: 12000,
+            cached: 8000,
+            written: 0,
+            output: 900,
+            reasoning: 300,
+        },
+        // DeepSeek.
+        Billed {
+            usage: json!({"prompt_tokens": 15000, "completion_tokens": 400,
+                "prompt_cache_hit_tokens": 12000, "prompt_cache_miss_tokens": 3000}),
+            input: 15000,
+            cached: 12000,
+            written: 0,
+            output: 400,
+            reasoning: 0,
+        },
+        // Anthropic fields next to OpenAI's, naming the same cached tokens twice.
+        Billed {
+            usage: json!({"prompt_tokens": 18000, "completion_tokens": 250,
+                "prompt_tokens_details": {"cached_tokens": 15000},
+                "cache_read_input_tokens": 15000, "cache_creation_input_tokens": 1000}),
+            input: 18000,
+            cached: 15000,
+            written: 1000,
+            output: 250,
+            reasoning: 0,
+        },
+        // No cache at all.
+        Billed {
+            usage: json!({"prompt_tokens": 20000, "completion_tokens": 50}),
+            input: 20000,
+            cached: 0,
+            written: 0,
+            output: 50,
+            reasoning: 0,
+        },
+    ]
+}
+
+/// Prices in 1e-12 USD per token: prompt, cached prompt, cache write, completion.
+struct PicoPrices([u128; 4]);
+
+impl PicoPrices {
+    /// The exact cost of `b`, in 1e-12 USD.
+    fn cost(&self, b: &Billed) -> u128 {
+        let [prompt, cached, written, completion] = self.0;
+        u128::from(b.input - b.cached - b.written) * prompt
+            + u128::from(b.cached) * cached
+            + u128::from(b.written) * written
+            + u128::from(b.output) * completion
+    }
+}
+
+fn scripted_with_usage(listing: Value) -> OpenAiServer {
+    let replies = reference_replies(TASK)
+        .into_iter()
+        .zip(billed_calls())
+        .map(|(reply, billed)| reply.usage(billed.usage));
+    OpenAiServer::with_replies(listing, replies)
+}
+
+fn mtok(text: &str) -> TokenPrice {
+    TokenPrice::per_mtok(text).expect("valid price")
+}
+
+/// Runs the billed script and checks every deliberation's tokens, source and cost, and
+/// the run's totals, against `prices`.
+async fn assert_exact_costs(
+    server: &OpenAiServer,
+    llm: agent_runner::policy::LlmConfig,
+    source: PricingSource,
+    prices: PicoPrices,
+    per_mtok: (f64, f64),
+) {
+    let finished = run(fixture("raw"), llm).await;
+    let result = &finished.summary.result;
+    assert!(result.success, "{result:?}");
+    let deliberations = finished.deliberations();
+    let billed = billed_calls();
+    assert_eq!(deliberations.len(), billed.len());
+    let mut total_pico = 0u128;
+    for (d, b) in deliberations.iter().zip(&billed) {
+        assert_eq!(
+            (
+                d.input_tokens,
+                d.cached_input_tokens,
+                d.cache_write_tokens,
+                d.output_tokens,
+                d.reasoning_tokens
+            ),
+            (b.input, b.cached, b.written, b.output, b.reasoning),
+            "tokens of {}",
+            d.raw_output
+        );
+        assert_eq!(d.pricing_source, source);
+        assert_eq!(
+            (d.prompt_price_per_mtok, d.completion_price_per_mtok),
+            (Some(per_mtok.0), Some(per_mtok.1))
+        );
+        let expected = prices.cost(b);
+        total_pico += expected;
+        let cost = d.cost_usd.expect("known price gives a cost");
+        assert!(
+            (cost - expected as f64 / 1e12).abs() < 1e-9,
+            "cost {cost} != {expected} pUSD"
+        );
+    }
+    let run_cost = result.cost_usd.expect("run cost known");
+    assert!(
+        (run_cost - total_pico as f64 / 1e12).abs() < 1e-9,
+        "run cost {run_cost}"
+    );
+    assert_eq!(
+        (run_cost * 100.0).round() as u128,
+        (total_pico + 5_000_000_000) / 10_000_000_000,
+        "run cost to the cent"
+    );
+    let tokens: u64 = billed.iter().map(|b| b.input + b.output).sum();
+    assert_eq!((result.total_tokens, result.api_calls), (tokens, 4));
+    assert_eq!(server.chat_requests().len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn override_prices_give_exact_costs() {
+    let server = scripted_with_usage(models());
+    let prices = Prices::from_overrides(Some(mtok("2.5")), Some(mtok("10")), Some(mtok("0.25")))
+        .expect("valid overrides")
+        .expect("overrides given");
+    // Cache writes have no override: billed as prompt tokens.
+    let pico = PicoPrices([2_500_000, 250_000, 2_500_000, 10_000_000]);
+    let llm = with_prices(provider(&server), prices);
+    assert_exact_costs(&server, llm, PricingSource::Override, pico, (2.5, 10.0)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_listed_prices_give_exact_costs() {
+    let server = scripted_with_usage(models());
+    // bench/priced-model in models.json: $3 / $15 per Mtok, cache read $0.30, write $3.75.
+    let pico = PicoPrices([3_000_000, 300_000, 3_750_000, 15_000_000]);
+    assert_exact_costs(
+        &server,
+        provider(&server),
+        PricingSource::ProviderApi,
+        pico,
+        (3.0, 15.0),
+    )
+    .await;
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.method == "GET" && r.path == "/api/v1/models"),
+        "prices come from the models endpoint"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_price_gives_a_null_cost_not_zero() {
+    let server = scripted_with_usage(unpriced_models("bench/priced-model"));
+    let finished = run(fixture("raw"), provider(&server)).await;
+    assert!(finished.summary.result.success);
+    let deliberations = finished.deliberations();
+    assert_eq!(deliberations.len(), 4);
+    for d in deliberations {
+        assert_eq!(d.pricing_source, PricingSource::Unknown);
+        assert_eq!((d.cost_usd, d.prompt_price_per_mtok), (None, None));
+        assert!(d.input_tokens > 0, "tokens are still counted");
+    }
+    assert_eq!(finished.summary.result.cost_usd, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cost_limit_ends_the_run_with_exit_cost() {
+    // 400k prompt tokens at $3/Mtok = $1.20, over raw.toml's $1 limit after one call.
+    let expensive = json!({"prompt_tokens": 400000, "completion_tokens": 10});
+    let replies = reference_replies(TASK)
+        .into_iter()
+        .map(|r| r.usage(expensive.clone()));
+    let server = OpenAiServer::with_replies(models(), replies);
+    let finished = run(fixture("raw"), provider(&server)).await;
+    let result = &finished.summary.result;
+    assert_eq!(result.exit_status, ExitStatus::ExitCost, "{result:?}");
+    assert_eq!(result.api_calls, 1);
+    assert!(result.cost_usd.is_some_and(|c| c >= 1.0));
+    assert_eq!(server.chat_requests().len(), 1);
+}

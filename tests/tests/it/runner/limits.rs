@@ -1,0 +1,37 @@
+//! Limits end a run early with the documented exit status and reason.
+
+use schemas::ExitStatus;
+use tokio_util::sync::CancellationToken;
+
+use super::{fixture_scenario, runner_config};
+
+async fn run_alone(scenario: &str) -> agent_runner::agent::RunSummary {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = runner_config(fixture_scenario(scenario), None, true, None, dir.path());
+    let mut report = agent_runner::run(config, CancellationToken::new())
+        .await
+        .expect("run");
+    report.runs.remove(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_tests_patience_stops_a_run_that_does_not_improve() {
+    let run = run_alone("patience").await;
+    let r = &run.result;
+    assert_eq!(r.exit_status, ExitStatus::ExitForfeit);
+    assert_eq!(
+        r.early_stop_reason.as_deref(),
+        Some("failing_tests_patience")
+    );
+    assert!(r.early_stopped && !r.success);
+    assert_eq!((r.turns, r.files_modified), (3, 3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_iterations_forfeits_the_run() {
+    let run = run_alone("max-iterations").await;
+    let r = &run.result;
+    assert_eq!(r.exit_status, ExitStatus::ExitForfeit);
+    assert_eq!(r.early_stop_reason.as_deref(), Some("max_iterations"));
+    assert_eq!(r.turns, 2);
+}

@@ -1,0 +1,162 @@
+//! Guarantee 3: a runner that loses the broker keeps running and delivers everything
+//! later, each event once in the stream and once in ClickHouse, without seq gaps.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use schemas::SubjectPrefix;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    create_stream, fixture_scenario, publish_setup, runner_config, stream_messages,
+    SinkToClickHouse,
+};
+use benchstream_tests::{ClickHouseServer, NatsServer};
+
+/// Lines of the `events.jsonl` of the only run under `runs`.
+fn journal_lines(runs: &Path) -> usize {
+    let Some(run_dir) = fs::read_dir(runs)
+        .ok()
+        .and_then(|mut entries| entries.next())
+        .and_then(Result::ok)
+    else {
+        return 0;
+    };
+    fs::read_to_string(run_dir.path().join("events.jsonl"))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+async fn wait_for_events(runs: &Path, at_least: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while journal_lines(runs) < at_least {
+        assert!(
+            Instant::now() < deadline,
+            "run stalled before {at_least} events"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_down_at_start_and_mid_run_loses_nothing() {
+    // ClickHouse takes a few seconds to start: in parallel with the run.
+    let clickhouse = std::thread::spawn(ClickHouseServer::start);
+    let nats = NatsServer::start();
+    let prefix = SubjectPrefix::default();
+    let spec = create_stream(&nats.url(), &prefix).await;
+    nats.stop();
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runs = dir.path().join("runs");
+    let config = runner_config(
+        fixture_scenario("slow-steps"),
+        None,
+        true,
+        Some(publish_setup(&nats.url(), &prefix, dir.path())),
+        dir.path(),
+    );
+    let runner = tokio::spawn(agent_runner::run(config, CancellationToken::new()));
+
+    wait_for_events(&runs, 10).await;
+    tokio::task::block_in_place(|| nats.restart());
+    wait_for_events(&runs, 35).await;
+    tokio::task::block_in_place(|| nats.stop());
+    wait_for_events(&runs, 55).await;
+    tokio::task::block_in_place(|| nats.restart());
+
+    let report = runner.await.expect("runner task").expect("run");
+    let run = &report.runs[0];
+    assert_eq!(
+        run.result.turns, 26,
+        "the run went on while the broker was away"
+    );
+    let delivery = report.delivery.expect("published");
+    assert_eq!(delivery.left_in_spool, 0, "{delivery:?}");
+    assert!(
+        delivery.spooled > 0 && delivery.replayed > 0,
+        "{delivery:?}"
+    );
+
+    let messages = stream_messages(&nats.url(), &spec).await;
+    let ids: BTreeSet<_> = messages.iter().map(|m| m.event.event_id).collect();
+    assert_eq!(ids.len(), messages.len(), "an event was stored twice");
+    assert_eq!(messages.len() as u64, run.events, "{delivery:?}");
+    let mut seqs: Vec<u64> = messages.iter().map(|m| m.event.seq).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (0..run.events).collect::<Vec<_>>());
+
+    let journal = fs::read_to_string(
+        run.artifacts
+            .as_ref()
+            .expect("artifacts")
+            .join("events.jsonl"),
+    )
+    .expect("events.jsonl");
+    let journal_ids: BTreeSet<_> = journal
+        .lines()
+        .map(|l| schemas::decode(l.as_bytes()).expect("valid").event_id)
+        .collect();
+    assert_eq!(
+        ids, journal_ids,
+        "the stream holds exactly the run's events"
+    );
+
+    // And once each in ClickHouse, seq 0..n-1 without gaps (guarantees 2 and 5).
+    let clickhouse = tokio::task::block_in_place(|| clickhouse.join()).expect("clickhouse");
+    let sink = SinkToClickHouse::start(clickhouse, &nats.url());
+    let n = run.events;
+    sink.wait_for(
+        &format!(
+            "SELECT count(), uniqExact(event_id), min(seq), max(seq) \
+             FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
+            run.run_id
+        ),
+        &format!("{n}\t{n}\t0\t{}", n - 1),
+    )
+    .await;
+    sink.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_spool_stops_the_runs_with_a_clear_error() {
+    // Nobody listens on this port: everything goes to a spool too small to hold the run.
+    let url = format!("nats://127.0.0.1:{}", benchstream_tests::free_port());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut setup = publish_setup(&url, &SubjectPrefix::default(), dir.path());
+    setup.publish.spool.max_bytes = 16 * 1024;
+    let config = runner_config(
+        fixture_scenario("slow-steps"),
+        None,
+        true,
+        Some(setup),
+        dir.path(),
+    );
+
+    let started = Instant::now();
+    let err = agent_runner::run(config, CancellationToken::new())
+        .await
+        .expect_err("a full spool is an error");
+    assert_eq!(err.exit(), agent_runner::Exit::Spool, "{err}");
+    assert!(err.to_string().contains("--spool-max-bytes"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the run was not stopped"
+    );
+
+    // The run still ended properly, locally.
+    let runs = dir.path().join("runs");
+    let run_dir = fs::read_dir(&runs)
+        .expect("runs")
+        .next()
+        .expect("one run")
+        .expect("entry")
+        .path();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&fs::read(run_dir.join("summary.json")).expect("summary"))
+            .expect("json");
+    assert_eq!(summary["result"]["exit_status"], "exit_error");
+    assert_eq!(summary["result"]["early_stop_reason"], "shutdown");
+}

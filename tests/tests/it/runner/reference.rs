@@ -1,0 +1,118 @@
+//! The shipped tasks are genuine: every reference solution solves its task, and an empty
+//! submission fails every one of them.
+
+use std::fs;
+
+use agent_runner::scenario::TASKS_DIR;
+use schemas::{ExitStatus, Payload, SubjectPrefix};
+use tokio_util::sync::CancellationToken;
+
+use super::{create_stream, publish_setup, repo_path, runner_config, stream_messages};
+use benchstream_tests::NatsServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reference_solutions_solve_every_shipped_task() {
+    let nats = NatsServer::start();
+    let prefix = SubjectPrefix::default();
+    let spec = create_stream(&nats.url(), &prefix).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = runner_config(
+        repo_path("scenarios/smoke.toml"),
+        None,
+        false,
+        Some(publish_setup(&nats.url(), &prefix, dir.path())),
+        dir.path(),
+    );
+
+    let report = agent_runner::run(config, CancellationToken::new())
+        .await
+        .expect("smoke scenario runs");
+
+    let shipped = fs::read_dir(repo_path("scenarios").join(TASKS_DIR))
+        .expect("tasks dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("task.toml").is_file())
+        .count();
+    assert!(shipped >= 8, "at least 8 tasks ship, found {shipped}");
+    assert_eq!(
+        report.runs.len(),
+        shipped,
+        "smoke.toml must list every shipped task"
+    );
+    for run in &report.runs {
+        let r = &run.result;
+        assert!(
+            r.success && r.exit_status == ExitStatus::Submitted && r.tests_failed == 0,
+            "{} not solved by its reference solution: {r:?}",
+            run.task_id
+        );
+        assert!(
+            r.files_modified > 0,
+            "{}: solution changed nothing",
+            run.task_id
+        );
+    }
+    let delivery = report.delivery.expect("published");
+    let events: u64 = report.runs.iter().map(|r| r.events).sum();
+    assert_eq!((delivery.published, delivery.left_in_spool), (events, 0));
+    // Runs executed two at a time; each run's seq is still 0..n without gaps.
+    let messages = stream_messages(&nats.url(), &spec).await;
+    assert_eq!(messages.len() as u64, events);
+    for run in &report.runs {
+        let mut seqs: Vec<u64> = messages
+            .iter()
+            .filter(|m| m.event.run_id == run.run_id)
+            .map(|m| m.event.seq)
+            .collect();
+        seqs.sort_unstable();
+        assert_eq!(seqs, (0..run.events).collect::<Vec<_>>(), "{}", run.task_id);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_submit_fails_every_task_as_submitted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = runner_config(
+        repo_path("scenarios/empty-submit.toml"),
+        None,
+        false,
+        None,
+        dir.path(),
+    );
+
+    let report = agent_runner::run(config, CancellationToken::new())
+        .await
+        .expect("empty-submit scenario runs");
+
+    assert!(report.runs.len() >= 8);
+    for run in &report.runs {
+        let r = &run.result;
+        assert!(
+            !r.success,
+            "{}: the unmodified fixture passes its judge",
+            run.task_id
+        );
+        assert_eq!(r.exit_status, ExitStatus::Submitted, "{}", run.task_id);
+        assert!(!r.early_stopped);
+        assert_eq!((r.files_modified, r.turns), (0, 1));
+        assert!(r.tests_failed > 0 && r.failing_tests.len() == r.tests_failed as usize);
+        assert!(r.final_score < 1.0);
+
+        // The run's own account of why: a `failure` naming the failing tests.
+        let journal = run
+            .artifacts
+            .as_ref()
+            .expect("artifacts")
+            .join("events.jsonl");
+        let text = fs::read_to_string(journal).expect("events.jsonl");
+        let failure = text
+            .lines()
+            .map(|l| schemas::decode(l.as_bytes()).expect("valid event"))
+            .find_map(|e| match e.payload {
+                Payload::Failure(f) => Some(f),
+                _ => None,
+            })
+            .expect("a failure event");
+        assert_eq!(failure.first_failure_root.kind(), "semantic");
+    }
+}
