@@ -1,1 +1,41 @@
-//! event-sink (work in progress).
+//! event-sink: consumes benchmark events from NATS JetStream into typed ClickHouse
+//! tables, at least once, with each event counted once by every shipped query.
+//!
+//! # Layout
+//!
+//! - [`config`]: settings layered file < env < flags ([`SinkArgs`]) → validated [`Config`].
+//! - [`service`]: [`run`] (start-up checks, receiver and writer tasks, shutdown) and
+//!   [`migrate`].
+//! - [`consumer`]: the durable pull consumer, pulling messages, answering them.
+//! - [`batch`]: messages decoded on arrival and grouped for one flush.
+//! - [`writer`]: flushing a batch: inserts, isolating rows ClickHouse refuses, retries,
+//!   progress acks, then acks.
+//! - [`classify`]: the one place deciding what a failure means (bad data, refused row,
+//!   transient) and the retry backoff.
+//! - [`rows`]: the ClickHouse row of each table, built from a decoded event.
+//! - [`migrations`]: the embedded DDL of `deploy/clickhouse/migrations/` and applying it.
+//! - [`metrics`]: Prometheus metrics and the `/metrics` + `/healthz` endpoint.
+//! - [`analysis`]: the shipped SQL queries (`event-sink query`) and the HTML report
+//!   (`event-sink report`).
+//!
+//! # Guarantees
+//!
+//! A message is acked only after every INSERT holding its rows succeeded; a message that
+//! is not a valid event gets a `dead_letters` row and is then terminated; nothing from the
+//! network can make the sink panic. Duplicates (redelivery, replays, several sinks) are
+//! stored more than once until ClickHouse merges them, so readers use `FINAL` (see
+//! `deploy/clickhouse/README.md`).
+
+pub mod analysis;
+pub mod batch;
+pub mod classify;
+pub mod config;
+pub mod consumer;
+pub mod metrics;
+pub mod migrations;
+pub mod rows;
+pub mod service;
+pub mod writer;
+
+pub use config::{Config, ConfigError, SinkArgs};
+pub use service::{migrate, run, SinkError};

@@ -4,4 +4,9 @@
 //! Every test starts its own servers through [`benchstream_tests::harness`]; none depends
 //! on a service started by hand. Needs `deploy/local/install.sh` to have run.
 
+mod analysis;
+mod fleet;
 mod harness_smoke;
+mod llm;
+mod runner;
+mod sink;

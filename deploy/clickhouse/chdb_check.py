@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Checks that the shipped ClickHouse SQL also runs on current ClickHouse.
+
+CI runs the sink against a real ClickHouse 18.16 (the only server package these
+machines can install); this script runs the same SQL on the ClickHouse engine embedded
+in chdb-core (26.x), in a throw-away session, so that nothing shipped relies on
+18.16-only behaviour.
+
+    pip install chdb-core
+    python3 deploy/clickhouse/chdb_check.py          # exit 0 = every stage passed
+
+Stages run in order in one session; each is a function `stage(session) -> None` that
+raises on failure. After the DDL stages, the fixture dataset (`fixtures/*.jsonl`, see
+fixtures/README.md) is loaded and every shipped query (`queries/*.sql`) runs over it;
+each answer must equal `fixtures/expected/<query>.csv`, which the Rust test
+`analysis::queries::every_query_returns_the_known_answers_on_clickhouse_18` checks
+against (and with BENCH_BLESS=1 writes from) the real 18.16 server. Cells compare as
+numbers when both parse as numbers (relative 1e-9), otherwise as text. To check more SQL (e.g. `queries/*.sql`), write a stage and append it
+to STAGES. Files are split into statements with `split_statements`, which follows the
+same rules as the sink (`event-sink/src/migrations.rs`): `;` ends a statement unless it
+is inside a quoted string, a quoted identifier or a comment.
+"""
+
+import csv
+import io
+import json
+import math
+import re
+import sys
+import tempfile
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MIGRATIONS = HERE / "migrations"
+QUERIES = HERE / "queries"
+FIXTURES = HERE / "fixtures"
+
+
+def split_statements(sql):
+    """Splits SQL text on top-level `;`. Returns the non-empty statements, trimmed.
+
+    A statement holding only comments is dropped. Quotes: '...', "...", `...`, with
+    backslash escapes and doubled quotes; comments: `-- ...` to end of line, `/* ... */`.
+    """
+    statements, start, i, n = [], 0, 0, len(sql)
+    meaningful = False
+    while i < n:
+        c = sql[i]
+        if c in "'\"`":
+            meaningful = True
+            i += 1
+            while i < n:
+                if sql[i] == "\\":
+                    i += 2
+                    continue
+                if sql[i] == c:
+                    if i + 1 < n and sql[i + 1] == c:
+                        i += 2
+                        continue
+                    break
+                i += 1
+            i += 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = n if end < 0 else end + 1
+        elif sql.startswith("/*", i):
+            end = sql.find("*/", i + 2)
+            i = n if end < 0 else end + 2
+        elif c == ";":
+            if meaningful:
+                statements.append(sql[start:i].strip())
+            start, meaningful = i + 1, False
+            i += 1
+        else:
+            meaningful = meaningful or not c.isspace()
+            i += 1
+    if meaningful:
+        statements.append(sql[start:].strip())
+    return statements
+
+
+def migration_files():
+    """`NNNN_name.sql` files in version order; the sink embeds exactly these."""
+    files = sorted(MIGRATIONS.glob("[0-9][0-9][0-9][0-9]_*.sql"))
+    if not files:
+        raise RuntimeError(f"no migrations found in {MIGRATIONS}")
+    return files
+
+
+def run_file(session, path):
+    for statement in split_statements(path.read_text(encoding="utf-8")):
+        try:
+            session.query(statement)
+        except Exception as e:  # chdb raises its own exception types
+            raise RuntimeError(f"{path.name}: {e}\n--- statement ---\n{statement}") from e
+
+
+def stage_migrations(session):
+    """Every migration applies, and applies again (they must be idempotent)."""
+    for round_ in ("first", "second"):
+        for path in migration_files():
+            run_file(session, path)
+        print(f"  migrations: {round_} run ok ({len(migration_files())} files)")
+
+
+def stage_tables_read_with_final(session):
+    """Every table the migrations create can be read with FINAL, as queries do."""
+    tables = session.query(
+        "SELECT name FROM system.tables WHERE database = currentDatabase() ORDER BY name",
+        "CSV",
+    )
+    names = [line.strip().strip('"') for line in str(tables).splitlines() if line.strip()]
+    if not names:
+        raise RuntimeError("migrations created no tables")
+    for name in names:
+        session.query(f"SELECT count() FROM {name} FINAL")
+    print(f"  tables: {len(names)} readable with FINAL")
+
+
+def stage_load_fixtures(session):
+    """The fixture rows load into the migrated tables (JSONEachRow, one file per table)."""
+    files = sorted(FIXTURES.glob("*.jsonl"))
+    if not files:
+        raise RuntimeError(f"no fixtures in {FIXTURES}")
+    for path in files:
+        rows = path.read_text(encoding="utf-8")
+        session.query(f"INSERT INTO {path.stem} FORMAT JSONEachRow\n{rows}")
+    print(f"  fixtures: {len(files)} tables loaded")
+
+
+# Query parameters: the same declarations and literals as
+# event-sink/src/analysis/queries.rs (see its module docs).
+PARAM_DECL = re.compile(r"^-- param (\w+) (\w+)(?: = '([^']*)')?:", re.MULTILINE)
+PLACEHOLDER = re.compile(r"\{(\w+):(\w+)\}")
+
+
+def literal(type_, value):
+    """The ClickHouse literal of `value` parsed as `type_`; raises if it is not one."""
+    if type_ == "UUID":
+        return f"toUUID('{uuid.UUID(value.strip())}')"
+    if type_ == "UInt32":
+        number = int(value.strip())
+        if not 0 <= number <= 0xFFFFFFFF:
+            raise ValueError(f"{value!r} out of UInt32 range")
+        return str(number)
+    if type_ == "DateTime":
+        text = value.strip().replace("Z", "+00:00")
+        when = datetime.fromisoformat(text)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        return f"toDateTime({int(when.timestamp())})"
+    if type_ == "String":
+        escapes = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0"}
+        return "'" + "".join(escapes.get(c, c) for c in value) + "'"
+    raise ValueError(f"unknown parameter type {type_}")
+
+
+def render(sql, values):
+    """`sql` with every `{name:Type}` replaced by the literal of its value or default."""
+    declared = {m.group(1): (m.group(2), m.group(3)) for m in PARAM_DECL.finditer(sql)}
+
+    def substitute(match):
+        name, type_ = match.groups()
+        if declared.get(name, (None,))[0] != type_:
+            raise RuntimeError(f"{{{name}:{type_}}} is not declared")
+        value = values.get(name, declared[name][1])
+        if value is None:
+            raise RuntimeError(f"no value for required parameter {name}")
+        return literal(type_, value)
+
+    return PLACEHOLDER.sub(substitute, sql)
+
+
+def same_cell(actual, expected):
+    # chdb writes NULL as \N and may print Bool as true/false; the Rust CSV has "" and 0/1.
+    actual = {"\\N": "", "true": "1", "false": "0"}.get(actual, actual)
+    if actual == expected:
+        return True
+    try:
+        a, e = float(actual), float(expected)
+    except ValueError:
+        return False
+    return math.isclose(a, e, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def stage_queries_match_clickhouse_18(session):
+    """Every shipped query answers over the fixtures exactly as ClickHouse 18.16 did."""
+    params = json.loads((FIXTURES / "params.json").read_text(encoding="utf-8"))
+    files = sorted(QUERIES.glob("*.sql"))
+    if not files:
+        raise RuntimeError(f"no queries in {QUERIES}")
+    failures = []
+    for path in files:
+        name = path.stem
+        sql = render(path.read_text(encoding="utf-8"), params.get(name, {}))
+        try:
+            got = str(session.query(sql, "CSVWithNames"))
+        except Exception as e:  # chdb raises its own exception types
+            failures.append(f"{name}: {e}")
+            continue
+        expected_path = FIXTURES / "expected" / f"{name}.csv"
+        expected = list(csv.reader(io.StringIO(expected_path.read_text(encoding="utf-8"))))
+        actual = list(csv.reader(io.StringIO(got)))
+        if len(actual) != len(expected):
+            failures.append(f"{name}: {len(actual) - 1} rows, expected {len(expected) - 1}\n{got}")
+            continue
+        for i, (a_row, e_row) in enumerate(zip(actual, expected)):
+            if len(a_row) != len(e_row) or not all(map(same_cell, a_row, e_row)):
+                failures.append(f"{name}: line {i + 1} is {a_row}, expected {e_row}")
+                break
+    if failures:
+        raise RuntimeError("\n".join(failures))
+    print(f"  queries: {len(files)} answer as on 18.16")
+
+
+STAGES = [
+    stage_migrations,
+    stage_tables_read_with_final,
+    stage_load_fixtures,
+    stage_queries_match_clickhouse_18,
+]
+
+
+def main():
+    from chdb import session as chdb_session
+
+    with tempfile.TemporaryDirectory(prefix="chdb-check-") as path:
+        sess = chdb_session.Session(path)
+        version = str(sess.query("SELECT version()", "CSV")).strip().strip('"')
+        print(f"chdb ClickHouse {version}")
+        failed = False
+        for stage in STAGES:
+            try:
+                stage(sess)
+            except Exception as e:
+                failed = True
+                print(f"FAIL {stage.__name__}: {e}", file=sys.stderr)
+        sess.close()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

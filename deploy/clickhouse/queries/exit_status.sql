@@ -1,0 +1,31 @@
+-- Exit-status distribution: finished runs per policy and exit_status, with each
+-- status's share of the policy's finished runs (the shares of a policy add up to 1).
+-- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
+-- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
+-- param policy String = '': only this policy_id; empty = every policy
+SELECT
+    policy_id,
+    exit_status,
+    runs,
+    round(runs / policy_runs, 4) AS share,
+    policy_runs
+FROM
+(
+    SELECT policy_id, groupArray(status) AS statuses, groupArray(n) AS counts,
+        sum(n) AS policy_runs
+    FROM
+    (
+        SELECT policy_id, exit_status AS status, count() AS n
+        FROM run_stops FINAL
+        WHERE run_id IN (
+    -- The runs selected by the time range and policy filter.
+    SELECT run_id FROM run_starts FINAL
+    WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
+        AND ({policy:String} = '' OR policy_id = {policy:String})
+)
+        GROUP BY policy_id, status
+    )
+    GROUP BY policy_id
+)
+ARRAY JOIN statuses AS exit_status, counts AS runs
+ORDER BY policy_id, runs DESC, exit_status

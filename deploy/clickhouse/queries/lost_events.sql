@@ -1,0 +1,41 @@
+-- Lost-event check: runs with a gap in their seq numbers (seq starts at 0 with
+-- run_start and grows by 1 per event, so a gap is a lost event), and runs without a
+-- run_stop whose last event is more than stale_minutes old (the runner died or its
+-- run_stop was lost). Reads events_raw, which holds every accepted event once (FINAL).
+--
+-- gaps lists the missing seqs as ranges ('3', '7-9'); missing = how many.
+-- param stale_minutes UInt32 = '30': minutes without an event before an unstopped run counts as lost
+SELECT
+    run_id,
+    policy_id,
+    events,
+    last_seq,
+    toUInt64(last_seq + 1 - distinct_seqs) AS missing,
+    arrayMap((before, after) -> if(after - before = 2, toString(before + 1),
+            concat(toString(before + 1), '-', toString(after - 1))),
+        arrayFilter((before, after) -> after - before > 1, arrayPopBack(seqs), arrayPopFront(seqs)),
+        arrayFilter((after, before) -> after - before > 1, arrayPopFront(seqs), arrayPopBack(seqs)))
+        AS gaps,
+    has_run_stop,
+    toString(last_ts, 'UTC') AS last_event_utc,
+    arrayStringConcat(arrayFilter(p -> p != '',
+        [if(missing > 0, 'seq_gap', ''), if(stale = 1, 'no_run_stop', '')]), ',') AS problem
+FROM
+(
+    SELECT
+        run_id,
+        any(policy_id) AS policy_id,
+        count() AS events,
+        max(seq) AS last_seq,
+        uniqExact(seq) AS distinct_seqs,
+        -- Sorted distinct seqs after a -1 sentinel, so a missing seq 0 is a gap too.
+        arrayConcat([toInt64(-1)], arrayMap(s -> toInt64(s), arraySort(groupUniqArray(seq))))
+            AS seqs,
+        max(type = 'run_stop') AS has_run_stop,
+        max(ts) AS last_ts,
+        toUInt8(has_run_stop = 0 AND last_ts < now() - {stale_minutes:UInt32} * 60) AS stale
+    FROM events_raw FINAL
+    GROUP BY run_id
+)
+WHERE missing > 0 OR stale = 1
+ORDER BY toString(run_id)

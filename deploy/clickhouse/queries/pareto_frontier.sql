@@ -1,0 +1,47 @@
+-- Cost-vs-success Pareto frontier over policies: on_frontier = 1 when no other policy
+-- is at least as cheap and at least as successful, and strictly better in one.
+--
+-- Over finished runs; avg_cost_usd averages the runs with a known cost (priced_runs),
+-- and policies without any are left out (their cost is unknown, see pricing_audit).
+-- Window functions are not in 18.16, so every policy is compared with all the others
+-- through arrays.
+-- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
+-- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
+-- param policy String = '': only this policy_id; empty = every policy
+SELECT
+    policy_id,
+    runs,
+    priced_runs,
+    round(rate, 4) AS success_rate,
+    round(cost, 6) AS avg_cost_usd,
+    toUInt8(NOT arrayExists(
+        (other_cost, other_rate) -> other_cost <= cost AND other_rate >= rate
+            AND (other_cost < cost OR other_rate > rate),
+        costs, rates)) AS on_frontier
+FROM
+(
+    SELECT groupArray(policy_id) AS policies, groupArray(finished) AS run_counts,
+        groupArray(priced) AS priced_counts, groupArray(policy_rate) AS rates,
+        groupArray(policy_cost) AS costs
+    FROM
+    (
+        SELECT
+            policy_id,
+            count() AS finished,
+            countIf(isNotNull(cost_usd)) AS priced,
+            sum(success) / finished AS policy_rate,
+            sumIf(assumeNotNull(cost_usd), isNotNull(cost_usd)) / priced AS policy_cost
+        FROM run_stops FINAL
+        WHERE run_id IN (
+    -- The runs selected by the time range and policy filter.
+    SELECT run_id FROM run_starts FINAL
+    WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
+        AND ({policy:String} = '' OR policy_id = {policy:String})
+)
+        GROUP BY policy_id
+        HAVING priced > 0
+    )
+)
+ARRAY JOIN policies AS policy_id, run_counts AS runs, priced_counts AS priced_runs,
+    rates AS rate, costs AS cost
+ORDER BY avg_cost_usd, success_rate DESC, policy_id

@@ -1,0 +1,29 @@
+-- Pricing-source audit: every LLM call whose cost is unknown (cost_usd NULL or
+-- pricing_source 'unknown'), so that prices can be added (or overridden) for them.
+-- Runs holding one have a NULL run cost and are left out of cost averages.
+-- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
+-- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
+-- param policy String = '': only this policy_id; empty = every policy
+SELECT
+    run_id,
+    seq,
+    event_id,
+    policy_id,
+    provider,
+    model,
+    agent,
+    pricing_source,
+    input_tokens,
+    output_tokens,
+    prompt_price_per_mtok,
+    completion_price_per_mtok,
+    toString(ts, 'UTC') AS ts_utc
+FROM deliberations FINAL
+WHERE run_id IN (
+    -- The runs selected by the time range and policy filter.
+    SELECT run_id FROM run_starts FINAL
+    WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
+        AND ({policy:String} = '' OR policy_id = {policy:String})
+)
+    AND (isNull(cost_usd) OR pricing_source = 'unknown')
+ORDER BY toString(run_id), seq

@@ -1,0 +1,116 @@
+//! The `event-sink query` and `event-sink report` subcommands: their flags, and turning
+//! them into a query run or a report file. `main.rs` only dispatches here.
+//!
+//! Both read the ClickHouse connection from the sink's own settings (`--config`,
+//! `BENCH_CLICKHOUSE_*`, `--clickhouse-*`), so they query the database the sink writes.
+
+use std::path::PathBuf;
+
+use crate::config::{ConfigError, SinkArgs};
+
+use super::queries::{ParamValues, Query, QueryError, QUERIES};
+use super::report::{generate_report, ReportOptions};
+use super::table::Format;
+
+/// `event-sink query <name> [--param k=v ...] [--format table|json|csv]`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct QueryArgs {
+    /// The shipped query (a file stem of deploy/clickhouse/queries/); `list` prints
+    /// them all with their parameters.
+    pub name: String,
+    /// A query parameter, `name=value`; repeat for several. Values are checked against
+    /// the parameter's declared type (UUID, DateTime, UInt32, String).
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
+    pub params: Vec<(String, String)>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    #[command(flatten)]
+    pub settings: SinkArgs,
+}
+
+/// `event-sink report --out report.html [--since T] [--until T] [--policy P]`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ReportArgs {
+    /// Where to write the HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Only runs started at or after this time: `YYYY-MM-DD[ HH:MM:SS]` (UTC) or RFC 3339.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only runs started before this time (same forms as --since).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Only this policy_id.
+    #[arg(long)]
+    pub policy: Option<String>,
+    #[command(flatten)]
+    pub settings: SinkArgs,
+}
+
+/// Why a subcommand failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("invalid settings: {0}")]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Runs `args` and returns what to print.
+pub async fn query(args: QueryArgs) -> Result<String, CommandError> {
+    if args.name == "list" {
+        return Ok(catalog());
+    }
+    let query = Query::find(&args.name)?;
+    let values: ParamValues = args.params.into_iter().collect();
+    query.render(&values)?; // Bad parameters are reported before connecting.
+    let client = args.settings.load()?.clickhouse.client();
+    Ok(query.run(&client, &values).await?.render(args.format))
+}
+
+/// Writes the report of `args`; returns the path written.
+pub async fn report(args: ReportArgs) -> Result<PathBuf, CommandError> {
+    let client = args.settings.load()?.clickhouse.client();
+    let options = ReportOptions {
+        since: args.since,
+        until: args.until,
+        policy: args.policy,
+    };
+    let page = generate_report(&client, &options).await?;
+    std::fs::write(&args.out, page).map_err(|source| CommandError::Write {
+        path: args.out.clone(),
+        source,
+    })?;
+    Ok(args.out)
+}
+
+/// The shipped queries with their summaries and parameters.
+fn catalog() -> String {
+    let mut out = String::new();
+    for query in QUERIES {
+        out.push_str(&format!("{}\n    {}\n", query.name, query.summary()));
+        for param in query.params().unwrap_or_default() {
+            let default = param
+                .default
+                .map_or("required".to_owned(), |d| format!("default '{d}'"));
+            out.push_str(&format!(
+                "    --param {}=<{}>  {} ({default})\n",
+                param.name, param.ty, param.help
+            ));
+        }
+    }
+    out
+}
+
+fn parse_param(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected NAME=VALUE, got {text:?}"))
+}

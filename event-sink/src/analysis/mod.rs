@@ -1,0 +1,32 @@
+//! Answers from the stored events: the shipped SQL queries and the HTML report.
+//!
+//! # Layout
+//!
+//! - [`queries`]: the catalog of `deploy/clickhouse/queries/*.sql` (embedded), typed
+//!   parameters substituted safely (ClickHouse 18.16 has no server-side parameters),
+//!   running a query ([`Query::run`]).
+//! - [`table`]: a query answer ([`Table`]) and its output formats ([`Format`]: aligned
+//!   table, JSON, CSV) for `event-sink query`.
+//! - [`report`]: `event-sink report`, one self-contained offline HTML page of tables and
+//!   charts with a time-range and a policy filter.
+//! - [`charts`]: the report's charts, built from query answers.
+//! - [`svg`]: the few SVG primitives the charts use, written by hand.
+//! - [`command`]: the `query` and `report` subcommands (flags, output).
+//!
+//! Every query reads the ReplacingMergeTree tables with `FINAL`, so each event counts
+//! once however often it was delivered. The SQL runs unchanged on ClickHouse 18.16 and
+//! on current ClickHouse (checked by `deploy/clickhouse/chdb_check.py` over the fixture
+//! dataset in `deploy/clickhouse/fixtures/`).
+//!
+//! This module only reads; it never writes to ClickHouse.
+
+pub mod charts;
+pub mod command;
+pub mod queries;
+pub mod report;
+pub mod svg;
+pub mod table;
+
+pub use queries::{ParamValues, Query, QueryError, QUERIES};
+pub use report::{generate_report, ReportOptions};
+pub use table::{Format, Table};

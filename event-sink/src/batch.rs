@@ -1,0 +1,181 @@
+//! A batch: the messages received since the last flush, each decoded once on arrival,
+//! indexed by the table its rows go to, and sized so the caller knows when to flush.
+//!
+//! One batch is flushed as a unit: one INSERT per table that has rows, then one answer
+//! per message. Keeping the messages of every table in one unit is what makes "ack only
+//! after every insert holding the message succeeded" simple, as each event has rows in
+//! two tables (`events_raw` and its typed table).
+//!
+//! This module holds data; it performs no I/O.
+
+use std::time::{Duration, Instant};
+
+use schemas::{BenchmarkEvent, EventType};
+
+use crate::classify;
+use crate::config::BatchConfig;
+use crate::consumer::Delivery;
+use crate::rows::{DeadLetterRow, EventRawRow, FromEvent, RawBytes};
+
+/// A message that failed to decode: what `dead_letters` says about it.
+#[derive(Debug)]
+pub struct BadData {
+    /// `DecodeError::class`.
+    pub class: &'static str,
+    /// The error text.
+    pub error: String,
+}
+
+/// One received message and what it decoded to.
+#[derive(Debug)]
+pub struct Item {
+    pub delivery: Delivery,
+    /// When the sink decoded it, epoch seconds.
+    pub received_at: u32,
+    pub decoded: Result<BenchmarkEvent, BadData>,
+}
+
+impl Item {
+    /// Decodes a delivery, received at `received_at` (epoch seconds).
+    pub fn decode(delivery: Delivery, received_at: u32) -> Self {
+        let decoded = schemas::decode(&delivery.payload).map_err(|e| {
+            let (class, error) = classify::bad_data(&e);
+            BadData { class, error }
+        });
+        Item {
+            delivery,
+            received_at,
+            decoded,
+        }
+    }
+
+    /// The `events_raw` row of an accepted event.
+    pub fn raw_row<'a>(&'a self, event: &'a BenchmarkEvent) -> EventRawRow<'a> {
+        EventRawRow::new(
+            event,
+            &self.delivery.payload,
+            &self.delivery.subject,
+            self.delivery.stream_seq,
+            self.received_at,
+        )
+    }
+
+    /// The typed row of an accepted event, if `R` is its table's row.
+    pub fn typed_row<'a, R: FromEvent<'a>>(&'a self) -> Option<R> {
+        let event = self.decoded.as_ref().ok()?;
+        R::from_event(event, self.received_at)
+    }
+
+    /// The `dead_letters` row of this message, with `class` and `error` saying why.
+    pub fn dead_letter_row<'a>(
+        &'a self,
+        stream: &'a str,
+        class: &'a str,
+        error: &'a str,
+    ) -> DeadLetterRow<'a> {
+        DeadLetterRow {
+            received_at: self.received_at,
+            stream,
+            stream_seq: self.delivery.stream_seq,
+            subject: &self.delivery.subject,
+            headers: self.delivery.headers_text(),
+            raw: RawBytes(&self.delivery.payload),
+            error_class: class,
+            error,
+            delivered: self.delivery.delivered,
+        }
+    }
+}
+
+/// Item indices are `u32`: a batch never holds more than `u32::MAX` messages.
+pub type Index = u32;
+
+/// Messages waiting for one flush.
+#[derive(Debug, Default)]
+pub struct Batch {
+    items: Vec<Item>,
+    /// Accepted events per type, in [`EventType::ALL`] order.
+    by_type: [Vec<Index>; EventType::ALL.len()],
+    /// Accepted events, all types.
+    accepted: Vec<Index>,
+    /// Messages that failed to decode.
+    bad: Vec<Index>,
+    /// Sum of the message bodies.
+    bytes: usize,
+    /// When the first message arrived.
+    opened: Option<Instant>,
+}
+
+fn type_index(event_type: EventType) -> usize {
+    EventType::ALL
+        .iter()
+        .position(|t| *t == event_type)
+        .unwrap_or_default()
+}
+
+impl Batch {
+    /// Adds a decoded message.
+    pub fn push(&mut self, item: Item) {
+        let index = Index::try_from(self.items.len()).unwrap_or(Index::MAX);
+        match &item.decoded {
+            Ok(event) => {
+                self.by_type[type_index(event.event_type())].push(index);
+                self.accepted.push(index);
+            }
+            Err(_) => self.bad.push(index),
+        }
+        self.bytes += item.delivery.payload.len();
+        self.opened.get_or_insert_with(Instant::now);
+        self.items.push(item);
+    }
+
+    /// Messages in the batch.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether the batch holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Sum of the message bodies, bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Whether a row or byte limit is reached.
+    pub fn is_full(&self, limits: &BatchConfig) -> bool {
+        self.items.len() >= limits.max_rows || self.bytes >= limits.max_bytes
+    }
+
+    /// When the batch must be flushed at the latest; `None` while empty.
+    pub fn deadline(&self, flush_interval: Duration) -> Option<Instant> {
+        self.opened.map(|at| at + flush_interval)
+    }
+
+    /// The item at `index`.
+    pub fn item(&self, index: Index) -> &Item {
+        &self.items[index as usize]
+    }
+
+    /// Every item, in arrival order.
+    pub fn items(&self) -> &[Item] {
+        &self.items
+    }
+
+    /// Accepted events of one type.
+    pub fn of_type(&self, event_type: EventType) -> &[Index] {
+        &self.by_type[type_index(event_type)]
+    }
+
+    /// Accepted events.
+    pub fn accepted(&self) -> &[Index] {
+        &self.accepted
+    }
+
+    /// Messages that failed to decode.
+    pub fn bad(&self) -> &[Index] {
+        &self.bad
+    }
+}

@@ -1,0 +1,660 @@
+//! Settings of the sink: raw, all-optional layers ([`SinkArgs`], one section per
+//! component) from a TOML file, `BENCH_*` environment variables and flags, merged
+//! `file < env < flags`, then checked once into a validated [`Config`].
+//!
+//! Every field is documented with its default and unit; the same text is the `--help`
+//! of the flag, and `event-sink/README.md` has the full table. Durations are integer
+//! milliseconds (`*_ms`) and sizes integer bytes so that the unit is in the name.
+//!
+//! This module only reads and checks settings; it opens no connection.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bench_nats::{NatsArgs, NatsConfig, NatsConfigError, StreamSpec};
+use schemas::{SubjectPrefix, SubjectPrefixError};
+use serde::Deserialize;
+
+use crate::classify::Backoff;
+
+/// Field by field, the higher layer wins.
+macro_rules! impl_merge {
+    ($name:ident { $($field:ident),+ $(,)? }) => {
+        impl $name {
+            /// Field by field, `self` wins over `lower`.
+            pub fn merge(self, lower: $name) -> $name {
+                $name { $($field: self.$field.or(lower.$field)),+ }
+            }
+        }
+    };
+}
+
+/// `[stream]`: the JetStream stream the sink reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamArgs {
+    /// Stream name. Default `BENCH_EVENTS`.
+    #[arg(id = "stream", long = "stream", env = "BENCH_STREAM")]
+    pub name: Option<String>,
+    /// Subject prefix; the stream captures `<prefix>.events.>`. Default `bench`.
+    #[arg(
+        id = "subject-prefix",
+        long = "subject-prefix",
+        env = "BENCH_SUBJECT_PREFIX"
+    )]
+    pub prefix: Option<String>,
+    /// Replicas when the sink creates the stream: 1 locally, 3 on a cluster. Default 1.
+    #[arg(
+        id = "stream-replicas",
+        long = "stream-replicas",
+        env = "BENCH_STREAM_REPLICAS"
+    )]
+    pub replicas: Option<usize>,
+    /// Only verify that stream and consumer exist; never create them. Default false.
+    #[arg(
+        id = "no-create",
+        long = "no-create",
+        env = "BENCH_SINK_NO_CREATE",
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub no_create: Option<bool>,
+}
+impl_merge!(StreamArgs {
+    name,
+    prefix,
+    replicas,
+    no_create
+});
+
+/// `[consumer]`: the durable pull consumer every sink process shares.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsumerArgs {
+    /// Durable consumer name; sinks with the same name share the work. Default
+    /// `event-sink`.
+    #[arg(id = "consumer", long = "consumer", env = "BENCH_SINK_CONSUMER")]
+    pub name: Option<String>,
+    /// Time JetStream waits for an ack before redelivering, ms. Default 60000. The sink
+    /// sends progress acks every third of it while a batch waits, so it need not cover
+    /// ClickHouse outages.
+    #[arg(
+        id = "ack-wait-ms",
+        long = "ack-wait-ms",
+        env = "BENCH_SINK_ACK_WAIT_MS"
+    )]
+    pub ack_wait_ms: Option<u64>,
+    /// Messages delivered but not yet acked, over all sinks, before JetStream pauses
+    /// delivery. Default 100000 (a sink holds up to 3 batches).
+    #[arg(
+        id = "max-ack-pending",
+        long = "max-ack-pending",
+        env = "BENCH_SINK_MAX_ACK_PENDING"
+    )]
+    pub max_ack_pending: Option<i64>,
+    /// Deliveries of one message before JetStream gives up on it; -1 = never. Default
+    /// -1: a finite value drops events silently after that many failed inserts.
+    #[arg(
+        id = "max-deliver",
+        long = "max-deliver",
+        env = "BENCH_SINK_MAX_DELIVER",
+        allow_hyphen_values = true
+    )]
+    pub max_deliver: Option<i64>,
+    /// Messages asked for per pull request. Default 1000.
+    #[arg(
+        id = "fetch-batch",
+        long = "fetch-batch",
+        env = "BENCH_SINK_FETCH_BATCH"
+    )]
+    pub fetch_batch: Option<usize>,
+}
+impl_merge!(ConsumerArgs {
+    name,
+    ack_wait_ms,
+    max_ack_pending,
+    max_deliver,
+    fetch_batch
+});
+
+/// `[clickhouse]`: where the rows go.
+#[derive(Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClickHouseArgs {
+    /// HTTP interface URL, `http://` or `https://` (system trust store;
+    /// `SSL_CERT_FILE` adds a CA). Default `http://127.0.0.1:8123`.
+    #[arg(
+        id = "clickhouse-url",
+        long = "clickhouse-url",
+        env = "BENCH_CLICKHOUSE_URL"
+    )]
+    pub url: Option<String>,
+    /// User. Default `default`.
+    #[arg(
+        id = "clickhouse-user",
+        long = "clickhouse-user",
+        env = "BENCH_CLICKHOUSE_USER"
+    )]
+    pub user: Option<String>,
+    /// Password. Default empty.
+    #[arg(
+        id = "clickhouse-password",
+        long = "clickhouse-password",
+        env = "BENCH_CLICKHOUSE_PASSWORD",
+        hide_env_values = true
+    )]
+    pub password: Option<String>,
+    /// Database holding the tables; created by migrations if absent. Default
+    /// `benchstream`.
+    #[arg(
+        id = "clickhouse-database",
+        long = "clickhouse-database",
+        env = "BENCH_CLICKHOUSE_DATABASE"
+    )]
+    pub database: Option<String>,
+    /// Limit on one INSERT (sending the rows and waiting for the answer), ms. Default
+    /// 30000; a timed-out insert is retried.
+    #[arg(
+        id = "insert-timeout-ms",
+        long = "insert-timeout-ms",
+        env = "BENCH_CLICKHOUSE_INSERT_TIMEOUT_MS"
+    )]
+    pub insert_timeout_ms: Option<u64>,
+}
+impl_merge!(ClickHouseArgs {
+    url,
+    user,
+    password,
+    database,
+    insert_timeout_ms
+});
+
+impl std::fmt::Debug for ClickHouseArgs {
+    // The password stays out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClickHouseArgs")
+            .field("url", &self.url)
+            .field("user", &self.user)
+            .field("password", &self.password.as_ref().map(|_| "***"))
+            .field("database", &self.database)
+            .field("insert_timeout_ms", &self.insert_timeout_ms)
+            .finish()
+    }
+}
+
+/// `[batch]`: when rows are flushed, how failed flushes are retried, how long shutdown
+/// may drain.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchArgs {
+    /// Rows per table per insert; every event has an `events_raw` row, so also the
+    /// messages per batch. Default 20000.
+    #[arg(
+        id = "batch-max-rows",
+        long = "batch-max-rows",
+        env = "BENCH_SINK_BATCH_MAX_ROWS"
+    )]
+    pub max_rows: Option<usize>,
+    /// Message bytes per batch. Default 8388608 (8 MiB); with up to 3 batches in flight
+    /// this bounds the sink's memory.
+    #[arg(
+        id = "batch-max-bytes",
+        long = "batch-max-bytes",
+        env = "BENCH_SINK_BATCH_MAX_BYTES"
+    )]
+    pub max_bytes: Option<usize>,
+    /// Longest time a received message waits before its batch is flushed, ms. Default
+    /// 1000.
+    #[arg(
+        id = "flush-interval-ms",
+        long = "flush-interval-ms",
+        env = "BENCH_SINK_FLUSH_INTERVAL_MS"
+    )]
+    pub flush_interval_ms: Option<u64>,
+    /// First delay before retrying a failed flush or pull, ms; doubles per attempt.
+    /// Default 100.
+    #[arg(
+        id = "retry-initial-ms",
+        long = "retry-initial-ms",
+        env = "BENCH_SINK_RETRY_INITIAL_MS"
+    )]
+    pub retry_initial_ms: Option<u64>,
+    /// Longest delay between retries, ms. Default 10000.
+    #[arg(
+        id = "retry-max-ms",
+        long = "retry-max-ms",
+        env = "BENCH_SINK_RETRY_MAX_MS"
+    )]
+    pub retry_max_ms: Option<u64>,
+    /// On SIGINT/SIGTERM, time allowed to flush and ack what was received, ms; after it
+    /// the sink exits without acking the rest (JetStream redelivers it). Default 20000.
+    #[arg(
+        id = "drain-timeout-ms",
+        long = "drain-timeout-ms",
+        env = "BENCH_SINK_DRAIN_TIMEOUT_MS"
+    )]
+    pub drain_timeout_ms: Option<u64>,
+}
+impl_merge!(BatchArgs {
+    max_rows,
+    max_bytes,
+    flush_interval_ms,
+    retry_initial_ms,
+    retry_max_ms,
+    drain_timeout_ms
+});
+
+/// `[metrics]`: the HTTP endpoint with `/metrics` and `/healthz`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsArgs {
+    /// Listen address of `/metrics` and `/healthz`, or `off`. Default `127.0.0.1:9464`.
+    #[arg(
+        id = "metrics-listen",
+        long = "metrics-listen",
+        env = "BENCH_SINK_METRICS_LISTEN"
+    )]
+    pub listen: Option<String>,
+}
+impl_merge!(MetricsArgs { listen });
+
+/// Every setting of the sink, as flags (+ env) or as the TOML file (one table per
+/// section: `[nats]`, `[stream]`, `[consumer]`, `[clickhouse]`, `[batch]`, `[metrics]`).
+#[derive(Debug, Clone, Default, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SinkArgs {
+    /// TOML config file; flags and environment override it.
+    #[arg(id = "config", long = "config", env = "BENCH_SINK_CONFIG")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "NATS")]
+    pub nats: NatsArgs,
+    #[command(flatten, next_help_heading = "Stream")]
+    pub stream: StreamArgs,
+    #[command(flatten, next_help_heading = "Consumer")]
+    pub consumer: ConsumerArgs,
+    #[command(flatten, next_help_heading = "ClickHouse")]
+    pub clickhouse: ClickHouseArgs,
+    #[command(flatten, next_help_heading = "Batching")]
+    pub batch: BatchArgs,
+    #[command(flatten, next_help_heading = "Metrics")]
+    pub metrics: MetricsArgs,
+}
+
+impl SinkArgs {
+    /// Field by field, `self` wins over `lower`.
+    pub fn merge(self, lower: SinkArgs) -> SinkArgs {
+        SinkArgs {
+            config: self.config.or(lower.config),
+            nats: self.nats.merge(lower.nats),
+            stream: self.stream.merge(lower.stream),
+            consumer: self.consumer.merge(lower.consumer),
+            clickhouse: self.clickhouse.merge(lower.clickhouse),
+            batch: self.batch.merge(lower.batch),
+            metrics: self.metrics.merge(lower.metrics),
+        }
+    }
+
+    /// Reads a TOML config file.
+    pub fn from_file(path: &Path) -> Result<SinkArgs, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// Merges the config file named by `config` (if any) below these settings, then
+    /// validates the result.
+    pub fn load(self) -> Result<Config, ConfigError> {
+        let merged = match &self.config {
+            Some(path) => {
+                let file = SinkArgs::from_file(path)?;
+                self.merge(file)
+            }
+            None => self,
+        };
+        merged.resolve()
+    }
+
+    /// Fills defaults and checks every value.
+    pub fn resolve(self) -> Result<Config, ConfigError> {
+        let nats = self.nats.resolve()?;
+
+        let prefix: SubjectPrefix = match self.stream.prefix {
+            Some(p) => p.parse()?,
+            None => SubjectPrefix::default(),
+        };
+        let defaults = StreamSpec::default();
+        let stream = StreamSpec {
+            name: nonempty("stream.name", self.stream.name)?.unwrap_or(defaults.name),
+            prefix,
+            replicas: positive("stream.replicas", self.stream.replicas)?
+                .unwrap_or(defaults.replicas),
+        };
+        if !is_nats_name(&stream.name) {
+            return Err(invalid("stream.name", "letters, digits, `-` and `_` only"));
+        }
+
+        let c = self.consumer;
+        let consumer = ConsumerConfig {
+            name: nonempty("consumer.name", c.name)?.unwrap_or_else(|| "event-sink".into()),
+            ack_wait: Duration::from_millis(c.ack_wait_ms.unwrap_or(60_000)),
+            max_ack_pending: c.max_ack_pending.unwrap_or(100_000),
+            max_deliver: c.max_deliver.unwrap_or(-1),
+            fetch_batch: positive("consumer.fetch_batch", c.fetch_batch)?.unwrap_or(1000),
+        };
+        if !is_nats_name(&consumer.name) {
+            return Err(invalid(
+                "consumer.name",
+                "letters, digits, `-` and `_` only",
+            ));
+        }
+        if consumer.ack_wait < Duration::from_secs(3) {
+            return Err(invalid("consumer.ack_wait_ms", "must be at least 3000"));
+        }
+        if consumer.max_ack_pending != -1 && consumer.max_ack_pending < 1 {
+            return Err(invalid(
+                "consumer.max_ack_pending",
+                "must be -1 or positive",
+            ));
+        }
+        if consumer.max_deliver != -1 && consumer.max_deliver < 1 {
+            return Err(invalid("consumer.max_deliver", "must be -1 or positive"));
+        }
+
+        let ch = self.clickhouse;
+        let clickhouse = ClickHouseConfig {
+            url: ch.url.unwrap_or_else(|| "http://127.0.0.1:8123".into()),
+            user: ch.user.unwrap_or_else(|| "default".into()),
+            password: ch.password.unwrap_or_default(),
+            database: nonempty("clickhouse.database", ch.database)?
+                .unwrap_or_else(|| "benchstream".into()),
+            insert_timeout: Duration::from_millis(
+                positive("clickhouse.insert_timeout_ms", ch.insert_timeout_ms)?.unwrap_or(30_000),
+            ),
+        };
+        if !(clickhouse.url.starts_with("http://") || clickhouse.url.starts_with("https://")) {
+            return Err(invalid(
+                "clickhouse.url",
+                "must start with http:// or https://",
+            ));
+        }
+
+        let b = self.batch;
+        let batch = BatchConfig {
+            max_rows: positive("batch.max_rows", b.max_rows)?.unwrap_or(20_000),
+            max_bytes: positive("batch.max_bytes", b.max_bytes)?.unwrap_or(8 << 20),
+            flush_interval: Duration::from_millis(
+                positive("batch.flush_interval_ms", b.flush_interval_ms)?.unwrap_or(1000),
+            ),
+            retry: Backoff {
+                initial: Duration::from_millis(
+                    positive("batch.retry_initial_ms", b.retry_initial_ms)?.unwrap_or(100),
+                ),
+                max: Duration::from_millis(
+                    positive("batch.retry_max_ms", b.retry_max_ms)?.unwrap_or(10_000),
+                ),
+            },
+            drain_timeout: Duration::from_millis(b.drain_timeout_ms.unwrap_or(20_000)),
+        };
+        if batch.retry.max < batch.retry.initial {
+            return Err(invalid(
+                "batch.retry_max_ms",
+                "must not be below batch.retry_initial_ms",
+            ));
+        }
+
+        let metrics = MetricsConfig {
+            listen: match self.metrics.listen.as_deref() {
+                None => Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
+                Some("off") => None,
+                Some(addr) => Some(addr.parse().map_err(|_| {
+                    invalid(
+                        "metrics.listen",
+                        "must be `host:port` (IP address) or `off`",
+                    )
+                })?),
+            },
+        };
+
+        Ok(Config {
+            nats,
+            stream,
+            create: !self.stream.no_create.unwrap_or(false),
+            consumer,
+            clickhouse,
+            batch,
+            metrics,
+        })
+    }
+}
+
+/// Validated settings of one sink process.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Broker address and credentials.
+    pub nats: NatsConfig,
+    /// The stream to read (and to create when absent and `create`).
+    pub stream: StreamSpec,
+    /// Create stream and consumer when absent; false = only verify (`--no-create`).
+    pub create: bool,
+    pub consumer: ConsumerConfig,
+    pub clickhouse: ClickHouseConfig,
+    pub batch: BatchConfig,
+    pub metrics: MetricsConfig,
+}
+
+/// The durable consumer (see [`ConsumerArgs`] for meanings and defaults).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerConfig {
+    pub name: String,
+    pub ack_wait: Duration,
+    pub max_ack_pending: i64,
+    pub max_deliver: i64,
+    pub fetch_batch: usize,
+}
+
+/// The ClickHouse connection (see [`ClickHouseArgs`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ClickHouseConfig {
+    pub url: String,
+    pub user: String,
+    pub password: String,
+    pub database: String,
+    pub insert_timeout: Duration,
+}
+
+impl std::fmt::Debug for ClickHouseConfig {
+    // The password stays out of logs.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClickHouseConfig")
+            .field("url", &self.url)
+            .field("user", &self.user)
+            .field("database", &self.database)
+            .field("insert_timeout", &self.insert_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClickHouseConfig {
+    /// A client of the server, no database selected.
+    pub fn server_client(&self) -> clickhouse::Client {
+        // 18.16 has no RowBinaryWithNamesAndTypes, which validation needs (DESIGN.md).
+        clickhouse::Client::default()
+            .with_url(&self.url)
+            .with_user(&self.user)
+            .with_password(&self.password)
+            .with_validation(false)
+    }
+
+    /// A client of the sink's database.
+    pub fn client(&self) -> clickhouse::Client {
+        self.server_client().with_database(&self.database)
+    }
+}
+
+/// Batching, retries and draining (see [`BatchArgs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchConfig {
+    pub max_rows: usize,
+    pub max_bytes: usize,
+    pub flush_interval: Duration,
+    pub retry: Backoff,
+    pub drain_timeout: Duration,
+}
+
+/// The metrics endpoint (see [`MetricsArgs`]); `None` = off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricsConfig {
+    pub listen: Option<SocketAddr>,
+}
+
+/// Why settings are unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("config file {path} is invalid: {source}")]
+    Parse {
+        path: PathBuf,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error(transparent)]
+    Nats(#[from] NatsConfigError),
+    #[error(transparent)]
+    Prefix(#[from] SubjectPrefixError),
+    #[error("invalid setting {field}: {reason}")]
+    Invalid {
+        field: &'static str,
+        reason: &'static str,
+    },
+}
+
+fn invalid(field: &'static str, reason: &'static str) -> ConfigError {
+    ConfigError::Invalid { field, reason }
+}
+
+fn nonempty(field: &'static str, value: Option<String>) -> Result<Option<String>, ConfigError> {
+    match value {
+        Some(v) if v.trim().is_empty() => Err(invalid(field, "must not be empty")),
+        other => Ok(other),
+    }
+}
+
+fn positive<T: PartialEq + Default>(
+    field: &'static str,
+    value: Option<T>,
+) -> Result<Option<T>, ConfigError> {
+    match value {
+        Some(v) if v == T::default() => Err(invalid(field, "must be positive")),
+        other => Ok(other),
+    }
+}
+
+/// JetStream stream and consumer names: no whitespace, dots, wildcards or path
+/// separators; keep to a portable set.
+fn is_nats_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(toml_text: &str) -> Result<SinkArgs, toml::de::Error> {
+        toml::from_str(toml_text)
+    }
+
+    #[test]
+    fn defaults_are_documented_values() {
+        let config = SinkArgs::default().resolve().expect("defaults are valid");
+        assert_eq!(config.stream.name, "BENCH_EVENTS");
+        assert_eq!(config.stream.prefix.as_str(), "bench");
+        assert!(config.create);
+        assert_eq!(config.consumer.name, "event-sink");
+        assert_eq!(config.consumer.ack_wait, Duration::from_secs(60));
+        assert_eq!(config.consumer.max_deliver, -1);
+        assert_eq!(config.clickhouse.database, "benchstream");
+        assert_eq!(config.batch.max_rows, 20_000);
+        assert_eq!(config.batch.flush_interval, Duration::from_secs(1));
+        assert_eq!(
+            config.metrics.listen,
+            Some(SocketAddr::from(([127, 0, 0, 1], 9464)))
+        );
+    }
+
+    #[test]
+    fn flags_win_over_the_file_field_by_field() {
+        let file = parse(
+            "[consumer]\nname = \"from-file\"\nack_wait_ms = 9000\n\
+             [clickhouse]\ndatabase = \"filedb\"\n[nats]\nurl = \"nats://file:4222\"\n",
+        )
+        .expect("valid file");
+        let flags = SinkArgs {
+            consumer: ConsumerArgs {
+                name: Some("from-flag".into()),
+                ..ConsumerArgs::default()
+            },
+            ..SinkArgs::default()
+        };
+        let config = flags.merge(file).resolve().expect("valid");
+        assert_eq!(config.consumer.name, "from-flag");
+        assert_eq!(config.consumer.ack_wait, Duration::from_secs(9));
+        assert_eq!(config.clickhouse.database, "filedb");
+        assert_eq!(config.nats.url, "nats://file:4222");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        assert!(parse("[batch]\nmax_rowz = 5\n").is_err());
+        assert!(parse("[clickhous]\nurl = \"http://x\"\n").is_err());
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_field_name() {
+        let cases = [
+            "[clickhouse]\nurl = \"tcp://x:9000\"\n",
+            "[batch]\nmax_rows = 0\n",
+            "[consumer]\nack_wait_ms = 10\n",
+            "[consumer]\nname = \"a.b\"\n",
+            "[consumer]\nmax_deliver = 0\n",
+            "[metrics]\nlisten = \"localhost\"\n",
+            "[stream]\nprefix = \"a.>\"\n",
+        ];
+        for case in cases {
+            let args = parse(case).expect("parses");
+            assert!(args.resolve().is_err(), "accepted {case:?}");
+        }
+        let off = parse("[metrics]\nlisten = \"off\"\n").expect("parses");
+        assert_eq!(off.resolve().expect("valid").metrics.listen, None);
+    }
+
+    #[test]
+    fn passwords_are_not_debug_printed() {
+        let args = ClickHouseArgs {
+            password: Some("hunter2".into()),
+            ..ClickHouseArgs::default()
+        };
+        assert!(!format!("{args:?}").contains("hunter2"));
+        let config = SinkArgs {
+            clickhouse: args,
+            ..SinkArgs::default()
+        }
+        .resolve()
+        .expect("valid");
+        assert!(!format!("{config:?}").contains("hunter2"));
+    }
+}

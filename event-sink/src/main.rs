@@ -1,0 +1,154 @@
+//! `event-sink [run]` consumes events into ClickHouse; `event-sink migrate` only applies
+//! the ClickHouse migrations. Settings: `--config FILE` (TOML) < `BENCH_*` env < flags;
+//! see `event-sink --help` and event-sink/README.md.
+//!
+//! Exit status: 0 after a clean stop, 2 for unusable settings, 1 for anything else
+//! (unreachable or refusing servers at start, shutdown drain timed out).
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use event_sink::SinkArgs;
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Debug, Parser)]
+#[command(version, about = "JetStream → ClickHouse sink of benchstream events")]
+#[command(args_conflicts_with_subcommands = true)]
+struct Cli {
+    /// Log format on stderr.
+    #[arg(long, env = "BENCH_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Settings of `run`, the default command.
+    #[command(flatten)]
+    settings: SinkArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Consume events into ClickHouse until SIGINT/SIGTERM (the default).
+    Run(SinkArgs),
+    /// Apply pending ClickHouse migrations and exit.
+    Migrate(SinkArgs),
+    /// Run a shipped query (deploy/clickhouse/queries/; `query list` lists them).
+    Query(event_sink::analysis::command::QueryArgs),
+    /// Write a self-contained HTML report with tables and charts.
+    Report(event_sink::analysis::command::ReportArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.log_format);
+    let (migrate_only, args) = match cli.command {
+        None => (false, cli.settings),
+        Some(Command::Run(args)) => (false, args),
+        Some(Command::Migrate(args)) => (true, args),
+        Some(Command::Query(args)) => return analyse(Analysis::Query(args)),
+        Some(Command::Report(args)) => return analyse(Analysis::Report(args)),
+    };
+    let config = match args.load() {
+        Ok(config) => config,
+        Err(e) => {
+            tracing::error!("invalid settings: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match serve(config, migrate_only) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[tokio::main]
+async fn serve(config: event_sink::Config, migrate_only: bool) -> anyhow::Result<()> {
+    if migrate_only {
+        let applied = event_sink::migrate(&config.clickhouse)
+            .await
+            .context("migrate")?;
+        tracing::info!(?applied, "migrations up to date");
+        return Ok(());
+    }
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    event_sink::run(config, shutdown)
+        .await
+        .context("event-sink")
+}
+
+enum Analysis {
+    Query(event_sink::analysis::command::QueryArgs),
+    Report(event_sink::analysis::command::ReportArgs),
+}
+
+/// `query` prints its answer on stdout; `report` writes its file.
+#[tokio::main]
+async fn analyse(command: Analysis) -> ExitCode {
+    use event_sink::analysis::command;
+    let done = match command {
+        Analysis::Query(args) => command::query(args).await.map(|out| print!("{out}")),
+        Analysis::Report(args) => command::report(args)
+            .await
+            .map(|path| tracing::info!(path = %path.display(), "report written")),
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e @ command::CommandError::Config(_)) => {
+            tracing::error!("{e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Cancels `shutdown` on the first SIGINT or SIGTERM.
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers; stop with SIGKILL");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM: draining"),
+        _ = int.recv() => tracing::info!("SIGINT: draining"),
+    }
+    shutdown.cancel();
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,343 @@
+//! Versioned ClickHouse schema: the files of `deploy/clickhouse/migrations/`, embedded at
+//! build time, applied in order and recorded in `schema_migrations`.
+//!
+//! Every statement is idempotent (`CREATE ... IF NOT EXISTS`), so applying a migration
+//! twice (two sinks starting together, a crash between applying and recording) is
+//! harmless. A recorded migration whose file changed since is refused: the schema it
+//! describes may not be the one in the database. The same files and the same statement
+//! splitting are checked against current ClickHouse by `deploy/clickhouse/chdb_check.py`.
+//!
+//! This module runs DDL only; it never drops or rewrites data.
+
+use clickhouse::{Client, Row};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::rows::datetime;
+
+/// One migration file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Migration {
+    /// `NNNN` of `NNNN_name.sql`.
+    pub version: u32,
+    /// The file name without `.sql`: `NNNN_name`.
+    pub stem: &'static str,
+    /// The file's text.
+    pub sql: &'static str,
+}
+
+macro_rules! migration {
+    ($version:literal, $stem:literal) => {
+        Migration {
+            version: $version,
+            stem: $stem,
+            sql: include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../deploy/clickhouse/migrations/",
+                $stem,
+                ".sql"
+            )),
+        }
+    };
+}
+
+/// Every migration, in version order. A new file is added here with the next number.
+pub const MIGRATIONS: &[Migration] = &[
+    migration!(1, "0001_schema_migrations"),
+    migration!(2, "0002_events_raw"),
+    migration!(3, "0003_dead_letters"),
+    migration!(4, "0004_typed_events"),
+];
+
+impl Migration {
+    /// `name` of `NNNN_name.sql`.
+    pub fn name(&self) -> &'static str {
+        self.stem
+            .split_once('_')
+            .map_or(self.stem, |(_, name)| name)
+    }
+
+    /// SHA-256 (hex) of the file, recorded when it is applied.
+    pub fn checksum(&self) -> String {
+        hex::encode(Sha256::digest(self.sql.as_bytes()))
+    }
+
+    /// The file's statements, in order.
+    pub fn statements(&self) -> Vec<&'static str> {
+        split_statements(self.sql)
+    }
+}
+
+/// Why migrating failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrationError {
+    /// ClickHouse refused a statement or could not be reached.
+    #[error("migration {stem} failed: {source}")]
+    Statement {
+        stem: &'static str,
+        #[source]
+        source: clickhouse::error::Error,
+    },
+    /// Reading or writing `schema_migrations` failed.
+    #[error("cannot access schema_migrations: {0}")]
+    Bookkeeping(#[source] clickhouse::error::Error),
+    /// Creating the database failed.
+    #[error("cannot create database {database}: {source}")]
+    Database {
+        database: String,
+        #[source]
+        source: clickhouse::error::Error,
+    },
+    /// The file of an applied migration changed after it ran.
+    #[error(
+        "migration {stem} was applied with checksum {recorded} but the file now has \
+         {current}; migrations must not be edited once applied, add a new one"
+    )]
+    ChecksumMismatch {
+        stem: &'static str,
+        recorded: String,
+        current: String,
+    },
+}
+
+/// A `schema_migrations` row.
+#[derive(Debug, Row, Serialize, Deserialize)]
+struct AppliedRow {
+    version: u32,
+    name: String,
+    checksum: String,
+    applied_at: u32,
+}
+
+/// Creates `database` if it does not exist. `server` must not select a database (the
+/// HTTP interface refuses requests naming a database that does not exist yet).
+pub async fn ensure_database(server: &Client, database: &str) -> Result<(), MigrationError> {
+    let error = |source| MigrationError::Database {
+        database: database.to_owned(),
+        source,
+    };
+    let exists = server
+        .query("SELECT count() FROM system.databases WHERE name = ?")
+        .bind(database)
+        .fetch_one::<u64>()
+        .await
+        .map_err(error)?;
+    if exists == 0 {
+        server
+            .query(&format!(
+                "CREATE DATABASE IF NOT EXISTS {}",
+                quote_identifier(database)
+            ))
+            .execute()
+            .await
+            .map_err(error)?;
+    }
+    Ok(())
+}
+
+/// Applies every migration not yet recorded, in order, and records it. Returns the
+/// versions applied by this call.
+pub async fn migrate(db: &Client) -> Result<Vec<u32>, MigrationError> {
+    let applied = applied(db).await?;
+    let mut done = Vec::new();
+    for migration in MIGRATIONS {
+        let checksum = migration.checksum();
+        if let Some(row) = applied.iter().find(|r| r.version == migration.version) {
+            if row.checksum != checksum {
+                return Err(MigrationError::ChecksumMismatch {
+                    stem: migration.stem,
+                    recorded: row.checksum.clone(),
+                    current: checksum,
+                });
+            }
+            continue;
+        }
+        for statement in migration.statements() {
+            db.query(statement)
+                .execute()
+                .await
+                .map_err(|source| MigrationError::Statement {
+                    stem: migration.stem,
+                    source,
+                })?;
+        }
+        record(db, migration, checksum).await?;
+        tracing::info!(migration = migration.stem, "migration applied");
+        done.push(migration.version);
+    }
+    Ok(done)
+}
+
+/// The recorded migrations; none when `schema_migrations` does not exist yet.
+async fn applied(db: &Client) -> Result<Vec<AppliedRow>, MigrationError> {
+    let exists = db
+        .query(
+            "SELECT count() FROM system.tables \
+             WHERE database = currentDatabase() AND name = 'schema_migrations'",
+        )
+        .fetch_one::<u64>()
+        .await
+        .map_err(MigrationError::Bookkeeping)?;
+    if exists == 0 {
+        return Ok(Vec::new());
+    }
+    db.query(
+        "SELECT version, name, checksum, toUInt32(applied_at) \
+         FROM schema_migrations FINAL ORDER BY version",
+    )
+    .fetch_all::<AppliedRow>()
+    .await
+    .map_err(MigrationError::Bookkeeping)
+}
+
+async fn record(
+    db: &Client,
+    migration: &Migration,
+    checksum: String,
+) -> Result<(), MigrationError> {
+    let row = AppliedRow {
+        version: migration.version,
+        name: migration.name().to_owned(),
+        checksum,
+        applied_at: datetime(chrono::Utc::now().timestamp()),
+    };
+    let mut insert = db
+        .insert::<AppliedRow>("schema_migrations")
+        .await
+        .map_err(MigrationError::Bookkeeping)?;
+    insert
+        .write(&row)
+        .await
+        .map_err(MigrationError::Bookkeeping)?;
+    insert.end().await.map_err(MigrationError::Bookkeeping)
+}
+
+/// A back-quoted ClickHouse identifier.
+fn quote_identifier(name: &str) -> String {
+    format!("`{}`", name.replace('\\', "\\\\").replace('`', "\\`"))
+}
+
+/// Splits SQL text on top-level `;` into trimmed, non-empty statements; a piece holding
+/// only comments is dropped. `;` inside '...', "...", `...` (backslash escapes and
+/// doubled quotes) or inside `--` / `/* */` comments does not split. The same rules as
+/// `split_statements` in `deploy/clickhouse/chdb_check.py`.
+pub fn split_statements(sql: &str) -> Vec<&str> {
+    let bytes = sql.as_bytes();
+    let mut statements = Vec::new();
+    let (mut start, mut i, mut meaningful) = (0, 0, false);
+    while i < bytes.len() {
+        match bytes[i] {
+            quote @ (b'\'' | b'"' | b'`') => {
+                meaningful = true;
+                i += 1;
+                while i < bytes.len() {
+                    if bytes[i] == b'\\' {
+                        i += 2;
+                        continue;
+                    }
+                    if bytes[i] == quote {
+                        if bytes.get(i + 1) == Some(&quote) {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                i = sql[i..].find('\n').map_or(bytes.len(), |end| i + end + 1);
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i = sql[i + 2..]
+                    .find("*/")
+                    .map_or(bytes.len(), |end| i + 2 + end + 2);
+            }
+            b';' => {
+                if meaningful {
+                    statements.push(sql[start..i].trim());
+                }
+                start = i + 1;
+                meaningful = false;
+                i += 1;
+            }
+            c => {
+                meaningful |= !c.is_ascii_whitespace();
+                i += 1;
+            }
+        }
+    }
+    if meaningful {
+        statements.push(sql[start..].trim());
+    }
+    statements
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn semicolons_split_only_at_top_level() {
+        let sql = "SELECT ';' ; -- x;\n SELECT 'it''s;' /* ; */; SELECT \"a;b\" ;; -- only\n";
+        assert_eq!(
+            split_statements(sql),
+            vec![
+                "SELECT ';'",
+                "-- x;\n SELECT 'it''s;' /* ; */",
+                "SELECT \"a;b\""
+            ]
+        );
+        assert_eq!(split_statements("SELECT 'a\\';'"), vec!["SELECT 'a\\';'"]);
+        assert!(split_statements("-- nothing\n/* at all */ ;").is_empty());
+        assert_eq!(split_statements("SELECT 1"), vec!["SELECT 1"]);
+    }
+
+    #[test]
+    fn migrations_are_numbered_in_order_and_create_if_not_exists() {
+        for (index, migration) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(migration.version as usize, index + 1, "{}", migration.stem);
+            assert!(migration
+                .stem
+                .starts_with(&format!("{:04}_", migration.version)));
+            let statements = migration.statements();
+            assert!(!statements.is_empty(), "{} is empty", migration.stem);
+            for statement in statements {
+                let code: String = statement
+                    .lines()
+                    .filter(|l| !l.trim_start().starts_with("--"))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                assert!(
+                    code.trim_start().starts_with("CREATE TABLE IF NOT EXISTS"),
+                    "{}: not idempotent: {code}",
+                    migration.stem
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_migration_file_is_embedded() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../deploy/clickhouse/migrations"
+        );
+        let mut files: Vec<String> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.ends_with(".sql"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        let embedded: Vec<String> = MIGRATIONS
+            .iter()
+            .map(|m| format!("{}.sql", m.stem))
+            .collect();
+        assert_eq!(files, embedded);
+    }
+}

@@ -1,0 +1,740 @@
+//! ClickHouse rows: one struct per table, built from a decoded [`BenchmarkEvent`] by
+//! borrowing its strings (no copy of the text on the way to the insert buffer).
+//!
+//! The column lists here and the DDL in `deploy/clickhouse/migrations/` must agree: inserts
+//! run without schema validation (18.16 lacks `RowBinaryWithNamesAndTypes`), and the
+//! integration tests read every column back to catch drift. Encodings: enums as their wire
+//! names (String), booleans as UInt8, `ts` as DateTime (seconds) plus `ts_ms` (epoch
+//! milliseconds), absent optionals as NULL.
+//!
+//! This module owns the event → row mapping only; which rows go into which insert is the
+//! writer's business.
+
+use clickhouse::Row;
+use schemas::{
+    BenchmarkEvent, ContextDecision, Deliberation, DeliberationStatus, EventType, Failure,
+    OptimizerUpdate, Payload, PricingSource, RunStart, RunStop, SegmentType, Step, StepType,
+    ToolCall,
+};
+use serde::{Serialize, Serializer};
+use uuid::Uuid;
+
+/// Every table the sink writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Table {
+    EventsRaw,
+    DeadLetters,
+    Typed(EventType),
+}
+
+impl Table {
+    /// The table's name in ClickHouse.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Table::EventsRaw => "events_raw",
+            Table::DeadLetters => "dead_letters",
+            Table::Typed(t) => typed_table(t),
+        }
+    }
+}
+
+/// The typed table of an event type.
+pub const fn typed_table(event_type: EventType) -> &'static str {
+    match event_type {
+        EventType::RunStart => "run_starts",
+        EventType::RunStop => "run_stops",
+        EventType::Step => "steps",
+        EventType::ToolCall => "tool_calls",
+        EventType::Deliberation => "deliberations",
+        EventType::ContextDecision => "context_decisions",
+        EventType::Failure => "failures",
+        EventType::OptimizerUpdate => "optimizer_updates",
+    }
+}
+
+/// Seconds since the epoch as ClickHouse `DateTime` (UInt32), clamped to its range.
+pub fn datetime(epoch_seconds: i64) -> u32 {
+    u32::try_from(epoch_seconds.max(0)).unwrap_or(u32::MAX)
+}
+
+/// Bytes stored in a `String` column as they are (RowBinary), or as lossy UTF-8 text for
+/// human-readable serializers (JSON), which cannot carry arbitrary bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct RawBytes<'a>(pub &'a [u8]);
+
+impl Serialize for RawBytes<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            serializer.serialize_str(&String::from_utf8_lossy(self.0))
+        } else {
+            serializer.serialize_bytes(self.0)
+        }
+    }
+}
+
+/// The envelope columns shared by every typed table, computed once per event.
+#[derive(Debug, Clone, Copy)]
+pub struct Envelope<'a> {
+    pub event_id: Uuid,
+    pub run_id: Uuid,
+    pub task_id: &'a str,
+    pub step_id: Option<Uuid>,
+    pub seq: u64,
+    pub ts: u32,
+    pub ts_ms: i64,
+    pub policy_id: &'a str,
+    pub cfg_hash: &'a str,
+    pub env_hash: &'a str,
+    pub seed: u64,
+    pub host: &'a str,
+    pub received_at: u32,
+}
+
+impl<'a> Envelope<'a> {
+    /// The envelope of `event`, received by the sink at `received_at` (epoch seconds).
+    pub fn new(event: &'a BenchmarkEvent, received_at: u32) -> Self {
+        Envelope {
+            event_id: event.event_id,
+            run_id: event.run_id,
+            task_id: &event.task_id,
+            step_id: event.step_id,
+            seq: event.seq,
+            ts: datetime(event.ts.timestamp()),
+            ts_ms: event.ts.timestamp_millis(),
+            policy_id: &event.policy_id,
+            cfg_hash: event.cfg_hash.as_str(),
+            env_hash: event.env_hash.as_str(),
+            seed: event.seed,
+            host: &event.host,
+            received_at,
+        }
+    }
+}
+
+/// `events_raw`: every accepted event as received.
+#[derive(Debug, Row, Serialize)]
+pub struct EventRawRow<'a> {
+    #[serde(with = "clickhouse::serde::uuid")]
+    pub event_id: Uuid,
+    #[serde(with = "clickhouse::serde::uuid")]
+    pub run_id: Uuid,
+    pub task_id: &'a str,
+    #[serde(rename = "type")]
+    pub event_type: &'static str,
+    pub seq: u64,
+    pub ts: u32,
+    pub ts_ms: i64,
+    pub host: &'a str,
+    pub policy_id: &'a str,
+    pub raw: RawBytes<'a>,
+    pub subject: &'a str,
+    pub stream_seq: u64,
+    pub received_at: u32,
+}
+
+impl<'a> EventRawRow<'a> {
+    /// The raw row of `event`, whose message body was `raw`.
+    pub fn new(
+        event: &'a BenchmarkEvent,
+        raw: &'a [u8],
+        subject: &'a str,
+        stream_seq: u64,
+        received_at: u32,
+    ) -> Self {
+        let env = Envelope::new(event, received_at);
+        EventRawRow {
+            event_id: env.event_id,
+            run_id: env.run_id,
+            task_id: env.task_id,
+            event_type: event.event_type().as_str(),
+            seq: env.seq,
+            ts: env.ts,
+            ts_ms: env.ts_ms,
+            host: env.host,
+            policy_id: env.policy_id,
+            raw: RawBytes(raw),
+            subject,
+            stream_seq,
+            received_at,
+        }
+    }
+}
+
+/// `dead_letters`: a message the sink could not accept.
+#[derive(Debug, Row, Serialize)]
+pub struct DeadLetterRow<'a> {
+    pub received_at: u32,
+    pub stream: &'a str,
+    pub stream_seq: u64,
+    pub subject: &'a str,
+    pub headers: String,
+    pub raw: RawBytes<'a>,
+    pub error_class: &'a str,
+    pub error: &'a str,
+    pub delivered: u64,
+}
+
+/// Defines a typed row struct: the envelope columns, then the payload columns given.
+macro_rules! typed_row {
+    ($(#[$doc:meta])* $name:ident { $($(#[$attr:meta])* $field:ident: $ty:ty,)* }) => {
+        $(#[$doc])*
+        #[derive(Debug, Row, Serialize)]
+        pub struct $name<'a> {
+            #[serde(with = "clickhouse::serde::uuid")]
+            pub event_id: Uuid,
+            #[serde(with = "clickhouse::serde::uuid")]
+            pub run_id: Uuid,
+            pub task_id: &'a str,
+            #[serde(with = "clickhouse::serde::uuid::option")]
+            pub step_id: Option<Uuid>,
+            pub seq: u64,
+            pub ts: u32,
+            pub ts_ms: i64,
+            pub policy_id: &'a str,
+            pub cfg_hash: &'a str,
+            pub env_hash: &'a str,
+            pub seed: u64,
+            pub host: &'a str,
+            pub received_at: u32,
+            $($(#[$attr])* pub $field: $ty,)*
+        }
+    };
+}
+
+/// Builds a typed row from an [`Envelope`] and the payload column values.
+macro_rules! with_envelope {
+    ($name:ident, $env:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
+        let env: &Envelope<'_> = $env;
+        $name {
+            event_id: env.event_id,
+            run_id: env.run_id,
+            task_id: env.task_id,
+            step_id: env.step_id,
+            seq: env.seq,
+            ts: env.ts,
+            ts_ms: env.ts_ms,
+            policy_id: env.policy_id,
+            cfg_hash: env.cfg_hash,
+            env_hash: env.env_hash,
+            seed: env.seed,
+            host: env.host,
+            received_at: env.received_at,
+            $($field: $value,)*
+        }
+    }};
+}
+
+typed_row! {
+    /// `run_starts`: the run config (flattened) and replay metadata.
+    RunStartRow {
+        model: &'a str,
+        provider: &'a str,
+        strategy: &'static str,
+        observation_window: Option<u32>,
+        summary_interval: Option<u32>,
+        summary_keep: Option<u32>,
+        summarizer_model: Option<&'a str>,
+        max_iterations: u32,
+        temperature: f64,
+        context_window: u32,
+        pruning_threshold: f64,
+        planner_depth: u32,
+        debate_rounds: u32,
+        available_tools: &'a [String],
+        tool_timeout_ms: u64,
+        retry_max_retries: u32,
+        retry_backoff_ms: u64,
+        retry_exponential_backoff: bool,
+        retry_on_flake: bool,
+        retry_on_timeout: bool,
+        execution_timeout_ms: u64,
+        failing_tests_patience: u32,
+        no_progress_timeout_ms: u64,
+        docker_image: &'a str,
+        tools_commit: &'a str,
+        sandbox_memory_mb: u64,
+        sandbox_cpu_cores: f64,
+        sandbox_disk_mb: u64,
+        sandbox_network_enabled: bool,
+        sandbox_execution_timeout_ms: u64,
+        cost_limit_usd: Option<f64>,
+        scenario_name: &'a str,
+        scenario_sha256: &'a str,
+        fixture_sha256: &'a str,
+        scoring_version: &'a str,
+        runner_version: &'a str,
+    }
+}
+
+typed_row! {
+    /// `run_stops`: the result of a run.
+    RunStopRow {
+        success: bool,
+        final_score: f64,
+        wall_time_ms: u64,
+        total_tokens: u64,
+        tool_errors: u32,
+        stability_variance: f64,
+        failing_tests: &'a [String],
+        tests_passed: u32,
+        tests_failed: u32,
+        files_modified: u32,
+        early_stopped: bool,
+        early_stop_reason: Option<&'a str>,
+        exit_status: &'static str,
+        cost_usd: Option<f64>,
+        api_calls: u32,
+        turns: u32,
+    }
+}
+
+typed_row! {
+    /// `steps`: one agent step.
+    StepRow {
+        step_type: &'static str,
+        content: &'a str,
+        content_truncated: bool,
+        tokens_in: u64,
+        tokens_out: u64,
+        wall_time_ms: u64,
+        planned_step: Option<u32>,
+        context_kb: f64,
+    }
+}
+
+typed_row! {
+    /// `tool_calls`: one tool invocation, evidence footprint flattened.
+    ToolCallRow {
+        tool_name: &'a str,
+        tool_args_hash: &'a str,
+        latency_ms: u64,
+        retries: u32,
+        exit_kind: &'static str,
+        exit_message: Option<&'a str>,
+        files_read: &'a [String],
+        files_modified: &'a [String],
+        lines_changed: u64,
+        tests_added: u32,
+        tests_modified: u32,
+        bytes_read: u64,
+        bytes_written: u64,
+        user_feedback_score: Option<f64>,
+        intent_accuracy: Option<f64>,
+    }
+}
+
+typed_row! {
+    /// `deliberations`: one LLM call; `actions[]` as four parallel arrays.
+    DeliberationRow {
+        agent: &'a str,
+        provider: &'a str,
+        model: &'a str,
+        status: &'static str,
+        latency_ms: u64,
+        input_tokens: u64,
+        cached_input_tokens: u64,
+        cache_write_tokens: u64,
+        output_tokens: u64,
+        reasoning_tokens: u64,
+        cost_usd: Option<f64>,
+        pricing_source: &'static str,
+        prompt_price_per_mtok: Option<f64>,
+        completion_price_per_mtok: Option<f64>,
+        cached_prompt_price_per_mtok: Option<f64>,
+        retries: u32,
+        action_types: Vec<&'a str>,
+        action_targets: Vec<&'a str>,
+        action_priorities: Vec<u32>,
+        action_reasons: Vec<&'a str>,
+        summary: &'a str,
+        summary_truncated: bool,
+        confidence: Option<f64>,
+        raw_output: &'a str,
+        raw_output_truncated: bool,
+        error: Option<&'a str>,
+    }
+}
+
+typed_row! {
+    /// `context_decisions`: one keep/prune decision.
+    ContextDecisionRow {
+        segment_id: &'a str,
+        kept: bool,
+        segment_kb: f64,
+        segment_type: &'static str,
+        impact_probe_ev: Option<f64>,
+        pruning_algorithm: &'a str,
+        confidence_score: f64,
+    }
+}
+
+typed_row! {
+    /// `failures`: root cause and recoveries; nested lists kept as JSON text.
+    FailureRow {
+        root_kind: &'static str,
+        first_failure_root: String,
+        recovery_attempts: String,
+        recovery_attempt_count: u32,
+        recovered: bool,
+        recoverable: bool,
+        error_category: &'a str,
+        error_confidence: f64,
+        similar_failures: u32,
+        contributing_factors: &'a [String],
+        remediation_suggestions: &'a [String],
+    }
+}
+
+typed_row! {
+    /// `optimizer_updates`: a suggested config (as JSON text) and why.
+    OptimizerUpdateRow {
+        suggested_model: &'a str,
+        suggested_strategy: &'static str,
+        suggested_config: String,
+        confidence: f64,
+        expected_improvement: f64,
+        exploration_vs_exploitation: f64,
+        reasoning: &'a str,
+    }
+}
+
+/// The typed row of one event, whichever its type.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum TypedRow<'a> {
+    RunStart(RunStartRow<'a>),
+    RunStop(RunStopRow<'a>),
+    Step(StepRow<'a>),
+    ToolCall(ToolCallRow<'a>),
+    Deliberation(DeliberationRow<'a>),
+    ContextDecision(ContextDecisionRow<'a>),
+    Failure(FailureRow<'a>),
+    OptimizerUpdate(OptimizerUpdateRow<'a>),
+}
+
+/// A typed row taken out of [`TypedRow`]: `Some` when the event is of the row's type.
+pub trait FromEvent<'a>: Sized {
+    /// The row of `event`, received at `received_at` (epoch seconds).
+    fn from_event(event: &'a BenchmarkEvent, received_at: u32) -> Option<Self>;
+}
+
+macro_rules! from_event {
+    ($($variant:ident => $row:ident),* $(,)?) => {$(
+        impl<'a> FromEvent<'a> for $row<'a> {
+            fn from_event(event: &'a BenchmarkEvent, received_at: u32) -> Option<Self> {
+                match TypedRow::new(event, received_at) {
+                    TypedRow::$variant(row) => Some(row),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+from_event! {
+    RunStart => RunStartRow,
+    RunStop => RunStopRow,
+    Step => StepRow,
+    ToolCall => ToolCallRow,
+    Deliberation => DeliberationRow,
+    ContextDecision => ContextDecisionRow,
+    Failure => FailureRow,
+    OptimizerUpdate => OptimizerUpdateRow,
+}
+
+impl<'a> TypedRow<'a> {
+    /// The typed row of `event`, received at `received_at` (epoch seconds).
+    pub fn new(event: &'a BenchmarkEvent, received_at: u32) -> Self {
+        let env = &Envelope::new(event, received_at);
+        match &event.payload {
+            Payload::RunStart(p) => TypedRow::RunStart(run_start(env, p)),
+            Payload::RunStop(p) => TypedRow::RunStop(run_stop(env, p)),
+            Payload::Step(p) => TypedRow::Step(step(env, p)),
+            Payload::ToolCall(p) => TypedRow::ToolCall(tool_call(env, p)),
+            Payload::Deliberation(p) => TypedRow::Deliberation(deliberation(env, p)),
+            Payload::ContextDecision(p) => TypedRow::ContextDecision(context_decision(env, p)),
+            Payload::Failure(p) => TypedRow::Failure(failure(env, p)),
+            Payload::OptimizerUpdate(p) => TypedRow::OptimizerUpdate(optimizer_update(env, p)),
+        }
+    }
+}
+
+fn run_start<'a>(env: &Envelope<'a>, p: &'a RunStart) -> RunStartRow<'a> {
+    let c = &p.config;
+    with_envelope!(RunStartRow, env, {
+        model: &c.model,
+        provider: &c.provider,
+        strategy: c.strategy.as_str(),
+        observation_window: c.strategy_params.observation_window,
+        summary_interval: c.strategy_params.summary_interval,
+        summary_keep: c.strategy_params.summary_keep,
+        summarizer_model: c.strategy_params.summarizer_model.as_deref(),
+        max_iterations: c.max_iterations,
+        temperature: c.temperature,
+        context_window: c.context_window,
+        pruning_threshold: c.pruning_threshold,
+        planner_depth: c.planner_depth,
+        debate_rounds: c.debate_rounds,
+        available_tools: &c.available_tools,
+        tool_timeout_ms: c.tool_timeout_ms,
+        retry_max_retries: c.retry_policy.max_retries,
+        retry_backoff_ms: c.retry_policy.backoff_ms,
+        retry_exponential_backoff: c.retry_policy.exponential_backoff,
+        retry_on_flake: c.retry_policy.retry_on_flake,
+        retry_on_timeout: c.retry_policy.retry_on_timeout,
+        execution_timeout_ms: c.execution_timeout_ms,
+        failing_tests_patience: c.failing_tests_patience,
+        no_progress_timeout_ms: c.no_progress_timeout_ms,
+        docker_image: &c.docker_image,
+        tools_commit: &c.tools_commit,
+        sandbox_memory_mb: c.sandbox_limits.memory_mb,
+        sandbox_cpu_cores: c.sandbox_limits.cpu_cores,
+        sandbox_disk_mb: c.sandbox_limits.disk_mb,
+        sandbox_network_enabled: c.sandbox_limits.network_enabled,
+        sandbox_execution_timeout_ms: c.sandbox_limits.execution_timeout_ms,
+        cost_limit_usd: c.cost_limit_usd,
+        scenario_name: &p.scenario.name,
+        scenario_sha256: p.scenario.sha256.as_str(),
+        fixture_sha256: p.fixture_sha256.as_str(),
+        scoring_version: &p.scoring_version,
+        runner_version: &p.runner_version,
+    })
+}
+
+fn run_stop<'a>(env: &Envelope<'a>, p: &'a RunStop) -> RunStopRow<'a> {
+    with_envelope!(RunStopRow, env, {
+        success: p.success,
+        final_score: p.final_score,
+        wall_time_ms: p.wall_time_ms,
+        total_tokens: p.total_tokens,
+        tool_errors: p.tool_errors,
+        stability_variance: p.stability_variance,
+        failing_tests: &p.failing_tests,
+        tests_passed: p.tests_passed,
+        tests_failed: p.tests_failed,
+        files_modified: p.files_modified,
+        early_stopped: p.early_stopped,
+        early_stop_reason: p.early_stop_reason.as_deref(),
+        exit_status: p.exit_status.as_str(),
+        cost_usd: p.cost_usd,
+        api_calls: p.api_calls,
+        turns: p.turns,
+    })
+}
+
+fn step<'a>(env: &Envelope<'a>, p: &'a Step) -> StepRow<'a> {
+    with_envelope!(StepRow, env, {
+        step_type: step_type_name(p.step_type),
+        content: &p.content,
+        content_truncated: p.content_truncated,
+        tokens_in: p.tokens_in,
+        tokens_out: p.tokens_out,
+        wall_time_ms: p.wall_time_ms,
+        planned_step: p.planned_step,
+        context_kb: p.context_kb,
+    })
+}
+
+fn tool_call<'a>(env: &Envelope<'a>, p: &'a ToolCall) -> ToolCallRow<'a> {
+    let f = &p.evidence_footprint;
+    with_envelope!(ToolCallRow, env, {
+        tool_name: &p.tool_name,
+        tool_args_hash: p.tool_args_hash.as_str(),
+        latency_ms: p.latency_ms,
+        retries: p.retries,
+        exit_kind: p.exit_kind.as_str(),
+        exit_message: p.exit_message.as_deref(),
+        files_read: &f.files_read,
+        files_modified: &f.files_modified,
+        lines_changed: f.lines_changed,
+        tests_added: f.tests_added,
+        tests_modified: f.tests_modified,
+        bytes_read: f.bytes_read,
+        bytes_written: f.bytes_written,
+        user_feedback_score: p.user_feedback_score,
+        intent_accuracy: p.intent_accuracy,
+    })
+}
+
+fn deliberation<'a>(env: &Envelope<'a>, p: &'a Deliberation) -> DeliberationRow<'a> {
+    with_envelope!(DeliberationRow, env, {
+        agent: &p.agent,
+        provider: &p.provider,
+        model: &p.model,
+        status: deliberation_status_name(p.status),
+        latency_ms: p.latency_ms,
+        input_tokens: p.input_tokens,
+        cached_input_tokens: p.cached_input_tokens,
+        cache_write_tokens: p.cache_write_tokens,
+        output_tokens: p.output_tokens,
+        reasoning_tokens: p.reasoning_tokens,
+        cost_usd: p.cost_usd,
+        pricing_source: pricing_source_name(p.pricing_source),
+        prompt_price_per_mtok: p.prompt_price_per_mtok,
+        completion_price_per_mtok: p.completion_price_per_mtok,
+        cached_prompt_price_per_mtok: p.cached_prompt_price_per_mtok,
+        retries: p.retries,
+        action_types: p.actions.iter().map(|a| a.action_type.as_str()).collect(),
+        action_targets: p.actions.iter().map(|a| a.target.as_str()).collect(),
+        action_priorities: p.actions.iter().map(|a| a.priority).collect(),
+        action_reasons: p.actions.iter().map(|a| a.reason.as_str()).collect(),
+        summary: &p.summary,
+        summary_truncated: p.summary_truncated,
+        confidence: p.confidence,
+        raw_output: &p.raw_output,
+        raw_output_truncated: p.raw_output_truncated,
+        error: p.error.as_deref(),
+    })
+}
+
+fn context_decision<'a>(env: &Envelope<'a>, p: &'a ContextDecision) -> ContextDecisionRow<'a> {
+    with_envelope!(ContextDecisionRow, env, {
+        segment_id: &p.segment_id,
+        kept: p.kept,
+        segment_kb: p.segment_kb,
+        segment_type: segment_type_name(p.segment_type),
+        impact_probe_ev: p.impact_probe_ev,
+        pruning_algorithm: &p.pruning_algorithm,
+        confidence_score: p.confidence_score,
+    })
+}
+
+fn failure<'a>(env: &Envelope<'a>, p: &'a Failure) -> FailureRow<'a> {
+    let state = &p.final_error_state;
+    with_envelope!(FailureRow, env, {
+        root_kind: p.first_failure_root.kind(),
+        first_failure_root: json_text(&p.first_failure_root),
+        recovery_attempts: json_text(&p.recovery_attempts),
+        recovery_attempt_count: u32::try_from(p.recovery_attempts.len()).unwrap_or(u32::MAX),
+        recovered: p.recovery_attempts.iter().any(|a| a.success),
+        recoverable: state.recoverable,
+        error_category: &state.error_category,
+        error_confidence: state.confidence,
+        similar_failures: state.similar_failures,
+        contributing_factors: &p.contributing_factors,
+        remediation_suggestions: &p.remediation_suggestions,
+    })
+}
+
+fn optimizer_update<'a>(env: &Envelope<'a>, p: &'a OptimizerUpdate) -> OptimizerUpdateRow<'a> {
+    with_envelope!(OptimizerUpdateRow, env, {
+        suggested_model: &p.suggested_config.model,
+        suggested_strategy: p.suggested_config.strategy.as_str(),
+        suggested_config: json_text(&p.suggested_config),
+        confidence: p.confidence,
+        expected_improvement: p.expected_improvement,
+        exploration_vs_exploitation: p.exploration_vs_exploitation,
+        reasoning: &p.reasoning,
+    })
+}
+
+/// Compact JSON of a nested wire value, as stored in the JSON text columns.
+fn json_text<T: Serialize>(value: &T) -> String {
+    // The wire types serialize infallibly (string keys, no custom error paths); an empty
+    // object marks the impossible case rather than failing an insert.
+    serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned())
+}
+
+// Wire names of the enums `schemas` gives no `as_str` for. Exhaustive matches, so a new
+// variant does not compile until it is named here; `tests::enum_names_match_the_wire`
+// checks every name against serde.
+
+const fn step_type_name(t: StepType) -> &'static str {
+    match t {
+        StepType::Reason => "reason",
+        StepType::Act => "act",
+        StepType::Observe => "observe",
+        StepType::Conclude => "conclude",
+        StepType::Plan => "plan",
+        StepType::Debate => "debate",
+    }
+}
+
+const fn deliberation_status_name(s: DeliberationStatus) -> &'static str {
+    match s {
+        DeliberationStatus::Ok => "ok",
+        DeliberationStatus::ParseFailure => "parse_failure",
+        DeliberationStatus::Timeout => "timeout",
+        DeliberationStatus::ApiError => "api_error",
+    }
+}
+
+const fn pricing_source_name(s: PricingSource) -> &'static str {
+    match s {
+        PricingSource::ProviderApi => "provider_api",
+        PricingSource::Override => "override",
+        PricingSource::Unknown => "unknown",
+    }
+}
+
+const fn segment_type_name(t: SegmentType) -> &'static str {
+    match t {
+        SegmentType::FileContent => "file_content",
+        SegmentType::SearchResults => "search_results",
+        SegmentType::ConversationHistory => "conversation_history",
+        SegmentType::ToolOutput => "tool_output",
+        SegmentType::ReasoningContext => "reasoning_context",
+        SegmentType::Documentation => "documentation",
+        SegmentType::ErrorLogs => "error_logs",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wire<T: Serialize>(value: T) -> String {
+        serde_json::to_value(value)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn enum_names_match_the_wire() {
+        use DeliberationStatus as D;
+        use PricingSource as P;
+        use SegmentType as S;
+        use StepType as T;
+        for t in [
+            T::Reason,
+            T::Act,
+            T::Observe,
+            T::Conclude,
+            T::Plan,
+            T::Debate,
+        ] {
+            assert_eq!(step_type_name(t), wire(t));
+        }
+        for s in [D::Ok, D::ParseFailure, D::Timeout, D::ApiError] {
+            assert_eq!(deliberation_status_name(s), wire(s));
+        }
+        for s in [P::ProviderApi, P::Override, P::Unknown] {
+            assert_eq!(pricing_source_name(s), wire(s));
+        }
+        for t in [
+            S::FileContent,
+            S::SearchResults,
+            S::ConversationHistory,
+            S::ToolOutput,
+            S::ReasoningContext,
+            S::Documentation,
+            S::ErrorLogs,
+        ] {
+            assert_eq!(segment_type_name(t), wire(t));
+        }
+    }
+
+    #[test]
+    fn datetime_is_clamped_to_the_uint32_range() {
+        assert_eq!(datetime(-5), 0);
+        assert_eq!(datetime(1_700_000_000), 1_700_000_000);
+        assert_eq!(datetime(i64::MAX), u32::MAX);
+    }
+
+    #[test]
+    fn raw_bytes_are_text_in_json() {
+        let json = serde_json::to_string(&RawBytes(b"a\"\xff")).unwrap_or_default();
+        assert_eq!(json, "\"a\\\"\u{fffd}\"");
+    }
+}

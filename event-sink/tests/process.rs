@@ -1,0 +1,217 @@
+//! The `event-sink` binary as an operator runs it: killed with SIGKILL mid-stream and
+//! restarted, stopped with SIGTERM, started against servers it cannot use.
+//!
+//! These tests live here rather than with the other sink tests in
+//! `tests/tests/it/sink/` because Cargo hands the binary's path (`CARGO_BIN_EXE_*`) only
+//! to the integration tests and benchmarks of the package that builds it.
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use benchstream_tests::{free_port, ClickHouseServer, NatsAuth, NatsOptions, NatsServer};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use schemas::EventType;
+
+#[allow(dead_code)] // shared with tests/tests/it/sink/ and benches/sink.rs
+#[path = "../../tests/tests/it/sink/support.rs"]
+mod support;
+
+use support::{fixture, jetstream_with_stream, publish_all, wait_for, Run};
+
+const SINK: &str = env!("CARGO_BIN_EXE_event-sink");
+
+/// `event-sink` with settings for these servers and `extra` flags, output discarded.
+fn sink_command(nats: &str, clickhouse: &str, extra: &[&str]) -> Command {
+    let mut command = Command::new(SINK);
+    command
+        .args(["--nats-url", nats, "--clickhouse-url", clickhouse])
+        .args(["--metrics-listen", "off"])
+        .args(extra)
+        .env("RUST_LOG", "warn");
+    command
+}
+
+fn spawn(mut command: Command) -> Child {
+    command
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start event-sink")
+}
+
+/// Waits for the process to exit, at most `timeout`.
+fn wait_exit(child: &mut Child, timeout: Duration) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "event-sink still running after {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn count(clickhouse: &ClickHouseServer, sql: &str) -> u64 {
+    clickhouse
+        .try_query(sql)
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn sink_crash_loses_nothing_and_counts_nothing_twice() {
+    const EVENTS: usize = 20_000;
+    let nats = NatsServer::start();
+    let clickhouse = ClickHouseServer::start();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let mut run = Run::default();
+    let events: Vec<_> = EventType::ALL
+        .into_iter()
+        .cycle()
+        .take(EVENTS)
+        .map(|t| run.stamp(fixture(t)))
+        .collect();
+    runtime.block_on(async {
+        let js = jetstream_with_stream(&nats.url()).await;
+        publish_all(&js, events, 512).await;
+    });
+
+    // Small batches and a short ack_wait: the crash hits between flushes, and the
+    // restarted sink gets the dead one's unacked messages within seconds.
+    let flags = ["--batch-max-rows", "500", "--ack-wait-ms", "3000"];
+    let mut first = spawn(sink_command(&nats.url(), &clickhouse.http_url(), &flags));
+    let stored = format!(
+        "SELECT uniqExact(event_id) FROM benchstream.events_raw WHERE run_id = '{}'",
+        run.run_id
+    );
+    let start = Instant::now();
+    while count(&clickhouse, &stored) < 2000 {
+        assert!(start.elapsed() < Duration::from_secs(60), "nothing landed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    first.kill().expect("SIGKILL");
+    first.wait().expect("reap");
+    let at_crash = count(&clickhouse, &stored);
+    assert!(
+        at_crash < EVENTS as u64,
+        "crash came too late to test anything"
+    );
+
+    let mut second = spawn(sink_command(&nats.url(), &clickhouse.http_url(), &flags));
+    wait_for(
+        &clickhouse,
+        &format!(
+            "SELECT count(), uniqExact(event_id), max(seq) FROM benchstream.events_raw FINAL \
+             WHERE run_id = '{}'",
+            run.run_id
+        ),
+        &format!("{EVENTS}\t{EVENTS}\t{}", EVENTS - 1),
+        Duration::from_secs(60),
+    );
+    let typed: u64 = EventType::ALL
+        .into_iter()
+        .map(|t| {
+            count(
+                &clickhouse,
+                &format!(
+                    "SELECT count() FROM benchstream.{} FINAL WHERE run_id = '{}'",
+                    event_sink::rows::typed_table(t),
+                    run.run_id
+                ),
+            )
+        })
+        .sum();
+    assert_eq!(typed, EVENTS as u64);
+
+    // SIGTERM: drain and exit 0 in bounded time.
+    let pid = Pid::from_raw(i32::try_from(second.id()).expect("pid"));
+    kill(pid, Signal::SIGTERM).expect("SIGTERM");
+    let status = wait_exit(&mut second, Duration::from_secs(15));
+    assert!(status.success(), "SIGTERM exit: {status}");
+    let info = runtime.block_on(async {
+        let js = jetstream_with_stream(&nats.url()).await;
+        let stream = js.get_stream("BENCH_EVENTS").await.expect("stream");
+        stream.consumer_info("event-sink").await.expect("consumer")
+    });
+    assert_eq!(info.num_ack_pending, 0);
+    assert_eq!(info.num_pending, 0);
+}
+
+/// Runs `event-sink` to completion (it must stop by itself).
+fn run_to_exit(command: &mut Command) -> Output {
+    command.stdin(Stdio::null());
+    let child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start event-sink");
+    child.wait_with_output().expect("event-sink output")
+}
+
+#[test]
+fn startup_failures_exit_non_zero_with_a_clear_error() {
+    let nats = NatsServer::start_with(NatsOptions {
+        auth: NatsAuth::Token("right-token".into()),
+        ..NatsOptions::default()
+    });
+    let clickhouse = ClickHouseServer::start();
+
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let out = run_to_exit(&mut sink_command(
+        &nats.url(),
+        &nowhere,
+        &["--nats-token", "right-token"],
+    ));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot reach clickhouse") && stderr.contains(&nowhere),
+        "{stderr}"
+    );
+
+    let out = run_to_exit(&mut sink_command(
+        &nats.url(),
+        &clickhouse.http_url(),
+        &["--nats-token", "wrong-token"],
+    ));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&nats.url()) && stderr.to_lowercase().contains("authorization"),
+        "{stderr}"
+    );
+
+    let out = run_to_exit(&mut sink_command(
+        &nats.url(),
+        &clickhouse.http_url(),
+        &["--batch-max-rows", "0"],
+    ));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("batch.max_rows"), "{stderr}");
+}
+
+#[test]
+fn migrate_subcommand_applies_migrations_and_exits() {
+    let clickhouse = ClickHouseServer::start();
+    let out = run_to_exit(
+        Command::new(SINK)
+            .args(["migrate", "--clickhouse-url", &clickhouse.http_url()])
+            .args(["--clickhouse-database", "other_db", "--log-format", "json"]),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()),
+        "not JSON logs: {stderr}"
+    );
+    let tables = clickhouse.query("SELECT count() FROM system.tables WHERE database = 'other_db'");
+    assert_eq!(tables.trim(), "11");
+}

@@ -1,0 +1,203 @@
+//! Every shipped query over the fixture dataset on ClickHouse 18.16.
+
+use event_sink::analysis::{Format, Query, Table, QUERIES};
+
+use super::{fixture_params, fixtures_dir, seeded_clickhouse};
+
+/// Runs every query and returns the answers by name.
+async fn answers(client: &clickhouse::Client) -> Vec<(&'static str, Table)> {
+    let mut out = Vec::new();
+    for query in QUERIES {
+        let table = query
+            .run(client, &fixture_params(query.name))
+            .await
+            .unwrap_or_else(|e| panic!("{} fails on 18.16: {e}", query.name));
+        out.push((query.name, table));
+    }
+    out
+}
+
+fn answer<'a>(answers: &'a [(&'static str, Table)], name: &str) -> &'a Table {
+    &answers.iter().find(|(n, _)| *n == name).expect("answer").1
+}
+
+/// The row of `table` whose `key` column is `value`.
+fn row(table: &Table, key: &str, value: &str) -> usize {
+    (0..table.rows.len())
+        .find(|&r| table.get(r, key) == Some(value))
+        .unwrap_or_else(|| panic!("no row with {key} = {value}"))
+}
+
+fn close(actual: Option<f64>, expected: f64) -> bool {
+    actual.is_some_and(|a| (a - expected).abs() < 1e-9)
+}
+
+const A: &str = "openai/gpt-4o-mini:observation_masking";
+const B: &str = "openai/gpt-4o:llm_summary";
+const C: &str = "local/qwen2.5-coder:raw";
+const D: &str = "openai/gpt-4o:raw";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_query_returns_the_known_answers_on_clickhouse_18() {
+    let (server, client) = seeded_clickhouse().await;
+    // The fixtures hold redelivered copies; only FINAL hides them.
+    assert_eq!(
+        server
+            .query("SELECT count() FROM benchstream.run_stops")
+            .trim(),
+        "9"
+    );
+    assert_eq!(
+        server
+            .query("SELECT count() FROM benchstream.run_stops FINAL")
+            .trim(),
+        "8"
+    );
+    let answers = answers(&client).await;
+
+    let board = answer(&answers, "leaderboard");
+    let a = row(board, "policy_id", A);
+    assert_eq!(board.get(a, "runs"), Some("3"));
+    assert_eq!(board.get(a, "successes"), Some("2"));
+    assert!(close(board.number(a, "success_rate"), 0.6667));
+    assert!(close(board.number(a, "avg_cost_usd"), 0.005));
+    assert_eq!(
+        board.get(a, "api_calls"),
+        Some("6"),
+        "duplicate run_stop counted once"
+    );
+    assert_eq!(
+        board.get(a, "input_tokens"),
+        Some("12300"),
+        "duplicate call counted once"
+    );
+    assert_eq!(board.get(a, "cached_input_tokens"), Some("5400"));
+    let b = row(board, "policy_id", B);
+    assert_eq!(
+        (board.get(b, "runs"), board.get(b, "finished")),
+        (Some("3"), Some("2"))
+    );
+    assert!(close(board.number(b, "avg_cost_usd"), 0.0495));
+    assert_eq!(board.get(b, "reasoning_tokens"), Some("900"));
+    let c = row(board, "policy_id", C);
+    assert_eq!(
+        board.get(c, "avg_cost_usd"),
+        None,
+        "unknown prices give no average"
+    );
+    assert_eq!(
+        board.get(0, "policy_id"),
+        Some(B),
+        "best success rate first"
+    );
+
+    let exits = answer(&answers, "exit_status");
+    let submitted = (0..exits.rows.len())
+        .find(|&r| {
+            exits.get(r, "policy_id") == Some(A) && exits.get(r, "exit_status") == Some("submitted")
+        })
+        .expect("A submitted");
+    assert_eq!(exits.get(submitted, "runs"), Some("2"));
+    assert!(close(exits.number(submitted, "share"), 0.6667));
+
+    let costs = answer(&answers, "cost_breakdown");
+    let b = row(costs, "policy_id", B);
+    assert!(close(costs.number(b, "total_cost_usd"), 0.114));
+    assert!(close(costs.number(b, "agent_cost_usd"), 0.077));
+    assert!(close(costs.number(b, "summariser_cost_usd"), 0.017));
+    assert!(close(costs.number(b, "retry_cost_usd"), 0.02));
+    assert_eq!(
+        costs.get(row(costs, "policy_id", C), "unpriced_calls"),
+        Some("4")
+    );
+
+    let latency = answer(&answers, "deliberation_latency");
+    let gpt4o = row(latency, "model", "gpt-4o");
+    assert_eq!(latency.get(gpt4o, "calls"), Some("11"));
+    assert_eq!(
+        latency.get(gpt4o, "timeouts"),
+        Some("2"),
+        "timeouts counted"
+    );
+    assert_eq!(latency.get(gpt4o, "p50_ms"), Some("2200"));
+    assert_eq!(latency.get(gpt4o, "p99_ms"), Some("60000"));
+
+    let audit = answer(&answers, "pricing_audit");
+    assert_eq!(audit.rows.len(), 4, "every unpriced call listed once");
+    assert!((0..4).all(|r| audit.get(r, "policy_id") == Some(C)));
+
+    let lost = answer(&answers, "lost_events");
+    assert_eq!(lost.rows.len(), 2);
+    let gap = row(lost, "run_id", "c1000000-0000-4000-8000-000000000000");
+    assert_eq!(lost.get(gap, "gaps"), Some("['3']"));
+    assert_eq!(lost.get(gap, "problem"), Some("seq_gap"));
+    let stale = row(lost, "run_id", "b3000000-0000-4000-8000-000000000000");
+    assert_eq!(lost.get(stale, "problem"), Some("no_run_stop"));
+
+    let timeline = answer(&answers, "run_timeline");
+    let seqs: Vec<&str> = (0..timeline.rows.len())
+        .filter_map(|r| timeline.get(r, "seq"))
+        .collect();
+    assert_eq!(seqs, ["0", "1", "2", "4", "5", "6", "7", "8", "9", "10"]);
+    assert_eq!(
+        timeline.get(0, "detail"),
+        Some("qwen2.5-coder raw"),
+        "duplicate run_start once"
+    );
+
+    let tools = answer(&answers, "tool_errors");
+    let flake = row(tools, "exit_kind", "flake");
+    assert_eq!(tools.get(flake, "tool_name"), Some("pytest"));
+    assert!(close(tools.number(flake, "tool_error_rate"), 0.3333));
+
+    let pareto = answer(&answers, "pareto_frontier");
+    let on = |policy| pareto.get(row(pareto, "policy_id", policy), "on_frontier");
+    assert_eq!((on(A), on(B), on(D)), (Some("1"), Some("1"), Some("0")));
+    assert!((0..pareto.rows.len()).all(|r| pareto.get(r, "policy_id") != Some(C)));
+
+    assert_eq!(answer(&answers, "runs").rows.len(), 9);
+
+    // The same answers, byte for byte, as the files chdb_check.py compares against.
+    let expected_dir = fixtures_dir().join("expected");
+    let bless = std::env::var_os("BENCH_BLESS").is_some();
+    for (name, table) in &answers {
+        let path = expected_dir.join(format!("{name}.csv"));
+        let csv = table.render(Format::Csv);
+        if bless {
+            std::fs::create_dir_all(&expected_dir).expect("create expected dir");
+            std::fs::write(&path, &csv).expect("write expected answer");
+        } else {
+            let expected = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e} (BENCH_BLESS=1 writes it)", path.display()));
+            assert_eq!(csv, expected, "{name} differs from {}", path.display());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filters_narrow_every_run_scoped_query() {
+    let (_server, client) = seeded_clickhouse().await;
+    let params = [
+        ("policy".to_owned(), A.to_owned()),
+        ("since".to_owned(), "2025-03-04".to_owned()),
+    ]
+    .into_iter()
+    .collect();
+    let board = Query::find("leaderboard")
+        .expect("shipped")
+        .run(&client, &params)
+        .await
+        .expect("runs");
+    assert_eq!(board.rows.len(), 1);
+    assert_eq!(board.get(0, "runs"), Some("2"), "a1 started before --since");
+    // A hostile value is one string literal, not SQL.
+    let hostile = [("policy".to_owned(), "x' OR 1=1 --".to_owned())]
+        .into_iter()
+        .collect();
+    let none = Query::find("runs")
+        .expect("shipped")
+        .run(&client, &hostile)
+        .await
+        .expect("runs");
+    assert!(none.rows.is_empty());
+}

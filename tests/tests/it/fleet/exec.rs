@@ -1,0 +1,98 @@
+//! `agent-runner exec`: the example Python agent's events, completed by the runner, reach
+//! ClickHouse in full; a malformed line is skipped, not fatal.
+
+use std::ffi::OsString;
+
+use agent_runner::exec::{self, ExecConfig};
+use benchstream_tests::{ClickHouseServer, NatsServer};
+use schemas::SubjectPrefix;
+use tokio_util::sync::CancellationToken;
+
+use super::query;
+use crate::runner::{create_stream, publish_setup, repo_path, SinkToClickHouse};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn example_agent_events_reach_clickhouse() {
+    let nats = NatsServer::start();
+    create_stream(&nats.url(), &SubjectPrefix::default()).await;
+    let sink = SinkToClickHouse::start(
+        tokio::task::spawn_blocking(ClickHouseServer::start)
+            .await
+            .expect("clickhouse"),
+        &nats.url(),
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let agent = repo_path("scenarios/agents/example_agent.py");
+    // A wrapper prints one line that is not JSON before the agent starts.
+    let command = format!("echo 'progress: 10%'; exec python3 '{}'", agent.display());
+    let report = exec::run(
+        ExecConfig {
+            command: ["sh", "-c", &command].map(OsString::from).to_vec(),
+            scenario: repo_path("scenarios/smoke.toml"),
+            task: "sh-ci-exit-status".to_owned(),
+            allow_unpinned: false,
+            seed: None,
+            policy_id: Some("python:example-agent".to_owned()),
+            host: "exec-host".to_owned(),
+            out_dir: Some(dir.path().join("runs")),
+            publish: Some(publish_setup(
+                &nats.url(),
+                &SubjectPrefix::default(),
+                dir.path(),
+            )),
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    assert_eq!(report.agent_exit, Some(0));
+    assert_eq!(report.skipped, 1, "the non-JSON line is skipped");
+    // run_start + 9 agent lines (2 steps of reason/act/tool_call/observe, conclude) +
+    // run_stop by the runner, which judged the untouched workdir.
+    let events = report.summary.events;
+    assert_eq!(events, 11);
+    assert!(!report.summary.result.success);
+    let delivery = report.delivery.expect("published");
+    assert_eq!((delivery.published, delivery.left_in_spool), (events, 0));
+
+    let run = report.summary.run_id;
+    sink.wait_for(
+        &format!("SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{run}'"),
+        &events.to_string(),
+    )
+    .await;
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT min(seq), max(seq), uniqExact(seq), uniqExact(event_id), any(policy_id) \
+                 FROM benchstream.events_raw FINAL WHERE run_id = '{run}' FORMAT TSV"
+            )
+        ),
+        format!(
+            "0\t{}\t{events}\t{events}\tpython:example-agent",
+            events - 1
+        )
+    );
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT groupArray(type) FROM (SELECT type FROM benchstream.events_raw FINAL \
+                 WHERE run_id = '{run}' ORDER BY seq) FORMAT TSV"
+            )
+        ),
+        "['run_start','step','step','tool_call','step','step','step','tool_call','step','step','run_stop']"
+    );
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT count(), uniqExact(step_id), sum(tool_name = 'bash') FROM benchstream.tool_calls FINAL \
+                 WHERE run_id = '{run}' FORMAT TSV"
+            )
+        ),
+        "2\t2\t2"
+    );
+    sink.stop().await;
+}

@@ -1,0 +1,83 @@
+//! `agent-runner import swe-agent`: a real-layout trajectory becomes one run's events,
+//! and importing it twice stores one copy.
+
+use agent_runner::import;
+use benchstream_tests::{ClickHouseServer, NatsServer};
+use schemas::{sha256_hex, SubjectPrefix};
+
+use super::query;
+use crate::runner::{create_stream, publish_setup, repo_path, SinkToClickHouse};
+
+/// sha256 of the fixture (also in tests/fixtures/swe-agent/README.md).
+const FIXTURE_SHA256: &str = "b8bff84c7cccb9608ad5ec27fea471b08731ce4905ecd8442c50e728ce5c5577";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn importing_a_trajectory_twice_stores_one_copy() {
+    let fixtures = repo_path("tests/fixtures/swe-agent");
+    let bytes = std::fs::read(fixtures.join("django__django-11099.traj")).expect("fixture");
+    assert_eq!(
+        sha256_hex(&bytes).as_str(),
+        FIXTURE_SHA256,
+        "fixture changed"
+    );
+
+    let nats = NatsServer::start();
+    create_stream(&nats.url(), &SubjectPrefix::default()).await;
+    let sink = SinkToClickHouse::start(
+        tokio::task::spawn_blocking(ClickHouseServer::start)
+            .await
+            .expect("clickhouse"),
+        &nats.url(),
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
+    let first = import::import_dir(&fixtures, "importer", Some(&setup))
+        .await
+        .expect("import");
+    let second = import::import_dir(&fixtures, "importer", Some(&setup))
+        .await
+        .expect("again");
+    assert_eq!((first.files, first.failed.len()), (1, 0));
+    // run_start, 6 steps x (reason, act, tool_call, observe), conclude, run_stop.
+    assert_eq!(first.events, 27);
+    assert_eq!(second.events, first.events);
+    let (d1, d2) = (
+        first.delivery.expect("published"),
+        second.delivery.expect("published"),
+    );
+    assert_eq!((d1.published, d1.duplicates), (27, 0));
+    assert_eq!(
+        (d2.published, d2.duplicates),
+        (27, 27),
+        "same event ids the second time"
+    );
+
+    let count =
+        "SELECT count() FROM benchstream.events_raw FINAL WHERE task_id = 'django__django-11099'";
+    sink.wait_for(count, "27").await;
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            "SELECT success, exit_status, total_tokens, api_calls, cost_usd, turns, files_modified \
+             FROM benchstream.run_stops FINAL WHERE task_id = 'django__django-11099' FORMAT TSV"
+        ),
+        "1\tsubmitted\t120229\t6\t0.0187341\t6\t1"
+    );
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            "SELECT model, provider, policy_id FROM benchstream.run_starts FINAL \
+             WHERE task_id = 'django__django-11099' FORMAT TSV"
+        ),
+        "openai/gpt-4o-mini\topenai\tswe-agent/openai/gpt-4o-mini"
+    );
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            "SELECT groupArray(tool_name) FROM (SELECT tool_name FROM benchstream.tool_calls FINAL \
+             WHERE task_id = 'django__django-11099' ORDER BY seq) FORMAT TSV"
+        ),
+        "['find_file','open','edit','edit','python','submit']"
+    );
+    sink.stop().await;
+}

@@ -1,0 +1,237 @@
+//! Sweeps: workers split one sweep through NATS claims, no configuration twice and none
+//! missed; a dead worker's claim is taken over; the adaptive method reads ClickHouse and
+//! announces its picks as `optimizer_update` events.
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+use agent_runner::sweep::adaptive::ClickHouseSource;
+use agent_runner::sweep::claim::{ClaimBoard, ClaimConfig, ClaimRecord};
+use agent_runner::sweep::{self, Plan, SweepConfig};
+use bench_nats::NatsConfig;
+use benchstream_tests::{ClickHouseServer, NatsServer};
+use schemas::{Payload, SubjectPrefix};
+use tokio_util::sync::CancellationToken;
+
+use super::{fixture, query};
+use crate::runner::{create_stream, publish_setup, repo_path, stream_messages, SinkToClickHouse};
+
+/// A worker of `file` publishing to `url`, spool and artifacts in `dir`.
+fn worker(file: &Path, url: &str, name: &str, dir: &Path) -> SweepConfig {
+    SweepConfig {
+        file: file.to_path_buf(),
+        scenarios_dir: repo_path("scenarios"),
+        allow_unpinned: false,
+        count: usize::MAX,
+        worker: name.to_owned(),
+        out_dir: Some(dir.join("runs")),
+        output_cap: agent_runner::tools::DEFAULT_OUTPUT_CAP,
+        publish: publish_setup(url, &SubjectPrefix::default(), dir),
+        llm: None,
+        bucket: "BENCH_SWEEPS".to_owned(),
+        bucket_replicas: 1,
+        lease: None,
+        clickhouse: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_workers_split_a_sweep_without_overlap_or_gaps() {
+    let nats = NatsServer::start();
+    let spec = create_stream(&nats.url(), &SubjectPrefix::default()).await;
+    let file = fixture("split.toml");
+    let plan = Plan::load(&file, &repo_path("scenarios"), false).expect("sweep plan");
+    assert_eq!(plan.expansion.configurations.len(), 12, "{plan}");
+
+    let (a_dir, b_dir) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let a = sweep::run(
+        worker(&file, &nats.url(), "worker-a", a_dir.path()),
+        CancellationToken::new(),
+    );
+    let b = sweep::run(
+        worker(&file, &nats.url(), "worker-b", b_dir.path()),
+        CancellationToken::new(),
+    );
+    let (a, b) = tokio::join!(a, b);
+    let (a, b) = (a.expect("worker a"), b.expect("worker b"));
+
+    let keys = |r: &sweep::SweepReport| -> HashSet<String> {
+        r.runs.iter().map(|r| r.key.clone()).collect()
+    };
+    let (ka, kb) = (keys(&a), keys(&b));
+    assert!(
+        ka.is_disjoint(&kb),
+        "a configuration ran twice: {:?}",
+        ka.intersection(&kb)
+    );
+    assert!(
+        !ka.is_empty() && !kb.is_empty(),
+        "both workers got work: {} / {}",
+        ka.len(),
+        kb.len()
+    );
+    let all: HashSet<String> = plan
+        .expansion
+        .configurations
+        .iter()
+        .map(|c| c.key.clone())
+        .collect();
+    assert_eq!(
+        ka.union(&kb).cloned().collect::<HashSet<_>>(),
+        all,
+        "nothing missed"
+    );
+    assert_eq!(a.delivery.left_in_spool + b.delivery.left_in_spool, 0);
+
+    // What reached JetStream: one run_start per configuration (cfg, task, seed).
+    let expected: BTreeSet<(String, String, u64)> = plan
+        .expansion
+        .configurations
+        .iter()
+        .map(|c| {
+            (
+                plan.expansion.arms[c.arm].cfg_hash.to_string(),
+                c.task_id.clone(),
+                c.seed,
+            )
+        })
+        .collect();
+    let started: Vec<(String, String, u64)> = stream_messages(&nats.url(), &spec)
+        .await
+        .into_iter()
+        .filter(|m| matches!(m.event.payload, Payload::RunStart(_)))
+        .map(|m| {
+            (
+                m.event.cfg_hash.to_string(),
+                m.event.task_id.clone(),
+                m.event.seed,
+            )
+        })
+        .collect();
+    assert_eq!(started.len(), expected.len(), "one run per configuration");
+    assert_eq!(started.into_iter().collect::<BTreeSet<_>>(), expected);
+
+    // A third worker arriving late finds nothing left.
+    let c_dir = tempfile::tempdir().expect("dir");
+    let late = sweep::run(
+        worker(&file, &nats.url(), "worker-c", c_dir.path()),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("worker c");
+    assert!(late.runs.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_workers_claim_is_taken_over_after_its_lease() {
+    let nats = NatsServer::start();
+    let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)
+        .await
+        .expect("connect");
+    let js = async_nats::jetstream::new(client);
+    let config = |lease_ms| ClaimConfig {
+        bucket: "BENCH_SWEEPS".to_owned(),
+        replicas: 1,
+        lease: Duration::from_millis(lease_ms),
+    };
+    let dead = ClaimBoard::open(&js, &config(60_000), "dead")
+        .await
+        .expect("bucket");
+    let alive = ClaimBoard::open(&js, &config(300), "alive")
+        .await
+        .expect("bucket");
+    let _abandoned = dead.claim("s.k1").await.expect("claim").expect("free key");
+    assert!(
+        alive.claim("s.k1").await.expect("claim").is_none(),
+        "held within its lease"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let taken = alive
+        .claim("s.k1")
+        .await
+        .expect("claim")
+        .expect("taken over after the lease");
+    let run_id = uuid::Uuid::now_v7();
+    alive.complete(taken, run_id).await.expect("done");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        alive.claim("s.k1").await.expect("claim").is_none(),
+        "done is never rerun"
+    );
+    assert!(matches!(
+        alive.record("s.k1").await.expect("record"),
+        Some(ClaimRecord::Done { run_id: id, .. }) if id == run_id
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn adaptive_sweep_reads_results_and_emits_optimizer_updates() {
+    let nats = NatsServer::start();
+    create_stream(&nats.url(), &SubjectPrefix::default()).await;
+    let sink = SinkToClickHouse::start(
+        tokio::task::spawn_blocking(ClickHouseServer::start)
+            .await
+            .expect("clickhouse"),
+        &nats.url(),
+    );
+    let file = fixture("adaptive.toml");
+    let dir = tempfile::tempdir().expect("dir");
+    let clickhouse = ClickHouseSource {
+        url: sink.clickhouse.http_url(),
+        user: "default".to_owned(),
+        password: String::new(),
+        database: "benchstream".to_owned(),
+    };
+    let mut first = worker(&file, &nats.url(), "worker-a", dir.path());
+    first.count = 3;
+    first.clickhouse = Some(clickhouse.clone());
+    let report = sweep::run(first, CancellationToken::new())
+        .await
+        .expect("first pass");
+    assert_eq!((report.runs.len(), report.optimizer_updates), (3, 3));
+    let labels: HashSet<&str> = report.runs.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels.len(), 3, "untried configs come first: {labels:?}");
+
+    // Once the three results are in ClickHouse, the next pick exploits them.
+    sink.wait_for("SELECT count() FROM benchstream.run_stops FINAL", "3")
+        .await;
+    let dir2 = tempfile::tempdir().expect("dir");
+    let mut second = worker(&file, &nats.url(), "worker-b", dir2.path());
+    second.count = 1;
+    second.clickhouse = Some(clickhouse);
+    let report = sweep::run(second, CancellationToken::new())
+        .await
+        .expect("second pass");
+    assert_eq!(report.runs.len(), 1);
+
+    sink.wait_for(
+        "SELECT count() FROM benchstream.optimizer_updates FINAL",
+        "4",
+    )
+    .await;
+    let reasons = query(
+        &sink.clickhouse,
+        "SELECT reasoning FROM benchstream.optimizer_updates FINAL ORDER BY ts_ms, seq FORMAT TSVRaw",
+    );
+    let reasons: Vec<&str> = reasons.lines().collect();
+    assert!(
+        reasons[..3]
+            .iter()
+            .all(|r| r.contains("no finished run yet")),
+        "{reasons:#?}"
+    );
+    assert!(
+        reasons[3].contains("highest bound") && reasons[3].contains("(3 finished or running runs)"),
+        "{}",
+        reasons[3]
+    );
+    assert_eq!(
+        query(&sink.clickhouse, "SELECT uniqExact(policy_id), any(task_id) FROM benchstream.optimizer_updates FINAL FORMAT TSV"),
+        "1\tsweep:fleet-adaptive"
+    );
+    sink.stop().await;
+}

@@ -1,0 +1,18 @@
+//! The event-sink end to end: a real nats-server and ClickHouse 18.16 per test, the
+//! sink running in-process (`event_sink::run` with a `CancellationToken`), assertions on
+//! the rows in ClickHouse and the consumer state in JetStream.
+//!
+//! Tests that need the sink as a separate process (kill -9, signals, exit codes) are in
+//! `event-sink/tests/process.rs`, where Cargo provides the binary's path.
+
+mod dead_letters;
+mod dedup;
+mod landing;
+mod outage;
+mod setup;
+mod shutdown;
+mod startup;
+// Shared with event-sink/tests/process.rs and event-sink/benches/sink.rs, which do not
+// use every helper.
+#[allow(dead_code)]
+mod support;

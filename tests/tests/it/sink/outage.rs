@@ -1,0 +1,117 @@
+//! Servers going away under load lose nothing: the sink waits (retrying with backoff,
+//! holding what it has, pulling nothing more) and everything lands once they are back.
+
+use std::time::Duration;
+
+use benchstream_tests::free_port;
+use event_sink::config::MetricsArgs;
+use schemas::{BenchmarkEvent, EventType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::setup::{RunningSink, World, LANDING};
+use super::support::{fixture, publish, wait_for, Run};
+
+fn events(run: &mut Run, count: usize) -> Vec<BenchmarkEvent> {
+    EventType::ALL
+        .into_iter()
+        .cycle()
+        .take(count)
+        .map(|t| run.stamp(fixture(t)))
+        .collect()
+}
+
+/// `GET path` on 127.0.0.1:`port`, returning the body.
+async fn http_get(port: u16, path: &str) -> String {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect to metrics endpoint");
+    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    assert!(response.starts_with("HTTP/1.0 200"), "{response}");
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default()
+}
+
+/// The value of one sample line of the metrics text.
+fn sample(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no sample {name} in\n{metrics}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clickhouse_stopped_under_load_the_sink_waits_then_everything_lands() {
+    let world = World::start().await;
+    let metrics_port = free_port();
+    let mut args = world.args();
+    args.metrics = MetricsArgs {
+        listen: Some(format!("127.0.0.1:{metrics_port}")),
+    };
+    let sink = RunningSink::start(args.resolve().expect("valid settings"));
+    let mut run = Run::default();
+    let events = events(&mut run, 3000);
+    let (before, during) = events.split_at(1000);
+
+    for event in before {
+        publish(&world.js, event).await;
+    }
+    tokio::task::block_in_place(|| world.clickhouse.stop());
+    for event in during {
+        publish(&world.js, event).await;
+    }
+    // Let the sink fail and back off a few times while holding a batch.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(http_get(metrics_port, "/healthz").await, "ok\n");
+    let waiting = http_get(metrics_port, "/metrics").await;
+    assert!(sample(&waiting, "bench_sink_retries_total{cause=\"clickhouse\"}") >= 1.0);
+    tokio::task::block_in_place(|| world.clickhouse.restart());
+
+    wait_for(
+        &world.clickhouse,
+        &format!(
+            "SELECT count(), uniqExact(event_id) FROM benchstream.events_raw FINAL \
+             WHERE run_id = '{}'",
+            run.run_id
+        ),
+        "3000\t3000",
+        LANDING,
+    );
+    world.wait_acked(events.len() as u64).await;
+    let done = http_get(metrics_port, "/metrics").await;
+    assert!(sample(&done, "bench_sink_messages_acked_total{outcome=\"ack\"}") >= 3000.0);
+    assert!(sample(&done, "bench_sink_rows_inserted_total{table=\"steps\"}") >= 375.0);
+    sink.stop().await.expect("clean stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_restart_loses_nothing() {
+    let world = World::start().await;
+    let sink = RunningSink::start_in(&world);
+    let mut run = Run::default();
+    let events = events(&mut run, 600);
+    let (before, after) = events.split_at(300);
+    for event in before {
+        publish(&world.js, event).await;
+    }
+    world.wait_acked(before.len() as u64).await;
+    tokio::task::block_in_place(|| world.nats.restart());
+    for event in after {
+        publish(&world.js, event).await;
+    }
+    wait_for(
+        &world.clickhouse,
+        &format!(
+            "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
+            run.run_id
+        ),
+        "600",
+        LANDING,
+    );
+    world.wait_acked(events.len() as u64).await;
+    sink.stop().await.expect("clean stop");
+}

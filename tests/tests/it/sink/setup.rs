@@ -1,0 +1,130 @@
+//! One test's world: servers, a JetStream context with the stream, and a sink running
+//! in-process until the test stops it.
+
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer};
+use bench_nats::NatsArgs;
+use benchstream_tests::{ClickHouseServer, NatsServer};
+use event_sink::config::{BatchArgs, ClickHouseArgs, MetricsArgs};
+use event_sink::{Config, SinkArgs, SinkError};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::support::jetstream_with_stream;
+
+/// How long a test waits for rows to land before failing.
+pub const LANDING: Duration = Duration::from_secs(30);
+
+/// Servers and a client for one test.
+pub struct World {
+    pub nats: NatsServer,
+    pub clickhouse: ClickHouseServer,
+    pub js: jetstream::Context,
+}
+
+impl World {
+    /// Starts both servers (side by side) and creates the stream.
+    pub async fn start() -> World {
+        let (nats, clickhouse) = tokio::task::spawn_blocking(|| {
+            let clickhouse = std::thread::spawn(ClickHouseServer::start);
+            let nats = NatsServer::start();
+            (nats, clickhouse.join().expect("clickhouse start"))
+        })
+        .await
+        .expect("servers start");
+        let js = jetstream_with_stream(&nats.url()).await;
+        World {
+            nats,
+            clickhouse,
+            js,
+        }
+    }
+
+    /// Sink settings for these servers: short flush interval, no metrics endpoint.
+    pub fn args(&self) -> SinkArgs {
+        SinkArgs {
+            nats: NatsArgs {
+                url: Some(self.nats.url()),
+                ..NatsArgs::default()
+            },
+            clickhouse: ClickHouseArgs {
+                url: Some(self.clickhouse.http_url()),
+                ..ClickHouseArgs::default()
+            },
+            batch: BatchArgs {
+                flush_interval_ms: Some(200),
+                retry_max_ms: Some(1000),
+                ..BatchArgs::default()
+            },
+            metrics: MetricsArgs {
+                listen: Some("off".into()),
+            },
+            ..SinkArgs::default()
+        }
+    }
+
+    /// `SELECT` through the harness (blocking), trimmed.
+    pub fn query(&self, sql: &str) -> String {
+        self.clickhouse.query(sql).trim().to_owned()
+    }
+
+    /// The sink's durable consumer as JetStream sees it now.
+    pub async fn consumer_info(&self) -> consumer::Info {
+        self.try_consumer_info().await.expect("consumer info")
+    }
+
+    /// The consumer, or an error while the sink has not created it yet.
+    async fn try_consumer_info(&self) -> Result<consumer::Info, async_nats::Error> {
+        let stream = self.js.get_stream("BENCH_EVENTS").await?;
+        Ok(stream.consumer_info("event-sink").await?)
+    }
+}
+
+impl World {
+    /// Waits until the consumer's ack floor reaches stream sequence `seq`: everything up
+    /// to it was inserted and acked.
+    pub async fn wait_acked(&self, seq: u64) {
+        let start = std::time::Instant::now();
+        loop {
+            let floor = self
+                .try_consumer_info()
+                .await
+                .map_or(0, |info| info.ack_floor.stream_sequence);
+            if floor >= seq {
+                return;
+            }
+            assert!(
+                start.elapsed() < LANDING,
+                "ack floor {floor} after {LANDING:?}, expected {seq}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// A sink running in-process.
+pub struct RunningSink {
+    shutdown: CancellationToken,
+    task: JoinHandle<Result<(), SinkError>>,
+}
+
+impl RunningSink {
+    /// Starts `event_sink::run` with `config`.
+    pub fn start(config: Config) -> RunningSink {
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(event_sink::run(config, shutdown.clone()));
+        RunningSink { shutdown, task }
+    }
+
+    /// Starts a sink with the world's default settings.
+    pub fn start_in(world: &World) -> RunningSink {
+        RunningSink::start(world.args().resolve().expect("valid settings"))
+    }
+
+    /// Cancels it (as SIGTERM does) and returns how `run` ended.
+    pub async fn stop(self) -> Result<(), SinkError> {
+        self.shutdown.cancel();
+        self.task.await.expect("sink task")
+    }
+}

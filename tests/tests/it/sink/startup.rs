@@ -1,0 +1,170 @@
+//! Start-up: migrations are applied once and recorded; wrong credentials, unreachable
+//! servers and a missing stream under `--no-create` are clear errors before any
+//! message is taken. (Exit codes of the binary: `event-sink/tests/process.rs`.)
+
+use std::time::Duration;
+
+use bench_nats::NatsArgs;
+use benchstream_tests::{free_port, ClickHouseServer, NatsAuth, NatsOptions, NatsServer};
+use event_sink::config::{ClickHouseArgs, StreamArgs};
+use event_sink::migrations::{MigrationError, MIGRATIONS};
+use event_sink::SinkError;
+
+use super::setup::World;
+
+/// `run` must fail on its own, quickly: it never got to consume.
+async fn run_fails(world_args: event_sink::SinkArgs) -> SinkError {
+    let config = world_args.resolve().expect("valid settings");
+    let result = tokio::time::timeout(
+        Duration::from_secs(20),
+        event_sink::run(config, tokio_util::sync::CancellationToken::new()),
+    )
+    .await
+    .expect("run returns by itself");
+    result.expect_err("run must fail")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_are_applied_once_and_recorded() {
+    let clickhouse = tokio::task::spawn_blocking(ClickHouseServer::start)
+        .await
+        .expect("start");
+    let config = event_sink::SinkArgs {
+        clickhouse: ClickHouseArgs {
+            url: Some(clickhouse.http_url()),
+            ..ClickHouseArgs::default()
+        },
+        ..event_sink::SinkArgs::default()
+    }
+    .resolve()
+    .expect("valid");
+    let first = event_sink::migrate(&config.clickhouse)
+        .await
+        .expect("migrate");
+    assert_eq!(first, vec![1, 2, 3, 4]);
+    let second = event_sink::migrate(&config.clickhouse)
+        .await
+        .expect("migrate again");
+    assert!(second.is_empty(), "applied again: {second:?}");
+    let recorded = clickhouse.query(
+        "SELECT groupArray(name) FROM (SELECT name FROM benchstream.schema_migrations FINAL ORDER BY version)",
+    );
+    assert_eq!(
+        recorded.trim(),
+        "['schema_migrations','events_raw','dead_letters','typed_events']"
+    );
+    let tables =
+        clickhouse.query("SELECT count() FROM system.tables WHERE database = 'benchstream'");
+    assert_eq!(tables.trim(), "11");
+
+    // A migration file edited after it was applied is refused.
+    clickhouse.query(&format!(
+        "INSERT INTO benchstream.schema_migrations VALUES (2, 'events_raw', 'edited', now() + 60)"
+    ));
+    let refused = event_sink::migrate(&config.clickhouse).await;
+    assert!(
+        matches!(
+            &refused,
+            Err(SinkError::Migration(
+                MigrationError::ChecksumMismatch { .. }
+            ))
+        ),
+        "got {refused:?}"
+    );
+    assert_eq!(MIGRATIONS.len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_nats_credentials_fail_at_start_with_a_clear_error() {
+    let (nats, clickhouse) = tokio::task::spawn_blocking(|| {
+        let nats = NatsServer::start_with(NatsOptions {
+            auth: NatsAuth::UserPassword {
+                user: "sink".into(),
+                password: "right".into(),
+            },
+            ..NatsOptions::default()
+        });
+        (nats, ClickHouseServer::start())
+    })
+    .await
+    .expect("start");
+    let error = run_fails(event_sink::SinkArgs {
+        nats: NatsArgs {
+            url: Some(nats.url()),
+            user: Some("sink".into()),
+            password: Some("wrong".into()),
+            ..NatsArgs::default()
+        },
+        clickhouse: ClickHouseArgs {
+            url: Some(clickhouse.http_url()),
+            ..ClickHouseArgs::default()
+        },
+        ..event_sink::SinkArgs::default()
+    })
+    .await;
+    let text = error.to_string();
+    assert!(matches!(error, SinkError::Nats(_)), "{error:?}");
+    assert!(text.contains(&nats.url()), "{text}");
+    assert!(text.to_lowercase().contains("authorization"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_clickhouse_fails_at_start_with_a_clear_error() {
+    let nats = tokio::task::spawn_blocking(NatsServer::start)
+        .await
+        .expect("start");
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let error = run_fails(event_sink::SinkArgs {
+        nats: NatsArgs {
+            url: Some(nats.url()),
+            ..NatsArgs::default()
+        },
+        clickhouse: ClickHouseArgs {
+            url: Some(url.clone()),
+            ..ClickHouseArgs::default()
+        },
+        ..event_sink::SinkArgs::default()
+    })
+    .await;
+    assert!(matches!(error, SinkError::ClickHouse { .. }), "{error:?}");
+    assert!(error.to_string().contains(&url), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clickhouse_credentials_are_used_and_checked() {
+    let world = World::start().await;
+    let mut args = world.args();
+    args.clickhouse.user = Some(ClickHouseServer::AUTH_USER.into());
+    args.clickhouse.password = Some("wrong".into());
+    let error = run_fails(args.clone()).await;
+    assert!(error.to_string().contains("password"), "{error}");
+
+    args.clickhouse.password = Some(ClickHouseServer::AUTH_PASSWORD.into());
+    let config = args.resolve().expect("valid");
+    let applied = event_sink::migrate(&config.clickhouse)
+        .await
+        .expect("password user migrates");
+    assert_eq!(applied.len(), MIGRATIONS.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_create_only_verifies_stream_and_consumer() {
+    let world = World::start().await;
+    let mut args = world.args();
+    args.stream = StreamArgs {
+        name: Some("OTHER_EVENTS".into()),
+        prefix: Some("team-a".into()),
+        no_create: Some(true),
+        ..StreamArgs::default()
+    };
+    let error = run_fails(args.clone()).await;
+    assert!(error.to_string().contains("OTHER_EVENTS"), "{error}");
+
+    // The stream exists (World created BENCH_EVENTS) but the consumer does not.
+    args.stream = StreamArgs {
+        no_create: Some(true),
+        ..StreamArgs::default()
+    };
+    let error = run_fails(args).await;
+    assert!(error.to_string().contains("event-sink"), "{error}");
+}
