@@ -75,6 +75,35 @@ pub struct RunSummary {
     pub artifacts: Option<PathBuf>,
 }
 
+impl RunSummary {
+    /// The summary of the run `rec` recorded, once its `run_stop` (`result`) is emitted;
+    /// written to `summary.json` beside its `events.jsonl`.
+    pub fn record(
+        rec: &RunRecorder,
+        scenario: ScenarioRef,
+        fixture_sha256: Hash256,
+        result: RunStop,
+    ) -> Result<RunSummary, RecordError> {
+        let seq = rec.sequencer();
+        let summary = RunSummary {
+            run_id: seq.run_id,
+            task_id: seq.task_id.clone(),
+            scenario,
+            policy_id: seq.policy_id.clone(),
+            seed: seq.seed,
+            host: seq.host.clone(),
+            cfg_hash: seq.cfg_hash.clone(),
+            env_hash: seq.env_hash.clone(),
+            fixture_sha256,
+            events: rec.events(),
+            result,
+            artifacts: rec.dir().map(Path::to_path_buf),
+        };
+        rec.write_summary(&summary)?;
+        Ok(summary)
+    }
+}
+
 /// What `env_hash` covers: everything about where the run executes that may change its
 /// outcome, and nothing host-specific (the same fixture on two hosts hashes the same).
 #[derive(Debug, Serialize)]
@@ -248,23 +277,7 @@ pub async fn execute(
         turns: progress.turns,
     };
     rec.emit(None, Payload::RunStop(result.clone()))?;
-    let seq = rec.sequencer();
-    let summary = RunSummary {
-        run_id: seq.run_id,
-        task_id: seq.task_id.clone(),
-        scenario: scenario_ref,
-        policy_id: seq.policy_id.clone(),
-        seed: seq.seed,
-        host: seq.host.clone(),
-        cfg_hash: seq.cfg_hash.clone(),
-        env_hash: seq.env_hash.clone(),
-        fixture_sha256,
-        events: rec.events(),
-        result,
-        artifacts: rec.dir().map(Path::to_path_buf),
-    };
-    rec.write_summary(&summary)?;
-    Ok(summary)
+    RunSummary::record(&rec, scenario_ref, fixture_sha256, result)
 }
 
 /// The turns of the run, until something ends it.

@@ -227,17 +227,8 @@ impl RunArgs {
         if self.concurrency == 0 {
             return Err(Error::Config("--concurrency must be at least 1".into()));
         }
-        let host = match self.host {
-            Some(h) => h,
-            None => nix::unistd::gethostname()
-                .map(|h| h.to_string_lossy().into_owned())
-                .unwrap_or_else(|_| "unknown-host".to_owned()),
-        };
-        let publish = if self.no_publish {
-            None
-        } else {
-            Some(self.publish.into_setup()?)
-        };
+        let host = host_or_default(self.host);
+        let publish = self.publish.into_setup_unless(self.no_publish)?;
         Ok(RunnerConfig {
             scenario: resolve_scenario(&self.scenario, &self.scenarios_dir),
             load: LoadOptions {
@@ -286,6 +277,25 @@ impl PublishArgs {
             create_stream,
         })
     }
+
+    /// The validated publishing setup, or `None` when the command was told not to publish
+    /// (`--no-publish`; the flags are then not checked).
+    pub fn into_setup_unless(self, no_publish: bool) -> Result<Option<PublishSetup>, Error> {
+        if no_publish {
+            Ok(None)
+        } else {
+            self.into_setup().map(Some)
+        }
+    }
+}
+
+/// `host` on events (`--host`): the given name, else the machine's host name.
+pub fn host_or_default(host: Option<String>) -> String {
+    host.unwrap_or_else(|| {
+        nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "unknown-host".to_owned())
+    })
 }
 
 /// A path that exists is a file; anything else is a name in `dir`.

@@ -59,10 +59,36 @@ impl Error {
     /// The exit code this error ends the process with.
     pub fn exit(&self) -> Exit {
         match self {
-            Error::Scenario(e) if e.is_pin_error() => Exit::Pins,
-            Error::Scenario(_) | Error::Policy(_) | Error::Config(_) => Exit::Usage,
-            Error::Spool(_) | Error::Publish(PublishFailure::Spool(_)) => Exit::Spool,
-            Error::Connect(_) | Error::Publish(_) | Error::Record(_) => Exit::Failure,
+            Error::Scenario(e) => e.exit(),
+            Error::Publish(e) => e.exit(),
+            Error::Policy(_) | Error::Config(_) => Exit::Usage,
+            Error::Spool(_) => Exit::Spool,
+            Error::Connect(_) | Error::Record(_) => Exit::Failure,
+        }
+    }
+}
+
+// The errors every command can meet are classified here once; the errors of `sweep`,
+// `exec` and `import` wrap them and defer to these.
+
+impl ScenarioError {
+    /// The exit code: [`Exit::Pins`] for a pin check, else [`Exit::Usage`] (a bad scenario
+    /// or task file).
+    pub fn exit(&self) -> Exit {
+        if self.is_pin_error() {
+            Exit::Pins
+        } else {
+            Exit::Usage
+        }
+    }
+}
+
+impl PublishFailure {
+    /// The exit code: [`Exit::Spool`] when the spool failed, else [`Exit::Failure`].
+    pub fn exit(&self) -> Exit {
+        match self {
+            PublishFailure::Spool(_) => Exit::Spool,
+            PublishFailure::Task(_) => Exit::Failure,
         }
     }
 }

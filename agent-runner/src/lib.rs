@@ -13,6 +13,7 @@
 //!   `submit`) in a per-run scratch copy of the fixture.
 //! - [`agent`]: one run, the agent loop from `run_start` to `run_stop`.
 //! - [`limits`]: the limits that end a run early and the exit status of each.
+//! - [`backoff`]: the wait before a retry under a run's `retry_policy` (tools and models).
 //! - [`judge`]: running a task's judge tests.
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
 //! - [`publish`]: acknowledged JetStream publishing with an in-flight window.
@@ -37,6 +38,7 @@
 //! ```
 
 pub mod agent;
+pub mod backoff;
 pub mod cli;
 pub mod error;
 pub mod exec;

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{self, RunSpec, RunSummary};
 use crate::error::Error;
 use crate::policy::{self, LlmConfig};
-use crate::publish::{DeliveryReport, PublishConfig, Publisher};
+use crate::publish::{DeliveryReport, PublishConfig, PublishFailure, Publisher};
 use crate::scenario::{LoadOptions, LoadedScenario};
 
 /// Everything `agent-runner run` needs, validated.
@@ -111,10 +111,7 @@ pub async fn run(
         .map(|task| policy::build(&scenario, task, seed, config.llm.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
 
-    let publisher = match &config.publish {
-        Some(setup) => Some(start_publisher(setup).await?),
-        None => None,
-    };
+    let publisher = start_optional_publisher(config.publish.as_ref()).await?;
     // Runs stop when the operator asks or when events can no longer be kept.
     let stop = shutdown.child_token();
     let watcher = publisher.as_ref().map(|p| {
@@ -152,10 +149,7 @@ pub async fn run(
         w.abort();
     }
 
-    let delivery = match publisher {
-        Some(p) => Some(p.finish().await?),
-        None => None,
-    };
+    let delivery = finish_optional_publisher(publisher).await?;
     let runs = runs.into_iter().collect::<Result<Vec<_>, _>>()?;
     Ok(ScenarioReport {
         scenario: scenario.scenario.name,
@@ -207,6 +201,26 @@ pub async fn start_publisher(setup: &PublishSetup) -> Result<Publisher, Error> {
         }
     }
     Ok(Publisher::start(client, setup.publish.clone())?)
+}
+
+/// [`start_publisher`] when there is a setup; `None` for a command told not to publish.
+pub async fn start_optional_publisher(
+    setup: Option<&PublishSetup>,
+) -> Result<Option<Publisher>, Error> {
+    match setup {
+        Some(setup) => Ok(Some(start_publisher(setup).await?)),
+        None => Ok(None),
+    }
+}
+
+/// [`Publisher::finish`] of the publisher of [`start_optional_publisher`], if any.
+pub async fn finish_optional_publisher(
+    publisher: Option<Publisher>,
+) -> Result<Option<DeliveryReport>, PublishFailure> {
+    match publisher {
+        Some(publisher) => Ok(Some(publisher.finish().await?)),
+        None => Ok(None),
+    }
 }
 
 fn progress_bar(enabled: bool, len: usize) -> ProgressBar {

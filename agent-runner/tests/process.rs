@@ -5,11 +5,23 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bench_nats::{NatsConfig, StreamSpec};
 use benchstream_tests::NatsServer;
+use schemas::SubjectPrefix;
+
+// Shared with the in-process runner tests (`tests/tests/it/`), which do not use every
+// helper either.
+#[allow(dead_code)]
+#[path = "../../tests/tests/it/common/runs.rs"]
+mod runs;
+#[allow(dead_code)]
+#[path = "../../tests/tests/it/common/stream.rs"]
+mod stream;
+
+use runs::{journal_lines, only_run_dir};
+use stream::{create_stream, stream_messages};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
 
@@ -31,6 +43,23 @@ fn spooled_ids(spool: &Path) -> Vec<String> {
             record["msg_id"].as_str().expect("msg_id").to_owned()
         })
         .collect()
+}
+
+/// `agent-runner run` of the slow scenario, artifacts in `runs`, spooling to `spool`,
+/// publishing to `url`, with `extra` flags; quiet.
+fn spawn_runner(runs: &Path, spool: &Path, url: &str, extra: &[&str]) -> Child {
+    Command::new(RUNNER)
+        .args(["run", &slow_scenario(), "--allow-unpinned", "--no-progress"])
+        .arg("--out")
+        .arg(runs)
+        .arg("--spool")
+        .arg(spool)
+        .args(["--nats-url", url])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start agent-runner")
 }
 
 /// `agent-runner spool flush` against `url`; its exit code.
@@ -57,29 +86,13 @@ fn flush(spool: &Path, url: &str) -> Option<i32> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_runner_spool_is_replayed_on_restart() {
     let nats = NatsServer::start();
-    let spec = StreamSpec::default();
-    let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)
-        .await
-        .expect("connect");
-    spec.ensure(&async_nats::jetstream::new(client), true)
-        .await
-        .expect("stream");
+    let spec = create_stream(&nats.url(), &SubjectPrefix::default()).await;
     nats.stop();
 
     let dir = tempfile::tempdir().expect("tempdir");
     let spool = dir.path().join("spool/runner.spool");
     let runs = dir.path().join("runs");
-    let mut runner = Command::new(RUNNER)
-        .args(["run", &slow_scenario(), "--allow-unpinned", "--no-progress"])
-        .arg("--out")
-        .arg(&runs)
-        .arg("--spool")
-        .arg(&spool)
-        .args(["--nats-url", &nats.url(), "--ack-timeout-ms", "1000"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start agent-runner");
+    let mut runner = spawn_runner(&runs, &spool, &nats.url(), &["--ack-timeout-ms", "1000"]);
 
     let deadline = Instant::now() + Duration::from_secs(60);
     while spooled_ids(&spool).len() < 20 {
@@ -102,33 +115,15 @@ async fn killed_runner_spool_is_replayed_on_restart() {
         "spool emptied"
     );
 
-    let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)
+    let stored: Vec<String> = stream_messages(&nats.url(), &spec)
         .await
-        .expect("connect");
-    let js = async_nats::jetstream::new(client);
-    let mut stream = js.get_stream(&spec.name).await.expect("stream");
-    let state = stream.info().await.expect("info").state.clone();
-    let mut stored = Vec::new();
-    for seq in state.first_sequence..=state.last_sequence {
-        let m = stream.get_raw_message(seq).await.expect("message");
-        stored.push(
-            m.headers
-                .get("Nats-Msg-Id")
-                .expect("msg id header")
-                .as_str()
-                .to_owned(),
-        );
-    }
+        .iter()
+        .map(|m| m.header("Nats-Msg-Id").expect("msg id header").to_owned())
+        .collect();
     assert_eq!(stored, spooled, "every spooled event, once, in order");
 
     // They are the killed run's events, under their original ids.
-    let run_dir = fs::read_dir(&runs)
-        .expect("runs")
-        .next()
-        .expect("one run")
-        .expect("entry")
-        .path();
-    let journal = fs::read_to_string(run_dir.join("events.jsonl")).expect("events.jsonl");
+    let journal = runs::journal(&only_run_dir(&runs));
     let journal_ids: BTreeSet<String> = journal
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
@@ -137,39 +132,15 @@ async fn killed_runner_spool_is_replayed_on_restart() {
     assert!(stored.iter().all(|id| journal_ids.contains(id)));
 }
 
-/// Lines of `events.jsonl` of the only run under `runs`.
-fn journal_lines(runs: &Path) -> usize {
-    fs::read_dir(runs)
-        .ok()
-        .and_then(|mut entries| entries.next())
-        .and_then(Result::ok)
-        .and_then(|run| fs::read_to_string(run.path().join("events.jsonl")).ok())
-        .map_or(0, |text| text.lines().count())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_ends_the_runs_and_delivers_their_events() {
     let nats = NatsServer::start();
-    let spec = StreamSpec::default();
-    let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)
-        .await
-        .expect("connect");
-    let js = async_nats::jetstream::new(client);
-    spec.ensure(&js, true).await.expect("stream");
+    let spec = create_stream(&nats.url(), &SubjectPrefix::default()).await;
 
     let dir = tempfile::tempdir().expect("tempdir");
     let runs = dir.path().join("runs");
-    let mut runner = Command::new(RUNNER)
-        .args(["run", &slow_scenario(), "--allow-unpinned", "--no-progress"])
-        .arg("--out")
-        .arg(&runs)
-        .arg("--spool")
-        .arg(dir.path().join("runner.spool"))
-        .args(["--nats-url", &nats.url()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start agent-runner");
+    let spool = dir.path().join("runner.spool");
+    let mut runner = spawn_runner(&runs, &spool, &nats.url(), &[]);
     let deadline = Instant::now() + Duration::from_secs(60);
     while journal_lines(&runs) < 10 {
         assert!(Instant::now() < deadline, "runner produced no events");
@@ -180,21 +151,12 @@ async fn sigterm_ends_the_runs_and_delivers_their_events() {
     let status = runner.wait().expect("reap");
     assert_eq!(status.code(), Some(130));
 
-    let run_dir = fs::read_dir(&runs)
-        .expect("runs")
-        .next()
-        .expect("one run")
-        .expect("entry")
-        .path();
-    let summary: serde_json::Value =
-        serde_json::from_slice(&fs::read(run_dir.join("summary.json")).expect("summary"))
-            .expect("json");
+    let summary = runs::summary(&only_run_dir(&runs));
     assert_eq!(summary["result"]["exit_status"], "exit_error");
     assert_eq!(summary["result"]["early_stop_reason"], "shutdown");
     let events = summary["events"].as_u64().expect("events");
     assert!(events < 81, "the run was cut short");
-    let mut stream = js.get_stream(&spec.name).await.expect("stream");
-    let stored = stream.info().await.expect("info").state.messages;
+    let stored = stream_messages(&nats.url(), &spec).await.len() as u64;
     assert_eq!(
         stored, events,
         "every event of the stopped run was delivered"

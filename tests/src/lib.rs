@@ -5,6 +5,10 @@
 //! directories, and stops them when dropped. The tests themselves live in one
 //! integration-test binary, `tests/it/main.rs`, with one module per area.
 //!
+//! Benchmarks that need the harness are binaries of this crate, so that the product
+//! crates do not depend on it: `src/bin/publish-bench.rs` measures the runner's publisher
+//! (`cargo run --release -p benchstream-tests --bin publish-bench`).
+//!
 //! The servers must be installed first: `deploy/local/install.sh`.
 
 pub mod harness;

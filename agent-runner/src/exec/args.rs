@@ -9,9 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::bridge::{self, ExecConfig};
 use super::ExecError;
-use crate::cli::PublishArgs;
+use crate::cli::{host_or_default, PublishArgs};
 use crate::error::Exit;
-use crate::sweep::args::host_or_default;
 
 /// `agent-runner exec`.
 #[derive(Debug, Args)]
@@ -62,11 +61,7 @@ impl ExecArgs {
             policy_id: self.policy_id,
             host: host_or_default(self.host),
             out_dir: Some(self.out),
-            publish: if self.no_publish {
-                None
-            } else {
-                Some(self.publish.into_setup()?)
-            },
+            publish: self.publish.into_setup_unless(self.no_publish)?,
         })
     }
 

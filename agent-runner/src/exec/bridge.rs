@@ -28,7 +28,7 @@ use crate::agent::{RunSummary, RUNNER_VERSION};
 use crate::judge::{self, SCORING_VERSION};
 use crate::publish::DeliveryReport;
 use crate::recorder::RunRecorder;
-use crate::runner::{start_publisher, PublishSetup};
+use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
 use crate::scenario::{LoadOptions, LoadedScenario, Tree};
 use crate::tools::Sandbox;
 
@@ -140,10 +140,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         seed,
         config.host.clone(),
     );
-    let publisher = match &config.publish {
-        Some(setup) => Some(start_publisher(setup).await?),
-        None => None,
-    };
+    let publisher = start_optional_publisher(config.publish.as_ref()).await?;
     let mut rec = RunRecorder::new(
         sequencer,
         publisher.as_ref().map(|p| p.handle()),
@@ -237,26 +234,9 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
             stop
         }
     };
-    let summary = RunSummary {
-        run_id: seq.run_id,
-        task_id: seq.task_id.clone(),
-        scenario: scenario_ref,
-        policy_id: seq.policy_id.clone(),
-        seed,
-        host: seq.host.clone(),
-        cfg_hash: seq.cfg_hash.clone(),
-        env_hash: seq.env_hash.clone(),
-        fixture_sha256,
-        events: rec.events(),
-        result,
-        artifacts: rec.dir().map(Path::to_path_buf),
-    };
-    rec.write_summary(&summary)?;
+    let summary = RunSummary::record(&rec, scenario_ref, fixture_sha256, result)?;
     drop(rec);
-    let delivery = match publisher {
-        Some(p) => Some(p.finish().await?),
-        None => None,
-    };
+    let delivery = finish_optional_publisher(publisher).await?;
     Ok(ExecReport {
         summary,
         lines: state.lines,

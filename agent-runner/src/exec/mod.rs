@@ -50,14 +50,10 @@ impl ExecError {
     pub fn exit(&self) -> Exit {
         match self {
             ExecError::Config(_) | ExecError::Spawn { .. } => Exit::Usage,
-            ExecError::Scenario(e) if e.is_pin_error() => Exit::Pins,
-            ExecError::Scenario(_) => Exit::Usage,
+            ExecError::Scenario(e) => e.exit(),
+            ExecError::Publish(e) => e.exit(),
             ExecError::Runner(e) => e.exit(),
-            ExecError::Publish(crate::publish::PublishFailure::Spool(_)) => Exit::Spool,
-            ExecError::Sandbox(_)
-            | ExecError::Wait(_)
-            | ExecError::Record(_)
-            | ExecError::Publish(_) => Exit::Failure,
+            ExecError::Sandbox(_) | ExecError::Wait(_) | ExecError::Record(_) => Exit::Failure,
         }
     }
 }

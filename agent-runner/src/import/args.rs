@@ -10,11 +10,10 @@ use clap::{Args, Subcommand};
 
 use super::swe_agent::{self, TrajFile};
 use super::ImportError;
-use crate::cli::PublishArgs;
+use crate::cli::{host_or_default, PublishArgs};
 use crate::error::Exit;
 use crate::publish::DeliveryReport;
-use crate::runner::{start_publisher, PublishSetup};
-use crate::sweep::args::host_or_default;
+use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
 
 /// `agent-runner import ...`
 #[derive(Debug, Subcommand)]
@@ -55,11 +54,7 @@ impl ImportCommand {
     /// Runs the command and prints its report.
     pub async fn execute(self) -> Result<Exit, ImportError> {
         let ImportCommand::SweAgent(args) = self;
-        let publish = if args.no_publish {
-            None
-        } else {
-            Some(args.publish.into_setup()?)
-        };
+        let publish = args.publish.into_setup_unless(args.no_publish)?;
         let host = host_or_default(args.host);
         let report = import_dir(&args.dir, &host, publish.as_ref()).await?;
         for failure in &report.failed {
@@ -95,10 +90,7 @@ pub async fn import_dir(
     let mut files = Vec::new();
     collect(dir, &mut files)?;
     files.sort();
-    let publisher = match publish {
-        Some(setup) => Some(start_publisher(setup).await?),
-        None => None,
-    };
+    let publisher = start_optional_publisher(publish).await?;
     let handle = publisher.as_ref().map(|p| p.handle());
     let mut report = ImportReport::default();
     let mut stdout = std::io::stdout().lock();
@@ -136,10 +128,7 @@ pub async fn import_dir(
         }
     }
     drop(handle);
-    report.delivery = match publisher {
-        Some(p) => Some(p.finish().await?),
-        None => None,
-    };
+    report.delivery = finish_optional_publisher(publisher).await?;
     Ok(report)
 }
 

@@ -46,11 +46,10 @@ impl ImportError {
     pub fn exit(&self) -> Exit {
         match self {
             ImportError::Runner(e) => e.exit(),
-            ImportError::Publish(crate::publish::PublishFailure::Spool(_)) => Exit::Spool,
+            ImportError::Publish(e) => e.exit(),
             ImportError::Read { .. } | ImportError::Parse { .. } | ImportError::TooLarge { .. } => {
                 Exit::Usage
             }
-            ImportError::Publish(_) => Exit::Failure,
         }
     }
 }

@@ -231,16 +231,7 @@ fn version_or_unknown(version: &str) -> String {
 
 /// A `step` with text only: the file has no per-step tokens or plan.
 fn text_step(step_type: StepType, content: &str) -> Step {
-    Step {
-        step_type,
-        content: content.to_owned(),
-        content_truncated: false,
-        tokens_in: 0,
-        tokens_out: 0,
-        wall_time_ms: 0,
-        planned_step: None,
-        context_kb: 0.0,
-    }
+    crate::agent::step(step_type, content.to_owned())
 }
 
 fn tool_call(step: &TrajStep) -> ToolCall {

@@ -4,8 +4,8 @@
 //! and 5xx, a connection that failed) up to `max_retries`; timeouts only with
 //! `retry_on_timeout`; never a bad request, a context overflow or a reply that is not a
 //! chat completion (sending the same request again would get the same answer). The wait
-//! before retry `n` (0-based) is `backoff_ms`, doubled per retry with
-//! `exponential_backoff`, and at least the provider's `Retry-After` (capped at
+//! before retry `n` (0-based) is [`crate::backoff::delay`] (`backoff_ms`, doubled per retry
+//! with `exponential_backoff`), and at least the provider's `Retry-After` (capped at
 //! [`MAX_RETRY_AFTER`]).
 
 use std::future::Future;
@@ -67,12 +67,7 @@ pub fn is_retryable(error: &CallError, policy: &RetryPolicy) -> bool {
 
 /// The wait before retry number `retry` (0-based) after `error`.
 fn backoff(policy: &RetryPolicy, retry: u32, error: &CallError) -> Duration {
-    let factor = if policy.exponential_backoff {
-        2u64.saturating_pow(retry)
-    } else {
-        1
-    };
-    let wait = Duration::from_millis(policy.backoff_ms.saturating_mul(factor));
+    let wait = crate::backoff::delay(policy, retry);
     match error {
         CallError::Status {
             retry_after: Some(after),

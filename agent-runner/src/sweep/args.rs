@@ -11,7 +11,7 @@ use super::adaptive::ClickHouseSource;
 use super::claim::DEFAULT_BUCKET;
 use super::worker::{self, Plan, SweepConfig};
 use super::SweepError;
-use crate::cli::{LlmArgs, PublishArgs};
+use crate::cli::{host_or_default, LlmArgs, PublishArgs};
 use crate::error::{Error, Exit};
 use crate::tools::DEFAULT_OUTPUT_CAP;
 
@@ -135,13 +135,4 @@ impl SweepArgs {
             Exit::Ok
         })
     }
-}
-
-/// `host` on events: the given name, else the machine's host name.
-pub(crate) fn host_or_default(host: Option<String>) -> String {
-    host.unwrap_or_else(|| {
-        nix::unistd::gethostname()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| "unknown-host".to_owned())
-    })
 }

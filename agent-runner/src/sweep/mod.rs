@@ -60,17 +60,17 @@ impl SweepError {
     /// The exit code this error ends the process with.
     pub fn exit(&self) -> Exit {
         match self {
-            SweepError::File { .. } | SweepError::Invalid(_) | SweepError::Config(_) => Exit::Usage,
-            SweepError::Scenario(e) if e.is_pin_error() => Exit::Pins,
-            SweepError::Scenario(_) => Exit::Usage,
-            SweepError::Policy(_) => Exit::Usage,
+            SweepError::File { .. }
+            | SweepError::Invalid(_)
+            | SweepError::Config(_)
+            | SweepError::Policy(_) => Exit::Usage,
+            SweepError::Scenario(e) => e.exit(),
+            SweepError::Publish(e) => e.exit(),
             SweepError::Runner(e) => e.exit(),
-            SweepError::Publish(crate::publish::PublishFailure::Spool(_)) => Exit::Spool,
             SweepError::Connect(_)
             | SweepError::Claims(_)
             | SweepError::ClickHouse(_)
-            | SweepError::Record(_)
-            | SweepError::Publish(_) => Exit::Failure,
+            | SweepError::Record(_) => Exit::Failure,
         }
     }
 }

@@ -165,15 +165,7 @@ impl Toolbox {
             {
                 break outcome;
             }
-            let factor = if retry.exponential_backoff {
-                2u64.saturating_pow(retries)
-            } else {
-                1
-            };
-            tokio::time::sleep(Duration::from_millis(
-                retry.backoff_ms.saturating_mul(factor),
-            ))
-            .await;
+            tokio::time::sleep(crate::backoff::delay(retry, retries)).await;
             retries += 1;
         };
         outcome.retries = retries;

@@ -21,7 +21,7 @@ use tempfile::TempDir;
 
 use super::http;
 use super::port::free_port;
-use super::process::{find_binary, ServerProcess};
+use super::process::{self, find_binary, Server, ServerCommand, ServerProcess, PROBE_TIMEOUT};
 
 /// Server config template; see the file for its placeholders.
 const CONFIG_TEMPLATE: &str = include_str!(concat!(
@@ -34,12 +34,6 @@ const USERS_XML: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../deploy/local/clickhouse/users.xml"
 ));
-
-/// Start attempts when a freshly picked port turns out to be taken.
-const START_ATTEMPTS: usize = 3;
-
-/// Timeout of one readiness probe.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Timeout of connect and of each read/write of [`ClickHouseServer::query`].
 const QUERY_TIMEOUT: Duration = Duration::from_secs(120);
@@ -111,20 +105,7 @@ impl ClickHouseServer {
     /// message quotes the end of the server log.
     pub fn start() -> Self {
         let binary = find_binary("clickhouse-server");
-        let mut attempt = 1;
-        loop {
-            let server = Self::prepare(&binary);
-            match server.process.spawn(|| server.is_ready()) {
-                Ok(()) => return server,
-                Err(failure)
-                    if attempt < START_ATTEMPTS
-                        && server.process.failed_on_taken_port(&failure) =>
-                {
-                    attempt += 1;
-                }
-                Err(failure) => panic!("{}", server.process.failure_message(&failure)),
-            }
-        }
+        process::start_on_free_ports(|| Self::prepare(&binary))
     }
 
     /// The HTTP interface URL, `http://127.0.0.1:<http_port>`.
@@ -171,10 +152,7 @@ impl ClickHouseServer {
     ///
     /// If it does not come back within 20 s.
     pub fn restart(&self) {
-        self.process.stop();
-        if let Err(failure) = self.process.spawn(|| self.is_ready()) {
-            panic!("{}", self.process.failure_message(&failure));
-        }
+        process::restart(self);
     }
 
     /// Whether the server process is alive.
@@ -258,24 +236,30 @@ impl ClickHouseServer {
 
         let mut config_arg = OsString::from("--config-file=");
         config_arg.push(&config_path);
-        let process = ServerProcess::new(
-            "clickhouse-server",
-            binary.to_path_buf(),
-            vec![config_arg],
-            Vec::new(),
-            root.to_path_buf(),
-            root.join("log").join("console.log"),
-            vec![
+        let process = ServerProcess::new(ServerCommand {
+            name: "clickhouse-server",
+            program: binary.to_path_buf(),
+            args: vec![config_arg],
+            envs: Vec::new(),
+            working_dir: root.to_path_buf(),
+            log_path: root.join("log").join("console.log"),
+            server_logs: vec![
                 root.join("log").join("clickhouse-server.err.log"),
                 root.join("log").join("clickhouse-server.log"),
             ],
-        );
+        });
         Self {
             process,
             http_port,
             tcp_port,
             dir,
         }
+    }
+}
+
+impl Server for ClickHouseServer {
+    fn process(&self) -> &ServerProcess {
+        &self.process
     }
 
     /// Ready = the HTTP interface answers `SELECT 1` with `1`.

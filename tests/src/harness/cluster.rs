@@ -6,7 +6,6 @@
 //! in the cluster's [`TempDir`]. [`NatsCluster::start`] returns once every node answers
 //! and the JetStream meta group has a leader. Every node is killed on drop.
 
-use std::ffi::OsString;
 use std::fs;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -15,14 +14,12 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use super::http;
+use super::nats::store_dir_env;
 use super::port::free_port;
-use super::process::{find_binary, ServerProcess, READY_TIMEOUT};
+use super::process::{find_binary, ServerCommand, ServerProcess, PROBE_TIMEOUT, READY_TIMEOUT};
 
 /// Nodes of the cluster (the configs in `deploy/nats/cluster/`).
 pub const NODES: usize = 3;
-
-/// Timeout of one probe (TCP connect, monitoring request).
-const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// One node of a [`NatsCluster`].
 #[derive(Debug)]
@@ -172,18 +169,15 @@ fn prepare_node(
         routes.into(),
     ];
     Node {
-        process: ServerProcess::new(
-            "nats-server",
-            binary.to_path_buf(),
-            args.to_vec(),
-            vec![(
-                OsString::from("BENCH_NATS_STORE_DIR"),
-                OsString::from(format!("\"{}\"", store.display())),
-            )],
-            node_dir.clone(),
-            node_dir.join("nats-server.log"),
-            Vec::new(),
-        ),
+        process: ServerProcess::new(ServerCommand {
+            name: "nats-server",
+            program: binary.to_path_buf(),
+            args: args.to_vec(),
+            envs: vec![store_dir_env(&store)],
+            working_dir: node_dir.clone(),
+            log_path: node_dir.join("nats-server.log"),
+            server_logs: Vec::new(),
+        }),
         name: format!("benchstream-nats-{number}"),
         port,
         http_port,

@@ -17,8 +17,9 @@
 //! - [`openai`]: [`OpenAiServer`], a scripted stand-in for an OpenAI-compatible model
 //!   provider (chat completions with tool calls, usage blocks, delays, errors, a model
 //!   listing), recording every request it receives.
-//! - `process`: the child-process life cycle both servers share (spawn, readiness wait,
-//!   SIGTERM/SIGKILL, log tail for panic messages).
+//! - `process`: the child-process life cycle every server shares (spawn, readiness wait,
+//!   retry on a port taken meanwhile, restart, SIGTERM/SIGKILL, log tail for panic
+//!   messages).
 //! - `http`: the few lines of blocking HTTP/1.0 the readiness probes and `query` need, so
 //!   the harness needs no async runtime.
 //!

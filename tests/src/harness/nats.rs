@@ -10,25 +10,18 @@ use std::ffi::OsString;
 use std::fs;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use tempfile::TempDir;
 
 use super::http;
 use super::port::free_port;
-use super::process::{find_binary, ServerProcess};
+use super::process::{self, find_binary, Server, ServerCommand, ServerProcess, PROBE_TIMEOUT};
 
 /// The deployed single-node config; the harness appends its overrides to it.
 const BASE_CONFIG: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../deploy/nats/nats-server.conf"
 ));
-
-/// Start attempts when a freshly picked port turns out to be taken.
-const START_ATTEMPTS: usize = 3;
-
-/// Timeout of one readiness probe (TCP connect, `/healthz` request).
-const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Who may connect to a [`NatsServer`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -94,20 +87,7 @@ impl NatsServer {
     /// As [`start`](Self::start); also if the config is rejected.
     pub fn start_with(options: NatsOptions) -> Self {
         let binary = find_binary("nats-server");
-        let mut attempt = 1;
-        loop {
-            let server = Self::prepare(&binary, &options);
-            match server.process.spawn(|| server.is_ready()) {
-                Ok(()) => return server,
-                Err(failure)
-                    if attempt < START_ATTEMPTS
-                        && server.process.failed_on_taken_port(&failure) =>
-                {
-                    attempt += 1;
-                }
-                Err(failure) => panic!("{}", server.process.failure_message(&failure)),
-            }
-        }
+        process::start_on_free_ports(|| Self::prepare(&binary, &options))
     }
 
     /// The client URL, `nats://127.0.0.1:<port>`.
@@ -154,10 +134,7 @@ impl NatsServer {
     /// If it does not come back within 20 s (for example because something else took
     /// its port meanwhile).
     pub fn restart(&self) {
-        self.process.stop();
-        if let Err(failure) = self.process.spawn(|| self.is_ready()) {
-            panic!("{}", self.process.failure_message(&failure));
-        }
+        process::restart(self);
     }
 
     /// Whether the server process is alive.
@@ -182,19 +159,15 @@ impl NatsServer {
         fs::write(&config_path, config)
             .unwrap_or_else(|e| panic!("write {}: {e}", config_path.display()));
 
-        let process = ServerProcess::new(
-            "nats-server",
-            binary.to_path_buf(),
-            vec![OsString::from("-c"), config_path.into_os_string()],
-            vec![(
-                OsString::from("BENCH_NATS_STORE_DIR"),
-                // The config reads the variable as a config value: quote it.
-                OsString::from(quote(&store_dir.to_string_lossy())),
-            )],
-            dir.path().to_path_buf(),
-            dir.path().join("nats-server.log"),
-            Vec::new(),
-        );
+        let process = ServerProcess::new(ServerCommand {
+            name: "nats-server",
+            program: binary.to_path_buf(),
+            args: vec![OsString::from("-c"), config_path.into_os_string()],
+            envs: vec![store_dir_env(&store_dir)],
+            working_dir: dir.path().to_path_buf(),
+            log_path: dir.path().join("nats-server.log"),
+            server_logs: Vec::new(),
+        });
         Self {
             process,
             port,
@@ -202,6 +175,12 @@ impl NatsServer {
             store_dir,
             _dir: dir,
         }
+    }
+}
+
+impl Server for NatsServer {
+    fn process(&self) -> &ServerProcess {
+        &self.process
     }
 
     /// Ready = clients can connect and the monitor reports JetStream enabled.
@@ -242,6 +221,15 @@ fn render_config(port: u16, http_port: u16, options: &NatsOptions) -> String {
         config.push('\n');
     }
     config
+}
+
+/// The variable through which the deployed configs (single node and cluster) take their
+/// JetStream `store_dir`. They read it as a config value: quoted.
+pub(super) fn store_dir_env(store_dir: &Path) -> (OsString, OsString) {
+    (
+        OsString::from("BENCH_NATS_STORE_DIR"),
+        OsString::from(quote(&store_dir.to_string_lossy())),
+    )
 }
 
 /// A double-quoted nats-server config string.

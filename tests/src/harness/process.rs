@@ -1,8 +1,10 @@
 //! The life cycle of one server child process: find the binary, spawn it with its output
-//! in a log file, wait until a probe says it is ready, stop it with SIGTERM or SIGKILL.
+//! in a log file, wait until a probe says it is ready, stop it with SIGTERM or SIGKILL;
+//! and the start-up and restart of a [`Server`] built on one, retrying on fresh ports.
 //!
-//! Shared by [`NatsServer`](super::NatsServer) and
-//! [`ClickHouseServer`](super::ClickHouseServer); knows nothing about either protocol.
+//! Shared by [`NatsServer`](super::NatsServer),
+//! [`ClickHouseServer`](super::ClickHouseServer) and the nodes of
+//! [`NatsCluster`](super::NatsCluster); knows nothing about either protocol.
 
 use std::env;
 use std::ffi::OsString;
@@ -20,6 +22,12 @@ pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// How long a server may take to exit after SIGTERM before it gets SIGKILL.
 pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Timeout of one readiness probe (TCP connect, HTTP request).
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Start attempts when a freshly picked port turns out to be taken.
+const START_ATTEMPTS: usize = 3;
 
 /// Pause between readiness probes and exit checks.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
@@ -63,51 +71,93 @@ impl fmt::Display for StartFailure {
     }
 }
 
+/// What a [`ServerProcess`] runs, and where its output goes.
+#[derive(Debug)]
+pub(crate) struct ServerCommand {
+    /// Human name for messages, e.g. `nats-server`.
+    pub(crate) name: &'static str,
+    /// The binary ([`find_binary`]).
+    pub(crate) program: PathBuf,
+    /// Its arguments.
+    pub(crate) args: Vec<OsString>,
+    /// Environment variables added to the harness's own.
+    pub(crate) envs: Vec<(OsString, OsString)>,
+    /// The server's working directory (its temp dir).
+    pub(crate) working_dir: PathBuf,
+    /// stdout and stderr of every run, appended, so a restart keeps the earlier history.
+    pub(crate) log_path: PathBuf,
+    /// Log files the server writes itself, quoted after `log_path` in panic messages.
+    pub(crate) server_logs: Vec<PathBuf>,
+}
+
 /// One server process, started and stopped any number of times with the same command.
 #[derive(Debug)]
 pub(crate) struct ServerProcess {
-    /// Human name for messages, e.g. `nats-server`.
-    name: &'static str,
-    /// The full command: binary, arguments, environment, working directory.
-    program: PathBuf,
-    args: Vec<OsString>,
-    envs: Vec<(OsString, OsString)>,
-    working_dir: PathBuf,
-    /// stdout and stderr of every run, appended, so a restart keeps the earlier history.
-    log_path: PathBuf,
-    /// Log files the server writes itself, quoted after `log_path` in panic messages.
-    server_logs: Vec<PathBuf>,
+    /// What runs; the same for every start.
+    command: ServerCommand,
     /// The running child, if any. A mutex so every method takes `&self` and servers can
     /// be shared (`Arc`) between a test and the tasks it disturbs.
     child: Mutex<Option<Child>>,
 }
 
+/// A harness server built on one [`ServerProcess`], with its readiness probe.
+pub(crate) trait Server {
+    /// The server's process.
+    fn process(&self) -> &ServerProcess;
+    /// Whether the server answers the way its clients need (one probe, bounded by
+    /// [`PROBE_TIMEOUT`]).
+    fn is_ready(&self) -> bool;
+}
+
+/// Starts the server `prepare` returns and waits until it is ready. When it failed because
+/// another process took one of its freshly picked ports, prepares a new one (new ports)
+/// and tries again, [`START_ATTEMPTS`] times in all.
+///
+/// # Panics
+///
+/// If the server does not become ready; the message quotes the end of its logs.
+pub(crate) fn start_on_free_ports<S: Server>(mut prepare: impl FnMut() -> S) -> S {
+    let mut attempt = 1;
+    loop {
+        let server = prepare();
+        let process = server.process();
+        match process.spawn(|| server.is_ready()) {
+            Ok(()) => return server,
+            Err(failure) if attempt < START_ATTEMPTS && process.failed_on_taken_port(&failure) => {
+                attempt += 1;
+            }
+            Err(failure) => panic!("{}", process.failure_message(&failure)),
+        }
+    }
+}
+
+/// Stops `server` if it runs, then starts it again with the same command (same ports,
+/// data and config) and waits until it is ready.
+///
+/// # Panics
+///
+/// If it does not come back within [`READY_TIMEOUT`] (for example because something else
+/// took its port meanwhile).
+pub(crate) fn restart(server: &impl Server) {
+    let process = server.process();
+    process.stop();
+    if let Err(failure) = process.spawn(|| server.is_ready()) {
+        panic!("{}", process.failure_message(&failure));
+    }
+}
+
 impl ServerProcess {
-    /// Describes the command; nothing runs until [`spawn`](Self::spawn).
-    pub(crate) fn new(
-        name: &'static str,
-        program: PathBuf,
-        args: Vec<OsString>,
-        envs: Vec<(OsString, OsString)>,
-        working_dir: PathBuf,
-        log_path: PathBuf,
-        server_logs: Vec<PathBuf>,
-    ) -> Self {
+    /// Describes the process; nothing runs until [`spawn`](Self::spawn).
+    pub(crate) fn new(command: ServerCommand) -> Self {
         Self {
-            name,
-            program,
-            args,
-            envs,
-            working_dir,
-            log_path,
-            server_logs,
+            command,
             child: Mutex::new(None),
         }
     }
 
     /// The file receiving the server's stdout and stderr.
     pub(crate) fn log_path(&self) -> &Path {
-        &self.log_path
+        &self.command.log_path
     }
 
     /// Starts the process, then polls `probe` until it returns true.
@@ -121,23 +171,28 @@ impl ServerProcess {
             assert!(
                 !Self::running(&mut slot),
                 "{} is already running (pid {:?})",
-                self.name,
+                self.command.name,
                 slot.as_ref().map(Child::id)
             );
+            let command = &self.command;
             let log = self.open_log();
             let err_log = log
                 .try_clone()
-                .unwrap_or_else(|e| panic!("clone handle of {}: {e}", self.log_path.display()));
-            let child = Command::new(&self.program)
-                .args(&self.args)
-                .envs(self.envs.iter().map(|(k, v)| (k, v)))
-                .current_dir(&self.working_dir)
+                .unwrap_or_else(|e| panic!("clone handle of {}: {e}", command.log_path.display()));
+            let child = Command::new(&command.program)
+                .args(&command.args)
+                .envs(command.envs.iter().map(|(k, v)| (k, v)))
+                .current_dir(&command.working_dir)
                 .stdin(Stdio::null())
                 .stdout(log)
                 .stderr(err_log)
                 .spawn()
                 .unwrap_or_else(|e| {
-                    panic!("spawn {} ({}): {e}", self.name, self.program.display())
+                    panic!(
+                        "spawn {} ({}): {e}",
+                        command.name,
+                        command.program.display()
+                    )
                 });
             *slot = Some(child);
         }
@@ -211,7 +266,8 @@ impl ServerProcess {
     /// its file; for panic messages and for recognising start-up errors.
     pub(crate) fn log_tail(&self) -> String {
         let mut out = String::new();
-        for path in std::iter::once(&self.log_path).chain(&self.server_logs) {
+        let command = &self.command;
+        for path in std::iter::once(&command.log_path).chain(&command.server_logs) {
             let text = match fs::read(path) {
                 Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -228,7 +284,7 @@ impl ServerProcess {
 
     /// A panic message for a failed start, with the log tails.
     pub(crate) fn failure_message(&self, failure: &StartFailure) -> String {
-        format!("{} {failure}\n{}----", self.name, self.log_tail())
+        format!("{} {failure}\n{}----", self.command.name, self.log_tail())
     }
 
     /// Whether the logs say a port could not be bound, the one start failure worth
@@ -273,8 +329,8 @@ impl ServerProcess {
         OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&self.log_path)
-            .unwrap_or_else(|e| panic!("open log {}: {e}", self.log_path.display()))
+            .open(self.log_path())
+            .unwrap_or_else(|e| panic!("open log {}: {e}", self.log_path().display()))
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Child>> {

@@ -12,17 +12,19 @@
 mod queries;
 mod report;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use benchstream_tests::ClickHouseServer;
 use event_sink::analysis::ParamValues;
+
+use crate::common::repo_path;
 
 /// The database the fixtures are loaded into (the sink's default).
 const DATABASE: &str = "benchstream";
 
 /// `deploy/clickhouse/fixtures/`.
 fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/clickhouse/fixtures")
+    repo_path("deploy/clickhouse/fixtures")
 }
 
 /// A fresh 18.16 server, migrated, holding the fixture rows, and a client of its

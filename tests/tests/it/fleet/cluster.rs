@@ -11,7 +11,7 @@ use benchstream_tests::harness::NatsCluster;
 use schemas::{Payload, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
-use crate::runner::{fixture_scenario, publish_setup, repo_path, runner_config, stream_messages};
+use crate::common::{publish_setup, repo_path, slow_steps_config, sorted_seqs, stream_messages};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn run_keeps_delivering_when_a_cluster_node_dies() {
@@ -37,13 +37,7 @@ async fn run_keeps_delivering_when_a_cluster_node_dies() {
 
     let dir = tempfile::tempdir().expect("dir");
     let setup: PublishSetup = publish_setup(&cluster.urls(), &SubjectPrefix::default(), dir.path());
-    let config = runner_config(
-        fixture_scenario("slow-steps"),
-        None,
-        true,
-        Some(setup),
-        dir.path(),
-    );
+    let config = slow_steps_config(setup, dir.path());
     let run = tokio::spawn(agent_runner::run(config, CancellationToken::new()));
 
     // Kill the stream leader once the run is under way.
@@ -59,18 +53,13 @@ async fn run_keeps_delivering_when_a_cluster_node_dies() {
     let events = report.runs[0].events;
 
     let survivor = (leader + 1) % 3;
-    let stored: Vec<_> = stream_messages(&cluster.url(survivor), &spec)
-        .await
-        .into_iter()
-        .filter(|m| m.event.run_id == run_id)
-        .collect();
-    let mut seqs: Vec<u64> = stored.iter().map(|m| m.event.seq).collect();
-    seqs.sort_unstable();
+    let stored = stream_messages(&cluster.url(survivor), &spec).await;
+    let mut seqs = sorted_seqs(&stored, run_id);
     seqs.dedup();
     assert_eq!(seqs, (0..events).collect::<Vec<_>>(), "every event, no gap");
     assert!(stored
         .iter()
-        .any(|m| matches!(m.event.payload, Payload::RunStop(_))));
+        .any(|m| m.event.run_id == run_id && matches!(m.event.payload, Payload::RunStop(_))));
     assert!(!cluster.is_running(leader));
 }
 

@@ -4,23 +4,15 @@
 use std::ffi::OsString;
 
 use agent_runner::exec::{self, ExecConfig};
-use benchstream_tests::{ClickHouseServer, NatsServer};
 use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
 use super::query;
-use crate::runner::{create_stream, publish_setup, repo_path, SinkToClickHouse};
+use crate::common::{publish_setup, repo_path, start_pipeline};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn example_agent_events_reach_clickhouse() {
-    let nats = NatsServer::start();
-    create_stream(&nats.url(), &SubjectPrefix::default()).await;
-    let sink = SinkToClickHouse::start(
-        tokio::task::spawn_blocking(ClickHouseServer::start)
-            .await
-            .expect("clickhouse"),
-        &nats.url(),
-    );
+    let (nats, sink) = start_pipeline().await;
     let dir = tempfile::tempdir().expect("dir");
     let agent = repo_path("scenarios/agents/example_agent.py");
     // A wrapper prints one line that is not JSON before the agent starts.

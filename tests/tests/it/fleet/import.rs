@@ -2,11 +2,10 @@
 //! and importing it twice stores one copy.
 
 use agent_runner::import;
-use benchstream_tests::{ClickHouseServer, NatsServer};
 use schemas::{sha256_hex, SubjectPrefix};
 
 use super::query;
-use crate::runner::{create_stream, publish_setup, repo_path, SinkToClickHouse};
+use crate::common::{publish_setup, repo_path, start_pipeline};
 
 /// sha256 of the fixture (also in tests/fixtures/swe-agent/README.md).
 const FIXTURE_SHA256: &str = "b8bff84c7cccb9608ad5ec27fea471b08731ce4905ecd8442c50e728ce5c5577";
@@ -21,14 +20,7 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
         "fixture changed"
     );
 
-    let nats = NatsServer::start();
-    create_stream(&nats.url(), &SubjectPrefix::default()).await;
-    let sink = SinkToClickHouse::start(
-        tokio::task::spawn_blocking(ClickHouseServer::start)
-            .await
-            .expect("clickhouse"),
-        &nats.url(),
-    );
+    let (nats, sink) = start_pipeline().await;
     let dir = tempfile::tempdir().expect("dir");
     let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
     let first = import::import_dir(&fixtures, "importer", Some(&setup))

@@ -3,8 +3,8 @@
 //! JSON lines, SWE-agent trajectory import, and a run surviving the loss of one node of
 //! a 3-node cluster (plus the script that starts that cluster).
 //!
-//! Runner-side helpers (publish setup, stream reading, an in-process sink) are the ones
-//! of the runner tests ([`crate::runner`]).
+//! Runner-side helpers (publish setup, stream reading, an in-process sink) are the shared
+//! ones of [`crate::common`].
 
 mod cluster;
 mod exec;
@@ -13,7 +13,7 @@ mod sweep;
 
 use std::path::PathBuf;
 
-use crate::runner::repo_path;
+use crate::common::repo_path;
 
 /// A fleet fixture (`tests/fixtures/fleet/<name>`).
 fn fixture(name: &str) -> PathBuf {

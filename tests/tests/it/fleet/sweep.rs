@@ -10,12 +10,12 @@ use agent_runner::sweep::adaptive::ClickHouseSource;
 use agent_runner::sweep::claim::{ClaimBoard, ClaimConfig, ClaimRecord};
 use agent_runner::sweep::{self, Plan, SweepConfig};
 use bench_nats::NatsConfig;
-use benchstream_tests::{ClickHouseServer, NatsServer};
+use benchstream_tests::NatsServer;
 use schemas::{Payload, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
 use super::{fixture, query};
-use crate::runner::{create_stream, publish_setup, repo_path, stream_messages, SinkToClickHouse};
+use crate::common::{create_stream, publish_setup, repo_path, start_pipeline, stream_messages};
 
 /// A worker of `file` publishing to `url`, spool and artifacts in `dir`.
 fn worker(file: &Path, url: &str, name: &str, dir: &Path) -> SweepConfig {
@@ -170,14 +170,7 @@ async fn a_dead_workers_claim_is_taken_over_after_its_lease() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn adaptive_sweep_reads_results_and_emits_optimizer_updates() {
-    let nats = NatsServer::start();
-    create_stream(&nats.url(), &SubjectPrefix::default()).await;
-    let sink = SinkToClickHouse::start(
-        tokio::task::spawn_blocking(ClickHouseServer::start)
-            .await
-            .expect("clickhouse"),
-        &nats.url(),
-    );
+    let (nats, sink) = start_pipeline().await;
     let file = fixture("adaptive.toml");
     let dir = tempfile::tempdir().expect("dir");
     let clickhouse = ClickHouseSource {

@@ -22,7 +22,6 @@ use agent_runner::agent::RunSummary;
 use agent_runner::policy::LlmConfig;
 use agent_runner::pricing::Prices;
 use agent_runner::provider::ProviderConfig;
-use agent_runner::recorder::EVENTS_FILE;
 use agent_runner::scenario::LoadedTask;
 use agent_runner::tools::ToolRequest;
 use benchstream_tests::{OpenAiServer, Reply};
@@ -30,7 +29,7 @@ use schemas::{BenchmarkEvent, ContextDecision, Deliberation, Payload};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::runner::{repo_path, runner_config};
+use crate::common::{journal_events, repo_path, runner_config};
 
 /// The task the stand-in model solves.
 pub(crate) const TASK: &str = "py-slugify-unicode";
@@ -126,16 +125,7 @@ pub(crate) async fn run(scenario: PathBuf, llm: LlmConfig) -> Finished {
         .await
         .expect("scenario runs");
     let [summary] = <[RunSummary; 1]>::try_from(report.runs).expect("one run");
-    let journal = summary
-        .artifacts
-        .as_ref()
-        .expect("artifacts kept")
-        .join(EVENTS_FILE);
-    let text = std::fs::read_to_string(&journal).expect("events.jsonl");
-    let events = text
-        .lines()
-        .map(|line| schemas::decode(line.as_bytes()).expect("recorded events are valid"))
-        .collect();
+    let events = journal_events(&summary);
     Finished { summary, events }
 }
 

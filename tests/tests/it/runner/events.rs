@@ -1,14 +1,14 @@
 //! What one run puts on the wire: gapless `seq`, consistent hashes, subjects and headers
 //! per DESIGN.md, and the same bytes in `events.jsonl` as in the stream.
 
-use std::fs;
-
 use agent_runner::scenario::{LoadOptions, LoadedScenario};
 use schemas::subject::{header_safe, headers};
 use schemas::{Canonical, Payload, StepType, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
-use super::{create_stream, publish_setup, repo_path, runner_config, stream_messages};
+use crate::common::{
+    create_stream, publish_setup, repo_path, runner_config, runs, stream_messages,
+};
 use benchstream_tests::NatsServer;
 
 const TASK: &str = "py-slugify-unicode";
@@ -96,13 +96,7 @@ async fn event_stream_has_gapless_seq_hashes_subjects_and_headers() {
     assert_eq!(hashes, expected);
 
     // The local artifact holds the same bytes as the stream.
-    let journal = fs::read_to_string(
-        run.artifacts
-            .as_ref()
-            .expect("artifacts")
-            .join("events.jsonl"),
-    )
-    .expect("events.jsonl");
+    let journal = runs::journal(run.artifacts.as_deref().expect("artifacts"));
     let lines: Vec<&str> = journal.lines().collect();
     assert_eq!(lines.len(), messages.len());
     for (line, m) in lines.iter().zip(&messages) {

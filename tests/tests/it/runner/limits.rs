@@ -3,7 +3,7 @@
 use schemas::ExitStatus;
 use tokio_util::sync::CancellationToken;
 
-use super::{fixture_scenario, runner_config};
+use crate::common::{fixture_scenario, runner_config};
 
 async fn run_alone(scenario: &str) -> agent_runner::agent::RunSummary {
     let dir = tempfile::tempdir().expect("tempdir");

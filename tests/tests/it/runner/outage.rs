@@ -2,36 +2,21 @@
 //! later, each event once in the stream and once in ClickHouse, without seq gaps.
 
 use std::collections::BTreeSet;
-use std::fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    create_stream, fixture_scenario, publish_setup, runner_config, stream_messages,
-    SinkToClickHouse,
+use crate::common::{
+    create_stream, journal_events, publish_setup, runs, slow_steps_config, sorted_seqs,
+    stream_messages, SinkToClickHouse,
 };
 use benchstream_tests::{ClickHouseServer, NatsServer};
 
-/// Lines of the `events.jsonl` of the only run under `runs`.
-fn journal_lines(runs: &Path) -> usize {
-    let Some(run_dir) = fs::read_dir(runs)
-        .ok()
-        .and_then(|mut entries| entries.next())
-        .and_then(Result::ok)
-    else {
-        return 0;
-    };
-    fs::read_to_string(run_dir.path().join("events.jsonl"))
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
-
 async fn wait_for_events(runs: &Path, at_least: usize) {
     let deadline = Instant::now() + Duration::from_secs(60);
-    while journal_lines(runs) < at_least {
+    while runs::journal_lines(runs) < at_least {
         assert!(
             Instant::now() < deadline,
             "run stalled before {at_least} events"
@@ -51,13 +36,7 @@ async fn broker_down_at_start_and_mid_run_loses_nothing() {
 
     let dir = tempfile::tempdir().expect("tempdir");
     let runs = dir.path().join("runs");
-    let config = runner_config(
-        fixture_scenario("slow-steps"),
-        None,
-        true,
-        Some(publish_setup(&nats.url(), &prefix, dir.path())),
-        dir.path(),
-    );
+    let config = slow_steps_config(publish_setup(&nats.url(), &prefix, dir.path()), dir.path());
     let runner = tokio::spawn(agent_runner::run(config, CancellationToken::new()));
 
     wait_for_events(&runs, 10).await;
@@ -84,21 +63,12 @@ async fn broker_down_at_start_and_mid_run_loses_nothing() {
     let ids: BTreeSet<_> = messages.iter().map(|m| m.event.event_id).collect();
     assert_eq!(ids.len(), messages.len(), "an event was stored twice");
     assert_eq!(messages.len() as u64, run.events, "{delivery:?}");
-    let mut seqs: Vec<u64> = messages.iter().map(|m| m.event.seq).collect();
-    seqs.sort_unstable();
-    assert_eq!(seqs, (0..run.events).collect::<Vec<_>>());
+    assert_eq!(
+        sorted_seqs(&messages, run.run_id),
+        (0..run.events).collect::<Vec<_>>()
+    );
 
-    let journal = fs::read_to_string(
-        run.artifacts
-            .as_ref()
-            .expect("artifacts")
-            .join("events.jsonl"),
-    )
-    .expect("events.jsonl");
-    let journal_ids: BTreeSet<_> = journal
-        .lines()
-        .map(|l| schemas::decode(l.as_bytes()).expect("valid").event_id)
-        .collect();
+    let journal_ids: BTreeSet<_> = journal_events(run).iter().map(|e| e.event_id).collect();
     assert_eq!(
         ids, journal_ids,
         "the stream holds exactly the run's events"
@@ -127,13 +97,7 @@ async fn full_spool_stops_the_runs_with_a_clear_error() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut setup = publish_setup(&url, &SubjectPrefix::default(), dir.path());
     setup.publish.spool.max_bytes = 16 * 1024;
-    let config = runner_config(
-        fixture_scenario("slow-steps"),
-        None,
-        true,
-        Some(setup),
-        dir.path(),
-    );
+    let config = slow_steps_config(setup, dir.path());
 
     let started = Instant::now();
     let err = agent_runner::run(config, CancellationToken::new())
@@ -147,16 +111,7 @@ async fn full_spool_stops_the_runs_with_a_clear_error() {
     );
 
     // The run still ended properly, locally.
-    let runs = dir.path().join("runs");
-    let run_dir = fs::read_dir(&runs)
-        .expect("runs")
-        .next()
-        .expect("one run")
-        .expect("entry")
-        .path();
-    let summary: serde_json::Value =
-        serde_json::from_slice(&fs::read(run_dir.join("summary.json")).expect("summary"))
-            .expect("json");
+    let summary = runs::summary(&runs::only_run_dir(&dir.path().join("runs")));
     assert_eq!(summary["result"]["exit_status"], "exit_error");
     assert_eq!(summary["result"]["early_stop_reason"], "shutdown");
 }

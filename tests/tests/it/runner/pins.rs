@@ -7,7 +7,7 @@ use agent_runner::scenario::{LoadOptions, LoadedScenario, Pins, ScenarioError};
 use agent_runner::Exit;
 use tokio_util::sync::CancellationToken;
 
-use super::{repo_path, runner_config};
+use crate::common::{repo_path, runner_config};
 
 const TASK: &str = "py-slugify-unicode";
 

@@ -7,7 +7,10 @@ use agent_runner::scenario::TASKS_DIR;
 use schemas::{ExitStatus, Payload, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
-use super::{create_stream, publish_setup, repo_path, runner_config, stream_messages};
+use crate::common::{
+    create_stream, journal_events, publish_setup, repo_path, runner_config, sorted_seqs,
+    stream_messages,
+};
 use benchstream_tests::NatsServer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,13 +62,12 @@ async fn reference_solutions_solve_every_shipped_task() {
     let messages = stream_messages(&nats.url(), &spec).await;
     assert_eq!(messages.len() as u64, events);
     for run in &report.runs {
-        let mut seqs: Vec<u64> = messages
-            .iter()
-            .filter(|m| m.event.run_id == run.run_id)
-            .map(|m| m.event.seq)
-            .collect();
-        seqs.sort_unstable();
-        assert_eq!(seqs, (0..run.events).collect::<Vec<_>>(), "{}", run.task_id);
+        assert_eq!(
+            sorted_seqs(&messages, run.run_id),
+            (0..run.events).collect::<Vec<_>>(),
+            "{}",
+            run.task_id
+        );
     }
 }
 
@@ -99,15 +101,8 @@ async fn empty_submit_fails_every_task_as_submitted() {
         assert!(r.final_score < 1.0);
 
         // The run's own account of why: a `failure` naming the failing tests.
-        let journal = run
-            .artifacts
-            .as_ref()
-            .expect("artifacts")
-            .join("events.jsonl");
-        let text = fs::read_to_string(journal).expect("events.jsonl");
-        let failure = text
-            .lines()
-            .map(|l| schemas::decode(l.as_bytes()).expect("valid event"))
+        let failure = journal_events(run)
+            .into_iter()
             .find_map(|e| match e.payload {
                 Payload::Failure(f) => Some(f),
                 _ => None,

@@ -8,7 +8,7 @@ use std::time::Duration;
 use schemas::{ExitKind, ExitStatus, FailureRoot, Payload};
 use tokio_util::sync::CancellationToken;
 
-use super::{fixture_scenario, runner_config};
+use crate::common::{fixture_scenario, journal_events, runner_config};
 
 /// Processes whose command line contains `marker`.
 fn processes_with(marker: &str) -> Vec<String> {
@@ -45,17 +45,7 @@ async fn tool_timeout_kills_the_process_group_and_reports_timeout() {
     let run = &report.runs[0];
     assert_eq!(run.result.exit_status, ExitStatus::Submitted);
     assert_eq!(run.result.tool_errors, 2);
-    let journal = fs::read_to_string(
-        run.artifacts
-            .as_ref()
-            .expect("artifacts")
-            .join("events.jsonl"),
-    )
-    .expect("events.jsonl");
-    let events: Vec<_> = journal
-        .lines()
-        .map(|l| schemas::decode(l.as_bytes()).expect("valid event"))
-        .collect();
+    let events = journal_events(run);
     let calls: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.payload {

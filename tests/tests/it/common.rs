@@ -1,0 +1,194 @@
+//! What the runner, llm, fleet and analysis tests share: paths in the repository, runner
+//! configs publishing to a test's nats-server, the stream and the run artifacts read
+//! back, and the event-sink running in-process into its own ClickHouse.
+//!
+//! - [`stream`]: creating the events stream and reading it back.
+//! - [`runs`]: a run's `events.jsonl` and `summary.json`.
+//!
+//! Both are also included by path from `agent-runner/tests/process.rs`, which cannot
+//! depend on this binary; the rest needs event-sink and stays here.
+
+pub mod runs;
+pub mod stream;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use agent_runner::agent::RunSummary;
+use agent_runner::publish::PublishConfig;
+use agent_runner::scenario::LoadOptions;
+use agent_runner::spool::SpoolConfig;
+use agent_runner::{PublishSetup, RunnerConfig};
+use bench_nats::{NatsArgs, NatsConfig};
+use benchstream_tests::{ClickHouseServer, NatsServer};
+use event_sink::config::{BatchArgs, ClickHouseArgs, MetricsArgs};
+use event_sink::SinkArgs;
+use schemas::{BenchmarkEvent, SubjectPrefix};
+use tokio_util::sync::CancellationToken;
+
+pub use stream::{create_stream, sorted_seqs, stream_messages};
+
+/// A path in the repository.
+pub fn repo_path(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(relative)
+}
+
+/// A scenario of the test fixtures (`tests/fixtures/runner/<name>.toml`).
+pub fn fixture_scenario(name: &str) -> PathBuf {
+    repo_path(&format!("tests/fixtures/runner/{name}.toml"))
+}
+
+/// Publishing to `url` under `prefix`, with the spool in `dir` and short timeouts.
+pub fn publish_setup(url: &str, prefix: &SubjectPrefix, dir: &Path) -> PublishSetup {
+    PublishSetup {
+        nats: NatsConfig::plain(url),
+        publish: PublishConfig {
+            prefix: prefix.clone(),
+            window: 64,
+            ack_timeout: Duration::from_secs(1),
+            drain_timeout: Duration::from_secs(30),
+            spool: SpoolConfig {
+                path: dir.join("spool/runner.spool"),
+                max_bytes: 64 << 20,
+            },
+        },
+        create_stream: None,
+    }
+}
+
+/// A runner config for `scenario`, artifacts in `dir/runs`.
+pub fn runner_config(
+    scenario: PathBuf,
+    tasks: Option<Vec<String>>,
+    allow_unpinned: bool,
+    publish: Option<PublishSetup>,
+    dir: &Path,
+) -> RunnerConfig {
+    RunnerConfig {
+        scenario,
+        load: LoadOptions {
+            tasks,
+            allow_unpinned,
+        },
+        concurrency: 2,
+        seed: None,
+        out_dir: Some(dir.join("runs")),
+        host: "test-host".to_owned(),
+        output_cap: agent_runner::tools::DEFAULT_OUTPUT_CAP,
+        publish,
+        llm: None,
+        progress: false,
+    }
+}
+
+/// A run of `tests/fixtures/runner/slow-steps.toml` (unpinned; slow enough to lose the
+/// broker, or a cluster node, mid-run) publishing through `publish`, artifacts in
+/// `dir/runs`.
+pub fn slow_steps_config(publish: PublishSetup, dir: &Path) -> RunnerConfig {
+    runner_config(
+        fixture_scenario("slow-steps"),
+        None,
+        true,
+        Some(publish),
+        dir,
+    )
+}
+
+/// The events of `run`'s `events.jsonl`, decoded.
+pub fn journal_events(run: &RunSummary) -> Vec<BenchmarkEvent> {
+    runs::journal_events(run.artifacts.as_deref().expect("artifacts kept"))
+}
+
+/// Runs `sql` until it answers `expected` (trimmed), or panics after `timeout` with the
+/// last answer. Blocking: call it from a plain test or through `block_in_place`.
+pub fn wait_for(clickhouse: &ClickHouseServer, sql: &str, expected: &str, timeout: Duration) {
+    let start = Instant::now();
+    loop {
+        let answer = clickhouse
+            .try_query(sql)
+            .map(|a| a.trim().to_owned())
+            .unwrap_or_else(|e| e.to_string());
+        if answer == expected {
+            return;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "after {timeout:?}, {sql}\nanswers {answer:?}, expected {expected:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A nats-server with the default stream, and the sink storing that stream in its own
+/// ClickHouse: everything downstream of a runner. ClickHouse, the slower to start,
+/// starts beside the nats-server.
+pub async fn start_pipeline() -> (NatsServer, SinkToClickHouse) {
+    let clickhouse = tokio::task::spawn_blocking(ClickHouseServer::start);
+    let nats = tokio::task::spawn_blocking(NatsServer::start)
+        .await
+        .expect("nats starts");
+    create_stream(&nats.url(), &SubjectPrefix::default()).await;
+    let clickhouse = clickhouse.await.expect("clickhouse starts");
+    let sink = SinkToClickHouse::start(clickhouse, &nats.url());
+    (nats, sink)
+}
+
+/// The event-sink running in-process into its own ClickHouse, for the guarantees that
+/// end in query results.
+pub struct SinkToClickHouse {
+    pub clickhouse: ClickHouseServer,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<Result<(), event_sink::SinkError>>,
+}
+
+impl SinkToClickHouse {
+    /// Starts the sink writing into `clickhouse` and reading the default stream of the
+    /// nats-server at `nats_url`.
+    pub fn start(clickhouse: ClickHouseServer, nats_url: &str) -> Self {
+        let args = SinkArgs {
+            nats: NatsArgs {
+                url: Some(nats_url.to_owned()),
+                ..NatsArgs::default()
+            },
+            clickhouse: ClickHouseArgs {
+                url: Some(clickhouse.http_url()),
+                ..ClickHouseArgs::default()
+            },
+            batch: BatchArgs {
+                flush_interval_ms: Some(200),
+                ..BatchArgs::default()
+            },
+            metrics: MetricsArgs {
+                listen: Some("off".into()),
+            },
+            ..SinkArgs::default()
+        };
+        let shutdown = CancellationToken::new();
+        let config = args.resolve().expect("valid sink settings");
+        let task = tokio::spawn(event_sink::run(config, shutdown.clone()));
+        SinkToClickHouse {
+            clickhouse,
+            shutdown,
+            task,
+        }
+    }
+
+    /// Polls `sql` until it answers `expected` (trimmed); panics after 60 s. Needs the
+    /// multi-thread runtime.
+    pub async fn wait_for(&self, sql: &str, expected: &str) {
+        tokio::task::block_in_place(|| {
+            wait_for(&self.clickhouse, sql, expected, Duration::from_secs(60));
+        });
+    }
+
+    /// Stops the sink; it must end cleanly.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        self.task
+            .await
+            .expect("sink task")
+            .expect("sink stops cleanly");
+    }
+}
