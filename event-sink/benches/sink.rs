@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use benchstream_tests::{ClickHouseServer, NatsServer};
-use event_sink::rows::{typed_table, EventRawRow, TypedRow};
+use event_sink::rows::{typed_table, EventRawRow, RawEnvelope, TypedRow};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::{BenchmarkEvent, EventType, Payload, SubjectPrefix};
@@ -100,8 +100,22 @@ fn cpu_seconds(pid: u32) -> f64 {
     // Fields after the `(comm)`, which may contain spaces: state is field 3, utime 14.
     let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
     let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Waits until ClickHouse runs no merges, so that neither measurement pays for the
+/// other's background work.
+fn wait_quiet(clickhouse: &ClickHouseServer) {
+    let start = Instant::now();
+    while rows_in(clickhouse, "system.merges") > 0 && start.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 fn rows_in(clickhouse: &ClickHouseServer, table: &str) -> usize {
@@ -131,8 +145,9 @@ fn reference_inserts(range: std::ops::Range<usize>) -> Vec<String> {
     for (offset, event) in range.clone().map(event).enumerate() {
         let bytes = event.to_json();
         let subject = prefix.event_subject(event.run_id, event.event_type());
+        let env = RawEnvelope::of(&event);
         let row = EventRawRow::new(
-            &event,
+            &env,
             &bytes,
             &subject,
             (range.start + offset) as u64,
@@ -184,6 +199,7 @@ fn main() {
     );
 
     // 1. The sink.
+    wait_quiet(&clickhouse);
     let started = Instant::now();
     let mut sink = Command::new(SINK)
         .args([
@@ -219,6 +235,7 @@ fn main() {
         .status()
         .expect("migrate reference");
     assert!(migrate.success());
+    wait_quiet(&clickhouse);
     let mut reference_seconds = 0.0;
     for start in (0..count).step_by(REFERENCE_BATCH) {
         let inserts = reference_inserts(start..(start + REFERENCE_BATCH).min(count));

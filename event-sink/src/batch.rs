@@ -1,5 +1,6 @@
-//! A batch: the messages received since the last flush, each decoded once on arrival,
-//! indexed by the table its rows go to, and sized so the caller knows when to flush.
+//! A batch: the messages received since the last flush, each decoded on arrival (to
+//! validate and route it; only its envelope is kept, the typed row decodes the body again
+//! when it is written), indexed by table, and sized so the caller knows when to flush.
 //!
 //! One batch is flushed as a unit: one INSERT per table that has rows, then one answer
 //! per message. Keeping the messages of every table in one unit is what makes "ack only
@@ -15,7 +16,7 @@ use schemas::{BenchmarkEvent, EventType};
 use crate::classify;
 use crate::config::BatchConfig;
 use crate::consumer::Delivery;
-use crate::rows::{DeadLetterRow, EventRawRow, FromEvent, RawBytes};
+use crate::rows::{DeadLetterRow, EventRawRow, RawBytes, RawEnvelope};
 
 /// A message that failed to decode: what `dead_letters` says about it.
 #[derive(Debug)]
@@ -32,16 +33,24 @@ pub struct Item {
     pub delivery: Delivery,
     /// When the sink decoded it, epoch seconds.
     pub received_at: u32,
-    pub decoded: Result<BenchmarkEvent, BadData>,
+    /// The envelope of a valid event, or why it is not one.
+    pub decoded: Result<RawEnvelope, BadData>,
 }
 
 impl Item {
-    /// Decodes a delivery, received at `received_at` (epoch seconds).
-    pub fn decode(delivery: Delivery, received_at: u32) -> Self {
-        let decoded = schemas::decode(&delivery.payload).map_err(|e| {
-            let (class, error) = classify::bad_data(&e);
-            BadData { class, error }
-        });
+    /// Decodes a delivery, received at `received_at` (epoch seconds). Headers are only
+    /// kept for messages that fail to decode: the dead letter shows them.
+    pub fn decode(mut delivery: Delivery, received_at: u32) -> Self {
+        let decoded = match schemas::decode(&delivery.payload) {
+            Ok(event) => {
+                delivery.headers = None;
+                Ok(RawEnvelope::of(&event))
+            }
+            Err(e) => {
+                let (class, error) = classify::bad_data(&e);
+                Err(BadData { class, error })
+            }
+        };
         Item {
             delivery,
             received_at,
@@ -49,21 +58,22 @@ impl Item {
         }
     }
 
+    /// The event again, for its typed row; `None` for bad data.
+    pub fn event(&self) -> Option<BenchmarkEvent> {
+        self.decoded.as_ref().ok()?;
+        schemas::decode(&self.delivery.payload).ok()
+    }
+
     /// The `events_raw` row of an accepted event.
-    pub fn raw_row<'a>(&'a self, event: &'a BenchmarkEvent) -> EventRawRow<'a> {
-        EventRawRow::new(
-            event,
+    pub fn raw_row(&self) -> Option<EventRawRow<'_>> {
+        let env = self.decoded.as_ref().ok()?;
+        Some(EventRawRow::new(
+            env,
             &self.delivery.payload,
             &self.delivery.subject,
             self.delivery.stream_seq,
             self.received_at,
-        )
-    }
-
-    /// The typed row of an accepted event, if `R` is its table's row.
-    pub fn typed_row<'a, R: FromEvent<'a>>(&'a self) -> Option<R> {
-        let event = self.decoded.as_ref().ok()?;
-        R::from_event(event, self.received_at)
+        ))
     }
 
     /// The `dead_letters` row of this message, with `class` and `error` saying why.
@@ -118,8 +128,8 @@ impl Batch {
     pub fn push(&mut self, item: Item) {
         let index = Index::try_from(self.items.len()).unwrap_or(Index::MAX);
         match &item.decoded {
-            Ok(event) => {
-                self.by_type[type_index(event.event_type())].push(index);
+            Ok(env) => {
+                self.by_type[type_index(env.event_type)].push(index);
                 self.accepted.push(index);
             }
             Err(_) => self.bad.push(index),

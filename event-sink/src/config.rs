@@ -86,7 +86,7 @@ pub struct ConsumerArgs {
     )]
     pub ack_wait_ms: Option<u64>,
     /// Messages delivered but not yet acked, over all sinks, before JetStream pauses
-    /// delivery. Default 100000 (a sink holds up to 3 batches).
+    /// delivery. Default 100000 (a sink holds up to 2 batches).
     #[arg(
         id = "max-ack-pending",
         long = "max-ack-pending",
@@ -196,8 +196,8 @@ pub struct BatchArgs {
         env = "BENCH_SINK_BATCH_MAX_ROWS"
     )]
     pub max_rows: Option<usize>,
-    /// Message bytes per batch. Default 8388608 (8 MiB); with up to 3 batches in flight
-    /// this bounds the sink's memory.
+    /// Message bytes per batch. Default 16777216 (16 MiB); with at most 2 batches in
+    /// flight (one filling, one being written) this bounds the sink's memory.
     #[arg(
         id = "batch-max-bytes",
         long = "batch-max-bytes",
@@ -388,7 +388,7 @@ impl SinkArgs {
         let b = self.batch;
         let batch = BatchConfig {
             max_rows: positive("batch.max_rows", b.max_rows)?.unwrap_or(20_000),
-            max_bytes: positive("batch.max_bytes", b.max_bytes)?.unwrap_or(8 << 20),
+            max_bytes: positive("batch.max_bytes", b.max_bytes)?.unwrap_or(16 << 20),
             flush_interval: Duration::from_millis(
                 positive("batch.flush_interval_ms", b.flush_interval_ms)?.unwrap_or(1000),
             ),

@@ -22,7 +22,8 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::AckKind;
-use clickhouse::{Client, RowWrite};
+use clickhouse::insert::Insert;
+use clickhouse::{Client, Row, RowWrite};
 use schemas::EventType;
 use tokio_util::sync::CancellationToken;
 
@@ -30,8 +31,8 @@ use crate::batch::{Batch, Index};
 use crate::classify::{self, Backoff, InsertFailure};
 use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rows::{
-    ContextDecisionRow, DeliberationRow, EventRawRow, FailureRow, OptimizerUpdateRow, RunStartRow,
-    RunStopRow, StepRow, Table, ToolCallRow,
+    ContextDecisionRow, DeliberationRow, EventRawRow, FailureRow, FromEvent, OptimizerUpdateRow,
+    RunStartRow, RunStopRow, StepRow, Table, ToolCallRow,
 };
 
 /// Rows ClickHouse refused, by item, with its error text.
@@ -62,22 +63,28 @@ pub struct ClickHouseInserter {
 }
 
 impl ClickHouseInserter {
+    async fn start<R: Row>(&self, table: &str) -> Result<Insert<R>, clickhouse::error::Error> {
+        Ok(self
+            .client
+            .insert::<R>(table)
+            .await?
+            .with_timeouts(Some(self.timeout), Some(self.timeout)))
+    }
+
     async fn write<'b, R: RowWrite>(
         &self,
         table: &str,
         rows: impl Iterator<Item = R::Value<'b>>,
     ) -> Result<(), clickhouse::error::Error> {
-        let mut insert = self
-            .client
-            .insert::<R>(table)
-            .await?
-            .with_timeouts(Some(self.timeout), Some(self.timeout));
+        let mut insert = self.start::<R>(table).await?;
         for row in rows {
             insert.write(&row).await?;
         }
         insert.end().await
     }
 
+    /// Typed rows are built from the body decoded again, one at a time, so that only
+    /// the JSON is held per message.
     async fn write_typed(
         &self,
         event_type: EventType,
@@ -86,15 +93,17 @@ impl ClickHouseInserter {
     ) -> Result<(), clickhouse::error::Error> {
         let table = Table::Typed(event_type).name();
         macro_rules! typed {
-            ($row:ident) => {
-                self.write::<$row<'_>>(
-                    table,
-                    items
-                        .iter()
-                        .filter_map(|&i| batch.item(i).typed_row::<$row<'_>>()),
-                )
-                .await
-            };
+            ($row:ident) => {{
+                let mut insert = self.start::<$row<'_>>(table).await?;
+                for &i in items {
+                    let item = batch.item(i);
+                    let Some(event) = item.event() else { continue };
+                    if let Some(row) = $row::from_event(&event, item.received_at) {
+                        insert.write(&row).await?;
+                    }
+                }
+                insert.end().await
+            }};
         }
         match event_type {
             EventType::RunStart => typed!(RunStartRow),
@@ -120,10 +129,7 @@ impl Inserter for ClickHouseInserter {
         let result = match table {
             Table::Typed(event_type) => self.write_typed(event_type, batch, items).await,
             Table::EventsRaw => {
-                let rows = items.iter().filter_map(|&i| {
-                    let item = batch.item(i);
-                    item.decoded.as_ref().ok().map(|event| item.raw_row(event))
-                });
+                let rows = items.iter().filter_map(|&i| batch.item(i).raw_row());
                 self.write::<EventRawRow<'_>>(table.name(), rows).await
             }
             Table::DeadLetters => {

@@ -58,9 +58,9 @@ async fn migrations_are_applied_once_and_recorded() {
     assert_eq!(tables.trim(), "11");
 
     // A migration file edited after it was applied is refused.
-    clickhouse.query(&format!(
-        "INSERT INTO benchstream.schema_migrations VALUES (2, 'events_raw', 'edited', now() + 60)"
-    ));
+    clickhouse.query(
+        "INSERT INTO benchstream.schema_migrations VALUES (2, 'events_raw', 'edited', now() + 60)",
+    );
     let refused = event_sink::migrate(&config.clickhouse).await;
     assert!(
         matches!(
