@@ -1,0 +1,145 @@
+//! The fast path of [`super::decode`]: one pass over the bytes straight into the typed
+//! event, `data` borrowed as raw JSON until `type` is known. It says only "yes" or "no":
+//! on "no" the caller runs the precise path, which names the offending field. Both accept
+//! exactly the same events (the tests in `schemas/tests/wire.rs` run every case through
+//! [`super::decode`], and the fixtures check both paths agree).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::Timestamp;
+use crate::envelope::{BenchmarkEvent, EventType, Hash256, SCHEMA_VERSION};
+use crate::payload::Payload;
+
+/// Decodes a valid event in one pass; `None` when anything is off.
+pub(super) fn decode(text: &str) -> Option<BenchmarkEvent> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let event = de.deserialize_map(EventVisitor).ok()?;
+    de.end().ok()?;
+    Some(event)
+}
+
+/// An object key, borrowed from the input when it has no escapes.
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+struct EventVisitor;
+
+/// Required fields not seen yet are an error; the message is never shown (the precise
+/// path produces the one users see).
+fn need<T, E: de::Error>(v: Option<T>) -> Result<T, E> {
+    v.ok_or_else(|| E::custom("missing field"))
+}
+
+impl<'de> Visitor<'de> for EventVisitor {
+    type Value = BenchmarkEvent;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a benchmark event object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BenchmarkEvent, A::Error> {
+        let mut version_ok = None;
+        let mut event_id: Option<Uuid> = None;
+        let mut run_id: Option<Uuid> = None;
+        let mut task_id: Option<String> = None;
+        let mut step_id: Option<Option<Uuid>> = None;
+        let mut seq: Option<u64> = None;
+        let mut ts: Option<Timestamp> = None;
+        let mut policy_id: Option<String> = None;
+        let mut cfg_hash: Option<Hash256> = None;
+        let mut env_hash: Option<Hash256> = None;
+        let mut seed: Option<u64> = None;
+        let mut host: Option<String> = None;
+        let mut event_type: Option<EventType> = None;
+        let mut data: Option<&'de RawValue> = None;
+        let mut extra = Map::new();
+        while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
+            match key.as_ref() {
+                "schema_version" => {
+                    let raw: &RawValue = map.next_value()?;
+                    version_ok = Some(raw.get() == SCHEMA_VERSION.to_string());
+                }
+                "event_id" => event_id = Some(map.next_value()?),
+                "run_id" => run_id = Some(map.next_value()?),
+                "task_id" => task_id = Some(map.next_value()?),
+                "step_id" => step_id = Some(map.next_value()?),
+                "seq" => seq = Some(map.next_value()?),
+                "ts" => ts = Some(map.next_value()?),
+                "policy_id" => policy_id = Some(map.next_value()?),
+                "cfg_hash" => cfg_hash = Some(map.next_value()?),
+                "env_hash" => env_hash = Some(map.next_value()?),
+                "seed" => seed = Some(map.next_value()?),
+                "host" => host = Some(map.next_value()?),
+                "type" => {
+                    let name: Cow<'de, str> = map.next_value::<Key<'de>>()?.0;
+                    event_type = Some(
+                        EventType::from_wire(&name)
+                            .ok_or_else(|| de::Error::custom("unknown type"))?,
+                    );
+                }
+                "data" => data = Some(map.next_value()?),
+                _ => {
+                    extra.insert(key.into_owned(), map.next_value::<Value>()?);
+                }
+            }
+        }
+        if version_ok != Some(true) {
+            return Err(de::Error::custom("unknown schema_version"));
+        }
+        let payload = payload(need(event_type)?, need(data)?.get()).map_err(de::Error::custom)?;
+        Ok(BenchmarkEvent {
+            schema_version: SCHEMA_VERSION,
+            event_id: need(event_id)?,
+            run_id: need(run_id)?,
+            task_id: need(task_id)?,
+            step_id: need(step_id)?,
+            seq: need(seq)?,
+            ts: need(ts)?.0,
+            policy_id: need(policy_id)?,
+            cfg_hash: need(cfg_hash)?,
+            env_hash: need(env_hash)?,
+            seed: need(seed)?,
+            host: need(host)?,
+            payload,
+            extra,
+        })
+    }
+}
+
+fn payload(event_type: EventType, data: &str) -> Result<Payload, serde_json::Error> {
+    Ok(match event_type {
+        EventType::RunStart => Payload::RunStart(serde_json::from_str(data)?),
+        EventType::RunStop => Payload::RunStop(serde_json::from_str(data)?),
+        EventType::Step => Payload::Step(serde_json::from_str(data)?),
+        EventType::ToolCall => Payload::ToolCall(serde_json::from_str(data)?),
+        EventType::Deliberation => Payload::Deliberation(serde_json::from_str(data)?),
+        EventType::ContextDecision => Payload::ContextDecision(serde_json::from_str(data)?),
+        EventType::Failure => Payload::Failure(serde_json::from_str(data)?),
+        EventType::OptimizerUpdate => Payload::OptimizerUpdate(serde_json::from_str(data)?),
+    })
+}

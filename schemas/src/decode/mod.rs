@@ -1,0 +1,261 @@
+//! Bytes off the wire → a validated [`BenchmarkEvent`], or a typed [`DecodeError`] saying
+//! exactly why not. This is the one place that decides what is "bad data": the sink
+//! dead-letters anything this returns an error for, and nothing else.
+//!
+//! Two paths, same verdicts: [`fast`] decodes a valid event in one pass; when it says no,
+//! the precise path below re-reads the bytes through `serde_json::Value` to name the
+//! offending field.
+
+mod fast;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::envelope::{BenchmarkEvent, EventType, SCHEMA_VERSION};
+use crate::payload::Payload;
+use crate::truncate::MAX_EVENT_BYTES;
+
+/// Why bytes are not a valid event. Messages are lowercase and name the offending field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DecodeError {
+    /// Over [`MAX_EVENT_BYTES`].
+    #[error("event is {size} bytes, over the {MAX_EVENT_BYTES} byte limit")]
+    Oversize { size: usize },
+    /// Not UTF-8.
+    #[error("event is not valid UTF-8: {0}")]
+    InvalidUtf8(String),
+    /// Not JSON.
+    #[error("malformed JSON: {0}")]
+    MalformedJson(String),
+    /// JSON, but not an object.
+    #[error("event must be a JSON object, got {0}")]
+    NotAnObject(&'static str),
+    /// `schema_version` missing.
+    #[error("missing field `schema_version`")]
+    MissingVersion,
+    /// A `schema_version` this build does not read; never guessed at.
+    #[error("unknown schema_version {0} (this build reads {SCHEMA_VERSION})")]
+    UnknownVersion(String),
+    /// `type` missing or not a string.
+    #[error("missing or non-string field `type`")]
+    MissingType,
+    /// A `type` outside the closed set.
+    #[error("unknown event type {0:?}")]
+    UnknownType(String),
+    /// A field is missing or has the wrong type or value.
+    #[error("invalid field `{path}`: {message}")]
+    InvalidField { path: String, message: String },
+}
+
+impl DecodeError {
+    /// A short stable class name, stored in `dead_letters.error_class`.
+    pub const fn class(&self) -> &'static str {
+        match self {
+            DecodeError::Oversize { .. } => "oversize",
+            DecodeError::InvalidUtf8(_) => "invalid_utf8",
+            DecodeError::MalformedJson(_) => "malformed_json",
+            DecodeError::NotAnObject(_) => "not_an_object",
+            DecodeError::MissingVersion | DecodeError::UnknownVersion(_) => "unknown_version",
+            DecodeError::MissingType | DecodeError::UnknownType(_) => "unknown_type",
+            DecodeError::InvalidField { .. } => "invalid_field",
+        }
+    }
+}
+
+/// Decodes and validates one event.
+pub fn decode(bytes: &[u8]) -> Result<BenchmarkEvent, DecodeError> {
+    if bytes.len() > MAX_EVENT_BYTES {
+        return Err(DecodeError::Oversize { size: bytes.len() });
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8(e.to_string()))?;
+    let event = match fast::decode(text) {
+        Some(event) => event,
+        None => precise(text)?,
+    };
+    check_semantics(&event)?;
+    Ok(event)
+}
+
+/// The precise path: slower, and names the field when the bytes are not a valid event.
+fn precise(text: &str) -> Result<BenchmarkEvent, DecodeError> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| DecodeError::MalformedJson(e.to_string()))?;
+    let mut object = match value {
+        Value::Object(map) => map,
+        other => return Err(DecodeError::NotAnObject(json_kind(&other))),
+    };
+    match object.get("schema_version") {
+        None => return Err(DecodeError::MissingVersion),
+        Some(v) if v.as_u64() == Some(u64::from(SCHEMA_VERSION)) => {}
+        Some(v) => return Err(DecodeError::UnknownVersion(v.to_string())),
+    }
+    let event_type = match object.remove("type") {
+        Some(Value::String(t)) => EventType::from_wire(&t).ok_or(DecodeError::UnknownType(t))?,
+        _ => return Err(DecodeError::MissingType),
+    };
+    // Fields are taken one by one (rather than through the derived, flattened Deserialize)
+    // so that an error names the exact field, e.g. `data.retry_policy.max_retries`.
+    let data = object.remove("data").ok_or_else(|| missing("data"))?;
+    let event = BenchmarkEvent {
+        schema_version: SCHEMA_VERSION,
+        event_id: take(&mut object, "event_id")?,
+        run_id: take(&mut object, "run_id")?,
+        task_id: take(&mut object, "task_id")?,
+        step_id: take_nullable(&mut object, "step_id")?,
+        seq: take(&mut object, "seq")?,
+        ts: take::<Timestamp>(&mut object, "ts")?.0,
+        policy_id: take(&mut object, "policy_id")?,
+        cfg_hash: take(&mut object, "cfg_hash")?,
+        env_hash: take(&mut object, "env_hash")?,
+        seed: take(&mut object, "seed")?,
+        host: take(&mut object, "host")?,
+        payload: payload(event_type, data)?,
+        extra: {
+            object.remove("schema_version");
+            object
+        },
+    };
+    Ok(event)
+}
+
+#[derive(serde::Deserialize)]
+struct Timestamp(#[serde(with = "crate::envelope::ts_format")] chrono::DateTime<chrono::Utc>);
+
+fn missing(field: &str) -> DecodeError {
+    DecodeError::InvalidField {
+        path: field.to_owned(),
+        message: "missing field".to_owned(),
+    }
+}
+
+fn take<T: DeserializeOwned>(
+    object: &mut Map<String, Value>,
+    field: &str,
+) -> Result<T, DecodeError> {
+    let value = object.remove(field).ok_or_else(|| missing(field))?;
+    T::deserialize(value).map_err(|e| DecodeError::InvalidField {
+        path: field.to_owned(),
+        message: e.to_string(),
+    })
+}
+
+/// A field that must be present but may be null (`step_id`).
+fn take_nullable<T: DeserializeOwned>(
+    object: &mut Map<String, Value>,
+    field: &str,
+) -> Result<Option<T>, DecodeError> {
+    take::<Option<T>>(object, field)
+}
+
+fn payload(event_type: EventType, data: Value) -> Result<Payload, DecodeError> {
+    fn typed<T: DeserializeOwned>(
+        data: Value,
+        wrap: fn(T) -> Payload,
+    ) -> Result<Payload, DecodeError> {
+        serde_path_to_error::deserialize(data)
+            .map(wrap)
+            .map_err(|e| {
+                let path = e.path().to_string();
+                DecodeError::InvalidField {
+                    path: if path == "." {
+                        "data".to_owned()
+                    } else {
+                        format!("data.{path}")
+                    },
+                    message: e.into_inner().to_string(),
+                }
+            })
+    }
+    match event_type {
+        EventType::RunStart => typed(data, Payload::RunStart),
+        EventType::RunStop => typed(data, Payload::RunStop),
+        EventType::Step => typed(data, Payload::Step),
+        EventType::ToolCall => typed(data, Payload::ToolCall),
+        EventType::Deliberation => typed(data, Payload::Deliberation),
+        EventType::ContextDecision => typed(data, Payload::ContextDecision),
+        EventType::Failure => typed(data, Payload::Failure),
+        EventType::OptimizerUpdate => typed(data, Payload::OptimizerUpdate),
+    }
+}
+
+/// Rules the type system does not express.
+fn check_semantics(event: &BenchmarkEvent) -> Result<(), DecodeError> {
+    if let Payload::ToolCall(call) = &event.payload {
+        if call.exit_kind.needs_message() && call.exit_message.is_none() {
+            return Err(DecodeError::InvalidField {
+                path: "data.exit_message".to_owned(),
+                message: format!("required when exit_kind is {}", call.exit_kind.as_str()),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixtures() -> Vec<String> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let mut texts: Vec<String> = std::fs::read_dir(dir)
+            .expect("fixtures dir")
+            .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("fixture"))
+            .collect();
+        texts.sort();
+        texts
+    }
+
+    #[test]
+    fn fast_and_precise_paths_agree_on_valid_events() {
+        for text in fixtures() {
+            let fast = fast::decode(&text).expect("fast path accepts a fixture");
+            assert_eq!(Ok(fast), precise(&text));
+        }
+    }
+
+    #[test]
+    fn fast_path_refuses_what_the_precise_path_refuses() {
+        let text = &fixtures()[0];
+        let mut v: Value = serde_json::from_str(text).expect("json");
+        let breakages: [(&str, Value); 6] = [
+            ("schema_version", Value::from(2)),
+            ("schema_version", Value::from("1")),
+            ("schema_version", serde_json::json!(1.0)),
+            ("type", Value::from("nope")),
+            ("seq", Value::from(-1)),
+            ("step_id", Value::from("not-a-uuid")),
+        ];
+        for (field, bad) in breakages {
+            let saved = v[field].clone();
+            v[field] = bad;
+            let text = v.to_string();
+            assert!(
+                fast::decode(&text).is_none(),
+                "fast path accepted {field}={}",
+                v[field]
+            );
+            assert!(
+                precise(&text).is_err(),
+                "precise path accepted {field}={}",
+                v[field]
+            );
+            v[field] = saved;
+        }
+        v.as_object_mut().expect("object").remove("step_id");
+        assert!(
+            fast::decode(&v.to_string()).is_none(),
+            "step_id is required (nullable)"
+        );
+    }
+}
