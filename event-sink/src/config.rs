@@ -18,9 +18,28 @@ use serde::Deserialize;
 
 use crate::classify::Backoff;
 
-/// Field by field, the higher layer wins.
-macro_rules! impl_merge {
-    ($name:ident { $($field:ident),+ $(,)? }) => {
+/// Defines a section of settings: every field an optional flag `--<flag>` with environment
+/// variable `<env>` (the flag is also the clap id, hence the value name in `--help`),
+/// further `#[arg]`s as given; and `merge`, field by field.
+macro_rules! section {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[$attr:meta])*
+                pub $field:ident: $ty:ty = ($flag:literal, $env:literal),
+            )+
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $(
+                $(#[$attr])*
+                #[arg(id = $flag, long = $flag, env = $env)]
+                pub $field: $ty,
+            )+
+        }
+
         impl $name {
             /// Field by field, `self` wins over `lower`.
             pub fn merge(self, lower: $name) -> $name {
@@ -30,145 +49,69 @@ macro_rules! impl_merge {
     };
 }
 
-/// `[stream]`: the JetStream stream the sink reads.
-#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StreamArgs {
-    /// Stream name. Default `BENCH_EVENTS`.
-    #[arg(id = "stream", long = "stream", env = "BENCH_STREAM")]
-    pub name: Option<String>,
-    /// Subject prefix; the stream captures `<prefix>.events.>`. Default `bench`.
-    #[arg(
-        id = "subject-prefix",
-        long = "subject-prefix",
-        env = "BENCH_SUBJECT_PREFIX"
-    )]
-    pub prefix: Option<String>,
-    /// Replicas when the sink creates the stream: 1 locally, 3 on a cluster. Default 1.
-    #[arg(
-        id = "stream-replicas",
-        long = "stream-replicas",
-        env = "BENCH_STREAM_REPLICAS"
-    )]
-    pub replicas: Option<usize>,
-    /// Only verify that stream and consumer exist; never create them. Default false.
-    #[arg(
-        id = "no-create",
-        long = "no-create",
-        env = "BENCH_SINK_NO_CREATE",
-        num_args = 0..=1,
-        default_missing_value = "true"
-    )]
-    pub no_create: Option<bool>,
+section! {
+    /// `[stream]`: the JetStream stream the sink reads.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct StreamArgs {
+        /// Stream name. Default `BENCH_EVENTS`.
+        pub name: Option<String> = ("stream", "BENCH_STREAM"),
+        /// Subject prefix; the stream captures `<prefix>.events.>`. Default `bench`.
+        pub prefix: Option<String> = ("subject-prefix", "BENCH_SUBJECT_PREFIX"),
+        /// Replicas when the sink creates the stream: 1 locally, 3 on a cluster. Default 1.
+        pub replicas: Option<usize> = ("stream-replicas", "BENCH_STREAM_REPLICAS"),
+        /// Only verify that stream and consumer exist; never create them. Default false.
+        #[arg(num_args = 0..=1, default_missing_value = "true")]
+        pub no_create: Option<bool> = ("no-create", "BENCH_SINK_NO_CREATE"),
+    }
 }
-impl_merge!(StreamArgs {
-    name,
-    prefix,
-    replicas,
-    no_create
-});
 
-/// `[consumer]`: the durable pull consumer every sink process shares.
-#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ConsumerArgs {
-    /// Durable consumer name; sinks with the same name share the work. Default
-    /// `event-sink`.
-    #[arg(id = "consumer", long = "consumer", env = "BENCH_SINK_CONSUMER")]
-    pub name: Option<String>,
-    /// Time JetStream waits for an ack before redelivering, ms. Default 60000. The sink
-    /// sends progress acks every third of it while a batch waits, so it need not cover
-    /// ClickHouse outages.
-    #[arg(
-        id = "ack-wait-ms",
-        long = "ack-wait-ms",
-        env = "BENCH_SINK_ACK_WAIT_MS"
-    )]
-    pub ack_wait_ms: Option<u64>,
-    /// Messages delivered but not yet acked, over all sinks, before JetStream pauses
-    /// delivery. Default 100000 (a sink holds up to 2 batches).
-    #[arg(
-        id = "max-ack-pending",
-        long = "max-ack-pending",
-        env = "BENCH_SINK_MAX_ACK_PENDING"
-    )]
-    pub max_ack_pending: Option<i64>,
-    /// Deliveries of one message before JetStream gives up on it; -1 = never. Default
-    /// -1: a finite value drops events silently after that many failed inserts.
-    #[arg(
-        id = "max-deliver",
-        long = "max-deliver",
-        env = "BENCH_SINK_MAX_DELIVER",
-        allow_hyphen_values = true
-    )]
-    pub max_deliver: Option<i64>,
-    /// Messages asked for per pull request. Default 1000.
-    #[arg(
-        id = "fetch-batch",
-        long = "fetch-batch",
-        env = "BENCH_SINK_FETCH_BATCH"
-    )]
-    pub fetch_batch: Option<usize>,
+section! {
+    /// `[consumer]`: the durable pull consumer every sink process shares.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ConsumerArgs {
+        /// Durable consumer name; sinks with the same name share the work. Default
+        /// `event-sink`.
+        pub name: Option<String> = ("consumer", "BENCH_SINK_CONSUMER"),
+        /// Time JetStream waits for an ack before redelivering, ms. Default 60000. The sink
+        /// sends progress acks every third of it while a batch waits, so it need not cover
+        /// ClickHouse outages.
+        pub ack_wait_ms: Option<u64> = ("ack-wait-ms", "BENCH_SINK_ACK_WAIT_MS"),
+        /// Messages delivered but not yet acked, over all sinks, before JetStream pauses
+        /// delivery. Default 100000 (a sink holds up to 2 batches).
+        pub max_ack_pending: Option<i64> = ("max-ack-pending", "BENCH_SINK_MAX_ACK_PENDING"),
+        /// Deliveries of one message before JetStream gives up on it; -1 = never. Default
+        /// -1: a finite value drops events silently after that many failed inserts.
+        #[arg(allow_hyphen_values = true)]
+        pub max_deliver: Option<i64> = ("max-deliver", "BENCH_SINK_MAX_DELIVER"),
+        /// Messages asked for per pull request. Default 1000.
+        pub fetch_batch: Option<usize> = ("fetch-batch", "BENCH_SINK_FETCH_BATCH"),
+    }
 }
-impl_merge!(ConsumerArgs {
-    name,
-    ack_wait_ms,
-    max_ack_pending,
-    max_deliver,
-    fetch_batch
-});
 
-/// `[clickhouse]`: where the rows go.
-#[derive(Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClickHouseArgs {
-    /// HTTP interface URL, `http://` or `https://` (system trust store;
-    /// `SSL_CERT_FILE` adds a CA). Default `http://127.0.0.1:8123`.
-    #[arg(
-        id = "clickhouse-url",
-        long = "clickhouse-url",
-        env = "BENCH_CLICKHOUSE_URL"
-    )]
-    pub url: Option<String>,
-    /// User. Default `default`.
-    #[arg(
-        id = "clickhouse-user",
-        long = "clickhouse-user",
-        env = "BENCH_CLICKHOUSE_USER"
-    )]
-    pub user: Option<String>,
-    /// Password. Default empty.
-    #[arg(
-        id = "clickhouse-password",
-        long = "clickhouse-password",
-        env = "BENCH_CLICKHOUSE_PASSWORD",
-        hide_env_values = true
-    )]
-    pub password: Option<String>,
-    /// Database holding the tables; created by migrations if absent. Default
-    /// `benchstream`.
-    #[arg(
-        id = "clickhouse-database",
-        long = "clickhouse-database",
-        env = "BENCH_CLICKHOUSE_DATABASE"
-    )]
-    pub database: Option<String>,
-    /// Limit on one INSERT (sending the rows and waiting for the answer), ms. Default
-    /// 30000; a timed-out insert is retried.
-    #[arg(
-        id = "insert-timeout-ms",
-        long = "insert-timeout-ms",
-        env = "BENCH_CLICKHOUSE_INSERT_TIMEOUT_MS"
-    )]
-    pub insert_timeout_ms: Option<u64>,
+section! {
+    /// `[clickhouse]`: where the rows go.
+    #[derive(Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ClickHouseArgs {
+        /// HTTP interface URL, `http://` or `https://` (system trust store;
+        /// `SSL_CERT_FILE` adds a CA). Default `http://127.0.0.1:8123`.
+        pub url: Option<String> = ("clickhouse-url", "BENCH_CLICKHOUSE_URL"),
+        /// User. Default `default`.
+        pub user: Option<String> = ("clickhouse-user", "BENCH_CLICKHOUSE_USER"),
+        /// Password. Default empty.
+        #[arg(hide_env_values = true)]
+        pub password: Option<String> = ("clickhouse-password", "BENCH_CLICKHOUSE_PASSWORD"),
+        /// Database holding the tables; created by migrations if absent. Default
+        /// `benchstream`.
+        pub database: Option<String> = ("clickhouse-database", "BENCH_CLICKHOUSE_DATABASE"),
+        /// Limit on one INSERT (sending the rows and waiting for the answer), ms. Default
+        /// 30000; a timed-out insert is retried.
+        pub insert_timeout_ms: Option<u64> =
+            ("insert-timeout-ms", "BENCH_CLICKHOUSE_INSERT_TIMEOUT_MS"),
+    }
 }
-impl_merge!(ClickHouseArgs {
-    url,
-    user,
-    password,
-    database,
-    insert_timeout_ms
-});
 
 impl std::fmt::Debug for ClickHouseArgs {
     // The password stays out of logs.
@@ -183,81 +126,41 @@ impl std::fmt::Debug for ClickHouseArgs {
     }
 }
 
-/// `[batch]`: when rows are flushed, how failed flushes are retried, how long shutdown
-/// may drain.
-#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BatchArgs {
-    /// Rows per table per insert; every event has an `events_raw` row, so also the
-    /// messages per batch. Default 20000.
-    #[arg(
-        id = "batch-max-rows",
-        long = "batch-max-rows",
-        env = "BENCH_SINK_BATCH_MAX_ROWS"
-    )]
-    pub max_rows: Option<usize>,
-    /// Message bytes per batch. Default 16777216 (16 MiB); with at most 2 batches in
-    /// flight (one filling, one being written) this bounds the sink's memory.
-    #[arg(
-        id = "batch-max-bytes",
-        long = "batch-max-bytes",
-        env = "BENCH_SINK_BATCH_MAX_BYTES"
-    )]
-    pub max_bytes: Option<usize>,
-    /// Longest time a received message waits before its batch is flushed, ms. Default
-    /// 1000.
-    #[arg(
-        id = "flush-interval-ms",
-        long = "flush-interval-ms",
-        env = "BENCH_SINK_FLUSH_INTERVAL_MS"
-    )]
-    pub flush_interval_ms: Option<u64>,
-    /// First delay before retrying a failed flush or pull, ms; doubles per attempt.
-    /// Default 100.
-    #[arg(
-        id = "retry-initial-ms",
-        long = "retry-initial-ms",
-        env = "BENCH_SINK_RETRY_INITIAL_MS"
-    )]
-    pub retry_initial_ms: Option<u64>,
-    /// Longest delay between retries, ms. Default 10000.
-    #[arg(
-        id = "retry-max-ms",
-        long = "retry-max-ms",
-        env = "BENCH_SINK_RETRY_MAX_MS"
-    )]
-    pub retry_max_ms: Option<u64>,
-    /// On SIGINT/SIGTERM, time allowed to flush and ack what was received, ms; after it
-    /// the sink exits without acking the rest (JetStream redelivers it). Default 20000.
-    #[arg(
-        id = "drain-timeout-ms",
-        long = "drain-timeout-ms",
-        env = "BENCH_SINK_DRAIN_TIMEOUT_MS"
-    )]
-    pub drain_timeout_ms: Option<u64>,
+section! {
+    /// `[batch]`: when rows are flushed, how failed flushes are retried, how long shutdown
+    /// may drain.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct BatchArgs {
+        /// Rows per table per insert; every event has an `events_raw` row, so also the
+        /// messages per batch. Default 20000.
+        pub max_rows: Option<usize> = ("batch-max-rows", "BENCH_SINK_BATCH_MAX_ROWS"),
+        /// Message bytes per batch. Default 16777216 (16 MiB); with at most 2 batches in
+        /// flight (one filling, one being written) this bounds the sink's memory.
+        pub max_bytes: Option<usize> = ("batch-max-bytes", "BENCH_SINK_BATCH_MAX_BYTES"),
+        /// Longest time a received message waits before its batch is flushed, ms. Default
+        /// 1000.
+        pub flush_interval_ms: Option<u64> = ("flush-interval-ms", "BENCH_SINK_FLUSH_INTERVAL_MS"),
+        /// First delay before retrying a failed flush or pull, ms; doubles per attempt.
+        /// Default 100.
+        pub retry_initial_ms: Option<u64> = ("retry-initial-ms", "BENCH_SINK_RETRY_INITIAL_MS"),
+        /// Longest delay between retries, ms. Default 10000.
+        pub retry_max_ms: Option<u64> = ("retry-max-ms", "BENCH_SINK_RETRY_MAX_MS"),
+        /// On SIGINT/SIGTERM, time allowed to flush and ack what was received, ms; after it
+        /// the sink exits without acking the rest (JetStream redelivers it). Default 20000.
+        pub drain_timeout_ms: Option<u64> = ("drain-timeout-ms", "BENCH_SINK_DRAIN_TIMEOUT_MS"),
+    }
 }
-impl_merge!(BatchArgs {
-    max_rows,
-    max_bytes,
-    flush_interval_ms,
-    retry_initial_ms,
-    retry_max_ms,
-    drain_timeout_ms
-});
 
-/// `[metrics]`: the HTTP endpoint with `/metrics` and `/healthz`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MetricsArgs {
-    /// Listen address of `/metrics` and `/healthz`, or `off`. Default `127.0.0.1:9464`.
-    #[arg(
-        id = "metrics-listen",
-        long = "metrics-listen",
-        env = "BENCH_SINK_METRICS_LISTEN"
-    )]
-    pub listen: Option<String>,
+section! {
+    /// `[metrics]`: the HTTP endpoint with `/metrics` and `/healthz`.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct MetricsArgs {
+        /// Listen address of `/metrics` and `/healthz`, or `off`. Default `127.0.0.1:9464`.
+        pub listen: Option<String> = ("metrics-listen", "BENCH_SINK_METRICS_LISTEN"),
+    }
 }
-impl_merge!(MetricsArgs { listen });
 
 /// Every setting of the sink, as flags (+ env) or as the TOML file (one table per
 /// section: `[nats]`, `[stream]`, `[consumer]`, `[clickhouse]`, `[batch]`, `[metrics]`).

@@ -12,9 +12,8 @@
 
 use clickhouse::Row;
 use schemas::{
-    BenchmarkEvent, ContextDecision, Deliberation, DeliberationStatus, EventType, Failure,
-    OptimizerUpdate, Payload, PricingSource, RunStart, RunStop, SegmentType, Step, StepType,
-    ToolCall,
+    BenchmarkEvent, ContextDecision, Deliberation, EventType, Failure, OptimizerUpdate, Payload,
+    RunStart, RunStop, Step, ToolCall,
 };
 use serde::{Serialize, Serializer};
 use uuid::Uuid;
@@ -68,45 +67,6 @@ impl Serialize for RawBytes<'_> {
             serializer.serialize_str(&String::from_utf8_lossy(self.0))
         } else {
             serializer.serialize_bytes(self.0)
-        }
-    }
-}
-
-/// The envelope columns shared by every typed table, computed once per event.
-#[derive(Debug, Clone, Copy)]
-pub struct Envelope<'a> {
-    pub event_id: Uuid,
-    pub run_id: Uuid,
-    pub task_id: &'a str,
-    pub step_id: Option<Uuid>,
-    pub seq: u64,
-    pub ts: u32,
-    pub ts_ms: i64,
-    pub policy_id: &'a str,
-    pub cfg_hash: &'a str,
-    pub env_hash: &'a str,
-    pub seed: u64,
-    pub host: &'a str,
-    pub received_at: u32,
-}
-
-impl<'a> Envelope<'a> {
-    /// The envelope of `event`, received by the sink at `received_at` (epoch seconds).
-    pub fn new(event: &'a BenchmarkEvent, received_at: u32) -> Self {
-        Envelope {
-            event_id: event.event_id,
-            run_id: event.run_id,
-            task_id: &event.task_id,
-            step_id: event.step_id,
-            seq: event.seq,
-            ts: datetime(event.ts.timestamp()),
-            ts_ms: event.ts.timestamp_millis(),
-            policy_id: &event.policy_id,
-            cfg_hash: event.cfg_hash.as_str(),
-            env_hash: event.env_hash.as_str(),
-            seed: event.seed,
-            host: &event.host,
-            received_at,
         }
     }
 }
@@ -233,24 +193,34 @@ macro_rules! typed_row {
     };
 }
 
-/// Builds a typed row from an [`Envelope`] and the payload column values.
+/// An event and when the sink received it: what the envelope columns of its typed row are
+/// taken from.
+#[derive(Debug, Clone, Copy)]
+struct Received<'a> {
+    event: &'a BenchmarkEvent,
+    /// Epoch seconds.
+    at: u32,
+}
+
+/// Builds a typed row from the envelope columns of a [`Received`] event and the payload
+/// column values.
 macro_rules! with_envelope {
-    ($name:ident, $env:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
-        let env: &Envelope<'_> = $env;
+    ($name:ident, $received:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
+        let Received { event, at } = *$received;
         $name {
-            event_id: env.event_id,
-            run_id: env.run_id,
-            task_id: env.task_id,
-            step_id: env.step_id,
-            seq: env.seq,
-            ts: env.ts,
-            ts_ms: env.ts_ms,
-            policy_id: env.policy_id,
-            cfg_hash: env.cfg_hash,
-            env_hash: env.env_hash,
-            seed: env.seed,
-            host: env.host,
-            received_at: env.received_at,
+            event_id: event.event_id,
+            run_id: event.run_id,
+            task_id: &event.task_id,
+            step_id: event.step_id,
+            seq: event.seq,
+            ts: datetime(event.ts.timestamp()),
+            ts_ms: event.ts.timestamp_millis(),
+            policy_id: &event.policy_id,
+            cfg_hash: event.cfg_hash.as_str(),
+            env_hash: event.env_hash.as_str(),
+            seed: event.seed,
+            host: &event.host,
+            received_at: at,
             $($field: $value,)*
         }
     }};
@@ -477,23 +447,26 @@ from_event! {
 impl<'a> TypedRow<'a> {
     /// The typed row of `event`, received at `received_at` (epoch seconds).
     pub fn new(event: &'a BenchmarkEvent, received_at: u32) -> Self {
-        let env = &Envelope::new(event, received_at);
+        let received = &Received {
+            event,
+            at: received_at,
+        };
         match &event.payload {
-            Payload::RunStart(p) => TypedRow::RunStart(run_start(env, p)),
-            Payload::RunStop(p) => TypedRow::RunStop(run_stop(env, p)),
-            Payload::Step(p) => TypedRow::Step(step(env, p)),
-            Payload::ToolCall(p) => TypedRow::ToolCall(tool_call(env, p)),
-            Payload::Deliberation(p) => TypedRow::Deliberation(deliberation(env, p)),
-            Payload::ContextDecision(p) => TypedRow::ContextDecision(context_decision(env, p)),
-            Payload::Failure(p) => TypedRow::Failure(failure(env, p)),
-            Payload::OptimizerUpdate(p) => TypedRow::OptimizerUpdate(optimizer_update(env, p)),
+            Payload::RunStart(p) => TypedRow::RunStart(run_start(received, p)),
+            Payload::RunStop(p) => TypedRow::RunStop(run_stop(received, p)),
+            Payload::Step(p) => TypedRow::Step(step(received, p)),
+            Payload::ToolCall(p) => TypedRow::ToolCall(tool_call(received, p)),
+            Payload::Deliberation(p) => TypedRow::Deliberation(deliberation(received, p)),
+            Payload::ContextDecision(p) => TypedRow::ContextDecision(context_decision(received, p)),
+            Payload::Failure(p) => TypedRow::Failure(failure(received, p)),
+            Payload::OptimizerUpdate(p) => TypedRow::OptimizerUpdate(optimizer_update(received, p)),
         }
     }
 }
 
-fn run_start<'a>(env: &Envelope<'a>, p: &'a RunStart) -> RunStartRow<'a> {
+fn run_start<'a>(received: &Received<'a>, p: &'a RunStart) -> RunStartRow<'a> {
     let c = &p.config;
-    with_envelope!(RunStartRow, env, {
+    with_envelope!(RunStartRow, received, {
         model: &c.model,
         provider: &c.provider,
         strategy: c.strategy.as_str(),
@@ -533,8 +506,8 @@ fn run_start<'a>(env: &Envelope<'a>, p: &'a RunStart) -> RunStartRow<'a> {
     })
 }
 
-fn run_stop<'a>(env: &Envelope<'a>, p: &'a RunStop) -> RunStopRow<'a> {
-    with_envelope!(RunStopRow, env, {
+fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
+    with_envelope!(RunStopRow, received, {
         success: p.success,
         final_score: p.final_score,
         wall_time_ms: p.wall_time_ms,
@@ -554,9 +527,9 @@ fn run_stop<'a>(env: &Envelope<'a>, p: &'a RunStop) -> RunStopRow<'a> {
     })
 }
 
-fn step<'a>(env: &Envelope<'a>, p: &'a Step) -> StepRow<'a> {
-    with_envelope!(StepRow, env, {
-        step_type: step_type_name(p.step_type),
+fn step<'a>(received: &Received<'a>, p: &'a Step) -> StepRow<'a> {
+    with_envelope!(StepRow, received, {
+        step_type: p.step_type.as_str(),
         content: &p.content,
         content_truncated: p.content_truncated,
         tokens_in: p.tokens_in,
@@ -567,9 +540,9 @@ fn step<'a>(env: &Envelope<'a>, p: &'a Step) -> StepRow<'a> {
     })
 }
 
-fn tool_call<'a>(env: &Envelope<'a>, p: &'a ToolCall) -> ToolCallRow<'a> {
+fn tool_call<'a>(received: &Received<'a>, p: &'a ToolCall) -> ToolCallRow<'a> {
     let f = &p.evidence_footprint;
-    with_envelope!(ToolCallRow, env, {
+    with_envelope!(ToolCallRow, received, {
         tool_name: &p.tool_name,
         tool_args_hash: p.tool_args_hash.as_str(),
         latency_ms: p.latency_ms,
@@ -588,12 +561,12 @@ fn tool_call<'a>(env: &Envelope<'a>, p: &'a ToolCall) -> ToolCallRow<'a> {
     })
 }
 
-fn deliberation<'a>(env: &Envelope<'a>, p: &'a Deliberation) -> DeliberationRow<'a> {
-    with_envelope!(DeliberationRow, env, {
+fn deliberation<'a>(received: &Received<'a>, p: &'a Deliberation) -> DeliberationRow<'a> {
+    with_envelope!(DeliberationRow, received, {
         agent: &p.agent,
         provider: &p.provider,
         model: &p.model,
-        status: deliberation_status_name(p.status),
+        status: p.status.as_str(),
         latency_ms: p.latency_ms,
         input_tokens: p.input_tokens,
         cached_input_tokens: p.cached_input_tokens,
@@ -601,7 +574,7 @@ fn deliberation<'a>(env: &Envelope<'a>, p: &'a Deliberation) -> DeliberationRow<
         output_tokens: p.output_tokens,
         reasoning_tokens: p.reasoning_tokens,
         cost_usd: p.cost_usd,
-        pricing_source: pricing_source_name(p.pricing_source),
+        pricing_source: p.pricing_source.as_str(),
         prompt_price_per_mtok: p.prompt_price_per_mtok,
         completion_price_per_mtok: p.completion_price_per_mtok,
         cached_prompt_price_per_mtok: p.cached_prompt_price_per_mtok,
@@ -619,21 +592,21 @@ fn deliberation<'a>(env: &Envelope<'a>, p: &'a Deliberation) -> DeliberationRow<
     })
 }
 
-fn context_decision<'a>(env: &Envelope<'a>, p: &'a ContextDecision) -> ContextDecisionRow<'a> {
-    with_envelope!(ContextDecisionRow, env, {
+fn context_decision<'a>(received: &Received<'a>, p: &'a ContextDecision) -> ContextDecisionRow<'a> {
+    with_envelope!(ContextDecisionRow, received, {
         segment_id: &p.segment_id,
         kept: p.kept,
         segment_kb: p.segment_kb,
-        segment_type: segment_type_name(p.segment_type),
+        segment_type: p.segment_type.as_str(),
         impact_probe_ev: p.impact_probe_ev,
         pruning_algorithm: &p.pruning_algorithm,
         confidence_score: p.confidence_score,
     })
 }
 
-fn failure<'a>(env: &Envelope<'a>, p: &'a Failure) -> FailureRow<'a> {
+fn failure<'a>(received: &Received<'a>, p: &'a Failure) -> FailureRow<'a> {
     let state = &p.final_error_state;
-    with_envelope!(FailureRow, env, {
+    with_envelope!(FailureRow, received, {
         root_kind: p.first_failure_root.kind(),
         first_failure_root: json_text(&p.first_failure_root),
         recovery_attempts: json_text(&p.recovery_attempts),
@@ -648,8 +621,8 @@ fn failure<'a>(env: &Envelope<'a>, p: &'a Failure) -> FailureRow<'a> {
     })
 }
 
-fn optimizer_update<'a>(env: &Envelope<'a>, p: &'a OptimizerUpdate) -> OptimizerUpdateRow<'a> {
-    with_envelope!(OptimizerUpdateRow, env, {
+fn optimizer_update<'a>(received: &Received<'a>, p: &'a OptimizerUpdate) -> OptimizerUpdateRow<'a> {
+    with_envelope!(OptimizerUpdateRow, received, {
         suggested_model: &p.suggested_config.model,
         suggested_strategy: p.suggested_config.strategy.as_str(),
         suggested_config: json_text(&p.suggested_config),
@@ -667,95 +640,9 @@ fn json_text<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "{}".to_owned())
 }
 
-// Wire names of the enums `schemas` gives no `as_str` for. Exhaustive matches, so a new
-// variant does not compile until it is named here; `tests::enum_names_match_the_wire`
-// checks every name against serde.
-
-const fn step_type_name(t: StepType) -> &'static str {
-    match t {
-        StepType::Reason => "reason",
-        StepType::Act => "act",
-        StepType::Observe => "observe",
-        StepType::Conclude => "conclude",
-        StepType::Plan => "plan",
-        StepType::Debate => "debate",
-    }
-}
-
-const fn deliberation_status_name(s: DeliberationStatus) -> &'static str {
-    match s {
-        DeliberationStatus::Ok => "ok",
-        DeliberationStatus::ParseFailure => "parse_failure",
-        DeliberationStatus::Timeout => "timeout",
-        DeliberationStatus::ApiError => "api_error",
-    }
-}
-
-const fn pricing_source_name(s: PricingSource) -> &'static str {
-    match s {
-        PricingSource::ProviderApi => "provider_api",
-        PricingSource::Override => "override",
-        PricingSource::Unknown => "unknown",
-    }
-}
-
-const fn segment_type_name(t: SegmentType) -> &'static str {
-    match t {
-        SegmentType::FileContent => "file_content",
-        SegmentType::SearchResults => "search_results",
-        SegmentType::ConversationHistory => "conversation_history",
-        SegmentType::ToolOutput => "tool_output",
-        SegmentType::ReasoningContext => "reasoning_context",
-        SegmentType::Documentation => "documentation",
-        SegmentType::ErrorLogs => "error_logs",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn wire<T: Serialize>(value: T) -> String {
-        serde_json::to_value(value)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
-    }
-
-    #[test]
-    fn enum_names_match_the_wire() {
-        use DeliberationStatus as D;
-        use PricingSource as P;
-        use SegmentType as S;
-        use StepType as T;
-        for t in [
-            T::Reason,
-            T::Act,
-            T::Observe,
-            T::Conclude,
-            T::Plan,
-            T::Debate,
-        ] {
-            assert_eq!(step_type_name(t), wire(t));
-        }
-        for s in [D::Ok, D::ParseFailure, D::Timeout, D::ApiError] {
-            assert_eq!(deliberation_status_name(s), wire(s));
-        }
-        for s in [P::ProviderApi, P::Override, P::Unknown] {
-            assert_eq!(pricing_source_name(s), wire(s));
-        }
-        for t in [
-            S::FileContent,
-            S::SearchResults,
-            S::ConversationHistory,
-            S::ToolOutput,
-            S::ReasoningContext,
-            S::Documentation,
-            S::ErrorLogs,
-        ] {
-            assert_eq!(segment_type_name(t), wire(t));
-        }
-    }
 
     #[test]
     fn datetime_is_clamped_to_the_uint32_range() {

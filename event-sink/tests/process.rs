@@ -13,11 +13,21 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::EventType;
 
-#[allow(dead_code)] // shared with tests/tests/it/sink/ and benches/sink.rs
+// Shared with the in-process sink tests (`tests/tests/it/`) and the `sink-bench` binary,
+// which do not use every helper.
+#[path = "../../tests/tests/it/common/query.rs"]
+mod query;
+#[allow(dead_code)]
+#[path = "../../tests/tests/it/common/stream.rs"]
+mod stream;
+#[allow(dead_code)]
 #[path = "../../tests/tests/it/sink/support.rs"]
 mod support;
 
-use support::{fixture, jetstream_with_stream, publish_all, wait_for, Run};
+use query::wait_for;
+use schemas::SubjectPrefix;
+use stream::{create_stream, jetstream};
+use support::{publish_all, Run};
 
 const SINK: &str = env!("CARGO_BIN_EXE_event-sink");
 
@@ -70,15 +80,10 @@ fn sink_crash_loses_nothing_and_counts_nothing_twice() {
     let clickhouse = ClickHouseServer::start();
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let mut run = Run::default();
-    let events: Vec<_> = EventType::ALL
-        .into_iter()
-        .cycle()
-        .take(EVENTS)
-        .map(|t| run.stamp(fixture(t)))
-        .collect();
+    let events = run.events(EVENTS);
     runtime.block_on(async {
-        let js = jetstream_with_stream(&nats.url()).await;
-        publish_all(&js, events, 512).await;
+        create_stream(&nats.url(), &SubjectPrefix::default()).await;
+        publish_all(&jetstream(&nats.url()).await, events, 512).await;
     });
 
     // Small batches and a short ack_wait: the crash hits between flushes, and the
@@ -134,7 +139,7 @@ fn sink_crash_loses_nothing_and_counts_nothing_twice() {
     let status = wait_exit(&mut second, Duration::from_secs(15));
     assert!(status.success(), "SIGTERM exit: {status}");
     let info = runtime.block_on(async {
-        let js = jetstream_with_stream(&nats.url()).await;
+        let js = jetstream(&nats.url()).await;
         let stream = js.get_stream("BENCH_EVENTS").await.expect("stream");
         stream.consumer_info("event-sink").await.expect("consumer")
     });
@@ -161,38 +166,28 @@ fn startup_failures_exit_non_zero_with_a_clear_error() {
     });
     let clickhouse = ClickHouseServer::start();
 
+    // Runs the sink with `flags` to its exit, checks the exit code, returns stderr.
+    let exit = |clickhouse_url: &str, flags: &[&str], code: i32| {
+        let out = run_to_exit(&mut sink_command(&nats.url(), clickhouse_url, flags));
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(code), "{stderr}");
+        stderr
+    };
+
     let nowhere = format!("http://127.0.0.1:{}", free_port());
-    let out = run_to_exit(&mut sink_command(
-        &nats.url(),
-        &nowhere,
-        &["--nats-token", "right-token"],
-    ));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = exit(&nowhere, &["--nats-token", "right-token"], 1);
     assert!(
         stderr.contains("cannot reach clickhouse") && stderr.contains(&nowhere),
         "{stderr}"
     );
 
-    let out = run_to_exit(&mut sink_command(
-        &nats.url(),
-        &clickhouse.http_url(),
-        &["--nats-token", "wrong-token"],
-    ));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = exit(&clickhouse.http_url(), &["--nats-token", "wrong-token"], 1);
     assert!(
         stderr.contains(&nats.url()) && stderr.to_lowercase().contains("authorization"),
         "{stderr}"
     );
 
-    let out = run_to_exit(&mut sink_command(
-        &nats.url(),
-        &clickhouse.http_url(),
-        &["--batch-max-rows", "0"],
-    ));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = exit(&clickhouse.http_url(), &["--batch-max-rows", "0"], 2);
     assert!(stderr.contains("batch.max_rows"), "{stderr}");
 }
 

@@ -7,7 +7,9 @@
 //!
 //! Benchmarks that need the harness are binaries of this crate, so that the product
 //! crates do not depend on it: `src/bin/publish-bench.rs` measures the runner's publisher
-//! (`cargo run --release -p benchstream-tests --bin publish-bench`).
+//! (`cargo run --release -p benchstream-tests --bin publish-bench`), `src/bin/sink-bench.rs`
+//! the event-sink against ClickHouse alone (`cargo build --release -p event-sink`, then
+//! `cargo run --release -p benchstream-tests --bin sink-bench`).
 //!
 //! The servers must be installed first: `deploy/local/install.sh`.
 

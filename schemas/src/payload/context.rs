@@ -30,3 +30,18 @@ pub enum SegmentType {
     Documentation,
     ErrorLogs,
 }
+
+impl SegmentType {
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SegmentType::FileContent => "file_content",
+            SegmentType::SearchResults => "search_results",
+            SegmentType::ConversationHistory => "conversation_history",
+            SegmentType::ToolOutput => "tool_output",
+            SegmentType::ReasoningContext => "reasoning_context",
+            SegmentType::Documentation => "documentation",
+            SegmentType::ErrorLogs => "error_logs",
+        }
+    }
+}

@@ -58,6 +58,18 @@ pub enum DeliberationStatus {
     ApiError,
 }
 
+impl DeliberationStatus {
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DeliberationStatus::Ok => "ok",
+            DeliberationStatus::ParseFailure => "parse_failure",
+            DeliberationStatus::Timeout => "timeout",
+            DeliberationStatus::ApiError => "api_error",
+        }
+    }
+}
+
 /// Where the prices of a call came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -65,6 +77,17 @@ pub enum PricingSource {
     ProviderApi,
     Override,
     Unknown,
+}
+
+impl PricingSource {
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            PricingSource::ProviderApi => "provider_api",
+            PricingSource::Override => "override",
+            PricingSource::Unknown => "unknown",
+        }
+    }
 }
 
 /// One action the model proposed.

@@ -34,3 +34,17 @@ pub enum StepType {
     Plan,
     Debate,
 }
+
+impl StepType {
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            StepType::Reason => "reason",
+            StepType::Act => "act",
+            StepType::Observe => "observe",
+            StepType::Conclude => "conclude",
+            StepType::Plan => "plan",
+            StepType::Debate => "debate",
+        }
+    }
+}

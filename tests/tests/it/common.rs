@@ -4,15 +4,18 @@
 //!
 //! - [`stream`]: creating the events stream and reading it back.
 //! - [`runs`]: a run's `events.jsonl` and `summary.json`.
+//! - [`query`]: waiting for ClickHouse to give an answer.
 //!
-//! Both are also included by path from `agent-runner/tests/process.rs`, which cannot
-//! depend on this binary; the rest needs event-sink and stays here.
+//! These are also included by path from `agent-runner/tests/process.rs` and
+//! `event-sink/tests/process.rs`, which cannot depend on this binary; the rest needs
+//! agent-runner and event-sink and stays here.
 
+pub mod query;
 pub mod runs;
 pub mod stream;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_runner::agent::RunSummary;
 use agent_runner::publish::PublishConfig;
@@ -26,7 +29,8 @@ use event_sink::SinkArgs;
 use schemas::{BenchmarkEvent, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
-pub use stream::{create_stream, sorted_seqs, stream_messages};
+pub use query::wait_for;
+pub use stream::{create_stream, jetstream, sorted_seqs, stream_messages};
 
 /// A path in the repository.
 pub fn repo_path(relative: &str) -> PathBuf {
@@ -101,23 +105,27 @@ pub fn journal_events(run: &RunSummary) -> Vec<BenchmarkEvent> {
     runs::journal_events(run.artifacts.as_deref().expect("artifacts kept"))
 }
 
-/// Runs `sql` until it answers `expected` (trimmed), or panics after `timeout` with the
-/// last answer. Blocking: call it from a plain test or through `block_in_place`.
-pub fn wait_for(clickhouse: &ClickHouseServer, sql: &str, expected: &str, timeout: Duration) {
-    let start = Instant::now();
-    loop {
-        let answer = clickhouse
-            .try_query(sql)
-            .map(|a| a.trim().to_owned())
-            .unwrap_or_else(|e| e.to_string());
-        if answer == expected {
-            return;
-        }
-        assert!(
-            start.elapsed() < timeout,
-            "after {timeout:?}, {sql}\nanswers {answer:?}, expected {expected:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
+/// Settings of a sink reading the default stream at `nats_url` into the ClickHouse at
+/// `clickhouse_url`: rows flushed within 200 ms, no metrics endpoint (tests run side by
+/// side).
+pub fn sink_args(nats_url: &str, clickhouse_url: &str) -> SinkArgs {
+    SinkArgs {
+        nats: NatsArgs {
+            url: Some(nats_url.to_owned()),
+            ..NatsArgs::default()
+        },
+        clickhouse: ClickHouseArgs {
+            url: Some(clickhouse_url.to_owned()),
+            ..ClickHouseArgs::default()
+        },
+        batch: BatchArgs {
+            flush_interval_ms: Some(200),
+            ..BatchArgs::default()
+        },
+        metrics: MetricsArgs {
+            listen: Some("off".into()),
+        },
+        ..SinkArgs::default()
     }
 }
 
@@ -147,24 +155,7 @@ impl SinkToClickHouse {
     /// Starts the sink writing into `clickhouse` and reading the default stream of the
     /// nats-server at `nats_url`.
     pub fn start(clickhouse: ClickHouseServer, nats_url: &str) -> Self {
-        let args = SinkArgs {
-            nats: NatsArgs {
-                url: Some(nats_url.to_owned()),
-                ..NatsArgs::default()
-            },
-            clickhouse: ClickHouseArgs {
-                url: Some(clickhouse.http_url()),
-                ..ClickHouseArgs::default()
-            },
-            batch: BatchArgs {
-                flush_interval_ms: Some(200),
-                ..BatchArgs::default()
-            },
-            metrics: MetricsArgs {
-                listen: Some("off".into()),
-            },
-            ..SinkArgs::default()
-        };
+        let args = sink_args(nats_url, &clickhouse.http_url());
         let shutdown = CancellationToken::new();
         let config = args.resolve().expect("valid sink settings");
         let task = tokio::spawn(event_sink::run(config, shutdown.clone()));

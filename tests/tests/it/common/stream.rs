@@ -1,13 +1,23 @@
 //! The events stream as the tests see it: created on a test's nats-server, read back
 //! message by message.
 //!
-//! Included by path from `agent-runner/tests/process.rs` too, so it only uses crates both
-//! have (async-nats, bench-nats, bytes, schemas).
+//! Included by path from `agent-runner/tests/process.rs`, `event-sink/tests/process.rs`
+//! and the `sink-bench` binary too, so it only uses crates all of them have (async-nats,
+//! bench-nats, bytes, schemas).
 
+use async_nats::jetstream;
 use async_nats::HeaderMap;
 use bench_nats::{NatsConfig, StreamSpec};
 use bytes::Bytes;
 use schemas::{BenchmarkEvent, SubjectPrefix};
+
+/// A JetStream context on the server at `url`.
+pub async fn jetstream(url: &str) -> jetstream::Context {
+    let client = bench_nats::connect(&NatsConfig::plain(url), false)
+        .await
+        .expect("connect to nats");
+    jetstream::new(client)
+}
 
 /// The stream of `prefix`, created on the server at `url`.
 pub async fn create_stream(url: &str, prefix: &SubjectPrefix) -> StreamSpec {
@@ -15,10 +25,7 @@ pub async fn create_stream(url: &str, prefix: &SubjectPrefix) -> StreamSpec {
         prefix: prefix.clone(),
         ..StreamSpec::default()
     };
-    let client = bench_nats::connect(&NatsConfig::plain(url), false)
-        .await
-        .expect("connect to nats");
-    spec.ensure(&async_nats::jetstream::new(client), true)
+    spec.ensure(&jetstream(url).await, true)
         .await
         .expect("create stream");
     spec
@@ -42,10 +49,7 @@ impl Received {
 
 /// Every message of the stream, in stream order.
 pub async fn stream_messages(url: &str, spec: &StreamSpec) -> Vec<Received> {
-    let client = bench_nats::connect(&NatsConfig::plain(url), false)
-        .await
-        .expect("connect to nats");
-    let js = async_nats::jetstream::new(client);
+    let js = jetstream(url).await;
     let mut stream = js.get_stream(&spec.name).await.expect("stream exists");
     let state = stream.info().await.expect("stream info").state.clone();
     let mut out = Vec::new();

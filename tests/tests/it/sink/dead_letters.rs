@@ -6,7 +6,8 @@ use schemas::{EventType, SubjectPrefix};
 use serde_json::Value;
 
 use super::setup::{RunningSink, World, LANDING};
-use super::support::{fixture, publish, publish_raw, wait_for, Run};
+use super::support::{fixture, publish, publish_raw, Run};
+use crate::common::wait_for;
 
 /// A bad message: its expected class, a word its error must contain, and its bytes.
 struct Bad {
@@ -116,15 +117,7 @@ async fn each_bad_data_class_goes_to_dead_letters_while_good_events_land() {
     publish(&world.js, &run.stamp(fixture(EventType::Deliberation))).await;
     good += 1;
 
-    wait_for(
-        &world.clickhouse,
-        &format!(
-            "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
-            run.run_id
-        ),
-        &good.to_string(),
-        LANDING,
-    );
+    world.wait_landed(&run, good);
     wait_for(
         &world.clickhouse,
         "SELECT count() FROM benchstream.dead_letters FINAL",

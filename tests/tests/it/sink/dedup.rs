@@ -3,18 +3,8 @@
 
 use schemas::{BenchmarkEvent, EventType};
 
-use super::setup::{RunningSink, World, LANDING};
-use super::support::{envelope, fixture, publish_raw, wait_for, Run};
-
-/// `count` events of a run, cycling through every type.
-fn run_events(run: &mut Run, count: usize) -> Vec<BenchmarkEvent> {
-    EventType::ALL
-        .into_iter()
-        .cycle()
-        .take(count)
-        .map(|t| run.stamp(fixture(t)))
-        .collect()
-}
+use super::setup::{RunningSink, World};
+use super::support::{envelope, publish_raw, Run};
 
 /// Publishes `event` without `Nats-Msg-Id`, as a replay after the duplicate window
 /// looks to JetStream: a new message with the same event.
@@ -29,11 +19,7 @@ async fn publish_replay(world: &World, event: &BenchmarkEvent) {
 
 /// Every table, read with FINAL, holds each of the run's events once.
 fn assert_counted_once(world: &World, run: &Run, expected: usize) {
-    let total = format!(
-        "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
-        run.run_id
-    );
-    wait_for(&world.clickhouse, &total, &expected.to_string(), LANDING);
+    world.wait_landed(run, expected);
     let typed: usize = EventType::ALL
         .into_iter()
         .map(|t| {
@@ -60,7 +46,7 @@ async fn duplicate_delivery_is_counted_once() {
     let world = World::start().await;
     let sink = RunningSink::start_in(&world);
     let mut run = Run::default();
-    let events = run_events(&mut run, 16);
+    let events = run.events(16);
     for event in &events {
         publish_replay(&world, event).await;
     }
@@ -80,7 +66,7 @@ async fn two_sinks_share_the_consumer_and_count_each_event_once() {
     let first = RunningSink::start_in(&world);
     let second = RunningSink::start_in(&world);
     let mut run = Run::default();
-    let events = run_events(&mut run, 400);
+    let events = run.events(400);
     for event in events.iter().chain(&events) {
         publish_replay(&world, event).await;
     }

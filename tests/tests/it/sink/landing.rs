@@ -4,8 +4,8 @@
 use schemas::{BenchmarkEvent, EventType, Payload};
 use serde_json::Value;
 
-use super::setup::{RunningSink, World, LANDING};
-use super::support::{fixture, publish, wait_for, Run};
+use super::setup::{RunningSink, World};
+use super::support::{fixture, publish, Run};
 
 /// The row of `event_id` in `table`, as JSON.
 fn row(world: &World, table: &str, event_id: uuid::Uuid) -> serde_json::Map<String, Value> {
@@ -159,23 +159,12 @@ async fn every_event_type_lands_in_its_table_with_its_values() {
     let world = World::start().await;
     let sink = RunningSink::start_in(&world);
     let mut run = Run::default();
-    let events: Vec<BenchmarkEvent> = EventType::ALL
-        .into_iter()
-        .map(|t| run.stamp(fixture(t)))
-        .collect();
+    let events = run.events(EventType::ALL.len());
     for event in &events {
         publish(&world.js, event).await;
     }
 
-    wait_for(
-        &world.clickhouse,
-        &format!(
-            "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
-            run.run_id
-        ),
-        "8",
-        LANDING,
-    );
+    world.wait_landed(&run, events.len());
     for event in &events {
         check_typed_row(&world, event);
         assert_eq!(raw_hex(&world, event), hex_upper(&event.to_json()));
@@ -220,15 +209,7 @@ async fn hostile_strings_read_back_byte_for_byte() {
     for event in [&step, &call] {
         publish(&world.js, event).await;
     }
-    wait_for(
-        &world.clickhouse,
-        &format!(
-            "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
-            run.run_id
-        ),
-        "2",
-        LANDING,
-    );
+    world.wait_landed(&run, 2);
 
     let hex_of = |sql: &str| world.query(sql);
     assert_eq!(

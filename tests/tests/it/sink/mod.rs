@@ -12,7 +12,7 @@ mod outage;
 mod setup;
 mod shutdown;
 mod startup;
-// Shared with event-sink/tests/process.rs and event-sink/benches/sink.rs, which do not
+// Shared with event-sink/tests/process.rs and tests/src/bin/sink-bench.rs, which do not
 // use every helper.
 #[allow(dead_code)]
 mod support;

@@ -5,20 +5,11 @@ use std::time::Duration;
 
 use benchstream_tests::free_port;
 use event_sink::config::MetricsArgs;
-use schemas::{BenchmarkEvent, EventType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::setup::{RunningSink, World, LANDING};
-use super::support::{fixture, publish, wait_for, Run};
-
-fn events(run: &mut Run, count: usize) -> Vec<BenchmarkEvent> {
-    EventType::ALL
-        .into_iter()
-        .cycle()
-        .take(count)
-        .map(|t| run.stamp(fixture(t)))
-        .collect()
-}
+use super::support::{publish, Run};
+use crate::common::wait_for;
 
 /// `GET path` on 127.0.0.1:`port`, returning the body.
 async fn http_get(port: u16, path: &str) -> String {
@@ -54,7 +45,7 @@ async fn clickhouse_stopped_under_load_the_sink_waits_then_everything_lands() {
     };
     let sink = RunningSink::start(args.resolve().expect("valid settings"));
     let mut run = Run::default();
-    let events = events(&mut run, 3000);
+    let events = run.events(3000);
     let (before, during) = events.split_at(1000);
 
     for event in before {
@@ -93,7 +84,7 @@ async fn nats_restart_loses_nothing() {
     let world = World::start().await;
     let sink = RunningSink::start_in(&world);
     let mut run = Run::default();
-    let events = events(&mut run, 600);
+    let events = run.events(600);
     let (before, after) = events.split_at(300);
     for event in before {
         publish(&world.js, event).await;
@@ -103,15 +94,7 @@ async fn nats_restart_loses_nothing() {
     for event in after {
         publish(&world.js, event).await;
     }
-    wait_for(
-        &world.clickhouse,
-        &format!(
-            "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
-            run.run_id
-        ),
-        "600",
-        LANDING,
-    );
+    world.wait_landed(&run, events.len());
     world.wait_acked(events.len() as u64).await;
     sink.stop().await.expect("clean stop");
 }

@@ -4,14 +4,14 @@
 use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer};
-use bench_nats::NatsArgs;
 use benchstream_tests::{ClickHouseServer, NatsServer};
-use event_sink::config::{BatchArgs, ClickHouseArgs, MetricsArgs};
 use event_sink::{Config, SinkArgs, SinkError};
+use schemas::SubjectPrefix;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::support::jetstream_with_stream;
+use super::support::Run;
+use crate::common::{create_stream, jetstream, sink_args, wait_for};
 
 /// How long a test waits for rows to land before failing.
 pub const LANDING: Duration = Duration::from_secs(30);
@@ -33,7 +33,8 @@ impl World {
         })
         .await
         .expect("servers start");
-        let js = jetstream_with_stream(&nats.url()).await;
+        create_stream(&nats.url(), &SubjectPrefix::default()).await;
+        let js = jetstream(&nats.url()).await;
         World {
             nats,
             clickhouse,
@@ -41,32 +42,27 @@ impl World {
         }
     }
 
-    /// Sink settings for these servers: short flush interval, no metrics endpoint.
+    /// Sink settings for these servers: short flush interval and retry delays, no
+    /// metrics endpoint.
     pub fn args(&self) -> SinkArgs {
-        SinkArgs {
-            nats: NatsArgs {
-                url: Some(self.nats.url()),
-                ..NatsArgs::default()
-            },
-            clickhouse: ClickHouseArgs {
-                url: Some(self.clickhouse.http_url()),
-                ..ClickHouseArgs::default()
-            },
-            batch: BatchArgs {
-                flush_interval_ms: Some(200),
-                retry_max_ms: Some(1000),
-                ..BatchArgs::default()
-            },
-            metrics: MetricsArgs {
-                listen: Some("off".into()),
-            },
-            ..SinkArgs::default()
-        }
+        let mut args = sink_args(&self.nats.url(), &self.clickhouse.http_url());
+        args.batch.retry_max_ms = Some(1000);
+        args
     }
 
     /// `SELECT` through the harness (blocking), trimmed.
     pub fn query(&self, sql: &str) -> String {
         self.clickhouse.query(sql).trim().to_owned()
+    }
+
+    /// Waits until `events_raw` holds `count` distinct events of `run` (read with
+    /// FINAL, so each counts once). Blocking, like [`wait_for`].
+    pub fn wait_landed(&self, run: &Run, count: usize) {
+        let sql = format!(
+            "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
+            run.run_id
+        );
+        wait_for(&self.clickhouse, &sql, &count.to_string(), LANDING);
     }
 
     /// The sink's durable consumer as JetStream sees it now.

@@ -6,14 +6,13 @@ use std::time::{Duration, Instant};
 
 use event_sink::config::{BatchArgs, ConsumerArgs};
 use event_sink::SinkError;
-use schemas::EventType;
 
 use super::setup::{RunningSink, World, LANDING};
-use super::support::{fixture, publish, wait_for, Run};
+use super::support::{publish, Run};
 
 async fn publish_run(world: &World, run: &mut Run, count: usize) {
-    for event_type in EventType::ALL.into_iter().cycle().take(count) {
-        publish(&world.js, &run.stamp(fixture(event_type))).await;
+    for event in run.events(count) {
+        publish(&world.js, &event).await;
     }
 }
 
@@ -67,15 +66,7 @@ async fn graceful_shutdown_acks_exactly_what_was_inserted() {
 
     // A new sink takes over from there; all land, once.
     let sink = RunningSink::start_in(&world);
-    wait_for(
-        &world.clickhouse,
-        &format!(
-            "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
-            run.run_id
-        ),
-        "3000",
-        LANDING,
-    );
+    world.wait_landed(&run, 3000);
     sink.stop().await.expect("clean stop");
 }
 
@@ -120,14 +111,6 @@ async fn nothing_is_acked_before_it_is_inserted() {
 
     tokio::task::block_in_place(|| world.clickhouse.restart());
     let sink = RunningSink::start(config);
-    wait_for(
-        &world.clickhouse,
-        &format!(
-            "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
-            run.run_id
-        ),
-        "501",
-        LANDING,
-    );
+    world.wait_landed(&run, 501);
     sink.stop().await.expect("clean stop");
 }

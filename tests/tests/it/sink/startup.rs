@@ -4,13 +4,13 @@
 
 use std::time::Duration;
 
-use bench_nats::NatsArgs;
 use benchstream_tests::{free_port, ClickHouseServer, NatsAuth, NatsOptions, NatsServer};
 use event_sink::config::{ClickHouseArgs, StreamArgs};
 use event_sink::migrations::{MigrationError, MIGRATIONS};
 use event_sink::SinkError;
 
 use super::setup::World;
+use crate::common::sink_args;
 
 /// `run` must fail on its own, quickly: it never got to consume.
 async fn run_fails(world_args: event_sink::SinkArgs) -> SinkError {
@@ -88,20 +88,10 @@ async fn wrong_nats_credentials_fail_at_start_with_a_clear_error() {
     })
     .await
     .expect("start");
-    let error = run_fails(event_sink::SinkArgs {
-        nats: NatsArgs {
-            url: Some(nats.url()),
-            user: Some("sink".into()),
-            password: Some("wrong".into()),
-            ..NatsArgs::default()
-        },
-        clickhouse: ClickHouseArgs {
-            url: Some(clickhouse.http_url()),
-            ..ClickHouseArgs::default()
-        },
-        ..event_sink::SinkArgs::default()
-    })
-    .await;
+    let mut args = sink_args(&nats.url(), &clickhouse.http_url());
+    args.nats.user = Some("sink".into());
+    args.nats.password = Some("wrong".into());
+    let error = run_fails(args).await;
     let text = error.to_string();
     assert!(matches!(error, SinkError::Nats(_)), "{error:?}");
     assert!(text.contains(&nats.url()), "{text}");
@@ -114,18 +104,7 @@ async fn unreachable_clickhouse_fails_at_start_with_a_clear_error() {
         .await
         .expect("start");
     let url = format!("http://127.0.0.1:{}", free_port());
-    let error = run_fails(event_sink::SinkArgs {
-        nats: NatsArgs {
-            url: Some(nats.url()),
-            ..NatsArgs::default()
-        },
-        clickhouse: ClickHouseArgs {
-            url: Some(url.clone()),
-            ..ClickHouseArgs::default()
-        },
-        ..event_sink::SinkArgs::default()
-    })
-    .await;
+    let error = run_fails(sink_args(&nats.url(), &url)).await;
     assert!(matches!(error, SinkError::ClickHouse { .. }), "{error:?}");
     assert!(error.to_string().contains(&url), "{error}");
 }

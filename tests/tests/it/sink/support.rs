@@ -1,16 +1,15 @@
 //! What the sink's tests and benchmark share: the golden fixtures re-stamped as fresh
-//! runs, publishing to JetStream the way a runner does, and waiting for ClickHouse.
+//! runs, and publishing to JetStream the way a runner does. (Creating the stream and
+//! waiting for ClickHouse: `tests/tests/it/common/`.)
 //!
 //! Included by path from three places, so it only uses crates all of them have:
 //! `tests/tests/it/sink/` (in-process tests), `event-sink/tests/process.rs` (tests of the
-//! binary, which need `CARGO_BIN_EXE_event-sink`) and `event-sink/benches/sink.rs`.
+//! binary, which need `CARGO_BIN_EXE_event-sink`) and `tests/src/bin/sink-bench.rs`.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 use async_nats::jetstream;
 use async_nats::HeaderMap;
-use benchstream_tests::ClickHouseServer;
 use schemas::subject::{header_safe, headers};
 use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 use uuid::Uuid;
@@ -54,17 +53,16 @@ impl Run {
         self.next_seq += 1;
         event
     }
-}
 
-/// A JetStream context on `url` with the `BENCH_EVENTS` stream in place.
-pub async fn jetstream_with_stream(url: &str) -> jetstream::Context {
-    let client = async_nats::connect(url).await.expect("connect to nats");
-    let js = jetstream::new(client);
-    bench_nats::StreamSpec::default()
-        .ensure(&js, true)
-        .await
-        .expect("create BENCH_EVENTS");
-    js
+    /// The next `count` events of this run, cycling through every type's fixture.
+    pub fn events(&mut self, count: usize) -> Vec<BenchmarkEvent> {
+        EventType::ALL
+            .into_iter()
+            .cycle()
+            .take(count)
+            .map(|t| self.stamp(fixture(t)))
+            .collect()
+    }
 }
 
 /// The subject and headers a runner publishes `event` with.
@@ -123,24 +121,5 @@ pub async fn publish_all(
     }
     for ack in in_flight {
         ack.await.expect("JetStream ack");
-    }
-}
-
-/// Runs `sql` until it answers `expected` (trimmed), or panics after `timeout` with the
-/// last answer. Blocking: call it from a multi-thread runtime or a plain test.
-pub fn wait_for(clickhouse: &ClickHouseServer, sql: &str, expected: &str, timeout: Duration) {
-    let start = Instant::now();
-    loop {
-        let answer = clickhouse
-            .try_query(sql)
-            .map(|a| a.trim().to_owned())
-            .unwrap_or_else(|e| e.to_string());
-        if answer == expected {
-            return;
-        }
-        if start.elapsed() > timeout {
-            panic!("after {timeout:?}, {sql}\nanswers {answer:?}, expected {expected:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
     }
 }

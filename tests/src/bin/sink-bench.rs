@@ -1,8 +1,12 @@
-//! Throughput of the sink against ClickHouse's own ingest rate.
+//! `sink-bench`: throughput of the sink against ClickHouse's own ingest rate.
 //!
-//! `cargo bench -p event-sink --bench sink` (release build; `BENCH_EVENTS=N` to change
-//! the 500 000 events). Starts its own nats-server and ClickHouse, pre-fills the stream
-//! with mixed, realistic events of about 1 KB, then:
+//! ```sh
+//! cargo build --release -p event-sink
+//! cargo run --release -p benchstream-tests --bin sink-bench -- [--events N] [--sink PATH]
+//! ```
+//!
+//! Starts its own nats-server and ClickHouse, pre-fills the stream with mixed, realistic
+//! events of about 1 KB (500 000 by default), then:
 //!
 //! 1. runs the real `event-sink` binary until every event is in ClickHouse, and reads
 //!    its peak RSS (`VmHWM`) before stopping it with SIGTERM;
@@ -11,24 +15,45 @@
 //!    what ClickHouse ingests without any sink in front;
 //!
 //! and prints events/s, MB/s (of event JSON) and the ratio sink / ClickHouse.
+//!
+//! It lives in the tests crate, not in event-sink, because it starts its servers with the
+//! test harness, which the sink must not depend on. Cargo builds no binary of a
+//! dependency, hence the separate `cargo build` of the sink; by default the bench runs the
+//! `event-sink` beside its own executable (`target/release/`).
 
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use anyhow::{ensure, Context as _};
 use benchstream_tests::{ClickHouseServer, NatsServer};
+use clap::Parser;
 use event_sink::rows::{typed_table, EventRawRow, RawEnvelope, TypedRow};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::{BenchmarkEvent, EventType, Payload, SubjectPrefix};
 use uuid::Uuid;
 
-#[allow(dead_code)] // shared with the sink's tests
-#[path = "../../tests/tests/it/sink/support.rs"]
+// Shared with the sink's tests, which use more of them.
+#[allow(dead_code)]
+#[path = "../../tests/it/common/stream.rs"]
+mod stream;
+#[allow(dead_code)]
+#[path = "../../tests/it/sink/support.rs"]
 mod support;
 
-use support::{fixture, jetstream_with_stream, publish_all};
+use stream::{create_stream, jetstream};
+use support::{fixture, publish_all};
 
-const SINK: &str = env!("CARGO_BIN_EXE_event-sink");
+#[derive(Debug, Parser)]
+struct Args {
+    /// Events to pre-fill the stream with (and to insert for reference).
+    #[arg(long, default_value_t = 500_000)]
+    events: usize,
+    /// The `event-sink` binary to measure. Default: `event-sink` beside this executable.
+    #[arg(long)]
+    sink: Option<PathBuf>,
+}
 
 /// Events of one run.
 const RUN_LENGTH: usize = 200;
@@ -173,11 +198,27 @@ fn reference_inserts(range: std::ops::Range<usize>) -> Vec<String> {
         .collect()
 }
 
-fn main() {
-    let count: usize = std::env::var("BENCH_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(500_000);
+/// The `event-sink` binary: `--sink`, or the one beside this executable.
+fn sink_binary(args: &Args) -> anyhow::Result<PathBuf> {
+    let path = match &args.sink {
+        Some(path) => path.clone(),
+        None => std::env::current_exe()
+            .context("own path")?
+            .with_file_name("event-sink"),
+    };
+    ensure!(
+        path.is_file(),
+        "no event-sink at {}: build it first (`cargo build --release -p event-sink`) or pass --sink",
+        path.display()
+    );
+    Ok(path)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let count = args.events;
+    let sink_binary = sink_binary(&args)?;
+    println!("measuring {}", sink_binary.display());
     let nats = NatsServer::start();
     let clickhouse = ClickHouseServer::start();
     let bytes: usize = events(count).map(|e| e.to_json().len()).sum();
@@ -190,8 +231,8 @@ fn main() {
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let started = Instant::now();
     runtime.block_on(async {
-        let js = jetstream_with_stream(&nats.url()).await;
-        publish_all(&js, events(count), 4096).await;
+        create_stream(&nats.url(), &SubjectPrefix::default()).await;
+        publish_all(&jetstream(&nats.url()).await, events(count), 4096).await;
     });
     println!(
         "pre-filled the stream in {:.1} s",
@@ -201,7 +242,7 @@ fn main() {
     // 1. The sink.
     wait_quiet(&clickhouse);
     let started = Instant::now();
-    let mut sink = Command::new(SINK)
+    let mut sink = Command::new(&sink_binary)
         .args([
             "--nats-url",
             &nats.url(),
@@ -228,7 +269,7 @@ fn main() {
     assert!(status.success(), "event-sink: {status}");
 
     // 2. ClickHouse alone, same rows as JSONEachRow.
-    let migrate = Command::new(SINK)
+    let migrate = Command::new(&sink_binary)
         .args(["migrate", "--clickhouse-url", &clickhouse.http_url()])
         .args(["--clickhouse-database", "reference"])
         .env("RUST_LOG", "warn")
@@ -262,4 +303,5 @@ fn main() {
     );
     println!("sink CPU: {cpu:.1} s user+system");
     println!("ratio sink / clickhouse: {:.2}", sink_rate / reference_rate);
+    Ok(())
 }
