@@ -2,6 +2,8 @@
 -- run_start and grows by 1 per event, so a gap is a lost event), and runs without a
 -- run_stop whose last event is more than stale_minutes old (the runner died or its
 -- run_stop was lost). Reads events_raw, which holds every accepted event once (FINAL).
+-- A sweep optimizer's stream (only optimizer_update events, no run_start/run_stop by
+-- design) is checked for gaps but never reported as a run without run_stop.
 --
 -- gaps lists the missing seqs as ranges ('3', '7-9'); missing = how many.
 -- param stale_minutes UInt32 = '30': minutes without an event before an unstopped run counts as lost
@@ -33,7 +35,9 @@ FROM
             AS seqs,
         max(type = 'run_stop') AS has_run_stop,
         max(ts) AS last_ts,
-        toUInt8(has_run_stop = 0 AND last_ts < now() - {stale_minutes:UInt32} * 60) AS stale
+        max(type != 'optimizer_update') AS is_run,
+        toUInt8(is_run = 1 AND has_run_stop = 0
+            AND last_ts < now() - {stale_minutes:UInt32} * 60) AS stale
     FROM events_raw FINAL
     GROUP BY run_id
 )

@@ -201,3 +201,33 @@ async fn filters_narrow_every_run_scoped_query() {
         .expect("runs");
     assert!(none.rows.is_empty());
 }
+
+/// A sweep optimizer publishes `optimizer_update` events under its own run id, with no
+/// `run_start`/`run_stop` by design: the lost-event check must not call it a lost run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweep_optimizer_streams_are_not_reported_as_lost_runs() {
+    let (server, client) = seeded_clickhouse().await;
+    let old = "2020-01-01 00:00:00";
+    for seq in 0..2 {
+        server.query(&format!(
+            "INSERT INTO benchstream.events_raw (event_id, run_id, task_id, type, seq, ts, ts_ms, \
+             host, policy_id, raw, subject, stream_seq, received_at) VALUES \
+             ('f1000000-0000-4000-8000-00000000000{seq}', 'f0000000-0000-4000-8000-000000000000', 'sweep:demo', \
+             'optimizer_update', {seq}, '{old}', 1577836800000, 'worker-1', 'sweep', '{{}}', \
+             'bench.events.f0000000-0000-4000-8000-000000000000.optimizer_update', {}, '{old}')",
+            900_000 + seq
+        ));
+    }
+    let lost = answer(&answers(&client).await, "lost_events").clone();
+    assert!(
+        (0..lost.rows.len())
+            .all(|r| lost.get(r, "run_id") != Some("f0000000-0000-4000-8000-000000000000")),
+        "optimizer stream reported as lost: {:?}",
+        lost.rows
+    );
+    assert_eq!(
+        lost.rows.len(),
+        2,
+        "the fixture's two lost runs are still found"
+    );
+}
