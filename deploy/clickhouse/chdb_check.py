@@ -10,13 +10,16 @@ in chdb-core (26.x), in a throw-away session, so that nothing shipped relies on
     python3 deploy/clickhouse/chdb_check.py          # exit 0 = every stage passed
 
 Stages run in order in one session; each is a function `stage(session) -> None` that
-raises on failure. After the DDL stages, the fixture dataset (`fixtures/*.jsonl`, see
-fixtures/README.md) is loaded and every shipped query (`queries/*.sql`) runs over it;
-each answer must equal `fixtures/expected/<query>.csv`, which the Rust test
-`analysis::queries::every_query_returns_the_known_answers_on_clickhouse_18` checks
-against (and with BENCH_BLESS=1 writes from) the real 18.16 server. Cells compare as
-numbers when both parse as numbers (relative 1e-9), otherwise as text. To check more SQL (e.g. `queries/*.sql`), write a stage and append it
-to STAGES. Files are split into statements with `split_statements`, which follows the
+raises on failure. After the DDL stages, each dataset of DATASETS is loaded into its own
+migrated database and every shipped query (`queries/*.sql`) runs over it, with the
+parameters of `<dataset>/params.json`; each answer must equal
+`<dataset>/expected/<query>.csv`, which the Rust tests of `analysis::queries` check
+against (and with BENCH_BLESS=1 write from) the real 18.16 server. The datasets: the
+hand-made one (`fixtures/*.jsonl`, see fixtures/README.md) and one exported from a real
+pipeline run (`fixtures/pipeline/*.jsonl`, see fixtures/pipeline/README.md). Cells
+compare as numbers when both parse as numbers (relative 1e-9), otherwise as text. To
+check more SQL, write a stage and append it to STAGES; to check another dataset, add it
+to DATASETS. Files are split into statements with `split_statements`, which follows the
 same rules as the sink (`event-sink/src/migrations.rs`): `;` ends a statement unless it
 is inside a quoted string, a quoted identifier or a comment.
 """
@@ -36,6 +39,11 @@ HERE = Path(__file__).resolve().parent
 MIGRATIONS = HERE / "migrations"
 QUERIES = HERE / "queries"
 FIXTURES = HERE / "fixtures"
+# (database, directory): every dataset is loaded into its own database.
+DATASETS = [
+    ("benchstream_fixtures", FIXTURES),
+    ("benchstream_pipeline", FIXTURES / "pipeline"),
+]
 
 
 def split_statements(sql):
@@ -119,15 +127,35 @@ def stage_tables_read_with_final(session):
     print(f"  tables: {len(names)} readable with FINAL")
 
 
-def stage_load_fixtures(session):
-    """The fixture rows load into the migrated tables (JSONEachRow, one file per table)."""
-    files = sorted(FIXTURES.glob("*.jsonl"))
-    if not files:
-        raise RuntimeError(f"no fixtures in {FIXTURES}")
-    for path in files:
-        rows = path.read_text(encoding="utf-8")
-        session.query(f"INSERT INTO {path.stem} FORMAT JSONEachRow\n{rows}")
-    print(f"  fixtures: {len(files)} tables loaded")
+def stage_use_migrated_database(database):
+    """Stage: create `database`, make it the session's current one and migrate it."""
+
+    def stage(session):
+        session.query(f"CREATE DATABASE IF NOT EXISTS {database}")
+        session.query(f"USE {database}")
+        for path in migration_files():
+            run_file(session, path)
+        print(f"{database}:")
+
+    stage.__name__ = f"stage_use_migrated_database[{database}]"
+    return stage
+
+
+def stage_load_dataset(directory):
+    """Stage: the rows of `directory` load into the migrated tables (JSONEachRow, one
+    `<table>.jsonl` per table)."""
+
+    def stage(session):
+        files = sorted(directory.glob("*.jsonl"))
+        if not files:
+            raise RuntimeError(f"no fixtures in {directory}")
+        for path in files:
+            rows = path.read_text(encoding="utf-8")
+            session.query(f"INSERT INTO {path.stem} FORMAT JSONEachRow\n{rows}")
+        print(f"  fixtures: {len(files)} tables loaded from {directory.relative_to(HERE)}")
+
+    stage.__name__ = f"stage_load_dataset[{directory.relative_to(HERE)}]"
+    return stage
 
 
 # Query parameters: the same declarations and literals as
@@ -185,41 +213,57 @@ def same_cell(actual, expected):
     return math.isclose(a, e, rel_tol=1e-9, abs_tol=1e-12)
 
 
-def stage_queries_match_clickhouse_18(session):
-    """Every shipped query answers over the fixtures exactly as ClickHouse 18.16 did."""
-    params = json.loads((FIXTURES / "params.json").read_text(encoding="utf-8"))
-    files = sorted(QUERIES.glob("*.sql"))
-    if not files:
-        raise RuntimeError(f"no queries in {QUERIES}")
-    failures = []
-    for path in files:
-        name = path.stem
-        sql = render(path.read_text(encoding="utf-8"), params.get(name, {}))
-        try:
-            got = str(session.query(sql, "CSVWithNames"))
-        except Exception as e:  # chdb raises its own exception types
-            failures.append(f"{name}: {e}")
-            continue
-        expected_path = FIXTURES / "expected" / f"{name}.csv"
-        expected = list(csv.reader(io.StringIO(expected_path.read_text(encoding="utf-8"))))
-        actual = list(csv.reader(io.StringIO(got)))
-        if len(actual) != len(expected):
-            failures.append(f"{name}: {len(actual) - 1} rows, expected {len(expected) - 1}\n{got}")
-            continue
-        for i, (a_row, e_row) in enumerate(zip(actual, expected)):
-            if len(a_row) != len(e_row) or not all(map(same_cell, a_row, e_row)):
-                failures.append(f"{name}: line {i + 1} is {a_row}, expected {e_row}")
-                break
-    if failures:
-        raise RuntimeError("\n".join(failures))
-    print(f"  queries: {len(files)} answer as on 18.16")
+def stage_queries_match_clickhouse_18(directory):
+    """Stage: every shipped query answers over the dataset of `directory` exactly as
+    ClickHouse 18.16 did (`<directory>/expected/<query>.csv`)."""
+
+    def stage(session):
+        params = json.loads((directory / "params.json").read_text(encoding="utf-8"))
+        files = sorted(QUERIES.glob("*.sql"))
+        if not files:
+            raise RuntimeError(f"no queries in {QUERIES}")
+        failures = []
+        for path in files:
+            name = path.stem
+            sql = render(path.read_text(encoding="utf-8"), params.get(name, {}))
+            try:
+                got = str(session.query(sql, "CSVWithNames"))
+            except Exception as e:  # chdb raises its own exception types
+                failures.append(f"{name}: {e}")
+                continue
+            expected_path = directory / "expected" / f"{name}.csv"
+            expected = list(csv.reader(io.StringIO(expected_path.read_text(encoding="utf-8"))))
+            actual = list(csv.reader(io.StringIO(got)))
+            if len(actual) != len(expected):
+                failures.append(
+                    f"{name}: {len(actual) - 1} rows, expected {len(expected) - 1}\n{got}"
+                )
+                continue
+            for i, (a_row, e_row) in enumerate(zip(actual, expected)):
+                if len(a_row) != len(e_row) or not all(map(same_cell, a_row, e_row)):
+                    failures.append(
+                        f"{name}: line {i + 1} is {a_row}, expected {e_row} ({expected_path})"
+                    )
+                    break
+        if failures:
+            raise RuntimeError("\n".join(failures))
+        print(f"  queries: {len(files)} answer as on 18.16")
+
+    stage.__name__ = f"stage_queries_match_clickhouse_18[{directory.relative_to(HERE)}]"
+    return stage
 
 
 STAGES = [
     stage_migrations,
     stage_tables_read_with_final,
-    stage_load_fixtures,
-    stage_queries_match_clickhouse_18,
+] + [
+    stage
+    for database, directory in DATASETS
+    for stage in (
+        stage_use_migrated_database(database),
+        stage_load_dataset(directory),
+        stage_queries_match_clickhouse_18(directory),
+    )
 ]
 
 

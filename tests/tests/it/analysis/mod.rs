@@ -1,18 +1,20 @@
-//! The shipped queries and the report, over the seeded dataset of
-//! `deploy/clickhouse/fixtures/` loaded into a real ClickHouse 18.16 (migrated by the
-//! sink's own migration code).
+//! The shipped queries and the report, over the datasets of `deploy/clickhouse/fixtures/`
+//! loaded into a real ClickHouse 18.16 (migrated by the sink's own migration code): the
+//! hand-made one (`fixtures/`) and the one exported from a real pipeline run
+//! (`fixtures/pipeline/`).
 //!
 //! - [`queries`]: every query returns the numbers worked out by hand in
 //!   `deploy/clickhouse/fixtures/README.md` (duplicates counted once, the seq gap and the
-//!   stale run found, unknown prices listed, timeouts counted), and exactly the answers
-//!   in `fixtures/expected/`, which `deploy/clickhouse/chdb_check.py` holds current
-//!   ClickHouse to. `BENCH_BLESS=1` rewrites those files from 18.16 instead.
+//!   stale run found, unknown prices listed, timeouts counted), and, over each dataset,
+//!   exactly the answers in `<dataset>/expected/`, which
+//!   `deploy/clickhouse/chdb_check.py` holds current ClickHouse to. `BENCH_BLESS=1`
+//!   rewrites those files from 18.16 instead.
 //! - [`report`]: the HTML report renders in headless Chromium with its charts.
 
 mod queries;
 mod report;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use benchstream_tests::ClickHouseServer;
 use event_sink::analysis::ParamValues;
@@ -22,14 +24,26 @@ use crate::common::repo_path;
 /// The database the fixtures are loaded into (the sink's default).
 const DATABASE: &str = "benchstream";
 
-/// `deploy/clickhouse/fixtures/`.
+/// `deploy/clickhouse/fixtures/`: the hand-made dataset (see its README.md).
 fn fixtures_dir() -> PathBuf {
     repo_path("deploy/clickhouse/fixtures")
 }
 
-/// A fresh 18.16 server, migrated, holding the fixture rows, and a client of its
-/// database.
+/// `deploy/clickhouse/fixtures/pipeline/`: rows exported from a real pipeline run (see
+/// its README.md).
+fn pipeline_dir() -> PathBuf {
+    fixtures_dir().join("pipeline")
+}
+
+/// A fresh 18.16 server, migrated, holding the hand-made fixture rows, and a client of
+/// its database.
 async fn seeded_clickhouse() -> (ClickHouseServer, clickhouse::Client) {
+    seeded_clickhouse_from(&fixtures_dir()).await
+}
+
+/// A fresh 18.16 server, migrated, holding the rows of the dataset in `dir` (one
+/// JSONEachRow file `<table>.jsonl` per table), and a client of its database.
+async fn seeded_clickhouse_from(dir: &Path) -> (ClickHouseServer, clickhouse::Client) {
     let server = ClickHouseServer::start();
     let root = clickhouse::Client::default()
         .with_url(server.http_url())
@@ -41,13 +55,13 @@ async fn seeded_clickhouse() -> (ClickHouseServer, clickhouse::Client) {
     event_sink::migrations::migrate(&client)
         .await
         .expect("migrations apply on 18.16");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
-        .expect("fixtures dir")
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
         .collect();
     files.sort();
-    assert!(files.len() >= 8, "fixture files missing: {files:?}");
+    assert!(!files.is_empty(), "no fixture files in {}", dir.display());
     for file in files {
         let table = file
             .file_stem()
@@ -61,10 +75,11 @@ async fn seeded_clickhouse() -> (ClickHouseServer, clickhouse::Client) {
     (server, client)
 }
 
-/// The parameters the fixture answers were computed with, per query
-/// (`fixtures/params.json`; other queries use their defaults).
-fn fixture_params(query: &str) -> ParamValues {
-    let text = std::fs::read_to_string(fixtures_dir().join("params.json")).expect("params.json");
+/// The parameters the answers of the dataset in `dir` were computed with, per query
+/// (`<dir>/params.json`; other queries use their defaults).
+fn fixture_params(dir: &Path, query: &str) -> ParamValues {
+    let path = dir.join("params.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let all: serde_json::Value = serde_json::from_str(&text).expect("params.json is JSON");
     all.get(query)
         .and_then(|params| params.as_object())

@@ -1,15 +1,20 @@
-//! Every shipped query over the fixture dataset on ClickHouse 18.16.
+//! Every shipped query over the fixture datasets on ClickHouse 18.16.
+
+use std::path::Path;
 
 use event_sink::analysis::{Format, Query, Table, QUERIES};
 
-use super::{fixture_params, fixtures_dir, seeded_clickhouse};
+use super::{
+    fixture_params, fixtures_dir, pipeline_dir, seeded_clickhouse, seeded_clickhouse_from,
+};
 
-/// Runs every query and returns the answers by name.
-async fn answers(client: &clickhouse::Client) -> Vec<(&'static str, Table)> {
+/// Runs every query with the parameters of the dataset in `dir` and returns the answers
+/// by name.
+async fn answers(client: &clickhouse::Client, dir: &Path) -> Vec<(&'static str, Table)> {
     let mut out = Vec::new();
     for query in QUERIES {
         let table = query
-            .run(client, &fixture_params(query.name))
+            .run(client, &fixture_params(dir, query.name))
             .await
             .unwrap_or_else(|e| panic!("{} fails on 18.16: {e}", query.name));
         out.push((query.name, table));
@@ -53,7 +58,7 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
             .trim(),
         "8"
     );
-    let answers = answers(&client).await;
+    let answers = answers(&client, &fixtures_dir()).await;
 
     let board = answer(&answers, "leaderboard");
     let a = row(board, "policy_id", A);
@@ -158,9 +163,15 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     assert_eq!(answer(&answers, "runs").rows.len(), 9);
 
     // The same answers, byte for byte, as the files chdb_check.py compares against.
-    let expected_dir = fixtures_dir().join("expected");
+    assert_answers_equal_expected(&answers, &fixtures_dir());
+}
+
+/// Each answer equals `<dir>/expected/<query>.csv` byte for byte (the files
+/// chdb_check.py compares against); with `BENCH_BLESS` set, writes those files instead.
+fn assert_answers_equal_expected(answers: &[(&'static str, Table)], dir: &Path) {
+    let expected_dir = dir.join("expected");
     let bless = std::env::var_os("BENCH_BLESS").is_some();
-    for (name, table) in &answers {
+    for (name, table) in answers {
         let path = expected_dir.join(format!("{name}.csv"));
         let csv = table.render(Format::Csv);
         if bless {
@@ -172,6 +183,41 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
             assert_eq!(csv, expected, "{name} differs from {}", path.display());
         }
     }
+}
+
+/// The dataset exported from a real pipeline run (runner -> NATS -> sink -> 18.16, see
+/// `fixtures/pipeline/README.md`): every query answers as blessed in
+/// `fixtures/pipeline/expected/`, which chdb_check.py holds current ClickHouse to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_query_answers_as_blessed_over_the_pipeline_export_on_clickhouse_18() {
+    let dir = pipeline_dir();
+    let (server, client) = seeded_clickhouse_from(&dir).await;
+    let answers = answers(&client, &dir).await;
+
+    // What the README says the export holds, so a re-export that lost a part shows.
+    let count = |sql: &str| server.query(sql).trim().to_owned();
+    assert_eq!(
+        count("SELECT count() FROM benchstream.run_starts FINAL"),
+        "9"
+    );
+    assert_eq!(
+        count("SELECT count() FROM benchstream.run_stops FINAL"),
+        "9"
+    );
+    assert_eq!(
+        count("SELECT count() FROM benchstream.deliberations FINAL"),
+        "6"
+    );
+    assert_eq!(count("SELECT count() FROM benchstream.failures FINAL"), "6");
+    assert_eq!(answer(&answers, "runs").rows.len(), 9);
+    assert!(
+        answer(&answers, "lost_events").rows.is_empty(),
+        "every event of the real runs was delivered"
+    );
+    assert!(!answer(&answers, "run_timeline").rows.is_empty());
+    assert!(!answer(&answers, "deliberation_latency").rows.is_empty());
+
+    assert_answers_equal_expected(&answers, &dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,7 +264,7 @@ async fn sweep_optimizer_streams_are_not_reported_as_lost_runs() {
             900_000 + seq
         ));
     }
-    let lost = answer(&answers(&client).await, "lost_events").clone();
+    let lost = answer(&answers(&client, &fixtures_dir()).await, "lost_events").clone();
     assert!(
         (0..lost.rows.len())
             .all(|r| lost.get(r, "run_id") != Some("f0000000-0000-4000-8000-000000000000")),
