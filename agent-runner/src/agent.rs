@@ -71,6 +71,11 @@ pub struct RunSummary {
     pub events: u64,
     /// The `run_stop` payload.
     pub result: RunStop,
+    /// Protected files (`[judge] protect`) the agent had changed, restored from the fixture
+    /// before the final verdict, as `"<path> (modified|deleted|created)"`; empty when none
+    /// were (omitted from `summary.json` then).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub protected_restored: Vec<String>,
     /// The artifact directory, if any.
     pub artifacts: Option<PathBuf>,
 }
@@ -83,6 +88,7 @@ impl RunSummary {
         scenario: ScenarioRef,
         fixture_sha256: Hash256,
         result: RunStop,
+        protected_restored: Vec<String>,
     ) -> Result<RunSummary, RecordError> {
         let seq = rec.sequencer();
         let summary = RunSummary {
@@ -97,6 +103,7 @@ impl RunSummary {
             fixture_sha256,
             events: rec.events(),
             result,
+            protected_restored,
             artifacts: rec.dir().map(Path::to_path_buf),
         };
         rec.write_summary(&summary)?;
@@ -214,7 +221,7 @@ pub async fn execute(
     let (verdict, files_modified) = match &toolbox {
         Some(toolbox) => {
             let root = toolbox.sandbox().root();
-            let verdict = judge::judge(&task.task.judge, root).await;
+            let verdict = judge::judge_submission(task, root).await;
             let modified = Tree::scan_workspace(root)
                 .map(|now| task.fixture.changed_paths(&now).len())
                 .unwrap_or_else(|e| {
@@ -223,20 +230,7 @@ pub async fn execute(
                 });
             (verdict, modified)
         }
-        None => (
-            Verdict {
-                passed: 0,
-                failed: task.task.judge.tests.len() as u32,
-                failing: task
-                    .task
-                    .judge
-                    .tests
-                    .iter()
-                    .map(|t| t.name.clone())
-                    .collect(),
-            },
-            0,
-        ),
+        None => (Verdict::all_failing(&task.task.judge), 0),
     };
     let success = verdict.success() && end.status == ExitStatus::Submitted;
     rec.emit(
@@ -244,10 +238,11 @@ pub async fn execute(
         Payload::Step(step(
             StepType::Conclude,
             format!(
-                "{}; judge: {} of {} tests pass",
+                "{}; judge: {} of {} tests pass{}",
                 end.reason.as_deref().unwrap_or("submitted"),
                 verdict.passed,
-                verdict.passed + verdict.failed
+                verdict.passed + verdict.failed,
+                restored_note(&verdict),
             ),
         )),
     )?;
@@ -277,7 +272,13 @@ pub async fn execute(
         turns: progress.turns,
     };
     rec.emit(None, Payload::RunStop(result.clone()))?;
-    RunSummary::record(&rec, scenario_ref, fixture_sha256, result)
+    RunSummary::record(
+        &rec,
+        scenario_ref,
+        fixture_sha256,
+        result,
+        verdict.restored.iter().map(ToString::to_string).collect(),
+    )
 }
 
 /// The turns of the run, until something ends it.
@@ -494,6 +495,12 @@ fn run_failure(end: &RunEnd, verdict: &Verdict, progress: &Progress) -> Failure 
         ),
     };
     let mut contributing_factors = Vec::new();
+    if !verdict.restored.is_empty() {
+        contributing_factors.push(format!(
+            "protected files changed by the agent, restored before judging: {}",
+            restored_list(verdict)
+        ));
+    }
     if progress.tool_errors > 0 {
         contributing_factors.push(format!("{} tool calls failed", progress.tool_errors));
     }
@@ -518,6 +525,24 @@ fn run_failure(end: &RunEnd, verdict: &Verdict, progress: &Progress) -> Failure 
         },
         contributing_factors,
         remediation_suggestions: Vec::new(),
+    }
+}
+
+/// `"tests/test_ci.sh (modified), ..."`.
+fn restored_list(verdict: &Verdict) -> String {
+    let files: Vec<String> = verdict.restored.iter().map(ToString::to_string).collect();
+    files.join(", ")
+}
+
+/// What the `conclude` step adds when the judge had to restore protected files.
+fn restored_note(verdict: &Verdict) -> String {
+    if verdict.restored.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (protected files restored before judging: {})",
+            restored_list(verdict)
+        )
     }
 }
 

@@ -2,13 +2,18 @@
 //! scratch directory, under the task's per-test timeout); exit 0 passes. The score is the
 //! fraction of tests passing, success is all of them passing.
 //!
-//! The judge runs the tests as they are in the scratch directory: it does not restore
-//! test files the agent may have edited.
+//! The final verdict ([`judge_submission`]) first restores the task's protected files
+//! (`[judge] protect`: its tests) from the pristine fixture ([`crate::protect`]), so an agent
+//! cannot pass by editing or deleting tests; what had to be restored is part of the
+//! verdict. The probes between turns ([`judge`]) run the tests as the agent left them and
+//! change nothing in the scratch directory: a tampered test can only delay a
+//! `failing_tests_patience` stop there, never make a run succeed.
 
 use std::path::Path;
 use std::time::Duration;
 
-use crate::scenario::Judge;
+use crate::protect::Tampered;
+use crate::scenario::{Judge, LoadedTask};
 use crate::tools::exec::{run_shell, ExecSpec};
 
 /// Output kept per judge test (only for logs).
@@ -24,12 +29,25 @@ pub struct Verdict {
     pub failed: u32,
     /// Names of the failing tests, in task order.
     pub failing: Vec<String>,
+    /// Protected files the agent had changed, restored before the tests ran (final
+    /// verdicts only), sorted by path.
+    pub restored: Vec<Tampered>,
 }
 
 impl Verdict {
     /// All tests pass.
     pub fn success(&self) -> bool {
         self.failed == 0 && self.passed > 0
+    }
+
+    /// Every test failing, none run (the scratch copy could not be judged).
+    pub fn all_failing(judge: &Judge) -> Verdict {
+        Verdict {
+            passed: 0,
+            failed: u32::try_from(judge.tests.len()).unwrap_or(u32::MAX),
+            failing: judge.tests.iter().map(|t| t.name.clone()).collect(),
+            restored: Vec::new(),
+        }
     }
 
     /// Fraction of tests passing.
@@ -43,7 +61,31 @@ impl Verdict {
     }
 }
 
-/// Runs every judge test in `dir`.
+/// The final verdict on `dir`, a scratch copy of `task`'s fixture: restores the protected
+/// files, then runs every judge test. A restore that fails is logged and fails every test
+/// (the pristine tests could not be put back, so nothing the tests say could be trusted).
+pub async fn judge_submission(task: &LoadedTask, dir: &Path) -> Verdict {
+    let restored = match task
+        .protected
+        .restore(&task.fixture_dir(), &task.fixture, dir)
+    {
+        Ok(restored) => restored,
+        Err(e) => {
+            tracing::error!(task = %task.task.id, error = %e, "cannot restore the protected files; every judge test fails");
+            return Verdict::all_failing(&task.task.judge);
+        }
+    };
+    if !restored.is_empty() {
+        let files: Vec<String> = restored.iter().map(ToString::to_string).collect();
+        tracing::warn!(task = %task.task.id, files = %files.join(", "), "the agent changed protected files; restored before judging");
+    }
+    Verdict {
+        restored,
+        ..judge(&task.task.judge, dir).await
+    }
+}
+
+/// Runs every judge test in `dir` as it is (the probes between turns).
 pub async fn judge(judge: &Judge, dir: &Path) -> Verdict {
     let mut verdict = Verdict::default();
     for test in &judge.tests {

@@ -15,6 +15,7 @@
 //! - [`limits`]: the limits that end a run early and the exit status of each.
 //! - [`backoff`]: the wait before a retry under a run's `retry_policy` (tools and models).
 //! - [`judge`]: running a task's judge tests.
+//! - [`protect`]: the judge's own files (`[judge] protect`), restored before the verdict.
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
 //! - [`publish`]: acknowledged JetStream publishing with an in-flight window.
 //! - [`spool`]: the crash-safe local spool for events the broker could not take.
@@ -47,6 +48,7 @@ pub mod judge;
 pub mod limits;
 pub mod policy;
 pub mod pricing;
+pub mod protect;
 pub mod provider;
 pub mod publish;
 pub mod recorder;

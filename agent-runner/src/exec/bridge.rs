@@ -225,16 +225,16 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         AgentEnd::Exited(status) => status.code(),
         AgentEnd::TimedOut | AgentEnd::Shutdown => None,
     };
-    let result = match state.agent_stop.take() {
-        Some(stop) => stop,
+    let (result, restored) = match state.agent_stop.take() {
+        Some(stop) => (stop, Vec::new()),
         None => {
-            let stop =
+            let (stop, restored) =
                 close_run(&rec, &end, task, sandbox.root(), started, state.tool_errors).await;
             rec.emit(None, Payload::RunStop(stop.clone()))?;
-            stop
+            (stop, restored)
         }
     };
-    let summary = RunSummary::record(&rec, scenario_ref, fixture_sha256, result)?;
+    let summary = RunSummary::record(&rec, scenario_ref, fixture_sha256, result, restored)?;
     drop(rec);
     let delivery = finish_optional_publisher(publisher).await?;
     Ok(ExecReport {
@@ -297,8 +297,9 @@ impl ReadState {
     }
 }
 
-/// The `run_stop` of a run the agent did not close: the judge's verdict on the scratch
-/// copy, with how the agent ended.
+/// The `run_stop` of a run the agent did not close: the judge's final verdict on the
+/// scratch copy (protected files restored first), with how the agent ended; and what had
+/// to be restored (for `summary.json`).
 async fn close_run(
     rec: &RunRecorder,
     end: &AgentEnd,
@@ -306,7 +307,7 @@ async fn close_run(
     root: &Path,
     started: Instant,
     tool_errors: u32,
-) -> RunStop {
+) -> (RunStop, Vec<String>) {
     let (exit_status, reason) = match end {
         AgentEnd::Exited(status) if status.success() => (ExitStatus::Submitted, None),
         AgentEnd::Exited(status) => (
@@ -319,12 +320,12 @@ async fn close_run(
         ),
         AgentEnd::Shutdown => (ExitStatus::ExitError, Some("shutdown".to_owned())),
     };
-    let verdict = judge::judge(&task.task.judge, root).await;
+    let verdict = judge::judge_submission(task, root).await;
     let files_modified = Tree::scan_workspace(root)
         .map(|now| task.fixture.changed_paths(&now).len())
         .unwrap_or(0);
     let usage = rec.usage();
-    RunStop {
+    let stop = RunStop {
         success: verdict.success() && exit_status == ExitStatus::Submitted,
         final_score: verdict.score(),
         wall_time_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -341,7 +342,9 @@ async fn close_run(
         cost_usd: usage.cost_usd(),
         api_calls: usage.api_calls,
         turns: 0,
-    }
+    };
+    let restored = verdict.restored.iter().map(ToString::to_string).collect();
+    (stop, restored)
 }
 
 /// Reads lines of at most [`MAX_LINE_BYTES`]; a longer line is consumed and reported as

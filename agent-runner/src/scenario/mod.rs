@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 
 use schemas::{sha256_hex, Hash256};
 
+use crate::protect::Protected;
+
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
 pub use task::{Judge, JudgeTest, Language, Task};
@@ -92,6 +94,8 @@ pub struct LoadedTask {
     pub task_sha256: Hash256,
     /// The fixture files; the scratch copy is made from this listing.
     pub fixture: Tree,
+    /// The compiled `[judge] protect` patterns.
+    pub protected: Protected,
 }
 
 impl LoadedScenario {
@@ -179,11 +183,26 @@ impl LoadedTask {
         let text = String::from_utf8_lossy(&bytes);
         let task = Task::parse(dir, &text)?;
         let fixture = Tree::scan(&Task::fixture_dir(dir))?;
+        let protected =
+            Protected::new(&task.judge.protect).map_err(|e| ScenarioError::Invalid {
+                path: task_file.clone(),
+                reason: format!("judge.protect: {e}"),
+            })?;
+        let unmatched = protected.unmatched(&fixture);
+        if !unmatched.is_empty() {
+            return Err(ScenarioError::Invalid {
+                path: task_file,
+                reason: format!(
+                    "judge.protect patterns {unmatched:?} match no fixture file (they would protect nothing)"
+                ),
+            });
+        }
         Ok(LoadedTask {
             task,
             dir: dir.to_path_buf(),
             task_sha256: sha256_hex(&bytes),
             fixture,
+            protected,
         })
     }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::ScenarioError;
+use crate::protect::Protected;
 use crate::tools::ToolRequest;
 
 /// Name of the task definition file inside a task directory.
@@ -49,6 +50,11 @@ pub struct Judge {
     pub timeout_ms: u64,
     /// Each runs separately with `bash -c` in the run's scratch copy; exit 0 = pass.
     pub tests: Vec<JudgeTest>,
+    /// Globs (relative to the fixture root) of the judge's own files: before the final
+    /// verdict they are restored from the pristine fixture and files the agent added that
+    /// match are deleted ([`crate::protect`]). Default: none.
+    #[serde(default)]
+    pub protect: Vec<String>,
 }
 
 /// One judge test.
@@ -83,6 +89,7 @@ impl Task {
         if task.judge.timeout_ms == 0 {
             return Err(invalid("judge.timeout_ms must be > 0".into()));
         }
+        Protected::new(&task.judge.protect).map_err(|e| invalid(format!("judge.protect: {e}")))?;
         for (i, step) in task.solution.iter().enumerate() {
             step.parse()
                 .map_err(|e| invalid(format!("solution step {}: {e}", i + 1)))?;

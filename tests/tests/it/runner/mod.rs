@@ -8,5 +8,6 @@ mod events;
 mod limits;
 mod outage;
 mod pins;
+mod protect;
 mod reference;
 mod tools;
