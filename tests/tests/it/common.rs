@@ -87,6 +87,20 @@ pub fn runner_config(
     }
 }
 
+/// Runs `scenario` without publishing, artifacts in a temp dir that the caller keeps
+/// alive as long as it reads them.
+pub async fn run_offline(
+    scenario: PathBuf,
+    allow_unpinned: bool,
+) -> (tempfile::TempDir, agent_runner::ScenarioReport) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = runner_config(scenario, None, allow_unpinned, None, dir.path());
+    let report = agent_runner::run(config, CancellationToken::new())
+        .await
+        .expect("scenario runs");
+    (dir, report)
+}
+
 /// A run of `tests/fixtures/runner/slow-steps.toml` (unpinned; slow enough to lose the
 /// broker, or a cluster node, mid-run) publishing through `publish`, artifacts in
 /// `dir/runs`.

@@ -1,16 +1,11 @@
 //! Limits end a run early with the documented exit status and reason.
 
 use schemas::ExitStatus;
-use tokio_util::sync::CancellationToken;
 
-use crate::common::{fixture_scenario, runner_config};
+use crate::common::{fixture_scenario, run_offline};
 
 async fn run_alone(scenario: &str) -> agent_runner::agent::RunSummary {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = runner_config(fixture_scenario(scenario), None, true, None, dir.path());
-    let mut report = agent_runner::run(config, CancellationToken::new())
-        .await
-        .expect("run");
+    let (_dir, mut report) = run_offline(fixture_scenario(scenario), true).await;
     report.runs.remove(0)
 }
 

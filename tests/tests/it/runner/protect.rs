@@ -3,23 +3,12 @@
 //! reported (`summary.json`, the `conclude` step, the `failure` event).
 
 use schemas::{ExitStatus, Payload, StepType};
-use tokio_util::sync::CancellationToken;
 
-use crate::common::{fixture_scenario, journal_events, runner_config};
+use crate::common::{fixture_scenario, journal_events, run_offline};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tampered_tests_do_not_pass_a_run_and_are_reported() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = runner_config(
-        fixture_scenario("tamper-tests"),
-        None,
-        true,
-        None,
-        dir.path(),
-    );
-    let report = agent_runner::run(config, CancellationToken::new())
-        .await
-        .expect("run");
+    let (_dir, report) = run_offline(fixture_scenario("tamper-tests"), true).await;
     let run = |id: &str| {
         report
             .runs

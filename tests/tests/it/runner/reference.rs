@@ -8,8 +8,8 @@ use schemas::{ExitStatus, Payload, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{
-    create_stream, journal_events, publish_setup, repo_path, runner_config, sorted_seqs,
-    stream_messages,
+    create_stream, journal_events, publish_setup, repo_path, run_offline, runner_config,
+    sorted_seqs, stream_messages,
 };
 use benchstream_tests::NatsServer;
 
@@ -73,18 +73,7 @@ async fn reference_solutions_solve_every_shipped_task() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn empty_submit_fails_every_task_as_submitted() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = runner_config(
-        repo_path("scenarios/empty-submit.toml"),
-        None,
-        false,
-        None,
-        dir.path(),
-    );
-
-    let report = agent_runner::run(config, CancellationToken::new())
-        .await
-        .expect("empty-submit scenario runs");
+    let (_dir, report) = run_offline(repo_path("scenarios/empty-submit.toml"), false).await;
 
     assert!(report.runs.len() >= 8);
     for run in &report.runs {

@@ -6,9 +6,8 @@ use std::fs;
 use std::time::Duration;
 
 use schemas::{ExitKind, ExitStatus, FailureRoot, Payload};
-use tokio_util::sync::CancellationToken;
 
-use crate::common::{fixture_scenario, journal_events, runner_config};
+use crate::common::{fixture_scenario, journal_events, run_offline};
 
 /// Processes whose command line contains `marker`.
 fn processes_with(marker: &str) -> Vec<String> {
@@ -25,18 +24,7 @@ fn processes_with(marker: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_timeout_kills_the_process_group_and_reports_timeout() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = runner_config(
-        fixture_scenario("tool-timeout"),
-        None,
-        true,
-        None,
-        dir.path(),
-    );
-
-    let report = agent_runner::run(config, CancellationToken::new())
-        .await
-        .expect("run");
+    let (_dir, report) = run_offline(fixture_scenario("tool-timeout"), true).await;
 
     // Both sleeps (the background one included) are gone, not reparented to init.
     tokio::time::sleep(Duration::from_millis(200)).await;
