@@ -71,7 +71,10 @@ fn main() -> ExitCode {
     }
 }
 
-#[tokio::main]
+/// One thread: the sink is one pipeline whose CPU work fits a core, and with a single
+/// worker thread glibc allocates from one malloc arena (about 20 MiB less peak RSS than the
+/// multi-thread runtime, which the batch byte limit turns into larger inserts).
+#[tokio::main(flavor = "current_thread")]
 async fn serve(config: event_sink::Config, migrate_only: bool) -> anyhow::Result<()> {
     if migrate_only {
         let applied = event_sink::migrate(&config.clickhouse)
