@@ -39,7 +39,7 @@ pub struct Scenario {
 pub enum PolicyKind {
     /// Replays a fixed list of actions (default: the task's `[[solution]]`).
     Scripted,
-    /// A model behind an OpenAI-compatible API (issue 5).
+    /// A model behind an OpenAI-compatible API (`policy::llm`).
     Llm,
 }
 
