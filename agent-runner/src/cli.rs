@@ -91,15 +91,8 @@ pub struct RunArgs {
     /// Seed of every run, instead of the scenario's.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
-    #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
-    pub out: PathBuf,
-    /// Run even if a scenario, task or fixture differs from pins.toml.
-    #[arg(long)]
-    pub allow_unpinned: bool,
-    /// Where scenario names are looked up.
-    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
-    pub scenarios_dir: PathBuf,
+    #[command(flatten)]
+    pub scenarios: ScenarioArgs,
     /// `host` on every event. Default: the host name.
     #[arg(long, env = "BENCH_RUNNER_HOST")]
     pub host: Option<String>,
@@ -186,6 +179,21 @@ impl LlmArgs {
     }
 }
 
+/// Where scenarios are looked up and where run artifacts go: the same for `run`, `exec`
+/// and `sweep`.
+#[derive(Debug, Args)]
+pub struct ScenarioArgs {
+    /// Where scenario names are looked up.
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    pub scenarios_dir: PathBuf,
+    /// Run even if a scenario, task or fixture differs from pins.toml.
+    #[arg(long)]
+    pub allow_unpinned: bool,
+    /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
+    #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
+    pub out: PathBuf,
+}
+
 /// Broker, subjects and spool.
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -230,14 +238,14 @@ impl RunArgs {
         let host = host_or_default(self.host);
         let publish = self.publish.into_setup_unless(self.no_publish)?;
         Ok(RunnerConfig {
-            scenario: resolve_scenario(&self.scenario, &self.scenarios_dir),
+            scenario: resolve_scenario(&self.scenario, &self.scenarios.scenarios_dir),
             load: LoadOptions {
                 tasks: self.tasks,
-                allow_unpinned: self.allow_unpinned,
+                allow_unpinned: self.scenarios.allow_unpinned,
             },
             concurrency: self.concurrency,
             seed: self.seed,
-            out_dir: Some(self.out),
+            out_dir: Some(self.scenarios.out),
             host,
             output_cap: self.output_cap,
             publish,

@@ -2,14 +2,13 @@
 //! command's output. Nothing here reads agent output.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
 
 use clap::Args;
 use tokio_util::sync::CancellationToken;
 
 use super::bridge::{self, ExecConfig};
 use super::ExecError;
-use crate::cli::{host_or_default, PublishArgs};
+use crate::cli::{host_or_default, PublishArgs, ScenarioArgs};
 use crate::error::Exit;
 
 /// `agent-runner exec`.
@@ -27,15 +26,8 @@ pub struct ExecArgs {
     /// `policy_id` of the run. Default: exec:<program file name>.
     #[arg(long)]
     pub policy_id: Option<String>,
-    /// Where scenario names are looked up.
-    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
-    pub scenarios_dir: PathBuf,
-    /// Run even if the scenario, task or fixture differs from pins.toml.
-    #[arg(long)]
-    pub allow_unpinned: bool,
-    /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
-    #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
-    pub out: PathBuf,
+    #[command(flatten)]
+    pub scenarios: ScenarioArgs,
     /// `host` on every event. Default: the host name.
     #[arg(long, env = "BENCH_RUNNER_HOST")]
     pub host: Option<String>,
@@ -54,13 +46,13 @@ impl ExecArgs {
     pub fn into_config(self) -> Result<ExecConfig, ExecError> {
         Ok(ExecConfig {
             command: self.command,
-            scenario: crate::cli::resolve_scenario(&self.scenario, &self.scenarios_dir),
+            scenario: crate::cli::resolve_scenario(&self.scenario, &self.scenarios.scenarios_dir),
             task: self.task,
-            allow_unpinned: self.allow_unpinned,
+            allow_unpinned: self.scenarios.allow_unpinned,
             seed: self.seed,
             policy_id: self.policy_id,
             host: host_or_default(self.host),
-            out_dir: Some(self.out),
+            out_dir: Some(self.scenarios.out),
             publish: self.publish.into_setup_unless(self.no_publish)?,
         })
     }

@@ -11,7 +11,7 @@ use super::adaptive::ClickHouseSource;
 use super::claim::DEFAULT_BUCKET;
 use super::worker::{self, Plan, SweepConfig};
 use super::SweepError;
-use crate::cli::{host_or_default, LlmArgs, PublishArgs};
+use crate::cli::{host_or_default, LlmArgs, PublishArgs, ScenarioArgs};
 use crate::error::{Error, Exit};
 use crate::tools::DEFAULT_OUTPUT_CAP;
 
@@ -26,15 +26,8 @@ pub struct SweepArgs {
     /// Print the expansion (configs, counts) and exit without running or connecting.
     #[arg(long)]
     pub dry_run: bool,
-    /// Where scenario names are looked up.
-    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
-    pub scenarios_dir: PathBuf,
-    /// Run even if a scenario, task or fixture differs from pins.toml.
-    #[arg(long)]
-    pub allow_unpinned: bool,
-    /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
-    #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
-    pub out: PathBuf,
+    #[command(flatten)]
+    pub scenarios: ScenarioArgs,
     /// `host` on every event and owner of this worker's claims. Default: the host name.
     #[arg(long, env = "BENCH_RUNNER_HOST")]
     pub host: Option<String>,
@@ -95,11 +88,11 @@ impl SweepArgs {
         let c = self.clickhouse;
         Ok(SweepConfig {
             file: self.file,
-            scenarios_dir: self.scenarios_dir,
-            allow_unpinned: self.allow_unpinned,
+            scenarios_dir: self.scenarios.scenarios_dir,
+            allow_unpinned: self.scenarios.allow_unpinned,
             count: self.count.unwrap_or(usize::MAX),
             worker: host_or_default(self.host),
-            out_dir: Some(self.out),
+            out_dir: Some(self.scenarios.out),
             output_cap: self.output_cap,
             publish: self.publish.into_setup()?,
             llm: self.llm.into_config()?,
@@ -123,7 +116,11 @@ impl SweepArgs {
         if self.dry_run {
             print!(
                 "{}",
-                Plan::load(&self.file, &self.scenarios_dir, self.allow_unpinned)?
+                Plan::load(
+                    &self.file,
+                    &self.scenarios.scenarios_dir,
+                    self.scenarios.allow_unpinned
+                )?
             );
             return Ok(Exit::Ok);
         }

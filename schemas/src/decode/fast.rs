@@ -81,8 +81,13 @@ impl<'de> Visitor<'de> for EventVisitor {
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             match key.as_ref() {
                 "schema_version" => {
+                    // Compared as a number, not as text, without allocating per event:
+                    // `1.0` and `"1"` are not version 1 (the precise path agrees).
                     let raw: &RawValue = map.next_value()?;
-                    version_ok = Some(raw.get() == SCHEMA_VERSION.to_string());
+                    version_ok = Some(
+                        raw.get().bytes().all(|b| b.is_ascii_digit())
+                            && raw.get().parse::<u32>() == Ok(SCHEMA_VERSION),
+                    );
                 }
                 "event_id" => event_id = Some(map.next_value()?),
                 "run_id" => run_id = Some(map.next_value()?),

@@ -97,4 +97,11 @@ async fn nats_restart_loses_nothing() {
     world.wait_landed(&run, events.len());
     world.wait_acked(events.len() as u64).await;
     sink.stop().await.expect("clean stop");
+    // Every seq of the run is in ClickHouse, each once.
+    let seqs = world.clickhouse.query(&format!(
+        "SELECT uniqExact(seq), min(seq), max(seq), count() FROM benchstream.events_raw FINAL \
+         WHERE run_id = '{}'",
+        run.run_id
+    ));
+    assert_eq!(seqs.trim(), "600\t0\t599\t600");
 }
