@@ -65,37 +65,68 @@ async fn run_keeps_delivering_when_a_cluster_node_dies() {
 
 #[test]
 fn cluster_script_starts_and_stops_three_nodes() {
-    let dir = tempfile::tempdir().expect("dir");
-    let script = repo_path("deploy/nats/cluster/cluster.sh");
-    let env = [
-        ("BENCH_CLUSTER_DIR", dir.path().display().to_string()),
-        ("BENCH_CLUSTER_CLIENT_BASE", port_base().to_string()),
-        ("BENCH_CLUSTER_ROUTE_BASE", port_base().to_string()),
-        ("BENCH_CLUSTER_MONITOR_BASE", port_base().to_string()),
-    ];
-    let sh = |command: &str| {
-        Command::new("bash")
-            .arg(&script)
-            .arg(command)
-            .envs(env.iter().cloned())
-            .output()
-            .expect("run cluster.sh")
+    // Ports are picked free but another test may take one before the nodes bind it (a
+    // node then exits at start-up), so `up` gets a few tries on fresh ports, as the
+    // harness does for single servers.
+    let mut tries = 0;
+    let cluster = loop {
+        tries += 1;
+        let cluster = ScriptCluster::new();
+        let up = cluster.sh("up");
+        if up.status.success() {
+            break cluster;
+        }
+        let stderr = String::from_utf8_lossy(&up.stderr).into_owned();
+        assert!(
+            tries < 3 && stderr.contains("exited during start-up"),
+            "up: {stderr}"
+        );
     };
-    let up = sh("up");
-    assert!(
-        up.status.success(),
-        "up: {}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-    let status = sh("status");
+    let status = cluster.sh("status");
     let text = String::from_utf8_lossy(&status.stdout).into_owned();
-    let down = sh("down");
+    let down = cluster.sh("down");
     assert!(status.status.success(), "status: {text}");
     assert_eq!(text.matches(" running ").count(), 3, "{text}");
     assert!(text.contains("meta leader: benchstream-nats-"), "{text}");
     assert!(down.status.success());
-    let after = sh("status");
+    let after = cluster.sh("status");
     assert_eq!(after.status.code(), Some(3), "all stopped after down");
+}
+
+/// `deploy/nats/cluster/cluster.sh` on fresh ports and its own state dir; `down` on drop,
+/// so a failed test leaves no node running.
+struct ScriptCluster {
+    dir: tempfile::TempDir,
+    env: [(&'static str, String); 3],
+}
+
+impl ScriptCluster {
+    fn new() -> Self {
+        ScriptCluster {
+            dir: tempfile::tempdir().expect("dir"),
+            env: [
+                ("BENCH_CLUSTER_CLIENT_BASE", port_base().to_string()),
+                ("BENCH_CLUSTER_ROUTE_BASE", port_base().to_string()),
+                ("BENCH_CLUSTER_MONITOR_BASE", port_base().to_string()),
+            ],
+        }
+    }
+
+    fn sh(&self, command: &str) -> std::process::Output {
+        Command::new("bash")
+            .arg(repo_path("deploy/nats/cluster/cluster.sh"))
+            .arg(command)
+            .env("BENCH_CLUSTER_DIR", self.dir.path())
+            .envs(self.env.iter().cloned())
+            .output()
+            .expect("run cluster.sh")
+    }
+}
+
+impl Drop for ScriptCluster {
+    fn drop(&mut self) {
+        let _ = self.sh("down");
+    }
 }
 
 /// A base port such that base+1..=base+3 are free (the script numbers nodes from 1).
