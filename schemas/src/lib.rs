@@ -8,7 +8,10 @@
 //! - [`payload`]: the `data` object of every event type, with enums for every closed set.
 //! - [`canonical`]: canonical JSON (sorted keys, no whitespace) and the SHA-256 used for
 //!   `cfg_hash` / `env_hash`.
-//! - [`decode`]: bytes → validated event, with a typed [`DecodeError`] per failure class.
+//! - [`decode`]: bytes → validated event, with a typed [`DecodeError`] per failure class;
+//!   [`decode_message`] also reads the Smith protocol and says which protocol it was.
+//! - [`smith`]: the Smith protocol (the one this format grew from), mapped onto these
+//!   types without inventing what it does not send.
 //! - [`truncate`]: char-boundary truncation of long text fields and the 1 MiB limit.
 //! - [`subject`]: NATS subject naming and header names (strings only; no NATS dependency).
 //! - [`sequence`]: [`RunSequencer`], which stamps ids, `seq` and `ts` on a run's events.
@@ -23,11 +26,12 @@ pub mod envelope;
 pub mod json_schema;
 pub mod payload;
 pub mod sequence;
+pub mod smith;
 pub mod subject;
 pub mod truncate;
 
 pub use canonical::{canonical_json, sha256_hex, Canonical};
-pub use decode::{decode, DecodeError};
+pub use decode::{decode, decode_message, DecodeError, Decoded, Protocol};
 pub use envelope::{BenchmarkEvent, EventType, Hash256, HashError, SCHEMA_VERSION};
 pub use payload::*;
 pub use sequence::RunSequencer;

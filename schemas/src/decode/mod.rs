@@ -5,6 +5,12 @@
 //! Two paths, same verdicts: [`fast`] decodes a valid event in one pass; when it says no,
 //! the precise path below re-reads the bytes through `serde_json::Value` to name the
 //! offending field.
+//!
+//! Two protocols: [`decode`] reads this crate's wire format only; [`decode_message`]
+//! (what the sink runs) also reads events of the Smith protocol ([`crate::smith`]). The
+//! Smith reading is tried only after the fast path refused the bytes and only when
+//! `schema_version` is absent, so native events are decoded exactly as fast as by
+//! [`decode`], and a native event with a bad field still gets the native error.
 
 mod fast;
 
@@ -13,6 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::envelope::{BenchmarkEvent, EventType, SCHEMA_VERSION};
 use crate::payload::Payload;
+use crate::smith::{self, SmithEvent};
 use crate::truncate::MAX_EVENT_BYTES;
 
 /// Why bytes are not a valid event. Messages are lowercase and name the offending field.
@@ -62,28 +69,121 @@ impl DecodeError {
     }
 }
 
-/// Decodes and validates one event.
-pub fn decode(bytes: &[u8]) -> Result<BenchmarkEvent, DecodeError> {
-    if bytes.len() > MAX_EVENT_BYTES {
-        return Err(DecodeError::Oversize { size: bytes.len() });
+/// The wire protocol an event arrived in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Protocol {
+    /// This crate's wire format (`schema_version` 1).
+    Benchstream,
+    /// The Smith protocol ([`crate::smith`]).
+    Smith,
+}
+
+impl Protocol {
+    /// The name stored with every row (`protocol` column): `benchstream` or `smith`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Benchstream => "benchstream",
+            Protocol::Smith => "smith",
+        }
     }
-    let text = std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8(e.to_string()))?;
+}
+
+/// A valid event of either protocol.
+// Native events are the common case: boxing them to even out the variants would add an
+// allocation per event, and a `Decoded` lives only while one message is handled.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decoded {
+    /// This crate's wire format.
+    Benchstream(BenchmarkEvent),
+    /// A Smith event, mapped onto this crate's types.
+    Smith(SmithEvent),
+}
+
+impl Decoded {
+    /// Which protocol produced the event.
+    pub const fn protocol(&self) -> Protocol {
+        match self {
+            Decoded::Benchstream(_) => Protocol::Benchstream,
+            Decoded::Smith(_) => Protocol::Smith,
+        }
+    }
+
+    /// The dedup key.
+    pub fn event_id(&self) -> uuid::Uuid {
+        match self {
+            Decoded::Benchstream(e) => e.event_id,
+            Decoded::Smith(e) => e.event_id,
+        }
+    }
+
+    /// The run.
+    pub fn run_id(&self) -> uuid::Uuid {
+        match self {
+            Decoded::Benchstream(e) => e.run_id,
+            Decoded::Smith(e) => e.run_id,
+        }
+    }
+
+    /// The event type.
+    pub fn event_type(&self) -> EventType {
+        match self {
+            Decoded::Benchstream(e) => e.event_type(),
+            Decoded::Smith(e) => e.event_type(),
+        }
+    }
+}
+
+/// Decodes and validates one event of this crate's wire format.
+pub fn decode(bytes: &[u8]) -> Result<BenchmarkEvent, DecodeError> {
+    let text = checked_text(bytes)?;
     let event = match fast::decode(text) {
         Some(event) => event,
-        None => precise(text)?,
+        None => precise(parse_object(text)?)?,
     };
     check_semantics(&event)?;
     Ok(event)
 }
 
-/// The precise path: slower, and names the field when the bytes are not a valid event.
-fn precise(text: &str) -> Result<BenchmarkEvent, DecodeError> {
+/// Decodes and validates one message of either protocol. `msg_id` is its `Nats-Msg-Id`
+/// header, which a Smith event may take its id from ([`smith::event_id`]); native events
+/// carry theirs in the body.
+pub fn decode_message(bytes: &[u8], msg_id: Option<&str>) -> Result<Decoded, DecodeError> {
+    let text = checked_text(bytes)?;
+    let event = match fast::decode(text) {
+        Some(event) => event,
+        None => {
+            let object = parse_object(text)?;
+            if smith::is_smith(&object) {
+                return smith::decode(object, msg_id).map(Decoded::Smith);
+            }
+            precise(object)?
+        }
+    };
+    check_semantics(&event)?;
+    Ok(Decoded::Benchstream(event))
+}
+
+/// The size limit and UTF-8, checked before any parsing.
+fn checked_text(bytes: &[u8]) -> Result<&str, DecodeError> {
+    if bytes.len() > MAX_EVENT_BYTES {
+        return Err(DecodeError::Oversize { size: bytes.len() });
+    }
+    std::str::from_utf8(bytes).map_err(|e| DecodeError::InvalidUtf8(e.to_string()))
+}
+
+/// The bytes as a JSON object, for the precise path and the Smith reading.
+fn parse_object(text: &str) -> Result<Map<String, Value>, DecodeError> {
     let value: Value =
         serde_json::from_str(text).map_err(|e| DecodeError::MalformedJson(e.to_string()))?;
-    let mut object = match value {
-        Value::Object(map) => map,
-        other => return Err(DecodeError::NotAnObject(json_kind(&other))),
-    };
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(DecodeError::NotAnObject(json_kind(&other))),
+    }
+}
+
+/// The precise path: slower, and names the field when the bytes are not a valid event.
+fn precise(mut object: Map<String, Value>) -> Result<BenchmarkEvent, DecodeError> {
     match object.get("schema_version") {
         None => return Err(DecodeError::MissingVersion),
         Some(v) if v.as_u64() == Some(u64::from(SCHEMA_VERSION)) => {}
@@ -210,7 +310,9 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let mut texts: Vec<String> = std::fs::read_dir(dir)
             .expect("fixtures dir")
-            .map(|e| std::fs::read_to_string(e.expect("entry").path()).expect("fixture"))
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .map(|p| std::fs::read_to_string(p).expect("fixture"))
             .collect();
         texts.sort();
         texts
@@ -220,7 +322,7 @@ mod tests {
     fn fast_and_precise_paths_agree_on_valid_events() {
         for text in fixtures() {
             let fast = fast::decode(&text).expect("fast path accepts a fixture");
-            assert_eq!(Ok(fast), precise(&text));
+            assert_eq!(Ok(fast), parse_object(&text).and_then(precise));
         }
     }
 
@@ -246,7 +348,7 @@ mod tests {
                 v[field]
             );
             assert!(
-                precise(&text).is_err(),
+                parse_object(&text).and_then(precise).is_err(),
                 "precise path accepted {field}={}",
                 v[field]
             );
