@@ -1,5 +1,6 @@
 -- Exit-status distribution: finished runs per policy and exit_status, with each
 -- status's share of the policy's finished runs (the shares of a policy add up to 1).
+-- Runs whose producer sent no exit status (Smith protocol) count as `unknown`.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
 -- param policy String = '': only this policy_id; empty = every policy
@@ -15,7 +16,7 @@ FROM
         sum(n) AS policy_runs
     FROM
     (
-        SELECT policy_id, exit_status AS status, count() AS n
+        SELECT policy_id, ifNull(exit_status, 'unknown') AS status, count() AS n
         FROM run_stops FINAL
         WHERE run_id IN (
     -- The runs selected by the time range and policy filter.
