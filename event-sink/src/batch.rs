@@ -11,7 +11,8 @@
 
 use std::time::{Duration, Instant};
 
-use schemas::{BenchmarkEvent, EventType};
+use schemas::subject::headers;
+use schemas::{Decoded, EventType, Protocol};
 
 use crate::classify;
 use crate::config::BatchConfig;
@@ -38,10 +39,16 @@ pub struct Item {
 }
 
 impl Item {
-    /// Decodes a delivery, received at `received_at` (epoch seconds). Headers are only
-    /// kept for messages that fail to decode: the dead letter shows them.
+    /// Decodes a delivery of either protocol, received at `received_at` (epoch seconds).
+    /// Headers are only kept for messages that fail to decode: the dead letter shows
+    /// them. A Smith event may take its id from `Nats-Msg-Id`, read here.
     pub fn decode(mut delivery: Delivery, received_at: u32) -> Self {
-        let decoded = match schemas::decode(&delivery.payload) {
+        let msg_id = delivery
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(headers::MSG_ID))
+            .map(|v| v.as_str());
+        let decoded = match schemas::decode_message(&delivery.payload, msg_id) {
             Ok(event) => {
                 delivery.headers = None;
                 Ok(RawEnvelope::of(&event))
@@ -58,10 +65,16 @@ impl Item {
         }
     }
 
-    /// The event again, for its typed row; `None` for bad data.
-    pub fn event(&self) -> Option<BenchmarkEvent> {
-        self.decoded.as_ref().ok()?;
-        schemas::decode(&self.delivery.payload).ok()
+    /// The event again, for its typed row; `None` for bad data. A Smith event gets the
+    /// id it was given on arrival (its `Nats-Msg-Id` header is not kept).
+    pub fn event(&self) -> Option<Decoded> {
+        let env = self.decoded.as_ref().ok()?;
+        let mut buffer = uuid::Uuid::encode_buffer();
+        let msg_id = match env.protocol {
+            Protocol::Benchstream => None,
+            Protocol::Smith => Some(&*env.event_id.hyphenated().encode_lower(&mut buffer)),
+        };
+        schemas::decode_message(&self.delivery.payload, msg_id).ok()
     }
 
     /// The `events_raw` row of an accepted event.

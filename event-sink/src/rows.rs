@@ -7,13 +7,24 @@
 //! names (String), booleans as UInt8, `ts` as DateTime (seconds) plus `ts_ms` (epoch
 //! milliseconds), absent optionals as NULL.
 //!
+//! Events of both wire protocols map onto the same rows. A Smith protocol event
+//! ([`schemas::smith`]) fills what it sends and leaves NULL what it does not (host, model,
+//! provider, strategy, replay pins, exit status, call counts); its own short hashes go
+//! into `cfg_hash`/`env_hash`/`tool_args_hash` verbatim, and `protocol` tells the rows
+//! apart.
+//!
 //! This module owns the event → row mapping only; which rows go into which insert is the
 //! writer's business.
 
+use chrono::{DateTime, Utc};
 use clickhouse::Row;
+use schemas::smith::{
+    SmithEvent, SmithPayload, SmithRunConfig, SmithRunResult, SmithStep, SmithSuggestion,
+    SmithToolCall,
+};
 use schemas::{
-    BenchmarkEvent, ContextDecision, Deliberation, EventType, Failure, OptimizerUpdate, Payload,
-    RunStart, RunStop, Step, ToolCall,
+    BenchmarkEvent, ContextDecision, Decoded, Deliberation, EventType, Failure, OptimizerUpdate,
+    Payload, Protocol, RunStart, RunStop, Step, ToolCall,
 };
 use serde::{Serialize, Serializer};
 use uuid::Uuid;
@@ -76,30 +87,43 @@ impl Serialize for RawBytes<'_> {
 /// the body again when it is written).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawEnvelope {
+    /// The event's id: the dedup key.
     pub event_id: Uuid,
+    /// The run it belongs to.
     pub run_id: Uuid,
+    /// Its type, which picks the typed table.
     pub event_type: EventType,
+    /// The benchmark task.
     pub task_id: String,
-    pub seq: u64,
+    /// Per-run sequence number; `None` when the protocol has none (Smith).
+    pub seq: Option<u64>,
+    /// When it happened, epoch seconds (DateTime).
     pub ts: u32,
+    /// When it happened, epoch milliseconds.
     pub ts_ms: i64,
-    pub host: String,
+    /// The producing host; `None` when the protocol does not say (Smith).
+    pub host: Option<String>,
+    /// The agent policy under test.
     pub policy_id: String,
+    /// Which wire protocol the event came in.
+    pub protocol: Protocol,
 }
 
 impl RawEnvelope {
     /// The envelope of `event`.
-    pub fn of(event: &BenchmarkEvent) -> Self {
+    pub fn of(event: &Decoded) -> Self {
+        let env = Envelope::of(event);
         RawEnvelope {
-            event_id: event.event_id,
-            run_id: event.run_id,
+            event_id: env.event_id,
+            run_id: env.run_id,
             event_type: event.event_type(),
-            task_id: event.task_id.clone(),
-            seq: event.seq,
-            ts: datetime(event.ts.timestamp()),
-            ts_ms: event.ts.timestamp_millis(),
-            host: event.host.clone(),
-            policy_id: event.policy_id.clone(),
+            task_id: env.task_id.to_owned(),
+            seq: env.seq,
+            ts: datetime(env.ts.timestamp()),
+            ts_ms: env.ts.timestamp_millis(),
+            host: env.host.map(str::to_owned),
+            policy_id: env.policy_id.to_owned(),
+            protocol: env.protocol,
         }
     }
 }
@@ -114,15 +138,17 @@ pub struct EventRawRow<'a> {
     pub task_id: &'a str,
     #[serde(rename = "type")]
     pub event_type: &'static str,
-    pub seq: u64,
+    pub seq: Option<u64>,
     pub ts: u32,
     pub ts_ms: i64,
-    pub host: &'a str,
+    pub host: Option<&'a str>,
     pub policy_id: &'a str,
     pub raw: RawBytes<'a>,
     pub subject: &'a str,
     pub stream_seq: u64,
     pub received_at: u32,
+    /// Which wire protocol produced the event.
+    pub protocol: &'static str,
 }
 
 impl<'a> EventRawRow<'a> {
@@ -142,12 +168,13 @@ impl<'a> EventRawRow<'a> {
             seq: env.seq,
             ts: env.ts,
             ts_ms: env.ts_ms,
-            host: &env.host,
+            host: env.host.as_deref(),
             policy_id: &env.policy_id,
             raw: RawBytes(raw),
             subject,
             stream_seq,
             received_at,
+            protocol: env.protocol.as_str(),
         }
     }
 }
@@ -179,25 +206,91 @@ macro_rules! typed_row {
             pub task_id: &'a str,
             #[serde(with = "clickhouse::serde::uuid::option")]
             pub step_id: Option<Uuid>,
-            pub seq: u64,
+            pub seq: Option<u64>,
             pub ts: u32,
             pub ts_ms: i64,
             pub policy_id: &'a str,
             pub cfg_hash: &'a str,
             pub env_hash: &'a str,
             pub seed: u64,
-            pub host: &'a str,
+            pub host: Option<&'a str>,
             pub received_at: u32,
             $($(#[$attr])* pub $field: $ty,)*
+            /// Which wire protocol produced the row.
+            pub protocol: &'static str,
         }
     };
 }
 
-/// An event and when the sink received it: what the envelope columns of its typed row are
-/// taken from.
+/// The envelope of an event of either protocol, borrowed: what the envelope columns of
+/// its rows are taken from.
+#[derive(Debug, Clone, Copy)]
+struct Envelope<'a> {
+    event_id: Uuid,
+    run_id: Uuid,
+    task_id: &'a str,
+    step_id: Option<Uuid>,
+    /// `None`: Smith events have no seq.
+    seq: Option<u64>,
+    ts: &'a DateTime<Utc>,
+    policy_id: &'a str,
+    /// SHA-256 for native events, Smith's own short hash for Smith events.
+    cfg_hash: &'a str,
+    /// As `cfg_hash`.
+    env_hash: &'a str,
+    seed: u64,
+    /// `None`: Smith events name no host.
+    host: Option<&'a str>,
+    protocol: Protocol,
+}
+
+impl<'a> Envelope<'a> {
+    fn of(event: &'a Decoded) -> Self {
+        match event {
+            Decoded::Benchstream(e) => Envelope::native(e),
+            Decoded::Smith(e) => Envelope::smith(e),
+        }
+    }
+
+    fn native(e: &'a BenchmarkEvent) -> Self {
+        Envelope {
+            event_id: e.event_id,
+            run_id: e.run_id,
+            task_id: &e.task_id,
+            step_id: e.step_id,
+            seq: Some(e.seq),
+            ts: &e.ts,
+            policy_id: &e.policy_id,
+            cfg_hash: e.cfg_hash.as_str(),
+            env_hash: e.env_hash.as_str(),
+            seed: e.seed,
+            host: Some(&e.host),
+            protocol: Protocol::Benchstream,
+        }
+    }
+
+    fn smith(e: &'a SmithEvent) -> Self {
+        Envelope {
+            event_id: e.event_id,
+            run_id: e.run_id,
+            task_id: &e.task_id,
+            step_id: Some(e.step_id),
+            seq: None,
+            ts: &e.ts,
+            policy_id: &e.policy_id,
+            cfg_hash: &e.cfg_hash,
+            env_hash: &e.env_hash,
+            seed: e.seed,
+            host: None,
+            protocol: Protocol::Smith,
+        }
+    }
+}
+
+/// An event's envelope and when the sink received it.
 #[derive(Debug, Clone, Copy)]
 struct Received<'a> {
-    event: &'a BenchmarkEvent,
+    env: Envelope<'a>,
     /// Epoch seconds.
     at: u32,
 }
@@ -206,21 +299,22 @@ struct Received<'a> {
 /// column values.
 macro_rules! with_envelope {
     ($name:ident, $received:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
-        let Received { event, at } = *$received;
+        let Received { env, at } = *$received;
         $name {
-            event_id: event.event_id,
-            run_id: event.run_id,
-            task_id: &event.task_id,
-            step_id: event.step_id,
-            seq: event.seq,
-            ts: datetime(event.ts.timestamp()),
-            ts_ms: event.ts.timestamp_millis(),
-            policy_id: &event.policy_id,
-            cfg_hash: event.cfg_hash.as_str(),
-            env_hash: event.env_hash.as_str(),
-            seed: event.seed,
-            host: &event.host,
+            event_id: env.event_id,
+            run_id: env.run_id,
+            task_id: env.task_id,
+            step_id: env.step_id,
+            seq: env.seq,
+            ts: datetime(env.ts.timestamp()),
+            ts_ms: env.ts.timestamp_millis(),
+            policy_id: env.policy_id,
+            cfg_hash: env.cfg_hash,
+            env_hash: env.env_hash,
+            seed: env.seed,
+            host: env.host,
             received_at: at,
+            protocol: env.protocol.as_str(),
             $($field: $value,)*
         }
     }};
@@ -229,9 +323,9 @@ macro_rules! with_envelope {
 typed_row! {
     /// `run_starts`: the run config (flattened) and replay metadata.
     RunStartRow {
-        model: &'a str,
-        provider: &'a str,
-        strategy: &'static str,
+        model: Option<&'a str>,
+        provider: Option<&'a str>,
+        strategy: Option<&'static str>,
         observation_window: Option<u32>,
         summary_interval: Option<u32>,
         summary_keep: Option<u32>,
@@ -260,11 +354,11 @@ typed_row! {
         sandbox_network_enabled: bool,
         sandbox_execution_timeout_ms: u64,
         cost_limit_usd: Option<f64>,
-        scenario_name: &'a str,
-        scenario_sha256: &'a str,
-        fixture_sha256: &'a str,
-        scoring_version: &'a str,
-        runner_version: &'a str,
+        scenario_name: Option<&'a str>,
+        scenario_sha256: Option<&'a str>,
+        fixture_sha256: Option<&'a str>,
+        scoring_version: Option<&'a str>,
+        runner_version: Option<&'a str>,
     }
 }
 
@@ -283,10 +377,10 @@ typed_row! {
         files_modified: u32,
         early_stopped: bool,
         early_stop_reason: Option<&'a str>,
-        exit_status: &'static str,
+        exit_status: Option<&'static str>,
         cost_usd: Option<f64>,
-        api_calls: u32,
-        turns: u32,
+        api_calls: Option<u32>,
+        turns: Option<u32>,
     }
 }
 
@@ -300,6 +394,7 @@ typed_row! {
         tokens_out: u64,
         wall_time_ms: u64,
         planned_step: Option<u32>,
+        planned: bool,
         context_kb: f64,
     }
 }
@@ -390,8 +485,8 @@ typed_row! {
 typed_row! {
     /// `optimizer_updates`: a suggested config (as JSON text) and why.
     OptimizerUpdateRow {
-        suggested_model: &'a str,
-        suggested_strategy: &'static str,
+        suggested_model: Option<&'a str>,
+        suggested_strategy: Option<&'static str>,
         suggested_config: String,
         confidence: f64,
         expected_improvement: f64,
@@ -417,13 +512,13 @@ pub enum TypedRow<'a> {
 /// A typed row taken out of [`TypedRow`]: `Some` when the event is of the row's type.
 pub trait FromEvent<'a>: Sized {
     /// The row of `event`, received at `received_at` (epoch seconds).
-    fn from_event(event: &'a BenchmarkEvent, received_at: u32) -> Option<Self>;
+    fn from_event(event: &'a Decoded, received_at: u32) -> Option<Self>;
 }
 
 macro_rules! from_event {
     ($($variant:ident => $row:ident),* $(,)?) => {$(
         impl<'a> FromEvent<'a> for $row<'a> {
-            fn from_event(event: &'a BenchmarkEvent, received_at: u32) -> Option<Self> {
+            fn from_event(event: &'a Decoded, received_at: u32) -> Option<Self> {
                 match TypedRow::new(event, received_at) {
                     TypedRow::$variant(row) => Some(row),
                     _ => None,
@@ -446,12 +541,19 @@ from_event! {
 
 impl<'a> TypedRow<'a> {
     /// The typed row of `event`, received at `received_at` (epoch seconds).
-    pub fn new(event: &'a BenchmarkEvent, received_at: u32) -> Self {
+    pub fn new(event: &'a Decoded, received_at: u32) -> Self {
         let received = &Received {
-            event,
+            env: Envelope::of(event),
             at: received_at,
         };
-        match &event.payload {
+        match event {
+            Decoded::Benchstream(e) => Self::native(received, &e.payload),
+            Decoded::Smith(e) => Self::smith(received, &e.payload),
+        }
+    }
+
+    fn native(received: &Received<'a>, payload: &'a Payload) -> Self {
+        match payload {
             Payload::RunStart(p) => TypedRow::RunStart(run_start(received, p)),
             Payload::RunStop(p) => TypedRow::RunStop(run_stop(received, p)),
             Payload::Step(p) => TypedRow::Step(step(received, p)),
@@ -462,68 +564,162 @@ impl<'a> TypedRow<'a> {
             Payload::OptimizerUpdate(p) => TypedRow::OptimizerUpdate(optimizer_update(received, p)),
         }
     }
+
+    /// Smith payloads: the same tables, NULL where Smith is silent.
+    fn smith(received: &Received<'a>, payload: &'a SmithPayload) -> Self {
+        match payload {
+            SmithPayload::RunStart(p) => TypedRow::RunStart(smith_run_start(received, p)),
+            SmithPayload::RunStop(p) => TypedRow::RunStop(smith_run_stop(received, p)),
+            SmithPayload::Step(p) => TypedRow::Step(smith_step(received, p)),
+            SmithPayload::ToolCall(p) => TypedRow::ToolCall(smith_tool_call(received, p)),
+            SmithPayload::ContextDecision(p) => {
+                TypedRow::ContextDecision(context_decision(received, p))
+            }
+            SmithPayload::Failure(p) => TypedRow::Failure(failure(received, p)),
+            SmithPayload::OptimizerUpdate(p) => {
+                TypedRow::OptimizerUpdate(smith_optimizer_update(received, p))
+            }
+        }
+    }
+}
+
+/// A `run_starts` row: the run-config columns, read from `$config` (a native
+/// [`schemas::RunConfig`] or a [`schemas::smith::SmithRunConfig`], whose shared fields have
+/// the same names), plus the columns given.
+macro_rules! run_start_row {
+    ($received:expr, $config:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
+        let c = $config;
+        with_envelope!(RunStartRow, $received, {
+            max_iterations: c.max_iterations,
+            temperature: c.temperature,
+            context_window: c.context_window,
+            pruning_threshold: c.pruning_threshold,
+            planner_depth: c.planner_depth,
+            debate_rounds: c.debate_rounds,
+            available_tools: &c.available_tools,
+            tool_timeout_ms: c.tool_timeout_ms,
+            retry_max_retries: c.retry_policy.max_retries,
+            retry_backoff_ms: c.retry_policy.backoff_ms,
+            retry_exponential_backoff: c.retry_policy.exponential_backoff,
+            retry_on_flake: c.retry_policy.retry_on_flake,
+            retry_on_timeout: c.retry_policy.retry_on_timeout,
+            execution_timeout_ms: c.execution_timeout_ms,
+            failing_tests_patience: c.failing_tests_patience,
+            no_progress_timeout_ms: c.no_progress_timeout_ms,
+            docker_image: &c.docker_image,
+            tools_commit: &c.tools_commit,
+            sandbox_memory_mb: c.sandbox_limits.memory_mb,
+            sandbox_cpu_cores: c.sandbox_limits.cpu_cores,
+            sandbox_disk_mb: c.sandbox_limits.disk_mb,
+            sandbox_network_enabled: c.sandbox_limits.network_enabled,
+            sandbox_execution_timeout_ms: c.sandbox_limits.execution_timeout_ms,
+            $($field: $value,)*
+        })
+    }};
+}
+
+/// A `run_stops` row: the result columns both protocols send, read from `$result` (a
+/// native [`RunStop`] or a [`SmithRunResult`]), plus the columns given.
+macro_rules! run_stop_row {
+    ($received:expr, $result:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
+        let p = $result;
+        with_envelope!(RunStopRow, $received, {
+            success: p.success,
+            final_score: p.final_score,
+            wall_time_ms: p.wall_time_ms,
+            total_tokens: p.total_tokens,
+            tool_errors: p.tool_errors,
+            stability_variance: p.stability_variance,
+            failing_tests: &p.failing_tests,
+            tests_passed: p.tests_passed,
+            tests_failed: p.tests_failed,
+            files_modified: p.files_modified,
+            early_stopped: p.early_stopped,
+            early_stop_reason: p.early_stop_reason.as_deref(),
+            $($field: $value,)*
+        })
+    }};
+}
+
+/// A `tool_calls` row: the columns both protocols send, read from `$call`, plus the
+/// columns given.
+macro_rules! tool_call_row {
+    ($received:expr, $call:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
+        let p = $call;
+        let f = &p.evidence_footprint;
+        with_envelope!(ToolCallRow, $received, {
+            tool_name: &p.tool_name,
+            latency_ms: p.latency_ms,
+            retries: p.retries,
+            files_read: &f.files_read,
+            files_modified: &f.files_modified,
+            lines_changed: f.lines_changed,
+            tests_added: f.tests_added,
+            tests_modified: f.tests_modified,
+            bytes_read: f.bytes_read,
+            bytes_written: f.bytes_written,
+            user_feedback_score: p.user_feedback_score,
+            intent_accuracy: p.intent_accuracy,
+            $($field: $value,)*
+        })
+    }};
 }
 
 fn run_start<'a>(received: &Received<'a>, p: &'a RunStart) -> RunStartRow<'a> {
     let c = &p.config;
-    with_envelope!(RunStartRow, received, {
-        model: &c.model,
-        provider: &c.provider,
-        strategy: c.strategy.as_str(),
+    run_start_row!(received, c, {
+        model: Some(&c.model),
+        provider: Some(&c.provider),
+        strategy: Some(c.strategy.as_str()),
         observation_window: c.strategy_params.observation_window,
         summary_interval: c.strategy_params.summary_interval,
         summary_keep: c.strategy_params.summary_keep,
         summarizer_model: c.strategy_params.summarizer_model.as_deref(),
-        max_iterations: c.max_iterations,
-        temperature: c.temperature,
-        context_window: c.context_window,
-        pruning_threshold: c.pruning_threshold,
-        planner_depth: c.planner_depth,
-        debate_rounds: c.debate_rounds,
-        available_tools: &c.available_tools,
-        tool_timeout_ms: c.tool_timeout_ms,
-        retry_max_retries: c.retry_policy.max_retries,
-        retry_backoff_ms: c.retry_policy.backoff_ms,
-        retry_exponential_backoff: c.retry_policy.exponential_backoff,
-        retry_on_flake: c.retry_policy.retry_on_flake,
-        retry_on_timeout: c.retry_policy.retry_on_timeout,
-        execution_timeout_ms: c.execution_timeout_ms,
-        failing_tests_patience: c.failing_tests_patience,
-        no_progress_timeout_ms: c.no_progress_timeout_ms,
-        docker_image: &c.docker_image,
-        tools_commit: &c.tools_commit,
-        sandbox_memory_mb: c.sandbox_limits.memory_mb,
-        sandbox_cpu_cores: c.sandbox_limits.cpu_cores,
-        sandbox_disk_mb: c.sandbox_limits.disk_mb,
-        sandbox_network_enabled: c.sandbox_limits.network_enabled,
-        sandbox_execution_timeout_ms: c.sandbox_limits.execution_timeout_ms,
         cost_limit_usd: c.cost_limit_usd,
-        scenario_name: &p.scenario.name,
-        scenario_sha256: p.scenario.sha256.as_str(),
-        fixture_sha256: p.fixture_sha256.as_str(),
-        scoring_version: &p.scoring_version,
-        runner_version: &p.runner_version,
+        scenario_name: Some(&p.scenario.name),
+        scenario_sha256: Some(p.scenario.sha256.as_str()),
+        fixture_sha256: Some(p.fixture_sha256.as_str()),
+        scoring_version: Some(&p.scoring_version),
+        runner_version: Some(&p.runner_version),
+    })
+}
+
+/// Smith's config names no model, provider or strategy, and a Smith run pins no scenario,
+/// fixture, scoring or runner version.
+fn smith_run_start<'a>(received: &Received<'a>, c: &'a SmithRunConfig) -> RunStartRow<'a> {
+    run_start_row!(received, c, {
+        model: None,
+        provider: None,
+        strategy: None,
+        observation_window: None,
+        summary_interval: None,
+        summary_keep: None,
+        summarizer_model: None,
+        cost_limit_usd: None,
+        scenario_name: None,
+        scenario_sha256: None,
+        fixture_sha256: None,
+        scoring_version: None,
+        runner_version: None,
     })
 }
 
 fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
-    with_envelope!(RunStopRow, received, {
-        success: p.success,
-        final_score: p.final_score,
-        wall_time_ms: p.wall_time_ms,
-        total_tokens: p.total_tokens,
-        tool_errors: p.tool_errors,
-        stability_variance: p.stability_variance,
-        failing_tests: &p.failing_tests,
-        tests_passed: p.tests_passed,
-        tests_failed: p.tests_failed,
-        files_modified: p.files_modified,
-        early_stopped: p.early_stopped,
-        early_stop_reason: p.early_stop_reason.as_deref(),
-        exit_status: p.exit_status.as_str(),
+    run_stop_row!(received, p, {
+        exit_status: Some(p.exit_status.as_str()),
         cost_usd: p.cost_usd,
-        api_calls: p.api_calls,
-        turns: p.turns,
+        api_calls: Some(p.api_calls),
+        turns: Some(p.turns),
+    })
+}
+
+/// Smith sends no exit status, cost, call count or turn count.
+fn smith_run_stop<'a>(received: &Received<'a>, p: &'a SmithRunResult) -> RunStopRow<'a> {
+    run_stop_row!(received, p, {
+        exit_status: None,
+        cost_usd: None,
+        api_calls: None,
+        turns: None,
     })
 }
 
@@ -536,28 +732,43 @@ fn step<'a>(received: &Received<'a>, p: &'a Step) -> StepRow<'a> {
         tokens_out: p.tokens_out,
         wall_time_ms: p.wall_time_ms,
         planned_step: p.planned_step,
+        planned: p.planned_step.is_some(),
         context_kb: p.context_kb,
     })
 }
 
+/// Smith says whether the step was planned, not which plan item it executes.
+fn smith_step<'a>(received: &Received<'a>, p: &'a SmithStep) -> StepRow<'a> {
+    // KiB counts far below 2^53 are exact in f64.
+    #[allow(clippy::cast_precision_loss)]
+    let context_kb = p.context_kb as f64;
+    with_envelope!(StepRow, received, {
+        step_type: p.step_type.as_str(),
+        content: &p.content,
+        content_truncated: false,
+        tokens_in: p.tokens_in,
+        tokens_out: p.tokens_out,
+        wall_time_ms: p.wall_time_ms,
+        planned_step: None,
+        planned: p.planned_step,
+        context_kb: context_kb,
+    })
+}
+
 fn tool_call<'a>(received: &Received<'a>, p: &'a ToolCall) -> ToolCallRow<'a> {
-    let f = &p.evidence_footprint;
-    with_envelope!(ToolCallRow, received, {
-        tool_name: &p.tool_name,
+    tool_call_row!(received, p, {
         tool_args_hash: p.tool_args_hash.as_str(),
-        latency_ms: p.latency_ms,
-        retries: p.retries,
         exit_kind: p.exit_kind.as_str(),
         exit_message: p.exit_message.as_deref(),
-        files_read: &f.files_read,
-        files_modified: &f.files_modified,
-        lines_changed: f.lines_changed,
-        tests_added: f.tests_added,
-        tests_modified: f.tests_modified,
-        bytes_read: f.bytes_read,
-        bytes_written: f.bytes_written,
-        user_feedback_score: p.user_feedback_score,
-        intent_accuracy: p.intent_accuracy,
+    })
+}
+
+/// Smith's own argument hash, verbatim; its exit kind's message when it has one.
+fn smith_tool_call<'a>(received: &Received<'a>, p: &'a SmithToolCall) -> ToolCallRow<'a> {
+    tool_call_row!(received, p, {
+        tool_args_hash: &p.tool_args_hash,
+        exit_kind: p.exit_kind.kind.as_str(),
+        exit_message: p.exit_kind.message.as_deref(),
     })
 }
 
@@ -621,15 +832,37 @@ fn failure<'a>(received: &Received<'a>, p: &'a Failure) -> FailureRow<'a> {
     })
 }
 
+/// An `optimizer_updates` row: the columns both protocols send, read from `$update`,
+/// plus the columns given.
+macro_rules! optimizer_update_row {
+    ($received:expr, $update:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
+        let p = $update;
+        with_envelope!(OptimizerUpdateRow, $received, {
+            suggested_config: json_text(&p.suggested_config),
+            confidence: p.confidence,
+            expected_improvement: p.expected_improvement,
+            exploration_vs_exploitation: p.exploration_vs_exploitation,
+            reasoning: &p.reasoning,
+            $($field: $value,)*
+        })
+    }};
+}
+
 fn optimizer_update<'a>(received: &Received<'a>, p: &'a OptimizerUpdate) -> OptimizerUpdateRow<'a> {
-    with_envelope!(OptimizerUpdateRow, received, {
-        suggested_model: &p.suggested_config.model,
-        suggested_strategy: p.suggested_config.strategy.as_str(),
-        suggested_config: json_text(&p.suggested_config),
-        confidence: p.confidence,
-        expected_improvement: p.expected_improvement,
-        exploration_vs_exploitation: p.exploration_vs_exploitation,
-        reasoning: &p.reasoning,
+    optimizer_update_row!(received, p, {
+        suggested_model: Some(&p.suggested_config.model),
+        suggested_strategy: Some(p.suggested_config.strategy.as_str()),
+    })
+}
+
+/// A Smith config names no model or strategy.
+fn smith_optimizer_update<'a>(
+    received: &Received<'a>,
+    p: &'a SmithSuggestion,
+) -> OptimizerUpdateRow<'a> {
+    optimizer_update_row!(received, p, {
+        suggested_model: None,
+        suggested_strategy: None,
     })
 }
 

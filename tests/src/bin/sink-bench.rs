@@ -170,6 +170,7 @@ fn reference_inserts(range: std::ops::Range<usize>) -> Vec<String> {
     for (offset, event) in range.clone().map(event).enumerate() {
         let bytes = event.to_json();
         let subject = prefix.event_subject(event.run_id, event.event_type());
+        let event = schemas::Decoded::Benchstream(event);
         let env = RawEnvelope::of(&event);
         let row = EventRawRow::new(
             &env,

@@ -11,6 +11,7 @@ mod landing;
 mod outage;
 mod setup;
 mod shutdown;
+mod smith;
 mod startup;
 // Shared with event-sink/tests/process.rs and tests/src/bin/sink-bench.rs, which do not
 // use every helper.

@@ -70,7 +70,10 @@ fn smith_rows(world: &World, event_type: EventType) -> BTreeMap<String, Map<Stri
 }
 
 /// The distinct values of `column` over rows.
-fn values<'a>(rows: impl IntoIterator<Item = &'a Map<String, Value>>, column: &str) -> BTreeSet<String> {
+fn values<'a>(
+    rows: impl IntoIterator<Item = &'a Map<String, Value>>,
+    column: &str,
+) -> BTreeSet<String> {
     rows.into_iter().map(|r| r[column].to_string()).collect()
 }
 
@@ -86,7 +89,10 @@ async fn smith_events_land_once_each_mapped_into_the_typed_tables() {
             // Fresh ids per publish: JetStream's duplicate window does not catch the
             // second copy; the id derived from the event does.
             let (id, event_type) = publish_smith(&world, bytes, &format!("smith-{copy}-{i}")).await;
-            expected.entry(event_type).or_default().insert(id.to_string());
+            expected
+                .entry(event_type)
+                .or_default()
+                .insert(id.to_string());
         }
     }
     world.wait_acked(98).await;
@@ -96,16 +102,25 @@ async fn smith_events_land_once_each_mapped_into_the_typed_tables() {
         "49",
         super::setup::LANDING,
     );
-    assert_eq!(world.query("SELECT count() FROM benchstream.dead_letters"), "0");
+    assert_eq!(
+        world.query("SELECT count() FROM benchstream.dead_letters"),
+        "0"
+    );
 
     // Each event once, in its type's table, under its derived id.
     for event_type in EventType::ALL {
         let got: BTreeSet<String> = smith_rows(&world, event_type).into_keys().collect();
-        assert_eq!(got, expected.remove(&event_type).unwrap_or_default(), "{event_type}");
+        assert_eq!(
+            got,
+            expected.remove(&event_type).unwrap_or_default(),
+            "{event_type}"
+        );
     }
     // events_raw keeps every original byte.
     let raw: BTreeSet<Vec<u8>> = world
-        .query("SELECT raw FROM benchstream.events_raw FINAL WHERE protocol = 'smith' FORMAT TSVRaw")
+        .query(
+            "SELECT raw FROM benchstream.events_raw FINAL WHERE protocol = 'smith' FORMAT TSVRaw",
+        )
         .lines()
         .map(|l| l.as_bytes().to_vec())
         .collect();
@@ -114,7 +129,13 @@ async fn smith_events_land_once_each_mapped_into_the_typed_tables() {
         &world,
         "SELECT DISTINCT seq, host FROM benchstream.events_raw FINAL WHERE protocol = 'smith'",
     );
-    assert_eq!(raw_envelope, vec![json!({"seq": null, "host": null}).as_object().cloned().unwrap_or_default()]);
+    assert_eq!(
+        raw_envelope,
+        vec![json!({"seq": null, "host": null})
+            .as_object()
+            .cloned()
+            .unwrap_or_default()]
+    );
 
     check_run_starts(&world);
     check_run_stops(&world);
@@ -137,8 +158,16 @@ fn check_run_starts(world: &World) {
     for row in starts.values() {
         // Smith does not say which model, provider or strategy ran, nor pin a scenario.
         for silent in [
-            "model", "provider", "strategy", "scenario_name", "scenario_sha256",
-            "fixture_sha256", "scoring_version", "runner_version", "host", "seq",
+            "model",
+            "provider",
+            "strategy",
+            "scenario_name",
+            "scenario_sha256",
+            "fixture_sha256",
+            "scoring_version",
+            "runner_version",
+            "host",
+            "seq",
             "cost_limit_usd",
         ] {
             assert_eq!(row[silent], Value::Null, "run_starts.{silent}");
@@ -160,9 +189,13 @@ fn check_run_starts(world: &World) {
     // The producers' own short DefaultHasher hashes, verbatim.
     assert_eq!(
         values(starts.values(), "cfg_hash"),
-        ["\"25a3a0e68d21ae40\"", "\"95fe0a1ae5b653cf\"", "\"bea1728aeeb092ec\""]
-            .map(str::to_owned)
-            .into()
+        [
+            "\"25a3a0e68d21ae40\"",
+            "\"95fe0a1ae5b653cf\"",
+            "\"bea1728aeeb092ec\""
+        ]
+        .map(str::to_owned)
+        .into()
     );
 }
 
@@ -170,7 +203,14 @@ fn check_run_stops(world: &World) {
     let stops = smith_rows(world, EventType::RunStop);
     assert_eq!(stops.len(), 3);
     for row in stops.values() {
-        for silent in ["exit_status", "cost_usd", "api_calls", "turns", "host", "seq"] {
+        for silent in [
+            "exit_status",
+            "cost_usd",
+            "api_calls",
+            "turns",
+            "host",
+            "seq",
+        ] {
             assert_eq!(row[silent], Value::Null, "run_stops.{silent}");
         }
     }
@@ -194,7 +234,10 @@ fn check_steps(world: &World) {
             .into()
     );
     // Smith says whether a step was planned, not which plan item: the index is NULL.
-    assert_eq!(values(steps.values(), "planned_step"), ["null".to_owned()].into());
+    assert_eq!(
+        values(steps.values(), "planned_step"),
+        ["null".to_owned()].into()
+    );
     let plan = steps
         .values()
         .find(|r| r["content"] == json!("1. find separability_matrix 2. fix nesting 3. run tests"))
@@ -209,13 +252,26 @@ fn check_tool_calls(world: &World) {
     assert_eq!(calls.len(), 9);
     let by_kind: BTreeMap<String, Value> = calls
         .values()
-        .map(|r| (r["exit_kind"].as_str().unwrap_or_default().to_owned(), r["exit_message"].clone()))
+        .map(|r| {
+            (
+                r["exit_kind"].as_str().unwrap_or_default().to_owned(),
+                r["exit_message"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         by_kind.keys().cloned().collect::<BTreeSet<_>>(),
-        ["deterministic", "flake", "ok", "oom", "system_error", "timeout", "user_error"]
-            .map(str::to_owned)
-            .into()
+        [
+            "deterministic",
+            "flake",
+            "ok",
+            "oom",
+            "system_error",
+            "timeout",
+            "user_error"
+        ]
+        .map(str::to_owned)
+        .into()
     );
     for silent in ["ok", "oom", "timeout"] {
         assert_eq!(by_kind[silent], Value::Null, "{silent} carries no message");
@@ -239,8 +295,13 @@ fn check_context_decisions_and_failures(world: &World) {
     assert_eq!(
         values(decisions.values(), "segment_type"),
         [
-            "conversation_history", "documentation", "error_logs", "file_content",
-            "reasoning_context", "search_results", "tool_output",
+            "conversation_history",
+            "documentation",
+            "error_logs",
+            "file_content",
+            "reasoning_context",
+            "search_results",
+            "tool_output",
         ]
         .map(|s| format!("\"{s}\""))
         .into()
@@ -279,7 +340,8 @@ async fn a_smith_run_without_run_stop_is_reported_lost_but_never_for_a_seq_gap()
     let sink = RunningSink::start_in(&world);
     let run_id = uuid::Uuid::now_v7();
     // A run of which only two steps arrived, built by hand in Smith's shape, an hour ago.
-    let ts = (chrono::Utc::now() - chrono::Duration::hours(1)).to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+    let ts = (chrono::Utc::now() - chrono::Duration::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
     for step_type in ["Reason", "Act"] {
         let body = json!({"Step": {"content": step_type, "context_kb": 1, "planned_step": false,
             "step_type": step_type, "tokens_in": 1, "tokens_out": 1, "wall_time_ms": 1}});
@@ -287,7 +349,12 @@ async fn a_smith_run_without_run_stop_is_reported_lost_but_never_for_a_seq_gap()
             "cfg_hash": "1", "data": body, "env_hash": "2", "event_type": body,
             "policy_id": "p", "run_id": run_id, "seed": 0,
             "step_id": uuid::Uuid::now_v7(), "task_id": "t", "ts": ts});
-        publish_smith(&world, event.to_string().as_bytes(), &format!("hand-{step_type}")).await;
+        publish_smith(
+            &world,
+            event.to_string().as_bytes(),
+            &format!("hand-{step_type}"),
+        )
+        .await;
     }
     world.wait_acked(2).await;
     wait_for(
