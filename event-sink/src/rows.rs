@@ -5,7 +5,8 @@
 //! run without schema validation (18.16 lacks `RowBinaryWithNamesAndTypes`), and the
 //! integration tests read every column back to catch drift. Encodings: enums as their wire
 //! names (String), booleans as UInt8, `ts` as DateTime (seconds) plus `ts_ms` (epoch
-//! milliseconds), absent optionals as NULL.
+//! milliseconds), absent optionals as NULL (`seq` too: it is Nullable because the Smith
+//! protocol has none), `protocol` naming the wire protocol of the row.
 //!
 //! This module owns the event → row mapping only; which rows go into which insert is the
 //! writer's business.
@@ -51,6 +52,20 @@ pub const fn typed_table(event_type: EventType) -> &'static str {
     }
 }
 
+/// `protocol` of rows decoded from the benchstream wire format (schema_version 1).
+pub const BENCHSTREAM_PROTOCOL: &str = "benchstream";
+
+/// Where and when the sink got the message holding an event: the columns every row of it
+/// shares besides the event's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    /// When the sink decoded it, epoch seconds (`received_at`).
+    pub received_at: u32,
+    /// JetStream stream sequence of the message (`stream_seq`); the lowest one of an
+    /// event's copies wins under FINAL.
+    pub stream_seq: u64,
+}
+
 /// Seconds since the epoch as ClickHouse `DateTime` (UInt32), clamped to its range.
 pub fn datetime(epoch_seconds: i64) -> u32 {
     u32::try_from(epoch_seconds.max(0)).unwrap_or(u32::MAX)
@@ -76,15 +91,26 @@ impl Serialize for RawBytes<'_> {
 /// the body again when it is written).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RawEnvelope {
+    /// The event's id: the dedup key.
     pub event_id: Uuid,
+    /// The run it belongs to.
     pub run_id: Uuid,
+    /// Its type, which picks the typed table.
     pub event_type: EventType,
+    /// The benchmark task.
     pub task_id: String,
-    pub seq: u64,
+    /// Per-run sequence number; `None` when the producer's protocol has none.
+    pub seq: Option<u64>,
+    /// When it happened, epoch seconds (DateTime).
     pub ts: u32,
+    /// When it happened, epoch milliseconds.
     pub ts_ms: i64,
+    /// The worker host that produced it.
     pub host: String,
+    /// The agent policy under test.
     pub policy_id: String,
+    /// Which wire protocol it came in (`protocol` column).
+    pub protocol: &'static str,
 }
 
 impl RawEnvelope {
@@ -95,45 +121,55 @@ impl RawEnvelope {
             run_id: event.run_id,
             event_type: event.event_type(),
             task_id: event.task_id.clone(),
-            seq: event.seq,
+            seq: Some(event.seq),
             ts: datetime(event.ts.timestamp()),
             ts_ms: event.ts.timestamp_millis(),
             host: event.host.clone(),
             policy_id: event.policy_id.clone(),
+            protocol: BENCHSTREAM_PROTOCOL,
         }
     }
 }
 
-/// `events_raw`: every accepted event as received.
+/// `events_raw`: every accepted event as received. Columns as in the DDL.
 #[derive(Debug, Row, Serialize)]
 pub struct EventRawRow<'a> {
+    /// The event's id.
     #[serde(with = "clickhouse::serde::uuid")]
     pub event_id: Uuid,
+    /// Its run.
     #[serde(with = "clickhouse::serde::uuid")]
     pub run_id: Uuid,
+    /// Its task.
     pub task_id: &'a str,
+    /// Its type's wire name.
     #[serde(rename = "type")]
     pub event_type: &'static str,
-    pub seq: u64,
+    /// Per-run sequence number; NULL when the protocol has none.
+    pub seq: Option<u64>,
+    /// When it happened, epoch seconds.
     pub ts: u32,
+    /// When it happened, epoch milliseconds.
     pub ts_ms: i64,
+    /// The producing host.
     pub host: &'a str,
+    /// The policy under test.
     pub policy_id: &'a str,
+    /// The message body byte for byte.
     pub raw: RawBytes<'a>,
+    /// The subject it was published on.
     pub subject: &'a str,
+    /// JetStream stream sequence of the message.
     pub stream_seq: u64,
+    /// When the sink decoded it, epoch seconds.
     pub received_at: u32,
+    /// Which wire protocol produced it.
+    pub protocol: &'static str,
 }
 
 impl<'a> EventRawRow<'a> {
     /// The raw row of an event with envelope `env`, whose message body was `raw`.
-    pub fn new(
-        env: &'a RawEnvelope,
-        raw: &'a [u8],
-        subject: &'a str,
-        stream_seq: u64,
-        received_at: u32,
-    ) -> Self {
+    pub fn new(env: &'a RawEnvelope, raw: &'a [u8], subject: &'a str, arrival: Arrival) -> Self {
         EventRawRow {
             event_id: env.event_id,
             run_id: env.run_id,
@@ -146,8 +182,9 @@ impl<'a> EventRawRow<'a> {
             policy_id: &env.policy_id,
             raw: RawBytes(raw),
             subject,
-            stream_seq,
-            received_at,
+            stream_seq: arrival.stream_seq,
+            received_at: arrival.received_at,
+            protocol: env.protocol,
         }
     }
 }
@@ -179,7 +216,7 @@ macro_rules! typed_row {
             pub task_id: &'a str,
             #[serde(with = "clickhouse::serde::uuid::option")]
             pub step_id: Option<Uuid>,
-            pub seq: u64,
+            pub seq: Option<u64>,
             pub ts: u32,
             pub ts_ms: i64,
             pub policy_id: &'a str,
@@ -189,6 +226,10 @@ macro_rules! typed_row {
             pub host: &'a str,
             pub received_at: u32,
             $($(#[$attr])* pub $field: $ty,)*
+            /// Which wire protocol produced the row.
+            pub protocol: &'static str,
+            /// JetStream stream sequence of the message; the lowest wins under FINAL.
+            pub stream_seq: Option<u64>,
         }
     };
 }
@@ -198,21 +239,20 @@ macro_rules! typed_row {
 #[derive(Debug, Clone, Copy)]
 struct Received<'a> {
     event: &'a BenchmarkEvent,
-    /// Epoch seconds.
-    at: u32,
+    arrival: Arrival,
 }
 
 /// Builds a typed row from the envelope columns of a [`Received`] event and the payload
 /// column values.
 macro_rules! with_envelope {
     ($name:ident, $received:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
-        let Received { event, at } = *$received;
+        let Received { event, arrival } = *$received;
         $name {
             event_id: event.event_id,
             run_id: event.run_id,
             task_id: &event.task_id,
             step_id: event.step_id,
-            seq: event.seq,
+            seq: Some(event.seq),
             ts: datetime(event.ts.timestamp()),
             ts_ms: event.ts.timestamp_millis(),
             policy_id: &event.policy_id,
@@ -220,7 +260,9 @@ macro_rules! with_envelope {
             env_hash: event.env_hash.as_str(),
             seed: event.seed,
             host: &event.host,
-            received_at: at,
+            received_at: arrival.received_at,
+            protocol: BENCHSTREAM_PROTOCOL,
+            stream_seq: Some(arrival.stream_seq),
             $($field: $value,)*
         }
     }};
@@ -416,15 +458,15 @@ pub enum TypedRow<'a> {
 
 /// A typed row taken out of [`TypedRow`]: `Some` when the event is of the row's type.
 pub trait FromEvent<'a>: Sized {
-    /// The row of `event`, received at `received_at` (epoch seconds).
-    fn from_event(event: &'a BenchmarkEvent, received_at: u32) -> Option<Self>;
+    /// The row of `event`, delivered as `arrival`.
+    fn from_event(event: &'a BenchmarkEvent, arrival: Arrival) -> Option<Self>;
 }
 
 macro_rules! from_event {
     ($($variant:ident => $row:ident),* $(,)?) => {$(
         impl<'a> FromEvent<'a> for $row<'a> {
-            fn from_event(event: &'a BenchmarkEvent, received_at: u32) -> Option<Self> {
-                match TypedRow::new(event, received_at) {
+            fn from_event(event: &'a BenchmarkEvent, arrival: Arrival) -> Option<Self> {
+                match TypedRow::new(event, arrival) {
                     TypedRow::$variant(row) => Some(row),
                     _ => None,
                 }
@@ -445,12 +487,9 @@ from_event! {
 }
 
 impl<'a> TypedRow<'a> {
-    /// The typed row of `event`, received at `received_at` (epoch seconds).
-    pub fn new(event: &'a BenchmarkEvent, received_at: u32) -> Self {
-        let received = &Received {
-            event,
-            at: received_at,
-        };
+    /// The typed row of `event`, delivered as `arrival`.
+    pub fn new(event: &'a BenchmarkEvent, arrival: Arrival) -> Self {
+        let received = &Received { event, arrival };
         match &event.payload {
             Payload::RunStart(p) => TypedRow::RunStart(run_start(received, p)),
             Payload::RunStop(p) => TypedRow::RunStop(run_stop(received, p)),
