@@ -21,7 +21,8 @@ compare as numbers when both parse as numbers (relative 1e-9), otherwise as text
 check more SQL, write a stage and append it to STAGES; to check another dataset, add it
 to DATASETS. Files are split into statements with `split_statements`, which follows the
 same rules as the sink (`event-sink/src/migrations.rs`): `;` ends a statement unless it
-is inside a quoted string, a quoted identifier or a comment.
+is inside a quoted string, a quoted identifier or a comment; a statement whose first
+`-- only if: <query>` line's query answers 0 is skipped.
 """
 
 import csv
@@ -97,9 +98,24 @@ def migration_files():
     return files
 
 
+GUARD = "-- only if:"
+
+
+def guard(statement):
+    """The query after `-- only if:` on the statement's first such line, or None. The
+    statement runs only when that query answers non-zero (as in the sink)."""
+    for line in statement.splitlines():
+        if line.lstrip().startswith(GUARD):
+            return line.lstrip()[len(GUARD):].strip()
+    return None
+
+
 def run_file(session, path):
     for statement in split_statements(path.read_text(encoding="utf-8")):
         try:
+            condition = guard(statement)
+            if condition is not None and str(session.query(condition, "CSV")).strip() == "0":
+                continue
             session.query(statement)
         except Exception as e:  # chdb raises its own exception types
             raise RuntimeError(f"{path.name}: {e}\n--- statement ---\n{statement}") from e

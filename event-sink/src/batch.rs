@@ -17,7 +17,7 @@ use schemas::{Decoded, EventType, Protocol};
 use crate::classify;
 use crate::config::BatchConfig;
 use crate::consumer::Delivery;
-use crate::rows::{DeadLetterRow, EventRawRow, RawBytes, RawEnvelope};
+use crate::rows::{Arrival, DeadLetterRow, EventRawRow, RawBytes, RawEnvelope};
 
 /// A message that failed to decode: what `dead_letters` says about it.
 #[derive(Debug)]
@@ -84,9 +84,16 @@ impl Item {
             env,
             &self.delivery.payload,
             &self.delivery.subject,
-            self.delivery.stream_seq,
-            self.received_at,
+            self.arrival(),
         ))
+    }
+
+    /// When and in which stream message it arrived.
+    pub fn arrival(&self) -> Arrival {
+        Arrival {
+            received_at: self.received_at,
+            stream_seq: self.delivery.stream_seq,
+        }
     }
 
     /// The `dead_letters` row of this message, with `class` and `error` saying why.

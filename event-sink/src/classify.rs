@@ -62,6 +62,14 @@ pub fn insert_failure(error: &clickhouse::error::Error) -> InsertFailure {
     }
 }
 
+/// The exception code of a ClickHouse error answer, if it is one.
+pub fn clickhouse_code(error: &clickhouse::error::Error) -> Option<u32> {
+    match error {
+        clickhouse::error::Error::BadResponse(body) => exception_code(body),
+        _ => None,
+    }
+}
+
 fn is_data_error(code: u32) -> bool {
     DATA_ERROR_CODES.contains(&code)
 }

@@ -1,18 +1,27 @@
 //! Versioned ClickHouse schema: the files of `deploy/clickhouse/migrations/`, embedded at
 //! build time, applied in order and recorded in `schema_migrations`.
 //!
-//! Every statement is idempotent (`CREATE ... IF NOT EXISTS`), so applying a migration
-//! twice (two sinks starting together, a crash between applying and recording) is
-//! harmless. A recorded migration whose file changed since is refused: the schema it
-//! describes may not be the one in the database. The same files and the same statement
-//! splitting are checked against current ClickHouse by `deploy/clickhouse/chdb_check.py`.
+//! Every statement is idempotent, so applying a migration twice (two sinks starting
+//! together, a crash between applying and recording) is harmless: it is `CREATE ... IF NOT
+//! EXISTS`, `DROP ... IF EXISTS`, an `ALTER TABLE` made only of `MODIFY COLUMN` clauses
+//! (changing a column to the type it has is a no-op), or guarded. A guarded statement starts with a comment
+//! line `-- only if: <SELECT>`; the statement runs only when that query answers non-zero
+//! (e.g. "this table still has its old shape"), which is how a migration that copies a
+//! table into a new shape runs once and is still safe to re-run after a crash. A recorded
+//! migration whose file changed since is refused: the schema it describes may not be the
+//! one in the database. The same files, statement splitting and guards are checked
+//! against current ClickHouse by `deploy/clickhouse/chdb_check.py`.
 //!
-//! This module runs DDL only; it never drops or rewrites data.
+//! This module runs the migration files and nothing else; the only data they move is
+//! what a table rebuild copies.
+
+use std::time::{Duration, Instant};
 
 use clickhouse::{Client, Row};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::classify;
 use crate::rows::datetime;
 
 /// One migration file.
@@ -47,6 +56,8 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(2, "0002_events_raw"),
     migration!(3, "0003_dead_letters"),
     migration!(4, "0004_typed_events"),
+    migration!(5, "0005_bounded_first_write_wins"),
+    migration!(6, "0006_smith_nullable"),
 ];
 
 impl Migration {
@@ -66,6 +77,17 @@ impl Migration {
     pub fn statements(&self) -> Vec<&'static str> {
         split_statements(self.sql)
     }
+}
+
+/// Comment line that makes the statement after it conditional (see module docs).
+const GUARD: &str = "-- only if:";
+
+/// The guard query of a statement: the text after `-- only if:` on its first such line.
+pub fn guard(statement: &str) -> Option<&str> {
+    statement
+        .lines()
+        .find_map(|line| line.trim_start().strip_prefix(GUARD))
+        .map(str::trim)
 }
 
 /// Why migrating failed.
@@ -98,6 +120,12 @@ pub enum MigrationError {
         recorded: String,
         current: String,
     },
+    /// Another sink held the migration lock for too long.
+    #[error(
+        "another sink has been migrating for {waited:?} (table schema_migrations_lock \
+         exists); if none is running, DROP TABLE schema_migrations_lock and start again"
+    )]
+    Locked { waited: Duration },
 }
 
 /// A `schema_migrations` row.
@@ -137,31 +165,102 @@ pub async fn ensure_database(server: &Client, database: &str) -> Result<(), Migr
 
 /// Applies every migration not yet recorded, in order, and records it. Returns the
 /// versions applied by this call.
+///
+/// Sinks starting together take turns: the one that creates the lock table
+/// [`LOCK_TABLE`] migrates, the others wait for it (up to [`LOCK_WAIT`]) and then find
+/// nothing left to do. Without that, two sinks rebuilding the same table would drop each
+/// other's copies.
 pub async fn migrate(db: &Client) -> Result<Vec<u32>, MigrationError> {
-    let applied = applied(db).await?;
-    let mut done = Vec::new();
+    if pending(&applied(db).await?)?.is_empty() {
+        return Ok(Vec::new());
+    }
+    lock(db).await?;
+    let result = apply_pending(db).await;
+    if let Err(e) = db
+        .query(&format!("DROP TABLE IF EXISTS {LOCK_TABLE}"))
+        .execute()
+        .await
+    {
+        tracing::error!(error = %e, "cannot drop {LOCK_TABLE}; drop it by hand");
+    }
+    result
+}
+
+/// The table whose existence means "a sink is migrating this database".
+pub const LOCK_TABLE: &str = "schema_migrations_lock";
+
+/// How long a sink waits for another one's migration before giving up.
+pub const LOCK_WAIT: Duration = Duration::from_secs(600);
+
+/// Takes the migration lock: `CREATE TABLE` without `IF NOT EXISTS` succeeds for exactly
+/// one caller.
+async fn lock(db: &Client) -> Result<(), MigrationError> {
+    let started = Instant::now();
+    loop {
+        let created = db
+            .query(&format!(
+                "CREATE TABLE {LOCK_TABLE} (since DateTime DEFAULT now()) ENGINE = Memory"
+            ))
+            .execute()
+            .await;
+        match created {
+            Ok(()) => return Ok(()),
+            Err(e) if classify::clickhouse_code(&e) == Some(TABLE_ALREADY_EXISTS) => {
+                if started.elapsed() >= LOCK_WAIT {
+                    return Err(MigrationError::Locked { waited: LOCK_WAIT });
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => return Err(MigrationError::Bookkeeping(e)),
+        }
+    }
+}
+
+/// ClickHouse's TABLE_ALREADY_EXISTS exception code.
+const TABLE_ALREADY_EXISTS: u32 = 57;
+
+/// The migrations not yet recorded in `applied`; fails on an edited one.
+fn pending(applied: &[AppliedRow]) -> Result<Vec<&'static Migration>, MigrationError> {
+    let mut pending = Vec::new();
     for migration in MIGRATIONS {
-        let checksum = migration.checksum();
-        if let Some(row) = applied.iter().find(|r| r.version == migration.version) {
-            if row.checksum != checksum {
+        match applied.iter().find(|r| r.version == migration.version) {
+            Some(row) if row.checksum != migration.checksum() => {
                 return Err(MigrationError::ChecksumMismatch {
                     stem: migration.stem,
                     recorded: row.checksum.clone(),
-                    current: checksum,
-                });
+                    current: migration.checksum(),
+                })
             }
-            continue;
+            Some(_) => {}
+            None => pending.push(migration),
         }
+    }
+    Ok(pending)
+}
+
+/// Applies and records what is still pending; run under the lock.
+async fn apply_pending(db: &Client) -> Result<Vec<u32>, MigrationError> {
+    let mut done = Vec::new();
+    for migration in pending(&applied(db).await?)? {
+        let failed = |source| MigrationError::Statement {
+            stem: migration.stem,
+            source,
+        };
         for statement in migration.statements() {
-            db.query(statement)
-                .execute()
-                .await
-                .map_err(|source| MigrationError::Statement {
-                    stem: migration.stem,
-                    source,
-                })?;
+            if let Some(condition) = guard(statement) {
+                if db
+                    .query(condition)
+                    .fetch_one::<u8>()
+                    .await
+                    .map_err(failed)?
+                    == 0
+                {
+                    continue;
+                }
+            }
+            db.query(statement).execute().await.map_err(failed)?;
         }
-        record(db, migration, checksum).await?;
+        record(db, migration, migration.checksum()).await?;
         tracing::info!(migration = migration.stem, "migration applied");
         done.push(migration.version);
     }
@@ -295,7 +394,44 @@ mod tests {
     }
 
     #[test]
-    fn migrations_are_numbered_in_order_and_create_if_not_exists() {
+    fn guards_are_found_on_their_own_comment_line() {
+        let statement = "-- copy\n-- only if: SELECT 1 = 1\nINSERT INTO t SELECT 1";
+        assert_eq!(guard(statement), Some("SELECT 1 = 1"));
+        assert_eq!(guard("-- see `-- only if:` below\nSELECT 1"), None);
+        assert_eq!(guard("CREATE TABLE IF NOT EXISTS t (a UInt8)"), None);
+    }
+
+    /// `ALTER TABLE t MODIFY COLUMN …[, MODIFY COLUMN …]`: nothing but type changes,
+    /// which are no-ops the second time.
+    fn only_modifies_columns(code: &str) -> bool {
+        let Some(rest) = code.strip_prefix("ALTER TABLE ") else {
+            return false;
+        };
+        let mut clauses = rest.split("MODIFY COLUMN");
+        let table = clauses.next().unwrap_or_default().trim();
+        let other = [
+            "ADD", "DROP", "RENAME", "CLEAR", "UPDATE", "DELETE", "COMMENT",
+        ];
+        !table.is_empty()
+            && !table.contains(char::is_whitespace)
+            && clauses.clone().count() > 0
+            && clauses.all(|c| !c.split_whitespace().any(|word| other.contains(&word)))
+    }
+
+    #[test]
+    fn only_column_type_changes_count_as_idempotent_alters() {
+        assert!(only_modifies_columns(
+            "ALTER TABLE t MODIFY COLUMN a Nullable(String), MODIFY COLUMN b UInt8"
+        ));
+        assert!(!only_modifies_columns(
+            "ALTER TABLE t MODIFY COLUMN a String, ADD COLUMN b UInt8"
+        ));
+        assert!(!only_modifies_columns("ALTER TABLE t DROP COLUMN a"));
+        assert!(!only_modifies_columns("INSERT INTO t SELECT 1"));
+    }
+
+    #[test]
+    fn migrations_are_numbered_in_order_and_idempotent() {
         for (index, migration) in MIGRATIONS.iter().enumerate() {
             assert_eq!(migration.version as usize, index + 1, "{}", migration.stem);
             assert!(migration
@@ -309,8 +445,12 @@ mod tests {
                     .filter(|l| !l.trim_start().starts_with("--"))
                     .collect::<Vec<_>>()
                     .join("\n");
+                let code = code.trim_start();
                 assert!(
-                    code.trim_start().starts_with("CREATE TABLE IF NOT EXISTS"),
+                    guard(statement).is_some()
+                        || code.starts_with("CREATE TABLE IF NOT EXISTS")
+                        || code.starts_with("DROP TABLE IF EXISTS")
+                        || only_modifies_columns(code),
                     "{}: not idempotent: {code}",
                     migration.stem
                 );

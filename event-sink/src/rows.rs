@@ -5,7 +5,8 @@
 //! run without schema validation (18.16 lacks `RowBinaryWithNamesAndTypes`), and the
 //! integration tests read every column back to catch drift. Encodings: enums as their wire
 //! names (String), booleans as UInt8, `ts` as DateTime (seconds) plus `ts_ms` (epoch
-//! milliseconds), absent optionals as NULL.
+//! milliseconds), absent optionals as NULL (`seq` too: it is Nullable because the Smith
+//! protocol has none), `protocol` naming the wire protocol of the row.
 //!
 //! Events of both wire protocols map onto the same rows. A Smith protocol event
 //! ([`schemas::smith`]) fills what it sends and leaves NULL what it does not (host, model,
@@ -60,6 +61,17 @@ pub const fn typed_table(event_type: EventType) -> &'static str {
         EventType::Failure => "failures",
         EventType::OptimizerUpdate => "optimizer_updates",
     }
+}
+
+/// Where and when the sink got the message holding an event: the columns every row of it
+/// shares besides the event's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrival {
+    /// When the sink decoded it, epoch seconds (`received_at`).
+    pub received_at: u32,
+    /// JetStream stream sequence of the message (`stream_seq`); the lowest one of an
+    /// event's copies wins under FINAL.
+    pub stream_seq: u64,
 }
 
 /// Seconds since the epoch as ClickHouse `DateTime` (UInt32), clamped to its range.
@@ -128,38 +140,45 @@ impl RawEnvelope {
     }
 }
 
-/// `events_raw`: every accepted event as received.
+/// `events_raw`: every accepted event as received. Columns as in the DDL.
 #[derive(Debug, Row, Serialize)]
 pub struct EventRawRow<'a> {
+    /// The event's id.
     #[serde(with = "clickhouse::serde::uuid")]
     pub event_id: Uuid,
+    /// Its run.
     #[serde(with = "clickhouse::serde::uuid")]
     pub run_id: Uuid,
+    /// Its task.
     pub task_id: &'a str,
+    /// Its type's wire name.
     #[serde(rename = "type")]
     pub event_type: &'static str,
+    /// Per-run sequence number; NULL when the protocol has none.
     pub seq: Option<u64>,
+    /// When it happened, epoch seconds.
     pub ts: u32,
+    /// When it happened, epoch milliseconds.
     pub ts_ms: i64,
+    /// The producing host; NULL when the protocol does not say.
     pub host: Option<&'a str>,
+    /// The policy under test.
     pub policy_id: &'a str,
+    /// The message body byte for byte.
     pub raw: RawBytes<'a>,
+    /// The subject it was published on.
     pub subject: &'a str,
+    /// JetStream stream sequence of the message.
     pub stream_seq: u64,
+    /// When the sink decoded it, epoch seconds.
     pub received_at: u32,
-    /// Which wire protocol produced the event.
+    /// Which wire protocol produced it.
     pub protocol: &'static str,
 }
 
 impl<'a> EventRawRow<'a> {
     /// The raw row of an event with envelope `env`, whose message body was `raw`.
-    pub fn new(
-        env: &'a RawEnvelope,
-        raw: &'a [u8],
-        subject: &'a str,
-        stream_seq: u64,
-        received_at: u32,
-    ) -> Self {
+    pub fn new(env: &'a RawEnvelope, raw: &'a [u8], subject: &'a str, arrival: Arrival) -> Self {
         EventRawRow {
             event_id: env.event_id,
             run_id: env.run_id,
@@ -172,8 +191,8 @@ impl<'a> EventRawRow<'a> {
             policy_id: &env.policy_id,
             raw: RawBytes(raw),
             subject,
-            stream_seq,
-            received_at,
+            stream_seq: arrival.stream_seq,
+            received_at: arrival.received_at,
             protocol: env.protocol.as_str(),
         }
     }
@@ -218,6 +237,8 @@ macro_rules! typed_row {
             $($(#[$attr])* pub $field: $ty,)*
             /// Which wire protocol produced the row.
             pub protocol: &'static str,
+            /// JetStream stream sequence of the message; the lowest wins under FINAL.
+            pub stream_seq: Option<u64>,
         }
     };
 }
@@ -291,15 +312,14 @@ impl<'a> Envelope<'a> {
 #[derive(Debug, Clone, Copy)]
 struct Received<'a> {
     env: Envelope<'a>,
-    /// Epoch seconds.
-    at: u32,
+    arrival: Arrival,
 }
 
 /// Builds a typed row from the envelope columns of a [`Received`] event and the payload
 /// column values.
 macro_rules! with_envelope {
     ($name:ident, $received:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
-        let Received { env, at } = *$received;
+        let Received { env, arrival } = *$received;
         $name {
             event_id: env.event_id,
             run_id: env.run_id,
@@ -313,8 +333,9 @@ macro_rules! with_envelope {
             env_hash: env.env_hash,
             seed: env.seed,
             host: env.host,
-            received_at: at,
+            received_at: arrival.received_at,
             protocol: env.protocol.as_str(),
+            stream_seq: Some(arrival.stream_seq),
             $($field: $value,)*
         }
     }};
@@ -511,15 +532,15 @@ pub enum TypedRow<'a> {
 
 /// A typed row taken out of [`TypedRow`]: `Some` when the event is of the row's type.
 pub trait FromEvent<'a>: Sized {
-    /// The row of `event`, received at `received_at` (epoch seconds).
-    fn from_event(event: &'a Decoded, received_at: u32) -> Option<Self>;
+    /// The row of `event`, delivered as `arrival`.
+    fn from_event(event: &'a Decoded, arrival: Arrival) -> Option<Self>;
 }
 
 macro_rules! from_event {
     ($($variant:ident => $row:ident),* $(,)?) => {$(
         impl<'a> FromEvent<'a> for $row<'a> {
-            fn from_event(event: &'a Decoded, received_at: u32) -> Option<Self> {
-                match TypedRow::new(event, received_at) {
+            fn from_event(event: &'a Decoded, arrival: Arrival) -> Option<Self> {
+                match TypedRow::new(event, arrival) {
                     TypedRow::$variant(row) => Some(row),
                     _ => None,
                 }
@@ -540,11 +561,11 @@ from_event! {
 }
 
 impl<'a> TypedRow<'a> {
-    /// The typed row of `event`, received at `received_at` (epoch seconds).
-    pub fn new(event: &'a Decoded, received_at: u32) -> Self {
+    /// The typed row of `event`, delivered as `arrival`.
+    pub fn new(event: &'a Decoded, arrival: Arrival) -> Self {
         let received = &Received {
             env: Envelope::of(event),
-            at: received_at,
+            arrival,
         };
         match event {
             Decoded::Benchstream(e) => Self::native(received, &e.payload),

@@ -98,7 +98,7 @@ impl ClickHouseInserter {
                 for &i in items {
                     let item = batch.item(i);
                     let Some(event) = item.event() else { continue };
-                    if let Some(row) = $row::from_event(&event, item.received_at) {
+                    if let Some(row) = $row::from_event(&event, item.arrival()) {
                         insert.write(&row).await?;
                     }
                 }

@@ -3,7 +3,9 @@
 -- run_stop whose last event is more than stale_minutes old (the runner died or its
 -- run_stop was lost). Reads events_raw, which holds every accepted event once (FINAL).
 -- A sweep optimizer's stream (only optimizer_update events, no run_start/run_stop by
--- design) is checked for gaps but never reported as a run without run_stop.
+-- design) is checked for gaps but never reported as a run without run_stop. Runs whose
+-- events carry no seq (seq NULL: the Smith protocol has none) cannot have a gap and are
+-- only checked for a missing run_stop; their last_seq is NULL.
 --
 -- gaps lists the missing seqs as ranges ('3', '7-9'); missing = how many.
 -- param stale_minutes UInt32 = '30': minutes without an event before an unstopped run counts as lost
@@ -11,8 +13,8 @@ SELECT
     run_id,
     policy_id,
     events,
-    last_seq,
-    toUInt64(last_seq + 1 - distinct_seqs) AS missing,
+    if(sequenced = 0, NULL, max_seq) AS last_seq,
+    toUInt64(if(sequenced = 0, 0, max_seq + 1 - distinct_seqs)) AS missing,
     arrayMap((before, after) -> if(after - before = 2, toString(before + 1),
             concat(toString(before + 1), '-', toString(after - 1))),
         arrayFilter((before, after) -> after - before > 1, arrayPopBack(seqs), arrayPopFront(seqs)),
@@ -28,11 +30,12 @@ FROM
         run_id,
         any(policy_id) AS policy_id,
         count() AS events,
-        max(seq) AS last_seq,
-        uniqExact(seq) AS distinct_seqs,
+        countIf(isNotNull(seq)) AS sequenced,
+        maxIf(assumeNotNull(seq), isNotNull(seq)) AS max_seq,
+        uniqExactIf(assumeNotNull(seq), isNotNull(seq)) AS distinct_seqs,
         -- Sorted distinct seqs after a -1 sentinel, so a missing seq 0 is a gap too.
-        arrayConcat([toInt64(-1)], arrayMap(s -> toInt64(s), arraySort(groupUniqArray(seq))))
-            AS seqs,
+        arrayConcat([toInt64(-1)], arrayMap(s -> toInt64(s),
+            arraySort(groupUniqArrayIf(assumeNotNull(seq), isNotNull(seq))))) AS seqs,
         max(type = 'run_stop') AS has_run_stop,
         max(ts) AS last_ts,
         max(type != 'optimizer_update') AS is_run,

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Context as _};
 use benchstream_tests::{ClickHouseServer, NatsServer};
 use clap::Parser;
-use event_sink::rows::{typed_table, EventRawRow, RawEnvelope, TypedRow};
+use event_sink::rows::{typed_table, Arrival, EventRawRow, RawEnvelope, TypedRow};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::{BenchmarkEvent, EventType, Payload, SubjectPrefix};
@@ -172,13 +172,11 @@ fn reference_inserts(range: std::ops::Range<usize>) -> Vec<String> {
         let subject = prefix.event_subject(event.run_id, event.event_type());
         let event = schemas::Decoded::Benchstream(event);
         let env = RawEnvelope::of(&event);
-        let row = EventRawRow::new(
-            &env,
-            &bytes,
-            &subject,
-            (range.start + offset) as u64,
+        let arrival = Arrival {
             received_at,
-        );
+            stream_seq: (range.start + offset) as u64,
+        };
+        let row = EventRawRow::new(&env, &bytes, &subject, arrival);
         raw.push_str(&serde_json::to_string(&row).expect("row JSON"));
         raw.push('\n');
         let body = &mut typed
@@ -186,9 +184,7 @@ fn reference_inserts(range: std::ops::Range<usize>) -> Vec<String> {
             .find(|(t, _)| *t == event.event_type())
             .expect("every type")
             .1;
-        body.push_str(
-            &serde_json::to_string(&TypedRow::new(&event, received_at)).expect("row JSON"),
-        );
+        body.push_str(&serde_json::to_string(&TypedRow::new(&event, arrival)).expect("row JSON"));
         body.push('\n');
     }
     typed
