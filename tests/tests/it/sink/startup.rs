@@ -41,7 +41,7 @@ async fn migrations_are_applied_once_and_recorded() {
     let first = event_sink::migrate(&config.clickhouse)
         .await
         .expect("migrate");
-    assert_eq!(first, vec![1, 2, 3, 4]);
+    assert_eq!(first, (1..=MIGRATIONS.len() as u32).collect::<Vec<_>>());
     let second = event_sink::migrate(&config.clickhouse)
         .await
         .expect("migrate again");
@@ -51,11 +51,23 @@ async fn migrations_are_applied_once_and_recorded() {
     );
     assert_eq!(
         recorded.trim(),
-        "['schema_migrations','events_raw','dead_letters','typed_events']"
+        "['schema_migrations','events_raw','dead_letters','typed_events',\
+         'bounded_first_write_wins','smith_nullable']"
     );
     let tables =
         clickhouse.query("SELECT count() FROM system.tables WHERE database = 'benchstream'");
-    assert_eq!(tables.trim(), "11");
+    assert_eq!(tables.trim(), "12");
+    // Facts a protocol may not send are Nullable; `planned` exists.
+    let columns = clickhouse.query(
+        "SELECT groupArray(concat(table, '.', name, ' ', type)) FROM (SELECT table, name, type \
+         FROM system.columns WHERE database = 'benchstream' AND name IN ('exit_status', \
+         'host', 'planned') AND table IN ('run_stops', 'steps') ORDER BY table, name)",
+    );
+    assert_eq!(
+        columns.trim(),
+        "['run_stops.exit_status Nullable(String)','run_stops.host Nullable(String)',\
+         'steps.host Nullable(String)','steps.planned UInt8']"
+    );
 
     // A migration file edited after it was applied is refused.
     clickhouse.query(
@@ -71,7 +83,7 @@ async fn migrations_are_applied_once_and_recorded() {
         ),
         "got {refused:?}"
     );
-    assert_eq!(MIGRATIONS.len(), 4);
+    assert_eq!(MIGRATIONS.len(), 6);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
