@@ -208,5 +208,5 @@ fn migrate_subcommand_applies_migrations_and_exits() {
         "not JSON logs: {stderr}"
     );
     let tables = clickhouse.query("SELECT count() FROM system.tables WHERE database = 'other_db'");
-    assert_eq!(tables.trim(), "11");
+    assert_eq!(tables.trim(), "12");
 }
