@@ -247,21 +247,29 @@ macro_rules! typed_row {
 /// its rows are taken from.
 #[derive(Debug, Clone, Copy)]
 struct Envelope<'a> {
+    /// The dedup key (derived for Smith events without a UUID `Nats-Msg-Id`).
     event_id: Uuid,
+    /// The run.
     run_id: Uuid,
+    /// The task.
     task_id: &'a str,
+    /// The step; always set by Smith, null for native run-level events.
     step_id: Option<Uuid>,
     /// `None`: Smith events have no seq.
     seq: Option<u64>,
+    /// When it happened.
     ts: &'a DateTime<Utc>,
+    /// The policy under test.
     policy_id: &'a str,
     /// SHA-256 for native events, Smith's own short hash for Smith events.
     cfg_hash: &'a str,
     /// As `cfg_hash`.
     env_hash: &'a str,
+    /// The producer's seed.
     seed: u64,
     /// `None`: Smith events name no host.
     host: Option<&'a str>,
+    /// The `protocol` column.
     protocol: Protocol,
 }
 
@@ -311,7 +319,9 @@ impl<'a> Envelope<'a> {
 /// An event's envelope and when the sink received it.
 #[derive(Debug, Clone, Copy)]
 struct Received<'a> {
+    /// The event's envelope columns.
     env: Envelope<'a>,
+    /// When and in which stream message it arrived.
     arrival: Arrival,
 }
 
@@ -903,6 +913,74 @@ mod tests {
         assert_eq!(datetime(-5), 0);
         assert_eq!(datetime(1_700_000_000), 1_700_000_000);
         assert_eq!(datetime(i64::MAX), u32::MAX);
+    }
+
+    /// The typed rows of the Smith fixture's events, as JSON, by event type.
+    fn smith_rows() -> Vec<(EventType, serde_json::Value)> {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../schemas/tests/fixtures/smith/smith-events.jsonl"
+        );
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let arrival = Arrival {
+            received_at: 1,
+            stream_seq: 2,
+        };
+        text.lines()
+            .map(|line| {
+                let event = schemas::decode_message(line.as_bytes(), None).expect("smith event");
+                let row = serde_json::to_value(TypedRow::new(&event, arrival)).expect("row");
+                (event.event_type(), row)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn smith_rows_leave_null_what_smith_does_not_send() {
+        let rows = smith_rows();
+        assert_eq!(rows.len(), 49);
+        let silent: &[(EventType, &[&str])] = &[
+            (
+                EventType::RunStart,
+                &[
+                    "model",
+                    "provider",
+                    "strategy",
+                    "scenario_sha256",
+                    "runner_version",
+                ],
+            ),
+            (
+                EventType::RunStop,
+                &["exit_status", "cost_usd", "api_calls", "turns"],
+            ),
+            (EventType::Step, &["planned_step"]),
+            (
+                EventType::OptimizerUpdate,
+                &["suggested_model", "suggested_strategy"],
+            ),
+        ];
+        for (event_type, row) in &rows {
+            assert_eq!(row["protocol"], "smith");
+            assert_eq!(row["seq"], serde_json::Value::Null);
+            assert_eq!(row["host"], serde_json::Value::Null);
+            assert_eq!(row["stream_seq"], 2);
+            for column in silent
+                .iter()
+                .filter(|(t, _)| t == event_type)
+                .flat_map(|(_, columns)| columns.iter())
+            {
+                assert_eq!(
+                    row[*column],
+                    serde_json::Value::Null,
+                    "{event_type} {column}"
+                );
+            }
+        }
+        let (_, first) = &rows[0];
+        assert_eq!(first["temperature"], 0.7);
+        assert_eq!(first["execution_timeout_ms"], 300_000);
+        assert_eq!(first["cfg_hash"], "bea1728aeeb092ec");
     }
 
     #[test]
