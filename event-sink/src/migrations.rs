@@ -123,7 +123,10 @@ pub enum MigrationError {
         "another sink has been migrating for {waited:?} (table schema_migrations_lock \
          exists); if none is running, DROP TABLE schema_migrations_lock and start again"
     )]
-    Locked { waited: Duration },
+    Locked {
+        /// How long this sink waited.
+        waited: Duration,
+    },
 }
 
 /// A `schema_migrations` row.

@@ -86,9 +86,12 @@ pub trait Inserter {
 /// A row of `deploy/clickhouse/sink/originals.sql`.
 #[derive(Debug, Row, Deserialize)]
 struct OriginalRow {
+    /// The event looked up.
     #[serde(with = "clickhouse::serde::uuid")]
     event_id: Uuid,
+    /// Body hash of its original.
     original_hash: u64,
+    /// Stream sequence of the message that stored the original.
     original_seq: u64,
 }
 
