@@ -1,6 +1,8 @@
 //! A batch: the messages received since the last flush, each decoded on arrival (to
-//! validate and route it; only its envelope is kept, the typed row decodes the body again
-//! when it is written), indexed by table, and sized so the caller knows when to flush.
+//! validate and route it; only its envelope and body hash are kept, the typed row decodes
+//! the body again when it is written), checked by [`admission::admit`] (plausible `ts`,
+//! subject agreeing with the body), indexed by table, and sized so the caller knows when
+//! to flush.
 //!
 //! One batch is flushed as a unit: one INSERT per table that has rows, then one answer
 //! per message. Keeping the messages of every table in one unit is what makes "ack only
@@ -12,14 +14,15 @@
 use std::time::{Duration, Instant};
 
 use schemas::subject::headers;
-use schemas::{Decoded, EventType, Protocol};
+use schemas::{Decoded, EventType, Protocol, SubjectPrefix};
 
+use crate::admission::{self, Candidate};
 use crate::classify;
 use crate::config::BatchConfig;
 use crate::consumer::Delivery;
 use crate::rows::{Arrival, DeadLetterRow, EventRawRow, RawBytes, RawEnvelope};
 
-/// A message that failed to decode: what `dead_letters` says about it.
+/// A message that is not an acceptable event: what `dead_letters` says about it.
 #[derive(Debug)]
 pub struct BadData {
     /// `DecodeError::class`.
@@ -31,38 +34,64 @@ pub struct BadData {
 /// One received message and what it decoded to.
 #[derive(Debug)]
 pub struct Item {
+    /// The message.
     pub delivery: Delivery,
     /// When the sink decoded it, epoch seconds.
     pub received_at: u32,
     /// The envelope of a valid event, or why it is not one.
     pub decoded: Result<RawEnvelope, BadData>,
+    /// [`admission::body_hash`] of the body of a valid event; `None` for bad data.
+    pub body_hash: Option<u64>,
+    /// The event_id of a message that decoded (even if not admitted); `None` otherwise.
+    pub event_id: Option<uuid::Uuid>,
 }
 
 impl Item {
-    /// Decodes a delivery of either protocol, received at `received_at` (epoch seconds).
-    /// Headers are only kept for messages that fail to decode: the dead letter shows
-    /// them. A Smith event may take its id from `Nats-Msg-Id`, read here.
-    pub fn decode(mut delivery: Delivery, received_at: u32) -> Self {
+    /// Decodes and admits a delivery of either protocol, received at `received_at` (epoch
+    /// seconds) from a stream under `prefix`. Headers are only kept for messages that are
+    /// not accepted: the dead letter shows them. A Smith event may take its id from
+    /// `Nats-Msg-Id`, read here.
+    pub fn decode(mut delivery: Delivery, received_at: u32, prefix: &SubjectPrefix) -> Self {
         let msg_id = delivery
             .headers
             .as_ref()
             .and_then(|h| h.get(headers::MSG_ID))
             .map(|v| v.as_str());
-        let decoded = match schemas::decode_message(&delivery.payload, msg_id) {
-            Ok(event) => {
-                delivery.headers = None;
-                Ok(RawEnvelope::of(&event))
-            }
+        let (decoded, event_id) = match schemas::decode_message(&delivery.payload, msg_id) {
+            Ok(event) => (
+                admission::admit(&event, &delivery.subject, prefix, received_at)
+                    .map(|()| RawEnvelope::of(&event)),
+                Some(event.event_id()),
+            ),
             Err(e) => {
                 let (class, error) = classify::bad_data(&e);
-                Err(BadData { class, error })
+                (Err(BadData { class, error }), None)
             }
         };
+        let body_hash = decoded
+            .is_ok()
+            .then(|| admission::body_hash(&delivery.payload));
+        if decoded.is_ok() {
+            delivery.headers = None;
+        }
         Item {
             delivery,
             received_at,
             decoded,
+            body_hash,
+            event_id,
         }
+    }
+
+    /// What first write wins needs of an accepted event; `None` for bad data.
+    pub fn candidate(&self, index: Index) -> Option<Candidate> {
+        let env = self.decoded.as_ref().ok()?;
+        Some(Candidate {
+            index,
+            event_id: env.event_id,
+            body_hash: self.body_hash?,
+            stream_seq: self.delivery.stream_seq,
+        })
     }
 
     /// The event again, for its typed row; `None` for bad data. A Smith event gets the
@@ -113,6 +142,7 @@ impl Item {
             error_class: class,
             error,
             delivered: self.delivery.delivered,
+            event_id: self.event_id,
         }
     }
 }

@@ -3,7 +3,8 @@
 //! | class | examples | action |
 //! |---|---|---|
 //! | bad data | anything [`schemas::decode`] rejects | one `dead_letters` row, then `Term` |
-//! | rejected row | ClickHouse refuses a row's data (parse/type/size codes) | split the insert, retry the halves, dead-letter only the row it narrows down to, `Term` it |
+//! | rejected row | ClickHouse refuses a row's data (parse/type/size codes), or an insert touches too many partitions | split the insert, retry the halves, dead-letter only the row it narrows down to, `Term` it |
+//! | refused event | `implausible_ts`, `subject_mismatch`, `conflict` ([`crate::admission`]) | one `dead_letters` row, then `Term` |
 //! | transient | ClickHouse unreachable, 5xx, timeouts, any other server error, NATS reconnects | no ack, retry with capped exponential backoff, stop pulling meanwhile |
 //!
 //! Anything not known to be about the data is transient: retrying a healthy row costs
@@ -29,10 +30,16 @@ pub enum InsertFailure {
 
 /// ClickHouse exception codes that blame the inserted data, not the server. Codes from
 /// `src/Common/ErrorCodes.cpp`; stable across versions.
+/// Each can never succeed on retry with the same rows: splitting the insert either
+/// isolates the refused row (dead-lettered) or, for a limit on the whole insert (too many
+/// partitions), lets the halves succeed.
 const DATA_ERROR_CODES: &[u32] = &[
     6,   // CANNOT_PARSE_TEXT
+    25,  // CANNOT_PARSE_ESCAPE_SEQUENCE
     26,  // CANNOT_PARSE_QUOTED_STRING
     27,  // CANNOT_PARSE_INPUT_ASSERTION_FAILED
+    32,  // ATTEMPT_TO_READ_AFTER_EOF (a RowBinary row shorter than the columns)
+    33,  // CANNOT_READ_ALL_DATA
     38,  // CANNOT_PARSE_DATE
     41,  // CANNOT_PARSE_DATETIME
     53,  // TYPE_MISMATCH
@@ -40,11 +47,21 @@ const DATA_ERROR_CODES: &[u32] = &[
     70,  // CANNOT_CONVERT_TYPE
     72,  // CANNOT_PARSE_NUMBER
     117, // INCORRECT_DATA
+    128, // TOO_LARGE_ARRAY_SIZE
     131, // TOO_LARGE_STRING_SIZE
     190, // SIZES_OF_ARRAYS_DOESNT_MATCH
+    321, // VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE
+    349, // CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN
+    376, // CANNOT_PARSE_UUID
     395, // FUNCTION_THROW_IF_VALUE_IS_NON_ZERO (checks in materialized views)
     469, // VIOLATED_CONSTRAINT (CHECK constraints, newer servers)
 ];
+
+/// TOO_MANY_PARTS: either "too many partitions for single INSERT block" (more than
+/// `max_partitions_per_insert_block`, 100 by default on current servers), which the same
+/// insert never passes but its halves do, or "too many parts" (merges behind inserts),
+/// which passes once merges catch up. Told apart by the text.
+const TOO_MANY_PARTS: u32 = 252;
 
 /// Classifies a failed insert.
 pub fn insert_failure(error: &clickhouse::error::Error) -> InsertFailure {
@@ -52,6 +69,11 @@ pub fn insert_failure(error: &clickhouse::error::Error) -> InsertFailure {
     let text = error.to_string();
     match error {
         Error::BadResponse(body) if exception_code(body).is_some_and(is_data_error) => {
+            InsertFailure::Rejected(text)
+        }
+        Error::BadResponse(body)
+            if exception_code(body) == Some(TOO_MANY_PARTS) && body.contains("partitions") =>
+        {
             InsertFailure::Rejected(text)
         }
         // Serializing a row failed: that row can never be written.
@@ -136,6 +158,26 @@ mod tests {
             insert_failure(&Error::TimedOut),
             InsertFailure::Transient(_)
         ));
+        let partitions = Error::BadResponse(
+            "Code: 252. DB::Exception: Too many partitions for single INSERT block (more than \
+             100). (TOO_MANY_PARTS)"
+                .into(),
+        );
+        assert!(matches!(
+            insert_failure(&partitions),
+            InsertFailure::Rejected(_)
+        ));
+        let merges_behind = Error::BadResponse(
+            "Code: 252. DB::Exception: Too many parts (300). Merges are processing \
+             significantly slower than inserts. (TOO_MANY_PARTS)"
+                .into(),
+        );
+        assert!(matches!(
+            insert_failure(&merges_behind),
+            InsertFailure::Transient(_)
+        ));
+        let uuid = Error::BadResponse("Code: 376. DB::Exception: Cannot parse uuid".into());
+        assert!(matches!(insert_failure(&uuid), InsertFailure::Rejected(_)));
         let no_code = Error::BadResponse("502 Bad Gateway".into());
         assert!(matches!(
             insert_failure(&no_code),

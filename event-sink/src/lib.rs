@@ -8,6 +8,8 @@
 //!   [`migrate`].
 //! - [`consumer`]: the durable pull consumer, pulling messages, answering them.
 //! - [`batch`]: messages decoded on arrival and grouped for one flush.
+//! - [`admission`]: what a valid event must also satisfy (plausible `ts`, subject
+//!   agreeing with the body) and first write wins per `event_id`.
 //! - [`writer`]: flushing a batch: inserts, isolating rows ClickHouse refuses, retries,
 //!   progress acks, then acks.
 //! - [`classify`]: the one place deciding what a failure means (bad data, refused row,
@@ -26,6 +28,7 @@
 //! stored more than once until ClickHouse merges them, so readers use `FINAL` (see
 //! `deploy/clickhouse/README.md`).
 
+pub mod admission;
 pub mod analysis;
 pub mod batch;
 pub mod classify;

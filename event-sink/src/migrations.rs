@@ -1,10 +1,10 @@
 //! Versioned ClickHouse schema: the files of `deploy/clickhouse/migrations/`, embedded at
 //! build time, applied in order and recorded in `schema_migrations`.
 //!
-//! Every statement is idempotent, so applying a migration twice (two sinks starting
-//! together, a crash between applying and recording) is harmless: it is `CREATE ... IF NOT
-//! EXISTS`, `DROP ... IF EXISTS`, an `ALTER TABLE` made only of `MODIFY COLUMN` clauses
-//! (changing a column to the type it has is a no-op), or guarded. A guarded statement starts with a comment
+//! Every statement is idempotent, so applying a migration twice (a crash between applying
+//! and recording) is harmless: it is `CREATE ... IF NOT EXISTS`, `DROP ... IF EXISTS`, an
+//! `ALTER TABLE` made only of `MODIFY COLUMN` clauses (changing a column to the type it
+//! has is a no-op), or guarded. A guarded statement starts with a comment
 //! line `-- only if: <SELECT>`; the statement runs only when that query answers non-zero
 //! (e.g. "this table still has its old shape"), which is how a migration that copies a
 //! table into a new shape runs once and is still safe to re-run after a crash. A recorded
@@ -125,7 +125,10 @@ pub enum MigrationError {
         "another sink has been migrating for {waited:?} (table schema_migrations_lock \
          exists); if none is running, DROP TABLE schema_migrations_lock and start again"
     )]
-    Locked { waited: Duration },
+    Locked {
+        /// How long this sink waited.
+        waited: Duration,
+    },
 }
 
 /// A `schema_migrations` row.

@@ -33,8 +33,13 @@ use uuid::Uuid;
 /// Every table the sink writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Table {
+    /// `events_raw`: every accepted event's body.
     EventsRaw,
+    /// `event_ids`: one row per stored event, for first write wins.
+    EventIds,
+    /// `dead_letters`: what the sink could not accept.
     DeadLetters,
+    /// The typed table of one event type.
     Typed(EventType),
 }
 
@@ -43,6 +48,7 @@ impl Table {
     pub const fn name(self) -> &'static str {
         match self {
             Table::EventsRaw => "events_raw",
+            Table::EventIds => "event_ids",
             Table::DeadLetters => "dead_letters",
             Table::Typed(t) => typed_table(t),
         }
@@ -198,18 +204,50 @@ impl<'a> EventRawRow<'a> {
     }
 }
 
-/// `dead_letters`: a message the sink could not accept.
+/// `event_ids`: the identity and body hash of a stored event.
+#[derive(Debug, Row, Serialize)]
+pub struct EventIdRow {
+    /// The event's id.
+    #[serde(with = "clickhouse::serde::uuid")]
+    pub event_id: Uuid,
+    /// Its run.
+    #[serde(with = "clickhouse::serde::uuid")]
+    pub run_id: Uuid,
+    /// Its type's wire name.
+    #[serde(rename = "type")]
+    pub event_type: &'static str,
+    /// SipHash-2-4 of the body (ClickHouse `sipHash64`).
+    pub body_hash: u64,
+    /// Stream sequence of the message that stored it.
+    pub stream_seq: u64,
+    /// When the sink decoded it, epoch seconds.
+    pub received_at: u32,
+}
+
+/// `dead_letters`: a message the sink could not accept. Columns as in the DDL.
 #[derive(Debug, Row, Serialize)]
 pub struct DeadLetterRow<'a> {
+    /// When the sink decoded it, epoch seconds.
     pub received_at: u32,
+    /// The JetStream stream.
     pub stream: &'a str,
+    /// Its stream sequence.
     pub stream_seq: u64,
+    /// The subject it was published on.
     pub subject: &'a str,
+    /// Its headers, `Name: value` lines.
     pub headers: String,
+    /// The body byte for byte.
     pub raw: RawBytes<'a>,
+    /// Short stable class of the reason.
     pub error_class: &'a str,
+    /// The reason, readable.
     pub error: &'a str,
+    /// How many times JetStream had delivered it.
     pub delivered: u64,
+    /// The event_id it carries when it decoded; `None` when it did not.
+    #[serde(with = "clickhouse::serde::uuid::option")]
+    pub event_id: Option<Uuid>,
 }
 
 /// Defines a typed row struct: the envelope columns, then the payload columns given.

@@ -23,6 +23,7 @@ use async_nats::jetstream::{self, AckKind};
 use futures::StreamExt;
 use std::sync::Arc;
 
+use schemas::SubjectPrefix;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -153,6 +154,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sink
         limits: config.batch,
         fetch_batch: config.consumer.fetch_batch,
         progress_every,
+        prefix: config.stream.prefix.clone(),
         metrics,
         handover,
         writer_idle: Arc::new(Semaphore::new(1)),
@@ -182,6 +184,8 @@ struct Receiver {
     limits: BatchConfig,
     fetch_batch: usize,
     progress_every: Duration,
+    /// The stream's subject prefix, which every event's subject must start with.
+    prefix: SubjectPrefix,
     metrics: Metrics,
     handover: mpsc::Sender<(Batch, OwnedSemaphorePermit)>,
     /// One permit, travelling with the batch being written.
@@ -234,7 +238,7 @@ impl Receiver {
                     Some(Ok(message)) => {
                         self.metrics.consumed.inc();
                         let received_at = datetime(chrono::Utc::now().timestamp());
-                        batch.push(Item::decode(Delivery::new(message), received_at));
+                        batch.push(Item::decode(Delivery::new(message), received_at, &self.prefix));
                         if batch.is_full(&self.limits) && !self.hand_over(&mut batch).await {
                             return;
                         }

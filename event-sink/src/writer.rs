@@ -1,8 +1,14 @@
 //! Flushing a batch: one INSERT per table, retried until it succeeds, then one answer per
 //! message. The at-least-once guarantee lives here.
 //!
-//! - Order: the typed tables (concurrently), then `events_raw`, then `dead_letters`. A
-//!   row a typed table rejects is left out of `events_raw` and dead-lettered instead.
+//! - First write wins: before any insert, the batch's event_ids are looked up in
+//!   `event_ids` (one query per few thousand ids) and [`admission::resolve`] decides
+//!   per event: original (written), duplicate (acked, not written again) or conflict
+//!   (dead-lettered as `conflict`, so the stored original stays what queries show).
+//! - Order: the typed tables (concurrently), then `events_raw`, then `event_ids`, then
+//!   `dead_letters`. A row a typed table rejects is left out of the later tables and
+//!   dead-lettered instead. `event_ids` comes after the data: an id found there means its
+//!   rows are stored, so a duplicate of it can be skipped safely.
 //! - A rejected insert ([`InsertFailure::Rejected`]) is split in halves, recursively,
 //!   until the refused rows stand alone; only those are dead-lettered.
 //! - A transient failure retries the tables not yet written, after a capped exponential
@@ -17,7 +23,7 @@
 //! The inserts go through the [`Inserter`] trait so that the split logic is tested
 //! without a server.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
 use std::time::{Duration, Instant};
 
@@ -25,30 +31,68 @@ use async_nats::jetstream::AckKind;
 use clickhouse::insert::Insert;
 use clickhouse::{Client, Row, RowWrite};
 use schemas::EventType;
+use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
+use crate::admission::{self, Original};
 use crate::batch::{Batch, Index};
 use crate::classify::{self, Backoff, InsertFailure};
 use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rows::{
-    ContextDecisionRow, DeliberationRow, EventRawRow, FailureRow, FromEvent, OptimizerUpdateRow,
-    RunStartRow, RunStopRow, StepRow, Table, ToolCallRow,
+    ContextDecisionRow, DeliberationRow, EventIdRow, EventRawRow, FailureRow, FromEvent,
+    OptimizerUpdateRow, RunStartRow, RunStopRow, StepRow, Table, ToolCallRow,
 };
 
-/// Rows ClickHouse refused, by item, with its error text.
-pub type Rejected = BTreeMap<Index, String>;
+/// Why an accepted event is dead-lettered after all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// `dead_letters.error_class`: `rejected_by_clickhouse` or `conflict`.
+    pub class: &'static str,
+    /// The error text.
+    pub error: String,
+}
 
-/// Writes the rows of some items of a batch into one table, as one INSERT.
+/// Accepted events dead-lettered after all, by item.
+pub type Refused = BTreeMap<Index, Refusal>;
+
+/// The stored originals of some event_ids.
+pub type Originals = HashMap<Uuid, Original>;
+
+/// Event ids per lookup query: keeps the query text (about 40 bytes an id) well under
+/// ClickHouse's 256 KiB `max_query_size`.
+const LOOKUP_CHUNK: usize = 2_000;
+
+/// Writes the rows of some items of a batch into one table, as one INSERT, and looks up
+/// stored originals.
 pub trait Inserter {
-    /// Inserts the rows of `items` into `table`. `rejected` gives the error text of
-    /// items dead-lettered because ClickHouse refused them (for `dead_letters` rows).
+    /// Inserts the rows of `items` into `table`. `refused` says why items are
+    /// dead-lettered although they decoded (for `dead_letters` rows).
     fn insert(
         &self,
         table: Table,
         batch: &Batch,
         items: &[Index],
-        rejected: &Rejected,
+        refused: &Refused,
     ) -> impl std::future::Future<Output = Result<(), InsertFailure>> + Send;
+
+    /// The stored originals of those of `ids` that are stored. Err = transient failure.
+    fn originals(
+        &self,
+        ids: &[Uuid],
+    ) -> impl std::future::Future<Output = Result<Originals, String>> + Send;
+}
+
+/// A row of `deploy/clickhouse/sink/originals.sql`.
+#[derive(Debug, Row, Deserialize)]
+struct OriginalRow {
+    /// The event looked up.
+    #[serde(with = "clickhouse::serde::uuid")]
+    event_id: Uuid,
+    /// Body hash of its original.
+    original_hash: u64,
+    /// Stream sequence of the message that stored the original.
+    original_seq: u64,
 }
 
 /// The real [`Inserter`]: RowBinary over HTTP with the `clickhouse` crate.
@@ -124,7 +168,7 @@ impl Inserter for ClickHouseInserter {
         table: Table,
         batch: &Batch,
         items: &[Index],
-        rejected: &Rejected,
+        refused: &Refused,
     ) -> Result<(), InsertFailure> {
         let result = match table {
             Table::Typed(event_type) => self.write_typed(event_type, batch, items).await,
@@ -132,12 +176,27 @@ impl Inserter for ClickHouseInserter {
                 let rows = items.iter().filter_map(|&i| batch.item(i).raw_row());
                 self.write::<EventRawRow<'_>>(table.name(), rows).await
             }
+            Table::EventIds => {
+                let rows = items.iter().filter_map(|&i| {
+                    let item = batch.item(i);
+                    let env = item.decoded.as_ref().ok()?;
+                    Some(EventIdRow {
+                        event_id: env.event_id,
+                        run_id: env.run_id,
+                        event_type: env.event_type.as_str(),
+                        body_hash: item.body_hash?,
+                        stream_seq: item.delivery.stream_seq,
+                        received_at: item.received_at,
+                    })
+                });
+                self.write::<EventIdRow>(table.name(), rows).await
+            }
             Table::DeadLetters => {
                 let rows = items.iter().map(|&i| {
                     let item = batch.item(i);
-                    let (class, error) = match (&item.decoded, rejected.get(&i)) {
+                    let (class, error) = match (&item.decoded, refused.get(&i)) {
                         (Err(bad), _) => (bad.class, bad.error.as_str()),
-                        (Ok(_), Some(error)) => (classify::REJECTED_BY_CLICKHOUSE, error.as_str()),
+                        (Ok(_), Some(refusal)) => (refusal.class, refusal.error.as_str()),
                         (Ok(_), None) => (classify::REJECTED_BY_CLICKHOUSE, ""),
                     };
                     item.dead_letter_row(&self.stream, class, error)
@@ -147,6 +206,31 @@ impl Inserter for ClickHouseInserter {
             }
         };
         result.map_err(|e| classify::insert_failure(&e))
+    }
+
+    async fn originals(&self, ids: &[Uuid]) -> Result<Originals, String> {
+        let mut originals = Originals::with_capacity(ids.len());
+        for chunk in ids.chunks(LOOKUP_CHUNK) {
+            let ids: Vec<String> = chunk.iter().map(Uuid::to_string).collect();
+            let rows = self
+                .client
+                .query(include_str!(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/../deploy/clickhouse/sink/originals.sql"
+                )))
+                .bind(ids)
+                .fetch_all::<OriginalRow>()
+                .await
+                .map_err(|e| format!("cannot look up stored event ids: {e}"))?;
+            originals.extend(rows.into_iter().map(|row| {
+                let original = Original {
+                    body_hash: row.original_hash,
+                    stream_seq: row.original_seq,
+                };
+                (row.event_id, original)
+            }));
+        }
+        Ok(originals)
     }
 }
 
@@ -161,12 +245,16 @@ pub struct Abandoned {
 /// What a flush has achieved so far; kept across retries.
 #[derive(Debug, Default)]
 struct Progress {
+    /// Whether first write wins has been applied (the lookup succeeded).
+    resolved: bool,
+    /// Copies of an original with the same body: acked, not written.
+    duplicates: HashSet<Index>,
     /// Tables written completely.
     done: HashSet<Table>,
-    /// Items ClickHouse refused; dead-lettered.
-    rejected: Rejected,
-    /// Dead letters ClickHouse refused too; logged and terminated.
-    unstorable: Rejected,
+    /// Accepted events dead-lettered after all: conflicts and rows ClickHouse refused.
+    refused: Refused,
+    /// Dead letters ClickHouse refused too, with the error; logged and terminated.
+    unstorable: BTreeMap<Index, String>,
 }
 
 /// Flushes batches.
@@ -235,9 +323,13 @@ impl<I: Inserter> Writer<I> {
     /// (concurrently: ClickHouse parses them on several cores), then `events_raw`, then
     /// `dead_letters`. Err = a transient failure.
     async fn try_insert_all(&self, batch: &Batch, progress: &mut Progress) -> Result<(), String> {
+        if !progress.resolved {
+            self.resolve(batch, progress).await?;
+        }
         let stages = [
             EventType::ALL.map(Table::Typed).to_vec(),
             vec![Table::EventsRaw],
+            vec![Table::EventIds],
             vec![Table::DeadLetters],
         ];
         for stage in stages {
@@ -247,7 +339,7 @@ impl<I: Inserter> Writer<I> {
                 .map(|table| (table, self.items_of(table, batch, progress)))
                 .collect();
             let results = futures::future::join_all(pending.iter().map(|(table, items)| {
-                insert_isolating(&self.inserter, *table, batch, items, &progress.rejected)
+                insert_isolating(&self.inserter, *table, batch, items, &progress.refused)
             }))
             .await;
             let mut failure = None;
@@ -264,14 +356,51 @@ impl<I: Inserter> Writer<I> {
         Ok(())
     }
 
-    /// The items with rows in `table`, minus those a typed table refused.
+    /// First write wins: looks up the stored originals of the batch's events and marks
+    /// duplicates and conflicts.
+    async fn resolve(&self, batch: &Batch, progress: &mut Progress) -> Result<(), String> {
+        let candidates: Vec<_> = batch
+            .accepted()
+            .iter()
+            .filter_map(|&i| batch.item(i).candidate(i))
+            .collect();
+        let mut ids: Vec<Uuid> = candidates.iter().map(|c| c.event_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let originals = self.inserter.originals(&ids).await?;
+        let verdicts = admission::resolve(&candidates, &originals);
+        progress.duplicates.extend(verdicts.duplicates);
+        for (index, error) in verdicts.conflicts {
+            let item = batch.item(index);
+            tracing::warn!(
+                stream_seq = item.delivery.stream_seq,
+                subject = %item.delivery.subject,
+                %error,
+                "conflicting copy of a stored event"
+            );
+            let class = admission::CONFLICT;
+            progress.refused.insert(index, Refusal { class, error });
+        }
+        progress.resolved = true;
+        Ok(())
+    }
+
+    /// The items with rows in `table`: the originals not refused, or for `dead_letters`
+    /// the bad data and the refused.
     fn items_of(&self, table: Table, batch: &Batch, progress: &Progress) -> Vec<Index> {
+        let to_write = |items: &[Index]| -> Vec<Index> {
+            items
+                .iter()
+                .copied()
+                .filter(|i| !progress.refused.contains_key(i) && !progress.duplicates.contains(i))
+                .collect()
+        };
         match table {
-            Table::Typed(t) => without(batch.of_type(t), &progress.rejected),
-            Table::EventsRaw => without(batch.accepted(), &progress.rejected),
+            Table::Typed(t) => to_write(batch.of_type(t)),
+            Table::EventsRaw | Table::EventIds => to_write(batch.accepted()),
             Table::DeadLetters => {
                 let mut items: Vec<Index> = batch.bad().to_vec();
-                items.extend(progress.rejected.keys());
+                items.extend(progress.refused.keys());
                 items.sort_unstable();
                 items
             }
@@ -303,9 +432,14 @@ impl<I: Inserter> Writer<I> {
                 "clickhouse refused a row"
             );
             match table {
-                Table::DeadLetters => progress.unstorable.insert(index, error),
-                _ => progress.rejected.insert(index, error),
-            };
+                Table::DeadLetters => {
+                    progress.unstorable.insert(index, error);
+                }
+                _ => {
+                    let class = classify::REJECTED_BY_CLICKHOUSE;
+                    progress.refused.insert(index, Refusal { class, error });
+                }
+            }
         }
         progress.done.insert(table);
     }
@@ -314,9 +448,9 @@ impl<I: Inserter> Writer<I> {
     async fn answer(&self, batch: &Batch, progress: &Progress) {
         let (mut acked, mut terminated) = (0u64, 0u64);
         for (index, item) in (0..).zip(batch.items()) {
-            let class = match (&item.decoded, progress.rejected.contains_key(&index)) {
-                (Ok(_), false) => None,
-                (Ok(_), true) => Some(classify::REJECTED_BY_CLICKHOUSE),
+            let class = match (&item.decoded, progress.refused.get(&index)) {
+                (Ok(_), None) => None,
+                (Ok(_), Some(refusal)) => Some(refusal.class),
                 (Err(bad), _) => Some(bad.class),
             };
             match class {
@@ -373,14 +507,6 @@ pub fn progress_ticker(every: Duration) -> tokio::time::Interval {
     ticker
 }
 
-fn without(items: &[Index], rejected: &Rejected) -> Vec<Index> {
-    items
-        .iter()
-        .copied()
-        .filter(|i| !rejected.contains_key(i))
-        .collect()
-}
-
 /// Inserts `items`; when ClickHouse rejects the data, splits the insert in halves and
 /// retries each, down to single rows. Returns the rows refused on their own. A transient
 /// failure ends it (Err), whatever was already written.
@@ -389,9 +515,9 @@ pub async fn insert_isolating<I: Inserter>(
     table: Table,
     batch: &Batch,
     items: &[Index],
-    rejected: &Rejected,
+    refused: &Refused,
 ) -> Result<Vec<(Index, String)>, String> {
-    let mut refused = Vec::new();
+    let mut alone = Vec::new();
     let mut pending: Vec<Range<usize>> = Vec::new();
     pending.push(0..items.len());
     while let Some(range) = pending.pop() {
@@ -399,13 +525,13 @@ pub async fn insert_isolating<I: Inserter>(
             continue;
         }
         match inserter
-            .insert(table, batch, &items[range.clone()], rejected)
+            .insert(table, batch, &items[range.clone()], refused)
             .await
         {
             Ok(()) => {}
             Err(InsertFailure::Transient(error)) => return Err(error),
             Err(InsertFailure::Rejected(error)) if range.len() == 1 => {
-                refused.push((items[range.start], error));
+                alone.push((items[range.start], error));
             }
             Err(InsertFailure::Rejected(_)) => {
                 let middle = range.start + range.len() / 2;
@@ -415,7 +541,7 @@ pub async fn insert_isolating<I: Inserter>(
             }
         }
     }
-    Ok(refused)
+    Ok(alone)
 }
 
 #[cfg(test)]
@@ -450,7 +576,7 @@ mod tests {
             _table: Table,
             _batch: &Batch,
             items: &[Index],
-            _rejected: &Rejected,
+            _refused: &Refused,
         ) -> Result<(), InsertFailure> {
             *self.calls.lock().unwrap_or_else(|e| e.into_inner()) += 1;
             let mut transient = self.transient.lock().unwrap_or_else(|e| e.into_inner());
@@ -466,6 +592,10 @@ mod tests {
                 .unwrap_or_else(|e| e.into_inner())
                 .extend_from_slice(items);
             Ok(())
+        }
+
+        async fn originals(&self, _ids: &[Uuid]) -> Result<Originals, String> {
+            Ok(Originals::new())
         }
     }
 
@@ -485,7 +615,7 @@ mod tests {
             Table::EventsRaw,
             &Batch::default(),
             &items,
-            &Rejected::new(),
+            &Refused::new(),
         ))
         .expect("no transient failure");
         let refused: Vec<Index> = refused.into_iter().map(|(i, _)| i).collect();
@@ -507,7 +637,7 @@ mod tests {
             Table::EventsRaw,
             &Batch::default(),
             &items,
-            &Rejected::new(),
+            &Refused::new(),
         ));
         assert_eq!(result, Err("server away".to_owned()));
         assert!(inserter.written.into_inner().unwrap_or_default().is_empty());

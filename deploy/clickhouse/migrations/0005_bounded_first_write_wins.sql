@@ -15,6 +15,8 @@
 --   the EARLIEST stream message wins, never a later one (first write wins). Typed tables
 --   gain `stream_seq` for it; rows copied here have NULL there (they predate the column)
 --   and count as earliest.
+-- - dead_letters gains `event_id`, the id a refused event carries (NULL when it did not
+--   decode).
 -- - event_ids (new): one row per stored event_id with the SipHash-2-4 (`sipHash64`) of
 --   its body, which the sink looks up to tell a duplicate (same bytes) from a conflict
 --   (a different body under a known event_id).
@@ -48,16 +50,23 @@ CREATE TABLE IF NOT EXISTS event_ids
 ENGINE = ReplacingMergeTree(precedence)
 ORDER BY event_id;
 
+-- dead_letters.event_id: the event_id a refused message carries when it decoded
+-- (conflict, implausible_ts, subject_mismatch, rejected_by_clickhouse); NULL when it did
+-- not. The `conflicts` query joins on it. (18.16 has no ADD COLUMN IF NOT EXISTS.)
+-- only if: SELECT count() = 0 FROM system.columns WHERE database = currentDatabase() AND table = 'dead_letters' AND name = 'event_id'
+ALTER TABLE dead_letters ADD COLUMN event_id Nullable(UUID);
+
 -- events_raw rows outside the ts window become dead letters. `stream` is empty: the
 -- stream name was never stored in events_raw.
 -- only if: SELECT count() > 0 AND countIf(name = 'protocol') = 0 FROM system.columns WHERE database = currentDatabase() AND table = 'events_raw'
 INSERT INTO dead_letters
-    (received_at, stream, stream_seq, subject, headers, raw, error_class, error, delivered)
+    (received_at, stream, stream_seq, subject, headers, raw, error_class, error, delivered,
+    event_id)
 SELECT received_at, '', stream_seq, subject, '', raw, 'implausible_ts',
     concat('ts ', toString(ts, 'UTC'),
         ' is outside the accepted window (2015-01-01 .. one day after receipt); ',
         'moved out of events_raw by migration 0005'),
-    0
+    0, event_id
 FROM events_raw
 WHERE NOT (ts >= toDateTime(1420070400) AND ts <= received_at + 86400);
 

@@ -171,6 +171,7 @@ pub const QUERIES: &[Query] = &[
     query!("tool_errors"),
     query!("pareto_frontier"),
     query!("runs"),
+    query!("conflicts"),
 ];
 
 /// Parameter values by name, as given on the command line.

@@ -125,6 +125,14 @@ impl Decoded {
         }
     }
 
+    /// When it happened on the producer.
+    pub fn ts(&self) -> &chrono::DateTime<chrono::Utc> {
+        match self {
+            Decoded::Benchstream(e) => &e.ts,
+            Decoded::Smith(e) => &e.ts,
+        }
+    }
+
     /// The event type.
     pub fn event_type(&self) -> EventType {
         match self {

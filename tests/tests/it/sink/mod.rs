@@ -7,6 +7,7 @@
 
 mod dead_letters;
 mod dedup;
+mod integrity;
 mod landing;
 mod outage;
 mod setup;
