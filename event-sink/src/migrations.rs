@@ -3,7 +3,7 @@
 //!
 //! Every statement is idempotent, so applying a migration twice (a crash between applying
 //! and recording) is harmless: it is `CREATE ... IF NOT EXISTS`, `DROP ... IF EXISTS`, or
-//! guarded. A guarded statement starts with a comment
+//! guarded (`CREATE MATERIALIZED VIEW IF NOT EXISTS` too). A guarded statement starts with a comment
 //! line `-- only if: <SELECT>`; the statement runs only when that query answers non-zero
 //! (e.g. "this table still has its old shape"), which is how a migration that copies a
 //! table into a new shape runs once and is still safe to re-run after a crash. A recorded
@@ -421,6 +421,7 @@ mod tests {
                 assert!(
                     guard(statement).is_some()
                         || code.starts_with("CREATE TABLE IF NOT EXISTS")
+                        || code.starts_with("CREATE MATERIALIZED VIEW IF NOT EXISTS")
                         || code.starts_with("DROP TABLE IF EXISTS"),
                     "{}: not idempotent: {code}",
                     migration.stem
