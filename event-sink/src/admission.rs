@@ -10,10 +10,12 @@
 //!   body's `run_id` and `type`, or `bench.events.*.failure` subscribers could be fed
 //!   anything; otherwise `subject_mismatch`.
 //! - **First write wins** ([`resolve`]): per `event_id`, the stored event (looked up in
-//!   `event_ids`) or else the batch's copy with the lowest stream sequence is the
-//!   original. A copy with the same body hash is a duplicate (acked, not written again);
-//!   a different body is a `conflict`, dead-lettered with the new bytes and a text naming
-//!   the original, which stays what every query shows.
+//!   `event_ids`, which ClickHouse fills from `events_raw` with `sipHash64(raw)`) or else
+//!   the batch's copy with the lowest stream sequence is the original. A copy with the
+//!   same body hash is a duplicate (acked, not written again); a different body is a
+//!   `conflict`, dead-lettered with the new bytes and a text naming the original, which
+//!   stays what every query shows. Only bodies whose id is stored or repeated in the
+//!   batch are hashed, so a new event costs no hashing.
 //!
 //! Pure functions: the lookup itself is the writer's.
 

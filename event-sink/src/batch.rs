@@ -1,6 +1,6 @@
 //! A batch: the messages received since the last flush, each decoded on arrival (to
-//! validate and route it; only its envelope and body hash are kept, the typed row decodes
-//! the body again when it is written), checked by [`admission::admit`] (plausible `ts`,
+//! validate and route it; only its envelope is kept, the typed row decodes the body again
+//! when it is written), checked by [`admission::admit`] (plausible `ts`,
 //! subject agreeing with the body), indexed by table, and sized so the caller knows when
 //! to flush.
 //!
@@ -40,8 +40,6 @@ pub struct Item {
     pub received_at: u32,
     /// The envelope of a valid event, or why it is not one.
     pub decoded: Result<RawEnvelope, BadData>,
-    /// [`admission::body_hash`] of the body of a valid event; `None` for bad data.
-    pub body_hash: Option<u64>,
     /// The event_id of a message that decoded (even if not admitted); `None` otherwise.
     pub event_id: Option<uuid::Uuid>,
 }
@@ -68,9 +66,6 @@ impl Item {
                 (Err(BadData { class, error }), None)
             }
         };
-        let body_hash = decoded
-            .is_ok()
-            .then(|| admission::body_hash(&delivery.payload));
         if decoded.is_ok() {
             delivery.headers = None;
         }
@@ -78,18 +73,19 @@ impl Item {
             delivery,
             received_at,
             decoded,
-            body_hash,
             event_id,
         }
     }
 
-    /// What first write wins needs of an accepted event; `None` for bad data.
+    /// What first write wins needs of an accepted event, its body hashed; `None` for
+    /// bad data. Only called for events whose id is already stored or repeated in the
+    /// batch: a new event is never hashed.
     pub fn candidate(&self, index: Index) -> Option<Candidate> {
         let env = self.decoded.as_ref().ok()?;
         Some(Candidate {
             index,
             event_id: env.event_id,
-            body_hash: self.body_hash?,
+            body_hash: admission::body_hash(&self.delivery.payload),
             stream_seq: self.delivery.stream_seq,
         })
     }

@@ -2,9 +2,10 @@
 //! build time, applied in order and recorded in `schema_migrations`.
 //!
 //! Every statement is idempotent, so applying a migration twice (a crash between applying
-//! and recording) is harmless: it is `CREATE ... IF NOT EXISTS`, `DROP ... IF EXISTS`, an
-//! `ALTER TABLE` made only of `MODIFY COLUMN` clauses (changing a column to the type it
-//! has is a no-op), or guarded. A guarded statement starts with a comment
+//! and recording) is harmless: it is `CREATE ... IF NOT EXISTS` (tables and materialized
+//! views), `DROP ... IF EXISTS`, an `ALTER TABLE` made only of `MODIFY COLUMN` clauses
+//! (changing a column to the type it has is a no-op), or guarded. A guarded statement
+//! starts with a comment
 //! line `-- only if: <SELECT>`; the statement runs only when that query answers non-zero
 //! (e.g. "this table still has its old shape"), which is how a migration that copies a
 //! table into a new shape runs once and is still safe to re-run after a crash. A recorded
@@ -452,6 +453,7 @@ mod tests {
                 assert!(
                     guard(statement).is_some()
                         || code.starts_with("CREATE TABLE IF NOT EXISTS")
+                        || code.starts_with("CREATE MATERIALIZED VIEW IF NOT EXISTS")
                         || code.starts_with("DROP TABLE IF EXISTS")
                         || only_modifies_columns(code),
                     "{}: not idempotent: {code}",

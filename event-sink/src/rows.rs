@@ -35,8 +35,6 @@ use uuid::Uuid;
 pub enum Table {
     /// `events_raw`: every accepted event's body.
     EventsRaw,
-    /// `event_ids`: one row per stored event, for first write wins.
-    EventIds,
     /// `dead_letters`: what the sink could not accept.
     DeadLetters,
     /// The typed table of one event type.
@@ -48,7 +46,6 @@ impl Table {
     pub const fn name(self) -> &'static str {
         match self {
             Table::EventsRaw => "events_raw",
-            Table::EventIds => "event_ids",
             Table::DeadLetters => "dead_letters",
             Table::Typed(t) => typed_table(t),
         }
@@ -202,26 +199,6 @@ impl<'a> EventRawRow<'a> {
             protocol: env.protocol.as_str(),
         }
     }
-}
-
-/// `event_ids`: the identity and body hash of a stored event.
-#[derive(Debug, Row, Serialize)]
-pub struct EventIdRow {
-    /// The event's id.
-    #[serde(with = "clickhouse::serde::uuid")]
-    pub event_id: Uuid,
-    /// Its run.
-    #[serde(with = "clickhouse::serde::uuid")]
-    pub run_id: Uuid,
-    /// Its type's wire name.
-    #[serde(rename = "type")]
-    pub event_type: &'static str,
-    /// SipHash-2-4 of the body (ClickHouse `sipHash64`).
-    pub body_hash: u64,
-    /// Stream sequence of the message that stored it.
-    pub stream_seq: u64,
-    /// When the sink decoded it, epoch seconds.
-    pub received_at: u32,
 }
 
 /// `dead_letters`: a message the sink could not accept. Columns as in the DDL.

@@ -3,12 +3,14 @@
 //!
 //! - First write wins: before any insert, the batch's event_ids are looked up in
 //!   `event_ids` (one query per few thousand ids) and [`admission::resolve`] decides
-//!   per event: original (written), duplicate (acked, not written again) or conflict
+//!   for every event whose id is stored or repeated in the batch (only those bodies are
+//!   hashed): original (written), duplicate (acked, not written again) or conflict
 //!   (dead-lettered as `conflict`, so the stored original stays what queries show).
-//! - Order: the typed tables (concurrently), then `events_raw`, then `event_ids`, then
-//!   `dead_letters`. A row a typed table rejects is left out of the later tables and
-//!   dead-lettered instead. `event_ids` comes after the data: an id found there means its
-//!   rows are stored, so a duplicate of it can be skipped safely.
+//! - Order: the typed tables (concurrently), then `events_raw`, then `dead_letters`. A
+//!   row a typed table rejects is left out of `events_raw` and dead-lettered instead.
+//!   ClickHouse fills `event_ids` from `events_raw` (a materialized view), after the
+//!   typed rows: an id found there has its rows stored, so a duplicate of it can be
+//!   skipped safely.
 //! - A rejected insert ([`InsertFailure::Rejected`]) is split in halves, recursively,
 //!   until the refused rows stand alone; only those are dead-lettered.
 //! - A transient failure retries the tables not yet written, after a capped exponential
@@ -40,8 +42,8 @@ use crate::batch::{Batch, Index};
 use crate::classify::{self, Backoff, InsertFailure};
 use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rows::{
-    ContextDecisionRow, DeliberationRow, EventIdRow, EventRawRow, FailureRow, FromEvent,
-    OptimizerUpdateRow, RunStartRow, RunStopRow, StepRow, Table, ToolCallRow,
+    ContextDecisionRow, DeliberationRow, EventRawRow, FailureRow, FromEvent, OptimizerUpdateRow,
+    RunStartRow, RunStopRow, StepRow, Table, ToolCallRow,
 };
 
 /// Why an accepted event is dead-lettered after all.
@@ -175,21 +177,6 @@ impl Inserter for ClickHouseInserter {
             Table::EventsRaw => {
                 let rows = items.iter().filter_map(|&i| batch.item(i).raw_row());
                 self.write::<EventRawRow<'_>>(table.name(), rows).await
-            }
-            Table::EventIds => {
-                let rows = items.iter().filter_map(|&i| {
-                    let item = batch.item(i);
-                    let env = item.decoded.as_ref().ok()?;
-                    Some(EventIdRow {
-                        event_id: env.event_id,
-                        run_id: env.run_id,
-                        event_type: env.event_type.as_str(),
-                        body_hash: item.body_hash?,
-                        stream_seq: item.delivery.stream_seq,
-                        received_at: item.received_at,
-                    })
-                });
-                self.write::<EventIdRow>(table.name(), rows).await
             }
             Table::DeadLetters => {
                 let rows = items.iter().map(|&i| {
@@ -329,7 +316,6 @@ impl<I: Inserter> Writer<I> {
         let stages = [
             EventType::ALL.map(Table::Typed).to_vec(),
             vec![Table::EventsRaw],
-            vec![Table::EventIds],
             vec![Table::DeadLetters],
         ];
         for stage in stages {
@@ -359,15 +345,26 @@ impl<I: Inserter> Writer<I> {
     /// First write wins: looks up the stored originals of the batch's events and marks
     /// duplicates and conflicts.
     async fn resolve(&self, batch: &Batch, progress: &mut Progress) -> Result<(), String> {
+        let mut copies: HashMap<Uuid, u32> = HashMap::with_capacity(batch.accepted().len());
+        for &i in batch.accepted() {
+            if let Ok(env) = &batch.item(i).decoded {
+                *copies.entry(env.event_id).or_default() += 1;
+            }
+        }
+        let ids: Vec<Uuid> = copies.keys().copied().collect();
+        let originals = self.inserter.originals(&ids).await?;
+        // Only events with a stored or repeated id can be duplicates or conflicts: only
+        // their bodies are hashed.
+        let contested = |id: &Uuid| originals.contains_key(id) || copies.get(id) > Some(&1);
         let candidates: Vec<_> = batch
             .accepted()
             .iter()
+            .filter(|&&i| {
+                let id = batch.item(i).decoded.as_ref().map(|env| env.event_id);
+                id.is_ok_and(|id| contested(&id))
+            })
             .filter_map(|&i| batch.item(i).candidate(i))
             .collect();
-        let mut ids: Vec<Uuid> = candidates.iter().map(|c| c.event_id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let originals = self.inserter.originals(&ids).await?;
         let verdicts = admission::resolve(&candidates, &originals);
         progress.duplicates.extend(verdicts.duplicates);
         for (index, error) in verdicts.conflicts {
@@ -397,7 +394,7 @@ impl<I: Inserter> Writer<I> {
         };
         match table {
             Table::Typed(t) => to_write(batch.of_type(t)),
-            Table::EventsRaw | Table::EventIds => to_write(batch.accepted()),
+            Table::EventsRaw => to_write(batch.accepted()),
             Table::DeadLetters => {
                 let mut items: Vec<Index> = batch.bad().to_vec();
                 items.extend(progress.refused.keys());

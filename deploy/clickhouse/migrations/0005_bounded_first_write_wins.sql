@@ -19,7 +19,9 @@
 --   decode).
 -- - event_ids (new): one row per stored event_id with the SipHash-2-4 (`sipHash64`) of
 --   its body, which the sink looks up to tell a duplicate (same bytes) from a conflict
---   (a different body under a known event_id).
+--   (a different body under a known event_id). ClickHouse fills it from every insert
+--   into events_raw (materialized view event_ids_feed), so the sink hashes no body of
+--   a new event, only copies of known ones.
 --
 -- How a table moves: create `<table>_0005`, copy the rows whose ts is inside the window,
 -- swap the names with RENAME, drop the old table (`<table>_0004`). Rows of events_raw
@@ -44,8 +46,9 @@ CREATE TABLE IF NOT EXISTS event_ids
     stream_seq  UInt64,
     -- When the sink stored it (sink clock).
     received_at DateTime,
-    -- As in the event tables: the earliest stream message wins.
-    precedence  UInt64 MATERIALIZED bitNot(stream_seq)
+    -- bitNot(stream_seq): as in the event tables, the earliest stream message wins. A
+    -- plain column (not MATERIALIZED) because event_ids_feed writes it.
+    precedence  UInt64
 )
 ENGINE = ReplacingMergeTree(precedence)
 ORDER BY event_id;
@@ -72,8 +75,8 @@ WHERE NOT (ts >= toDateTime(1420070400) AND ts <= received_at + 86400);
 
 -- Every stored event's body hash, for the sink's first-write-wins lookups.
 -- only if: SELECT count() > 0 AND countIf(name = 'protocol') = 0 FROM system.columns WHERE database = currentDatabase() AND table = 'events_raw'
-INSERT INTO event_ids (event_id, run_id, type, body_hash, stream_seq, received_at)
-SELECT event_id, run_id, type, sipHash64(raw), stream_seq, received_at
+INSERT INTO event_ids (event_id, run_id, type, body_hash, stream_seq, received_at, precedence)
+SELECT event_id, run_id, type, sipHash64(raw), stream_seq, received_at, bitNot(stream_seq)
 FROM events_raw
 WHERE ts >= toDateTime(1420070400) AND ts <= received_at + 86400;
 
@@ -552,3 +555,10 @@ WHERE ts >= toDateTime(1420070400) AND ts <= received_at + 86400;
 RENAME TABLE optimizer_updates TO optimizer_updates_0004, optimizer_updates_0005 TO optimizer_updates;
 
 DROP TABLE IF EXISTS optimizer_updates_0004;
+
+-- From now on every row inserted into events_raw also lands in event_ids, hashed by
+-- ClickHouse. Created after the rebuild, on the new events_raw.
+CREATE MATERIALIZED VIEW IF NOT EXISTS event_ids_feed TO event_ids AS
+SELECT event_id, run_id, type, sipHash64(raw) AS body_hash, stream_seq, received_at,
+    bitNot(stream_seq) AS precedence
+FROM events_raw;

@@ -62,6 +62,8 @@ async fn clickhouse_stopped_under_load_the_sink_waits_then_everything_lands() {
     for event in before {
         publish(&world.js, event).await;
     }
+    // The sink is past its start-up (migrations, which fail fast without ClickHouse).
+    world.wait_acked(1).await;
     tokio::task::block_in_place(|| world.clickhouse.stop());
     for event in during {
         publish(&world.js, event).await;
