@@ -13,10 +13,9 @@ use std::time::{Duration, Instant};
 
 use agent_runner::publish::Outgoing;
 use agent_runner::quarantine::{QuarantineEntry, QuarantineKind};
-use agent_runner::spool::{record_line, Spool, SpoolConfig};
+use agent_runner::spool::record_line;
 use bench_nats::StreamSpec;
 use benchstream_tests::NatsServer;
-use bytes::Bytes;
 use schemas::SubjectPrefix;
 
 // Shared with the in-process runner tests (`tests/tests/it/`), which do not use every
@@ -24,11 +23,14 @@ use schemas::SubjectPrefix;
 #[allow(dead_code)]
 #[path = "../../tests/tests/it/common/runs.rs"]
 mod runs;
+#[path = "../../tests/tests/it/common/spool.rs"]
+mod spool;
 #[allow(dead_code)]
 #[path = "../../tests/tests/it/common/stream.rs"]
 mod stream;
 
 use runs::{journal_lines, only_run_dir};
+use spool::{ids, spool_with, step_messages};
 use stream::{create_stream, stream_messages};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
@@ -107,44 +109,6 @@ fn spool_status(spool: &Path) -> serde_json::Value {
 /// The quarantine entries of `status`.
 fn quarantine_entries(status: &serde_json::Value) -> Vec<QuarantineEntry> {
     serde_json::from_value(status["quarantine"]["entries"].clone()).expect("entries")
-}
-
-/// `n` events of a new run (the golden `step` event with fresh ids, seq 0..n) as the
-/// publisher sends them under `prefix`.
-fn step_messages(prefix: &str, n: u64) -> Vec<Outgoing> {
-    let prefix: SubjectPrefix = prefix.parse().expect("prefix");
-    let golden = fs::read(format!(
-        "{}/../schemas/tests/fixtures/step.json",
-        env!("CARGO_MANIFEST_DIR")
-    ))
-    .expect("golden step event");
-    let mut event = schemas::decode(&golden).expect("golden event decodes");
-    event.run_id = uuid::Uuid::new_v4();
-    (0..n)
-        .map(|seq| {
-            event.event_id = uuid::Uuid::new_v4();
-            event.seq = seq;
-            Outgoing::new(&prefix, &event, Bytes::from(event.to_json()))
-        })
-        .collect()
-}
-
-/// A spool at `path` holding `messages`, as a runner that lost the broker leaves it; its
-/// bytes.
-fn spool_with(path: &Path, messages: &[Outgoing]) -> Vec<u8> {
-    let config = SpoolConfig {
-        path: path.to_owned(),
-        max_bytes: 1 << 20,
-    };
-    Spool::open(config)
-        .expect("open spool")
-        .append(messages)
-        .expect("append");
-    fs::read(path).expect("spool bytes")
-}
-
-fn ids(messages: &[Outgoing]) -> Vec<String> {
-    messages.iter().map(|m| m.msg_id.clone()).collect()
 }
 
 /// `Nats-Msg-Id`s of the stream, in stream order.
