@@ -400,3 +400,42 @@ fn garbage_nats_url_is_a_usage_error() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_the_stream_refuses_for_good_is_quarantined_and_the_rest_delivered() {
+    let nats = NatsServer::start();
+    let messages = step_messages("bench", 3);
+    // A stream that takes events of the usual size, not one four times as big.
+    let limit = messages[0].payload.len() * 2;
+    let spec = StreamSpec::default();
+    stream::jetstream(&nats.url())
+        .await
+        .create_stream(async_nats::jetstream::stream::Config {
+            name: spec.name.clone(),
+            subjects: vec![SubjectPrefix::default().all_events()],
+            max_message_size: i32::try_from(limit).expect("limit"),
+            ..Default::default()
+        })
+        .await
+        .expect("create stream");
+    let mut oversize = messages[1].clone();
+    oversize.payload = format!(r#"{{"pad":"{}"}}"#, "x".repeat(limit * 2)).into();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spool = dir.path().join("runner.spool");
+    spool_with(
+        &spool,
+        &[messages[0].clone(), oversize.clone(), messages[2].clone()],
+    );
+
+    let (code, out) = flush(&spool, &nats.url());
+    assert_eq!(code, Some(6), "{out}");
+    assert!(out.contains("2 replayed, 1 quarantined, 0 left"), "{out}");
+    assert_eq!(
+        stored_ids(&nats.url(), &spec).await,
+        ids(&[messages[0].clone(), messages[2].clone()])
+    );
+    let quarantined = quarantine_entries(&spool_status(&spool));
+    assert_eq!(quarantined.len(), 1);
+    assert_eq!(quarantined[0].kind, QuarantineKind::Refused);
+    assert_eq!(quarantined[0].raw(), Some(record_line(&oversize)));
+}
