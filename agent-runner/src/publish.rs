@@ -10,8 +10,9 @@
 //!   [`PublishConfig::window`] in flight; a new message is taken only when the window has
 //!   room.
 //! - **spooling**: when a publish or an ack fails for a transient reason (no connection,
-//!   ack timeout, no stream yet; decided in [`crate::classify`]), that message and every later one are appended to the
-//!   spool (fsync'd), so order is kept and nothing waits in memory for the broker.
+//!   ack timeout, no stream yet; decided in [`crate::classify`]), that message and every
+//!   later one are appended to the spool (fsync'd), so order is kept and nothing waits in
+//!   memory for the broker.
 //! - **replay**: while the spool is not empty, the worker retries with backoff: once the
 //!   client is connected it publishes the oldest spooled batch, waits for every ack, then
 //!   advances the spool's cursor. A fully replayed spool switches back to direct. The same
