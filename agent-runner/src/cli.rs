@@ -65,8 +65,26 @@ pub enum ScenariosCommand {
 /// `agent-runner spool ...`
 #[derive(Debug, Subcommand)]
 pub enum SpoolCommand {
-    /// Deliver what the spool holds, then exit (4 if the broker stayed away).
+    /// Deliver what the spool holds, then exit (4 if the broker stayed away, 6 if
+    /// anything was quarantined).
     Flush(Box<PublishArgs>),
+    /// List what waits in the spool and what is in its quarantine, with reasons.
+    Status(StatusArgs),
+}
+
+/// `agent-runner spool status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The spool file (its quarantine is `<spool>.quarantine`).
+    #[arg(
+        long,
+        env = "BENCH_RUNNER_SPOOL",
+        default_value = ".local/spool/agent-runner.spool"
+    )]
+    pub spool: PathBuf,
+    /// Print JSON (one object: `pending`, `quarantine`) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The scenarios directory.

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use crate::policy::PolicyError;
-use crate::publish::PublishFailure;
+use crate::publish::{DeliveryReport, PublishFailure};
 use crate::recorder::RecordError;
 use crate::scenario::ScenarioError;
 use crate::spool::SpoolError;
@@ -44,6 +44,10 @@ pub enum Exit {
     /// The spool is full or unusable (locked by another runner, I/O error): events may
     /// exist only in `events.jsonl`.
     Spool = 5,
+    /// Something was moved to the spool's quarantine file (never deliverable: no stream
+    /// for its subject, refused by the server, damaged bytes); `agent-runner spool status`
+    /// lists it. Everything else was delivered.
+    Quarantined = 6,
     /// Stopped by SIGINT/SIGTERM (after draining).
     Interrupted = 130,
 }
@@ -89,6 +93,21 @@ impl PublishFailure {
         match self {
             PublishFailure::Spool(_) => Exit::Spool,
             PublishFailure::Task(_) => Exit::Failure,
+        }
+    }
+}
+
+impl DeliveryReport {
+    /// The exit code of a command whose publishing ended with this report:
+    /// [`Exit::Undelivered`] while events wait in the spool, else [`Exit::Quarantined`]
+    /// when this process quarantined anything, else [`Exit::Ok`].
+    pub fn exit(&self) -> Exit {
+        if self.left_in_spool > 0 {
+            Exit::Undelivered
+        } else if self.quarantined > 0 {
+            Exit::Quarantined
+        } else {
+            Exit::Ok
         }
     }
 }

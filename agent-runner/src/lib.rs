@@ -18,7 +18,9 @@
 //! - [`protect`]: the judge's own files (`[judge] protect`), restored before the verdict.
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
 //! - [`publish`]: acknowledged JetStream publishing with an in-flight window.
+//! - [`classify`]: whether a failed publish may succeed later (spool) or never (quarantine).
 //! - [`spool`]: the crash-safe local spool for events the broker could not take.
+//! - [`quarantine`]: where what can never be delivered is kept, verbatim, with the reason.
 //! - [`runner`]: a whole scenario: concurrency, progress, publisher life cycle ([`run`]).
 //! - [`sweep`]: sweeps over models × strategies × hyper-parameters, shared by several
 //!   workers through a JetStream KV bucket (`agent-runner sweep`).
@@ -40,6 +42,7 @@
 
 pub mod agent;
 pub mod backoff;
+pub mod classify;
 pub mod cli;
 pub mod error;
 pub mod exec;
@@ -51,6 +54,7 @@ pub mod pricing;
 pub mod protect;
 pub mod provider;
 pub mod publish;
+pub mod quarantine;
 pub mod recorder;
 pub mod runner;
 pub mod scenario;

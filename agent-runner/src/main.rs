@@ -39,11 +39,7 @@ async fn execute(command: Command, shutdown: CancellationToken) -> Result<Exit, 
         Command::Run(args) => {
             let report = agent_runner::run(args.into_config()?, shutdown).await?;
             print!("{report}");
-            Ok(if report.undelivered() > 0 {
-                Exit::Undelivered
-            } else {
-                Exit::Ok
-            })
+            Ok(report.delivery.as_ref().map_or(Exit::Ok, |d| d.exit()))
         }
         Command::Scenarios { command } => match command {
             ScenariosCommand::Hash(args) => {
@@ -77,11 +73,18 @@ async fn execute(command: Command, shutdown: CancellationToken) -> Result<Exit, 
             SpoolCommand::Flush(args) => {
                 let report = agent_runner::flush_spool(&args.into_setup()?).await?;
                 println!("{report}");
-                Ok(if report.left_in_spool > 0 {
-                    Exit::Undelivered
+                Ok(report.exit())
+            }
+            SpoolCommand::Status(args) => {
+                let status = agent_runner::spool::status(&args.spool)?;
+                if args.json {
+                    let json = serde_json::to_string_pretty(&status)
+                        .unwrap_or_else(|e| unreachable!("the status is plain data: {e}"));
+                    println!("{json}");
                 } else {
-                    Exit::Ok
-                })
+                    print!("{status}");
+                }
+                Ok(Exit::Ok)
             }
         },
         Command::Sweep(args) => Ok(or_report(args.execute(shutdown).await, SweepError::exit)),

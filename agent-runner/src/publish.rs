@@ -10,15 +10,19 @@
 //!   [`PublishConfig::window`] in flight; a new message is taken only when the window has
 //!   room.
 //! - **spooling**: when a publish or an ack fails for a transient reason (no connection,
-//!   ack timeout, no stream yet), that message and every later one are appended to the
-//!   spool (fsync'd), so order is kept and nothing waits in memory for the broker.
+//!   ack timeout, no stream yet; decided in [`crate::classify`]), that message and every
+//!   later one are appended to the spool (fsync'd), so order is kept and nothing waits in
+//!   memory for the broker.
 //! - **replay**: while the spool is not empty, the worker retries with backoff: once the
 //!   client is connected it publishes the oldest spooled batch, waits for every ack, then
 //!   advances the spool's cursor. A fully replayed spool switches back to direct. The same
 //!   happens at start when an earlier process left events in the spool.
 //!
-//! A message the server refuses for good (bigger than the stream allows) is not retried:
-//! it is counted as rejected and stays only in the run's `events.jsonl`.
+//! A message that can never be delivered (refused for good, e.g. bigger than the stream
+//! allows; no stream for its subject while JetStream is up and has one for this runner's
+//! prefix; damaged bytes in the spool) is not retried and does not block the rest: it goes
+//! to the spool's quarantine file ([`crate::quarantine`]) with the reason, and counts in
+//! [`DeliveryReport::quarantined`].
 //!
 //! Delivery is at least once: a message whose ack was lost is published again with the
 //! same `Nats-Msg-Id`, which JetStream's duplicate window and the sink's dedup absorb.
@@ -27,10 +31,10 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use async_nats::connection::State;
+use async_nats::jetstream;
 use async_nats::jetstream::context::{PublishError, PublishErrorKind};
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::publish::PublishAck;
-use async_nats::jetstream::{self, ErrorCode};
 use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -43,7 +47,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::spool::{Spool, SpoolConfig, SpoolError};
+use crate::classify::{self, Verdict};
+use crate::quarantine::{QuarantineEntry, QuarantineKind, RecordIdentity};
+use crate::spool::{self, Entry, Spool, SpoolConfig, SpoolError};
 
 /// Default number of publishes awaiting their ack at once.
 pub const DEFAULT_WINDOW: usize = 256;
@@ -107,6 +113,14 @@ impl Outgoing {
         }
     }
 
+    /// Subject and id, for a quarantine entry.
+    pub fn identity(&self) -> RecordIdentity<'_> {
+        RecordIdentity {
+            subject: &self.subject,
+            msg_id: &self.msg_id,
+        }
+    }
+
     /// The NATS headers.
     pub fn headers(&self) -> HeaderMap {
         let mut map = HeaderMap::new();
@@ -129,27 +143,34 @@ pub struct DeliveryReport {
     pub spooled: u64,
     /// Published from the spool (this process's and earlier ones').
     pub replayed: u64,
-    /// Refused by the server for good (e.g. over the stream's size limit).
-    pub rejected: u64,
-    /// Unreadable spool records skipped.
-    pub corrupt_spool_records: u64,
+    /// Moved to the spool's quarantine file by this process: records that can never be
+    /// delivered and damaged byte ranges of the spool (`agent-runner spool status`).
+    pub quarantined: u64,
     /// Still in the spool when the publisher stopped: delivered by the next start.
     pub left_in_spool: u64,
+    /// Why the last delivery attempt failed, when something is left in the spool.
+    pub last_failure: Option<String>,
 }
 
 impl std::fmt::Display for DeliveryReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "delivery: {} acked ({} duplicates), {} spooled, {} replayed, {} rejected, {} corrupt spool records, {} left in spool",
+            "delivery: {} acked ({} duplicates), {} spooled, {} replayed, {} quarantined, {} left in spool",
             self.published,
             self.duplicates,
             self.spooled,
             self.replayed,
-            self.rejected,
-            self.corrupt_spool_records,
+            self.quarantined,
             self.left_in_spool
-        )
+        )?;
+        if let Some(why) = &self.last_failure {
+            write!(f, " (last attempt: {why})")?;
+        }
+        if self.quarantined > 0 {
+            write!(f, "; see `agent-runner spool status`")?;
+        }
+        Ok(())
     }
 }
 
@@ -216,6 +237,7 @@ impl Publisher {
             drain_timeout: config.drain_timeout,
             inflight: FuturesOrdered::new(),
             pending: VecDeque::new(),
+            prefix: config.prefix.clone(),
             report: DeliveryReport::default(),
             retry_delay: RETRY_MIN,
             next_attempt: Instant::now(),
@@ -257,18 +279,6 @@ impl Publisher {
 
 type AckFuture = BoxFuture<'static, Result<PublishAck, PublishError>>;
 
-/// Whether a failed publish may succeed later. Only a refusal of the message itself is
-/// final; anything about the connection or the stream is transient.
-fn is_transient(error: &PublishError) -> bool {
-    match error.kind() {
-        PublishErrorKind::MaxPayloadExceeded => false,
-        PublishErrorKind::Other => !std::error::Error::source(error)
-            .and_then(|s| s.downcast_ref::<jetstream::Error>())
-            .is_some_and(|e| e.error_code() == ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM),
-        _ => true,
-    }
-}
-
 struct Worker {
     client: async_nats::Client,
     js: jetstream::Context,
@@ -280,6 +290,9 @@ struct Worker {
     inflight: FuturesOrdered<AckFuture>,
     /// ...and their messages, in the same order (popped as acks come in).
     pending: VecDeque<Outgoing>,
+    /// This runner's prefix: a stream for it tells "no stream for that old subject" from
+    /// "no stream yet" ([`classify::no_responders`]).
+    prefix: SubjectPrefix,
     report: DeliveryReport,
     /// Current backoff between replay attempts.
     retry_delay: Duration,
@@ -341,6 +354,10 @@ impl Worker {
             self.report.spooled += unacked.len() as u64;
         }
         self.report.left_in_spool = self.spool.pending();
+        self.report.quarantined = self.spool.quarantined();
+        if self.report.left_in_spool == 0 {
+            self.report.last_failure = None;
+        }
         Ok(self.report.clone())
     }
 
@@ -354,10 +371,12 @@ impl Worker {
                     self.inflight.push_back(ack);
                     return Ok(());
                 }
-                Err(e) => {
-                    tracing::warn!(error = %e, "publish failed; spooling until the broker is back");
-                    self.back_off();
-                }
+                Err(e) => match classify::classify(&e) {
+                    Verdict::Permanent(kind, reason) => {
+                        return self.quarantine_message(&message, kind, &reason)
+                    }
+                    _ => self.failed_attempt(&e.to_string()),
+                },
             }
         }
         let mut batch = vec![message];
@@ -388,72 +407,94 @@ impl Worker {
                 self.count_ack(&ack);
                 Ok(())
             }
-            Err(e) if !is_transient(&e) => {
-                self.reject(&message, &e);
-                Ok(())
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "no ack; spooling until the broker is back");
-                self.back_off();
-                self.spool(&[message])
-            }
+            Err(e) => match classify::classify(&e) {
+                Verdict::Permanent(kind, reason) => {
+                    self.quarantine_message(&message, kind, &reason)
+                }
+                // "No responders" is decided at replay, where JetStream is asked.
+                _ => {
+                    self.failed_attempt(&e.to_string());
+                    self.spool(&[message])
+                }
+            },
         }
     }
 
-    /// Publishes the oldest spooled messages and waits for their acks; advances the spool
-    /// past the acknowledged prefix.
+    /// Publishes the oldest spooled entries and waits for their acks; quarantines what
+    /// can never be delivered; advances the spool past everything settled.
     async fn replay_batch(&mut self) -> Result<(), PublishFailure> {
         if self.client.connection_state() != State::Connected {
+            self.report.last_failure = Some("not connected to the broker".to_owned());
             self.back_off();
             return Ok(());
         }
         let batch = self.spool.read_batch(self.window)?;
-        let mut acks = Vec::with_capacity(batch.len());
+        // Send the batch, then wait for the acks in order; stop sending at the first
+        // failure a retry may fix.
+        let mut sent = Vec::with_capacity(batch.len());
         for record in &batch {
-            match &record.message {
-                Some(message) => match publish(&self.js, message).await {
-                    Ok(ack) => acks.push(Some(ack)),
-                    Err(_) => break,
-                },
-                None => acks.push(None),
+            let Entry::Message(message) = &record.entry else {
+                sent.push(None);
+                continue;
+            };
+            let result = publish(&self.js, message).await;
+            let stop =
+                matches!(&result, Err(e) if matches!(classify::classify(e), Verdict::Transient(_)));
+            sent.push(Some(result));
+            if stop {
+                break;
             }
         }
-        let mut done_end = None;
-        let mut done = 0u64;
-        let mut failed = acks.len() < batch.len();
-        for (record, ack) in batch.iter().zip(acks) {
-            match ack {
-                None => self.report.corrupt_spool_records += 1,
-                Some(ack) => match ack.await {
+        let mut quarantine = Vec::new();
+        let mut settled: Option<u64> = None;
+        let mut count = 0u64;
+        let mut failure = None;
+        for (record, sent) in batch.iter().zip(sent) {
+            let verdict = match (sent, &record.entry) {
+                (Some(Ok(ack)), Entry::Message(message)) => match ack.await {
                     Ok(ack) => {
                         self.count_ack(&ack);
                         self.report.replayed += 1;
+                        None
                     }
-                    Err(e) if !is_transient(&e) => {
-                        if let Some(message) = &record.message {
-                            self.reject(message, &e);
-                        }
-                    }
-                    Err(e) => {
-                        tracing::debug!(error = %e, "replay interrupted");
-                        failed = true;
-                        break;
-                    }
+                    Err(e) => Some(decide(&self.js, &self.prefix, &e, &message.subject).await),
                 },
+                (Some(Err(e)), Entry::Message(message)) => {
+                    Some(decide(&self.js, &self.prefix, &e, &message.subject).await)
+                }
+                // Damaged bytes: the kind and reason come from the spool.
+                _ => Some(Verdict::Permanent(QuarantineKind::Corrupt, String::new())),
+            };
+            match verdict {
+                None => {}
+                Some(Verdict::Permanent(kind, reason)) => {
+                    quarantine.push(record.quarantine_entry(kind, &reason));
+                }
+                Some(Verdict::Transient(reason)) => {
+                    failure = Some(reason);
+                    break;
+                }
+                Some(Verdict::NoResponders) => {
+                    failure = Some("no responders".to_owned());
+                    break;
+                }
             }
-            done_end = Some(record.end);
-            done += 1;
+            settled = Some(record.end);
+            count += 1;
         }
-        if let Some(end) = done_end {
-            self.spool.advance(end, done)?;
+        // Quarantined bytes are durable before the cursor moves past them.
+        self.spool.quarantine(&quarantine)?;
+        if let Some(end) = settled {
+            self.spool.advance(end, count)?;
         }
-        if failed {
-            self.back_off();
-        } else {
-            self.retry_delay = RETRY_MIN;
-            self.next_attempt = Instant::now();
-            if self.spool.is_empty() {
-                tracing::info!("spool replayed; publishing directly again");
+        match failure {
+            Some(reason) => self.failed_attempt(&reason),
+            None => {
+                self.retry_delay = RETRY_MIN;
+                self.next_attempt = Instant::now();
+                if self.spool.is_empty() {
+                    tracing::info!("spool replayed; publishing directly again");
+                }
             }
         }
         Ok(())
@@ -464,14 +505,52 @@ impl Worker {
         self.report.duplicates += u64::from(ack.duplicate);
     }
 
-    fn reject(&mut self, message: &Outgoing, error: &PublishError) {
-        tracing::error!(event_id = %message.msg_id, subject = %message.subject, error = %error, "server refused event; not retried (it stays in events.jsonl)");
-        self.report.rejected += 1;
+    /// A message never spooled that can never be delivered: into the quarantine.
+    fn quarantine_message(
+        &mut self,
+        message: &Outgoing,
+        kind: QuarantineKind,
+        reason: &str,
+    ) -> Result<(), PublishFailure> {
+        let entry = QuarantineEntry::new(
+            kind,
+            reason,
+            None,
+            Some(message.identity()),
+            &spool::record_line(message),
+        );
+        Ok(self.spool.quarantine(&[entry])?)
+    }
+
+    /// A delivery attempt failed for a reason a retry may fix: say why, wait longer.
+    fn failed_attempt(&mut self, reason: &str) {
+        if self.report.last_failure.as_deref() != Some(reason) {
+            tracing::warn!(
+                reason,
+                "delivery failed; events wait in the spool and are retried"
+            );
+        }
+        self.report.last_failure = Some(reason.to_owned());
+        self.back_off();
     }
 
     fn back_off(&mut self) {
         self.next_attempt = Instant::now() + self.retry_delay;
         self.retry_delay = (self.retry_delay * 2).min(RETRY_MAX);
+    }
+}
+
+/// The verdict on a failed publish of a message on `subject`, asking JetStream when the
+/// error alone does not tell. (A free function: the worker itself is not `Sync`.)
+async fn decide(
+    js: &jetstream::Context,
+    prefix: &SubjectPrefix,
+    error: &PublishError,
+    subject: &str,
+) -> Verdict {
+    match classify::classify(error) {
+        Verdict::NoResponders => classify::no_responders(js, prefix, subject).await,
+        verdict => verdict,
     }
 }
 

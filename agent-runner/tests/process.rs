@@ -1,13 +1,20 @@
 //! The runner binary as an operator runs it: killed with SIGKILL while the broker is
-//! away, its spool survives and the next start delivers it, with the same event ids; and
-//! stopped with SIGTERM, it ends its runs and delivers their events before exiting.
+//! away, its spool survives and the next start delivers it, with the same event ids;
+//! stopped with SIGTERM, it ends its runs and delivers their events before exiting; and
+//! a spool holding what can never be delivered (records for a subject no stream captures,
+//! flipped bytes, a torn record, a lost newline) is flushed around it: the rest is
+//! delivered, every undeliverable byte is in the quarantine file, and the exit code says so.
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agent_runner::publish::Outgoing;
+use agent_runner::quarantine::{QuarantineEntry, QuarantineKind};
+use agent_runner::spool::record_line;
+use bench_nats::StreamSpec;
 use benchstream_tests::NatsServer;
 use schemas::SubjectPrefix;
 
@@ -16,11 +23,14 @@ use schemas::SubjectPrefix;
 #[allow(dead_code)]
 #[path = "../../tests/tests/it/common/runs.rs"]
 mod runs;
+#[path = "../../tests/tests/it/common/spool.rs"]
+mod spool;
 #[allow(dead_code)]
 #[path = "../../tests/tests/it/common/stream.rs"]
 mod stream;
 
 use runs::{journal_lines, only_run_dir};
+use spool::{ids, spool_with, step_messages};
 use stream::{create_stream, stream_messages};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
@@ -62,9 +72,9 @@ fn spawn_runner(runs: &Path, spool: &Path, url: &str, extra: &[&str]) -> Child {
         .expect("start agent-runner")
 }
 
-/// `agent-runner spool flush` against `url`; its exit code.
-fn flush(spool: &Path, url: &str) -> Option<i32> {
-    Command::new(RUNNER)
+/// `agent-runner spool flush` against `url`; its exit code and what it printed.
+fn flush(spool: &Path, url: &str) -> (Option<i32>, String) {
+    let out = Command::new(RUNNER)
         .args([
             "spool",
             "flush",
@@ -76,11 +86,47 @@ fn flush(spool: &Path, url: &str) -> Option<i32> {
         .arg("--spool")
         .arg(spool)
         .args(["--nats-url", url])
-        .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status()
-        .expect("run agent-runner")
-        .code()
+        .output()
+        .expect("run agent-runner");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// `agent-runner spool status --json` of `spool`.
+fn spool_status(spool: &Path) -> serde_json::Value {
+    let out = Command::new(RUNNER)
+        .args(["spool", "status", "--json", "--spool"])
+        .arg(spool)
+        .output()
+        .expect("run agent-runner");
+    assert_eq!(out.status.code(), Some(0));
+    serde_json::from_slice(&out.stdout).expect("status json")
+}
+
+/// The quarantine entries of `status`.
+fn quarantine_entries(status: &serde_json::Value) -> Vec<QuarantineEntry> {
+    serde_json::from_value(status["quarantine"]["entries"].clone()).expect("entries")
+}
+
+/// `Nats-Msg-Id`s of the stream, in stream order.
+async fn stored_ids(url: &str, spec: &StreamSpec) -> Vec<String> {
+    stream_messages(url, spec)
+        .await
+        .iter()
+        .map(|m| m.header("Nats-Msg-Id").expect("msg id header").to_owned())
+        .collect()
+}
+
+/// A nats-server with the stream of the default prefix, and a spool path beside it.
+async fn broker_and_spool() -> (NatsServer, StreamSpec, tempfile::TempDir, PathBuf) {
+    let nats = NatsServer::start();
+    let spec = create_stream(&nats.url(), &SubjectPrefix::default()).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spool = dir.path().join("runner.spool");
+    (nats, spec, dir, spool)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -104,22 +150,26 @@ async fn killed_runner_spool_is_replayed_on_restart() {
     let spooled = spooled_ids(&spool);
 
     // Broker still away: the next start keeps the spool and says so (exit 4).
-    assert_eq!(flush(&spool, &nats.url()), Some(4));
+    let (code, out) = flush(&spool, &nats.url());
+    assert_eq!(code, Some(4), "{out}");
+    assert!(
+        out.contains(&format!(
+            "{} left in spool (last attempt: not connected",
+            spooled.len()
+        )),
+        "the reason is printed: {out}"
+    );
     assert_eq!(spooled_ids(&spool), spooled, "spool kept intact");
 
     nats.restart();
-    assert_eq!(flush(&spool, &nats.url()), Some(0));
+    assert_eq!(flush(&spool, &nats.url()).0, Some(0));
     assert_eq!(
         fs::metadata(&spool).expect("spool").len(),
         0,
         "spool emptied"
     );
 
-    let stored: Vec<String> = stream_messages(&nats.url(), &spec)
-        .await
-        .iter()
-        .map(|m| m.header("Nats-Msg-Id").expect("msg id header").to_owned())
-        .collect();
+    let stored = stored_ids(&nats.url(), &spec).await;
     assert_eq!(stored, spooled, "every spooled event, once, in order");
 
     // They are the killed run's events, under their original ids.
@@ -161,4 +211,231 @@ async fn sigterm_ends_the_runs_and_delivers_their_events() {
         stored, events,
         "every event of the stopped run was delivered"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_no_stream_captures_are_quarantined_and_the_rest_delivered() {
+    let (nats, spec, _dir, spool) = broker_and_spool().await;
+    // Three records written under another --subject-prefix, between good ones.
+    let before = step_messages("bench", 2);
+    let other = step_messages("team-a", 3);
+    let after = step_messages("bench", 4);
+    spool_with(
+        &spool,
+        &[before.clone(), other.clone(), after.clone()].concat(),
+    );
+
+    let (code, out) = flush(&spool, &nats.url());
+    assert_eq!(code, Some(6), "{out}");
+    assert!(
+        out.contains("6 replayed, 3 quarantined, 0 left in spool"),
+        "{out}"
+    );
+    assert_eq!(
+        stored_ids(&nats.url(), &spec).await,
+        ids(&[before, after].concat()),
+        "the rest delivered, in order"
+    );
+    assert_eq!(
+        fs::metadata(&spool).expect("spool").len(),
+        0,
+        "spool emptied"
+    );
+
+    let status = spool_status(&spool);
+    assert_eq!(status["pending"].as_array().map(Vec::len), Some(0));
+    let quarantined = quarantine_entries(&status);
+    assert_eq!(quarantined.len(), 3);
+    for (entry, message) in quarantined.iter().zip(&other) {
+        assert_eq!(entry.kind, QuarantineKind::NoStream);
+        assert_eq!(entry.msg_id.as_deref(), Some(message.msg_id.as_str()));
+        assert!(
+            entry
+                .reason
+                .contains(&format!("no stream captures {}", message.subject)),
+            "{}",
+            entry.reason
+        );
+        assert_eq!(
+            entry.raw(),
+            Some(record_line(message)),
+            "the original record"
+        );
+    }
+    let text = Command::new(RUNNER)
+        .args(["spool", "status", "--spool"])
+        .arg(&spool)
+        .output()
+        .expect("status");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(text.matches("no_stream").count(), 3, "{text}");
+}
+
+/// Flushes a spool holding `messages` whose bytes `damage` altered; checks that exactly
+/// `delivered` reached the stream, in order, and returns the quarantine entries.
+async fn flush_damaged(
+    messages: &[Outgoing],
+    damage: impl FnOnce(&mut Vec<u8>),
+    delivered: &[Outgoing],
+) -> (Vec<QuarantineEntry>, String) {
+    let (nats, spec, _dir, spool) = broker_and_spool().await;
+    let mut bytes = spool_with(&spool, messages);
+    damage(&mut bytes);
+    fs::write(&spool, &bytes).expect("damage the spool");
+
+    let (code, out) = flush(&spool, &nats.url());
+    assert_eq!(code, Some(6), "{out}");
+    assert_eq!(stored_ids(&nats.url(), &spec).await, ids(delivered));
+    assert_eq!(
+        fs::metadata(&spool).expect("spool").len(),
+        0,
+        "spool emptied"
+    );
+    (quarantine_entries(&spool_status(&spool)), out)
+}
+
+/// Offsets of the line ends of a spool.
+fn newlines(bytes: &[u8]) -> Vec<usize> {
+    bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .map(|(i, _)| i)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flipped_byte_is_quarantined_verbatim_and_the_rest_delivered() {
+    let messages = step_messages("bench", 5);
+    let mut flipped_line = Vec::new();
+    let (quarantined, out) = flush_damaged(
+        &messages,
+        |bytes| {
+            // One hex digit of the third record's event id, inside the event: the JSON
+            // still parses, the checksum does not match.
+            let nl = newlines(bytes);
+            let line = nl[1] + 1..nl[2] + 1;
+            let id = &messages[2].msg_id;
+            let at = line.start
+                + bytes[line.clone()]
+                    .windows(id.len())
+                    .rposition(|w| w == id.as_bytes())
+                    .expect("event id in the record");
+            bytes[at] = if bytes[at] == b'0' { b'1' } else { b'0' };
+            flipped_line = bytes[line].to_vec();
+        },
+        &[&messages[..2], &messages[3..]].concat(),
+    )
+    .await;
+    assert!(out.contains("4 replayed, 1 quarantined"), "{out}");
+    assert_eq!(quarantined.len(), 1);
+    assert_eq!(quarantined[0].kind, QuarantineKind::Corrupt);
+    assert!(
+        quarantined[0].reason.contains("checksum mismatch"),
+        "{}",
+        quarantined[0].reason
+    );
+    assert_eq!(
+        quarantined[0].raw(),
+        Some(flipped_line),
+        "kept byte for byte"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn torn_record_is_quarantined_verbatim_and_the_rest_delivered() {
+    let messages = step_messages("bench", 4);
+    let torn = record_line(&messages[3]);
+    let torn = &torn[..torn.len() / 2];
+    let (quarantined, out) = flush_damaged(
+        &messages[..3],
+        |bytes| bytes.extend_from_slice(torn),
+        &messages[..3],
+    )
+    .await;
+    assert!(out.contains("3 replayed, 1 quarantined"), "{out}");
+    assert_eq!(quarantined.len(), 1);
+    assert_eq!(quarantined[0].kind, QuarantineKind::Torn);
+    assert_eq!(quarantined[0].raw().as_deref(), Some(torn));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flipped_newline_loses_neither_record() {
+    let messages = step_messages("bench", 4);
+    let (quarantined, out) = flush_damaged(
+        &messages,
+        |bytes| {
+            let at = newlines(bytes)[1];
+            bytes[at] ^= 0x40;
+        },
+        &messages,
+    )
+    .await;
+    assert!(out.contains("4 replayed, 1 quarantined"), "{out}");
+    assert_eq!(quarantined.len(), 1, "the stray byte, nothing else");
+    assert_eq!(quarantined[0].kind, QuarantineKind::Corrupt);
+    assert_eq!(quarantined[0].raw(), Some(vec![b'\n' ^ 0x40]));
+    let stray_at = record_line(&messages[0]).len() + record_line(&messages[1]).len() - 1;
+    assert_eq!(quarantined[0].spool_offset, Some(stray_at as u64));
+}
+
+#[test]
+fn garbage_nats_url_is_a_usage_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(RUNNER)
+        .args([
+            "spool",
+            "flush",
+            "--nats-url",
+            "nats://not a host:4222",
+            "--spool",
+        ])
+        .arg(dir.path().join("runner.spool"))
+        .output()
+        .expect("run agent-runner");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(r#"invalid nats url "nats://not a host:4222""#),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_the_stream_refuses_for_good_is_quarantined_and_the_rest_delivered() {
+    let nats = NatsServer::start();
+    let messages = step_messages("bench", 3);
+    // A stream that takes events of the usual size, not one four times as big.
+    let limit = messages[0].payload.len() * 2;
+    let spec = StreamSpec::default();
+    stream::jetstream(&nats.url())
+        .await
+        .create_stream(async_nats::jetstream::stream::Config {
+            name: spec.name.clone(),
+            subjects: vec![SubjectPrefix::default().all_events()],
+            max_message_size: i32::try_from(limit).expect("limit"),
+            ..Default::default()
+        })
+        .await
+        .expect("create stream");
+    let mut oversize = messages[1].clone();
+    oversize.payload = format!(r#"{{"pad":"{}"}}"#, "x".repeat(limit * 2)).into();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let spool = dir.path().join("runner.spool");
+    spool_with(
+        &spool,
+        &[messages[0].clone(), oversize.clone(), messages[2].clone()],
+    );
+
+    let (code, out) = flush(&spool, &nats.url());
+    assert_eq!(code, Some(6), "{out}");
+    assert!(out.contains("2 replayed, 1 quarantined, 0 left"), "{out}");
+    assert_eq!(
+        stored_ids(&nats.url(), &spec).await,
+        ids(&[messages[0].clone(), messages[2].clone()])
+    );
+    let quarantined = quarantine_entries(&spool_status(&spool));
+    assert_eq!(quarantined.len(), 1);
+    assert_eq!(quarantined[0].kind, QuarantineKind::Refused);
+    assert_eq!(quarantined[0].raw(), Some(record_line(&oversize)));
 }

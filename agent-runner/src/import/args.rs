@@ -67,13 +67,10 @@ impl ImportCommand {
             report.failed.len()
         );
         if let Some(d) = &report.delivery {
-            eprintln!(
-                "delivery: {} acked ({} duplicates: already imported), {} spooled, {} left in spool",
-                d.published, d.duplicates, d.spooled, d.left_in_spool
-            );
+            eprintln!("{d} (duplicates: already imported)");
         }
-        Ok(match &report.delivery {
-            Some(d) if d.left_in_spool > 0 => Exit::Undelivered,
+        Ok(match report.delivery.as_ref().map(|d| d.exit()) {
+            Some(exit) if exit != Exit::Ok => exit,
             _ if !report.failed.is_empty() => Exit::Failure,
             _ => Exit::Ok,
         })

@@ -126,10 +126,6 @@ impl SweepArgs {
         }
         let report = worker::run(self.into_config()?, shutdown).await?;
         print!("{report}");
-        Ok(if report.delivery.left_in_spool > 0 {
-            Exit::Undelivered
-        } else {
-            Exit::Ok
-        })
+        Ok(report.delivery.exit())
     }
 }

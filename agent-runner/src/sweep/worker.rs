@@ -204,12 +204,7 @@ impl fmt::Display for SweepReport {
                 run.summary.run_id
             )?;
         }
-        let d = &self.delivery;
-        writeln!(
-            f,
-            "delivery: {} acked ({} duplicates), {} spooled, {} replayed, {} rejected, {} left in spool",
-            d.published, d.duplicates, d.spooled, d.replayed, d.rejected, d.left_in_spool
-        )
+        writeln!(f, "{}", self.delivery)
     }
 }
 

@@ -130,9 +130,9 @@ impl NatsArgs {
         let tls_required =
             self.tls_required.unwrap_or(false) || self.tls_ca.is_some() || client_cert.is_some();
         let url = self.url.unwrap_or_else(|| DEFAULT_URL.to_owned());
-        if url.trim().is_empty() {
-            return Err(NatsConfigError::EmptyUrl);
-        }
+        // A URL that cannot parse is a usage error now, not a connection failure later
+        // (a client that retries in the background would never report it).
+        server_addrs(&url)?;
         Ok(NatsConfig {
             url,
             auth,
@@ -209,6 +209,31 @@ pub enum NatsConfigError {
     CertKeyPair,
     #[error("nats url is empty")]
     EmptyUrl,
+    #[error("invalid nats url {server:?}: {reason} (expected host:port or nats://, tls://, ws://, wss:// URLs, comma-separated)")]
+    BadUrl {
+        /// The server entry that does not parse.
+        server: String,
+        /// Why, as the client's parser says.
+        reason: String,
+    },
+}
+
+/// The server addresses of a comma-separated URL list.
+fn server_addrs(url: &str) -> Result<Vec<async_nats::ServerAddr>, NatsConfigError> {
+    if url.trim().is_empty() {
+        return Err(NatsConfigError::EmptyUrl);
+    }
+    url.split(',')
+        .map(str::trim)
+        .map(|server| {
+            server
+                .parse()
+                .map_err(|e: std::io::Error| NatsConfigError::BadUrl {
+                    server: server.to_owned(),
+                    reason: e.to_string(),
+                })
+        })
+        .collect()
 }
 
 /// Why connecting failed.
@@ -263,18 +288,10 @@ pub async fn connect(
     if retry_initial {
         options = options.retry_on_initial_connect();
     }
-    let servers: Vec<&str> = config.url.split(',').map(str::trim).collect();
-    let addrs: Vec<async_nats::ServerAddr> = servers
-        .iter()
-        .map(|s| s.parse())
-        .collect::<Result<_, _>>()
-        .map_err(|e: std::io::Error| ConnectError::Connect {
-            url: config.url.clone(),
-            source: async_nats::ConnectError::with_source(
-                async_nats::ConnectErrorKind::ServerParse,
-                e,
-            ),
-        })?;
+    let addrs = server_addrs(&config.url).map_err(|e| ConnectError::Connect {
+        url: config.url.clone(),
+        source: async_nats::ConnectError::with_source(async_nats::ConnectErrorKind::ServerParse, e),
+    })?;
     options
         .connect(addrs)
         .await
@@ -338,6 +355,29 @@ mod tests {
         assert_eq!(cli.nats.url.as_deref(), Some("nats://a:1"));
         assert_eq!(cli.url.as_deref(), Some("http://b"));
         assert_eq!(cli.user, None);
+    }
+
+    #[test]
+    fn garbage_urls_are_refused_before_connecting() {
+        for url in [
+            "nats://bad host:4222",
+            "http://127.0.0.1:4222",
+            "nats://a:notaport",
+        ] {
+            let args = NatsArgs {
+                url: Some(format!("nats://127.0.0.1:4222, {url}")),
+                ..NatsArgs::default()
+            };
+            match args.resolve() {
+                Err(NatsConfigError::BadUrl { server, .. }) => assert_eq!(server, url),
+                other => panic!("{url}: {other:?}"),
+            }
+        }
+        let good = NatsArgs {
+            url: Some("127.0.0.1:4222,tls://nats.example:4443".into()),
+            ..NatsArgs::default()
+        };
+        assert!(good.resolve().is_ok());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! - [`stream`]: creating the events stream and reading it back.
 //! - [`runs`]: a run's `events.jsonl` and `summary.json`.
 //! - [`query`]: waiting for ClickHouse to give an answer.
+//! - [`spool`]: spools written with the runner's own code, to damage or flush.
 //!
 //! These are also included by path from `agent-runner/tests/process.rs` and
 //! `event-sink/tests/process.rs`, which cannot depend on this binary; the rest needs
@@ -12,6 +13,7 @@
 
 pub mod query;
 pub mod runs;
+pub mod spool;
 pub mod stream;
 
 use std::path::{Path, PathBuf};

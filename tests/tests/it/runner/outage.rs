@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::spool::{ids, spool_with, step_messages};
 use crate::common::{
     create_stream, journal_events, publish_setup, runs, slow_steps_config, sorted_seqs,
     stream_messages, SinkToClickHouse,
@@ -114,4 +115,55 @@ async fn full_spool_stops_the_runs_with_a_clear_error() {
     let summary = runs::summary(&runs::only_run_dir(&dir.path().join("runs")));
     assert_eq!(summary["result"]["exit_status"], "exit_error");
     assert_eq!(summary["result"]["early_stop_reason"], "shutdown");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_run_is_not_stuck_behind_an_undeliverable_record() {
+    let nats = NatsServer::start();
+    let prefix = SubjectPrefix::default();
+    let spec = create_stream(&nats.url(), &prefix).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let setup = publish_setup(&nats.url(), &prefix, dir.path());
+    // Left by a runner of another --subject-prefix: no stream captures it.
+    let stranded = step_messages("team-a", 1);
+    spool_with(&setup.publish.spool.path, &stranded);
+
+    let config = slow_steps_config(setup, dir.path());
+    let report = agent_runner::run(config, CancellationToken::new())
+        .await
+        .expect("run");
+    let run = &report.runs[0];
+    let delivery = report.delivery.expect("published");
+    assert_eq!(
+        (
+            delivery.published,
+            delivery.quarantined,
+            delivery.left_in_spool
+        ),
+        (run.events, 1, 0),
+        "{delivery:?}"
+    );
+    assert_eq!(delivery.exit(), agent_runner::Exit::Quarantined);
+
+    let stored = stream_messages(&nats.url(), &spec).await;
+    assert_eq!(
+        stored.len() as u64,
+        run.events,
+        "every event of the run, once"
+    );
+    assert_eq!(
+        sorted_seqs(&stored, run.run_id),
+        (0..run.events).collect::<Vec<_>>()
+    );
+    let quarantine = agent_runner::spool::status(&dir.path().join("spool/runner.spool"))
+        .expect("status")
+        .quarantine;
+    assert_eq!(
+        quarantine
+            .entries
+            .iter()
+            .map(|e| e.msg_id.clone().unwrap_or_default())
+            .collect::<Vec<_>>(),
+        ids(&stranded)
+    );
 }
