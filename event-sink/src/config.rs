@@ -17,6 +17,7 @@ use schemas::{SubjectPrefix, SubjectPrefixError};
 use serde::Deserialize;
 
 use crate::classify::Backoff;
+use crate::metrics::ConnectionLimits;
 
 /// Defines a section of settings: every field an optional flag `--<flag>` with environment
 /// variable `<env>` (the flag is also the clap id, hence the value name in `--help`),
@@ -160,6 +161,13 @@ section! {
     pub struct MetricsArgs {
         /// Listen address of `/metrics` and `/healthz`, or `off`. Default `127.0.0.1:9464`.
         pub listen: Option<String> = ("metrics-listen", "BENCH_SINK_METRICS_LISTEN"),
+        /// Connections served at once; more wait in the kernel's accept queue. Default 64.
+        pub max_connections: Option<usize> =
+            ("metrics-max-connections", "BENCH_SINK_METRICS_MAX_CONNECTIONS"),
+        /// Time a connection gets to send its request and read the answer, ms; then it is
+        /// closed. Default 10000.
+        pub connection_timeout_ms: Option<u64> =
+            ("metrics-connection-timeout-ms", "BENCH_SINK_METRICS_CONNECTION_TIMEOUT_MS"),
     }
 }
 
@@ -313,8 +321,9 @@ impl SinkArgs {
             ));
         }
 
+        let m = self.metrics;
         let metrics = MetricsConfig {
-            listen: match self.metrics.listen.as_deref() {
+            listen: match m.listen.as_deref() {
                 None => Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
                 Some("off") => None,
                 Some(addr) => Some(addr.parse().map_err(|_| {
@@ -323,6 +332,14 @@ impl SinkArgs {
                         "must be `host:port` (IP address) or `off`",
                     )
                 })?),
+            },
+            limits: ConnectionLimits {
+                max_connections: positive("metrics.max_connections", m.max_connections)?
+                    .unwrap_or(64),
+                timeout: Duration::from_millis(
+                    positive("metrics.connection_timeout_ms", m.connection_timeout_ms)?
+                        .unwrap_or(10_000),
+                ),
             },
         };
 
@@ -412,10 +429,13 @@ pub struct BatchConfig {
     pub drain_timeout: Duration,
 }
 
-/// The metrics endpoint (see [`MetricsArgs`]); `None` = off.
+/// The metrics endpoint (see [`MetricsArgs`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MetricsConfig {
+    /// Where to listen; `None` = off.
     pub listen: Option<SocketAddr>,
+    /// Connection cap and timeout.
+    pub limits: ConnectionLimits,
 }
 
 /// Why settings are unusable.

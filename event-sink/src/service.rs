@@ -86,6 +86,12 @@ pub async fn migrate(config: &ClickHouseConfig) -> Result<Vec<u32>, SinkError> {
 /// any message, when ClickHouse or NATS is unreachable or refuses the credentials.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), SinkError> {
     let metrics = Metrics::new();
+    // Bound first: a port in use is a settings problem, reported before any server is
+    // touched.
+    let endpoint = match config.metrics.listen {
+        Some(addr) => Some(metrics::Endpoint::bind(addr, config.metrics.limits).await?),
+        None => None,
+    };
     migrate(&config.clickhouse).await?;
 
     let nats = bench_nats::connect(&config.nats, false).await?;
@@ -103,9 +109,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sink
 
     // Background tasks stop with `stopped`, cancelled once the pipeline has drained.
     let stopped = CancellationToken::new();
-    if let Some(addr) = config.metrics.listen {
-        let (bound, _task) = metrics::serve(addr, metrics.clone(), stopped.clone()).await?;
-        tracing::info!(%bound, "serving /metrics and /healthz");
+    if let Some(endpoint) = endpoint {
+        tracing::info!(bound = %endpoint.local_addr(), "serving /metrics and /healthz");
+        endpoint.serve(metrics.clone(), stopped.clone());
     }
     tokio::spawn(poll_lag(
         pull_consumer.clone(),
