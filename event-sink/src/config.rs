@@ -236,6 +236,14 @@ impl SinkArgs {
     /// Fills defaults and checks every value.
     pub fn resolve(self) -> Result<Config, ConfigError> {
         let nats = self.nats.resolve()?;
+        // Checked here, not at connect time, so a garbage URL is a settings error (exit 2).
+        let parses = |server: &str| server.trim().parse::<async_nats::ServerAddr>().is_ok();
+        if !nats.url.split(',').all(parses) {
+            return Err(invalid(
+                "nats.url",
+                "must be nats://host:port (or tls://, ws://, wss://), comma-separated",
+            ));
+        }
 
         let prefix: SubjectPrefix = match self.stream.prefix {
             Some(p) => p.parse()?,
@@ -557,6 +565,8 @@ mod tests {
             "[consumer]\nmax_deliver = 0\n",
             "[metrics]\nlisten = \"localhost\"\n",
             "[stream]\nprefix = \"a.>\"\n",
+            "[nats]\nurl = \"nats://%%%:x\"\n",
+            "[nats]\nurl = \"nats://ok:4222, http://[::1\"\n",
         ];
         for case in cases {
             let args = parse(case).expect("parses");

@@ -28,6 +28,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::batch::{Batch, Item};
+use crate::classify;
 use crate::config::{BatchConfig, ClickHouseConfig, Config};
 use crate::consumer::{self, ConsumerError, Delivery};
 use crate::metrics::{self, CauseLabel, Metrics};
@@ -38,11 +39,24 @@ use crate::writer::{self, Abandoned, ClickHouseInserter, Writer};
 /// Why the sink stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
-    #[error("cannot reach clickhouse at {url}: {source}")]
+    /// ClickHouse did not answer at start-up. The cause is part of the message (and not
+    /// a `source`, so that error chains do not print it twice).
+    #[error("cannot reach clickhouse at {url}: {error}")]
     ClickHouse {
+        /// The URL tried.
         url: String,
-        #[source]
-        source: clickhouse::error::Error,
+        /// What went wrong.
+        error: clickhouse::error::Error,
+    },
+    /// ClickHouse answered but refused the user or password.
+    #[error("clickhouse at {url} refused user {user:?}: authentication failed ({error})")]
+    ClickHouseAuth {
+        /// The URL tried.
+        url: String,
+        /// The user refused.
+        user: String,
+        /// ClickHouse's answer.
+        error: clickhouse::error::Error,
     },
     #[error(transparent)]
     Migration(#[from] MigrationError),
@@ -74,9 +88,19 @@ pub async fn migrate(config: &ClickHouseConfig) -> Result<Vec<u32>, SinkError> {
         .query("SELECT 1")
         .fetch_one::<u8>()
         .await
-        .map_err(|source| SinkError::ClickHouse {
-            url: config.url.clone(),
-            source,
+        .map_err(|error| {
+            if classify::is_auth_failure(&error) {
+                SinkError::ClickHouseAuth {
+                    url: config.url.clone(),
+                    user: config.user.clone(),
+                    error,
+                }
+            } else {
+                SinkError::ClickHouse {
+                    url: config.url.clone(),
+                    error,
+                }
+            }
         })?;
     migrations::ensure_database(&server, &config.database).await?;
     Ok(migrations::migrate(&config.client()).await?)

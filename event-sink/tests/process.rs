@@ -190,6 +190,67 @@ fn startup_failures_exit_non_zero_with_a_clear_error() {
 
     let stderr = exit(&clickhouse.http_url(), &["--batch-max-rows", "0"], 2);
     assert!(stderr.contains("batch.max_rows"), "{stderr}");
+
+    // A wrong password is an authentication failure, said once; not "cannot reach".
+    let wrong_password = [
+        "--nats-token",
+        "right-token",
+        "--clickhouse-user",
+        ClickHouseServer::AUTH_USER,
+        "--clickhouse-password",
+        "wrong",
+    ];
+    let stderr = exit(&clickhouse.http_url(), &wrong_password, 1);
+    assert!(
+        stderr.contains("authentication failed") && !stderr.contains("cannot reach"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("Code: ").count(), 1, "repeated: {stderr}");
+
+    // A garbage NATS URL is a settings error.
+    let garbage = run_to_exit(&mut sink_command(
+        "nats://%%%:x",
+        &clickhouse.http_url(),
+        &[],
+    ));
+    let stderr = String::from_utf8_lossy(&garbage.stderr);
+    assert_eq!(garbage.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nats.url"), "{stderr}");
+
+    // A metrics port in use fails at once, before ClickHouse is even tried.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let listen = taken.local_addr().expect("addr").to_string();
+    let mut command = Command::new(SINK);
+    command
+        .args(["--nats-url", &nats.url(), "--clickhouse-url", &nowhere])
+        .args(["--metrics-listen", &listen]);
+    let out = run_to_exit(&mut command);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot listen for metrics") && !stderr.contains("clickhouse"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn invalid_query_parameters_are_usage_errors() {
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    for params in [
+        &["run_timeline", "--param", "run_id=not-a-uuid"][..],
+        &["run_timeline"][..],
+        &["leaderboard", "--param", "no_such=1"][..],
+        &["leaderboard", "--param", "no-equals-sign"][..],
+    ] {
+        let out = run_to_exit(
+            Command::new(SINK)
+                .arg("query")
+                .args(params)
+                .args(["--clickhouse-url", &nowhere]),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{params:?}: {stderr}");
+    }
 }
 
 #[test]
