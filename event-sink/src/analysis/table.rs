@@ -95,9 +95,12 @@ impl Table {
         self.rows.get(row)?.get(column)?.as_deref()
     }
 
-    /// [`Self::get`] as a number.
+    /// [`Self::get`] as a finite number; `None` also for ClickHouse's `inf` and `nan`.
     pub fn number(&self, row: usize, name: &str) -> Option<f64> {
-        self.get(row, name)?.parse().ok()
+        self.get(row, name)?
+            .parse()
+            .ok()
+            .filter(|n: &f64| n.is_finite())
     }
 
     /// Writes the answer in `format`.
