@@ -311,7 +311,8 @@ fn idle_metrics_connections_are_capped_and_shed_while_ingestion_goes_on() {
         .args(["--metrics-max-connections", &CAP.to_string()])
         .args(["--metrics-connection-timeout-ms", "1000"])
         .env("RUST_LOG", "warn");
-    let mut sink = spawn(command);
+    let sink = KillOnDrop(spawn(command));
+    let sink = &sink.0;
     let start = Instant::now();
     while !http_get(port, "/healthz", Duration::from_secs(2)).is_ok_and(|r| r.ends_with("ok\n")) {
         assert!(
@@ -385,6 +386,14 @@ fn idle_metrics_connections_are_capped_and_shed_while_ingestion_goes_on() {
         metrics.contains("bench_sink_messages_consumed_total 100"),
         "{metrics}"
     );
-    sink.kill().expect("SIGKILL");
-    sink.wait().expect("reap");
+}
+
+/// A child process killed and reaped when dropped, also when the test panics.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
