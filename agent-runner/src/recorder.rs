@@ -49,8 +49,9 @@ pub struct Usage {
 impl Usage {
     fn add(&mut self, d: &Deliberation) {
         self.api_calls += 1;
-        self.input_tokens += d.input_tokens;
-        self.output_tokens += d.output_tokens;
+        // Token counts come from providers: a huge one saturates instead of wrapping.
+        self.input_tokens = self.input_tokens.saturating_add(d.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(d.output_tokens);
         match d.cost_usd {
             Some(cost) => self.known_cost_usd += cost,
             None => self.cost_unknown = true,
@@ -59,7 +60,7 @@ impl Usage {
 
     /// Input plus output tokens.
     pub fn total_tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens
+        self.input_tokens.saturating_add(self.output_tokens)
     }
 
     /// The run's cost; `None` when some call's price was unknown.

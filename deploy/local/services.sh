@@ -68,6 +68,24 @@ running_pid() {
 	printf '%s\n' "$pid"
 }
 
+# Prints the pid from pid file $1 if that process is alive (not exited, not a zombie),
+# whatever its command line. For a server this script has just started: $! is its pid,
+# but until the background shell has exec'd setsid, nohup and the server (which can take
+# a while on a fresh machine), /proc/PID/cmdline still shows this script, and
+# running_pid would take the server for dead. The pid cannot be stale: it is our own
+# unreaped child.
+started_pid() {
+	local pidfile=$1 pid stat state
+	pid=$(cat "$pidfile" 2>/dev/null) || return 1
+	[[ $pid =~ ^[0-9]+$ ]] || return 1
+	stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+	# The state follows the command name in parentheses, which may hold spaces.
+	state=${stat##*) }
+	state=${state%% *}
+	[ -n "$state" ] && [ "$state" != Z ] || return 1
+	printf '%s\n' "$pid"
+}
+
 # True if something accepts TCP connections on 127.0.0.1:$1.
 port_open() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
@@ -153,7 +171,7 @@ wait_ready() {
 	local deadline=$((SECONDS + ready_timeout)) nats_up=false ch_up=false
 	while :; do
 		if [ "$nats_up" = false ]; then
-			running_pid "$nats_pid" nats-server >/dev/null || {
+			started_pid "$nats_pid" >/dev/null || {
 				tail_log "$nats_log"
 				die "nats-server exited during start-up"
 			}
@@ -163,7 +181,7 @@ wait_ready() {
 			fi
 		fi
 		if [ "$ch_up" = false ]; then
-			running_pid "$ch_pid" clickhouse-server >/dev/null || {
+			started_pid "$ch_pid" >/dev/null || {
 				tail_log "$ch_dir/log/clickhouse-server.err.log"
 				tail_log "$ch_log"
 				die "clickhouse-server exited during start-up"

@@ -96,6 +96,18 @@ fn is_data_error(code: u32) -> bool {
     DATA_ERROR_CODES.contains(&code)
 }
 
+/// ClickHouse exception codes that mean the credentials were refused: 516
+/// AUTHENTICATION_FAILED (current servers), 192 UNKNOWN_USER and 193 WRONG_PASSWORD
+/// (18.16 and other old servers).
+const AUTH_ERROR_CODES: &[u32] = &[192, 193, 516];
+
+/// Whether ClickHouse refused the user or password (as opposed to being unreachable):
+/// retrying cannot help, the settings must change.
+pub fn is_auth_failure(error: &clickhouse::error::Error) -> bool {
+    matches!(error, clickhouse::error::Error::BadResponse(body)
+        if exception_code(body).is_some_and(|code| AUTH_ERROR_CODES.contains(&code)))
+}
+
 /// The `Code: N` of a ClickHouse exception text (`Code: 27, e.displayText() = ...` on
 /// 18.16, `Code: 27. DB::Exception: ...` today).
 fn exception_code(body: &str) -> Option<u32> {
@@ -183,6 +195,19 @@ mod tests {
             insert_failure(&no_code),
             InsertFailure::Transient(_)
         ));
+    }
+
+    #[test]
+    fn refused_credentials_are_told_from_other_errors() {
+        let old = Error::BadResponse(
+            "Code: 193, e.displayText() = DB::Exception: Wrong password for user default".into(),
+        );
+        let new =
+            Error::BadResponse("Code: 516. DB::Exception: default: Authentication failed".into());
+        assert!(is_auth_failure(&old) && is_auth_failure(&new));
+        assert!(!is_auth_failure(&Error::TimedOut));
+        let other = Error::BadResponse("Code: 60, Table x doesn't exist".into());
+        assert!(!is_auth_failure(&other));
     }
 
     #[test]

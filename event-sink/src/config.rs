@@ -17,6 +17,7 @@ use schemas::{SubjectPrefix, SubjectPrefixError};
 use serde::Deserialize;
 
 use crate::classify::Backoff;
+use crate::metrics::ConnectionLimits;
 
 /// Defines a section of settings: every field an optional flag `--<flag>` with environment
 /// variable `<env>` (the flag is also the clap id, hence the value name in `--help`),
@@ -160,6 +161,13 @@ section! {
     pub struct MetricsArgs {
         /// Listen address of `/metrics` and `/healthz`, or `off`. Default `127.0.0.1:9464`.
         pub listen: Option<String> = ("metrics-listen", "BENCH_SINK_METRICS_LISTEN"),
+        /// Connections served at once; more wait in the kernel's accept queue. Default 64.
+        pub max_connections: Option<usize> =
+            ("metrics-max-connections", "BENCH_SINK_METRICS_MAX_CONNECTIONS"),
+        /// Time a connection gets to send its request and read the answer, ms; then it is
+        /// closed. Default 10000.
+        pub connection_timeout_ms: Option<u64> =
+            ("metrics-connection-timeout-ms", "BENCH_SINK_METRICS_CONNECTION_TIMEOUT_MS"),
     }
 }
 
@@ -228,6 +236,14 @@ impl SinkArgs {
     /// Fills defaults and checks every value.
     pub fn resolve(self) -> Result<Config, ConfigError> {
         let nats = self.nats.resolve()?;
+        // Checked here, not at connect time, so a garbage URL is a settings error (exit 2).
+        let parses = |server: &str| server.trim().parse::<async_nats::ServerAddr>().is_ok();
+        if !nats.url.split(',').all(parses) {
+            return Err(invalid(
+                "nats.url",
+                "must be nats://host:port (or tls://, ws://, wss://), comma-separated",
+            ));
+        }
 
         let prefix: SubjectPrefix = match self.stream.prefix {
             Some(p) => p.parse()?,
@@ -313,8 +329,9 @@ impl SinkArgs {
             ));
         }
 
+        let m = self.metrics;
         let metrics = MetricsConfig {
-            listen: match self.metrics.listen.as_deref() {
+            listen: match m.listen.as_deref() {
                 None => Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
                 Some("off") => None,
                 Some(addr) => Some(addr.parse().map_err(|_| {
@@ -323,6 +340,14 @@ impl SinkArgs {
                         "must be `host:port` (IP address) or `off`",
                     )
                 })?),
+            },
+            limits: ConnectionLimits {
+                max_connections: positive("metrics.max_connections", m.max_connections)?
+                    .unwrap_or(64),
+                timeout: Duration::from_millis(
+                    positive("metrics.connection_timeout_ms", m.connection_timeout_ms)?
+                        .unwrap_or(10_000),
+                ),
             },
         };
 
@@ -412,10 +437,13 @@ pub struct BatchConfig {
     pub drain_timeout: Duration,
 }
 
-/// The metrics endpoint (see [`MetricsArgs`]); `None` = off.
+/// The metrics endpoint (see [`MetricsArgs`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MetricsConfig {
+    /// Where to listen; `None` = off.
     pub listen: Option<SocketAddr>,
+    /// Connection cap and timeout.
+    pub limits: ConnectionLimits,
 }
 
 /// Why settings are unusable.
@@ -537,6 +565,8 @@ mod tests {
             "[consumer]\nmax_deliver = 0\n",
             "[metrics]\nlisten = \"localhost\"\n",
             "[stream]\nprefix = \"a.>\"\n",
+            "[nats]\nurl = \"nats://%%%:x\"\n",
+            "[nats]\nurl = \"nats://ok:4222, http://[::1\"\n",
         ];
         for case in cases {
             let args = parse(case).expect("parses");

@@ -107,7 +107,7 @@ async fn analyse(command: Analysis) -> ExitCode {
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e @ command::CommandError::Config(_)) => {
+        Err(e) if e.is_usage() => {
             tracing::error!("{e}");
             ExitCode::from(2)
         }

@@ -15,14 +15,21 @@
 //!
 //! The consumer gauges come from JetStream's consumer info, polled every few seconds.
 //! This module counts and serves; it decides nothing.
+//!
+//! The endpoint bounds what clients can hold ([`ConnectionLimits`]): at most
+//! `max_connections` open at once, one request each, closed after `timeout`. Idle or slow
+//! clients cannot use up the sink's file descriptors and stall ingestion.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
+use hyper_util::rt::TokioIo;
+use hyper_util::service::TowerToHyperService;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -30,44 +37,60 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// Label of per-table metrics.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TableLabel {
+    /// The table written.
     pub table: &'static str,
 }
 
 /// Label of per-class dead-letter counts.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ClassLabel {
+    /// The `dead_letters.error_class`.
     pub class: &'static str,
 }
 
 /// Label of retry counts.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CauseLabel {
+    /// `clickhouse` (a flush) or `nats` (a pull).
     pub cause: &'static str,
 }
 
 /// Label of ack counts.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabel {
+    /// `ack` (inserted) or `term` (dead-lettered).
     pub outcome: &'static str,
 }
 
 /// Every metric of one sink, registered in [`Metrics::registry`]. Clones share values.
 #[derive(Debug, Clone)]
 pub struct Metrics {
+    /// `bench_sink_messages_consumed_total`.
     pub consumed: Counter,
+    /// `bench_sink_messages_acked_total{outcome}`.
     pub acked: Family<OutcomeLabel, Counter>,
+    /// `bench_sink_rows_inserted_total{table}`.
     pub inserted: Family<TableLabel, Counter>,
+    /// `bench_sink_dead_letters_total{class}`.
     pub dead_lettered: Family<ClassLabel, Counter>,
+    /// `bench_sink_retries_total{cause}`.
     pub retries: Family<CauseLabel, Counter>,
+    /// `bench_sink_batch_duration_seconds`.
     pub batch_duration: Histogram,
+    /// `bench_sink_consumer_pending_messages`.
     pub pending: Gauge,
+    /// `bench_sink_consumer_ack_pending_messages`.
     pub ack_pending: Gauge,
+    /// `bench_sink_consumer_redelivered_messages`.
     pub redelivered: Gauge,
+    /// Holds every metric above, for encoding.
     registry: Arc<Registry>,
 }
 
@@ -164,25 +187,72 @@ impl Metrics {
 #[derive(Debug, thiserror::Error)]
 #[error("cannot listen for metrics on {addr}: {source}")]
 pub struct BindError {
+    /// The address asked for.
     addr: SocketAddr,
+    /// Why binding failed (typically: address in use, or a privileged port).
     #[source]
     source: std::io::Error,
 }
 
-/// Binds `addr` and serves `/metrics` and `/healthz` until `shutdown` is cancelled.
-/// Returns the bound address (useful with port 0) and the server task.
-pub async fn serve(
+/// How many connections the endpoint serves and for how long (see [`Endpoint`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Connections served at once; default 64. Further clients wait in the kernel's
+    /// accept queue, costing the sink no file descriptor.
+    pub max_connections: usize,
+    /// Time one connection gets to send its request and read the answer; default 10 s.
+    /// Then it is closed, whatever state it is in.
+    pub timeout: Duration,
+}
+
+/// The bound listening socket of `/metrics` and `/healthz`, not yet serving.
+///
+/// The endpoint runs its own accept loop rather than `axum::serve`, which keeps every
+/// connection a client opens for as long as the client likes: idle connections then
+/// use up the process's file descriptors, and the sink can no longer open connections
+/// to ClickHouse or NATS. Here a connection is accepted only while fewer than
+/// [`ConnectionLimits::max_connections`] are open, serves one request (no keep-alive:
+/// a scrape every few seconds does not need it) and is closed after
+/// [`ConnectionLimits::timeout`] at the latest.
+pub struct Endpoint {
+    /// The listening socket.
+    listener: TcpListener,
+    /// Its address (the real port when 0 was asked for).
     addr: SocketAddr,
-    metrics: Metrics,
-    shutdown: CancellationToken,
-) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), BindError> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .map_err(|source| BindError { addr, source })?;
-    let bound = listener
-        .local_addr()
-        .map_err(|source| BindError { addr, source })?;
-    let app = Router::new()
+    /// Applied to every connection.
+    limits: ConnectionLimits,
+}
+
+impl Endpoint {
+    /// Binds `addr`. Done first at start-up, so a port in use fails the sink at once.
+    pub async fn bind(addr: SocketAddr, limits: ConnectionLimits) -> Result<Self, BindError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| BindError { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| BindError { addr, source })?;
+        Ok(Endpoint {
+            listener,
+            addr,
+            limits,
+        })
+    }
+
+    /// The bound address (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves `/metrics` and `/healthz` until `shutdown` is cancelled; returns the
+    /// server task.
+    pub fn serve(self, metrics: Metrics, shutdown: CancellationToken) -> JoinHandle<()> {
+        tokio::spawn(accept_loop(self, router(metrics), shutdown))
+    }
+}
+
+fn router(metrics: Metrics) -> Router {
+    Router::new()
         .route(
             "/metrics",
             get(move || {
@@ -199,17 +269,59 @@ pub async fn serve(
                 }
             }),
         )
-        .route("/healthz", get(|| async { "ok\n" }));
-    let task = tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await;
-        if let Err(e) = served {
-            tracing::warn!(error = %e, "metrics endpoint stopped");
-        }
-    });
-    Ok((bound, task))
+        .route("/healthz", get(|| async { "ok\n" }))
 }
+
+/// Accepts connections while a slot is free and serves each in its own task.
+async fn accept_loop(endpoint: Endpoint, router: Router, shutdown: CancellationToken) {
+    let Endpoint {
+        listener, limits, ..
+    } = endpoint;
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.keep_alive(false);
+    loop {
+        // The slot is taken before accepting: at the cap, new clients stay in the
+        // kernel's accept queue instead of holding a descriptor here.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot,
+            _ = shutdown.cancelled() => return,
+        };
+        let Ok(slot) = slot else { return };
+        let stream = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.cancelled() => return,
+        };
+        let stream = match stream {
+            Ok((stream, _peer)) => stream,
+            Err(error) => {
+                // EMFILE and friends: wait rather than spin; the slot is given back.
+                tracing::warn!(%error, "metrics endpoint cannot accept");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+                continue;
+            }
+        };
+        let connection = http.serve_connection(
+            TokioIo::new(stream),
+            TowerToHyperService::new(router.clone()),
+        );
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let _slot = slot;
+            tokio::select! {
+                served = tokio::time::timeout(limits.timeout, connection) => match served {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => tracing::debug!(%error, "metrics connection failed"),
+                    Err(_) => tracing::debug!("metrics connection timed out; closed"),
+                },
+                _ = shutdown.cancelled() => {}
+            }
+        });
+    }
+}
+
+/// Pause after a failed `accept` (out of descriptors, say) before the next one.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 #[cfg(test)]
 mod tests {

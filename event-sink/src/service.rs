@@ -29,6 +29,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::batch::{Batch, Item};
+use crate::classify;
 use crate::config::{BatchConfig, ClickHouseConfig, Config};
 use crate::consumer::{self, ConsumerError, Delivery};
 use crate::metrics::{self, CauseLabel, Metrics};
@@ -39,11 +40,24 @@ use crate::writer::{self, Abandoned, ClickHouseInserter, Writer};
 /// Why the sink stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
-    #[error("cannot reach clickhouse at {url}: {source}")]
+    /// ClickHouse did not answer at start-up. The cause is part of the message (and not
+    /// a `source`, so that error chains do not print it twice).
+    #[error("cannot reach clickhouse at {url}: {error}")]
     ClickHouse {
+        /// The URL tried.
         url: String,
-        #[source]
-        source: clickhouse::error::Error,
+        /// What went wrong.
+        error: clickhouse::error::Error,
+    },
+    /// ClickHouse answered but refused the user or password.
+    #[error("clickhouse at {url} refused user {user:?}: authentication failed ({error})")]
+    ClickHouseAuth {
+        /// The URL tried.
+        url: String,
+        /// The user refused.
+        user: String,
+        /// ClickHouse's answer.
+        error: clickhouse::error::Error,
     },
     #[error(transparent)]
     Migration(#[from] MigrationError),
@@ -75,9 +89,19 @@ pub async fn migrate(config: &ClickHouseConfig) -> Result<Vec<u32>, SinkError> {
         .query("SELECT 1")
         .fetch_one::<u8>()
         .await
-        .map_err(|source| SinkError::ClickHouse {
-            url: config.url.clone(),
-            source,
+        .map_err(|error| {
+            if classify::is_auth_failure(&error) {
+                SinkError::ClickHouseAuth {
+                    url: config.url.clone(),
+                    user: config.user.clone(),
+                    error,
+                }
+            } else {
+                SinkError::ClickHouse {
+                    url: config.url.clone(),
+                    error,
+                }
+            }
         })?;
     migrations::ensure_database(&server, &config.database).await?;
     Ok(migrations::migrate(&config.client()).await?)
@@ -87,6 +111,12 @@ pub async fn migrate(config: &ClickHouseConfig) -> Result<Vec<u32>, SinkError> {
 /// any message, when ClickHouse or NATS is unreachable or refuses the credentials.
 pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), SinkError> {
     let metrics = Metrics::new();
+    // Bound first: a port in use is a settings problem, reported before any server is
+    // touched.
+    let endpoint = match config.metrics.listen {
+        Some(addr) => Some(metrics::Endpoint::bind(addr, config.metrics.limits).await?),
+        None => None,
+    };
     migrate(&config.clickhouse).await?;
 
     let nats = bench_nats::connect(&config.nats, false).await?;
@@ -104,9 +134,9 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sink
 
     // Background tasks stop with `stopped`, cancelled once the pipeline has drained.
     let stopped = CancellationToken::new();
-    if let Some(addr) = config.metrics.listen {
-        let (bound, _task) = metrics::serve(addr, metrics.clone(), stopped.clone()).await?;
-        tracing::info!(%bound, "serving /metrics and /healthz");
+    if let Some(endpoint) = endpoint {
+        tracing::info!(bound = %endpoint.local_addr(), "serving /metrics and /healthz");
+        endpoint.serve(metrics.clone(), stopped.clone());
     }
     tokio::spawn(poll_lag(
         pull_consumer.clone(),

@@ -5,6 +5,7 @@
 //! `tests/tests/it/sink/` because Cargo hands the binary's path (`CARGO_BIN_EXE_*`) only
 //! to the integration tests and benchmarks of the package that builds it.
 
+use std::net::TcpStream;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -189,6 +190,67 @@ fn startup_failures_exit_non_zero_with_a_clear_error() {
 
     let stderr = exit(&clickhouse.http_url(), &["--batch-max-rows", "0"], 2);
     assert!(stderr.contains("batch.max_rows"), "{stderr}");
+
+    // A wrong password is an authentication failure, said once; not "cannot reach".
+    let wrong_password = [
+        "--nats-token",
+        "right-token",
+        "--clickhouse-user",
+        ClickHouseServer::AUTH_USER,
+        "--clickhouse-password",
+        "wrong",
+    ];
+    let stderr = exit(&clickhouse.http_url(), &wrong_password, 1);
+    assert!(
+        stderr.contains("authentication failed") && !stderr.contains("cannot reach"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("Code: ").count(), 1, "repeated: {stderr}");
+
+    // A garbage NATS URL is a settings error.
+    let garbage = run_to_exit(&mut sink_command(
+        "nats://%%%:x",
+        &clickhouse.http_url(),
+        &[],
+    ));
+    let stderr = String::from_utf8_lossy(&garbage.stderr);
+    assert_eq!(garbage.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nats.url"), "{stderr}");
+
+    // A metrics port in use fails at once, before ClickHouse is even tried.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let listen = taken.local_addr().expect("addr").to_string();
+    let mut command = Command::new(SINK);
+    command
+        .args(["--nats-url", &nats.url(), "--clickhouse-url", &nowhere])
+        .args(["--metrics-listen", &listen]);
+    let out = run_to_exit(&mut command);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot listen for metrics") && !stderr.contains("clickhouse"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn invalid_query_parameters_are_usage_errors() {
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    for params in [
+        &["run_timeline", "--param", "run_id=not-a-uuid"][..],
+        &["run_timeline"][..],
+        &["leaderboard", "--param", "no_such=1"][..],
+        &["leaderboard", "--param", "no-equals-sign"][..],
+    ] {
+        let out = run_to_exit(
+            Command::new(SINK)
+                .arg("query")
+                .args(params)
+                .args(["--clickhouse-url", &nowhere]),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{params:?}: {stderr}");
+    }
 }
 
 #[test]
@@ -211,4 +273,129 @@ fn migrate_subcommand_applies_migrations_and_exits() {
     // Eight typed tables, events_raw, event_ids and the view feeding it, dead_letters,
     // schema_migrations.
     assert_eq!(tables.trim(), "13");
+}
+
+/// One `GET path` over HTTP/1.0 to `127.0.0.1:port`; the whole response, or the error.
+fn http_get(port: u16, path: &str, timeout: Duration) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(timeout))?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    Ok(response)
+}
+
+/// Open file descriptors of process `pid`.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("read /proc/PID/fd")
+        .count()
+}
+
+#[test]
+fn idle_metrics_connections_are_capped_and_shed_while_ingestion_goes_on() {
+    const CAP: usize = 8;
+    const IDLE: usize = 300;
+    let nats = NatsServer::start();
+    let clickhouse = ClickHouseServer::start();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut command = Command::new(SINK);
+    command
+        .args([
+            "--nats-url",
+            &nats.url(),
+            "--clickhouse-url",
+            &clickhouse.http_url(),
+        ])
+        .args(["--metrics-listen", &listen, "--flush-interval-ms", "200"])
+        .args(["--metrics-max-connections", &CAP.to_string()])
+        .args(["--metrics-connection-timeout-ms", "1000"])
+        .env("RUST_LOG", "warn");
+    let sink = KillOnDrop(spawn(command));
+    let sink = &sink.0;
+    let start = Instant::now();
+    while !http_get(port, "/healthz", Duration::from_secs(2)).is_ok_and(|r| r.ends_with("ok\n")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "sink never served /healthz"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = open_fds(sink.id());
+
+    // Idle clients: connect and send nothing.
+    let idle: Vec<TcpStream> = (0..IDLE)
+        .map(|_| TcpStream::connect(("127.0.0.1", port)).expect("connect (accept queue)"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let held = open_fds(sink.id());
+    // CAP accepted connections, plus a little room for the sink's own ClickHouse/NATS
+    // connections coming and going.
+    assert!(
+        held <= before + CAP + 4,
+        "{IDLE} idle clients took the sink from {before} to {held} descriptors"
+    );
+
+    // An idle connection is closed by the server after its timeout.
+    let mut first = &idle[0];
+    first
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut buf = [0u8; 16];
+    let read = std::io::Read::read(&mut first, &mut buf);
+    assert!(
+        matches!(read, Ok(0))
+            || read
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "idle connection not closed by the server: {read:?}"
+    );
+
+    // Ingestion goes on while the idle clients are held.
+    let mut run = Run::default();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        publish_all(&jetstream(&nats.url()).await, run.events(100), 64).await;
+    });
+    wait_for(
+        &clickhouse,
+        &format!(
+            "SELECT uniqExact(event_id) FROM benchstream.events_raw WHERE run_id = '{}'",
+            run.run_id
+        ),
+        "100",
+        Duration::from_secs(30),
+    );
+
+    // Once the idle clients are gone, /metrics answers again, and counted the events.
+    drop(idle);
+    let start = Instant::now();
+    let metrics = loop {
+        match http_get(port, "/metrics", Duration::from_secs(2)) {
+            Ok(text) if text.contains("# EOF") => break text,
+            _ => {
+                assert!(
+                    start.elapsed() < Duration::from_secs(30),
+                    "/metrics never answered"
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    };
+    assert!(
+        metrics.contains("bench_sink_messages_consumed_total 100"),
+        "{metrics}"
+    );
+}
+
+/// A child process killed and reaped when dropped, also when the test panics.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -171,7 +171,7 @@ pub fn events(
             success,
             final_score: if success { 1.0 } else { 0.0 },
             wall_time_ms: u64::try_from(total_ms).unwrap_or(0),
-            total_tokens: stats.tokens_sent + stats.tokens_received,
+            total_tokens: stats.tokens_sent.saturating_add(stats.tokens_received),
             tool_errors: 0,
             stability_variance: 0.0,
             failing_tests: Vec::new(),

@@ -55,10 +55,16 @@ impl TokenUsage {
         ])
         .unwrap_or(0);
         let input = match count(&["prompt_tokens"]) {
-            Some(prompt) if prompt >= cached_input + cache_write => prompt,
-            Some(prompt) => prompt + cached_input + cache_write,
+            Some(prompt) if prompt >= cached_input.saturating_add(cache_write) => prompt,
+            // Saturating: the counts are whatever the endpoint sent.
+            Some(prompt) => prompt
+                .saturating_add(cached_input)
+                .saturating_add(cache_write),
             // Anthropic's own `input_tokens` leaves cache reads and writes out.
-            None => count(&["input_tokens"]).unwrap_or(0) + cached_input + cache_write,
+            None => count(&["input_tokens"])
+                .unwrap_or(0)
+                .saturating_add(cached_input)
+                .saturating_add(cache_write),
         };
         let reasoning = first(&[
             &["completion_tokens_details", "reasoning_tokens"],
@@ -113,6 +119,15 @@ mod tests {
             }
         );
         assert_eq!(u.uncached_input(), 400);
+    }
+
+    #[test]
+    fn huge_counts_saturate_instead_of_wrapping() {
+        let u = usage(json!({
+            "input_tokens": u64::MAX, "output_tokens": 1,
+            "cache_read_input_tokens": u64::MAX, "cache_creation_input_tokens": 5
+        }));
+        assert_eq!(u.input, u64::MAX);
     }
 
     #[test]

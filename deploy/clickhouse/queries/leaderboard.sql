@@ -4,7 +4,9 @@
 -- finished. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
 -- NULL when none is. avg_turns and avg_wall_time_s average finished runs. Tokens are
 -- summed over every LLM call of the runs: input_tokens INCLUDES cached_input_tokens,
--- output_tokens INCLUDES reasoning_tokens; cache_hit_rate = cached / input.
+-- output_tokens INCLUDES reasoning_tokens; cache_hit_rate = cached / input. Token sums
+-- are Float64 (exact up to 2^53, never wrapping): sum() over UInt64 wraps past 2^64,
+-- which any producer's token counts could reach.
 -- Dedup: every table is read with FINAL. 18.16 allows one JOIN per SELECT, hence the
 -- nesting; current ClickHouse wants every joined subquery named, hence the aliases.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
@@ -51,10 +53,10 @@ FROM
 ANY LEFT JOIN
 (
     SELECT run_id,
-        sum(input_tokens) AS call_input,
-        sum(cached_input_tokens) AS call_cached,
-        sum(output_tokens) AS call_output,
-        sum(reasoning_tokens) AS call_reasoning
+        sum(toFloat64(input_tokens)) AS call_input,
+        sum(toFloat64(cached_input_tokens)) AS call_cached,
+        sum(toFloat64(output_tokens)) AS call_output,
+        sum(toFloat64(reasoning_tokens)) AS call_reasoning
     FROM deliberations FINAL
     GROUP BY run_id
 ) AS run_tokens USING run_id

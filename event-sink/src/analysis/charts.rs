@@ -241,7 +241,16 @@ fn stacked_bars(id: &str, label: &str, unit: &str, bars: &[Bar], categories: &[&
     };
     for (i, bar) in bars.iter().enumerate() {
         let top = TOP + i as f64 * row_height;
-        let total: f64 = bar.segments.iter().map(|(_, v)| v).sum();
+        // Shares are computed on values scaled by the largest, so segments near
+        // f64::MAX (token sums of a hostile producer) do not overflow the total to inf.
+        let largest = bar
+            .segments
+            .iter()
+            .map(|(_, v)| v.abs())
+            .fold(0.0, f64::max);
+        let scale = if largest > 0.0 { largest } else { 1.0 };
+        let scaled_total: f64 = bar.segments.iter().map(|(_, v)| v / scale).sum();
+        let total = scaled_total * scale;
         let mut group = Element::new("g")
             .attr("class", "bar")
             .attr("data-policy", &bar.policy)
@@ -249,7 +258,11 @@ fn stacked_bars(id: &str, label: &str, unit: &str, bars: &[Bar], categories: &[&
             .child(text(x.range.1 + 6.0, top + 17.0, "start", &compact(total)));
         let mut start = 0.0;
         for (category, value) in &bar.segments {
-            let share = if total > 0.0 { value / total } else { 0.0 };
+            let share = if scaled_total > 0.0 {
+                value / scale / scaled_total
+            } else {
+                0.0
+            };
             group = group.child(
                 rect(
                     x.map(start),
@@ -435,9 +448,11 @@ fn legend<'a>(
     doc
 }
 
-/// 1234567 → `1.2M`, for labels.
+/// 1234567 → `1.2M`, for labels; beyond f64 (an overflowed sum) `overflow`.
 fn compact(value: f64) -> String {
     match value.abs() {
+        v if !v.is_finite() => "overflow".into(),
+        v if v >= 1e15 => format!("{value:.2e}"),
         v if v >= 1e6 => format!("{:.1}M", value / 1e6),
         v if v >= 1e4 => format!("{:.0}k", value / 1e3),
         v if v >= 1e3 => format!("{:.1}k", value / 1e3),
@@ -488,5 +503,25 @@ mod tests {
         assert_eq!(bucket_label(2), "250 ms");
         assert_eq!(bucket_label(5), "2 s");
         assert_eq!(compact(40500.0), "40k");
+    }
+
+    #[test]
+    fn huge_and_non_finite_values_never_reach_the_svg() {
+        let leaderboard = table(
+            "policy_id\tinput_tokens\tcached_input_tokens\toutput_tokens\treasoning_tokens\n\
+             String\tFloat64\tFloat64\tFloat64\tFloat64\n\
+             a\t1.7e308\t0\t1.7e308\t0\n\
+             b\tinf\tnan\t-inf\t5\n",
+        );
+        let svg = token_mix("chart-token-mix", &leaderboard).to_string();
+        let lower = svg.to_lowercase();
+        assert!(!lower.contains("nan") && !lower.contains("inf"), "{svg}");
+        assert!(svg.contains("(50.0%)"), "{svg}");
+        let latency =
+            table("model\tbucket\tcalls\nString\tUInt8\tFloat64\nm\t1\tinf\nm\t2\t1e308\n");
+        let svg = super::latency("chart-latency", &latency)
+            .to_string()
+            .to_lowercase();
+        assert!(!svg.contains("nan") && !svg.contains("inf"), "{svg}");
     }
 }

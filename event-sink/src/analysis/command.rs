@@ -63,6 +63,23 @@ pub enum CommandError {
     },
 }
 
+impl CommandError {
+    /// Whether the command line itself is wrong (settings, query name, parameters):
+    /// the exit status 2 of a usage error, rather than 1.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            CommandError::Config(_)
+                | CommandError::Query(
+                    QueryError::UnknownQuery { .. }
+                        | QueryError::UnknownParam { .. }
+                        | QueryError::MissingParam { .. }
+                        | QueryError::InvalidParam { .. }
+                )
+        )
+    }
+}
+
 /// Runs `args` and returns what to print.
 pub async fn query(args: QueryArgs) -> Result<String, CommandError> {
     if args.name == "list" {

@@ -7,8 +7,12 @@
 //! - At generation time, `--since`/`--until`/`--policy` become the parameters of every
 //!   query (runs are selected by their start time).
 //! - In the page, the time-range selector switches between pre-computed windows: all
-//!   runs, and the last 30 days / 7 days / 24 hours before the latest run start (the
-//!   queries run once per window, so every number and chart of a window is exact).
+//!   runs, and the last 30 days / 7 days / 24 hours before an anchor (the queries run
+//!   once per window, so every number and chart of a window is exact). The anchor is the
+//!   latest run start, or the generation time if that is earlier: a run dated in the
+//!   future (a wrong clock, a hostile producer) cannot move the windows past today and
+//!   leave them empty, and a database of old, imported runs still shows its last
+//!   month. Runs dated after the anchor are in every window.
 //! - In the page, the policy checkboxes hide and show every per-policy row and chart
 //!   mark (each carries `data-policy`) and redraw the Pareto frontier over the policies
 //!   left. Per-model and per-tool views are not split by policy; narrow them with
@@ -121,11 +125,12 @@ pub async fn generate_report(
         }
         None => 0,
     };
+    let anchor = window_anchor(latest_start, Utc::now().timestamp());
     let mut windows = Vec::new();
     for (key, label, length) in WINDOWS {
         let mut params = base.clone();
-        if let (Some(length), Some(latest)) = (length, latest_start) {
-            let since = (latest - length).max(floor);
+        if let (Some(length), Some(anchor)) = (length, anchor) {
+            let since = anchor.saturating_sub(length).max(floor);
             let since = DateTime::from_timestamp(since, 0).unwrap_or_default();
             params.insert(
                 "since".into(),
@@ -151,6 +156,12 @@ pub async fn generate_report(
         windows,
         lost_events,
     }))
+}
+
+/// The end of the relative windows (unix seconds): the latest run start, but never
+/// after `now` (see the module docs). `None` when there are no runs.
+fn window_anchor(latest_start: Option<i64>, now: i64) -> Option<i64> {
+    latest_start.map(|latest| latest.min(now))
 }
 
 /// The answer of query `name` in `window`; empty if it was not run.
@@ -445,5 +456,15 @@ mod tests {
         }
         assert!(!page.contains("http://") || !page.contains("src=\"http"));
         assert!(!page.contains("<link"), "no external stylesheet");
+    }
+
+    #[test]
+    fn a_run_from_the_future_does_not_move_the_windows() {
+        let now = 1_795_000_000; // 2026-11
+        let in_2105 = 4_260_000_000;
+        assert_eq!(window_anchor(Some(in_2105), now), Some(now));
+        let last_year = now - 365 * 86_400;
+        assert_eq!(window_anchor(Some(last_year), now), Some(last_year));
+        assert_eq!(window_anchor(None, now), None);
     }
 }

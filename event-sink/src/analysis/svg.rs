@@ -41,8 +41,11 @@ impl Element {
         self
     }
 
-    /// Adds a number attribute, rounded to 0.1 px so the markup stays short.
+    /// Adds a number attribute, rounded to 0.1 px so the markup stays short. A
+    /// non-finite value (a sum that overflowed, 0/0) is written as 0: `NaN` or `inf` in
+    /// an attribute makes browsers drop the element or the whole chart.
     pub fn num(self, name: &str, value: f64) -> Self {
+        let value = if value.is_finite() { value } else { 0.0 };
         self.attr(name, format_args!("{:.1}", value))
     }
 
@@ -124,6 +127,15 @@ impl Scale {
     /// A scale over `[lo, hi]` widened to round tick values (an empty or inverted domain
     /// becomes `[lo, lo + 1]`).
     pub fn nice(lo: f64, hi: f64, range: (f64, f64)) -> Self {
+        // Bounded well inside f64, so the widened domain and its ticks stay finite.
+        let bound = |v: f64| {
+            if v.is_nan() {
+                0.0
+            } else {
+                v.clamp(-1e300, 1e300)
+            }
+        };
+        let (lo, hi) = (bound(lo), bound(hi));
         let hi = if hi > lo { hi } else { lo + 1.0 };
         let step = tick_step(lo, hi);
         Self {

@@ -4,6 +4,15 @@
 //!
 //! Cells keep ClickHouse's own text for values (`0.6667`, `['3']`,
 //! `2025-03-03 09:00:00`); only the JSON output interprets them, by column type.
+//!
+//! Cells are event data, written by whoever published the events, so the outputs defuse
+//! them for where they are read:
+//! - the text table shows control characters (ESC, BEL, newline, tab, DEL, C1) and
+//!   bidirectional overrides as escapes (`\x1b`, `\n`, `\u{202e}`), so a cell cannot
+//!   drive the terminal or break the table's lines;
+//! - CSV prefixes a text cell starting with `=`, `+`, `-`, `@`, tab or CR with `'`, so a
+//!   spreadsheet shows it instead of evaluating it as a formula; cells of numeric
+//!   columns, and cells that are a number (`-1.5`), are left as they are.
 
 use std::fmt::Write as _;
 
@@ -86,9 +95,12 @@ impl Table {
         self.rows.get(row)?.get(column)?.as_deref()
     }
 
-    /// [`Self::get`] as a number.
+    /// [`Self::get`] as a finite number; `None` also for ClickHouse's `inf` and `nan`.
     pub fn number(&self, row: usize, name: &str) -> Option<f64> {
-        self.get(row, name)?.parse().ok()
+        self.get(row, name)?
+            .parse()
+            .ok()
+            .filter(|n: &f64| n.is_finite())
     }
 
     /// Writes the answer in `format`.
@@ -101,10 +113,14 @@ impl Table {
     }
 
     fn to_text(&self) -> String {
-        let shown: Vec<Vec<&str>> = self
+        let shown: Vec<Vec<String>> = self
             .rows
             .iter()
-            .map(|row| row.iter().map(|c| c.as_deref().unwrap_or("NULL")).collect())
+            .map(|row| {
+                row.iter()
+                    .map(|c| c.as_deref().map_or_else(|| "NULL".into(), visible))
+                    .collect()
+            })
             .collect();
         let widths: Vec<usize> = self
             .columns
@@ -114,15 +130,16 @@ impl Table {
                 shown
                     .iter()
                     .map(|row| row[i].chars().count())
-                    .chain([column.name.chars().count()])
+                    .chain([visible(&column.name).chars().count()])
                     .max()
                     .unwrap_or(0)
             })
             .collect();
         let mut out = String::new();
-        let line = |out: &mut String, cells: &mut dyn Iterator<Item = (usize, &str)>| {
+        let line = |out: &mut String, cells: &mut dyn Iterator<Item = (usize, String)>| {
             let mut text = String::new();
             for (i, cell) in cells {
+                let cell = cell.as_str();
                 let pad = " ".repeat(widths[i] - cell.chars().count());
                 let sep = if i == 0 { "" } else { "  " };
                 if is_numeric(&self.columns[i].ty) {
@@ -136,20 +153,14 @@ impl Table {
         };
         line(
             &mut out,
-            &mut self.columns.iter().map(|c| c.name.as_str()).enumerate(),
+            &mut self.columns.iter().map(|c| visible(&c.name)).enumerate(),
         );
         line(
             &mut out,
-            &mut widths
-                .iter()
-                .map(|w| "-".repeat(*w))
-                .collect::<Vec<_>>()
-                .iter()
-                .map(String::as_str)
-                .enumerate(),
+            &mut widths.iter().map(|w| "-".repeat(*w)).enumerate(),
         );
-        for row in &shown {
-            line(&mut out, &mut row.iter().copied().enumerate());
+        for row in shown {
+            line(&mut out, &mut row.into_iter().enumerate());
         }
         let _ = writeln!(out, "({} rows)", self.rows.len());
         out
@@ -176,14 +187,22 @@ impl Table {
 
     fn to_csv(&self) -> String {
         let mut out = String::new();
-        let mut line = |cells: &mut dyn Iterator<Item = &str>| {
-            let fields: Vec<String> = cells.map(csv_field).collect();
+        let mut line = |cells: &mut dyn Iterator<Item = (bool, &str)>| {
+            let fields: Vec<String> = cells
+                .map(|(numeric, text)| csv_field(&inert(numeric, text)))
+                .collect();
             out.push_str(&fields.join(","));
             out.push_str("\r\n");
         };
-        line(&mut self.columns.iter().map(|c| c.name.as_str()));
+        line(&mut self.columns.iter().map(|c| (false, c.name.as_str())));
         for row in &self.rows {
-            line(&mut row.iter().map(|c| c.as_deref().unwrap_or("")));
+            line(
+                &mut self
+                    .columns
+                    .iter()
+                    .zip(row)
+                    .map(|(c, cell)| (is_numeric(&c.ty), cell.as_deref().unwrap_or(""))),
+            );
         }
         out
     }
@@ -229,6 +248,43 @@ fn json_value(ty: &str, cell: &Option<String>) -> serde_json::Value {
         }
     }
     Value::String(text.clone())
+}
+
+/// `text` with every control character and bidirectional override written as an
+/// escape, for a terminal.
+fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_ascii_control() => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            // C1 controls (U+0080..U+009F; U+009B is a CSI on many terminals) and the
+            // bidi embeddings, overrides and isolates that reorder what is shown.
+            c if c.is_control()
+                || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') =>
+            {
+                let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A CSV cell that a spreadsheet shows as text rather than evaluates: text starting
+/// with a formula character gets a leading `'` (the OWASP advice on CSV injection).
+/// Numbers, by column type or by their text, stay as they are.
+fn inert(numeric: bool, text: &str) -> std::borrow::Cow<'_, str> {
+    let formula = text.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    if formula && !numeric && text.parse::<f64>().is_err() {
+        format!("'{text}").into()
+    } else {
+        text.into()
+    }
 }
 
 fn csv_field(text: &str) -> String {
@@ -288,7 +344,7 @@ mod tests {
             table.render(Format::Table),
             "policy_id  runs  rate  gaps\n\
              ---------  ----  ----  -----\n\
-             a,\tb          3   0.5  [3,4]\n\
+             a,\\tb         3   0.5  [3,4]\n\
              c\"d          10  NULL  []\n\
              (2 rows)\n"
         );
@@ -304,6 +360,48 @@ mod tests {
                 {"policy_id": "a,\tb", "runs": 3, "rate": 0.5, "gaps": [3, 4]},
                 {"policy_id": "c\"d", "runs": 10, "rate": null, "gaps": []},
             ])
+        );
+    }
+
+    #[test]
+    fn table_output_shows_control_characters_as_escapes() {
+        let table = Table {
+            columns: vec![Column {
+                name: "summary".into(),
+                ty: "String".into(),
+            }],
+            rows: vec![vec![Some(
+                "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}1m\u{202e}txt.exe\nnext\\x".into(),
+            )]],
+        };
+        let text = table.render(Format::Table);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert_eq!(text.lines().count(), 4, "{text}");
+        assert!(
+            text.contains("\\x1b]0;pwned\\x07\\x1b[2J\\u{9b}1m\\u{202e}txt.exe\\nnext\\x"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn csv_formulas_are_neutralised_and_numbers_kept() {
+        let table = Table::from_tsv_with_names_and_types(
+            "name\tscore\tnote\n\
+             String\tFloat64\tString\n\
+             =HYPERLINK(\"http://x\")\t-1.5\t-1.5\n\
+             +cmd\t-2\t@SUM(A1)\n\
+             -2+3\t0\tplain\n",
+        )
+        .expect("parses");
+        assert_eq!(
+            table.render(Format::Csv),
+            "name,score,note\r\n\
+             \"'=HYPERLINK(\"\"http://x\"\")\",-1.5,-1.5\r\n\
+             '+cmd,-2,'@SUM(A1)\r\n\
+             '-2+3,0,plain\r\n"
         );
     }
 }

@@ -140,6 +140,7 @@ pub fn sink_args(nats_url: &str, clickhouse_url: &str) -> SinkArgs {
         },
         metrics: MetricsArgs {
             listen: Some("off".into()),
+            ..MetricsArgs::default()
         },
         ..SinkArgs::default()
     }

@@ -10,4 +10,5 @@ mod fleet;
 mod harness_smoke;
 mod llm;
 mod runner;
+mod services;
 mod sink;

@@ -42,6 +42,7 @@ async fn clickhouse_stopped_under_load_the_sink_waits_then_everything_lands() {
     let mut args = world.args();
     args.metrics = MetricsArgs {
         listen: Some(format!("127.0.0.1:{metrics_port}")),
+        ..MetricsArgs::default()
     };
     let sink = RunningSink::start(args.resolve().expect("valid settings"));
     let mut run = Run::default();

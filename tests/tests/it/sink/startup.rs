@@ -130,6 +130,10 @@ async fn clickhouse_credentials_are_used_and_checked() {
     args.clickhouse.user = Some(ClickHouseServer::AUTH_USER.into());
     args.clickhouse.password = Some("wrong".into());
     let error = run_fails(args.clone()).await;
+    assert!(
+        matches!(error, SinkError::ClickHouseAuth { .. }),
+        "{error:?}"
+    );
     assert!(error.to_string().contains("password"), "{error}");
 
     args.clickhouse.password = Some(ClickHouseServer::AUTH_PASSWORD.into());
