@@ -84,6 +84,7 @@ pub fn runner_config(
         publish,
         llm: None,
         progress: false,
+        sandbox: agent_runner::tools::bwrap::SandboxMode::Required,
     }
 }
 

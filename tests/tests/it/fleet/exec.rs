@@ -2,6 +2,7 @@
 //! ClickHouse in full; a malformed line is skipped, not fatal.
 
 use std::ffi::OsString;
+use std::path::Path;
 
 use agent_runner::exec::{self, ExecConfig};
 use schemas::SubjectPrefix;
@@ -26,6 +27,9 @@ async fn example_agent_events_reach_clickhouse() {
             seed: None,
             policy_id: Some("python:example-agent".to_owned()),
             host: "exec-host".to_owned(),
+            sandbox: Default::default(),
+            // The agent's script is named inside the shell text, not as a file argument.
+            read_only: agent.parent().map(Path::to_path_buf).into_iter().collect(),
             out_dir: Some(dir.path().join("runs")),
             publish: Some(publish_setup(
                 &nats.url(),
