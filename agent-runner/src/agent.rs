@@ -9,6 +9,10 @@
 //! `failure` for an unsuccessful run, and `run_stop` with the verdict. Every event of the
 //! turn shares its `step_id`.
 //!
+//! Shutdown (SIGINT/SIGTERM) ends the run within seconds, judge included: the tool call
+//! in flight is dropped (its process tree killed), the judge is skipped, and `run_stop`
+//! says `exit_error`, reason `shutdown`, with no test counted.
+//!
 //! The loop never fails because of the agent: tool errors, a broken policy or a missing
 //! sandbox become events and an exit status. It returns an error only when the run's own
 //! artifacts cannot be written.
@@ -246,7 +250,13 @@ pub async fn execute(
     let (verdict, files_modified) = match &toolbox {
         Some(toolbox) => {
             let root = toolbox.sandbox().root();
-            let verdict = judge::judge_submission(task, root, toolbox.confinement()).await;
+            // On shutdown the run ends now, unjudged: no test is reported passing or
+            // failing, and the workspace is removed within seconds.
+            let verdict = tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => Verdict::default(),
+                verdict = judge::judge_submission(task, root, toolbox.confinement()) => verdict,
+            };
             let modified = Tree::scan_workspace(root)
                 .map(|now| task.fixture.changed_paths(&now).len())
                 .unwrap_or_else(|e| {

@@ -162,3 +162,71 @@ async fn sigterm_ends_the_runs_and_delivers_their_events() {
         "every event of the stopped run was delivered"
     );
 }
+
+/// Processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .filter(|cmd| cmd.contains(marker))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_hung_command_ends_the_run_and_removes_its_workspace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runs = dir.path().join("runs");
+    let tmp = dir.path().join("tmp");
+    fs::create_dir(&tmp).expect("tmp");
+    let scenario = format!(
+        "{}/../tests/fixtures/runner/hostile-signal.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut runner = Command::new(RUNNER)
+        .args([
+            "run",
+            &scenario,
+            "--allow-unpinned",
+            "--no-progress",
+            "--no-publish",
+        ])
+        .arg("--out")
+        .arg(&runs)
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start agent-runner");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // The hanging command runs (in its sandbox); its bwrap command line names it too.
+    while processes_with("sleep 1000.8181").is_empty() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stopped = Instant::now();
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(runner.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let status = runner.wait().expect("reap");
+    assert!(
+        stopped.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        stopped.elapsed()
+    );
+    assert_eq!(status.code(), Some(130));
+
+    let summary = runs::summary(&only_run_dir(&runs));
+    assert_eq!(summary["result"]["exit_status"], "exit_error");
+    assert_eq!(summary["result"]["early_stop_reason"], "shutdown");
+    assert_eq!(summary["result"]["tests_passed"], 0);
+    assert_eq!(summary["result"]["tests_failed"], 0);
+    let left: Vec<_> = fs::read_dir(&tmp)
+        .expect("tmp")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "workspace left behind: {left:?}");
+    assert_eq!(processes_with("sleep 1000.8181"), Vec::<String>::new());
+}

@@ -398,7 +398,11 @@ async fn close_run(
         AgentEnd::Shutdown => (ExitStatus::ExitError, Some("shutdown".to_owned())),
     };
     let root = sandbox.root();
-    let verdict = judge::judge_submission(task, root, confinement).await;
+    // Shutdown ends the run now, unjudged (no test counted either way).
+    let verdict = match end {
+        AgentEnd::Shutdown => judge::Verdict::default(),
+        _ => judge::judge_submission(task, root, confinement).await,
+    };
     let files_modified = Tree::scan_workspace(root)
         .map(|now| task.fixture.changed_paths(&now).len())
         .unwrap_or(0);
