@@ -614,3 +614,83 @@ impl PidsCgroup {
         tracing::warn!(dir = %self.dir.display(), "cannot remove a sandbox cgroup");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(network_enabled: bool) -> SandboxLimits {
+        SandboxLimits {
+            memory_mb: 512,
+            cpu_cores: 2.0,
+            disk_mb: 64,
+            network_enabled,
+            execution_timeout_ms: 1500,
+        }
+    }
+
+    fn args_of(confinement: &Confinement, workdir: &Path) -> Vec<String> {
+        let env = [("BENCH_X".to_owned(), "1".to_owned())];
+        let spec = SandboxedCommand {
+            program: "true".as_ref(),
+            args: &[],
+            workdir,
+            read_only: &[],
+            env: &env,
+        };
+        confinement
+            .bwrap_args(&spec, &[], &env)
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn limits_come_from_the_config() {
+        let l = ResourceLimits::from_config(&limits(false));
+        assert_eq!(l.memory_bytes, 512 << 20);
+        assert_eq!(l.file_size_bytes, 64 << 20);
+        // 1.5 s rounds up to 2 s, times 2 cores.
+        assert_eq!(l.cpu_seconds, 4);
+        assert!(l.prlimit_args().contains(&OsString::from("--as=536870912")));
+    }
+
+    #[test]
+    fn network_is_unshared_unless_enabled() {
+        let dir = Path::new("/tmp/bench-run-x");
+        let mut c = Confinement::unsandboxed(&limits(false));
+        c.bwrap = Some("bubblewrap test".to_owned());
+        let closed = args_of(&c, dir);
+        assert!(closed.contains(&"--unshare-net".to_owned()));
+        assert!(!closed.iter().any(|a| a.ends_with("resolv.conf")));
+        // The workspace is bound after the private /tmp that would hide it.
+        let tmpfs = closed.iter().position(|a| a == "--tmpfs");
+        let bind = closed.iter().position(|a| a == "--bind");
+        assert!(tmpfs < bind, "{closed:?}");
+        assert!(closed.ends_with(&[
+            "--clearenv".to_owned(),
+            "--setenv".to_owned(),
+            "BENCH_X".to_owned(),
+            "1".to_owned(),
+            "--".to_owned()
+        ]));
+
+        let mut open = Confinement::unsandboxed(&limits(true));
+        open.bwrap = Some("bubblewrap test".to_owned());
+        let open = args_of(&open, dir);
+        assert!(!open.contains(&"--unshare-net".to_owned()));
+        assert!(open.iter().any(|a| a == "/etc/resolv.conf"));
+    }
+
+    #[test]
+    fn unsandboxed_runs_say_none() {
+        let info = Confinement::unsandboxed(&limits(true)).info(1000, 2000);
+        assert_eq!(info.kind, "none");
+        assert_eq!(info.version, None);
+        assert!(!info.network_isolated);
+        assert!(info
+            .enforced
+            .iter()
+            .any(|l| l.limit == "execution_timeout_ms" && l.value == 2000 && l.by == "runner"));
+    }
+}
