@@ -1,6 +1,8 @@
 //! The runner binary as an operator runs it: killed with SIGKILL while the broker is
 //! away, its spool survives and the next start delivers it, with the same event ids; and
-//! stopped with SIGTERM, it ends its runs and delivers their events before exiting.
+//! stopped with SIGTERM, it ends its runs and delivers their events before exiting (and
+//! stopped during a hung command, within seconds, its workspace removed); and on a host
+//! without bwrap, exec agents refuse to start unless `--unsandboxed`.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -229,4 +231,91 @@ async fn sigterm_during_a_hung_command_ends_the_run_and_removes_its_workspace() 
         .collect();
     assert!(left.is_empty(), "workspace left behind: {left:?}");
     assert_eq!(processes_with("sleep 1000.8181"), Vec::<String>::new());
+}
+
+/// `agent-runner` with `args`, on a host where `bwrap` cannot be found (an empty `PATH`),
+/// artifacts in `out`; its exit code and stderr.
+fn runner_without_bwrap(args: &[&str], out: &Path) -> (Option<i32>, String) {
+    let empty = tempfile::tempdir().expect("empty PATH dir");
+    let output = Command::new(RUNNER)
+        .args(args)
+        .env("BENCH_RUNNER_OUT", out)
+        .env("PATH", empty.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agent-runner");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn without_bwrap_exec_agents_refuse_to_start_unless_unsandboxed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = format!(
+        "{}/../tests/fixtures/runner/hostile-exec.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let exec = [
+        "exec",
+        "--scenario",
+        &scenario,
+        "--task",
+        "sh-ci-exit-status",
+        "--allow-unpinned",
+        "--no-publish",
+    ];
+    let (code, stderr) = runner_without_bwrap(&[&exec[..], &["--", "true"]].concat(), dir.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--unsandboxed"), "{stderr}");
+    assert!(only_run_dir_absent(dir.path()), "a run started");
+
+    let (code, stderr) = runner_without_bwrap(
+        &[&exec[..], &["--unsandboxed", "--", "true"]].concat(),
+        dir.path(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary = runs::summary(&only_run_dir(dir.path()));
+    assert_eq!(summary["result"]["exit_status"], "submitted");
+    let run_start: serde_json::Value = serde_json::from_str(
+        fs::read_to_string(only_run_dir(dir.path()).join("events.jsonl"))
+            .expect("events")
+            .lines()
+            .next()
+            .expect("run_start"),
+    )
+    .expect("json");
+    assert_eq!(run_start["data"]["sandbox"]["kind"], "none");
+}
+
+#[test]
+fn without_bwrap_the_scripted_policy_runs_and_records_no_sandbox() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = format!(
+        "{}/../tests/fixtures/runner/hostile-timeout.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (code, stderr) = runner_without_bwrap(
+        &[
+            "run",
+            &scenario,
+            "--allow-unpinned",
+            "--no-progress",
+            "--no-publish",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let run = only_run_dir(dir.path());
+    let first = fs::read_to_string(run.join("events.jsonl")).expect("events");
+    let run_start: serde_json::Value =
+        serde_json::from_str(first.lines().next().expect("run_start")).expect("json");
+    assert_eq!(run_start["data"]["sandbox"]["kind"], "none");
+    assert_eq!(runs::summary(&run)["result"]["exit_status"], "exit_timeout");
+}
+
+/// No run directory was written under `out`.
+fn only_run_dir_absent(out: &Path) -> bool {
+    fs::read_dir(out).map_or(true, |mut d| d.next().is_none())
 }
