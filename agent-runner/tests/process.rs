@@ -2,7 +2,7 @@
 //! away, its spool survives and the next start delivers it, with the same event ids; and
 //! stopped with SIGTERM, it ends its runs and delivers their events before exiting (and
 //! stopped during a hung command, within seconds, its workspace removed); and on a host
-//! without bwrap, exec agents refuse to start unless `--unsandboxed`.
+//! without bwrap, LLM scenarios and exec agents refuse to start unless `--unsandboxed`.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -318,4 +318,24 @@ fn without_bwrap_the_scripted_policy_runs_and_records_no_sandbox() {
 /// No run directory was written under `out`.
 fn only_run_dir_absent(out: &Path) -> bool {
     fs::read_dir(out).map_or(true, |mut d| d.next().is_none())
+}
+
+#[test]
+fn without_bwrap_llm_scenarios_refuse_to_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = format!("{}/../scenarios/llm-local.toml", env!("CARGO_MANIFEST_DIR"));
+    let (code, stderr) = runner_without_bwrap(
+        &[
+            "run",
+            &scenario,
+            "--no-progress",
+            "--no-publish",
+            "--llm-base-url",
+            "http://127.0.0.1:9/v1",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("sandbox is unavailable"), "{stderr}");
+    assert!(only_run_dir_absent(dir.path()), "a run started");
 }
