@@ -184,6 +184,8 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     )?;
 
     let seq = rec.sequencer().clone();
+    // Absolute: the agent starts in its scratch copy, not in the caller's directory.
+    let task_dir = task.dir.canonicalize().unwrap_or_else(|_| task.dir.clone());
     let env: Vec<(String, String)> = [
         ("BENCH_RUN_ID", seq.run_id.to_string()),
         ("BENCH_TASK_ID", seq.task_id.clone()),
@@ -197,14 +199,14 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         ),
         ("BENCH_PROBLEM", task.task.problem.clone()),
         ("BENCH_WORKDIR", sandbox.root().display().to_string()),
-        ("BENCH_TASK_DIR", task.dir.display().to_string()),
+        ("BENCH_TASK_DIR", task_dir.display().to_string()),
     ]
     .map(|(k, v)| (k.to_owned(), v))
     .to_vec();
     // Files named on the command line (the agent's script) are passed by absolute path,
     // since the agent starts in its scratch copy, and their directories are readable.
     let mut read_only = config.read_only.clone();
-    read_only.extend(task.dir.canonicalize().ok());
+    read_only.push(task_dir);
     let mut words = Vec::with_capacity(config.command.len());
     for (i, word) in config.command.iter().enumerate() {
         let path = Path::new(word);

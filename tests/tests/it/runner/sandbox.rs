@@ -252,7 +252,7 @@ async fn exec_agent_closing_stdout_ends_at_its_timeout_with_its_children() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exec_agent_reaches_neither_the_broker_nor_the_canary() {
+async fn exec_agent_reaches_neither_the_broker_nor_the_canary_nor_writes_its_task() {
     let nats = NatsServer::start();
     let canary = Canary::new("exec.txt");
     let dir = tempfile::tempdir().expect("dir");
@@ -261,6 +261,8 @@ async fn exec_agent_reaches_neither_the_broker_nor_the_canary() {
         "(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && exit 11; \
          cat {canary} 2>/dev/null && exit 12; \
          echo owned 2>/dev/null > {canary} && exit 13; \
+         test -r \"$BENCH_TASK_DIR/task.toml\" || exit 14; \
+         touch \"$BENCH_TASK_DIR/owned\" 2>/dev/null && exit 15; \
          exit 0",
         port = nats.port(),
         canary = canary.path.display()
@@ -270,6 +272,12 @@ async fn exec_agent_reaches_neither_the_broker_nor_the_canary() {
     assert_eq!(report.agent_exit, Some(0), "an attack succeeded");
     assert_eq!(report.summary.result.exit_status, ExitStatus::Submitted);
     canary.assert_unchanged();
+    let task_dir = fixture_scenario("hostile-exec").with_file_name("tasks/sh-ci-exit-status");
+    assert!(task_dir.join("task.toml").exists());
+    assert!(
+        !task_dir.join("owned").exists(),
+        "the task directory was written"
+    );
     // The broker is reachable from outside the sandbox: the refusal was the sandbox's.
     std::net::TcpStream::connect(("127.0.0.1", nats.port())).expect("broker is up");
 }
