@@ -327,6 +327,12 @@ fn classify_exit(
             ExitKind::SystemError,
             "file size limit of the sandbox exceeded (SIGXFSZ; sandbox_limits.disk_mb)",
         ),
+        // bwrap reports its own failures (a bind, a namespace) this way, before the
+        // command runs.
+        _ if output.starts_with("bwrap: ") => limit(
+            ExitKind::SystemError,
+            "the sandbox could not be set up for this command",
+        ),
         _ if output.contains("MemoryError")
             || output.contains("Cannot allocate memory")
             || output.contains("memory allocation of") =>
@@ -346,5 +352,30 @@ fn classify_exit(
             )
         }
         _ => (ExitKind::Deterministic, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_hits_are_named() {
+        let kind = |code, signal, out| classify_exit(code, signal, out).0;
+        assert_eq!(kind(Some(0), None, ""), ExitKind::Ok);
+        assert_eq!(
+            kind(Some(1), None, "AssertionError"),
+            ExitKind::Deterministic
+        );
+        // 128 + 9 from the shell or bwrap is SIGKILL too.
+        assert_eq!(kind(Some(137), None, ""), ExitKind::Oom);
+        assert_eq!(kind(None, Some(24), ""), ExitKind::Timeout);
+        assert_eq!(kind(Some(153), None, ""), ExitKind::SystemError);
+        assert_eq!(kind(Some(1), None, "MemoryError\n"), ExitKind::Oom);
+        assert_eq!(
+            kind(Some(254), None, "bwrap: Can't mount proc\n"),
+            ExitKind::SystemError
+        );
+        assert!(classify_exit(Some(137), None, "").1.is_some());
     }
 }
