@@ -205,7 +205,14 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     .to_vec();
     // Files named on the command line (the agent's script) are passed by absolute path,
     // since the agent starts in its scratch copy, and their directories are readable.
-    let mut read_only = config.read_only.clone();
+    let mut read_only = config
+        .read_only
+        .iter()
+        .map(|dir| {
+            dir.canonicalize()
+                .map_err(|e| ExecError::Config(format!("--sandbox-ro {}: {e}", dir.display())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     read_only.push(task_dir);
     let mut words = Vec::with_capacity(config.command.len());
     for (i, word) in config.command.iter().enumerate() {
