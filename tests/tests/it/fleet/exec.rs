@@ -15,7 +15,10 @@ use crate::common::{publish_setup, repo_path, start_pipeline};
 async fn example_agent_events_reach_clickhouse() {
     let (nats, sink) = start_pipeline().await;
     let dir = tempfile::tempdir().expect("dir");
-    let agent = repo_path("scenarios/agents/example_agent.py");
+    // Canonical: the sandbox has no `tests/` directory for a `tests/..` path to go through.
+    let agent = repo_path("scenarios/agents/example_agent.py")
+        .canonicalize()
+        .expect("example agent");
     // A wrapper prints one line that is not JSON before the agent starts.
     let command = format!("echo 'progress: 10%'; exec python3 '{}'", agent.display());
     let report = exec::run(
