@@ -9,6 +9,10 @@
 //! `failure` for an unsuccessful run, and `run_stop` with the verdict. Every event of the
 //! turn shares its `step_id`.
 //!
+//! Shutdown (SIGINT/SIGTERM) ends the run within seconds, judge included: the tool call
+//! in flight is dropped (its process tree killed), the judge is skipped, and `run_stop`
+//! says `exit_error`, reason `shutdown`, with no test counted.
+//!
 //! The loop never fails because of the agent: tool errors, a broken policy or a missing
 //! sandbox become events and an exit status. It returns an error only when the run's own
 //! artifacts cannot be written.
@@ -18,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use schemas::{
     Canonical, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
-    RecoveryAttempt, RunConfig, RunSequencer, RunStart, RunStop, SandboxLimits, ScenarioRef, Step,
-    StepType, ToolCall,
+    RecoveryAttempt, RunConfig, RunSequencer, RunStart, RunStop, SandboxInfo, SandboxLimits,
+    ScenarioRef, Step, StepType, ToolCall,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -30,7 +34,8 @@ use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
 use crate::publish::PublisherHandle;
 use crate::recorder::{RecordError, RunRecorder};
-use crate::scenario::{LoadedScenario, LoadedTask, Tree};
+use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind, Tree};
+use crate::tools::bwrap::{Confinement, SandboxMode};
 use crate::tools::{Sandbox, ToolLimits, ToolOutcome, ToolRequest, Toolbox};
 
 /// Version of this runner (`run_start.runner_version`).
@@ -49,6 +54,8 @@ pub struct RunSpec<'a> {
     pub host: &'a str,
     /// Observation bytes kept per tool call.
     pub output_cap: usize,
+    /// Whether the run's commands must run in the sandbox.
+    pub sandbox: SandboxMode,
     /// Where `<run_id>/events.jsonl` and `summary.json` go; `None` = nowhere.
     pub out_dir: Option<&'a Path>,
     /// Where the events go; `None` = local artifacts only.
@@ -123,6 +130,8 @@ struct Environment<'a> {
     runner_version: &'static str,
     scoring_version: &'static str,
     output_cap_bytes: usize,
+    /// The isolation and the limits actually enforced (`run_start.sandbox`).
+    sandbox: &'a SandboxInfo,
 }
 
 /// State of the loop.
@@ -146,6 +155,17 @@ pub async fn execute(
     let config = &spec.scenario.scenario.config;
     let task = spec.task;
     let fixture_sha256 = task.fixture_sha256();
+    let confinement = spec.sandbox.confinement(
+        &config.sandbox_limits,
+        spec.scenario.scenario.policy == PolicyKind::Scripted,
+    );
+    // Without a sandbox that must exist the run records `none` and ends
+    // `exit_environment` below, before any agent command runs.
+    let sandbox_info = match &confinement {
+        Ok(c) => c.info(config.tool_timeout_ms, config.execution_timeout_ms),
+        Err(_) => Confinement::unsandboxed(&config.sandbox_limits)
+            .info(config.tool_timeout_ms, config.execution_timeout_ms),
+    };
     let env_hash = Environment {
         docker_image: &config.docker_image,
         tools_commit: &config.tools_commit,
@@ -155,6 +175,7 @@ pub async fn execute(
         runner_version: RUNNER_VERSION,
         scoring_version: SCORING_VERSION,
         output_cap_bytes: spec.output_cap,
+        sandbox: &sandbox_info,
     }
     .canonical_hash();
     let scenario_ref = ScenarioRef {
@@ -179,6 +200,7 @@ pub async fn execute(
             fixture_sha256: fixture_sha256.clone(),
             scoring_version: SCORING_VERSION.to_owned(),
             runner_version: RUNNER_VERSION.to_owned(),
+            sandbox: Some(sandbox_info),
         }),
     )?;
 
@@ -190,9 +212,16 @@ pub async fn execute(
         patience: Patience::default(),
         first_tool_failure: None,
     };
-    let (end, toolbox) = match Sandbox::create(&task.fixture_dir(), &task.fixture) {
-        Ok(sandbox) => {
-            let toolbox = Toolbox::new(sandbox, ToolLimits::from_config(config, spec.output_cap));
+    let workspace = Sandbox::create(&task.fixture_dir(), &task.fixture)
+        .map_err(|e| e.to_string())
+        .and_then(|ws| confinement.map(|c| (ws, c)).map_err(|e| e.to_string()));
+    let (end, toolbox) = match workspace {
+        Ok((sandbox, confinement)) => {
+            let toolbox = Toolbox::new(
+                sandbox,
+                ToolLimits::from_config(config, spec.output_cap),
+                confinement,
+            );
             let end = turns(
                 &mut rec,
                 &mut *policy,
@@ -209,7 +238,7 @@ pub async fn execute(
             tracing::error!(task = %task.task.id, error = %e, "cannot set up the sandbox");
             progress.first_tool_failure = Some(FailureRoot::Build {
                 error_type: "sandbox".to_owned(),
-                command: e.to_string(),
+                command: e,
             });
             (
                 RunEnd::early(ExitStatus::ExitEnvironment, "sandbox setup failed"),
@@ -221,7 +250,13 @@ pub async fn execute(
     let (verdict, files_modified) = match &toolbox {
         Some(toolbox) => {
             let root = toolbox.sandbox().root();
-            let verdict = judge::judge_submission(task, root).await;
+            // On shutdown the run ends now, unjudged: no test is reported passing or
+            // failing, and the workspace is removed within seconds.
+            let verdict = tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => Verdict::default(),
+                verdict = judge::judge_submission(task, root, toolbox.confinement()) => verdict,
+            };
             let modified = Tree::scan_workspace(root)
                 .map(|now| task.fixture.changed_paths(&now).len())
                 .unwrap_or_else(|e| {
@@ -386,7 +421,12 @@ async fn turns(
         if modified {
             progress.last_change = Instant::now();
             if limits.probes_tests() {
-                let probe = judge::judge(&spec.task.task.judge, toolbox.sandbox().root()).await;
+                let probe = judge::judge(
+                    &spec.task.task.judge,
+                    toolbox.sandbox().root(),
+                    toolbox.confinement(),
+                )
+                .await;
                 if let Some(end) = limits.observe_failing(&mut progress.patience, probe.failed) {
                     return Ok(end);
                 }

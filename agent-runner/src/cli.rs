@@ -1,6 +1,7 @@
 //! The command line: clap types (flags and environment variables) and their conversion
 //! into validated configs ([`RunnerConfig`], [`PublishSetup`]). Nothing here runs anything.
 
+use crate::tools::bwrap::SandboxMode;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -210,6 +211,21 @@ pub struct ScenarioArgs {
     /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
     #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
     pub out: PathBuf,
+    /// Run agent commands as plain processes on this host, without the bubblewrap
+    /// sandbox (hosts without user namespaces; run_start then records sandbox kind none).
+    #[arg(long)]
+    pub unsandboxed: bool,
+}
+
+impl ScenarioArgs {
+    /// The sandbox mode `--unsandboxed` selects.
+    pub fn sandbox_mode(&self) -> SandboxMode {
+        if self.unsandboxed {
+            SandboxMode::Off
+        } else {
+            SandboxMode::Required
+        }
+    }
 }
 
 /// Broker, subjects and spool.
@@ -255,6 +271,7 @@ impl RunArgs {
         }
         let host = host_or_default(self.host);
         let publish = self.publish.into_setup_unless(self.no_publish)?;
+        let sandbox = self.scenarios.sandbox_mode();
         Ok(RunnerConfig {
             scenario: resolve_scenario(&self.scenario, &self.scenarios.scenarios_dir),
             load: LoadOptions {
@@ -269,6 +286,7 @@ impl RunArgs {
             publish,
             progress: !self.no_progress,
             llm: self.llm.into_config()?,
+            sandbox,
         })
     }
 }

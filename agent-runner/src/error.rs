@@ -7,6 +7,7 @@ use crate::publish::{DeliveryReport, PublishFailure};
 use crate::recorder::RecordError;
 use crate::scenario::ScenarioError;
 use crate::spool::SpoolError;
+use crate::tools::bwrap::SandboxUnavailable;
 
 /// Why a runner command failed.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +26,8 @@ pub enum Error {
     Record(#[from] RecordError),
     #[error("invalid configuration: {0}")]
     Config(String),
+    #[error(transparent)]
+    Sandbox(#[from] SandboxUnavailable),
 }
 
 /// Process exit codes of `agent-runner`.
@@ -65,7 +68,7 @@ impl Error {
         match self {
             Error::Scenario(e) => e.exit(),
             Error::Publish(e) => e.exit(),
-            Error::Policy(_) | Error::Config(_) => Exit::Usage,
+            Error::Policy(_) | Error::Config(_) | Error::Sandbox(_) => Exit::Usage,
             Error::Spool(_) => Exit::Spool,
             Error::Connect(_) | Error::Record(_) => Exit::Failure,
         }

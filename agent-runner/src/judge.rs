@@ -1,5 +1,6 @@
 //! Judging a run: each judge test of the task runs separately (`bash -c`, in the run's
-//! scratch directory, under the task's per-test timeout); exit 0 passes. The score is the
+//! scratch directory, in a fresh sandbox of its own, under the task's per-test timeout);
+//! exit 0 passes. The score is the
 //! fraction of tests passing, success is all of them passing.
 //!
 //! The final verdict ([`judge_submission`]) first restores the task's protected files
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use crate::protect::Tampered;
 use crate::scenario::{Judge, LoadedTask};
+use crate::tools::bwrap::Confinement;
 use crate::tools::exec::{run_shell, ExecSpec};
 
 /// Output kept per judge test (only for logs).
@@ -64,7 +66,7 @@ impl Verdict {
 /// The final verdict on `dir`, a scratch copy of `task`'s fixture: restores the protected
 /// files, then runs every judge test. A restore that fails is logged and fails every test
 /// (the pristine tests could not be put back, so nothing the tests say could be trusted).
-pub async fn judge_submission(task: &LoadedTask, dir: &Path) -> Verdict {
+pub async fn judge_submission(task: &LoadedTask, dir: &Path, confinement: &Confinement) -> Verdict {
     let restored = match task
         .protected
         .restore(&task.fixture_dir(), &task.fixture, dir)
@@ -81,17 +83,19 @@ pub async fn judge_submission(task: &LoadedTask, dir: &Path) -> Verdict {
     }
     Verdict {
         restored,
-        ..judge(&task.task.judge, dir).await
+        ..judge(&task.task.judge, dir, confinement).await
     }
 }
 
-/// Runs every judge test in `dir` as it is (the probes between turns).
-pub async fn judge(judge: &Judge, dir: &Path) -> Verdict {
+/// Runs every judge test in `dir` as it is (the probes between turns), each in a sandbox of
+/// its own: nothing the agent left running can see or change a test while it runs.
+pub async fn judge(judge: &Judge, dir: &Path, confinement: &Confinement) -> Verdict {
     let mut verdict = Verdict::default();
     for test in &judge.tests {
         let spec = ExecSpec {
             command: &test.command,
             cwd: dir,
+            confinement,
             timeout: Duration::from_millis(judge.timeout_ms),
             output_cap: JUDGE_OUTPUT_CAP,
         };

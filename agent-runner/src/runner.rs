@@ -14,7 +14,8 @@ use crate::agent::{self, RunSpec, RunSummary};
 use crate::error::Error;
 use crate::policy::{self, LlmConfig};
 use crate::publish::{DeliveryReport, PublishConfig, PublishFailure, Publisher};
-use crate::scenario::{LoadOptions, LoadedScenario};
+use crate::scenario::{LoadOptions, LoadedScenario, PolicyKind};
+use crate::tools::bwrap::SandboxMode;
 
 /// Everything `agent-runner run` needs, validated.
 #[derive(Debug, Clone)]
@@ -40,6 +41,8 @@ pub struct RunnerConfig {
     /// How `llm` policies reach their provider; `None` = not configured (an `llm`
     /// scenario then fails to start).
     pub llm: Option<LlmConfig>,
+    /// Whether agent commands must run in the sandbox. Default: required.
+    pub sandbox: SandboxMode,
 }
 
 /// The broker side of a runner.
@@ -105,6 +108,11 @@ pub async fn run(
 ) -> Result<ScenarioReport, Error> {
     let scenario = LoadedScenario::load(&config.scenario, &config.load)?;
     let seed = config.seed.unwrap_or(scenario.scenario.seed);
+    // Refuse before any run starts, not run by run.
+    config.sandbox.confinement(
+        &scenario.scenario.config.sandbox_limits,
+        scenario.scenario.policy == PolicyKind::Scripted,
+    )?;
     let policies = scenario
         .tasks
         .iter()
@@ -134,6 +142,7 @@ pub async fn run(
             seed,
             host: &config.host,
             output_cap: config.output_cap,
+            sandbox: config.sandbox,
             out_dir: config.out_dir.as_deref(),
             publisher: handle.clone(),
         };

@@ -1,9 +1,11 @@
 //! The runner binary as an operator runs it: killed with SIGKILL while the broker is
 //! away, its spool survives and the next start delivers it, with the same event ids;
-//! stopped with SIGTERM, it ends its runs and delivers their events before exiting; and
-//! a spool holding what can never be delivered (records for a subject no stream captures,
-//! flipped bytes, a torn record, a lost newline) is flushed around it: the rest is
-//! delivered, every undeliverable byte is in the quarantine file, and the exit code says so.
+//! stopped with SIGTERM, it ends its runs and delivers their events before exiting (and
+//! stopped during a hung command, within seconds, its workspace removed); a spool holding
+//! what can never be delivered (records for a subject no stream captures, flipped bytes, a
+//! torn record, a lost newline) is flushed around it: the rest is delivered, every
+//! undeliverable byte is in the quarantine file, and the exit code says so; and on a host
+//! without bwrap, LLM scenarios and exec agents refuse to start unless `--unsandboxed`.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -438,4 +440,179 @@ async fn record_the_stream_refuses_for_good_is_quarantined_and_the_rest_delivere
     assert_eq!(quarantined.len(), 1);
     assert_eq!(quarantined[0].kind, QuarantineKind::Refused);
     assert_eq!(quarantined[0].raw(), Some(record_line(&oversize)));
+}
+
+/// Processes whose command line contains `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .filter(|cmd| cmd.contains(marker))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_hung_command_ends_the_run_and_removes_its_workspace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runs = dir.path().join("runs");
+    let tmp = dir.path().join("tmp");
+    fs::create_dir(&tmp).expect("tmp");
+    let scenario = format!(
+        "{}/../tests/fixtures/runner/hostile-signal.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut runner = Command::new(RUNNER)
+        .args([
+            "run",
+            &scenario,
+            "--allow-unpinned",
+            "--no-progress",
+            "--no-publish",
+        ])
+        .arg("--out")
+        .arg(&runs)
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start agent-runner");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // The hanging command runs (in its sandbox); its bwrap command line names it too.
+    while processes_with("sleep 1000.8181").is_empty() {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let stopped = Instant::now();
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(runner.id()).expect("pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let status = runner.wait().expect("reap");
+    assert!(
+        stopped.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        stopped.elapsed()
+    );
+    assert_eq!(status.code(), Some(130));
+
+    let summary = runs::summary(&only_run_dir(&runs));
+    assert_eq!(summary["result"]["exit_status"], "exit_error");
+    assert_eq!(summary["result"]["early_stop_reason"], "shutdown");
+    assert_eq!(summary["result"]["tests_passed"], 0);
+    assert_eq!(summary["result"]["tests_failed"], 0);
+    let left: Vec<_> = fs::read_dir(&tmp)
+        .expect("tmp")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .collect();
+    assert!(left.is_empty(), "workspace left behind: {left:?}");
+    assert_eq!(processes_with("sleep 1000.8181"), Vec::<String>::new());
+}
+
+/// `agent-runner` with `args`, on a host where `bwrap` cannot be found (an empty `PATH`),
+/// artifacts in `out`; its exit code and stderr.
+fn runner_without_bwrap(args: &[&str], out: &Path) -> (Option<i32>, String) {
+    let empty = tempfile::tempdir().expect("empty PATH dir");
+    let output = Command::new(RUNNER)
+        .args(args)
+        .env("BENCH_RUNNER_OUT", out)
+        .env("PATH", empty.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agent-runner");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn without_bwrap_exec_agents_refuse_to_start_unless_unsandboxed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = format!(
+        "{}/../tests/fixtures/runner/hostile-exec.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let exec = [
+        "exec",
+        "--scenario",
+        &scenario,
+        "--task",
+        "sh-ci-exit-status",
+        "--allow-unpinned",
+        "--no-publish",
+    ];
+    let (code, stderr) = runner_without_bwrap(&[&exec[..], &["--", "true"]].concat(), dir.path());
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--unsandboxed"), "{stderr}");
+    assert!(only_run_dir_absent(dir.path()), "a run started");
+
+    let (code, stderr) = runner_without_bwrap(
+        &[&exec[..], &["--unsandboxed", "--", "true"]].concat(),
+        dir.path(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let summary = runs::summary(&only_run_dir(dir.path()));
+    assert_eq!(summary["result"]["exit_status"], "submitted");
+    let run_start: serde_json::Value = serde_json::from_str(
+        fs::read_to_string(only_run_dir(dir.path()).join("events.jsonl"))
+            .expect("events")
+            .lines()
+            .next()
+            .expect("run_start"),
+    )
+    .expect("json");
+    assert_eq!(run_start["data"]["sandbox"]["kind"], "none");
+}
+
+#[test]
+fn without_bwrap_the_scripted_policy_runs_and_records_no_sandbox() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = format!(
+        "{}/../tests/fixtures/runner/hostile-timeout.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (code, stderr) = runner_without_bwrap(
+        &[
+            "run",
+            &scenario,
+            "--allow-unpinned",
+            "--no-progress",
+            "--no-publish",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let run = only_run_dir(dir.path());
+    let first = fs::read_to_string(run.join("events.jsonl")).expect("events");
+    let run_start: serde_json::Value =
+        serde_json::from_str(first.lines().next().expect("run_start")).expect("json");
+    assert_eq!(run_start["data"]["sandbox"]["kind"], "none");
+    assert_eq!(runs::summary(&run)["result"]["exit_status"], "exit_timeout");
+}
+
+/// No run directory was written under `out`.
+fn only_run_dir_absent(out: &Path) -> bool {
+    fs::read_dir(out).map_or(true, |mut d| d.next().is_none())
+}
+
+#[test]
+fn without_bwrap_llm_scenarios_refuse_to_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let scenario = format!("{}/../scenarios/llm-local.toml", env!("CARGO_MANIFEST_DIR"));
+    let (code, stderr) = runner_without_bwrap(
+        &[
+            "run",
+            &scenario,
+            "--no-progress",
+            "--no-publish",
+            "--llm-base-url",
+            "http://127.0.0.1:9/v1",
+        ],
+        dir.path(),
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("sandbox is unavailable"), "{stderr}");
+    assert!(only_run_dir_absent(dir.path()), "a run started");
 }

@@ -2,6 +2,7 @@
 //! command's output. Nothing here reads agent output.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 
 use clap::Args;
 use tokio_util::sync::CancellationToken;
@@ -36,6 +37,10 @@ pub struct ExecArgs {
     pub no_publish: bool,
     #[command(flatten)]
     pub publish: PublishArgs,
+    /// A host directory the agent may read (its code, data), besides its task and the
+    /// files named on its command line. Repeatable.
+    #[arg(long = "sandbox-ro")]
+    pub sandbox_ro: Vec<PathBuf>,
     /// The agent program and its arguments (after `--`).
     #[arg(last = true, required = true)]
     pub command: Vec<OsString>,
@@ -44,7 +49,10 @@ pub struct ExecArgs {
 impl ExecArgs {
     /// The validated config.
     pub fn into_config(self) -> Result<ExecConfig, ExecError> {
+        let sandbox = self.scenarios.sandbox_mode();
         Ok(ExecConfig {
+            sandbox,
+            read_only: self.sandbox_ro,
             command: self.command,
             scenario: crate::cli::resolve_scenario(&self.scenario, &self.scenarios.scenarios_dir),
             task: self.task,

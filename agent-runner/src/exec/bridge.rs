@@ -5,8 +5,14 @@
 //! The bridge owns the run's envelope and its ends: `run_start` is always its own; the
 //! agent may end the run with its own `run_stop`, otherwise the bridge judges the scratch
 //! copy with the task's judge (as `agent-runner run` does) and emits `run_stop` itself.
-//! A malformed line is logged and counted, never fatal. The agent is killed when the
-//! run's `execution_timeout_ms` passes or on shutdown.
+//! A malformed line is logged and counted, never fatal.
+//!
+//! The agent runs in the sandbox ([`crate::tools::bwrap`]), in its scratch copy (also
+//! `BENCH_WORKDIR`): it sees the task directory (`BENCH_TASK_DIR`), the directories of the
+//! files named on its command line and those of `read_only`, all read-only, and no other
+//! part of the caller's directory. Its whole process tree is killed when the run's
+//! `execution_timeout_ms` passes or on shutdown, whether or not it closed its stdout: an
+//! agent is judged by its exit within the time limit, never by its stdout closing.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -14,11 +20,11 @@ use std::process::{ExitStatus as ProcessStatus, Stdio};
 use std::time::Instant;
 
 use schemas::{
-    Canonical, ExitKind, ExitStatus, Hash256, Payload, RunSequencer, RunStart, RunStop, ScenarioRef,
+    Canonical, ExitKind, ExitStatus, Hash256, Payload, RunSequencer, RunStart, RunStop,
+    SandboxInfo, ScenarioRef,
 };
 use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
-use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -30,6 +36,7 @@ use crate::publish::DeliveryReport;
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
 use crate::scenario::{LoadOptions, LoadedScenario, Tree};
+use crate::tools::bwrap::{Confinement, SandboxMode, SandboxedCommand, TreeGuard};
 use crate::tools::Sandbox;
 
 /// Everything `agent-runner exec` needs, validated.
@@ -53,6 +60,11 @@ pub struct ExecConfig {
     pub out_dir: Option<PathBuf>,
     /// Where events go; `None` = local artifacts only.
     pub publish: Option<PublishSetup>,
+    /// Whether the agent must run in the sandbox (`--unsandboxed`).
+    pub sandbox: SandboxMode,
+    /// Host directories the agent may read besides its task (its own code, when the
+    /// command line does not name it as a file).
+    pub read_only: Vec<PathBuf>,
 }
 
 /// What happened.
@@ -78,6 +90,8 @@ struct ExecEnvironment<'a> {
     task_sha256: &'a Hash256,
     runner_version: &'static str,
     scoring_version: &'static str,
+    /// The isolation and the limits actually enforced (`run_start.sandbox`).
+    sandbox: &'a SandboxInfo,
 }
 
 /// How the agent's part of the run ended.
@@ -93,9 +107,9 @@ enum AgentEnd {
 /// Runs the agent program of `config` as one run, until it exits, times out or
 /// `shutdown` fires; then drains the publisher.
 pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<ExecReport, ExecError> {
-    let (program, args) = config
+    let program = config
         .command
-        .split_first()
+        .first()
         .ok_or_else(|| ExecError::Config("no agent command given (after --)".into()))?;
     let scenario = LoadedScenario::load(
         &config.scenario,
@@ -110,6 +124,11 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         .ok_or_else(|| ExecError::Config(format!("task {} not loaded", config.task)))?;
     let run_config = &scenario.scenario.config;
     let seed = config.seed.unwrap_or(scenario.scenario.seed);
+    let confinement = config
+        .sandbox
+        .confinement(&run_config.sandbox_limits, false)?;
+    let sandbox_info =
+        confinement.info(run_config.tool_timeout_ms, run_config.execution_timeout_ms);
     let sandbox = Sandbox::create(&task.fixture_dir(), &task.fixture)?;
     let fixture_sha256 = task.fixture_sha256();
     let env_hash = ExecEnvironment {
@@ -122,6 +141,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         task_sha256: &task.task_sha256,
         runner_version: RUNNER_VERSION,
         scoring_version: SCORING_VERSION,
+        sandbox: &sandbox_info,
     }
     .canonical_hash();
     let policy_id = config.policy_id.clone().unwrap_or_else(|| {
@@ -159,38 +179,77 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
             fixture_sha256: fixture_sha256.clone(),
             scoring_version: SCORING_VERSION.to_owned(),
             runner_version: RUNNER_VERSION.to_owned(),
+            sandbox: Some(sandbox_info),
         }),
     )?;
 
     let seq = rec.sequencer().clone();
-    // The agent starts in the caller's directory (so relative program paths work) and
-    // finds the task's scratch copy in BENCH_WORKDIR.
-    let mut child = Command::new(program)
-        .args(args)
-        .envs([
-            ("BENCH_RUN_ID", seq.run_id.to_string()),
-            ("BENCH_TASK_ID", seq.task_id.clone()),
-            ("BENCH_POLICY_ID", seq.policy_id.clone()),
-            ("BENCH_SEED", seed.to_string()),
-            ("BENCH_CFG_HASH", seq.cfg_hash.to_string()),
-            ("BENCH_HOST", seq.host.clone()),
-            (
-                "BENCH_RUN_CONFIG",
-                schemas::canonical_json(&serde_json::to_value(run_config).unwrap_or_default()),
-            ),
-            ("BENCH_PROBLEM", task.task.problem.clone()),
-            ("BENCH_WORKDIR", sandbox.root().display().to_string()),
-            ("BENCH_TASK_DIR", task.dir.display().to_string()),
-        ])
+    // Absolute: the agent starts in its scratch copy, not in the caller's directory.
+    let task_dir = task.dir.canonicalize().unwrap_or_else(|_| task.dir.clone());
+    let env: Vec<(String, String)> = [
+        ("BENCH_RUN_ID", seq.run_id.to_string()),
+        ("BENCH_TASK_ID", seq.task_id.clone()),
+        ("BENCH_POLICY_ID", seq.policy_id.clone()),
+        ("BENCH_SEED", seed.to_string()),
+        ("BENCH_CFG_HASH", seq.cfg_hash.to_string()),
+        ("BENCH_HOST", seq.host.clone()),
+        (
+            "BENCH_RUN_CONFIG",
+            schemas::canonical_json(&serde_json::to_value(run_config).unwrap_or_default()),
+        ),
+        ("BENCH_PROBLEM", task.task.problem.clone()),
+        ("BENCH_WORKDIR", sandbox.root().display().to_string()),
+        ("BENCH_TASK_DIR", task_dir.display().to_string()),
+    ]
+    .map(|(k, v)| (k.to_owned(), v))
+    .to_vec();
+    // Files named on the command line (the agent's script) are passed by absolute path,
+    // since the agent starts in its scratch copy, and their directories are readable.
+    let mut read_only = config
+        .read_only
+        .iter()
+        .map(|dir| {
+            dir.canonicalize()
+                .map_err(|e| ExecError::Config(format!("--sandbox-ro {}: {e}", dir.display())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    read_only.push(task_dir);
+    let mut words = Vec::with_capacity(config.command.len());
+    for (i, word) in config.command.iter().enumerate() {
+        let path = Path::new(word);
+        // The program itself is looked up on PATH unless it has a `/`.
+        let names_file = (i > 0 || path.components().count() > 1) && path.is_file();
+        match names_file.then(|| path.canonicalize().ok()).flatten() {
+            Some(file) => {
+                read_only.extend(file.parent().map(Path::to_path_buf));
+                words.push(file.into_os_string());
+            }
+            None => words.push(word.clone()),
+        }
+    }
+    let (program, args) = words
+        .split_first()
+        .ok_or_else(|| ExecError::Config("no agent command given (after --)".into()))?;
+    let spawn_err = |source| ExecError::Spawn {
+        program: program.to_string_lossy().into_owned(),
+        source,
+    };
+    let (mut command, tree) = confinement
+        .command(&SandboxedCommand {
+            program,
+            args,
+            workdir: sandbox.root(),
+            read_only: &read_only,
+            env: &env,
+        })
+        .map_err(spawn_err)?;
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
-        .kill_on_drop(true)
         .spawn()
-        .map_err(|source| ExecError::Spawn {
-            program: program.to_string_lossy().into_owned(),
-            source,
-        })?;
+        .map_err(spawn_err)?;
+    drop(command);
     let stdout = child
         .stdout
         .take()
@@ -200,27 +259,32 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         + std::time::Duration::from_millis(run_config.execution_timeout_ms);
     let mut reader = LineReader::new(stdout);
     let mut state = ReadState::default();
+    let mut stdout_open = true;
     let end = loop {
         tokio::select! {
-            line = reader.next() => match line {
+            line = reader.next(), if stdout_open => match line {
                 Ok(Some(line)) => state.take(&mut rec, line)?,
-                Ok(None) => break AgentEnd::Exited(child.wait().await.map_err(ExecError::Wait)?),
+                // Closing stdout ends nothing: the exit and the time limit decide.
+                Ok(None) => stdout_open = false,
                 Err(e) => {
                     tracing::error!(error = %e, "cannot read the agent's stdout; stopping it");
-                    let _ = child.kill().await;
+                    kill_tree(&mut child, &tree).await;
                     break AgentEnd::Exited(child.wait().await.map_err(ExecError::Wait)?);
                 }
             },
+            exited = child.wait(), if !stdout_open => break AgentEnd::Exited(exited.map_err(ExecError::Wait)?),
             _ = tokio::time::sleep_until(deadline) => {
-                let _ = child.kill().await;
+                kill_tree(&mut child, &tree).await;
                 break AgentEnd::TimedOut;
             }
             _ = shutdown.cancelled() => {
-                let _ = child.kill().await;
+                kill_tree(&mut child, &tree).await;
                 break AgentEnd::Shutdown;
             }
         }
     };
+    // Whatever the agent left running in the background goes with it.
+    kill_tree(&mut child, &tree).await;
     let agent_exit = match &end {
         AgentEnd::Exited(status) => status.code(),
         AgentEnd::TimedOut | AgentEnd::Shutdown => None,
@@ -228,8 +292,16 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     let (result, restored) = match state.agent_stop.take() {
         Some(stop) => (stop, Vec::new()),
         None => {
-            let (stop, restored) =
-                close_run(&rec, &end, task, sandbox.root(), started, state.tool_errors).await;
+            let (stop, restored) = close_run(
+                &rec,
+                &end,
+                task,
+                &sandbox,
+                &confinement,
+                started,
+                state.tool_errors,
+            )
+            .await;
             rec.emit(None, Payload::RunStop(stop.clone()))?;
             (stop, restored)
         }
@@ -244,6 +316,19 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         agent_exit,
         delivery,
     })
+}
+
+/// Kills the agent's process tree: `bwrap` (its pid namespace goes with it), the process
+/// group it leads, and what is left in its cgroup; then reaps it.
+async fn kill_tree(child: &mut tokio::process::Child, tree: &TreeGuard) {
+    if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let _ = child.kill().await;
+    tree.kill();
 }
 
 /// What the reading loop keeps.
@@ -304,7 +389,8 @@ async fn close_run(
     rec: &RunRecorder,
     end: &AgentEnd,
     task: &crate::scenario::LoadedTask,
-    root: &Path,
+    sandbox: &Sandbox,
+    confinement: &Confinement,
     started: Instant,
     tool_errors: u32,
 ) -> (RunStop, Vec<String>) {
@@ -320,7 +406,12 @@ async fn close_run(
         ),
         AgentEnd::Shutdown => (ExitStatus::ExitError, Some("shutdown".to_owned())),
     };
-    let verdict = judge::judge_submission(task, root).await;
+    let root = sandbox.root();
+    // Shutdown ends the run now, unjudged (no test counted either way).
+    let verdict = match end {
+        AgentEnd::Shutdown => judge::Verdict::default(),
+        _ => judge::judge_submission(task, root, confinement).await,
+    };
     let files_modified = Tree::scan_workspace(root)
         .map(|now| task.fixture.changed_paths(&now).len())
         .unwrap_or(0);

@@ -43,13 +43,17 @@ pub enum ExecError {
     Publish(#[from] crate::publish::PublishFailure),
     #[error(transparent)]
     Runner(#[from] crate::Error),
+    #[error(transparent)]
+    Unsandboxed(#[from] crate::tools::bwrap::SandboxUnavailable),
 }
 
 impl ExecError {
     /// The exit code this error ends the process with.
     pub fn exit(&self) -> Exit {
         match self {
-            ExecError::Config(_) | ExecError::Spawn { .. } => Exit::Usage,
+            ExecError::Config(_) | ExecError::Spawn { .. } | ExecError::Unsandboxed(_) => {
+                Exit::Usage
+            }
             ExecError::Scenario(e) => e.exit(),
             ExecError::Publish(e) => e.exit(),
             ExecError::Runner(e) => e.exit(),

@@ -111,6 +111,8 @@ pub fn events(
             fixture_sha256: file_sha256.clone(),
             scoring_version: SCORING_VERSION.to_owned(),
             runner_version: version_or_unknown(&traj.info.swe_agent_version),
+            // Not known for a run recorded elsewhere.
+            sandbox: None,
         }),
     )?;
     let mut elapsed = 0i64;

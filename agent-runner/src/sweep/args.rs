@@ -86,7 +86,9 @@ impl SweepArgs {
             ));
         }
         let c = self.clickhouse;
+        let sandbox = self.scenarios.sandbox_mode();
         Ok(SweepConfig {
+            sandbox,
             file: self.file,
             scenarios_dir: self.scenarios.scenarios_dir,
             allow_unpinned: self.scenarios.allow_unpinned,

@@ -27,6 +27,7 @@ use crate::publish::{DeliveryReport, PublisherHandle};
 use crate::recorder::RunRecorder;
 use crate::runner::{start_publisher, PublishSetup};
 use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
+use crate::tools::bwrap::SandboxMode;
 
 /// `policy_id` of the adaptive method's `optimizer_update` events.
 pub const OPTIMIZER_POLICY_ID: &str = "optimizer:ucb1";
@@ -52,6 +53,8 @@ pub struct SweepConfig {
     pub out_dir: Option<PathBuf>,
     /// Observation bytes kept per tool call.
     pub output_cap: usize,
+    /// Whether agent commands must run in the sandbox (`--unsandboxed`).
+    pub sandbox: SandboxMode,
     /// Where events go (and claims live: the same NATS).
     pub publish: PublishSetup,
     /// How `llm` policies reach their provider.
@@ -423,6 +426,7 @@ impl Worker<'_> {
             seed: configuration.seed,
             host: &self.config.worker,
             output_cap: self.config.output_cap,
+            sandbox: self.config.sandbox,
             out_dir: self.config.out_dir.as_deref(),
             publisher: Some(self.handle.clone()),
         };

@@ -1,14 +1,15 @@
 //! Running one shell command the way both the `bash` tool and the judge need it: `bash -c`
-//! in a given directory, stdout and stderr merged into one pipe, output capped, and the
-//! command's whole process group killed when it times out or exits.
+//! in the run's scratch directory, inside the run's sandbox ([`super::bwrap`]), stdout and
+//! stderr merged into one pipe, output capped, and the command's whole process tree killed
+//! when it times out or exits.
 //!
-//! The command becomes the leader of its own process group (`process_group(0)`), so
-//! everything it starts (`sleep 1000 &`, test runners, compilers) shares that group and one
-//! `killpg(SIGKILL)` reaches all of it. The group is also killed after a normal exit: a
-//! background process left behind by one call must not outlive it (and would keep the
-//! output pipe open). A process that leaves the group on purpose (`setsid`) escapes; this
-//! is a scratch directory on the host, not a container.
+//! The tree is reached three ways, whichever the host has: the sandbox's pid namespace
+//! (killing `bwrap` ends every process in it, `setsid` or not), its `pids` cgroup, and the
+//! process group the command leads (`process_group(0)`), which is all there is for an
+//! unsandboxed run. The tree is also killed after a normal exit: a background process left
+//! behind by one call must not outlive it (and would keep the output pipe open).
 
+use std::ffi::OsString;
 use std::io;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -20,7 +21,8 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
-use tokio::process::Command;
+
+use super::bwrap::{Confinement, SandboxedCommand};
 
 /// How long to keep reading output after the process group was killed: only what is
 /// already in the pipe buffer is left, unless a process escaped the group.
@@ -31,8 +33,10 @@ const DRAIN_AFTER_KILL: Duration = Duration::from_millis(200);
 pub struct ExecSpec<'a> {
     /// Shell text given to `bash -c`.
     pub command: &'a str,
-    /// Working directory (the run's scratch copy).
+    /// Working directory (the run's scratch copy), the only writable path.
     pub cwd: &'a Path,
+    /// The sandbox and limits it runs in.
+    pub confinement: &'a Confinement,
     /// Wall-clock limit; the process group is killed past it.
     pub timeout: Duration,
     /// Bytes of output kept: the first and the last half of this many.
@@ -61,7 +65,7 @@ impl ExecOutput {
     }
 }
 
-/// Runs `spec.command` and returns once the process group is gone and the output read.
+/// Runs `spec.command` and returns once the process tree is gone and the output read.
 ///
 /// # Errors
 ///
@@ -71,16 +75,18 @@ pub async fn run_shell(spec: &ExecSpec<'_>) -> io::Result<ExecOutput> {
     // CLOEXEC so that commands spawned concurrently by other runs do not inherit our
     // write end (which would keep this pipe open until they exit).
     let (read_end, write_end) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?;
-    let mut command = Command::new("bash");
+    let args: [OsString; 2] = ["-c".into(), spec.command.into()];
+    let (mut command, tree) = spec.confinement.command(&SandboxedCommand {
+        program: "bash".as_ref(),
+        args: &args,
+        workdir: spec.cwd,
+        read_only: &[],
+        env: &[],
+    })?;
     command
-        .arg("-c")
-        .arg(spec.command)
-        .current_dir(spec.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::from(write_end.try_clone()?))
-        .stderr(Stdio::from(write_end))
-        .process_group(0)
-        .kill_on_drop(true);
+        .stderr(Stdio::from(write_end));
     let mut child = command.spawn()?;
     // The parent's copies of the write end live in `command`; drop them so EOF can come.
     drop(command);
@@ -114,6 +120,7 @@ pub async fn run_shell(spec: &ExecSpec<'_>) -> io::Result<ExecOutput> {
         }
     }
     group.kill();
+    tree.kill();
     if timed_out {
         // The leader is dead or dying after the group kill; reap it.
         let _ = child.wait().await;
@@ -217,6 +224,18 @@ impl Capture {
 mod tests {
     use super::*;
 
+    /// Plain processes with generous limits: these tests are about the pipe and the
+    /// timeout, not the sandbox (tests/tests/it/runner/sandbox.rs covers that).
+    fn bare() -> Confinement {
+        Confinement::unsandboxed(&schemas::SandboxLimits {
+            memory_mb: 4096,
+            cpu_cores: 1.0,
+            disk_mb: 1024,
+            network_enabled: false,
+            execution_timeout_ms: 60_000,
+        })
+    }
+
     #[test]
     fn capture_keeps_head_and_tail() {
         let mut c = Capture::new(8);
@@ -243,6 +262,7 @@ mod tests {
         let out = run_shell(&ExecSpec {
             command: "echo out; echo err >&2; exit 3",
             cwd: dir.path(),
+            confinement: &bare(),
             timeout: Duration::from_secs(10),
             output_cap: 1024,
         })
@@ -259,6 +279,7 @@ mod tests {
         let out = run_shell(&ExecSpec {
             command: "sleep 30 & echo done",
             cwd: dir.path(),
+            confinement: &bare(),
             timeout: Duration::from_secs(20),
             output_cap: 1024,
         })
@@ -274,6 +295,7 @@ mod tests {
         let out = run_shell(&ExecSpec {
             command: "echo start; sleep 30",
             cwd: dir.path(),
+            confinement: &bare(),
             timeout: Duration::from_millis(300),
             output_cap: 1024,
         })

@@ -1,8 +1,17 @@
 //! The file tools: `view`, `str_replace` and `write_file`, inside the sandbox.
+//!
+//! They run in the runner's process (on a blocking thread, under the call's timeout), so
+//! they guard themselves: the path goes through no symlink ([`Sandbox::resolve`]), the
+//! file is opened with `O_NOFOLLOW | O_NONBLOCK` (a FIFO cannot block the open), and only a
+//! regular file with a single hard link is read or written: a FIFO, socket or device is
+//! refused, and so is a hard link to a file outside the workspace.
 
-use std::fs;
-use std::io;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
+
+use nix::fcntl::OFlag;
 
 use schemas::{EvidenceFootprint, ExitKind};
 
@@ -96,7 +105,7 @@ pub fn write_file(sandbox: &Sandbox, raw_path: &str, content: &str) -> ToolOutco
     if path.is_dir() {
         return ToolOutcome::failed(ExitKind::UserError, format!("{rel} is a directory"));
     }
-    let old = if path.exists() {
+    let old = if fs::symlink_metadata(&path).is_ok() {
         match read_text(&path, raw_path) {
             Ok(t) => Some(t),
             Err(outcome) => return *outcome,
@@ -113,8 +122,19 @@ pub fn write_file(sandbox: &Sandbox, raw_path: &str, content: &str) -> ToolOutco
 }
 
 fn write(path: &Path, rel: &str, old: Option<&str>, new: &str) -> ToolOutcome {
-    if let Err(e) = fs::write(path, new) {
-        return ToolOutcome::failed(ExitKind::SystemError, format!("write {rel}: {e}"));
+    let written = open_checked(path, rel, true).and_then(|mut file| {
+        // Truncated only once the file is known to be the workspace's own regular file.
+        file.set_len(0)
+            .and_then(|()| file.write_all(new.as_bytes()))
+            .map_err(|e| {
+                Box::new(ToolOutcome::failed(
+                    ExitKind::SystemError,
+                    format!("write {rel}: {e}"),
+                ))
+            })
+    });
+    if let Err(outcome) = written {
+        return *outcome;
     }
     let footprint = edit_footprint(rel, old, new);
     let verb = if old.is_some() { "edited" } else { "created" };
@@ -124,19 +144,55 @@ fn write(path: &Path, rel: &str, old: Option<&str>, new: &str) -> ToolOutcome {
     )
 }
 
+/// Opens `path` without following a link (`O_NOFOLLOW`) or blocking (`O_NONBLOCK`), for
+/// reading or for writing (created if missing), and checks it is a regular file with one
+/// hard link.
+fn open_checked(path: &Path, raw_path: &str, write: bool) -> Result<File, Box<ToolOutcome>> {
+    let flags = OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK;
+    let file = OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .create(write)
+        .custom_flags(flags.bits())
+        .open(path)
+        .map_err(|e| Box::new(io_failure(raw_path, &e)))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Box::new(io_failure(raw_path, &e)))?;
+    let refuse = |why: &str| {
+        Box::new(ToolOutcome {
+            bad_path: Some(raw_path.to_owned()),
+            ..ToolOutcome::failed(ExitKind::UserError, format!("{raw_path}: {why}"))
+        })
+    };
+    if !meta.is_file() {
+        return Err(refuse(
+            "not a regular file (a FIFO, socket or device); use bash for it",
+        ));
+    }
+    if meta.nlink() > 1 {
+        return Err(refuse(
+            "has more than one hard link; the file tools only touch files the workspace owns alone",
+        ));
+    }
+    Ok(file)
+}
+
 fn read_text(path: &Path, raw_path: &str) -> Result<String, Box<ToolOutcome>> {
-    let failure = |e: io::Error| Box::new(io_failure(raw_path, &e));
-    let meta = fs::metadata(path).map_err(failure)?;
-    if meta.len() > MAX_FILE_BYTES {
+    let mut file = open_checked(path, raw_path, false)?;
+    let len = file
+        .metadata()
+        .map_err(|e| Box::new(io_failure(raw_path, &e)))?
+        .len();
+    if len > MAX_FILE_BYTES {
         return Err(Box::new(ToolOutcome::failed(
             ExitKind::UserError,
-            format!(
-                "{raw_path} is {} bytes, over the {MAX_FILE_BYTES} byte limit of this tool",
-                meta.len()
-            ),
+            format!("{raw_path} is {len} bytes, over the {MAX_FILE_BYTES} byte limit of this tool"),
         )));
     }
-    let bytes = fs::read(path).map_err(failure)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| Box::new(io_failure(raw_path, &e)))?;
     String::from_utf8(bytes).map_err(|_| {
         Box::new(ToolOutcome::failed(
             ExitKind::UserError,
@@ -235,5 +291,34 @@ mod tests {
         let created = write_file(&sb, "tests/test_new.py", "assert True\n");
         assert_eq!(created.exit_kind, ExitKind::Ok);
         assert_eq!(created.footprint.tests_added, 1);
+    }
+
+    #[test]
+    fn links_and_special_files_are_refused() {
+        let (_f, sb) = sandbox_with(&[("a.py", "x\n")]);
+        let outside = tempfile::tempdir().expect("tempdir");
+        let canary = outside.path().join("canary");
+        fs::write(&canary, "secret\n").expect("write");
+        fs::hard_link(&canary, sb.root().join("hard")).expect("hard link");
+        std::os::unix::fs::symlink(outside.path().join("new"), sb.root().join("dangling"))
+            .expect("symlink");
+        nix::unistd::mkfifo(&sb.root().join("fifo"), nix::sys::stat::Mode::S_IRWXU)
+            .expect("mkfifo");
+        assert_eq!(view(&sb, "hard", None, None).exit_kind, ExitKind::UserError);
+        assert_eq!(
+            str_replace(&sb, "hard", "secret", "owned").exit_kind,
+            ExitKind::UserError
+        );
+        assert_eq!(
+            write_file(&sb, "hard", "owned").exit_kind,
+            ExitKind::UserError
+        );
+        assert_eq!(
+            write_file(&sb, "dangling", "owned").exit_kind,
+            ExitKind::UserError
+        );
+        assert_eq!(view(&sb, "fifo", None, None).exit_kind, ExitKind::UserError);
+        assert_eq!(fs::read_to_string(&canary).expect("read"), "secret\n");
+        assert!(!outside.path().join("new").exists());
     }
 }

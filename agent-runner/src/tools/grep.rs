@@ -1,7 +1,9 @@
 //! The `grep` tool: a regular-expression search over the text files under a path in the
-//! sandbox, in-process (no shell quoting, an exact footprint of what was read).
+//! sandbox, in-process (no shell quoting, an exact footprint of what was read). It walks
+//! without following links and reads only regular files with one hard link.
 
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use regex::Regex;
@@ -78,7 +80,8 @@ fn collect_files(path: &Path, out: &mut Vec<std::path::PathBuf>) {
         return;
     };
     if meta.is_file() {
-        if meta.len() <= MAX_FILE_BYTES {
+        // A hard link may be a file outside the workspace: not read, as by the file tools.
+        if meta.len() <= MAX_FILE_BYTES && meta.nlink() == 1 {
             out.push(path.to_path_buf());
         }
         return;

@@ -8,12 +8,15 @@
 //!
 //! - [`request`]: [`ToolRequest`] / [`ToolCommand`].
 //! - [`sandbox`]: the scratch copy and path confinement.
-//! - [`exec`]: shell commands in their own process group, with timeout and output cap
-//!   (used by `bash` and the judge).
-//! - [`files`]: `view`, `str_replace`, `write_file`.
+//! - [`bwrap`]: the process sandbox and limits every command an agent causes runs in.
+//! - [`exec`]: shell commands in the sandbox, with timeout, tree kill and output cap (used
+//!   by `bash` and the judge).
+//! - [`files`]: `view`, `str_replace`, `write_file`: in-process, off the async runtime,
+//!   never through a link and never on anything but regular files.
 //! - [`grep`]: the `grep` tool.
 //! - [`footprint`]: lines changed, test files, what a shell command changed.
 
+pub mod bwrap;
 pub mod exec;
 mod files;
 pub mod footprint;
@@ -21,6 +24,7 @@ mod grep;
 mod request;
 mod sandbox;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use schemas::{EvidenceFootprint, ExitKind, RetryPolicy, RunConfig};
@@ -28,6 +32,7 @@ use schemas::{EvidenceFootprint, ExitKind, RetryPolicy, RunConfig};
 pub use request::{ToolCommand, ToolRequest, TOOL_NAMES};
 pub use sandbox::{PathError, Sandbox, SandboxError};
 
+use bwrap::Confinement;
 use exec::{Capture, ExecSpec};
 use footprint::Snapshot;
 
@@ -133,19 +138,32 @@ impl ToolLimits {
 /// The tools of one run, bound to its sandbox.
 #[derive(Debug)]
 pub struct Toolbox {
-    sandbox: Sandbox,
+    /// The scratch copy; shared with the blocking file-tool tasks.
+    sandbox: Arc<Sandbox>,
+    /// Time, output and tool limits.
     limits: ToolLimits,
+    /// Where `bash` commands run.
+    confinement: Confinement,
 }
 
 impl Toolbox {
-    /// Tools acting in `sandbox` within `limits`.
-    pub fn new(sandbox: Sandbox, limits: ToolLimits) -> Self {
-        Toolbox { sandbox, limits }
+    /// Tools acting in `sandbox` within `limits`, their commands confined by `confinement`.
+    pub fn new(sandbox: Sandbox, limits: ToolLimits, confinement: Confinement) -> Self {
+        Toolbox {
+            sandbox: Arc::new(sandbox),
+            limits,
+            confinement,
+        }
     }
 
     /// The sandbox.
     pub fn sandbox(&self) -> &Sandbox {
         &self.sandbox
+    }
+
+    /// The process confinement.
+    pub fn confinement(&self) -> &Confinement {
+        &self.confinement
     }
 
     /// Runs one request. `budget` bounds its time further than the per-call timeout (the
@@ -193,21 +211,47 @@ impl Toolbox {
             Ok(c) => c,
             Err(e) => return ToolOutcome::failed(ExitKind::UserError, e),
         };
-        let sb = &self.sandbox;
         match command {
             ToolCommand::Bash { command } => self.bash(&command, budget).await,
-            ToolCommand::View {
-                path,
-                start_line,
-                end_line,
-            } => files::view(sb, &path, start_line, end_line),
-            ToolCommand::StrReplace { path, old, new } => files::str_replace(sb, &path, &old, &new),
-            ToolCommand::WriteFile { path, content } => files::write_file(sb, &path, &content),
-            ToolCommand::Grep { pattern, path } => grep::grep(sb, &pattern, path.as_deref()),
             ToolCommand::Submit {} => ToolOutcome {
                 submitted: true,
                 ..ToolOutcome::done("submitted\n".into(), EvidenceFootprint::default())
             },
+            file_tool => self.in_process(file_tool, budget).await,
+        }
+    }
+
+    /// A file tool, on a blocking thread and within the call's time limit: a file system
+    /// that stalls (a FIFO that slipped through, a hung mount) costs a thread, never the
+    /// runtime, and the call still ends on time.
+    async fn in_process(&self, command: ToolCommand, budget: Duration) -> ToolOutcome {
+        let timeout = self.limits.timeout.min(budget);
+        let sb = Arc::clone(&self.sandbox);
+        let work = tokio::task::spawn_blocking(move || match command {
+            ToolCommand::View {
+                path,
+                start_line,
+                end_line,
+            } => files::view(&sb, &path, start_line, end_line),
+            ToolCommand::StrReplace { path, old, new } => {
+                files::str_replace(&sb, &path, &old, &new)
+            }
+            ToolCommand::WriteFile { path, content } => files::write_file(&sb, &path, &content),
+            ToolCommand::Grep { pattern, path } => grep::grep(&sb, &pattern, path.as_deref()),
+            ToolCommand::Bash { .. } | ToolCommand::Submit {} => {
+                ToolOutcome::failed(ExitKind::SystemError, "not an in-process tool".to_owned())
+            }
+        });
+        match tokio::time::timeout(timeout, work).await {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(e)) => ToolOutcome::failed(ExitKind::SystemError, format!("tool failed: {e}")),
+            Err(_) => ToolOutcome::failed(
+                ExitKind::Timeout,
+                format!(
+                    "file tool gave no answer within {} ms (tool timeout)",
+                    timeout.as_millis()
+                ),
+            ),
         }
     }
 
@@ -218,6 +262,7 @@ impl Toolbox {
         let spec = ExecSpec {
             command,
             cwd: root,
+            confinement: &self.confinement,
             timeout,
             output_cap: self.limits.output_cap,
         };
@@ -232,7 +277,7 @@ impl Toolbox {
         let mut observation = output.output;
         if output.timed_out {
             let message = format!(
-                "killed after {} ms (tool timeout); the whole process group was killed",
+                "killed after {} ms (tool timeout); the whole process tree was killed",
                 timeout.as_millis()
             );
             observation.push_str(&format!("\n[{message}]\n"));
@@ -251,19 +296,86 @@ impl Toolbox {
             (None, Some(sig)) => format!("[killed by signal {sig}]\n"),
             (None, None) => "[exit status unknown]\n".to_owned(),
         });
-        let kind = match (code, signal) {
-            (Some(0), _) => ExitKind::Ok,
-            // SIGKILL we did not send: the kernel's OOM killer is the usual sender.
-            (None, Some(9)) => ExitKind::Oom,
-            _ => ExitKind::Deterministic,
-        };
-        let message =
-            (kind == ExitKind::Oom).then(|| "killed by SIGKILL (out of memory?)".to_owned());
+        let (kind, message) = classify_exit(code, signal, &observation);
         ToolOutcome {
             observation,
             exit_kind: kind,
             message,
             ..ToolOutcome::done(String::new(), footprint)
         }
+    }
+}
+
+/// How a finished `bash` call ended, and why when it hit a limit. A shell reports a child
+/// killed by signal N as exit code 128 + N (and so does `bwrap`), so both forms count.
+fn classify_exit(
+    code: Option<i32>,
+    signal: Option<i32>,
+    output: &str,
+) -> (ExitKind, Option<String>) {
+    let signal = signal.or(code.filter(|c| (129..=192).contains(c)).map(|c| c - 128));
+    let limit = |kind, text: &str| (kind, Some(text.to_owned()));
+    match (code, signal) {
+        (Some(0), _) => (ExitKind::Ok, None),
+        // SIGKILL the runner did not send: the kernel's OOM killer is the usual sender.
+        (_, Some(9)) => limit(ExitKind::Oom, "killed by SIGKILL (out of memory?)"),
+        (_, Some(24)) => limit(
+            ExitKind::Timeout,
+            "CPU time limit of the sandbox exceeded (SIGXCPU)",
+        ),
+        (_, Some(25)) => limit(
+            ExitKind::SystemError,
+            "file size limit of the sandbox exceeded (SIGXFSZ; sandbox_limits.disk_mb)",
+        ),
+        // bwrap reports its own failures (a bind, a namespace) this way, before the
+        // command runs.
+        _ if output.starts_with("bwrap: ") => limit(
+            ExitKind::SystemError,
+            "the sandbox could not be set up for this command",
+        ),
+        _ if output.contains("MemoryError")
+            || output.contains("Cannot allocate memory")
+            || output.contains("memory allocation of") =>
+        {
+            limit(
+                ExitKind::Oom,
+                "an allocation failed under the sandbox's memory limit (sandbox_limits.memory_mb)",
+            )
+        }
+        _ if output.contains("fork: retry")
+            || output.contains("fork: Resource temporarily unavailable")
+            || output.contains("Cannot fork") =>
+        {
+            limit(
+                ExitKind::SystemError,
+                "process limit of the sandbox reached (fork failed)",
+            )
+        }
+        _ => (ExitKind::Deterministic, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_hits_are_named() {
+        let kind = |code, signal, out| classify_exit(code, signal, out).0;
+        assert_eq!(kind(Some(0), None, ""), ExitKind::Ok);
+        assert_eq!(
+            kind(Some(1), None, "AssertionError"),
+            ExitKind::Deterministic
+        );
+        // 128 + 9 from the shell or bwrap is SIGKILL too.
+        assert_eq!(kind(Some(137), None, ""), ExitKind::Oom);
+        assert_eq!(kind(None, Some(24), ""), ExitKind::Timeout);
+        assert_eq!(kind(Some(153), None, ""), ExitKind::SystemError);
+        assert_eq!(kind(Some(1), None, "MemoryError\n"), ExitKind::Oom);
+        assert_eq!(
+            kind(Some(254), None, "bwrap: Can't mount proc\n"),
+            ExitKind::SystemError
+        );
+        assert!(classify_exit(Some(137), None, "").1.is_some());
     }
 }

@@ -2,8 +2,12 @@
 //! one place that turns an agent-supplied path into a path inside it.
 //!
 //! Confinement is lexical first (`..` may not climb above the root, absolute paths must
-//! point inside it) and then physical: the deepest existing ancestor is canonicalized, so
-//! a symlink the agent created cannot lead outside either.
+//! point inside it) and then physical: every existing component below the root is looked
+//! at without following it, and a symlink anywhere on the path is refused, dangling or
+//! not, wherever it points. The file tools then open the last component with `O_NOFOLLOW`
+//! ([`super::files`]). No agent process runs while an in-process tool does (each command's
+//! process tree is killed when the command ends), so nothing can swap a checked directory
+//! for a link in between.
 
 use std::fs;
 use std::io;
@@ -27,6 +31,10 @@ pub struct Sandbox {
 pub enum PathError {
     #[error("path {0:?} leaves the task workspace")]
     Escapes(String),
+    #[error(
+        "path {path:?} goes through the symbolic link {link:?}; the file tools do not follow links"
+    )]
+    Symlink { path: String, link: String },
     #[error("path is empty")]
     Empty,
 }
@@ -112,17 +120,23 @@ impl Sandbox {
                 Component::RootDir | Component::Prefix(_) => return Err(escapes()),
             }
         }
-        let full = self.root.join(&normal);
-        // Follow symlinks of the part that exists: it must stay under the root.
-        let mut existing = full.as_path();
-        loop {
-            match existing.canonicalize() {
-                Ok(real) if real.starts_with(&self.root) => break,
-                Ok(_) => return Err(escapes()),
-                Err(_) => match existing.parent() {
-                    Some(parent) => existing = parent,
-                    None => return Err(escapes()),
-                },
+        let mut full = self.root.clone();
+        let mut exists = true;
+        for part in normal.components() {
+            full.push(part);
+            if !exists {
+                continue;
+            }
+            match fs::symlink_metadata(&full) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(PathError::Symlink {
+                        path: raw.to_owned(),
+                        link: self.relative(&full),
+                    })
+                }
+                Ok(_) => {}
+                // The rest does not exist yet (a file or directories to create).
+                Err(_) => exists = false,
             }
         }
         Ok(full)
@@ -190,5 +204,12 @@ mod tests {
         }
         std::os::unix::fs::symlink("/etc", sb.root().join("link")).expect("symlink");
         assert!(sb.resolve("link/passwd").is_err());
+        std::os::unix::fs::symlink("/nonexistent/x", sb.root().join("dangling")).expect("symlink");
+        assert!(matches!(
+            sb.resolve("dangling"),
+            Err(PathError::Symlink { .. })
+        ));
+        std::os::unix::fs::symlink("a.py", sb.root().join("src/inside")).expect("symlink");
+        assert!(sb.resolve("src/inside").is_err());
     }
 }

@@ -20,6 +20,38 @@ pub struct RunStart {
     pub scoring_version: String,
     /// Version of the runner that produced the run.
     pub runner_version: String,
+    /// How the processes the agent caused were isolated and which limits were enforced;
+    /// absent for runs imported from elsewhere (unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxInfo>,
+}
+
+/// The isolation a run's processes had: part of `env_hash`, so results from differently
+/// isolated hosts are never mixed silently.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SandboxInfo {
+    /// `bwrap` (bubblewrap namespaces) or `none` (plain processes on the host).
+    pub kind: String,
+    /// The sandbox tool's version (`bubblewrap 0.8.0`); null for `none`.
+    pub version: Option<String>,
+    /// Whether the processes had their own, empty network namespace.
+    pub network_isolated: bool,
+    /// Each limit that was enforced, with its value and the mechanism. A limit of
+    /// `sandbox_limits` missing here was recorded only.
+    pub enforced: Vec<EnforcedLimit>,
+}
+
+/// One enforced limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EnforcedLimit {
+    /// `memory_bytes`, `cpu_seconds`, `processes`, `file_size_bytes`, `open_files`,
+    /// `tool_timeout_ms` or `execution_timeout_ms`.
+    pub limit: String,
+    /// The value, in the unit the name gives.
+    pub value: u64,
+    /// What enforces it: `rlimit` (set before exec, per process), `cgroup` (for the whole
+    /// process tree) or `runner` (the runner kills the process tree).
+    pub by: String,
 }
 
 /// A scenario file, pinned by its hash.

@@ -86,6 +86,7 @@ pub fn runner_config(
         publish,
         llm: None,
         progress: false,
+        sandbox: agent_runner::tools::bwrap::SandboxMode::Required,
     }
 }
 

@@ -2,6 +2,7 @@
 //! ClickHouse in full; a malformed line is skipped, not fatal.
 
 use std::ffi::OsString;
+use std::path::Path;
 
 use agent_runner::exec::{self, ExecConfig};
 use schemas::SubjectPrefix;
@@ -14,7 +15,10 @@ use crate::common::{publish_setup, repo_path, start_pipeline};
 async fn example_agent_events_reach_clickhouse() {
     let (nats, sink) = start_pipeline().await;
     let dir = tempfile::tempdir().expect("dir");
-    let agent = repo_path("scenarios/agents/example_agent.py");
+    // Canonical: the sandbox has no `tests/` directory for a `tests/..` path to go through.
+    let agent = repo_path("scenarios/agents/example_agent.py")
+        .canonicalize()
+        .expect("example agent");
     // A wrapper prints one line that is not JSON before the agent starts.
     let command = format!("echo 'progress: 10%'; exec python3 '{}'", agent.display());
     let report = exec::run(
@@ -26,6 +30,9 @@ async fn example_agent_events_reach_clickhouse() {
             seed: None,
             policy_id: Some("python:example-agent".to_owned()),
             host: "exec-host".to_owned(),
+            sandbox: Default::default(),
+            // The agent's script is named inside the shell text, not as a file argument.
+            read_only: agent.parent().map(Path::to_path_buf).into_iter().collect(),
             out_dir: Some(dir.path().join("runs")),
             publish: Some(publish_setup(
                 &nats.url(),

@@ -27,6 +27,7 @@ fn worker(file: &Path, url: &str, name: &str, dir: &Path) -> SweepConfig {
         worker: name.to_owned(),
         out_dir: Some(dir.join("runs")),
         output_cap: agent_runner::tools::DEFAULT_OUTPUT_CAP,
+        sandbox: Default::default(),
         publish: publish_setup(url, &SubjectPrefix::default(), dir),
         llm: None,
         bucket: "BENCH_SWEEPS".to_owned(),

@@ -10,4 +10,5 @@ mod outage;
 mod pins;
 mod protect;
 mod reference;
+mod sandbox;
 mod tools;

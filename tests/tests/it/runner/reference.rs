@@ -54,6 +54,17 @@ async fn reference_solutions_solve_every_shipped_task() {
             "{}: solution changed nothing",
             run.task_id
         );
+        // Solved inside the agent sandbox, not beside it.
+        let events = crate::common::journal_events(run);
+        match &events[0].payload {
+            schemas::Payload::RunStart(start) => assert_eq!(
+                start.sandbox.as_ref().map(|s| s.kind.as_str()),
+                Some("bwrap"),
+                "{}",
+                run.task_id
+            ),
+            other => panic!("first event is not run_start: {other:?}"),
+        }
     }
     let delivery = report.delivery.expect("published");
     let events: u64 = report.runs.iter().map(|r| r.events).sum();

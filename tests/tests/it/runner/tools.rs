@@ -46,7 +46,7 @@ async fn tool_timeout_kills_the_process_group_and_reports_timeout() {
     assert!(calls[0]
         .exit_message
         .as_deref()
-        .is_some_and(|m| m.contains("process group")));
+        .is_some_and(|m| m.contains("process tree")));
     assert!(
         (1000..10_000).contains(&calls[0].latency_ms),
         "{}",

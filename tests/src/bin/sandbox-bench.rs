@@ -1,0 +1,155 @@
+//! `sandbox-bench`: what the agent sandbox adds to one tool call. Runs `bash -c true`
+//! three ways, alternating in rounds: `bare` (a plain `bash` child in its own process
+//! group, what a tool call was without a sandbox), `unsandboxed` (the runner's
+//! [`run_shell`] with `--unsandboxed`: rlimits via `prlimit`, a `pids` cgroup where the
+//! host allows, allowlisted environment) and `sandboxed` (the same inside bwrap); prints
+//! p50/p99/max per call of each and what the sandbox adds to `bare`. Target: p50 added
+//! <= 20 ms.
+//!
+//! `cargo run --release -p benchstream-tests --bin sandbox-bench -- [--calls N] [--rounds R]`
+//!
+//! It sits with the other bench binaries in the tests crate; it needs `bwrap` on the host.
+
+use std::time::Duration;
+
+use agent_runner::tools::bwrap::{self, Confinement};
+use agent_runner::tools::exec::{run_shell, ExecSpec};
+use anyhow::Context as _;
+use clap::Parser;
+use schemas::SandboxLimits;
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Calls per measurement of each kind.
+    #[arg(long, default_value_t = 200)]
+    calls: usize,
+    /// Alternating rounds of plain and sandboxed calls.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    // The limits of the shipped smoke scenario.
+    let limits = SandboxLimits {
+        memory_mb: 2048,
+        cpu_cores: 1.0,
+        disk_mb: 1024,
+        network_enabled: false,
+        execution_timeout_ms: 600_000,
+    };
+    let sandboxed = Confinement::for_run(&limits, false).context("the sandbox")?;
+    let plain = Confinement::unsandboxed(&limits);
+    let info = sandboxed.info(120_000, 600_000);
+    let enforced: Vec<String> = info
+        .enforced
+        .iter()
+        .map(|l| format!("{}={} by {}", l.limit, l.value, l.by))
+        .collect();
+    println!(
+        "sandbox: {} {}; {}",
+        info.kind,
+        info.version.as_deref().unwrap_or("-"),
+        enforced.join(", ")
+    );
+    if bwrap::host().bwrap().is_err() {
+        anyhow::bail!("bwrap is not usable on this host");
+    }
+    let workdir = tempfile::tempdir()?;
+    let mut bare_all = Vec::new();
+    let mut plain_all = Vec::new();
+    let mut sandboxed_all = Vec::new();
+    for round in 1..=args.rounds {
+        let b = measure_bare(workdir.path(), args.calls).await?;
+        let p = measure(&plain, workdir.path(), args.calls).await?;
+        let s = measure(&sandboxed, workdir.path(), args.calls).await?;
+        println!(
+            "round {round}: p50 bare {:.2} ms, unsandboxed {:.2} ms, sandboxed {:.2} ms",
+            ms(percentile(&b, 0.50)),
+            ms(percentile(&p, 0.50)),
+            ms(percentile(&s, 0.50))
+        );
+        bare_all.extend(b);
+        plain_all.extend(p);
+        sandboxed_all.extend(s);
+    }
+    for samples in [&mut bare_all, &mut plain_all, &mut sandboxed_all] {
+        samples.sort();
+    }
+    for (name, samples) in [
+        ("bare", &bare_all),
+        ("unsandboxed", &plain_all),
+        ("sandboxed", &sandboxed_all),
+    ] {
+        println!(
+            "{name:<12} {} calls: p50 {:.2} ms  p99 {:.2} ms  max {:.2} ms",
+            samples.len(),
+            ms(percentile(samples, 0.50)),
+            ms(percentile(samples, 0.99)),
+            ms(percentile(samples, 1.0))
+        );
+    }
+    let added = percentile(&sandboxed_all, 0.50).saturating_sub(percentile(&bare_all, 0.50));
+    let added99 = percentile(&sandboxed_all, 0.99).saturating_sub(percentile(&bare_all, 0.99));
+    println!(
+        "sandbox adds per call (sandboxed - bare): p50 {:.2} ms (target <= 20 ms), p99 {:.2} ms",
+        ms(added),
+        ms(added99)
+    );
+    Ok(())
+}
+
+/// Wall time of `calls` runs of a plain `bash -c true` in its own process group, waited
+/// for, sorted.
+async fn measure_bare(workdir: &std::path::Path, calls: usize) -> anyhow::Result<Vec<Duration>> {
+    let mut samples = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let started = std::time::Instant::now();
+        let status = tokio::process::Command::new("bash")
+            .args(["-c", "true"])
+            .current_dir(workdir)
+            .process_group(0)
+            .status()
+            .await?;
+        anyhow::ensure!(status.success(), "bash -c true failed");
+        samples.push(started.elapsed());
+    }
+    samples.sort();
+    Ok(samples)
+}
+
+/// Wall time of `calls` runs of `bash -c true` through [`run_shell`], sorted.
+async fn measure(
+    confinement: &Confinement,
+    workdir: &std::path::Path,
+    calls: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut samples = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let out = run_shell(&ExecSpec {
+            command: "true",
+            cwd: workdir,
+            confinement,
+            timeout: Duration::from_secs(30),
+            output_cap: 4096,
+        })
+        .await?;
+        anyhow::ensure!(out.success(), "bash -c true failed: {}", out.output);
+        samples.push(out.elapsed);
+    }
+    samples.sort();
+    Ok(samples)
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
