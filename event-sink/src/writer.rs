@@ -199,15 +199,24 @@ impl Inserter for ClickHouseInserter {
         let mut originals = Originals::with_capacity(ids.len());
         for chunk in ids.chunks(LOOKUP_CHUNK) {
             let ids: Vec<String> = chunk.iter().map(Uuid::to_string).collect();
-            let rows = self
+            let lookup = self
                 .client
                 .query(include_str!(concat!(
                     env!("CARGO_MANIFEST_DIR"),
                     "/../deploy/clickhouse/sink/originals.sql"
                 )))
                 .bind(ids)
-                .fetch_all::<OriginalRow>()
+                .fetch_all::<OriginalRow>();
+            // Bounded like the inserts: a connection to a restarting server can hang, and
+            // a lookup that never answers would stall the flush instead of retrying it.
+            let rows = tokio::time::timeout(self.timeout, lookup)
                 .await
+                .map_err(|_| {
+                    format!(
+                        "cannot look up stored event ids: no answer within {:?}",
+                        self.timeout
+                    )
+                })?
                 .map_err(|e| format!("cannot look up stored event ids: {e}"))?;
             originals.extend(rows.into_iter().map(|row| {
                 let original = Original {
