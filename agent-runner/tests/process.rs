@@ -17,7 +17,7 @@ use agent_runner::publish::Outgoing;
 use agent_runner::quarantine::{QuarantineEntry, QuarantineKind};
 use agent_runner::spool::record_line;
 use bench_nats::StreamSpec;
-use benchstream_tests::NatsServer;
+use benchstream_tests::{processes_with, NatsServer};
 use schemas::SubjectPrefix;
 
 // Shared with the in-process runner tests (`tests/tests/it/`), which do not use every
@@ -440,18 +440,6 @@ async fn record_the_stream_refuses_for_good_is_quarantined_and_the_rest_delivere
     assert_eq!(quarantined.len(), 1);
     assert_eq!(quarantined[0].kind, QuarantineKind::Refused);
     assert_eq!(quarantined[0].raw(), Some(record_line(&oversize)));
-}
-
-/// Processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<String> {
-    fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .filter_map(Result::ok)
-        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
-        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
-        .filter(|cmd| cmd.contains(marker))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

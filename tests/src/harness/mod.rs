@@ -46,3 +46,4 @@ pub use cluster::NatsCluster;
 pub use nats::{NatsAuth, NatsOptions, NatsServer};
 pub use openai::{OpenAiServer, Recorded, Reply};
 pub use port::free_port;
+pub use process::processes_with;

@@ -345,3 +345,17 @@ impl Drop for ServerProcess {
         self.kill();
     }
 }
+
+/// Processes on this host whose command line contains `marker`: what tests use to check
+/// that nothing a run started outlived it.
+pub fn processes_with(marker: &str) -> Vec<String> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .filter(|cmd| cmd.contains(marker))
+        .collect()
+}

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use agent_runner::exec::{self, ExecConfig, ExecReport};
 use agent_runner::tools::bwrap;
-use benchstream_tests::NatsServer;
+use benchstream_tests::{processes_with, NatsServer};
 use schemas::{BenchmarkEvent, ExitKind, ExitStatus, Payload, StepType, ToolCall};
 use tokio_util::sync::CancellationToken;
 
@@ -45,19 +45,6 @@ impl Canary {
             self.path.display()
         );
     }
-}
-
-/// Processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<String> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
-        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
-        .filter(|cmd| cmd.contains(marker))
-        .collect()
 }
 
 fn tool_calls(events: &[BenchmarkEvent]) -> Vec<&ToolCall> {

@@ -2,25 +2,12 @@
 //! process group down and is reported as `timeout`; a path escaping the workspace is a
 //! `user_error` with a `path` failure.
 
-use std::fs;
 use std::time::Duration;
 
+use benchstream_tests::processes_with;
 use schemas::{ExitKind, ExitStatus, FailureRoot, Payload};
 
 use crate::common::{fixture_scenario, journal_events, run_offline};
-
-/// Processes whose command line contains `marker`.
-fn processes_with(marker: &str) -> Vec<String> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
-        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
-        .filter(|cmd| cmd.contains(marker))
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_timeout_kills_the_process_group_and_reports_timeout() {
