@@ -215,7 +215,10 @@ fn startup_failures_exit_non_zero_with_a_clear_error() {
     ));
     let stderr = String::from_utf8_lossy(&garbage.stderr);
     assert_eq!(garbage.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("nats.url"), "{stderr}");
+    assert!(
+        stderr.contains(r#"invalid nats url "nats://%%%:x""#),
+        "{stderr}"
+    );
 
     // A metrics port in use fails at once, before ClickHouse is even tried.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
