@@ -16,6 +16,10 @@ use crate::common::{create_stream, jetstream, sink_args, wait_for};
 /// How long a test waits for rows to land before failing.
 pub const LANDING: Duration = Duration::from_secs(30);
 
+/// How long JetStream may take to apply the acks of a sink that has stopped; far below
+/// the consumer's ack wait, so a message left unanswered is still pending after it.
+const ACKS_APPLIED: Duration = Duration::from_secs(5);
+
 /// Servers and a client for one test.
 pub struct World {
     pub nats: NatsServer,
@@ -78,6 +82,21 @@ impl World {
 }
 
 impl World {
+    /// The consumer once the acks a stopped sink sent have been applied: JetStream
+    /// processes acks asynchronously, after the sink's final flush was answered, so a
+    /// read right after the stop can still count some as pending. A message the sink
+    /// never answered stays pending, and the info then shows it.
+    pub async fn settled_consumer_info(&self) -> consumer::Info {
+        let start = std::time::Instant::now();
+        loop {
+            let info = self.consumer_info().await;
+            if info.num_ack_pending == 0 || start.elapsed() > ACKS_APPLIED {
+                return info;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Waits until the consumer's ack floor reaches stream sequence `seq`: everything up
     /// to it was inserted and acked.
     pub async fn wait_acked(&self, seq: u64) {

@@ -45,7 +45,7 @@ async fn graceful_shutdown_acks_exactly_what_was_inserted() {
     }
     sink.stop().await.expect("clean stop");
 
-    let info = world.consumer_info().await;
+    let info = world.settled_consumer_info().await;
     assert_eq!(
         info.num_ack_pending, 0,
         "a delivered message was left unacked"
