@@ -1,4 +1,6 @@
-//! Canonical JSON and the hashes built on it (`cfg_hash`, `env_hash`, `tool_args_hash`).
+//! Canonical JSON and the hashes built on it (`cfg_hash`, `env_hash`, `tool_args_hash`),
+//! and [`Hash256`], the SHA-256 digest type of the wire format (also scenario and fixture
+//! pins).
 //!
 //! Canonical form: object keys sorted by their UTF-8 bytes, no whitespace, strings escaped
 //! as serde_json escapes them, numbers as serde_json prints them (shortest round-trip form
@@ -7,11 +9,13 @@
 //! `preserve_order`. The golden vectors in the tests pin the bytes and the digests, so a
 //! drift between machines or Rust versions fails the build.
 
-use serde::Serialize;
+use std::borrow::Cow;
+use std::fmt;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-
-use crate::envelope::Hash256;
 
 /// Canonical JSON of a JSON value.
 pub fn canonical_json(value: &Value) -> String {
@@ -79,6 +83,82 @@ pub trait Canonical: Serialize {
 }
 
 impl<T: Serialize + ?Sized> Canonical for T {}
+
+/// A SHA-256 digest as 64 lowercase hex chars (`cfg_hash`, `env_hash`, fixture pins).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Hash256(String);
+
+/// Why a string is not a [`Hash256`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HashError {
+    /// Not exactly 64 characters.
+    #[error("hash must be 64 hex chars, got {0} chars")]
+    Length(usize),
+    /// A character outside `0-9a-f`.
+    #[error("hash must be lowercase hex, found {0:?}")]
+    NotHex(char),
+}
+
+impl Hash256 {
+    /// The hex digest.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Wraps a raw 32-byte digest.
+    pub fn from_digest(digest: [u8; 32]) -> Self {
+        Hash256(hex::encode(digest))
+    }
+}
+
+impl TryFrom<String> for Hash256 {
+    type Error = HashError;
+
+    fn try_from(s: String) -> Result<Self, HashError> {
+        if s.len() != 64 {
+            return Err(HashError::Length(s.chars().count()));
+        }
+        if let Some(c) = s.chars().find(|c| !matches!(c, '0'..='9' | 'a'..='f')) {
+            return Err(HashError::NotHex(c));
+        }
+        Ok(Hash256(s))
+    }
+}
+
+impl std::str::FromStr for Hash256 {
+    type Err = HashError;
+
+    fn from_str(s: &str) -> Result<Self, HashError> {
+        Hash256::try_from(s.to_owned())
+    }
+}
+
+impl From<Hash256> for String {
+    fn from(h: Hash256) -> String {
+        h.0
+    }
+}
+
+impl fmt::Display for Hash256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl JsonSchema for Hash256 {
+    fn schema_name() -> Cow<'static, str> {
+        "Hash256".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "SHA-256 digest, 64 lowercase hex chars",
+            "type": "string",
+            "pattern": "^[0-9a-f]{64}$"
+        })
+    }
+}
 
 #[cfg(test)]
 mod tests {

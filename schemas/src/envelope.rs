@@ -1,13 +1,14 @@
-//! The event envelope: the fields every event carries, whatever its `type`.
-
-use std::borrow::Cow;
-use std::fmt;
+//! The event envelope: the fields every event carries, whatever its `type`, and the
+//! timestamp format. [`EventType`] (from [`crate::payload`]) and [`Hash256`] (from
+//! [`crate::canonical`]) are re-exported here, where the envelope's users look for them.
 
 use chrono::{DateTime, Utc};
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub use crate::canonical::{Hash256, HashError};
+pub use crate::payload::EventType;
 use crate::payload::Payload;
 
 /// The `schema_version` this crate reads and writes.
@@ -16,12 +17,12 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// One thing that happened in a benchmark run; one NATS message.
 ///
 /// Serialized as a flat JSON object: the envelope fields, `type` and `data`. Extra top-level
-/// fields a newer producer added are kept in [`BenchmarkEvent::extra`] so that a decode →
+/// fields a newer producer added are accepted and kept (in `extra`), so that a decode →
 /// encode round trip loses nothing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[schemars(title = "BenchmarkEvent")]
 pub struct BenchmarkEvent {
-    /// Wire format version; [`SCHEMA_VERSION`] for this crate.
+    /// Wire format version: 1. A consumer dead-letters a version it does not read.
     pub schema_version: u32,
     /// Unique per event (UUIDv7); also the `Nats-Msg-Id` header and the dedup key end to end.
     pub event_id: Uuid,
@@ -39,11 +40,13 @@ pub struct BenchmarkEvent {
     pub ts: DateTime<Utc>,
     /// The agent policy under test, e.g. `openai/gpt-4o-mini:observation_masking`.
     pub policy_id: String,
-    /// SHA-256 of the canonical JSON of the run config.
+    /// SHA-256 of the canonical JSON of the run config (`run_start` data minus replay
+    /// metadata).
     pub cfg_hash: Hash256,
-    /// SHA-256 of the canonical JSON of the environment descriptor.
+    /// SHA-256 of the canonical JSON of the environment descriptor (image, tools commit,
+    /// sandbox limits and isolation, fixture and task hashes, runner and scoring versions).
     pub env_hash: Hash256,
-    /// The seed the runner used.
+    /// The seed the runner used for everything random in the run.
     pub seed: u64,
     /// The worker host / runner instance that produced the event.
     pub host: String,
@@ -70,137 +73,6 @@ impl BenchmarkEvent {
     }
 }
 
-/// The closed set of event types (`type` on the wire and the last subject token).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum EventType {
-    RunStart,
-    RunStop,
-    Step,
-    ToolCall,
-    Deliberation,
-    ContextDecision,
-    Failure,
-    OptimizerUpdate,
-}
-
-impl EventType {
-    /// Every event type, in a stable order.
-    pub const ALL: [EventType; 8] = [
-        EventType::RunStart,
-        EventType::RunStop,
-        EventType::Step,
-        EventType::ToolCall,
-        EventType::Deliberation,
-        EventType::ContextDecision,
-        EventType::Failure,
-        EventType::OptimizerUpdate,
-    ];
-
-    /// The wire name, e.g. `tool_call`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            EventType::RunStart => "run_start",
-            EventType::RunStop => "run_stop",
-            EventType::Step => "step",
-            EventType::ToolCall => "tool_call",
-            EventType::Deliberation => "deliberation",
-            EventType::ContextDecision => "context_decision",
-            EventType::Failure => "failure",
-            EventType::OptimizerUpdate => "optimizer_update",
-        }
-    }
-
-    /// Parses a wire name.
-    pub fn from_wire(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str() == s)
-    }
-}
-
-impl fmt::Display for EventType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A SHA-256 digest as 64 lowercase hex chars (`cfg_hash`, `env_hash`, fixture pins).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct Hash256(String);
-
-/// Why a string is not a [`Hash256`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HashError {
-    /// Not exactly 64 characters.
-    #[error("hash must be 64 hex chars, got {0} chars")]
-    Length(usize),
-    /// A character outside `0-9a-f`.
-    #[error("hash must be lowercase hex, found {0:?}")]
-    NotHex(char),
-}
-
-impl Hash256 {
-    /// The hex digest.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// Wraps a raw 32-byte digest.
-    pub fn from_digest(digest: [u8; 32]) -> Self {
-        Hash256(hex::encode(digest))
-    }
-}
-
-impl TryFrom<String> for Hash256 {
-    type Error = HashError;
-
-    fn try_from(s: String) -> Result<Self, HashError> {
-        if s.len() != 64 {
-            return Err(HashError::Length(s.chars().count()));
-        }
-        if let Some(c) = s.chars().find(|c| !matches!(c, '0'..='9' | 'a'..='f')) {
-            return Err(HashError::NotHex(c));
-        }
-        Ok(Hash256(s))
-    }
-}
-
-impl std::str::FromStr for Hash256 {
-    type Err = HashError;
-
-    fn from_str(s: &str) -> Result<Self, HashError> {
-        Hash256::try_from(s.to_owned())
-    }
-}
-
-impl From<Hash256> for String {
-    fn from(h: Hash256) -> String {
-        h.0
-    }
-}
-
-impl fmt::Display for Hash256 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl JsonSchema for Hash256 {
-    fn schema_name() -> Cow<'static, str> {
-        "Hash256".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "description": "SHA-256 digest, 64 lowercase hex chars",
-            "type": "string",
-            "pattern": "^[0-9a-f]{64}$"
-        })
-    }
-}
-
 /// `ts` on the wire: RFC 3339 in UTC with a `Z`, with as many fraction digits as the value
 /// needs but never fewer than 3 (millisecond precision is part of the contract).
 pub mod ts_format {
@@ -220,10 +92,12 @@ pub mod ts_format {
         ts.to_rfc3339_opts(precision, true)
     }
 
+    /// Serializes with [`format`].
     pub fn serialize<S: Serializer>(ts: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format(ts))
     }
 
+    /// Reads any RFC 3339 timestamp (any offset, 0 to 9 fraction digits) as UTC.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
         let raw = std::borrow::Cow::<str>::deserialize(d)?;
         DateTime::parse_from_rfc3339(&raw)

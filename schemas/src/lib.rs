@@ -1,13 +1,15 @@
 //! The wire contract of benchstream: one JSON [`BenchmarkEvent`] per thing that happened
-//! in an agent benchmark run (schema_version 1, see `DESIGN.md` "Wire format").
+//! in an agent benchmark run (schema_version 1). `schemas/README.md` is the contract in
+//! prose: every field with its meaning, unit and nullability, subjects, headers, identity
+//! and dedup, limits and versioning rules.
 //!
 //! # Layout
 //!
-//! - [`envelope`]: the event envelope ([`BenchmarkEvent`]), [`EventType`], [`Hash256`] and
-//!   the timestamp format.
-//! - [`payload`]: the `data` object of every event type, with enums for every closed set.
-//! - [`canonical`]: canonical JSON (sorted keys, no whitespace) and the SHA-256 used for
-//!   `cfg_hash` / `env_hash`.
+//! - [`envelope`]: the event envelope ([`BenchmarkEvent`]) and the timestamp format.
+//! - [`payload`]: `type` ([`EventType`]) and the `data` object of every event type, with
+//!   enums for every closed set.
+//! - [`canonical`]: canonical JSON (sorted keys, no whitespace) and the SHA-256 digest
+//!   ([`Hash256`]) used for `cfg_hash` / `env_hash`.
 //! - [`decode`]: bytes → validated event, with a typed [`DecodeError`] per failure class;
 //!   [`decode_message`] also reads the Smith protocol and says which protocol it was.
 //! - [`smith`]: the Smith protocol (the one this format grew from), mapped onto these
@@ -20,6 +22,8 @@
 //! This crate must not depend on NATS or ClickHouse: it is shared by producers (runner,
 //! external agents, importers) and the sink, and is what other languages validate against.
 
+#![warn(missing_docs)]
+
 pub mod canonical;
 pub mod decode;
 pub mod envelope;
@@ -30,9 +34,9 @@ pub mod smith;
 pub mod subject;
 pub mod truncate;
 
-pub use canonical::{canonical_json, sha256_hex, Canonical};
+pub use canonical::{canonical_json, sha256_hex, Canonical, Hash256, HashError};
 pub use decode::{decode, decode_message, DecodeError, Decoded, Protocol};
-pub use envelope::{BenchmarkEvent, EventType, Hash256, HashError, SCHEMA_VERSION};
+pub use envelope::{BenchmarkEvent, SCHEMA_VERSION};
 pub use payload::*;
 pub use sequence::RunSequencer;
 pub use subject::{SubjectPrefix, SubjectPrefixError};

@@ -5,7 +5,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::envelope::{BenchmarkEvent, Hash256, SCHEMA_VERSION};
+use crate::canonical::Hash256;
+use crate::envelope::{BenchmarkEvent, SCHEMA_VERSION};
 use crate::payload::Payload;
 
 /// Stamps envelopes for one run.

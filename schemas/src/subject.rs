@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use uuid::Uuid;
 
-use crate::envelope::EventType;
+use crate::payload::EventType;
 
 /// Header names every published event carries.
 pub mod headers {

@@ -1,5 +1,5 @@
 //! Wire-format tests: golden fixtures round-trip byte for byte, bad input gets the right
-//! typed error, and the committed JSON Schema matches the types.
+//! typed error, and the committed JSON Schema matches the types and describes every field.
 
 use std::path::PathBuf;
 
@@ -192,5 +192,60 @@ fn committed_json_schema_is_up_to_date() {
         committed == generated,
         "{} is out of date: run `BLESS=1 cargo test -p benchstream-schemas`",
         path.display()
+    );
+}
+
+/// Collects, as JSON pointers, every place of a JSON Schema that should carry a
+/// `description` and does not: each definition, each property of an object schema, and
+/// each `oneOf` alternative (an enum value or a tagged variant).
+fn undescribed(schema: &serde_json::Value, pointer: &str, missing: &mut Vec<String>) {
+    use serde_json::Value;
+    let Value::Object(object) = schema else {
+        if let Value::Array(items) = schema {
+            for (i, item) in items.iter().enumerate() {
+                undescribed(item, &format!("{pointer}/{i}"), missing);
+            }
+        }
+        return;
+    };
+    let mut require = |group: &str, items: Vec<(String, &Value)>| {
+        for (key, item) in items {
+            if item.get("description").is_none() {
+                missing.push(format!("{pointer}/{group}/{key}"));
+            }
+        }
+    };
+    for group in ["properties", "$defs"] {
+        if let Some(Value::Object(entries)) = object.get(group) {
+            require(group, entries.iter().map(|(k, v)| (k.clone(), v)).collect());
+        }
+    }
+    if let Some(Value::Array(variants)) = object.get("oneOf") {
+        require(
+            "oneOf",
+            variants
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), v))
+                .collect(),
+        );
+    }
+    for (key, child) in object {
+        undescribed(child, &format!("{pointer}/{key}"), missing);
+    }
+}
+
+#[test]
+fn every_json_schema_field_has_a_description() {
+    let schema: serde_json::Value =
+        serde_json::from_str(&schemas::json_schema::wire_schema_json()).expect("schema json");
+    let mut missing = Vec::new();
+    undescribed(&schema, "#", &mut missing);
+    assert!(
+        missing.is_empty(),
+        "{} schema entries have no description (add a `///` doc comment to the field or \
+         variant):\n{}",
+        missing.len(),
+        missing.join("\n")
     );
 }

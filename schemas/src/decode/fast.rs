@@ -14,8 +14,9 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::Timestamp;
-use crate::envelope::{BenchmarkEvent, EventType, Hash256, SCHEMA_VERSION};
-use crate::payload::Payload;
+use crate::canonical::Hash256;
+use crate::envelope::{BenchmarkEvent, SCHEMA_VERSION};
+use crate::payload::{EventType, Payload};
 
 /// Decodes a valid event in one pass; `None` when anything is off.
 pub(super) fn decode(text: &str) -> Option<BenchmarkEvent> {

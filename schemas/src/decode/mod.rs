@@ -17,8 +17,8 @@ mod fast;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::envelope::{BenchmarkEvent, EventType, SCHEMA_VERSION};
-use crate::payload::Payload;
+use crate::envelope::{BenchmarkEvent, SCHEMA_VERSION};
+use crate::payload::{EventType, Payload};
 use crate::smith::{self, SmithEvent};
 use crate::truncate::MAX_EVENT_BYTES;
 
@@ -27,7 +27,10 @@ use crate::truncate::MAX_EVENT_BYTES;
 pub enum DecodeError {
     /// Over [`MAX_EVENT_BYTES`].
     #[error("event is {size} bytes, over the {MAX_EVENT_BYTES} byte limit")]
-    Oversize { size: usize },
+    Oversize {
+        /// Size of the message body, bytes.
+        size: usize,
+    },
     /// Not UTF-8.
     #[error("event is not valid UTF-8: {0}")]
     InvalidUtf8(String),
@@ -51,7 +54,12 @@ pub enum DecodeError {
     UnknownType(String),
     /// A field is missing or has the wrong type or value.
     #[error("invalid field `{path}`: {message}")]
-    InvalidField { path: String, message: String },
+    InvalidField {
+        /// The field, as a dotted path from the event root (`data.retry_policy.max_retries`).
+        path: String,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 impl DecodeError {

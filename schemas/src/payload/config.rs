@@ -12,14 +12,14 @@ pub struct RunConfig {
     pub model: String,
     /// Provider name, e.g. `openrouter`, `vllm`, `local`.
     pub provider: String,
-    /// Context-management strategy.
+    /// Context-management strategy (how the history sent to the model is kept small).
     pub strategy: ContextStrategy,
-    /// The strategy's hyper-parameters.
+    /// The strategy's hyper-parameters; absent = none set.
     #[serde(default)]
     pub strategy_params: StrategyParams,
     /// Maximum agent iterations (turns) before the run is stopped.
     pub max_iterations: u32,
-    /// Sampling temperature.
+    /// Sampling temperature of the model.
     pub temperature: f64,
     /// Context window of the model, in tokens.
     pub context_window: u32,
@@ -29,7 +29,7 @@ pub struct RunConfig {
     pub planner_depth: u32,
     /// Debate rounds between agents (0 = no debate).
     pub debate_rounds: u32,
-    /// Tools the agent may call.
+    /// Names of the tools the agent may call.
     pub available_tools: Vec<String>,
     /// Per tool call timeout, ms.
     pub tool_timeout_ms: u64,
@@ -47,7 +47,8 @@ pub struct RunConfig {
     pub tools_commit: String,
     /// Resource limits of the sandbox.
     pub sandbox_limits: SandboxLimits,
-    /// Cost limit of one run in USD; the run ends with `exit_cost` past it.
+    /// Cost limit of one run, USD; the run ends with `exit_cost` past it. Absent = no
+    /// limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_limit_usd: Option<f64>,
 }
@@ -55,20 +56,30 @@ pub struct RunConfig {
 /// How failed tool and model calls are retried.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RetryPolicy {
+    /// Retries after the first attempt of one call (0 = never retry).
     pub max_retries: u32,
+    /// Delay before the first retry, ms.
     pub backoff_ms: u64,
+    /// Whether the delay doubles with every further retry.
     pub exponential_backoff: bool,
+    /// Whether a failure that may pass on retry (a `flake`) is retried.
     pub retry_on_flake: bool,
+    /// Whether a call that timed out is retried.
     pub retry_on_timeout: bool,
 }
 
 /// Resource limits of the sandbox a run executes in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SandboxLimits {
+    /// Memory (address space) of each sandboxed process, MiB.
     pub memory_mb: u64,
+    /// CPU cores granted; the CPU-time limit is the run's execution time times this.
     pub cpu_cores: f64,
+    /// Largest file a sandboxed process may write, MiB.
     pub disk_mb: u64,
+    /// Whether sandboxed processes may reach the network.
     pub network_enabled: bool,
+    /// Wall-clock limit of what runs in the sandbox, ms.
     pub execution_timeout_ms: u64,
 }
 
@@ -101,7 +112,8 @@ impl ContextStrategy {
 /// Hyper-parameters of the context strategy; absent ones do not apply to the strategy.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StrategyParams {
-    /// `observation_masking`/`hybrid`: observations kept verbatim (M).
+    /// `observation_masking`/`hybrid`: observations kept verbatim (M); absent when the
+    /// strategy has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation_window: Option<u32>,
     /// `llm_summary`/`hybrid`: summarise every N turns.
@@ -110,7 +122,7 @@ pub struct StrategyParams {
     /// `llm_summary`/`hybrid`: turns kept verbatim after a summary (K < N).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary_keep: Option<u32>,
-    /// Model used for summaries, when it differs from the agent's.
+    /// Model used for summaries; absent when it is the agent's own model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summarizer_model: Option<String>,
 }

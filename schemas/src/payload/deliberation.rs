@@ -8,42 +8,59 @@ use super::is_false;
 /// `deliberation`: one LLM call.
 ///
 /// Token fields follow one convention so that nothing is double counted:
-/// `input_tokens` INCLUDES `cached_input_tokens`, `output_tokens` INCLUDES
-/// `reasoning_tokens`.
+/// `input_tokens` INCLUDES `cached_input_tokens` and `cache_write_tokens`,
+/// `output_tokens` INCLUDES `reasoning_tokens`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Deliberation {
     /// Role of the caller: `agent`, `summarizer`, `planner`, ...
     pub agent: String,
+    /// Provider that served the call, e.g. `openrouter`, `vllm`, `local`.
     pub provider: String,
+    /// Model as the provider names it, e.g. `openai/gpt-4o-mini`.
     pub model: String,
+    /// How the call ended.
     pub status: DeliberationStatus,
+    /// Wall time of the call, retries and their waits included, ms.
     pub latency_ms: u64,
-    /// Prompt tokens, cached ones included.
+    /// Prompt tokens, cached and cache-written ones included.
     pub input_tokens: u64,
+    /// Prompt tokens served from the provider's cache (part of `input_tokens`).
     pub cached_input_tokens: u64,
+    /// Prompt tokens written to the provider's cache (part of `input_tokens`).
     pub cache_write_tokens: u64,
     /// Completion tokens, reasoning ones included.
     pub output_tokens: u64,
+    /// Hidden reasoning tokens (part of `output_tokens`).
     pub reasoning_tokens: u64,
-    /// Null when the price is unknown (never 0 for "unknown").
+    /// Cost of the call, USD; null when the price is unknown (never 0 for "unknown").
     pub cost_usd: Option<f64>,
+    /// Where the prices came from; `unknown` exactly when `cost_usd` is null.
     pub pricing_source: PricingSource,
+    /// Price of uncached prompt tokens, USD per million tokens; null when unknown.
     pub prompt_price_per_mtok: Option<f64>,
+    /// Price of completion tokens, USD per million tokens; null when unknown.
     pub completion_price_per_mtok: Option<f64>,
+    /// Price of cached prompt tokens, USD per million tokens; absent when the provider
+    /// has no separate cached price or the price is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_prompt_price_per_mtok: Option<f64>,
     /// Retries spent on this call (429/5xx/timeouts) before the final answer.
     #[serde(default)]
     pub retries: u32,
+    /// Actions the model proposed, in its order; empty when it proposed none.
     pub actions: Vec<Action>,
-    /// At most [`crate::truncate::SUMMARY_MAX_CHARS`] chars.
+    /// Short summary of the answer, at most 300 chars (`SUMMARY_MAX_CHARS`).
     pub summary: String,
+    /// The model's confidence in its answer, 0..1; null when it stated none.
     pub confidence: Option<f64>,
-    /// Head of the raw model output, at most [`crate::truncate::RAW_OUTPUT_MAX_CHARS`] chars.
+    /// Head of the raw model output, at most 4096 chars (`RAW_OUTPUT_MAX_CHARS`).
     pub raw_output: String,
+    /// Whether `raw_output` was cut to its limit.
     pub raw_output_truncated: bool,
+    /// Why the call failed; absent when `status` is `ok`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Whether `summary` was cut to its limit; absent means false.
     #[serde(default, skip_serializing_if = "is_false")]
     pub summary_truncated: bool,
 }
@@ -52,9 +69,13 @@ pub struct Deliberation {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliberationStatus {
+    /// The provider answered with a usable completion.
     Ok,
+    /// The provider answered, but the reply could not be read.
     ParseFailure,
+    /// No answer within the timeout.
     Timeout,
+    /// The provider refused or failed (HTTP error, connection error).
     ApiError,
 }
 
@@ -74,8 +95,11 @@ impl DeliberationStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PricingSource {
+    /// Read from the provider's models listing (`/models`).
     ProviderApi,
+    /// Given by the operator as a price override.
     Override,
+    /// No price known: costs are null.
     Unknown,
 }
 
@@ -93,10 +117,13 @@ impl PricingSource {
 /// One action the model proposed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Action {
+    /// Kind of action, e.g. the tool to call (`view`, `bash`, `submit`).
     #[serde(rename = "type")]
     pub action_type: String,
+    /// What the action applies to (a path, a command).
     pub target: String,
+    /// Position of the action among the call's actions, from 0; lower runs first.
     pub priority: u32,
-    /// At most [`crate::truncate::ACTION_REASON_MAX_CHARS`] chars.
+    /// Why, at most 200 chars (`ACTION_REASON_MAX_CHARS`).
     pub reason: String,
 }

@@ -1,5 +1,6 @@
-//! The `data` object of every event type. Field names are the wire names (snake_case);
-//! every closed set of values is an enum. Unknown extra fields inside `data` are ignored by
+//! `type` and the `data` object of every event type: [`EventType`], the closed set of
+//! types, and [`Payload`], the type with its data. Field names are the wire names
+//! (snake_case); every closed set of values is an enum. Unknown extra fields inside `data` are ignored by
 //! these types (the sink keeps them in `events_raw`), never rejected.
 
 mod config;
@@ -20,22 +21,32 @@ pub use run::{EnforcedLimit, ExitStatus, RunStart, RunStop, SandboxInfo, Scenari
 pub use step::{Step, StepType};
 pub use tool::{EvidenceFootprint, ExitKind, ToolCall};
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use std::fmt;
 
-use crate::envelope::EventType;
+use schemars::{JsonSchema, Schema};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// `type` + `data`: adjacently tagged on the wire (`"type": "step", "data": {...}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
+#[schemars(transform = describe_tags("type", Some("data")))]
 pub enum Payload {
+    /// `run_start`: the run config and what is needed to replay the run; `seq` 0.
     RunStart(RunStart),
+    /// `run_stop`: the result of the run.
     RunStop(RunStop),
+    /// `step`: one agent step.
     Step(Step),
+    /// `tool_call`: one tool invocation.
     ToolCall(ToolCall),
+    /// `deliberation`: one LLM call.
     Deliberation(Deliberation),
+    /// `context_decision`: one keep/prune decision about a context segment.
     ContextDecision(ContextDecision),
+    /// `failure`: the root cause of a failure and the recoveries tried.
     Failure(Failure),
+    /// `optimizer_update`: the next config a sweep optimizer suggests.
     OptimizerUpdate(OptimizerUpdate),
 }
 
@@ -55,8 +66,105 @@ impl Payload {
     }
 }
 
+/// The closed set of event types (`type` on the wire and the last subject token).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum EventType {
+    /// `run_start`.
+    RunStart,
+    /// `run_stop`.
+    RunStop,
+    /// `step`.
+    Step,
+    /// `tool_call`.
+    ToolCall,
+    /// `deliberation`.
+    Deliberation,
+    /// `context_decision`.
+    ContextDecision,
+    /// `failure`.
+    Failure,
+    /// `optimizer_update`.
+    OptimizerUpdate,
+}
+
+impl EventType {
+    /// Every event type, in a stable order.
+    pub const ALL: [EventType; 8] = [
+        EventType::RunStart,
+        EventType::RunStop,
+        EventType::Step,
+        EventType::ToolCall,
+        EventType::Deliberation,
+        EventType::ContextDecision,
+        EventType::Failure,
+        EventType::OptimizerUpdate,
+    ];
+
+    /// The wire name, e.g. `tool_call`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EventType::RunStart => "run_start",
+            EventType::RunStop => "run_stop",
+            EventType::Step => "step",
+            EventType::ToolCall => "tool_call",
+            EventType::Deliberation => "deliberation",
+            EventType::ContextDecision => "context_decision",
+            EventType::Failure => "failure",
+            EventType::OptimizerUpdate => "optimizer_update",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn from_wire(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+/// A JSON Schema transform for a tagged enum: gives each variant's tag property (whose
+/// schema is the tag's `const`) the variant's description and, for an adjacently tagged
+/// enum, its `content` property a description naming the tag. Derived schemas describe
+/// the variant object only, which would leave these properties undescribed.
+fn describe_tags(tag: &'static str, content: Option<&'static str>) -> impl FnMut(&mut Schema) {
+    move |schema: &mut Schema| {
+        let Some(Value::Array(variants)) = schema.get_mut("oneOf") else {
+            return;
+        };
+        for variant in variants.iter_mut().filter_map(Value::as_object_mut) {
+            let about = variant.get("description").cloned();
+            let Some(Value::Object(properties)) = variant.get_mut("properties") else {
+                continue;
+            };
+            let name = properties
+                .get(tag)
+                .and_then(|t| t.get("const"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if let (Some(Value::Object(tag_schema)), Some(about)) = (properties.get_mut(tag), about)
+            {
+                tag_schema.entry("description").or_insert(about);
+            }
+            if let (Some(Value::Object(content_schema)), Some(name)) =
+                (content.and_then(|c| properties.get_mut(c)), name)
+            {
+                content_schema
+                    .entry("description")
+                    .or_insert_with(|| Value::from(format!("The `{name}` payload.")));
+            }
+        }
+    }
 }
 
 #[cfg(test)]

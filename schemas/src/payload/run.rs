@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::config::RunConfig;
-use crate::envelope::Hash256;
+use crate::canonical::Hash256;
 
 /// `run_start`: the run config plus what is needed to replay the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -57,7 +57,9 @@ pub struct EnforcedLimit {
 /// A scenario file, pinned by its hash.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ScenarioRef {
+    /// The scenario's name (its file name without `.toml`).
     pub name: String,
+    /// SHA-256 of the scenario file's bytes.
     pub sha256: Hash256,
 }
 
@@ -68,6 +70,7 @@ pub struct RunStop {
     pub success: bool,
     /// Score in 0..1 (fraction of judge tests passing).
     pub final_score: f64,
+    /// Wall time of the whole run, judge included, ms.
     pub wall_time_ms: u64,
     /// Input + output tokens of every model call of the run.
     pub total_tokens: u64,
@@ -75,18 +78,26 @@ pub struct RunStop {
     pub tool_errors: u32,
     /// Variance of the score across judge repetitions (0 with one repetition).
     pub stability_variance: f64,
+    /// Names of the judge tests still failing; empty when all pass.
     pub failing_tests: Vec<String>,
+    /// Judge tests passing at the end.
     pub tests_passed: u32,
+    /// Judge tests failing at the end.
     pub tests_failed: u32,
     /// Number of files that differ from the fixture at the end.
     pub files_modified: u32,
+    /// Whether a limit or a stop rule ended the run before the agent submitted.
     pub early_stopped: bool,
+    /// Why it stopped early (`max_iterations`, `execution_timeout`, `no_progress_timeout`,
+    /// `cost_limit`, `failing_tests_patience`, ...); null when nothing stopped it early.
     pub early_stop_reason: Option<String>,
+    /// Why the run ended.
     pub exit_status: ExitStatus,
-    /// Null when some call of the run had an unknown price.
+    /// Cost of every model call of the run, USD; null when some call had an unknown price.
     pub cost_usd: Option<f64>,
+    /// Model calls of the run, retries not counted.
     pub api_calls: u32,
-    /// Agent turns taken.
+    /// Agent turns taken; absent means 0.
     #[serde(default)]
     pub turns: u32,
 }
@@ -95,15 +106,28 @@ pub struct RunStop {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ExitStatus {
+    /// The agent submitted its change (the judge says whether it is right).
     Submitted,
+    /// The run's cost passed `cost_limit_usd`.
     ExitCost,
+    /// The history no longer fit the model's context window.
     ExitContext,
+    /// A time limit passed: `execution_timeout_ms`, or `no_progress_timeout_ms` without a
+    /// file change.
     ExitTimeout,
+    /// The model's replies could not be read, too many times in a row.
     ExitFormat,
+    /// The model provider kept failing.
     ExitApi,
+    /// The sandbox or the task environment failed.
     ExitEnvironment,
+    /// The agent gave up, or ran out of turns (`max_iterations`) or of patience
+    /// (`failing_tests_patience`).
     ExitForfeit,
+    /// The agent ended the run with its exit command without submitting (imported
+    /// trajectories).
     ExitCommand,
+    /// An unexpected error, or the runner shutting down mid-run.
     ExitError,
 }
 

@@ -8,14 +8,19 @@ use super::is_false;
 /// `step`: what the agent did in one step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Step {
+    /// Kind of step.
     pub step_type: StepType,
     /// The step's text (thought, action, observation...), truncated to
-    /// [`crate::truncate::STEP_CONTENT_MAX_CHARS`].
+    /// 16384 chars (`STEP_CONTENT_MAX_CHARS`).
     pub content: String,
+    /// Whether `content` was cut to its limit; absent means false.
     #[serde(default, skip_serializing_if = "is_false")]
     pub content_truncated: bool,
+    /// Prompt tokens of the model calls of this step (0 when it made none).
     pub tokens_in: u64,
+    /// Completion tokens of the model calls of this step (0 when it made none).
     pub tokens_out: u64,
+    /// Wall time of the step, ms (0 when not measured separately).
     pub wall_time_ms: u64,
     /// Index of the plan item this step executes; null when unplanned.
     pub planned_step: Option<u32>,
@@ -27,11 +32,17 @@ pub struct Step {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepType {
+    /// The model thought about what to do.
     Reason,
+    /// The agent called a tool.
     Act,
+    /// The agent read a tool's result.
     Observe,
+    /// The run's end: what the agent submitted and what the judge said.
     Conclude,
+    /// The agent made or revised a plan.
     Plan,
+    /// Agents argued over a decision.
     Debate,
 }
 

@@ -3,23 +3,31 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::envelope::Hash256;
+use crate::canonical::Hash256;
 
 /// `tool_call`: one tool invocation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolCall {
+    /// The tool, e.g. `bash`, `view`, `str_replace`.
     pub tool_name: String,
     /// SHA-256 of the canonical JSON of the arguments.
     pub tool_args_hash: Hash256,
+    /// Wall time of the call, retries included, ms.
     pub latency_ms: u64,
+    /// Retries after the first attempt.
     pub retries: u32,
+    /// How the call ended.
     pub exit_kind: ExitKind,
-    /// Why the call failed; present for every `exit_kind` except `ok` and `deterministic`.
+    /// Why the call failed, at most 4096 chars; required for every `exit_kind` except `ok`
+    /// and `deterministic`, optional for those.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_message: Option<String>,
+    /// What the call read and changed.
     pub evidence_footprint: EvidenceFootprint,
+    /// A user's rating of the call; absent when nobody rated it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_feedback_score: Option<f64>,
+    /// How well the call did what the agent meant, 0..1; absent when not measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intent_accuracy: Option<f64>,
 }
@@ -67,11 +75,18 @@ impl ExitKind {
 /// What a tool call touched.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct EvidenceFootprint {
+    /// Paths read, relative to the task root.
     pub files_read: Vec<String>,
+    /// Paths created, changed or deleted, relative to the task root.
     pub files_modified: Vec<String>,
+    /// Lines added plus lines removed.
     pub lines_changed: u64,
+    /// Test files created.
     pub tests_added: u32,
+    /// Existing test files changed.
     pub tests_modified: u32,
+    /// Bytes read from files.
     pub bytes_read: u64,
+    /// Bytes written to files.
     pub bytes_written: u64,
 }

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use uuid::{Builder, Uuid};
 
-use crate::envelope::EventType;
+use crate::payload::EventType;
 
 /// Separates derived ids from any other use of SHA-256 over the same bytes, and versions
 /// the derivation: changing the inputs would change every stored id.

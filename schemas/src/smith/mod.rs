@@ -46,7 +46,7 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::decode::DecodeError;
-use crate::envelope::EventType;
+use crate::payload::EventType;
 
 /// One Smith event, mapped onto this crate's types.
 #[derive(Debug, Clone, PartialEq, Serialize)]

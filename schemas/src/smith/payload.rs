@@ -8,9 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::wire;
-use crate::envelope::EventType;
 use crate::payload::{
-    ContextDecision, EvidenceFootprint, ExitKind, Failure, RetryPolicy, SandboxLimits, StepType,
+    ContextDecision, EventType, EvidenceFootprint, ExitKind, Failure, RetryPolicy, SandboxLimits,
+    StepType,
 };
 
 /// Smith's `event_type`: externally tagged by variant name (`{"RunStart": {…}}`).
