@@ -30,7 +30,9 @@ pub struct BenchmarkEvent {
     pub run_id: Uuid,
     /// The benchmark task, any UTF-8 (never used raw in a subject).
     pub task_id: String,
-    /// Groups the events of one agent step; null for run-level events.
+    /// Groups the events of one agent step; null for run-level events. Must be present
+    /// (a UUID or null): an event without it is refused.
+    #[schemars(required, extend("type" = ["string", "null"]))]
     pub step_id: Option<Uuid>,
     /// Per-run sequence number: 0 at `run_start`, +1 per event, no gaps.
     pub seq: u64,
