@@ -44,7 +44,7 @@ pub struct Deliberation {
     /// has no separate cached price or the price is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_prompt_price_per_mtok: Option<f64>,
-    /// Retries spent on this call (429/5xx/timeouts) before the final answer.
+    /// Retries spent on this call (429/5xx/timeouts) before the final answer; absent means 0.
     #[serde(default)]
     pub retries: u32,
     /// Actions the model proposed, in its order; empty when it proposed none.
