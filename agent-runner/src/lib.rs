@@ -1,5 +1,5 @@
 //! agent-runner: executes agent benchmark scenarios on a worker host and reports every
-//! happening as one `BenchmarkEvent` (see `DESIGN.md`) on NATS JetStream, spooling to disk
+//! happening as one `BenchmarkEvent` (see `schemas/README.md`) on NATS JetStream, spooling to disk
 //! while the broker is away.
 //!
 //! # Layout

@@ -406,7 +406,7 @@ impl std::fmt::Debug for ClickHouseConfig {
 impl ClickHouseConfig {
     /// A client of the server, no database selected.
     pub fn server_client(&self) -> clickhouse::Client {
-        // 18.16 has no RowBinaryWithNamesAndTypes, which validation needs (DESIGN.md).
+        // 18.16 has no RowBinaryWithNamesAndTypes, which validation needs (event-sink/README.md).
         clickhouse::Client::default()
             .with_url(&self.url)
             .with_user(&self.user)

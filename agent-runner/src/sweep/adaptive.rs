@@ -40,7 +40,7 @@ pub struct ClickHouseSource {
 
 impl ClickHouseSource {
     fn client(&self) -> clickhouse::Client {
-        // 18.16 has no RowBinaryWithNamesAndTypes, which validation needs (DESIGN.md).
+        // 18.16 has no RowBinaryWithNamesAndTypes, which validation needs (event-sink/README.md).
         clickhouse::Client::default()
             .with_url(&self.url)
             .with_user(&self.user)

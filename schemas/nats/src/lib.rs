@@ -10,7 +10,7 @@
 //!   verifying it.
 //!
 //! It lives beside `schemas` (which must stay free of NATS) rather than at the top level,
-//! whose layout is fixed by `DESIGN.md`.
+//! whose layout is fixed (README.md, "Where things live").
 
 pub mod connect;
 pub mod stream;

@@ -48,7 +48,7 @@ fn clickhouse_answers_select_version_over_http() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clickhouse_serves_the_rust_client() {
     let clickhouse = ClickHouseServer::start();
-    // 18.16 has no RowBinaryWithNamesAndTypes, hence validation off (DESIGN.md).
+    // 18.16 has no RowBinaryWithNamesAndTypes, hence validation off (event-sink/README.md).
     let client = clickhouse::Client::default()
         .with_url(clickhouse.http_url())
         .with_validation(false);

@@ -1,5 +1,5 @@
 //! What one run puts on the wire: gapless `seq`, consistent hashes, subjects and headers
-//! per DESIGN.md, and the same bytes in `events.jsonl` as in the stream.
+//! per the wire contract (`schemas/README.md`), and the same bytes in `events.jsonl` as in the stream.
 
 use agent_runner::scenario::{LoadOptions, LoadedScenario};
 use schemas::subject::{header_safe, headers};
