@@ -34,7 +34,8 @@ pub struct BenchmarkEvent {
     /// (a UUID or null): an event without it is refused.
     #[schemars(required, extend("type" = ["string", "null"]))]
     pub step_id: Option<Uuid>,
-    /// Per-run sequence number: 0 at `run_start`, +1 per event, no gaps.
+    /// Per-run sequence number: 0 at the run's first event (`run_start`), +1 per event, no
+    /// gaps.
     pub seq: u64,
     /// When it happened on the runner (RFC 3339, UTC, at least millisecond precision).
     #[serde(with = "ts_format")]
