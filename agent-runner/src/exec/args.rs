@@ -136,3 +136,48 @@ fn print_report(report: &ExecReport) {
         report.summary.run_id
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn configs(args: &[&str]) -> Vec<ExecConfig> {
+        let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+        let cli = Cli::try_parse_from(
+            [
+                "agent-runner",
+                "exec",
+                "--scenarios-dir",
+                scenarios,
+                "--no-publish",
+            ]
+            .iter()
+            .chain(args),
+        )
+        .expect("valid flags");
+        let Command::Exec(args) = cli.command else {
+            panic!("not exec")
+        };
+        args.into_configs().expect("valid config")
+    }
+
+    #[test]
+    fn without_scenario_and_task_every_smoke_task_runs() {
+        let runs = configs(&["--", "python3", "my_agent.py"]);
+        let smoke =
+            LoadedScenario::load(&runs[0].scenario, &LoadOptions::default()).expect("smoke loads");
+        assert!(runs[0].scenario.ends_with("scenarios/smoke.toml"));
+        let tasks: Vec<&str> = runs.iter().map(|r| r.task.as_str()).collect();
+        assert_eq!(tasks, smoke.scenario.tasks);
+        assert_eq!(tasks.len(), 8);
+    }
+
+    #[test]
+    fn task_picks_the_runs() {
+        let runs = configs(&["--task", "sh-ci-exit-status,py-slugify-unicode", "--", "a"]);
+        let tasks: Vec<&str> = runs.iter().map(|r| r.task.as_str()).collect();
+        assert_eq!(tasks, ["sh-ci-exit-status", "py-slugify-unicode"]);
+    }
+}

@@ -165,10 +165,14 @@ async fn show(
 
 /// Where lines go; with `--last`, they are held back until the replay caught up.
 struct Output<'a> {
+    /// Where lines are written (stdout).
     out: &'a mut (dyn Write + Send),
-    /// The last `last` matching lines so far, while replaying for `--last`.
+    /// The last `last` matching lines so far, while replaying for `--last`; `None` once
+    /// caught up (or without `--last`).
     held: Option<VecDeque<Vec<u8>>>,
+    /// `--last N`.
     last: usize,
+    /// Lines written.
     shown: u64,
 }
 
