@@ -117,6 +117,42 @@ async fn a_broker_that_is_up_gets_every_event_directly() {
     assert_eq!(stream_messages(&nats.url(), &spec).await.len(), events);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_sent_before_the_first_connection_wait_for_it_instead_of_spooling() {
+    let nats = NatsServer::start();
+    let spec = create_stream(&nats.url(), &SubjectPrefix::default()).await;
+    nats.stop();
+    let dir = tempfile::tempdir().expect("tempdir");
+    // An import sends its 27 events at once, long before the broker below is back.
+    let traj = repo("tests/fixtures/swe-agent/django__django-11099.traj");
+    let importer = {
+        let (dir, url) = (dir.path().to_owned(), nats.url());
+        std::thread::spawn(move || {
+            runner(
+                &dir,
+                &[
+                    "import",
+                    "swe-agent",
+                    traj.to_str().expect("utf-8"),
+                    "--nats-url",
+                    &url,
+                ],
+            )
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::task::block_in_place(|| nats.restart());
+    let (out, log) = tokio::task::block_in_place(|| importer.join()).expect("import");
+    assert_eq!(out.status.code(), Some(0), "{log}");
+    assert!(
+        !log.contains("spooling") && !log.contains("delivery failed"),
+        "{log}"
+    );
+    assert!(log.contains("27 acked (0 duplicates), 0 spooled"), "{log}");
+    assert_eq!(stream_messages(&nats.url(), &spec).await.len(), 27);
+    assert!(spool_slots(dir.path()).iter().all(|(_, len)| *len == 0));
+}
+
 /// Two `agent-runner run` of the slow scenario started together in `dir` with the
 /// default spool, publishing to `url`.
 fn two_workers(dir: &Path, url: &str) -> Vec<(Output, String)> {
