@@ -25,9 +25,9 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let shutdown = shutdown_signal();
     // Ctrl-C is how a tail ends, not an interruption.
     let interruptible = !matches!(cli.command, Command::Tail(_));
+    let shutdown = shutdown_signal(interruptible);
     let exit = match execute(cli.command, shutdown.clone()).await {
         Ok(_) if interruptible && shutdown.is_cancelled() => Exit::Interrupted,
         Ok(exit) => exit,
@@ -118,8 +118,9 @@ where
     })
 }
 
-/// Cancelled on SIGINT or SIGTERM; the runner then stops its runs and drains.
-fn shutdown_signal() -> CancellationToken {
+/// Cancelled on SIGINT or SIGTERM; the runner then stops its runs and drains (said on
+/// stderr when `announce`).
+fn shutdown_signal(announce: bool) -> CancellationToken {
     let token = CancellationToken::new();
     let cancel = token.clone();
     tokio::spawn(async move {
@@ -135,7 +136,9 @@ fn shutdown_signal() -> CancellationToken {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
         }
-        tracing::warn!("shutting down: stopping runs, draining events");
+        if announce {
+            tracing::warn!("shutting down: stopping runs, draining events");
+        }
         cancel.cancel();
     });
     token

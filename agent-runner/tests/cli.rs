@@ -1,6 +1,6 @@
 //! The runner's command line as a user meets it, against a real nats-server: a broker
-//! that is up gets every event directly (no spooling, no warning) and one that is away
-//! gets them spooled; workers started side by side in one directory each take a spool
+//! that is up gets every event directly (no spooling, no warning), events sent before the
+//! first connection wait for it, and a broker that is away gets them spooled; workers started side by side in one directory each take a spool
 //! slot of their own, and what they leave is replayed; `exec` runs the documented command
 //! with its defaults and refuses a missing program before publishing anything; `tail`
 //! shows what was published, filtered, replayed with `--last` / `--since`, as text or
