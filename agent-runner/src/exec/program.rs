@@ -13,6 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::ExecError;
+use crate::tools::bwrap::sandbox_path;
 
 /// Programs that run a script named in their arguments (a trailing version number, as in
 /// `python3.12` or `node20`, is ignored).
@@ -21,8 +22,8 @@ const INTERPRETERS: &[&str] = &[
     "zsh", "ruby", "perl", "php", "lua", "rscript", "julia", "java", "env", "tsx", "ts-node",
 ];
 
-/// Where `program` is: a path with a `/` as given, a bare name on `PATH`; it must be an
-/// executable file.
+/// Where `program` is: a path with a `/` as given, a bare name on the `PATH` the agent
+/// gets ([`sandbox_path`]); it must be an executable file.
 pub fn locate(program: &OsStr) -> Result<PathBuf, ExecError> {
     let path = Path::new(program);
     let not_found = |why: &str| ExecError::ProgramNotFound {
@@ -41,12 +42,15 @@ pub fn locate(program: &OsStr) -> Result<PathBuf, ExecError> {
             Err(not_found("no such file"))
         };
     }
-    std::env::var_os("PATH")
-        .iter()
-        .flat_map(std::env::split_paths)
+    std::env::split_paths(&sandbox_path())
         .map(|dir| dir.join(path))
         .find(|candidate| is_executable(candidate))
-        .ok_or_else(|| not_found("not found on PATH"))
+        .ok_or_else(|| {
+            not_found(&format!(
+                "not found on the agent's PATH ({})",
+                sandbox_path()
+            ))
+        })
 }
 
 fn is_executable(path: &Path) -> bool {
