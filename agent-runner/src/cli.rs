@@ -52,6 +52,10 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::import::ImportCommand,
     },
+    /// Show events from the stream as they arrive, one readable line each (or --json),
+    /// filtered by run, type, task and policy; --last N / --since replay stored ones
+    /// first. Ends on Ctrl-C with exit 0.
+    Tail(Box<crate::tail::TailArgs>),
 }
 
 /// `agent-runner scenarios ...`
@@ -76,15 +80,16 @@ pub enum SpoolCommand {
 /// `agent-runner spool status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// The spool file (its quarantine is `<spool>.quarantine`).
+    /// The spool file: its first slot (every slot is listed; each slot's quarantine is
+    /// `<slot>.quarantine`).
     #[arg(
         long,
         env = "BENCH_RUNNER_SPOOL",
         default_value = ".local/spool/agent-runner.spool"
     )]
     pub spool: PathBuf,
-    /// Print JSON (one object: `pending`, `quarantine`) instead of text.
-    #[arg(long)]
+    /// Print JSON (one object per slot: `pending`, `quarantine`) instead of text.
+    #[arg(long, env = "BENCH_SPOOL_STATUS_JSON")]
     pub json: bool,
 }
 
@@ -102,13 +107,13 @@ pub struct RunArgs {
     /// Scenario file, or the name of one in --scenarios-dir (`smoke`).
     pub scenario: String,
     /// Only these tasks (comma-separated ids of the scenario).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, env = "BENCH_RUNNER_TASKS", value_delimiter = ',')]
     pub tasks: Option<Vec<String>>,
     /// Runs executing at once.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, env = "BENCH_RUNNER_CONCURRENCY", default_value_t = 1)]
     pub concurrency: usize,
     /// Seed of every run, instead of the scenario's.
-    #[arg(long)]
+    #[arg(long, env = "BENCH_RUNNER_SEED")]
     pub seed: Option<u64>,
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
@@ -116,13 +121,13 @@ pub struct RunArgs {
     #[arg(long, env = "BENCH_RUNNER_HOST")]
     pub host: Option<String>,
     /// Observation bytes kept per tool call.
-    #[arg(long, default_value_t = DEFAULT_OUTPUT_CAP)]
+    #[arg(long, env = "BENCH_RUNNER_OUTPUT_CAP", default_value_t = DEFAULT_OUTPUT_CAP)]
     pub output_cap: usize,
     /// Do not publish: local artifacts only.
-    #[arg(long)]
+    #[arg(long, env = "BENCH_RUNNER_NO_PUBLISH")]
     pub no_publish: bool,
     /// No progress bar.
-    #[arg(long)]
+    #[arg(long, env = "BENCH_RUNNER_NO_PROGRESS")]
     pub no_progress: bool,
     #[command(flatten)]
     pub publish: PublishArgs,
@@ -139,26 +144,26 @@ pub struct LlmArgs {
     pub llm_base_url: Option<String>,
     /// Environment variable holding the API key. Default: the first one set of
     /// BENCH_LLM_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY (none = no key).
-    #[arg(long)]
+    #[arg(long, env = "BENCH_LLM_API_KEY_ENV")]
     pub llm_api_key_env: Option<String>,
     /// Per-call timeout of model calls, ms.
     #[arg(long, env = "BENCH_LLM_TIMEOUT_MS", default_value_t = 60_000)]
     pub llm_timeout_ms: u64,
     /// max_tokens of each completion. Default: the provider's.
-    #[arg(long)]
+    #[arg(long, env = "BENCH_LLM_MAX_TOKENS")]
     pub llm_max_tokens: Option<u32>,
     /// Unparseable model replies in a row that end a run with exit_format.
-    #[arg(long, default_value_t = DEFAULT_MAX_FORMAT_ERRORS)]
+    #[arg(long, env = "BENCH_LLM_MAX_FORMAT_ERRORS", default_value_t = DEFAULT_MAX_FORMAT_ERRORS)]
     pub llm_max_format_errors: u32,
     /// Price of prompt tokens, USD per million, instead of the provider's listing (needs
     /// --completion-price-per-mtok).
-    #[arg(long, value_parser = TokenPrice::per_mtok)]
+    #[arg(long, env = "BENCH_LLM_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
     pub prompt_price_per_mtok: Option<TokenPrice>,
     /// Price of completion tokens (reasoning included), USD per million.
-    #[arg(long, value_parser = TokenPrice::per_mtok)]
+    #[arg(long, env = "BENCH_LLM_COMPLETION_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
     pub completion_price_per_mtok: Option<TokenPrice>,
     /// Price of cached prompt tokens, USD per million. Default: the prompt price.
-    #[arg(long, value_parser = TokenPrice::per_mtok)]
+    #[arg(long, env = "BENCH_LLM_CACHED_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
     pub cached_prompt_price_per_mtok: Option<TokenPrice>,
 }
 
@@ -206,14 +211,14 @@ pub struct ScenarioArgs {
     #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
     pub scenarios_dir: PathBuf,
     /// Run even if a scenario, task or fixture differs from pins.toml.
-    #[arg(long)]
+    #[arg(long, env = "BENCH_RUNNER_ALLOW_UNPINNED")]
     pub allow_unpinned: bool,
     /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
     #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
     pub out: PathBuf,
     /// Run agent commands as plain processes on this host, without the bubblewrap
     /// sandbox (hosts without user namespaces; run_start then records sandbox kind none).
-    #[arg(long)]
+    #[arg(long, env = "BENCH_RUNNER_UNSANDBOXED")]
     pub unsandboxed: bool,
 }
 
@@ -236,7 +241,8 @@ pub struct PublishArgs {
     /// Subject prefix: events go to <prefix>.events.<run_id>.<type>.
     #[arg(long, env = "BENCH_SUBJECT_PREFIX", default_value = "bench")]
     pub subject_prefix: SubjectPrefix,
-    /// Spool file for events the broker could not take.
+    /// Spool file for events the broker could not take: the first of its slots
+    /// (`<stem>.1.spool`, ... are the others); each process takes a free one.
     #[arg(
         long,
         env = "BENCH_RUNNER_SPOOL",
@@ -247,16 +253,16 @@ pub struct PublishArgs {
     #[arg(long, env = "BENCH_RUNNER_SPOOL_MAX_BYTES", default_value_t = DEFAULT_MAX_BYTES)]
     pub spool_max_bytes: u64,
     /// Publishes awaiting their ack at once.
-    #[arg(long, default_value_t = DEFAULT_WINDOW)]
+    #[arg(long, env = "BENCH_RUNNER_PUBLISH_WINDOW", default_value_t = DEFAULT_WINDOW)]
     pub publish_window: usize,
-    /// Wait for one ack before spooling, ms.
-    #[arg(long, default_value_t = DEFAULT_ACK_TIMEOUT.as_millis() as u64)]
+    /// Wait for one ack (and at start for the first connection) before spooling, ms.
+    #[arg(long, env = "BENCH_RUNNER_ACK_TIMEOUT_MS", default_value_t = DEFAULT_ACK_TIMEOUT.as_millis() as u64)]
     pub ack_timeout_ms: u64,
     /// At exit, how long to keep trying to empty the spool, ms.
-    #[arg(long, default_value_t = DEFAULT_DRAIN_TIMEOUT.as_millis() as u64)]
+    #[arg(long, env = "BENCH_RUNNER_DRAIN_TIMEOUT_MS", default_value_t = DEFAULT_DRAIN_TIMEOUT.as_millis() as u64)]
     pub drain_timeout_ms: u64,
     /// Create the stream when it is missing (local use; in production the sink does).
-    #[arg(long)]
+    #[arg(long, env = "BENCH_RUNNER_CREATE_STREAM")]
     pub create_stream: bool,
     /// Stream name used by --create-stream.
     #[arg(long, env = "BENCH_STREAM", default_value = "BENCH_EVENTS")]
@@ -390,6 +396,30 @@ mod tests {
         let publish = config.publish.expect("publishing");
         assert_eq!(publish.nats.url, "nats://127.0.0.1:4999");
         assert_eq!(publish.publish.prefix.as_str(), "team.bench");
+    }
+
+    /// Every flag of every subcommand can be set from the environment (`BENCH_*`), as
+    /// the README promises.
+    #[test]
+    fn every_flag_has_an_environment_variable() {
+        fn missing(command: &clap::Command, path: &str, out: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                if arg.get_long().is_some() && !builtin && arg.get_env().is_none() {
+                    out.push(format!("{path} --{}", arg.get_long().unwrap_or_default()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                missing(sub, &format!("{path} {}", sub.get_name()), out);
+            }
+        }
+        let mut out = Vec::new();
+        missing(
+            &<Cli as clap::CommandFactory>::command(),
+            "agent-runner",
+            &mut out,
+        );
+        assert!(out.is_empty(), "flags without a BENCH_* variable: {out:#?}");
     }
 
     #[test]

@@ -26,6 +26,8 @@
 //!   workers through a JetStream KV bucket (`agent-runner sweep`).
 //! - [`exec`]: external agents over JSON lines (`agent-runner exec -- <command...>`).
 //! - [`import`]: runs recorded by other frameworks (`agent-runner import swe-agent`).
+//! - [`tail`]: live events from the stream, filtered, one readable line each
+//!   (`agent-runner tail`).
 //! - [`cli`]: command-line flags and environment → validated configs.
 //! - [`error`]: the error type and the process exit codes.
 //!
@@ -60,6 +62,7 @@ pub mod runner;
 pub mod scenario;
 pub mod spool;
 pub mod sweep;
+pub mod tail;
 pub mod tools;
 
 pub use error::{Error, Exit};

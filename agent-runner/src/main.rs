@@ -14,16 +14,22 @@ use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // Colour only on a terminal, and not with NO_COLOR set (https://no-color.org).
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
+        .with_ansi(colour)
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let shutdown = shutdown_signal();
+    // Ctrl-C is how a tail ends, not an interruption.
+    let interruptible = !matches!(cli.command, Command::Tail(_));
+    let shutdown = shutdown_signal(interruptible);
     let exit = match execute(cli.command, shutdown.clone()).await {
-        Ok(_) if shutdown.is_cancelled() => Exit::Interrupted,
+        Ok(_) if interruptible && shutdown.is_cancelled() => Exit::Interrupted,
         Ok(exit) => exit,
         Err(e) => {
             let exit = e.exit();
@@ -76,13 +82,15 @@ async fn execute(command: Command, shutdown: CancellationToken) -> Result<Exit, 
                 Ok(report.exit())
             }
             SpoolCommand::Status(args) => {
-                let status = agent_runner::spool::status(&args.spool)?;
-                if args.json {
-                    let json = serde_json::to_string_pretty(&status)
-                        .unwrap_or_else(|e| unreachable!("the status is plain data: {e}"));
-                    println!("{json}");
-                } else {
-                    print!("{status}");
+                for slot in agent_runner::spool::slot_files(&args.spool) {
+                    let status = agent_runner::spool::status(&slot)?;
+                    if args.json {
+                        let json = serde_json::to_string_pretty(&status)
+                            .unwrap_or_else(|e| unreachable!("the status is plain data: {e}"));
+                        println!("{json}");
+                    } else {
+                        print!("{status}");
+                    }
                 }
                 Ok(Exit::Ok)
             }
@@ -90,6 +98,11 @@ async fn execute(command: Command, shutdown: CancellationToken) -> Result<Exit, 
         Command::Sweep(args) => Ok(or_report(args.execute(shutdown).await, SweepError::exit)),
         Command::Exec(args) => Ok(or_report(args.execute(shutdown).await, ExecError::exit)),
         Command::Import { command } => Ok(or_report(command.execute().await, ImportError::exit)),
+        Command::Tail(args) => {
+            let config = args.into_config()?;
+            let tail = agent_runner::tail::run(config, &mut std::io::stdout(), shutdown).await;
+            Ok(or_report(tail.map(|_| Exit::Ok), |_| Exit::Failure))
+        }
     }
 }
 
@@ -105,8 +118,9 @@ where
     })
 }
 
-/// Cancelled on SIGINT or SIGTERM; the runner then stops its runs and drains.
-fn shutdown_signal() -> CancellationToken {
+/// Cancelled on SIGINT or SIGTERM; the runner then stops its runs and drains (said on
+/// stderr when `announce`).
+fn shutdown_signal(announce: bool) -> CancellationToken {
     let token = CancellationToken::new();
     let cancel = token.clone();
     tokio::spawn(async move {
@@ -122,7 +136,9 @@ fn shutdown_signal() -> CancellationToken {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
         }
-        tracing::warn!("shutting down: stopping runs, draining events");
+        if announce {
+            tracing::warn!("shutting down: stopping runs, draining events");
+        }
         cancel.cancel();
     });
     token

@@ -5,6 +5,12 @@
 //! an unbounded channel: sending never waits, so the agent loop is not slowed by the
 //! broker. One worker task per process owns the connection and the [`Spool`]:
 //!
+//! - **first contact**: the client connects in the background, so the first events
+//!   usually arrive before the connection is up. Until the client has connected once,
+//!   and for at most [`PublishConfig::ack_timeout`] from start, the worker waits for the
+//!   connection instead of spooling (events wait in the channel meanwhile): a broker that
+//!   is up gets every event directly, one that is not answering by then is treated as
+//!   away.
 //! - **direct**: while the spool is empty and the client is connected, each message is
 //!   published with its headers and its ack future joins a window of at most
 //!   [`PublishConfig::window`] in flight; a new message is taken only when the window has
@@ -74,7 +80,8 @@ pub struct PublishConfig {
     pub prefix: SubjectPrefix,
     /// Publishes in flight (awaiting their ack) at most. Default [`DEFAULT_WINDOW`].
     pub window: usize,
-    /// Wait for one ack. Default [`DEFAULT_ACK_TIMEOUT`].
+    /// Wait for one ack, and at start for the first connection, before the broker
+    /// counts as away. Default [`DEFAULT_ACK_TIMEOUT`].
     pub ack_timeout: Duration,
     /// At [`Publisher::finish`], how long to keep trying to deliver the spool before
     /// leaving it for the next start. Default [`DEFAULT_DRAIN_TIMEOUT`].
@@ -150,6 +157,21 @@ pub struct DeliveryReport {
     pub left_in_spool: u64,
     /// Why the last delivery attempt failed, when something is left in the spool.
     pub last_failure: Option<String>,
+}
+
+impl DeliveryReport {
+    /// Adds the counts of `other` (a later publisher's); its failure, if any, is the last.
+    pub fn add(&mut self, other: DeliveryReport) {
+        self.published += other.published;
+        self.duplicates += other.duplicates;
+        self.spooled += other.spooled;
+        self.replayed += other.replayed;
+        self.quarantined += other.quarantined;
+        self.left_in_spool += other.left_in_spool;
+        if other.last_failure.is_some() {
+            self.last_failure = other.last_failure;
+        }
+    }
 }
 
 impl std::fmt::Display for DeliveryReport {
@@ -241,6 +263,7 @@ impl Publisher {
             report: DeliveryReport::default(),
             retry_delay: RETRY_MIN,
             next_attempt: Instant::now(),
+            first_contact: Some(Instant::now() + config.ack_timeout),
         };
         let task = tokio::spawn(worker.run(stop.clone(), failed.clone()));
         Ok(Publisher {
@@ -297,6 +320,9 @@ struct Worker {
     /// Current backoff between replay attempts.
     retry_delay: Duration,
     next_attempt: Instant,
+    /// Until the client first connects: how long to wait for it before spooling.
+    /// `None` once it has connected or the wait is over.
+    first_contact: Option<Instant>,
 }
 
 impl Worker {
@@ -364,7 +390,7 @@ impl Worker {
     /// A message from a producer: publish it, or spool it (and what else is queued) when
     /// the spool already holds older messages or the broker is away.
     async fn accept(&mut self, message: Outgoing) -> Result<(), PublishFailure> {
-        if self.spool.is_empty() && self.client.connection_state() == State::Connected {
+        if self.spool.is_empty() && self.connected().await {
             match publish(&self.js, &message).await {
                 Ok(ack) => {
                     self.pending.push_back(message);
@@ -387,6 +413,20 @@ impl Worker {
             }
         }
         self.spool(&batch)
+    }
+
+    /// Whether the client is connected; before its first connection, waits for it up to
+    /// the first-contact deadline (see the module docs).
+    async fn connected(&mut self) -> bool {
+        const POLL: Duration = Duration::from_millis(5);
+        while let Some(deadline) = self.first_contact {
+            if self.client.connection_state() == State::Connected || Instant::now() >= deadline {
+                self.first_contact = None;
+            } else {
+                tokio::time::sleep(POLL.min(deadline - Instant::now())).await;
+            }
+        }
+        self.client.connection_state() == State::Connected
     }
 
     fn spool(&mut self, messages: &[Outgoing]) -> Result<(), PublishFailure> {

@@ -33,6 +33,16 @@
 //! replays a few events twice; JetStream (`Nats-Msg-Id`) and the sink drop the copies.
 //!
 //! The file is locked (`flock`) while open: two runners on one spool would interleave.
+//!
+//! # Slots
+//!
+//! A configured spool path is the first of [`SLOTS`] slots: `<dir>/<stem>.<ext>`, then
+//! `<dir>/<stem>.1.<ext>`, `<dir>/<stem>.2.<ext>`, ... (`agent-runner.spool`,
+//! `agent-runner.1.spool`), each with its own cursor and quarantine file. [`Spool::open`]
+//! takes the first slot that is not locked and holds events (what a crashed process
+//! left), else the first slot that is not locked: any number of processes can start in
+//! one directory with the default spool, and a restart replays what a crash left.
+//!
 //! Its size is capped; an append past the cap fails with [`SpoolError::Full`]. Space is
 //! reclaimed when the spool has been replayed completely. [`status`] reads a spool without
 //! the lock (a snapshot, also of a spool a running runner holds).
@@ -54,6 +64,9 @@ use sha2::{Digest, Sha256};
 use crate::publish::Outgoing;
 use crate::quarantine::{self, QuarantineEntry, QuarantineKind, QuarantineListing};
 
+/// Slots of one configured spool path (see the module docs).
+pub const SLOTS: usize = 64;
+
 /// Default size cap of the spool file: 1 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
 
@@ -64,8 +77,9 @@ const RECORD_START: &[u8] = b"{\"subject\":";
 /// Where the spool lives and how big it may get.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpoolConfig {
-    /// The records file; the cursor is `<path>.cursor`, the quarantine
-    /// `<path>.quarantine`. Parent directories are created.
+    /// The records file of the first slot ([`slot_path`] names the others); the cursor
+    /// is `<file>.cursor`, the quarantine `<file>.quarantine`. Parent directories are
+    /// created.
     pub path: PathBuf,
     /// Size cap of the records file, bytes. Default [`DEFAULT_MAX_BYTES`].
     pub max_bytes: u64,
@@ -76,7 +90,7 @@ pub struct SpoolConfig {
 pub enum SpoolError {
     #[error("spool {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
-    #[error("spool {path} is used by another agent-runner process (it is locked); give each runner its own --spool")]
+    #[error("all {SLOTS} slots of spool {path} are used by other agent-runner processes (each is locked); give some runners another --spool")]
     Locked { path: PathBuf },
     #[error("spool {path} is full: {size} bytes + {incoming} new > cap {max_bytes} bytes. The broker has been unreachable for too long; events are still in each run's events.jsonl. Restore the broker or raise --spool-max-bytes")]
     Full {
@@ -181,10 +195,28 @@ pub struct Spool {
 }
 
 impl Spool {
-    /// Opens (creating) the spool, takes its lock, repairs a torn last record (see the
-    /// module docs) and loads the replay cursor.
+    /// Opens (creating) a slot of the spool (see the module docs), takes its lock,
+    /// repairs a torn last record and loads the replay cursor.
     pub fn open(config: SpoolConfig) -> Result<Spool, SpoolError> {
-        let path = config.path.clone();
+        let slots = || (0..SLOTS).map(|k| slot_path(&config.path, k));
+        let holding = slots().filter(|p| fs::metadata(p).is_ok_and(|m| m.len() > 0));
+        for path in holding.chain(slots()) {
+            match Spool::open_slot(&config, path) {
+                Err(SpoolError::Locked { .. }) => continue,
+                opened => return opened,
+            }
+        }
+        Err(SpoolError::Locked {
+            path: config.path.clone(),
+        })
+    }
+
+    /// Opens the slot file `path` of `config`.
+    fn open_slot(config: &SpoolConfig, path: PathBuf) -> Result<Spool, SpoolError> {
+        let config = SpoolConfig {
+            path: path.clone(),
+            max_bytes: config.max_bytes,
+        };
         let io_err = |source| SpoolError::Io {
             path: path.clone(),
             source,
@@ -238,7 +270,7 @@ impl Spool {
         self.quarantined
     }
 
-    /// The records file.
+    /// The records file (of the slot taken).
     pub fn path(&self) -> &Path {
         &self.config.path
     }
@@ -540,6 +572,29 @@ pub fn status(path: &Path) -> Result<SpoolStatus, SpoolError> {
         pending,
         quarantine,
     })
+}
+
+/// The records file of slot `k` of the spool configured as `path` (slot 0 is `path`).
+pub fn slot_path(path: &Path, k: usize) -> PathBuf {
+    if k == 0 {
+        return path.to_owned();
+    }
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.{k}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{k}"),
+    };
+    path.with_file_name(name)
+}
+
+/// The slot files of the spool configured as `path` that exist, and slot 0 always.
+pub fn slot_files(path: &Path) -> Vec<PathBuf> {
+    (0..SLOTS)
+        .map(|k| slot_path(path, k))
+        .enumerate()
+        .filter(|(k, p)| *k == 0 || p.exists())
+        .map(|(_, p)| p)
+        .collect()
 }
 
 /// The spool line of `m` (what a quarantine entry of a refused message keeps).
@@ -913,10 +968,42 @@ mod tests {
     }
 
     #[test]
-    fn a_second_process_cannot_open_it() {
+    fn a_second_process_takes_the_next_slot() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let _first = Spool::open(config(dir.path(), 1 << 20)).expect("open");
-        let second = Spool::open(config(dir.path(), 1 << 20));
-        assert!(matches!(second, Err(SpoolError::Locked { .. })));
+        let cfg = config(dir.path(), 1 << 20);
+        let first = Spool::open(cfg.clone()).expect("open");
+        let second = Spool::open(cfg.clone()).expect("second slot");
+        assert_eq!(first.path(), cfg.path);
+        assert_eq!(second.path(), dir.path().join("sub/runner.1.spool"));
+        assert_eq!(
+            slot_files(&cfg.path),
+            vec![cfg.path.clone(), second.path().to_owned()]
+        );
+    }
+
+    #[test]
+    fn a_free_slot_holding_events_is_taken_first() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = config(dir.path(), 1 << 20);
+        let first = Spool::open(cfg.clone()).expect("open");
+        let mut second = Spool::open(cfg.clone()).expect("second slot");
+        second.append(&[message(7)]).expect("append");
+        drop((first, second));
+
+        let mut spool = Spool::open(cfg).expect("reopen");
+        assert_eq!(spool.path(), dir.path().join("sub/runner.1.spool"));
+        let batch = spool.read_batch(10).expect("read");
+        assert_eq!(messages(&batch), vec![Some(message(7))]);
+    }
+
+    #[test]
+    fn every_slot_locked_is_a_clear_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cfg = config(dir.path(), 1 << 20);
+        let _held: Vec<Spool> = (0..SLOTS)
+            .map(|_| Spool::open(cfg.clone()).expect("a free slot"))
+            .collect();
+        let err = Spool::open(cfg).expect_err("no slot left");
+        assert!(matches!(err, SpoolError::Locked { .. }), "{err}");
     }
 }

@@ -89,5 +89,5 @@ ch "SELECT type, count() AS events FROM events_raw FINAL WHERE run_id IN ($run_i
 say "lost-event check (event-sink query lost_events): no rows = no gaps"
 "$bin/event-sink" query lost_events
 
-say "done: nats sub 'bench.events.>' tails live events; ./deploy/local/services.sh down stops the services"
+say "done: $bin/agent-runner tail shows live events (or nats sub 'bench.events.>' with the nats CLI); ./deploy/local/services.sh down stops the services"
 exit "$runner_status"

@@ -28,6 +28,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::program;
 use super::protocol::{parse_line, LineError, MAX_LINE_BYTES};
 use super::ExecError;
 use crate::agent::{RunSummary, RUNNER_VERSION};
@@ -52,7 +53,7 @@ pub struct ExecConfig {
     pub allow_unpinned: bool,
     /// Replaces the scenario's seed.
     pub seed: Option<u64>,
-    /// `policy_id` of the run. Default `exec:<program file name>`.
+    /// `policy_id` of the run. Default [`super::program::default_policy_id`].
     pub policy_id: Option<String>,
     /// `host` on every event.
     pub host: String,
@@ -111,6 +112,8 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         .command
         .first()
         .ok_or_else(|| ExecError::Config("no agent command given (after --)".into()))?;
+    // Before anything is published: a program that cannot start leaves no run behind.
+    program::locate(program)?;
     let scenario = LoadedScenario::load(
         &config.scenario,
         &LoadOptions {
@@ -144,13 +147,10 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         sandbox: &sandbox_info,
     }
     .canonical_hash();
-    let policy_id = config.policy_id.clone().unwrap_or_else(|| {
-        let name = Path::new(program)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        format!("exec:{name}")
-    });
+    let policy_id = config
+        .policy_id
+        .clone()
+        .unwrap_or_else(|| program::default_policy_id(&config.command));
     let sequencer = RunSequencer::new(
         Uuid::now_v7(),
         task.task.id.clone(),

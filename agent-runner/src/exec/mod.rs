@@ -6,13 +6,16 @@
 //! - [`protocol`]: one JSON line → a validated payload and its step, or why not.
 //! - [`bridge`]: the run: scratch copy, environment, child process, `run_start` /
 //!   `run_stop`, the reading loop ([`run`]).
-//! - [`args`]: the `agent-runner exec` flags → [`ExecConfig`].
+//! - [`program`]: the agent program, found before anything is published, and the
+//!   default `policy_id` it gives.
+//! - [`args`]: the `agent-runner exec` flags → [`ExecConfig`], one run per task.
 //!
 //! The agent never writes envelopes: ids, `seq`, `ts`, hashes, seed and host are the
 //! runner's, so an agent cannot break the stream's invariants (no gaps, unique ids).
 
 pub mod args;
 pub mod bridge;
+pub mod program;
 pub mod protocol;
 
 pub use args::ExecArgs;
@@ -30,6 +33,13 @@ pub enum ExecError {
     Scenario(#[from] crate::scenario::ScenarioError),
     #[error(transparent)]
     Sandbox(#[from] crate::tools::SandboxError),
+    #[error("agent program {program:?}: {why}")]
+    ProgramNotFound {
+        /// The program as given.
+        program: String,
+        /// Why it cannot run.
+        why: String,
+    },
     #[error("cannot start agent {program}: {source}")]
     Spawn {
         program: String,
@@ -51,9 +61,10 @@ impl ExecError {
     /// The exit code this error ends the process with.
     pub fn exit(&self) -> Exit {
         match self {
-            ExecError::Config(_) | ExecError::Spawn { .. } | ExecError::Unsandboxed(_) => {
-                Exit::Usage
-            }
+            ExecError::Config(_)
+            | ExecError::ProgramNotFound { .. }
+            | ExecError::Spawn { .. }
+            | ExecError::Unsandboxed(_) => Exit::Usage,
             ExecError::Scenario(e) => e.exit(),
             ExecError::Publish(e) => e.exit(),
             ExecError::Runner(e) => e.exit(),

@@ -31,7 +31,7 @@ pub struct ImportArgs {
     #[arg(long, env = "BENCH_RUNNER_HOST")]
     pub host: Option<String>,
     /// Print the events as JSON lines on stdout instead of publishing them.
-    #[arg(long)]
+    #[arg(long, env = "BENCH_RUNNER_NO_PUBLISH")]
     pub no_publish: bool,
     #[command(flatten)]
     pub publish: PublishArgs,

@@ -24,7 +24,7 @@ pub struct SweepArgs {
     #[arg(long, env = "BENCH_SWEEP_COUNT")]
     pub count: Option<usize>,
     /// Print the expansion (configs, counts) and exit without running or connecting.
-    #[arg(long)]
+    #[arg(long, env = "BENCH_SWEEP_DRY_RUN")]
     pub dry_run: bool,
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
@@ -32,7 +32,7 @@ pub struct SweepArgs {
     #[arg(long, env = "BENCH_RUNNER_HOST")]
     pub host: Option<String>,
     /// Observation bytes kept per tool call.
-    #[arg(long, default_value_t = DEFAULT_OUTPUT_CAP)]
+    #[arg(long, env = "BENCH_RUNNER_OUTPUT_CAP", default_value_t = DEFAULT_OUTPUT_CAP)]
     pub output_cap: usize,
     /// JetStream KV bucket holding the claims of every sweep.
     #[arg(long, env = "BENCH_SWEEP_BUCKET", default_value = DEFAULT_BUCKET)]

@@ -334,6 +334,20 @@ pub struct SandboxedCommand<'a> {
     pub env: &'a [(String, String)],
 }
 
+/// `PATH` of every confined process: the toolchains' `bin/`, then the system
+/// directories. Programs are looked up there, not on the runner's own `PATH`.
+pub fn sandbox_path() -> String {
+    host()
+        .toolchains
+        .iter()
+        .map(|t| t.join("bin"))
+        .filter(|b| b.is_dir())
+        .map(|b| b.display().to_string())
+        .chain([SYSTEM_PATH.to_owned()])
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
 impl Confinement {
     /// The confinement for a run with `limits`: bwrap when this host has it, else plain
     /// processes if `bare_allowed` (the scripted policy, `--unsandboxed`), else an error.
@@ -411,7 +425,7 @@ impl Confinement {
         }
     }
 
-    /// The command that starts `spec` confined, in its own process group, with its
+    /// The command that starts `spec` confined (its `PATH` is [`sandbox_path`]), in its own process group, with its
     /// stdio still to be set by the caller; and the guard of its process tree, to kill
     /// when the command is done or timed out.
     pub fn command(&self, spec: &SandboxedCommand<'_>) -> io::Result<(Command, TreeGuard)> {
@@ -420,18 +434,7 @@ impl Confinement {
             Some(base) => Some(PidsCgroup::create(base, self.limits.processes)?),
             None => None,
         };
-        let toolchain_path: Vec<String> = host
-            .toolchains
-            .iter()
-            .map(|t| t.join("bin"))
-            .filter(|b| b.is_dir())
-            .map(|b| b.display().to_string())
-            .collect();
-        let path = toolchain_path
-            .into_iter()
-            .chain([SYSTEM_PATH.to_owned()])
-            .collect::<Vec<_>>()
-            .join(":");
+        let path = sandbox_path();
         let home = match self.bwrap {
             Some(_) => SANDBOX_HOME.to_owned(),
             None => std::env::var("HOME").unwrap_or_else(|_| SANDBOX_HOME.to_owned()),

@@ -1,0 +1,142 @@
+//! One readable line per event (`agent-runner tail` without `--json`): time, type, run,
+//! seq, task, policy, then the few facts of its type that say what happened. Works on
+//! the raw JSON, so any producer's event prints (a field it lacks shows as `-`), and
+//! bytes that are not JSON print as their subject and size. No I/O.
+
+use serde_json::Value;
+
+/// Characters of free text (step content, reasoning) shown at most.
+const TEXT_CHARS: usize = 100;
+
+/// The line of the message on `subject` with body `payload`.
+pub fn render(subject: &str, payload: &[u8]) -> String {
+    let Ok(event) = serde_json::from_slice::<Value>(payload) else {
+        return format!("{subject}: {} bytes, not JSON", payload.len());
+    };
+    let event_type = subject.rsplit('.').next().unwrap_or_default();
+    let data = event.get("data").unwrap_or(&Value::Null);
+    let at = |path: &str| show(data.pointer(path));
+    let summary = match event_type {
+        "run_start" => format!(
+            "model {} strategy {} scenario {}",
+            at("/config/model"),
+            at("/config/strategy"),
+            at("/scenario/name")
+        ),
+        "run_stop" => format!(
+            "{} {} score {} tests {} passed {} failed tokens {} cost {}",
+            match data.get("success").and_then(Value::as_bool) {
+                Some(true) => "solved",
+                Some(false) => "unsolved",
+                None => "-",
+            },
+            at("/exit_status"),
+            at("/final_score"),
+            at("/tests_passed"),
+            at("/tests_failed"),
+            at("/total_tokens"),
+            at("/cost_usd")
+        ),
+        "step" => format!("{}: {}", at("/step_type"), text(data.get("content"))),
+        "tool_call" => format!(
+            "{} {} {} ms",
+            at("/tool_name"),
+            at("/exit_kind"),
+            at("/latency_ms")
+        ),
+        "deliberation" => format!(
+            "{} {} {} {} ms in {} out {} tokens cost {}",
+            at("/agent"),
+            at("/model"),
+            at("/status"),
+            at("/latency_ms"),
+            at("/input_tokens"),
+            at("/output_tokens"),
+            at("/cost_usd")
+        ),
+        "context_decision" => format!(
+            "{} {} {} KB",
+            at("/segment_type"),
+            match data.get("kept").and_then(Value::as_bool) {
+                Some(true) => "kept",
+                Some(false) => "pruned",
+                None => "-",
+            },
+            at("/segment_kb")
+        ),
+        "failure" => text(data.get("first_failure_root")),
+        "optimizer_update" => text(data.get("reasoning")),
+        _ => text(Some(data)),
+    };
+    format!(
+        "{} {:<16} run {} #{} task {} policy {}  {}",
+        show(event.get("ts")),
+        event_type,
+        show(event.get("run_id")),
+        show(event.get("seq")),
+        show(event.get("task_id")),
+        show(event.get("policy_id")),
+        summary
+    )
+}
+
+/// A JSON value as one short word: strings bare, `null` and absent as `-`, the rest as
+/// compact JSON.
+fn show(value: Option<&Value>) -> String {
+    match value {
+        None | Some(Value::Null) => "-".to_owned(),
+        Some(Value::String(s)) => one_line(s),
+        Some(other) => one_line(&other.to_string()),
+    }
+}
+
+/// Free text, cut to [`TEXT_CHARS`] characters.
+fn text(value: Option<&Value>) -> String {
+    let full = show(value);
+    match full.char_indices().nth(TEXT_CHARS) {
+        Some((cut, _)) => format!("{}…", &full[..cut]),
+        None => full,
+    }
+}
+
+/// Control characters (newlines, escapes) as spaces: a line stays one line and cannot
+/// drive the terminal.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_stop_says_how_the_run_ended() {
+        let event = serde_json::json!({
+            "ts": "2026-01-02T03:04:05.678Z", "run_id": "r1", "seq": 9, "task_id": "t",
+            "policy_id": "p", "type": "run_stop",
+            "data": {"success": true, "exit_status": "submitted", "final_score": 1.0,
+                     "tests_passed": 3, "tests_failed": 0, "total_tokens": 10, "cost_usd": null}
+        });
+        let line = render("bench.events.r1.run_stop", event.to_string().as_bytes());
+        assert_eq!(
+            line,
+            "2026-01-02T03:04:05.678Z run_stop         run r1 #9 task t policy p  \
+             solved submitted score 1.0 tests 3 passed 0 failed tokens 10 cost -"
+        );
+    }
+
+    #[test]
+    fn hostile_text_stays_on_one_line() {
+        let content = format!("a\nb\u{1b}[31m{}", "x".repeat(300));
+        let event = serde_json::json!({"data": {"step_type": "act", "content": content}});
+        let line = render("bench.events.r.step", event.to_string().as_bytes());
+        assert!(!line.contains('\n') && !line.contains('\u{1b}'), "{line}");
+        assert!(line.ends_with('…'), "{line}");
+        assert_eq!(
+            render("bench.events.r.step", b"\xff\xfe"),
+            "bench.events.r.step: 2 bytes, not JSON"
+        );
+    }
+}
