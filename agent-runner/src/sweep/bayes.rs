@@ -600,6 +600,59 @@ startup_trials = 8
         );
     }
 
+    /// Trials (1-based) until the first proposal in [0.62, 0.70), within `budget`, of a
+    /// temperature sweep whose reward mimics the stand-in model of the fleet tests:
+    /// solved in the band, tokens growing with the distance from 0.66.
+    fn first_hit(seed: u64, budget: u64, startup: u64) -> Option<u64> {
+        let text = format!(
+            "name = \"band\"\nscenario = \"smoke\"\nmethod = \"bayes\"\ntrials = {budget}\n\
+             [matrix]\ntemperature = {{ min = 0.0, max = 1.0 }}\n\
+             [bayes]\ntoken_weight = 1.0\nstartup_trials = {startup}\n"
+        );
+        let sweep = SweepFile::parse(Path::new("band.toml"), &text).expect("valid sweep");
+        let space = SearchSpace::new(&sweep, &base(), seed).expect("space");
+        let mut observations = Vec::new();
+        for trial in 0..budget {
+            let p = space.propose(trial, &observations).expect("proposal");
+            let t = p.config.temperature;
+            let solved = (0.62..0.70).contains(&t);
+            if solved {
+                return Some(trial + 1);
+            }
+            let tokens = 1020.0 + (200_000.0 * (t - 0.66).abs()).floor();
+            observations.push(Observation {
+                trial,
+                values: p.values.clone(),
+                reward: -tokens / 1e6,
+            });
+        }
+        None
+    }
+
+    #[test]
+    fn tpe_finds_a_narrow_band_sooner_than_uniform_draws() {
+        let (budget, seeds) = (10, 0..40u64);
+        let mean = |startup: u64| -> (f64, usize) {
+            let hits: Vec<Option<u64>> = seeds
+                .clone()
+                .map(|s| first_hit(s, budget, startup))
+                .collect();
+            let trials: u64 = hits.iter().map(|h| h.unwrap_or(budget + 1)).sum();
+            (
+                trials as f64 / hits.len() as f64,
+                hits.iter().filter(|h| h.is_none()).count(),
+            )
+        };
+        // Every draw uniform (startup = budget) is random search over the same space.
+        let ((tpe, tpe_missed), (random, random_missed)) = (mean(3), mean(budget));
+        eprintln!(
+            "band of 8%, budget {budget}, 40 seeds: mean trials to the band (miss = {}) \
+             tpe {tpe:.2} ({tpe_missed} missed), random {random:.2} ({random_missed} missed)",
+            budget + 1
+        );
+        assert!(tpe < random && tpe_missed < random_missed);
+    }
+
     #[test]
     fn unsatisfiable_constraints_are_an_error_not_a_run() {
         let sweep = SweepFile::parse(
