@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use agent_runner::sweep::adaptive::ClickHouseSource;
-use agent_runner::sweep::claim::{ClaimBoard, ClaimConfig};
+use agent_runner::sweep::claim::{ClaimBoard, ClaimConfig, ClaimRecord};
 use agent_runner::sweep::{self, Plan, SweepConfig, SweepReport};
 use bench_nats::NatsConfig;
 use benchstream_tests::{OpenAiServer, Reply};
@@ -254,12 +254,12 @@ async fn two_workers_share_a_bayes_sweep_and_a_dead_workers_trial_is_rerun() {
     let file = fixture("bayes-strategies.toml");
     let plan = Plan::load(&file, &repo_path("scenarios"), false).expect("plan");
 
-    // A worker claimed trial 1 and died: its claim is past the lease below.
+    // A worker claimed trial 1 an hour ago and died: its claim is past any lease.
     let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)
         .await
         .expect("connect");
     let js = async_nats::jetstream::new(client);
-    let dead = ClaimBoard::open(
+    ClaimBoard::open(
         &js,
         &ClaimConfig {
             bucket: "BENCH_SWEEPS".to_owned(),
@@ -270,21 +270,27 @@ async fn two_workers_share_a_bayes_sweep_and_a_dead_workers_trial_is_rerun() {
     )
     .await
     .expect("bucket");
-    let _abandoned = dead
-        .claim(&plan.trial_key(1))
+    let since = chrono::Utc::now() - chrono::Duration::hours(1);
+    let abandoned = ClaimRecord::Running {
+        worker: "dead".to_owned(),
+        since,
+    };
+    js.get_key_value("BENCH_SWEEPS")
         .await
-        .expect("claim")
-        .expect("free");
-    tokio::time::sleep(Duration::from_millis(600)).await;
+        .expect("bucket")
+        .put(
+            plan.trial_key(1),
+            serde_json::to_vec(&abandoned).expect("record").into(),
+        )
+        .await
+        .expect("abandoned claim");
 
     let (a_dir, b_dir) = (
         tempfile::tempdir().expect("dir"),
         tempfile::tempdir().expect("dir"),
     );
-    let mut a = worker(&file, &nats.url(), "worker-a", a_dir.path(), &model, &sink);
-    let mut b = worker(&file, &nats.url(), "worker-b", b_dir.path(), &model, &sink);
-    a.lease = Some(Duration::from_millis(500));
-    b.lease = a.lease;
+    let a = worker(&file, &nats.url(), "worker-a", a_dir.path(), &model, &sink);
+    let b = worker(&file, &nats.url(), "worker-b", b_dir.path(), &model, &sink);
     let (a, b) = tokio::join!(
         sweep::run(a, CancellationToken::new()),
         sweep::run(b, CancellationToken::new())
