@@ -8,6 +8,8 @@
 -- objective = success - cost_weight * cost_usd - token_weight * total_tokens / 1e6 -
 -- time_weight * wall_time_ms / 60000, the sweep's [bayes] weights (agent-runner/docs/
 -- sweeps.md); NULL when the run's cost is unknown and cost_weight is not 0.
+-- 18.16 allows one JOIN per SELECT and no window functions, hence the arrays; current
+-- ClickHouse wants every joined subquery named, hence the aliases.
 -- param sweep String: the sweep's name
 -- param cost_weight Float64 = '0': reward lost per USD
 -- param token_weight Float64 = '0': reward lost per million tokens
@@ -50,7 +52,7 @@ FROM
                 exploration_vs_exploitation
             FROM optimizer_updates FINAL
             WHERE policy_id = 'optimizer:tpe' AND task_id = concat('sweep:', {sweep:String})
-        )
+        ) AS proposals
         ANY LEFT JOIN
         (
             SELECT
@@ -60,7 +62,7 @@ FROM
                 toNullable(total_tokens) AS total_tokens,
                 toNullable(wall_time_ms) AS wall_time_ms
             FROM run_stops FINAL
-        ) USING cfg_hash
+        ) AS results USING cfg_hash
     )
 )
 ARRAY JOIN arrayEnumerate(rows) AS i
