@@ -12,7 +12,7 @@
 //! given the finished trials before it, runs it on task `n mod tasks` with the sweep's
 //! seed, and marks it done with the config's matrix values.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -684,12 +684,15 @@ struct KnownTrials {
     done: BTreeMap<u64, (Uuid, BTreeMap<String, serde_json::Value>)>,
     /// Trial → reward of trials whose result ClickHouse holds (`None`: unknown).
     rewards: BTreeMap<u64, Option<f64>>,
+    /// Done trials whose result was still missing after a whole wait: asked for again at
+    /// each proposal, but not waited for twice.
+    late: BTreeSet<u64>,
 }
 
 impl KnownTrials {
     /// The finished trials before `trial`, with their rewards, in trial order. Waits (up
-    /// to [`RESULT_WAIT`]) for done trials whose result has not reached ClickHouse yet,
-    /// so one worker replays the same way whatever the sink's delay.
+    /// to [`RESULT_WAIT`], once per trial) for done trials whose result has not reached
+    /// ClickHouse yet, so one worker replays the same way whatever the sink's delay.
     async fn observations(
         &mut self,
         worker: &Worker<'_>,
@@ -732,15 +735,21 @@ impl KnownTrials {
                 }
                 Err(e) => tracing::warn!(error = %e, "cannot read trial results"),
             }
-            if self.rewards.len() == self.done.len() {
+            let waiting: Vec<u64> = missing
+                .iter()
+                .map(|(n, _)| *n)
+                .filter(|n| !self.rewards.contains_key(n) && !self.late.contains(n))
+                .collect();
+            if waiting.is_empty() {
                 break;
             }
             if tokio::time::Instant::now() >= deadline || worker.stop.is_cancelled() {
                 tracing::warn!(
                     trial,
-                    missing = missing.len(),
+                    ?waiting,
                     "proposing without finished trials whose results are not in clickhouse"
                 );
+                self.late.extend(waiting);
                 break;
             }
             tokio::time::sleep(RESULT_POLL).await;
