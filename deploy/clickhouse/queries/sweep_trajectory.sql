@@ -2,7 +2,7 @@
 -- with the config proposed, its run's result, the objective (reward) and the best
 -- objective so far. The sweep's best config so far is the row with the highest objective
 -- (is_best = 1). A proposal whose run has not finished has NULL result columns; a trial
-proposed again after its worker died shows once per proposal.
+-- proposed again after its worker died shows once per proposal.
 --
 -- A proposal's optimizer_update (policy_id optimizer:tpe, task_id sweep:<name>) carries the
 -- cfg_hash of the config it proposes, which its run carries too: that is the link.
