@@ -191,6 +191,11 @@ def literal(type_, value):
         if not 0 <= number <= 0xFFFFFFFF:
             raise ValueError(f"{value!r} out of UInt32 range")
         return str(number)
+    if type_ == "Float64":
+        number = float(value.strip())
+        if not math.isfinite(number):
+            raise ValueError(f"{value!r} is not finite")
+        return f"toFloat64('{number!r}')"
     if type_ == "DateTime":
         text = value.strip().replace("Z", "+00:00")
         when = datetime.fromisoformat(text)

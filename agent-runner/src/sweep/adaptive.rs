@@ -39,7 +39,8 @@ pub struct ClickHouseSource {
 }
 
 impl ClickHouseSource {
-    fn client(&self) -> clickhouse::Client {
+    /// A client of the sink's database.
+    pub(super) fn client(&self) -> clickhouse::Client {
         // 18.16 has no RowBinaryWithNamesAndTypes, which validation needs (event-sink/README.md).
         clickhouse::Client::default()
             .with_url(&self.url)
@@ -109,11 +110,16 @@ impl<'a> Bandit<'a> {
 
     /// The reward mean of an arm with `stats`.
     pub fn mean_reward(&self, stats: &ArmStats) -> f64 {
-        let s = self.settings;
-        stats.success_rate
-            - s.cost_weight * stats.avg_cost_usd
-            - s.token_weight * stats.avg_tokens / 1e6
-            - s.time_weight * stats.avg_wall_time_ms / 60_000.0
+        // `avg_cost_usd` counts unknown costs as 0 (arm_stats.sql), so it is always known.
+        self.settings
+            .weights()
+            .reward(
+                stats.success_rate,
+                Some(stats.avg_cost_usd),
+                stats.avg_tokens,
+                stats.avg_wall_time_ms,
+            )
+            .unwrap_or_default()
     }
 
     /// The best eligible arm under UCB1; `None` when nothing is eligible. `local` counts
@@ -226,18 +232,7 @@ impl<'a> Bandit<'a> {
 
     /// The reward formula in words.
     fn objective(&self) -> String {
-        let s = self.settings;
-        let mut text = "success".to_owned();
-        for (weight, what) in [
-            (s.cost_weight, "cost_usd"),
-            (s.token_weight, "Mtokens"),
-            (s.time_weight, "wall minutes"),
-        ] {
-            if weight != 0.0 {
-                text.push_str(&format!(" - {weight} * {what}"));
-            }
-        }
-        text
+        self.settings.weights().describe()
     }
 }
 

@@ -52,10 +52,10 @@ pub struct SweepArgs {
     pub llm: LlmArgs,
 }
 
-/// Where the `adaptive` method reads past results (the sink's database).
+/// Where the `adaptive` and `bayes` methods read past results (the sink's database).
 #[derive(Debug, Args)]
 pub struct ClickHouseArgs {
-    /// ClickHouse HTTP URL, e.g. http://127.0.0.1:8123 (needed by method adaptive).
+    /// ClickHouse HTTP URL, e.g. http://127.0.0.1:8123 (needed by methods adaptive and bayes).
     #[arg(long, env = "BENCH_CLICKHOUSE_URL")]
     pub clickhouse_url: Option<String>,
     /// ClickHouse user.

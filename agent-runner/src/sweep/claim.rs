@@ -1,7 +1,8 @@
 //! Claims: how several workers (processes, hosts) share one sweep through a JetStream
 //! key-value bucket so that no configuration runs twice and none is missed.
 //!
-//! One key per configuration (`<sweep>.<hash>`, [`super::expand::Configuration::key`]).
+//! One key per configuration (`<sweep>.<hash>`, [`super::expand::Configuration::key`]),
+//! or per trial of a `bayes` sweep (`<sweep>.trial.<n>`).
 //! A worker claims a configuration with an atomic *create* (it fails when the key
 //! exists), runs it, then marks it `done`. A claim older than the lease whose worker never
 //! marked it done (the worker died) is taken over with a compare-and-set *update* on the
@@ -10,6 +11,7 @@
 //!
 //! This module owns the bucket and the claim records; it does not run anything.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_nats::jetstream::{self, kv};
@@ -53,6 +55,10 @@ pub enum ClaimRecord {
         run_id: Uuid,
         #[serde(with = "chrono::serde::ts_milliseconds")]
         at: DateTime<Utc>,
+        /// `bayes` trials: the values of the matrix keys its config used (field path →
+        /// value), what later proposals are told along with the run's reward.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        values: Option<BTreeMap<String, serde_json::Value>>,
     },
 }
 
@@ -155,12 +161,19 @@ impl ClaimBoard {
         }
     }
 
-    /// Marks the claimed configuration as run by `run_id`.
-    pub async fn complete(&self, claim: Claim, run_id: Uuid) -> Result<(), SweepError> {
+    /// Marks the claimed configuration as run by `run_id` (with the matrix values of a
+    /// `bayes` trial).
+    pub async fn complete(
+        &self,
+        claim: Claim,
+        run_id: Uuid,
+        values: Option<BTreeMap<String, serde_json::Value>>,
+    ) -> Result<(), SweepError> {
         let record = self.encode(&ClaimRecord::Done {
             worker: self.worker.clone(),
             run_id,
             at: Utc::now(),
+            values,
         })?;
         self.store
             .put(&claim.key, record)

@@ -51,7 +51,7 @@ pub struct Configuration {
 }
 
 /// The result of expanding a sweep.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Expansion {
     /// Distinct configs that passed the constraints.
     pub arms: Vec<Arm>,
@@ -79,11 +79,8 @@ pub fn expand(
 ) -> Result<Expansion, SweepError> {
     let axes = sweep.axes().map_err(SweepError::Invalid)?;
     let base_json = serde_json::to_value(base).map_err(|e| SweepError::Invalid(e.to_string()))?;
-    let constraints = sweep
-        .constraints
-        .iter()
-        .map(|c| resolve_constraint(c, &axes, &base_json))
-        .collect::<Result<Vec<_>, _>>()?;
+    let paths: Vec<&str> = axes.iter().map(|(path, _)| path.as_str()).collect();
+    let constraints = resolve_constraints(sweep, &paths, &base_json)?;
 
     let mut expansion = Expansion {
         arms: Vec::new(),
@@ -97,7 +94,12 @@ pub fn expand(
     let mut point = vec![0usize; axes.len()];
     loop {
         expansion.points += 1;
-        let (config, json, label) = apply(&base_json, &axes, &point)?;
+        let values: Vec<(&str, Value)> = axes
+            .iter()
+            .zip(&point)
+            .map(|((path, values), &i)| (path.as_str(), values[i].clone()))
+            .collect();
+        let (config, json, label) = apply(&base_json, &values)?;
         let cfg_hash = config.canonical_hash();
         if !seen.insert(cfg_hash.clone()) {
             expansion.merged += 1;
@@ -163,22 +165,21 @@ fn advance(point: &mut [usize], axes: &[(String, Vec<Value>)]) -> bool {
     false
 }
 
-/// The config at `point`: axis values set on the base, unused strategy parameters
-/// dropped. Also returns its JSON (for constraints) and its label.
-fn apply(
+/// The config with `values` (field path, value) set on the base, unused strategy
+/// parameters dropped. Also returns its JSON (for constraints) and its label.
+pub(super) fn apply(
     base_json: &Value,
-    axes: &[(String, Vec<Value>)],
-    point: &[usize],
+    values: &[(&str, Value)],
 ) -> Result<(RunConfig, Value, String), SweepError> {
     let mut json = base_json.clone();
-    for ((path, values), &i) in axes.iter().zip(point) {
-        set_path(&mut json, path, values[i].clone());
+    for (path, value) in values {
+        set_path(&mut json, path, value.clone());
     }
     let config: RunConfig = serde_json::from_value(json.clone())
         .map_err(|e| SweepError::Invalid(format!("matrix: {e}")))?;
     // `RunConfig` ignores unknown keys; a typo in the matrix must not be ignored.
     let known = serde_json::to_value(&config).map_err(|e| SweepError::Invalid(e.to_string()))?;
-    if let Some((path, _)) = axes
+    if let Some((path, _)) = values
         .iter()
         .find(|(path, _)| get_path(&known, path).is_none())
     {
@@ -189,7 +190,7 @@ fn apply(
     let mut config = config;
     drop_unused_params(&mut config);
     let json = serde_json::to_value(&config).map_err(|e| SweepError::Invalid(e.to_string()))?;
-    let label = axes
+    let label = values
         .iter()
         .filter_map(|(path, _)| {
             get_path(&json, path).map(|v| format!("{}={}", short_name(path), plain(v)))
@@ -246,14 +247,15 @@ fn set_path(json: &mut Value, path: &str, value: Value) {
     }
 }
 
-fn get_path<'a>(json: &'a Value, path: &str) -> Option<&'a Value> {
+pub(super) fn get_path<'a>(json: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.')
         .try_fold(json, |at, part| at.get(part))
         .filter(|v| !v.is_null())
 }
 
 /// A constraint with its field names resolved to full paths.
-struct Resolved {
+#[derive(Debug, Clone)]
+pub(super) struct Resolved {
     left: String,
     right: Operand,
     constraint: Constraint,
@@ -262,7 +264,7 @@ struct Resolved {
 impl Resolved {
     /// Holds, or does not apply (a side is absent: a parameter the strategy does not
     /// use).
-    fn holds(&self, json: &Value) -> bool {
+    pub(super) fn holds(&self, json: &Value) -> bool {
         let Some(left) = get_path(json, &self.left) else {
             return true;
         };
@@ -283,14 +285,28 @@ impl Resolved {
     }
 }
 
+/// The sweep's constraints, field names resolved against the matrix `paths` and the
+/// base config.
+pub(super) fn resolve_constraints(
+    sweep: &SweepFile,
+    paths: &[&str],
+    base: &Value,
+) -> Result<Vec<Resolved>, SweepError> {
+    sweep
+        .constraints
+        .iter()
+        .map(|c| resolve_constraint(c, paths, base))
+        .collect()
+}
+
 fn resolve_constraint(
     constraint: &Constraint,
-    axes: &[(String, Vec<Value>)],
+    paths: &[&str],
     base: &Value,
 ) -> Result<Resolved, SweepError> {
     let resolve = |name: &str| -> Result<String, SweepError> {
         let known = |path: &str| {
-            axes.iter().any(|(p, _)| p == path)
+            paths.contains(&path)
                 || get_path(base, path).is_some()
                 || path
                     .strip_prefix("strategy_params.")
@@ -319,17 +335,19 @@ fn resolve_constraint(
 /// Rust version (unlike `std`'s hashers).
 fn shuffle<T>(items: &mut [T], seed: u64) {
     let mut state = seed;
-    let mut next = move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    };
     for i in (1..items.len()).rev() {
-        let j = (next() % (i as u64 + 1)) as usize;
+        let j = (splitmix64(&mut state) % (i as u64 + 1)) as usize;
         items.swap(i, j);
     }
+}
+
+/// The next output of splitmix64 from `state`: portable, for seeds and shuffles.
+pub(super) fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]

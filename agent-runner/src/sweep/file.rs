@@ -40,16 +40,24 @@ pub struct SweepFile {
     /// `random` only: configurations drawn (without replacement).
     #[serde(default)]
     pub samples: Option<usize>,
+    /// `bayes` only (required there): finished runs after which the sweep stops; trial
+    /// `n` (0-based) is the `n`-th proposal of the optimizer.
+    #[serde(default)]
+    pub trials: Option<u64>,
     /// Conditions every config must meet, e.g. `"summary_keep < summary_interval"`.
     #[serde(default)]
     pub constraints: Vec<Constraint>,
     /// Config field → values. Keys are `RunConfig` field paths (`model`, `temperature`,
-    /// `strategy_params.summary_keep`, nested tables allowed); every leaf is an array.
+    /// `strategy_params.summary_keep`, nested tables allowed); every leaf is an array, or
+    /// (`bayes` only) a range `{ min, max, log }`.
     #[serde(default)]
     pub matrix: toml::Table,
     /// `adaptive` only: what the bandit optimises.
     #[serde(default)]
     pub adaptive: AdaptiveSettings,
+    /// `bayes` only: what the optimizer optimises and how it searches.
+    #[serde(default)]
+    pub bayes: BayesSettings,
 }
 
 fn one() -> u32 {
@@ -67,6 +75,9 @@ pub enum Method {
     Random,
     /// A UCB1 bandit over the configs, fed by past results in ClickHouse.
     Adaptive,
+    /// Tree-structured Parzen Estimator proposals over lists and ranges, fed by the
+    /// sweep's finished trials in ClickHouse.
+    Bayes,
 }
 
 impl Method {
@@ -76,6 +87,7 @@ impl Method {
             Method::Grid => "grid",
             Method::Random => "random",
             Method::Adaptive => "adaptive",
+            Method::Bayes => "bayes",
         }
     }
 }
@@ -104,6 +116,17 @@ fn default_exploration() -> f64 {
     1.0
 }
 
+impl AdaptiveSettings {
+    /// The reward of one run under these weights.
+    pub fn weights(&self) -> RewardWeights {
+        RewardWeights {
+            cost_weight: self.cost_weight,
+            token_weight: self.token_weight,
+            time_weight: self.time_weight,
+        }
+    }
+}
+
 impl Default for AdaptiveSettings {
     fn default() -> Self {
         AdaptiveSettings {
@@ -113,6 +136,144 @@ impl Default for AdaptiveSettings {
             exploration: default_exploration(),
         }
     }
+}
+
+/// `[bayes]`: the reward of one run (the same formula and weights as `[adaptive]`) and
+/// the TPE settings. Each proposal maximises the reward of one run.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BayesSettings {
+    /// Reward lost per USD of cost. Default 0.
+    #[serde(default)]
+    pub cost_weight: f64,
+    /// Reward lost per million tokens. Default 0.
+    #[serde(default)]
+    pub token_weight: f64,
+    /// Reward lost per minute of wall time. Default 0.
+    #[serde(default)]
+    pub time_weight: f64,
+    /// Trials drawn uniformly at random before the model proposes. Default 10 (as
+    /// Optuna's TPE sampler).
+    #[serde(default = "default_startup_trials")]
+    pub startup_trials: u64,
+    /// Share of the finished trials counted as good (TPE's γ), in (0, 1). Default 0.25.
+    #[serde(default = "default_gamma")]
+    pub gamma: f64,
+    /// Candidates drawn from the good density per parameter, the best l/g kept.
+    /// Default 24.
+    #[serde(default = "default_candidates")]
+    pub candidates: usize,
+}
+
+fn default_startup_trials() -> u64 {
+    10
+}
+
+fn default_gamma() -> f64 {
+    0.25
+}
+
+fn default_candidates() -> usize {
+    24
+}
+
+impl BayesSettings {
+    /// The reward of one run under these weights.
+    pub fn weights(&self) -> RewardWeights {
+        RewardWeights {
+            cost_weight: self.cost_weight,
+            token_weight: self.token_weight,
+            time_weight: self.time_weight,
+        }
+    }
+}
+
+impl Default for BayesSettings {
+    fn default() -> Self {
+        BayesSettings {
+            cost_weight: 0.0,
+            token_weight: 0.0,
+            time_weight: 0.0,
+            startup_trials: default_startup_trials(),
+            gamma: default_gamma(),
+            candidates: default_candidates(),
+        }
+    }
+}
+
+/// The weights of the reward of one run:
+/// `success - cost_weight * cost_usd - token_weight * total_tokens / 1e6 -
+/// time_weight * wall_time_ms / 60000`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RewardWeights {
+    /// Reward lost per USD.
+    pub cost_weight: f64,
+    /// Reward lost per million tokens.
+    pub token_weight: f64,
+    /// Reward lost per minute of wall time.
+    pub time_weight: f64,
+}
+
+impl RewardWeights {
+    /// The reward of a run (or the mean reward of runs) with these outcomes; `None` when
+    /// the cost is unknown and weighs in: an unknown cost is never read as free.
+    pub fn reward(
+        &self,
+        success: f64,
+        cost_usd: Option<f64>,
+        tokens: f64,
+        wall_time_ms: f64,
+    ) -> Option<f64> {
+        let cost = match cost_usd {
+            Some(cost) => self.cost_weight * cost,
+            None if self.cost_weight == 0.0 => 0.0,
+            None => return None,
+        };
+        Some(
+            success
+                - cost
+                - self.token_weight * tokens / 1e6
+                - self.time_weight * wall_time_ms / 60_000.0,
+        )
+    }
+
+    /// The formula in words, e.g. `success - 1 * cost_usd`.
+    pub fn describe(&self) -> String {
+        let mut text = "success".to_owned();
+        for (weight, what) in [
+            (self.cost_weight, "cost_usd"),
+            (self.token_weight, "Mtokens"),
+            (self.time_weight, "wall minutes"),
+        ] {
+            if weight != 0.0 {
+                text.push_str(&format!(" - {weight} * {what}"));
+            }
+        }
+        text
+    }
+}
+
+/// What one matrix key ranges over.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Domain {
+    /// The listed values.
+    Values(Vec<serde_json::Value>),
+    /// A range (`bayes` only).
+    Range(Range),
+}
+
+/// `{ min, max, log }`: every value between `min` and `max` (both included); integers
+/// when both bounds are TOML integers; `log = true` searches the logarithm (bounds > 0).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Range {
+    /// Lowest value.
+    pub min: f64,
+    /// Highest value.
+    pub max: f64,
+    /// Integer values only.
+    pub integer: bool,
+    /// Searched on a log scale.
+    pub log: bool,
 }
 
 /// `left op right`, where each side is a matrix field path (short names of
@@ -268,7 +429,7 @@ impl SweepFile {
             (Method::Random, None | Some(0)) => {
                 return Err(invalid("method random needs samples >= 1".into()))
             }
-            (Method::Grid | Method::Adaptive, Some(_)) => {
+            (Method::Grid | Method::Adaptive | Method::Bayes, Some(_)) => {
                 return Err(invalid(format!(
                     "samples only applies to method random, not {}",
                     sweep.method.as_str()
@@ -276,16 +437,63 @@ impl SweepFile {
             }
             _ => {}
         }
-        sweep.axes().map_err(invalid)?;
+        if sweep.method == Method::Bayes {
+            sweep.check_bayes().map_err(invalid)?;
+        } else {
+            if sweep.trials.is_some() {
+                return Err(invalid(format!(
+                    "trials only applies to method bayes, not {}",
+                    sweep.method.as_str()
+                )));
+            }
+            sweep.axes().map_err(invalid)?;
+        }
         Ok(sweep)
     }
 
+    fn check_bayes(&self) -> Result<(), String> {
+        match self.trials {
+            None | Some(0) => return Err("method bayes needs trials >= 1".into()),
+            Some(_) => {}
+        }
+        if self.seeds.is_some() || self.repeats != 1 {
+            return Err(
+                "method bayes runs one seed per trial: drop repeats and seeds (set seed)".into(),
+            );
+        }
+        let b = &self.bayes;
+        if !(b.gamma > 0.0 && b.gamma < 1.0) {
+            return Err(format!("bayes.gamma must be in (0, 1), got {}", b.gamma));
+        }
+        if b.candidates == 0 {
+            return Err("bayes.candidates must be at least 1".into());
+        }
+        if self.domains()?.is_empty() {
+            return Err("method bayes needs at least one matrix key".into());
+        }
+        Ok(())
+    }
+
     /// The matrix as (field path, values) pairs, nested tables flattened to dotted paths,
-    /// in key order.
+    /// in key order; a range is an error (only `bayes` searches ranges).
     pub fn axes(&self) -> Result<Vec<(String, Vec<serde_json::Value>)>, String> {
-        let mut axes = Vec::new();
-        flatten(&self.matrix, "", &mut axes)?;
-        Ok(axes)
+        self.domains()?
+            .into_iter()
+            .map(|(path, domain)| match domain {
+                Domain::Values(values) => Ok((path, values)),
+                Domain::Range(_) => Err(format!(
+                    "matrix.{path} is a range: ranges need method bayes (or list the values)"
+                )),
+            })
+            .collect()
+    }
+
+    /// The matrix as (field path, domain) pairs, nested tables flattened to dotted paths,
+    /// in key order.
+    pub fn domains(&self) -> Result<Vec<(String, Domain)>, String> {
+        let mut domains = Vec::new();
+        flatten(&self.matrix, "", &mut domains)?;
+        Ok(domains)
     }
 
     /// Where the base scenario file is: relative to the sweep file if such a file exists,
@@ -310,12 +518,16 @@ impl SweepFile {
 fn flatten(
     table: &toml::Table,
     prefix: &str,
-    out: &mut Vec<(String, Vec<serde_json::Value>)>,
+    out: &mut Vec<(String, Domain)>,
 ) -> Result<(), String> {
     let sorted: BTreeMap<_, _> = table.iter().collect();
     for (key, value) in sorted {
         let path = format!("{prefix}{key}");
         match value {
+            // No run config field is called `min` or `max`: such a table is a range.
+            toml::Value::Table(inner) if inner.contains_key("min") || inner.contains_key("max") => {
+                out.push((path.clone(), Domain::Range(range(&path, inner)?)));
+            }
             toml::Value::Table(inner) => flatten(inner, &format!("{path}."), out)?,
             toml::Value::Array(values) if values.is_empty() => {
                 return Err(format!("matrix.{path} is empty"))
@@ -325,12 +537,52 @@ fn flatten(
                     .iter()
                     .map(|v| serde_json::to_value(v).map_err(|e| format!("matrix.{path}: {e}")))
                     .collect::<Result<_, _>>()?;
-                out.push((path, values));
+                out.push((path, Domain::Values(values)));
             }
-            _ => return Err(format!("matrix.{path} must be an array of values")),
+            _ => {
+                return Err(format!(
+                    "matrix.{path} must be an array of values or a range {{ min, max }}"
+                ))
+            }
         }
     }
     Ok(())
+}
+
+/// `{ min, max, log }` at `path`.
+fn range(path: &str, table: &toml::Table) -> Result<Range, String> {
+    if let Some(key) = table
+        .keys()
+        .find(|k| !["min", "max", "log"].contains(&k.as_str()))
+    {
+        return Err(format!(
+            "matrix.{path}: a range has min, max and log, not {key}"
+        ));
+    }
+    let bound = |key: &str| match table.get(key) {
+        Some(toml::Value::Integer(i)) => Ok((*i as f64, true)),
+        Some(toml::Value::Float(f)) if f.is_finite() => Ok((*f, false)),
+        Some(_) => Err(format!("matrix.{path}.{key} must be a finite number")),
+        None => Err(format!("matrix.{path}: a range needs {key}")),
+    };
+    let ((min, int_min), (max, int_max)) = (bound("min")?, bound("max")?);
+    let log = match table.get("log") {
+        None => false,
+        Some(toml::Value::Boolean(log)) => *log,
+        Some(_) => return Err(format!("matrix.{path}.log must be true or false")),
+    };
+    if min >= max {
+        return Err(format!("matrix.{path}: min {min} must be below max {max}"));
+    }
+    if log && min <= 0.0 {
+        return Err(format!("matrix.{path}: a log range needs min > 0"));
+    }
+    Ok(Range {
+        min,
+        max,
+        integer: int_min && int_max,
+        log,
+    })
 }
 
 #[cfg(test)]
@@ -361,5 +613,63 @@ mod tests {
         assert!(SweepFile::parse(path, &random).is_err());
         let empty = "name = \"e\"\nscenario = \"smoke\"\n[matrix]\nmodel = []\n";
         assert!(SweepFile::parse(path, empty).is_err());
+    }
+
+    #[test]
+    fn ranges_parse_and_need_method_bayes() {
+        let path = Path::new("s.toml");
+        let head = "name = \"b\"\nscenario = \"smoke\"\n";
+        let matrix = "[matrix]\ntemperature = { min = 0.0, max = 1.0 }\n\
+                      strategy_params.observation_window = { min = 2, max = 40 }\n\
+                      cost_limit_usd = { min = 0.01, max = 10.0, log = true }\n";
+        let sweep = SweepFile::parse(
+            path,
+            &format!("{head}method = \"bayes\"\ntrials = 5\n{matrix}"),
+        )
+        .expect("valid bayes sweep");
+        let domains = sweep.domains().expect("domains");
+        assert_eq!(
+            domains[1],
+            (
+                "strategy_params.observation_window".to_owned(),
+                Domain::Range(Range {
+                    min: 2.0,
+                    max: 40.0,
+                    integer: true,
+                    log: false
+                })
+            )
+        );
+        assert!(matches!(
+            domains[0].1,
+            Domain::Range(Range { log: true, .. })
+        ));
+        for bad in [
+            format!("{head}{matrix}"),
+            format!("{head}method = \"bayes\"\n{matrix}"),
+            format!("{head}method = \"bayes\"\ntrials = 5\nrepeats = 2\n{matrix}"),
+            format!("{head}method = \"bayes\"\ntrials = 5\n[matrix]\ntemperature = {{ min = 1.0, max = 0.5 }}\n"),
+            format!("{head}method = \"bayes\"\ntrials = 5\n[matrix]\ntemperature = {{ min = 0.0, max = 1.0, step = 2 }}\n"),
+            format!("{head}method = \"bayes\"\ntrials = 5\n[matrix]\ncost_limit_usd = {{ min = 0.0, max = 1.0, log = true }}\n"),
+            format!("{head}trials = 5\n[matrix]\nmodel = [\"a\"]\n"),
+        ] {
+            assert!(SweepFile::parse(path, &bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_cost_is_never_read_as_free() {
+        let weights = RewardWeights {
+            cost_weight: 1.0,
+            token_weight: 0.0,
+            time_weight: 0.0,
+        };
+        assert_eq!(weights.reward(1.0, None, 0.0, 0.0), None);
+        assert_eq!(weights.reward(1.0, Some(0.25), 0.0, 0.0), Some(0.75));
+        let free = RewardWeights {
+            cost_weight: 0.0,
+            ..weights
+        };
+        assert_eq!(free.reward(1.0, None, 0.0, 0.0), Some(1.0));
     }
 }

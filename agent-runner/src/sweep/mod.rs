@@ -7,6 +7,8 @@
 //! - [`claim`]: the JetStream KV bucket through which workers claim configurations.
 //! - [`adaptive`]: the UCB1 bandit of the `adaptive` method and the ClickHouse query
 //!   feeding it.
+//! - [`bayes`]: the search space and TPE proposals of the `bayes` method.
+//! - [`trials`]: the results of a `bayes` sweep's finished trials, from ClickHouse.
 //! - [`worker`]: one worker's loop ([`run`]): claim, run through the run loop, mark done.
 //! - [`args`]: the `agent-runner sweep` flags → [`SweepConfig`].
 //!
@@ -16,9 +18,11 @@
 
 pub mod adaptive;
 pub mod args;
+pub mod bayes;
 pub mod claim;
 pub mod expand;
 pub mod file;
+pub mod trials;
 pub mod worker;
 
 use std::path::PathBuf;

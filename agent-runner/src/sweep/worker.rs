@@ -5,22 +5,28 @@
 //! Runs go through the same run loop and publisher as `agent-runner run`
 //! ([`crate::agent::execute`]); a configuration is its arm's config on one task with one
 //! seed. The worker owns the order in which it tries configurations and the
-//! `optimizer_update` stream of the adaptive method.
+//! `optimizer_update` streams of the adaptive and bayes methods.
+//!
+//! `bayes` claims trials (`<sweep>.trial.<n>`, lowest free index first) rather than
+//! configurations: the worker that holds trial `n` asks the optimizer for its config
+//! given the finished trials before it, runs it on task `n mod tasks` with the sweep's
+//! seed, and marks it done with the config's matrix values.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use schemas::{sha256_hex, Payload, RunSequencer};
+use schemas::{sha256_hex, Hash256, Payload, RunConfig, RunSequencer};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::adaptive::{self, ArmStats, Bandit, ClickHouseSource};
-use super::claim::{Claim, ClaimBoard, ClaimConfig};
+use super::bayes::{Observation, Proposal, SearchSpace};
+use super::claim::{Claim, ClaimBoard, ClaimConfig, ClaimRecord};
 use super::expand::{self, Configuration, Expansion};
 use super::file::{Method, SweepFile};
-use super::SweepError;
+use super::{trials, SweepError};
 use crate::agent::{self, RunSpec, RunSummary};
 use crate::policy::{self, LlmConfig};
 use crate::publish::{DeliveryReport, PublisherHandle};
@@ -31,6 +37,16 @@ use crate::tools::bwrap::SandboxMode;
 
 /// `policy_id` of the adaptive method's `optimizer_update` events.
 pub const OPTIMIZER_POLICY_ID: &str = "optimizer:ucb1";
+
+/// `policy_id` of the bayes method's `optimizer_update` events.
+pub const BAYES_POLICY_ID: &str = "optimizer:tpe";
+
+/// How long a bayes worker waits for finished trials to reach ClickHouse before it
+/// proposes without them (the sink's delay, normally well under a second).
+const RESULT_WAIT: Duration = Duration::from_secs(30);
+
+/// Between two reads of ClickHouse while waiting for results.
+const RESULT_POLL: Duration = Duration::from_millis(200);
 
 /// Added to the scenario's execution timeout for the default claim lease: judge, setup
 /// and delivery time of one run.
@@ -66,7 +82,8 @@ pub struct SweepConfig {
     pub bucket_replicas: usize,
     /// Claim lease; see [`ClaimConfig::lease`].
     pub lease: Option<Duration>,
-    /// Past results for the adaptive method (required by it, unused otherwise).
+    /// Past results for the adaptive and bayes methods (required by them, unused
+    /// otherwise).
     pub clickhouse: Option<ClickHouseSource>,
 }
 
@@ -79,8 +96,10 @@ pub struct Plan {
     pub sha256: schemas::Hash256,
     /// The base scenario with the sweep's tasks.
     pub scenario: LoadedScenario,
-    /// Arms and configurations.
+    /// Arms and configurations (none for `bayes`).
     pub expansion: Expansion,
+    /// `bayes` only: the search space.
+    pub space: Option<SearchSpace>,
 }
 
 impl Plan {
@@ -108,6 +127,16 @@ impl Plan {
         )?;
         let tasks: Vec<String> = scenario.tasks.iter().map(|t| t.task.id.clone()).collect();
         let base_seed = sweep.seed.unwrap_or(scenario.scenario.seed);
+        if sweep.method == Method::Bayes {
+            let space = SearchSpace::new(&sweep, &scenario.scenario.config, base_seed)?;
+            return Ok(Plan {
+                sweep,
+                sha256: sha256_hex(&bytes),
+                scenario,
+                expansion: Expansion::default(),
+                space: Some(space),
+            });
+        }
         let expansion = expand::expand(&sweep, &scenario.scenario.config, &tasks, base_seed)?;
         if expansion.arms.is_empty() {
             return Err(SweepError::Invalid(format!(
@@ -120,16 +149,89 @@ impl Plan {
             sha256: sha256_hex(&bytes),
             scenario,
             expansion,
+            space: None,
         })
     }
 
     fn task(&self, id: &str) -> Option<&LoadedTask> {
         self.scenario.tasks.iter().find(|t| t.task.id == id)
     }
+
+    /// The sweep's seed: the run seed of every bayes trial and the optimizer's seed.
+    fn seed(&self) -> u64 {
+        self.sweep.seed.unwrap_or(self.scenario.scenario.seed)
+    }
+
+    /// Runs of the whole sweep (all workers).
+    pub fn runs(&self) -> usize {
+        match self.sweep.trials {
+            Some(trials) => usize::try_from(trials).unwrap_or(usize::MAX),
+            None => self.expansion.configurations.len(),
+        }
+    }
+
+    /// The claim key of bayes trial `n`.
+    pub fn trial_key(&self, n: u64) -> String {
+        format!("{}.trial.{n}", self.sweep.name)
+    }
+
+    /// The task bayes trial `n` runs.
+    pub fn trial_task(&self, n: u64) -> &str {
+        let tasks = &self.scenario.tasks;
+        &tasks[(n % tasks.len() as u64) as usize].task.id
+    }
+}
+
+/// How many proposals `--dry-run` prints at most.
+const DRY_RUN_PROPOSALS: u64 = 10;
+
+impl Plan {
+    /// The bayes dry run: the space, and the proposals that need no finished trial (the
+    /// random start; the first model proposal when there is none).
+    fn fmt_bayes(&self, f: &mut fmt::Formatter<'_>, space: &SearchSpace) -> fmt::Result {
+        let trials = self.sweep.trials.unwrap_or(0);
+        let settings = space.settings();
+        writeln!(
+            f,
+            "sweep {} (bayes): {trials} trials, seed {}, maximising {}; {} random startup trials, then TPE (gamma {}, {} candidates)",
+            self.sweep.name,
+            self.seed(),
+            settings.weights().describe(),
+            settings.startup_trials,
+            settings.gamma,
+            settings.candidates
+        )?;
+        for line in space.describe() {
+            writeln!(f, "  {line}")?;
+        }
+        for constraint in &self.sweep.constraints {
+            writeln!(f, "  constraint: {constraint}")?;
+        }
+        let first = trials
+            .min(settings.startup_trials.max(1))
+            .min(DRY_RUN_PROPOSALS);
+        writeln!(f, "first {first} proposals (independent of results):")?;
+        for n in 0..first {
+            match space.propose(n, &[]) {
+                Ok(p) => writeln!(
+                    f,
+                    "  trial {n:<4} {:<20} {}  cfg {}",
+                    self.trial_task(n),
+                    p.label,
+                    p.cfg_hash
+                )?,
+                Err(e) => writeln!(f, "  trial {n:<4} {e}")?,
+            }
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(space) = &self.space {
+            return self.fmt_bayes(f, space);
+        }
         let e = &self.expansion;
         writeln!(
             f,
@@ -218,10 +320,12 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<SweepReport, SweepError> {
     let plan = Plan::load(&config.file, &config.scenarios_dir, config.allow_unpinned)?;
-    if plan.sweep.method == Method::Adaptive && config.clickhouse.is_none() {
-        return Err(SweepError::Config(
-            "method adaptive reads past results: give --clickhouse-url".into(),
-        ));
+    if matches!(plan.sweep.method, Method::Adaptive | Method::Bayes) && config.clickhouse.is_none()
+    {
+        return Err(SweepError::Config(format!(
+            "method {} reads past results: give --clickhouse-url",
+            plan.sweep.method.as_str()
+        )));
     }
     let lease = config.lease.unwrap_or_else(|| {
         Duration::from_millis(plan.scenario.scenario.config.execution_timeout_ms) + LEASE_MARGIN
@@ -261,6 +365,7 @@ pub async fn run(
     let outcome = match plan.sweep.method {
         Method::Grid | Method::Random => worker.run_in_order().await,
         Method::Adaptive => worker.run_adaptive().await,
+        Method::Bayes => worker.run_bayes().await,
     };
     let (runs, optimizer_updates) = (worker.runs, worker.optimizer_updates);
     drop(worker.handle);
@@ -270,7 +375,7 @@ pub async fn run(
     outcome?;
     Ok(SweepReport {
         sweep: plan.sweep.name.clone(),
-        configurations: plan.expansion.configurations.len(),
+        configurations: plan.runs(),
         runs,
         optimizer_updates,
         delivery,
@@ -344,10 +449,96 @@ impl Worker<'_> {
             else {
                 continue;
             };
-            self.announce(pick.update)?;
+            let recorder = match &mut self.optimizer {
+                Some(recorder) => recorder,
+                None => self.optimizer.insert(optimizer_stream(
+                    plan,
+                    self.config,
+                    &self.handle,
+                    OPTIMIZER_POLICY_ID,
+                    plan.sha256.clone(),
+                    plan.seed(),
+                )?),
+            };
+            emit(recorder, pick.update)?;
+            self.optimizer_updates += 1;
             local[pick.arm] += 1;
             self.run_claimed(configuration, claim).await?;
         }
+        Ok(())
+    }
+
+    /// `bayes`: claim the lowest free trial, ask the optimizer for its config given the
+    /// finished trials before it, run it.
+    async fn run_bayes(&mut self) -> Result<(), SweepError> {
+        let plan = self.plan;
+        let (Some(source), Some(space)) = (&self.config.clickhouse, &plan.space) else {
+            return Ok(());
+        };
+        let mut known = KnownTrials::default();
+        while !self.done() {
+            let Some((trial, claim)) = self.claim_trial(&known).await? else {
+                break;
+            };
+            let observations = match known.observations(self, source, trial).await {
+                Ok(observations) => observations,
+                Err(e) => {
+                    self.board.release(claim).await?;
+                    return Err(e);
+                }
+            };
+            let proposal = match space.propose(trial, &observations) {
+                Ok(proposal) => proposal,
+                Err(e) => {
+                    self.board.release(claim).await?;
+                    return Err(e);
+                }
+            };
+            self.announce_proposal(&proposal)?;
+            let Proposal {
+                config,
+                label,
+                values,
+                ..
+            } = proposal;
+            let key = plan.trial_key(trial);
+            let job = Job {
+                key: &key,
+                config: &config,
+                label: &label,
+                task_id: plan.trial_task(trial),
+                seed: plan.seed(),
+            };
+            self.run_job(job, claim, Some(values)).await?;
+        }
+        Ok(())
+    }
+
+    /// The lowest trial not known done that this worker can claim, if any.
+    async fn claim_trial(&self, known: &KnownTrials) -> Result<Option<(u64, Claim)>, SweepError> {
+        let total = self.plan.sweep.trials.unwrap_or(0);
+        for n in (0..total).filter(|n| !known.done.contains_key(n)) {
+            if let Some(claim) = self.board.claim(&self.plan.trial_key(n)).await? {
+                return Ok(Some((n, claim)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Emits the `optimizer_update` of a bayes proposal on a stream of its own, whose
+    /// `cfg_hash` is the proposed config's (the one its run carries) and whose `seed` is
+    /// the proposal's generator seed.
+    fn announce_proposal(&mut self, proposal: &Proposal) -> Result<(), SweepError> {
+        let mut recorder = optimizer_stream(
+            self.plan,
+            self.config,
+            &self.handle,
+            BAYES_POLICY_ID,
+            proposal.cfg_hash.clone(),
+            proposal.rng_seed,
+        )?;
+        emit(&mut recorder, proposal.update.clone())?;
+        self.optimizer_updates += 1;
         Ok(())
     }
 
@@ -364,66 +555,54 @@ impl Worker<'_> {
         Ok(None)
     }
 
-    /// Emits one `optimizer_update` on this worker's optimizer stream.
-    fn announce(&mut self, update: schemas::OptimizerUpdate) -> Result<(), SweepError> {
-        let plan = self.plan;
-        let recorder = match &mut self.optimizer {
-            Some(recorder) => recorder,
-            None => self.optimizer.insert(RunRecorder::new(
-                RunSequencer::new(
-                    Uuid::now_v7(),
-                    format!("sweep:{}", plan.sweep.name),
-                    OPTIMIZER_POLICY_ID,
-                    plan.sha256.clone(),
-                    plan.scenario.sha256.clone(),
-                    plan.sweep.seed.unwrap_or(plan.scenario.scenario.seed),
-                    self.config.worker.clone(),
-                ),
-                Some(self.handle.clone()),
-                None,
-            )?),
-        };
-        tracing::info!(reasoning = %update.reasoning, "optimizer update");
-        recorder.emit(None, Payload::OptimizerUpdate(update))?;
-        self.optimizer_updates += 1;
-        Ok(())
-    }
-
-    /// Runs one claimed configuration; marks it done, or releases it when the run was
-    /// cut short by shutdown or could not be recorded.
+    /// Runs one claimed configuration of the matrix.
     async fn run_claimed(
         &mut self,
         configuration: &Configuration,
         claim: Claim,
     ) -> Result<(), SweepError> {
+        let arm = &self.plan.expansion.arms[configuration.arm];
+        let job = Job {
+            key: &configuration.key,
+            config: &arm.config,
+            label: &arm.label,
+            task_id: &configuration.task_id,
+            seed: configuration.seed,
+        };
+        self.run_job(job, claim, None).await
+    }
+
+    /// Runs one claimed job; marks it done (with `values`, a bayes trial's matrix
+    /// values), or releases it when the run was cut short by shutdown or could not be
+    /// recorded.
+    async fn run_job(
+        &mut self,
+        job: Job<'_>,
+        claim: Claim,
+        values: Option<BTreeMap<String, serde_json::Value>>,
+    ) -> Result<(), SweepError> {
         let plan = self.plan;
-        let arm = &plan.expansion.arms[configuration.arm];
-        let Some(task) = plan.task(&configuration.task_id) else {
+        let Some(task) = plan.task(job.task_id) else {
             self.board.release(claim).await?;
             return Err(SweepError::Invalid(format!(
                 "task {} is not loaded",
-                configuration.task_id
+                job.task_id
             )));
         };
         let mut scenario = plan.scenario.clone();
-        scenario.scenario.config = arm.config.clone();
-        let policy = match policy::build(
-            &scenario,
-            task,
-            configuration.seed,
-            self.config.llm.as_ref(),
-        ) {
+        scenario.scenario.config = job.config.clone();
+        let policy = match policy::build(&scenario, task, job.seed, self.config.llm.as_ref()) {
             Ok(policy) => policy,
             Err(e) => {
                 self.board.release(claim).await?;
                 return Err(e.into());
             }
         };
-        tracing::info!(key = %configuration.key, task = %configuration.task_id, seed = configuration.seed, config = %arm.label, "running configuration");
+        tracing::info!(key = %job.key, task = %job.task_id, seed = job.seed, config = %job.label, "running configuration");
         let spec = RunSpec {
             scenario: &scenario,
             task,
-            seed: configuration.seed,
+            seed: job.seed,
             host: &self.config.worker,
             output_cap: self.config.output_cap,
             sandbox: self.config.sandbox,
@@ -442,12 +621,150 @@ impl Worker<'_> {
             self.board.release(claim).await?;
             return Ok(());
         }
-        self.board.complete(claim, summary.run_id).await?;
+        self.board.complete(claim, summary.run_id, values).await?;
         self.runs.push(SweepRun {
-            key: configuration.key.clone(),
-            label: arm.label.clone(),
+            key: job.key.to_owned(),
+            label: job.label.to_owned(),
             summary,
         });
         Ok(())
+    }
+}
+
+/// One run to do, whatever the method.
+struct Job<'a> {
+    /// Claim key.
+    key: &'a str,
+    /// The run config.
+    config: &'a RunConfig,
+    /// Its matrix values, for reports.
+    label: &'a str,
+    /// The task.
+    task_id: &'a str,
+    /// The run's seed.
+    seed: u64,
+}
+
+/// A new `optimizer_update` stream: `task_id = sweep:<name>`, this worker's host.
+fn optimizer_stream(
+    plan: &Plan,
+    config: &SweepConfig,
+    handle: &PublisherHandle,
+    policy_id: &str,
+    cfg_hash: Hash256,
+    seed: u64,
+) -> Result<RunRecorder, SweepError> {
+    Ok(RunRecorder::new(
+        RunSequencer::new(
+            Uuid::now_v7(),
+            format!("sweep:{}", plan.sweep.name),
+            policy_id,
+            cfg_hash,
+            plan.scenario.sha256.clone(),
+            seed,
+            config.worker.clone(),
+        ),
+        Some(handle.clone()),
+        None,
+    )?)
+}
+
+/// Emits `update` on `recorder`.
+fn emit(recorder: &mut RunRecorder, update: schemas::OptimizerUpdate) -> Result<(), SweepError> {
+    tracing::info!(reasoning = %update.reasoning, "optimizer update");
+    recorder.emit(None, Payload::OptimizerUpdate(update))?;
+    Ok(())
+}
+
+/// What a bayes worker has learnt about finished trials; done trials never change, so
+/// each is read once.
+#[derive(Default)]
+struct KnownTrials {
+    /// Trial → (run id, matrix values) of trials marked done.
+    done: BTreeMap<u64, (Uuid, BTreeMap<String, serde_json::Value>)>,
+    /// Trial → reward of trials whose result ClickHouse holds (`None`: unknown).
+    rewards: BTreeMap<u64, Option<f64>>,
+    /// Done trials whose result was still missing after a whole wait: asked for again at
+    /// each proposal, but not waited for twice.
+    late: BTreeSet<u64>,
+}
+
+impl KnownTrials {
+    /// The finished trials before `trial`, with their rewards, in trial order. Waits (up
+    /// to [`RESULT_WAIT`], once per trial) for done trials whose result has not reached
+    /// ClickHouse yet, so one worker replays the same way whatever the sink's delay.
+    async fn observations(
+        &mut self,
+        worker: &Worker<'_>,
+        source: &ClickHouseSource,
+        trial: u64,
+    ) -> Result<Vec<Observation>, SweepError> {
+        for n in 0..trial {
+            if self.done.contains_key(&n) {
+                continue;
+            }
+            if let Some(ClaimRecord::Done {
+                run_id,
+                values: Some(values),
+                ..
+            }) = worker.board.record(&worker.plan.trial_key(n)).await?
+            {
+                self.done.insert(n, (run_id, values));
+            }
+        }
+        let weights = worker.plan.sweep.bayes.weights();
+        let deadline = tokio::time::Instant::now() + RESULT_WAIT;
+        loop {
+            let missing: Vec<(u64, Uuid)> = self
+                .done
+                .range(..trial)
+                .filter(|(n, _)| !self.rewards.contains_key(n))
+                .map(|(n, (run_id, _))| (*n, *run_id))
+                .collect();
+            if missing.is_empty() {
+                break;
+            }
+            let ids: Vec<Uuid> = missing.iter().map(|(_, id)| *id).collect();
+            match trials::read(source, &ids).await {
+                Ok(results) => {
+                    for (n, run_id) in &missing {
+                        if let Some(result) = results.get(run_id) {
+                            self.rewards.insert(*n, result.reward(&weights));
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read trial results"),
+            }
+            let waiting: Vec<u64> = missing
+                .iter()
+                .map(|(n, _)| *n)
+                .filter(|n| !self.rewards.contains_key(n) && !self.late.contains(n))
+                .collect();
+            if waiting.is_empty() {
+                break;
+            }
+            if tokio::time::Instant::now() >= deadline || worker.stop.is_cancelled() {
+                tracing::warn!(
+                    trial,
+                    ?waiting,
+                    "proposing without finished trials whose results are not in clickhouse"
+                );
+                self.late.extend(waiting);
+                break;
+            }
+            tokio::time::sleep(RESULT_POLL).await;
+        }
+        Ok(self
+            .rewards
+            .range(..trial)
+            .filter_map(|(n, reward)| {
+                let (_, values) = self.done.get(n)?;
+                Some(Observation {
+                    trial: *n,
+                    values: values.clone(),
+                    reward: (*reward)?,
+                })
+            })
+            .collect())
     }
 }

@@ -19,7 +19,7 @@ pub struct QueryArgs {
     /// them all with their parameters.
     pub name: String,
     /// A query parameter, `name=value`; repeat for several. Values are checked against
-    /// the parameter's declared type (UUID, DateTime, UInt32, String).
+    /// the parameter's declared type (UUID, DateTime, UInt32, Float64, String).
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, String)>,
     /// Output format.

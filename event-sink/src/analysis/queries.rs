@@ -82,6 +82,8 @@ pub enum ParamType {
     DateTime,
     /// A decimal integer in `0..=4294967295`.
     UInt32,
+    /// A finite decimal number, e.g. `0.5` or `-1e-3`.
+    Float64,
 }
 
 impl ParamType {
@@ -91,6 +93,7 @@ impl ParamType {
             "String" => Some(Self::String),
             "DateTime" => Some(Self::DateTime),
             "UInt32" => Some(Self::UInt32),
+            "Float64" => Some(Self::Float64),
             _ => None,
         }
     }
@@ -108,6 +111,11 @@ impl ParamType {
                 .parse::<u32>()
                 .map(|n| n.to_string())
                 .map_err(|e| e.to_string()),
+            Self::Float64 => match value.trim().parse::<f64>() {
+                Ok(x) if x.is_finite() => Ok(format!("toFloat64('{x}')")),
+                Ok(x) => Err(format!("{x} is not finite")),
+                Err(e) => Err(e.to_string()),
+            },
         }
     }
 }
@@ -119,6 +127,7 @@ impl fmt::Display for ParamType {
             Self::String => "String",
             Self::DateTime => "DateTime",
             Self::UInt32 => "UInt32",
+            Self::Float64 => "Float64",
         })
     }
 }
@@ -172,6 +181,7 @@ pub const QUERIES: &[Query] = &[
     query!("pareto_frontier"),
     query!("runs"),
     query!("conflicts"),
+    query!("sweep_trajectory"),
 ];
 
 /// Parameter values by name, as given on the command line.

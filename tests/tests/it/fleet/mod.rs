@@ -1,11 +1,12 @@
 //! Fleet features end to end against real servers: sweeps split between workers through
-//! a JetStream KV bucket, the adaptive method reading ClickHouse, external agents over
+//! a JetStream KV bucket, the adaptive and bayes methods reading ClickHouse, external agents over
 //! JSON lines, SWE-agent trajectory import, and a run surviving the loss of one node of
 //! a 3-node cluster (plus the script that starts that cluster).
 //!
 //! Runner-side helpers (publish setup, stream reading, an in-process sink) are the shared
 //! ones of [`crate::common`].
 
+mod bayes;
 mod cluster;
 mod exec;
 mod import;

@@ -157,7 +157,7 @@ async fn a_dead_workers_claim_is_taken_over_after_its_lease() {
         .expect("claim")
         .expect("taken over after the lease");
     let run_id = uuid::Uuid::now_v7();
-    alive.complete(taken, run_id).await.expect("done");
+    alive.complete(taken, run_id, None).await.expect("done");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(
         alive.claim("s.k1").await.expect("claim").is_none(),

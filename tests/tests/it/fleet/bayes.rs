@@ -1,0 +1,359 @@
+//! The `bayes` sweep method end to end (NATS, the sink, ClickHouse, the stand-in model):
+//! it finds a narrow band of a continuous hyper-parameter in fewer trials than random
+//! search with the same budget and seed; two workers share one sweep through trial claims
+//! (a dead worker's trial included) without running a trial twice; every proposal lands
+//! in ClickHouse as an `optimizer_update`, and the shipped `sweep_trajectory` query shows
+//! the best config and the objective's trajectory.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::time::Duration;
+
+use agent_runner::sweep::adaptive::ClickHouseSource;
+use agent_runner::sweep::claim::{ClaimBoard, ClaimConfig, ClaimRecord};
+use agent_runner::sweep::{self, Plan, SweepConfig, SweepReport};
+use bench_nats::NatsConfig;
+use benchstream_tests::{OpenAiServer, Reply};
+use event_sink::analysis::queries::{ParamValues, Query};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::{fixture, query};
+use crate::common::{publish_setup, repo_path, start_pipeline, SinkToClickHouse};
+use crate::llm::{models, provider, reference_solution};
+
+/// The task of the band sweeps.
+const TASK: &str = "sh-ci-exit-status";
+
+/// Temperatures for which the stand-in model solves the task.
+const BAND: std::ops::Range<f64> = 0.62..0.70;
+
+/// A stand-in model that follows `TASK`'s reference solution when the request's
+/// temperature lies in [`BAND`] and submits the untouched fixture otherwise; each reply
+/// uses more prompt tokens the further the temperature is from the band's centre.
+fn band_model() -> OpenAiServer {
+    let solution = reference_solution(TASK);
+    OpenAiServer::start(models(), move |body| {
+        let temperature = body["temperature"].as_f64().unwrap_or(f64::NAN);
+        let distance = (temperature - 0.66).abs();
+        let prompt = 1_000 + (200_000.0 * distance) as u64;
+        let usage =
+            json!({"prompt_tokens": prompt, "completion_tokens": 20, "total_tokens": prompt + 20});
+        if body.get("tools").is_none() {
+            return Reply::text("summary").usage(usage);
+        }
+        let done = body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+        let reply = match solution.get(done) {
+            Some(step) if BAND.contains(&temperature) => {
+                Reply::call(&step.tool, &Value::Object(step.args.clone()))
+            }
+            _ => Reply::call("submit", &json!({})),
+        };
+        reply.usage(usage)
+    })
+}
+
+/// A worker of `file` with the stand-in `model`, publishing to `nats_url`, reading
+/// `sink`'s ClickHouse.
+fn worker(
+    file: &Path,
+    nats_url: &str,
+    name: &str,
+    dir: &Path,
+    model: &OpenAiServer,
+    sink: &SinkToClickHouse,
+) -> SweepConfig {
+    SweepConfig {
+        file: file.to_path_buf(),
+        scenarios_dir: repo_path("scenarios"),
+        allow_unpinned: false,
+        count: usize::MAX,
+        worker: name.to_owned(),
+        out_dir: None,
+        output_cap: agent_runner::tools::DEFAULT_OUTPUT_CAP,
+        sandbox: Default::default(),
+        publish: publish_setup(nats_url, &Default::default(), dir),
+        llm: Some(provider(model)),
+        bucket: "BENCH_SWEEPS".to_owned(),
+        bucket_replicas: 1,
+        lease: None,
+        clickhouse: Some(ClickHouseSource {
+            url: sink.clickhouse.http_url(),
+            user: "default".to_owned(),
+            password: String::new(),
+            database: "benchstream".to_owned(),
+        }),
+    }
+}
+
+/// 1-based position of the first solved run, in the order the worker ran them.
+fn first_solved(report: &SweepReport) -> Option<usize> {
+    report
+        .runs
+        .iter()
+        .position(|r| r.summary.result.success)
+        .map(|i| i + 1)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
+    let (nats, sink) = start_pipeline().await;
+    let model = band_model();
+    let dir = tempfile::tempdir().expect("dir");
+    let bayes_file = fixture("bayes-band.toml");
+    let plan = Plan::load(&bayes_file, &repo_path("scenarios"), false).expect("bayes plan");
+    let dry_run = plan.to_string();
+    assert!(
+        dry_run.contains("temperature in 0..=1 (float)") && dry_run.contains("first 3 proposals"),
+        "{dry_run}"
+    );
+
+    let bayes = sweep::run(
+        worker(
+            &bayes_file,
+            &nats.url(),
+            "worker-a",
+            dir.path(),
+            &model,
+            &sink,
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("bayes sweep");
+    let random = sweep::run(
+        worker(
+            &fixture("random-band.toml"),
+            &nats.url(),
+            "worker-a",
+            dir.path(),
+            &model,
+            &sink,
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("random sweep");
+    assert_eq!(
+        (bayes.runs.len(), random.runs.len()),
+        (10, 10),
+        "same budget"
+    );
+    let (b, r) = (first_solved(&bayes), first_solved(&random));
+    let solved = |report: &SweepReport| {
+        report
+            .runs
+            .iter()
+            .filter(|r| r.summary.result.success)
+            .count()
+    };
+    eprintln!(
+        "band [0.62, 0.70) of temperature, 10 trials, seed 1: bayes first solved at trial {b:?} \
+         ({} of 10 solved), random at {r:?} ({} of 10 solved)",
+        solved(&bayes),
+        solved(&random)
+    );
+    let b = b.expect("bayes finds the band");
+    assert!(r.is_none_or(|r| b < r), "bayes {b} vs random {r:?}");
+    assert!(
+        solved(&bayes) > solved(&random),
+        "bayes keeps proposing in the band"
+    );
+
+    // Every proposal is an optimizer_update in ClickHouse, linked to its run.
+    sink.wait_for(
+        "SELECT count() FROM benchstream.optimizer_updates FINAL WHERE task_id = 'sweep:fleet-bayes-band'",
+        "10",
+    )
+    .await;
+    sink.wait_for("SELECT count() FROM benchstream.run_stops FINAL", "20")
+        .await;
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            "SELECT uniqExact(policy_id), uniqExact(run_id), min(exploration_vs_exploitation), \
+             countIf(exploration_vs_exploitation = 1), countIf(expected_improvement > 1) > 0 \
+             FROM benchstream.optimizer_updates FINAL \
+             WHERE task_id = 'sweep:fleet-bayes-band' FORMAT TSV"
+        )
+        .split('\t')
+        .map(str::to_owned)
+        .collect::<Vec<_>>()[..2],
+        ["1".to_owned(), "10".to_owned()],
+        "one stream per proposal"
+    );
+    let startup = query(
+        &sink.clickhouse,
+        "SELECT countIf(exploration_vs_exploitation = 1), countIf(reasoning LIKE '%random start%') \
+         FROM benchstream.optimizer_updates FINAL WHERE task_id = 'sweep:fleet-bayes-band' FORMAT TSV",
+    );
+    assert_eq!(startup, "3\t3", "the random start is pure exploration");
+
+    let mut params = ParamValues::new();
+    params.insert("sweep".into(), "fleet-bayes-band".into());
+    params.insert("token_weight".into(), "1".into());
+    let client = clickhouse::Client::default()
+        .with_url(sink.clickhouse.http_url())
+        .with_database("benchstream")
+        .with_validation(false);
+    let trajectory = Query::find("sweep_trajectory")
+        .expect("shipped query")
+        .run(&client, &params)
+        .await
+        .expect("sweep_trajectory answers");
+    assert_eq!(trajectory.rows.len(), 10, "{trajectory:?}");
+    let column = |name: &str| -> Vec<String> {
+        let i = trajectory
+            .columns
+            .iter()
+            .position(|c| c.name == name)
+            .unwrap_or_else(|| panic!("column {name}"));
+        trajectory
+            .rows
+            .iter()
+            .map(|row| row[i].clone().unwrap_or_else(|| "NULL".to_owned()))
+            .collect()
+    };
+    let successes = column("success");
+    assert_eq!(
+        successes.iter().position(|s| s == "1").map(|i| i + 1),
+        Some(b),
+        "the trajectory is in proposal order"
+    );
+    let best: Vec<f64> = column("best_so_far")
+        .iter()
+        .map(|v| v.parse().expect("a number"))
+        .collect();
+    assert!(best.windows(2).all(|w| w[0] <= w[1]), "{best:?}");
+    assert!(
+        best[9] > 0.9,
+        "the best objective is a solved run: {best:?}"
+    );
+    let best_rows: Vec<usize> = column("is_best")
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| *v == "1")
+        .map(|(i, _)| i)
+        .collect();
+    let [best_row] = best_rows[..] else {
+        panic!("one best row: {best_rows:?}")
+    };
+    let best_config: Value =
+        serde_json::from_str(&column("suggested_config")[best_row]).expect("config JSON");
+    let t = best_config["temperature"].as_f64().expect("temperature");
+    assert!(BAND.contains(&t), "best config's temperature {t}");
+    sink.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_workers_share_a_bayes_sweep_and_a_dead_workers_trial_is_rerun() {
+    let (nats, sink) = start_pipeline().await;
+    let model = band_model();
+    let file = fixture("bayes-strategies.toml");
+    let plan = Plan::load(&file, &repo_path("scenarios"), false).expect("plan");
+
+    // A worker claimed trial 1 an hour ago and died: its claim is past any lease.
+    let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)
+        .await
+        .expect("connect");
+    let js = async_nats::jetstream::new(client);
+    ClaimBoard::open(
+        &js,
+        &ClaimConfig {
+            bucket: "BENCH_SWEEPS".to_owned(),
+            replicas: 1,
+            lease: Duration::from_secs(60),
+        },
+        "dead",
+    )
+    .await
+    .expect("bucket");
+    let since = chrono::Utc::now() - chrono::Duration::hours(1);
+    let abandoned = ClaimRecord::Running {
+        worker: "dead".to_owned(),
+        since,
+    };
+    js.get_key_value("BENCH_SWEEPS")
+        .await
+        .expect("bucket")
+        .put(
+            plan.trial_key(1),
+            serde_json::to_vec(&abandoned).expect("record").into(),
+        )
+        .await
+        .expect("abandoned claim");
+
+    let (a_dir, b_dir) = (
+        tempfile::tempdir().expect("dir"),
+        tempfile::tempdir().expect("dir"),
+    );
+    let a = worker(&file, &nats.url(), "worker-a", a_dir.path(), &model, &sink);
+    let b = worker(&file, &nats.url(), "worker-b", b_dir.path(), &model, &sink);
+    let (a, b) = tokio::join!(
+        sweep::run(a, CancellationToken::new()),
+        sweep::run(b, CancellationToken::new())
+    );
+    let (a, b) = (a.expect("worker a"), b.expect("worker b"));
+    let keys =
+        |r: &SweepReport| -> HashSet<String> { r.runs.iter().map(|r| r.key.clone()).collect() };
+    let (ka, kb) = (keys(&a), keys(&b));
+    assert!(
+        ka.is_disjoint(&kb),
+        "a trial ran twice: {:?}",
+        ka.intersection(&kb)
+    );
+    assert!(
+        !ka.is_empty() && !kb.is_empty(),
+        "{} / {}",
+        ka.len(),
+        kb.len()
+    );
+    let all: HashSet<String> = (0..8).map(|n| plan.trial_key(n)).collect();
+    assert_eq!(
+        ka.union(&kb).cloned().collect::<HashSet<_>>(),
+        all,
+        "the dead worker's trial too"
+    );
+
+    // One run and one proposal per trial reached ClickHouse, each run carrying the
+    // config its proposal suggested, and no proposal broke the conditions or constraint.
+    sink.wait_for("SELECT count() FROM benchstream.run_stops FINAL", "8")
+        .await;
+    sink.wait_for(
+        "SELECT count() FROM benchstream.optimizer_updates FINAL WHERE task_id = 'sweep:fleet-bayes-strategies'",
+        "8",
+    )
+    .await;
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            "SELECT count() FROM benchstream.run_stops FINAL WHERE cfg_hash IN \
+             (SELECT cfg_hash FROM benchstream.optimizer_updates FINAL \
+              WHERE task_id = 'sweep:fleet-bayes-strategies')"
+        ),
+        "8"
+    );
+    let configs = query(
+        &sink.clickhouse,
+        "SELECT suggested_config FROM benchstream.optimizer_updates FINAL \
+         WHERE task_id = 'sweep:fleet-bayes-strategies' FORMAT TSVRaw",
+    );
+    let mut per_task = BTreeMap::new();
+    for line in configs.lines() {
+        let config: Value = serde_json::from_str(line).expect("config JSON");
+        let params = &config["strategy_params"];
+        let strategy = config["strategy"].as_str().expect("strategy").to_owned();
+        let summarises = strategy == "llm_summary" || strategy == "hybrid";
+        let masks = strategy == "observation_masking" || strategy == "hybrid";
+        assert_eq!(params["summary_keep"].is_u64(), summarises, "{config}");
+        assert_eq!(params["observation_window"].is_u64(), masks, "{config}");
+        if summarises {
+            assert!(params["summary_keep"].as_u64() < params["summary_interval"].as_u64());
+        }
+        *per_task.entry(strategy).or_insert(0) += 1;
+    }
+    assert_eq!(per_task.values().sum::<i32>(), 8, "{per_task:?}");
+    sink.stop().await;
+}
