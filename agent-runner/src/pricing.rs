@@ -115,7 +115,7 @@ fn parse_scaled(text: &str, scale: i32) -> Result<u128, PriceError> {
     } else {
         let divisor = 10u128.checked_pow(shift.unsigned_abs());
         match divisor {
-            Some(d) if digits % d == 0 => Ok(digits / d),
+            Some(d) if digits.is_multiple_of(d) => Ok(digits / d),
             _ if digits == 0 => Ok(0),
             _ => Err(range()),
         }

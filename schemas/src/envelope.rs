@@ -85,9 +85,9 @@ pub mod ts_format {
     /// Formats a timestamp the way the wire wants it.
     pub fn format(ts: &DateTime<Utc>) -> String {
         let nanos = ts.timestamp_subsec_nanos();
-        let precision = if nanos % 1_000_000 == 0 {
+        let precision = if nanos.is_multiple_of(1_000_000) {
             SecondsFormat::Millis
-        } else if nanos % 1_000 == 0 {
+        } else if nanos.is_multiple_of(1_000) {
             SecondsFormat::Micros
         } else {
             SecondsFormat::Nanos
