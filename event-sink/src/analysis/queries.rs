@@ -16,7 +16,9 @@
 //! substitutes them itself: every value is parsed as its declared type first and only
 //! the parsed value is written back as a literal (`toUUID('...')`, `toDateTime(<unix
 //! seconds>)`, a decimal integer, or a quoted and escaped string). No text from the user
-//! reaches the SQL unparsed. `deploy/clickhouse/chdb_check.py` implements the same rules.
+//! reaches the SQL unparsed. Only a `{` outside string literals, quoted identifiers and
+//! comments opens a placeholder: `'{not a param}'` in the SQL stays as written.
+//! `deploy/clickhouse/chdb_check.py` implements the same rules.
 //!
 //! This module never writes: the queries are `SELECT`s.
 
@@ -232,13 +234,13 @@ impl Query {
             });
         }
         let mut out = String::with_capacity(self.sql.len());
-        let mut rest = self.sql;
-        while let Some(open) = rest.find('{') {
-            let close = rest[open..]
+        let mut done = 0;
+        for open in placeholder_starts(self.sql) {
+            let close = self.sql[open..]
                 .find('}')
                 .map(|i| open + i)
                 .ok_or_else(|| self.malformed("unclosed '{'"))?;
-            let (name, ty) = rest[open + 1..close]
+            let (name, ty) = self.sql[open + 1..close]
                 .split_once(':')
                 .ok_or_else(|| self.malformed("placeholder without ':Type'"))?;
             let param = params
@@ -263,11 +265,11 @@ impl Query {
                     ty: param.ty,
                     reason,
                 })?;
-            out.push_str(&rest[..open]);
+            out.push_str(&self.sql[done..open]);
             out.push_str(&literal);
-            rest = &rest[close + 1..];
+            done = close + 1;
         }
-        out.push_str(rest);
+        out.push_str(&self.sql[done..]);
         Ok(out)
     }
 
@@ -305,6 +307,49 @@ impl Query {
             source,
         }
     }
+}
+
+/// Byte offsets of the `{` that open a placeholder: those outside string literals
+/// (`'...'`), quoted identifiers (`"..."`, `` `...` ``) and comments (`-- ...`,
+/// `/* ... */`). Inside quotes a backslash escapes the next character and a doubled
+/// quote is one quote, as in ClickHouse; a `{` there is text, never a parameter.
+fn placeholder_starts(sql: &str) -> Vec<usize> {
+    let bytes = sql.as_bytes();
+    let mut starts = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            quote @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < bytes.len() {
+                    if bytes[i] == b'\\' {
+                        i += 2;
+                    } else if bytes[i] == quote && bytes.get(i + 1) == Some(&quote) {
+                        i += 2;
+                    } else if bytes[i] == quote {
+                        break;
+                    } else {
+                        i += 1;
+                    }
+                }
+                i += 1;
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                i = sql[i..].find('\n').map_or(bytes.len(), |end| i + end + 1);
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i = sql[i + 2..]
+                    .find("*/")
+                    .map_or(bytes.len(), |end| i + 2 + end + 2);
+            }
+            b'{' => {
+                starts.push(i);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    starts
 }
 
 /// Parses `name Type [= 'default']: help` (the default may hold `:`).
@@ -470,6 +515,29 @@ mod tests {
             Query::find("nope"),
             Err(QueryError::UnknownQuery { .. })
         ));
+    }
+
+    #[test]
+    fn braces_in_literals_and_comments_are_text_not_parameters() {
+        let query = Query {
+            name: "literals",
+            sql: "-- A {comment} with braces\n\
+                  -- param policy String = '': only this policy_id\n\
+                  SELECT '{not a param}', 'it''s {x}', 'a\\' {y}', \"{col}\", `{z}`\n\
+                  /* {block:String} */ FROM t WHERE p = {policy:String} -- {tail}\n",
+        };
+        let sql = query
+            .render(&values(&[("policy", "a{b}")]))
+            .expect("renders");
+        assert_eq!(
+            sql,
+            "-- A {comment} with braces\n\
+             -- param policy String = '': only this policy_id\n\
+             SELECT '{not a param}', 'it''s {x}', 'a\\' {y}', \"{col}\", `{z}`\n\
+             /* {block:String} */ FROM t WHERE p = 'a{b}' -- {tail}\n"
+        );
+        assert_eq!(placeholder_starts("SELECT '{'"), Vec::<usize>::new());
+        assert_eq!(placeholder_starts("'x' {a:UInt32}"), vec![4]);
     }
 
     #[test]
