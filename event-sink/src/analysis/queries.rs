@@ -174,6 +174,7 @@ pub const QUERIES: &[Query] = &[
     query!("pareto_frontier"),
     query!("runs"),
     query!("conflicts"),
+    query!("instances"),
 ];
 
 /// Parameter values by name, as given on the command line.
@@ -196,13 +197,16 @@ impl Query {
             })
     }
 
-    /// The first line of the header comment.
-    pub fn summary(&self) -> &'static str {
+    /// The first paragraph of the header comment (up to a bare `--` line, a parameter
+    /// declaration or the SQL), its lines joined with spaces.
+    pub fn description(&self) -> String {
         self.sql
             .lines()
-            .next()
-            .and_then(|line| line.strip_prefix("--"))
-            .map_or("", str::trim)
+            .map_while(|line| line.strip_prefix("--"))
+            .map(str::trim)
+            .take_while(|line| !line.is_empty() && !line.starts_with("param "))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// The declared parameters, in file order.
@@ -444,7 +448,11 @@ mod tests {
         embedded.sort();
         assert_eq!(files, embedded);
         for query in QUERIES {
-            assert!(!query.summary().is_empty(), "{} has no summary", query.name);
+            assert!(
+                query.description().ends_with('.'),
+                "{}: the description is not whole sentences",
+                query.name
+            );
             let params = query.params().expect("declarations parse");
             let required: ParamValues = params
                 .iter()
