@@ -250,7 +250,12 @@ pub fn pareto(id: &str, answer: &Table, policies: &Policies) -> Element {
             "middle",
             "average cost per finished run (USD, log scale)",
         ))
-        .child(text(14.0, TOP - 6.0, "start", "success rate"));
+        .child(
+            text(16.0, (TOP + bottom) / 2.0, "middle", "success rate").attr(
+                "transform",
+                format_args!("rotate(-90 16 {:.1})", (TOP + bottom) / 2.0),
+            ),
+        );
     if points.is_empty() {
         return doc.child(text(
             WIDTH / 2.0,
@@ -287,7 +292,7 @@ pub fn pareto(id: &str, answer: &Table, policies: &Policies) -> Element {
     );
     // Labels may not cover a mark or another label: every mark's box is taken first,
     // then frontier points are labelled before the others.
-    let area = Box4(LEFT + 2.0, TOP - 14.0, WIDTH - RIGHT, bottom - 2.0);
+    let area = Box4(LEFT + 2.0, 2.0, WIDTH - RIGHT, bottom - 2.0);
     let mut taken: Vec<Box4> = points
         .iter()
         .map(|p| {
@@ -442,7 +447,7 @@ const TOKEN_KINDS: [&str; 4] = ["uncached input", "cached input", "output", "rea
 /// LLM tokens per policy as 100 % bars: uncached input, cached input, output without
 /// reasoning, reasoning (input INCLUDES cached, output INCLUDES reasoning).
 pub fn token_mix(id: &str, leaderboard: &Table) -> Element {
-    let bars: Vec<Bar> = (0..leaderboard.rows.len())
+    let mut bars: Vec<Bar> = (0..leaderboard.rows.len())
         .filter_map(|row| {
             let n = |name| leaderboard.number(row, name).unwrap_or(0.0);
             let (input, cached) = (n("input_tokens"), n("cached_input_tokens"));
@@ -458,6 +463,8 @@ pub fn token_mix(id: &str, leaderboard: &Table) -> Element {
             })
         })
         .collect();
+    // The order of the exit-status bars beside it: by policy id.
+    bars.sort_by(|a, b| a.policy.cmp(&b.policy));
     stacked_bars(id, "token mix per policy", "tokens", &bars, &TOKEN_KINDS)
 }
 
@@ -500,7 +507,13 @@ fn stacked_bars(id: &str, label: &str, unit: &str, bars: &[Bar], categories: &[&
             .fold(0.0, f64::max);
         let scale = if largest > 0.0 { largest } else { 1.0 };
         let scaled_total: f64 = bar.segments.iter().map(|(_, v)| v / scale).sum();
-        let total = scaled_total * scale;
+        // The plain sum when it is finite, so 6 runs read `6`, not `5.999999999`.
+        let plain: f64 = bar.segments.iter().map(|(_, v)| v).sum();
+        let total = if plain.is_finite() {
+            plain
+        } else {
+            scaled_total * scale
+        };
         let mut group = Element::new("g")
             .attr("class", "bar")
             .attr("data-policy", &bar.policy)
@@ -511,6 +524,7 @@ fn stacked_bars(id: &str, label: &str, unit: &str, bars: &[Bar], categories: &[&
                     "end",
                     &fit(&bar.policy, LABEL_WIDTH - 12.0),
                 )
+                .attr("class", "bar-label")
                 .tooltip(&bar.policy),
             )
             .child(text(x.range.1 + 6.0, top + 17.0, "start", &compact(total)));
@@ -663,14 +677,14 @@ pub fn latency(id: &str, answer: &Table, policies: &Policies) -> Element {
             }
             let t = shade(calls[i]);
             let mut cell = rect(column(i) + 1.0, top + 1.0, CELL - 2.0, ROW - 2.0, "#2c5d9e")
-                .attr("fill-opacity", format_args!("{:.2}", 0.08 + 0.92 * t))
-                .attr("class", "cell");
-            if timeouts[i] > 0.0 {
-                cell = cell
+                .attr("fill-opacity", format_args!("{:.2}", 0.08 + 0.92 * t));
+            cell = if timeouts[i] > 0.0 {
+                cell.attr("class", "cell has-timeouts")
                     .attr("stroke", "#d62728")
                     .attr("stroke-width", 2)
-                    .attr("class", "cell has-timeouts");
-            }
+            } else {
+                cell.attr("class", "cell")
+            };
             group = group
                 .child(cell.tooltip(&format!(
                     "{policy}, {}: {} calls, {} timed out",

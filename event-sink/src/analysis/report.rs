@@ -567,7 +567,7 @@ figure.wide { grid-column: 1 / -1; }
 figcaption { font-weight: 600; text-align: center; }
 svg.chart { width: 100%; height: auto; font-size: 12px; }
 svg .tick, svg .legend { fill: #444; font-size: 11px; }
-svg .point-label { font-size: 11px; fill: #222; }
+svg .point-label, svg .bar-label { font-size: 11px; fill: #222; }
 svg .on-frontier { stroke: #000; stroke-width: 2.5; }
 svg .hl { stroke: #000; stroke-width: 3; }
 svg .count { font-size: 11px; }
