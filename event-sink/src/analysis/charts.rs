@@ -110,25 +110,29 @@ impl Box4 {
 
 /// Where a label of `chars` characters next to the mark at (cx, cy) fits without
 /// touching `taken` or leaving `area`: (x, baseline y, anchor, its box), first fit of
-/// right, left, above, below and the four diagonals.
+/// right, left, the four diagonals, and (only if `centred`) above and below. A long
+/// label centred over a mark would sit over its neighbours too and read as theirs, so
+/// names start or end at their mark; short numbers may be centred.
 fn place_label(
     chars: usize,
     (cx, cy): (f64, f64),
     taken: &[Box4],
     area: &Box4,
+    centred: bool,
 ) -> Option<(f64, f64, &'static str, Box4)> {
     let (w, h, gap) = (chars as f64 * CHAR_WIDTH, 12.0, 10.0);
     let candidates = [
         (cx + gap, cy + 4.0, "start"),
         (cx - gap, cy + 4.0, "end"),
-        (cx, cy - gap - 2.0, "middle"),
-        (cx, cy + gap + 11.0, "middle"),
         (cx + gap - 2.0, cy - gap, "start"),
         (cx + gap - 2.0, cy + gap + 9.0, "start"),
         (cx - gap + 2.0, cy - gap, "end"),
         (cx - gap + 2.0, cy + gap + 9.0, "end"),
+        (cx, cy - gap - 2.0, "middle"),
+        (cx, cy + gap + 11.0, "middle"),
     ];
-    candidates.into_iter().find_map(|(x, y, anchor)| {
+    let usable = if centred { 8 } else { 6 };
+    candidates[..usable].iter().find_map(|&(x, y, anchor)| {
         let left = match anchor {
             "start" => x,
             "end" => x - w,
@@ -306,10 +310,12 @@ pub fn pareto(id: &str, answer: &Table, policies: &Policies) -> Element {
     for p in order {
         let (cx, cy) = at(p);
         let number = policies.number(p.policy).to_string();
-        let placed = [p.policy, number.as_str()].into_iter().find_map(|label| {
-            place_label(label.chars().count(), (cx, cy), &taken, &area)
-                .map(|(lx, ly, anchor, bounds)| (label, lx, ly, anchor, bounds))
-        });
+        let placed = [(p.policy, false), (number.as_str(), true)]
+            .into_iter()
+            .find_map(|(label, centred)| {
+                place_label(label.chars().count(), (cx, cy), &taken, &area, centred)
+                    .map(|(lx, ly, anchor, bounds)| (label, lx, ly, anchor, bounds))
+            });
         if let Some((label, lx, ly, anchor, bounds)) = placed {
             taken.push(bounds);
             labels.push(

@@ -184,11 +184,11 @@ async fn sweep_report_shows_instances_unplaced_policies_log_costs_and_latency_pe
     assert!(running.contains("running"), "{running}");
     let free = element(
         &page,
-        &format!("title=\"scripted:reference on {TASK}:"),
+        &format!("title=\"scripted:empty-submit on {TASK}:"),
         "</td>",
     );
     assert!(
-        free.contains("<b>\u{2713}</b>") && free.contains("$0 "),
+        free.contains("<b>\u{2717}</b>") && free.contains("$0 "),
         "{free}"
     );
 
@@ -229,7 +229,7 @@ async fn sweep_report_shows_instances_unplaced_policies_log_costs_and_latency_pe
     );
     assert!(latency.contains(&format!("data-policy=\"{UNPRICED}\"")));
     assert!(
-        !latency.contains("data-policy=\"scripted:reference\""),
+        !latency.contains("data-policy=\"scripted:empty-submit\""),
         "no calls"
     );
     assert!(latency.contains("has-timeouts"), "timeouts marked");
