@@ -586,8 +586,8 @@ pub fn latency(id: &str, answer: &Table, policies: &Policies) -> Element {
     const BUCKETS: usize = 10;
     const ROW: f64 = 24.0;
     const MAP_WIDTH: f64 = 1000.0;
-    const NAMES: f64 = 400.0;
-    const CELL: f64 = 50.0;
+    const NAMES: f64 = 380.0;
+    const CELL: f64 = 54.0;
     // (policy, calls per bucket, timeouts per bucket), in the policies' order.
     let mut rows: Vec<(&str, [f64; BUCKETS], [f64; BUCKETS])> = Vec::new();
     for row in 0..answer.rows.len() {
