@@ -34,7 +34,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Consume events into ClickHouse until SIGINT/SIGTERM (the default).
-    Run(SinkArgs),
+    Run(Box<SinkArgs>),
     /// Apply pending ClickHouse migrations and exit.
     #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
     Migrate(ClickHouseConnectionArgs),
@@ -57,7 +57,7 @@ fn main() -> ExitCode {
     init_tracing(cli.log_format);
     let args = match cli.command {
         None => cli.settings,
-        Some(Command::Run(args)) => args,
+        Some(Command::Run(args)) => *args,
         Some(Command::Migrate(args)) => return analyse(Analysis::Migrate(args)),
         Some(Command::Query(args)) => return analyse(Analysis::Query(args)),
         Some(Command::Report(args)) => return analyse(Analysis::Report(args)),

@@ -123,11 +123,11 @@ pub fn catalog() -> String {
             let default = param
                 .default
                 .map_or("required".to_owned(), |d| format!("default '{d}'"));
-            let text = format!(
-                "--param {}=<{}>  {} ({default})",
-                param.name, param.ty, param.help
-            );
-            wrap(&mut out, &text, "    ", "        ");
+            out.push_str(&format!(
+                "    --param {}=<{}>  ({default})\n",
+                param.name, param.ty
+            ));
+            wrap(&mut out, param.help, "        ", "        ");
         }
     }
     out

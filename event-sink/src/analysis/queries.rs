@@ -326,9 +326,10 @@ fn placeholder_starts(sql: &str) -> Vec<usize> {
             quote @ (b'\'' | b'"' | b'`') => {
                 i += 1;
                 while i < bytes.len() {
-                    if bytes[i] == b'\\' {
-                        i += 2;
-                    } else if bytes[i] == quote && bytes.get(i + 1) == Some(&quote) {
+                    // An escape, or a doubled quote: two bytes of text.
+                    let escaped = bytes[i] == b'\\'
+                        || (bytes[i] == quote && bytes.get(i + 1) == Some(&quote));
+                    if escaped {
                         i += 2;
                     } else if bytes[i] == quote {
                         break;
