@@ -124,10 +124,11 @@ fn place_label(
     let candidates = [
         (cx + gap, cy + 4.0, "start"),
         (cx - gap, cy + 4.0, "end"),
-        (cx + gap - 2.0, cy - gap, "start"),
-        (cx + gap - 2.0, cy + gap + 9.0, "start"),
-        (cx - gap + 2.0, cy - gap, "end"),
-        (cx - gap + 2.0, cy + gap + 9.0, "end"),
+        // Diagonals clear the mark's own box (±8 px) by a pixel.
+        (cx + gap - 2.0, cy - gap - 2.0, "start"),
+        (cx + gap - 2.0, cy + gap + 11.0, "start"),
+        (cx - gap + 2.0, cy - gap - 2.0, "end"),
+        (cx - gap + 2.0, cy + gap + 11.0, "end"),
         (cx, cy - gap - 2.0, "middle"),
         (cx, cy + gap + 11.0, "middle"),
     ];
@@ -675,6 +676,7 @@ pub fn latency(id: &str, answer: &Table, policies: &Policies) -> Element {
                     "start",
                     &fit(policy, NAMES - 30.0),
                 )
+                .attr("class", "bar-label")
                 .tooltip(&format!("{policy}: {total} LLM calls")),
             );
         for i in 0..BUCKETS {
