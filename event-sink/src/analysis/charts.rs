@@ -319,6 +319,17 @@ pub fn pareto(id: &str, answer: &Table, policies: &Policies) -> Element {
             });
         if let Some((label, lx, ly, anchor, bounds)) = placed {
             taken.push(bounds);
+            if anchor != "middle" && (ly - 4.0 - cy).abs() > 4.0 {
+                // A diagonal label: a short leader ties it to its mark.
+                let dx = if anchor == "start" { 5.0 } else { -5.0 };
+                let dy = if ly < cy { -5.0 } else { 5.0 };
+                let end_y = if ly < cy { ly + 1.0 } else { ly - 9.0 };
+                labels.push(
+                    line(cx + dx, cy + dy, lx, end_y, "#888")
+                        .attr("class", "leader")
+                        .attr("data-policy", p.policy),
+                );
+            }
             labels.push(
                 text(lx, ly, anchor, label)
                     .attr("class", "point-label")
