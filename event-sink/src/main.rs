@@ -92,8 +92,11 @@ async fn serve(config: event_sink::Config) -> anyhow::Result<()> {
 
 /// The subcommands that only talk to ClickHouse.
 enum Analysis {
+    /// `event-sink migrate`.
     Migrate(ClickHouseConnectionArgs),
+    /// `event-sink query`.
     Query(command::QueryArgs),
+    /// `event-sink report`.
     Report(command::ReportArgs),
 }
 
@@ -127,7 +130,9 @@ async fn analyse(command: Analysis) -> ExitCode {
 
 /// Why a ClickHouse-only subcommand failed: the command line (exit 2) or anything else.
 enum Failure {
+    /// Unusable settings, query name or parameters: exit 2.
     Usage(anyhow::Error),
+    /// A server unreachable or refusing, a file not written: exit 1.
     Other(anyhow::Error),
 }
 

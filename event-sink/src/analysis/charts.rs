@@ -94,7 +94,7 @@ fn fit(text: &str, width: f64) -> String {
     out
 }
 
-/// An axis-aligned box: left, top, right, bottom.
+/// An axis-aligned box in chart pixels: left, top, right, bottom.
 #[derive(Debug, Clone, Copy)]
 struct Box4(f64, f64, f64, f64);
 
@@ -147,9 +147,13 @@ fn place_label(
 
 /// One policy of the Pareto chart.
 struct Point<'a> {
+    /// Its policy_id.
     policy: &'a str,
+    /// Average cost per finished run, USD (0 for free policies).
     cost: f64,
+    /// Success rate, 0 to 1.
     rate: f64,
+    /// Whether `pareto_frontier` put it on the frontier.
     frontier: bool,
 }
 

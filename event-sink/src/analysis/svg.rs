@@ -32,9 +32,13 @@ pub const POLICY_PALETTE: &[&str] = &[
 /// [`POLICY_PALETTE`], so 80 policies get distinct styles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
+    /// Policies 1 to 20.
     Circle,
+    /// Policies 21 to 40.
     Square,
+    /// Policies 41 to 60.
     Triangle,
+    /// Policies 61 to 80.
     Diamond,
 }
 
@@ -223,6 +227,7 @@ impl Scale {
 pub struct LogScale {
     /// Powers of ten: the lowest and highest value of the axis.
     pub domain: (f64, f64),
+    /// The pixels `domain` maps onto.
     pub range: (f64, f64),
 }
 
