@@ -234,6 +234,30 @@ async fn sweep_report_shows_instances_unplaced_policies_log_costs_and_latency_pe
     );
     assert!(latency.contains("has-timeouts"), "timeouts marked");
 
+    // Unticking every other policy in the page hides their latency rows (the page's own
+    // script, run by Chromium, after a script that clears the boxes).
+    let untick = format!(
+        "<script>document.querySelectorAll('input.policy').forEach(function (b) {{\
+         if (b.value !== '{GPT4O_RAW}') {{ b.checked = false; \
+         b.dispatchEvent(new Event('change')); }} }});</script></body>"
+    );
+    let dom = render_in_chromium(&page.replace("</body>", &untick), "sweep-one-policy");
+    let latency = element(&dom, "id=\"chart-latency-all\"", "</svg>");
+    let rows: Vec<&str> = latency
+        .split("<g class=\"latency-row\" ")
+        .skip(1)
+        .map(|row| row.split('>').next().unwrap_or_default())
+        .collect();
+    assert_eq!(rows.len(), 16);
+    for row in rows {
+        let shown = !row.contains("display: none");
+        assert_eq!(
+            shown,
+            row.contains(&format!("data-policy=\"{GPT4O_RAW}\"")),
+            "{row}"
+        );
+    }
+
     // --policy narrows every chart, latency included.
     let one = generate_report(
         &client,
