@@ -649,6 +649,10 @@ const SCRIPT: &str = r#"<script>
       e.style.display = off.indexOf(e.dataset.policy) >= 0 ? 'none' : '';
     });
     document.querySelectorAll('svg.pareto').forEach(frontier);
+    document.querySelectorAll('.unplaced').forEach(function (box) {
+      box.hidden = !Array.prototype.some.call(box.querySelectorAll('li'),
+        function (li) { return li.style.display !== 'none'; });
+    });
   }
   select.addEventListener('change', apply);
   boxes.forEach(function (b) { b.addEventListener('change', apply); });
