@@ -208,8 +208,43 @@ def literal(type_, value):
     raise ValueError(f"unknown parameter type {type_}")
 
 
+def code_spans(sql):
+    """(start, end) of the parts of `sql` outside quotes and comments, by the quoting
+    rules of `split_statements`: only there does `{` open a placeholder."""
+    spans, start, i, n = [], 0, 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in "'\"`" or sql.startswith("--", i) or sql.startswith("/*", i):
+            spans.append((start, i))
+            if c in "'\"`":
+                i += 1
+                while i < n:
+                    if sql[i] == "\\":
+                        i += 2
+                        continue
+                    if sql[i] == c:
+                        if i + 1 < n and sql[i + 1] == c:
+                            i += 2
+                            continue
+                        break
+                    i += 1
+                i += 1
+            elif c == "-":
+                end = sql.find("\n", i)
+                i = n if end < 0 else end + 1
+            else:
+                end = sql.find("*/", i + 2)
+                i = n if end < 0 else end + 2
+            start = i
+        else:
+            i += 1
+    spans.append((start, n))
+    return spans
+
+
 def render(sql, values):
-    """`sql` with every `{name:Type}` replaced by the literal of its value or default."""
+    """`sql` with every `{name:Type}` outside quotes and comments replaced by the literal
+    of its value or default."""
     declared = {m.group(1): (m.group(2), m.group(3)) for m in PARAM_DECL.finditer(sql)}
 
     def substitute(match):
@@ -221,7 +256,12 @@ def render(sql, values):
             raise RuntimeError(f"no value for required parameter {name}")
         return literal(type_, value)
 
-    return PLACEHOLDER.sub(substitute, sql)
+    out, done = [], 0
+    for start, end in code_spans(sql):
+        out.append(sql[done:start])
+        out.append(PLACEHOLDER.sub(substitute, sql[start:end]))
+        done = end
+    return "".join(out)
 
 
 def same_cell(actual, expected):

@@ -127,6 +127,29 @@ impl std::fmt::Debug for ClickHouseArgs {
     }
 }
 
+impl ClickHouseArgs {
+    /// Fills defaults and checks every value.
+    pub fn resolve(self) -> Result<ClickHouseConfig, ConfigError> {
+        let clickhouse = ClickHouseConfig {
+            url: self.url.unwrap_or_else(|| "http://127.0.0.1:8123".into()),
+            user: self.user.unwrap_or_else(|| "default".into()),
+            password: self.password.unwrap_or_default(),
+            database: nonempty("clickhouse.database", self.database)?
+                .unwrap_or_else(|| "benchstream".into()),
+            insert_timeout: Duration::from_millis(
+                positive("clickhouse.insert_timeout_ms", self.insert_timeout_ms)?.unwrap_or(30_000),
+            ),
+        };
+        if !(clickhouse.url.starts_with("http://") || clickhouse.url.starts_with("https://")) {
+            return Err(invalid(
+                "clickhouse.url",
+                "must start with http:// or https://",
+            ));
+        }
+        Ok(clickhouse)
+    }
+}
+
 section! {
     /// `[batch]`: when rows are flushed, how failed flushes are retried, how long shutdown
     /// may drain.
@@ -280,23 +303,7 @@ impl SinkArgs {
             return Err(invalid("consumer.max_deliver", "must be -1 or positive"));
         }
 
-        let ch = self.clickhouse;
-        let clickhouse = ClickHouseConfig {
-            url: ch.url.unwrap_or_else(|| "http://127.0.0.1:8123".into()),
-            user: ch.user.unwrap_or_else(|| "default".into()),
-            password: ch.password.unwrap_or_default(),
-            database: nonempty("clickhouse.database", ch.database)?
-                .unwrap_or_else(|| "benchstream".into()),
-            insert_timeout: Duration::from_millis(
-                positive("clickhouse.insert_timeout_ms", ch.insert_timeout_ms)?.unwrap_or(30_000),
-            ),
-        };
-        if !(clickhouse.url.starts_with("http://") || clickhouse.url.starts_with("https://")) {
-            return Err(invalid(
-                "clickhouse.url",
-                "must start with http:// or https://",
-            ));
-        }
+        let clickhouse = self.clickhouse.resolve()?;
 
         let b = self.batch;
         let batch = BatchConfig {
@@ -353,6 +360,31 @@ impl SinkArgs {
             batch,
             metrics,
         })
+    }
+}
+
+/// The ClickHouse connection of `migrate`, `query` and `report`: the `[clickhouse]`
+/// section of the sink's config file, `BENCH_CLICKHOUSE_*` and `--clickhouse-*`, with
+/// the same names and precedence as the sink's, so they reach the database the sink
+/// writes. The file's other sections are read (and checked) but not used.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ClickHouseConnectionArgs {
+    /// TOML config file of the sink; flags and environment override its `[clickhouse]`.
+    #[arg(id = "config", long = "config", env = "BENCH_SINK_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "ClickHouse")]
+    pub clickhouse: ClickHouseArgs,
+}
+
+impl ClickHouseConnectionArgs {
+    /// Merges the config file's `[clickhouse]` (if any) below these settings, then
+    /// validates the result.
+    pub fn load(self) -> Result<ClickHouseConfig, ConfigError> {
+        let clickhouse = match &self.config {
+            Some(path) => self.clickhouse.merge(SinkArgs::from_file(path)?.clickhouse),
+            None => self.clickhouse,
+        };
+        clickhouse.resolve()
     }
 }
 

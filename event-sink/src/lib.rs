@@ -40,5 +40,5 @@ pub mod rows;
 pub mod service;
 pub mod writer;
 
-pub use config::{Config, ConfigError, SinkArgs};
+pub use config::{ClickHouseConnectionArgs, Config, ConfigError, SinkArgs};
 pub use service::{migrate, run, SinkError};

@@ -1,5 +1,5 @@
 //! `event-sink [run]` consumes events into ClickHouse; `event-sink migrate` only applies
-//! the ClickHouse migrations. Settings: `--config FILE` (TOML) < `BENCH_*` env < flags;
+//! the ClickHouse migrations; `query` and `report` read the answers back. Settings: `--config FILE` (TOML) < `BENCH_*` env < flags;
 //! see `event-sink --help` and event-sink/README.md.
 //!
 //! Exit status: 0 after a clean stop, 2 for unusable settings, 1 for anything else
@@ -9,7 +9,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
-use event_sink::SinkArgs;
+use event_sink::analysis::command;
+use event_sink::{ClickHouseConnectionArgs, SinkArgs};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
@@ -27,16 +28,22 @@ struct Cli {
     settings: SinkArgs,
 }
 
+/// Each subcommand takes only its own flags: `run` every sink setting, the others the
+/// ClickHouse connection (`--insert-timeout-ms` is accepted there but hidden: they
+/// insert nothing).
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Consume events into ClickHouse until SIGINT/SIGTERM (the default).
-    Run(SinkArgs),
+    Run(Box<SinkArgs>),
     /// Apply pending ClickHouse migrations and exit.
-    Migrate(SinkArgs),
+    #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
+    Migrate(ClickHouseConnectionArgs),
     /// Run a shipped query (deploy/clickhouse/queries/; `query list` lists them).
-    Query(event_sink::analysis::command::QueryArgs),
+    #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
+    Query(command::QueryArgs),
     /// Write a self-contained HTML report with tables and charts.
-    Report(event_sink::analysis::command::ReportArgs),
+    #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
+    Report(command::ReportArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -48,10 +55,10 @@ enum LogFormat {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.log_format);
-    let (migrate_only, args) = match cli.command {
-        None => (false, cli.settings),
-        Some(Command::Run(args)) => (false, args),
-        Some(Command::Migrate(args)) => (true, args),
+    let args = match cli.command {
+        None => cli.settings,
+        Some(Command::Run(args)) => *args,
+        Some(Command::Migrate(args)) => return analyse(Analysis::Migrate(args)),
         Some(Command::Query(args)) => return analyse(Analysis::Query(args)),
         Some(Command::Report(args)) => return analyse(Analysis::Report(args)),
     };
@@ -62,7 +69,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match serve(config, migrate_only) {
+    match serve(config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -75,14 +82,7 @@ fn main() -> ExitCode {
 /// worker thread glibc allocates from one malloc arena (about 20 MiB less peak RSS than the
 /// multi-thread runtime, which the batch byte limit turns into larger inserts).
 #[tokio::main(flavor = "current_thread")]
-async fn serve(config: event_sink::Config, migrate_only: bool) -> anyhow::Result<()> {
-    if migrate_only {
-        let applied = event_sink::migrate(&config.clickhouse)
-            .await
-            .context("migrate")?;
-        tracing::info!(?applied, "migrations up to date");
-        return Ok(());
-    }
+async fn serve(config: event_sink::Config) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
     event_sink::run(config, shutdown)
@@ -90,32 +90,72 @@ async fn serve(config: event_sink::Config, migrate_only: bool) -> anyhow::Result
         .context("event-sink")
 }
 
+/// The subcommands that only talk to ClickHouse.
 enum Analysis {
-    Query(event_sink::analysis::command::QueryArgs),
-    Report(event_sink::analysis::command::ReportArgs),
+    /// `event-sink migrate`.
+    Migrate(ClickHouseConnectionArgs),
+    /// `event-sink query`.
+    Query(command::QueryArgs),
+    /// `event-sink report`.
+    Report(command::ReportArgs),
 }
 
-/// `query` prints its answer on stdout; `report` writes its file.
+/// `migrate` logs what it applied; `query` prints its answer on stdout; `report` writes
+/// its file.
 #[tokio::main]
 async fn analyse(command: Analysis) -> ExitCode {
-    use event_sink::analysis::command;
     let done = match command {
-        Analysis::Query(args) => command::query(args).await.map(|out| print!("{out}")),
+        Analysis::Migrate(args) => migrate(args).await,
+        Analysis::Query(args) => command::query(args)
+            .await
+            .map(|out| print!("{out}"))
+            .map_err(Failure::from),
         Analysis::Report(args) => command::report(args)
             .await
-            .map(|path| tracing::info!(path = %path.display(), "report written")),
+            .map(|path| tracing::info!(path = %path.display(), "report written"))
+            .map_err(Failure::from),
     };
     match done {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.is_usage() => {
-            tracing::error!("{e}");
+        Err(Failure::Usage(e)) => {
+            tracing::error!("{e:#}");
             ExitCode::from(2)
         }
-        Err(e) => {
-            tracing::error!("{e}");
+        Err(Failure::Other(e)) => {
+            tracing::error!("{e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Why a ClickHouse-only subcommand failed: the command line (exit 2) or anything else.
+enum Failure {
+    /// Unusable settings, query name or parameters: exit 2.
+    Usage(anyhow::Error),
+    /// A server unreachable or refusing, a file not written: exit 1.
+    Other(anyhow::Error),
+}
+
+impl From<command::CommandError> for Failure {
+    fn from(e: command::CommandError) -> Self {
+        if e.is_usage() {
+            Failure::Usage(e.into())
+        } else {
+            Failure::Other(e.into())
+        }
+    }
+}
+
+async fn migrate(args: ClickHouseConnectionArgs) -> Result<(), Failure> {
+    let clickhouse = args
+        .load()
+        .map_err(|e| Failure::Usage(anyhow::Error::new(e).context("invalid settings")))?;
+    let applied = event_sink::migrate(&clickhouse)
+        .await
+        .context("migrate")
+        .map_err(Failure::Other)?;
+    tracing::info!(?applied, "migrations up to date");
+    Ok(())
 }
 
 /// Cancels `shutdown` on the first SIGINT or SIGTERM.

@@ -257,6 +257,63 @@ fn invalid_query_parameters_are_usage_errors() {
 }
 
 #[test]
+fn each_subcommand_shows_only_its_own_flags() {
+    let help = |args: &[&str]| {
+        let out = run_to_exit(Command::new(SINK).args(args).arg("--help"));
+        assert!(out.status.success(), "{args:?} --help");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let sink_only = [
+        "--nats-url",
+        "--stream",
+        "--consumer",
+        "--batch-max-rows",
+        "--metrics-listen",
+        "--insert-timeout-ms",
+    ];
+    for command in ["query", "report", "migrate"] {
+        let text = help(&[command]);
+        for flag in ["--clickhouse-url", "--clickhouse-database", "--config"] {
+            assert!(
+                text.contains(flag),
+                "{command} --help lacks {flag}:\n{text}"
+            );
+        }
+        for flag in sink_only {
+            assert!(
+                !text.contains(flag),
+                "{command} --help shows {flag}:\n{text}"
+            );
+        }
+    }
+    let run = help(&["run"]);
+    for flag in sink_only {
+        assert!(run.contains(flag), "run --help lacks {flag}");
+    }
+}
+
+#[test]
+fn query_list_shows_every_description_whole() {
+    let out = run_to_exit(Command::new(SINK).args(["query", "list"]));
+    assert!(out.status.success());
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.lines().all(|l| l.chars().count() <= 88),
+        "{listing}"
+    );
+    let words = listing.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The end of lost_events' description is its eighth line.
+    assert!(
+        words.contains("only checked for a missing run_stop; their last_seq is NULL."),
+        "{listing}"
+    );
+    assert!(words.contains(
+        "Buckets double from 250 ms; bucket 10 is 64 s and above (upper_ms NULL). \
+         Empty buckets are omitted."
+    ));
+}
+
+#[test]
 fn migrate_subcommand_applies_migrations_and_exits() {
     let clickhouse = ClickHouseServer::start();
     let out = run_to_exit(

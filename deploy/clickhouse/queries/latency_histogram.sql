@@ -1,9 +1,11 @@
--- LLM call latency distribution per model: calls per latency bucket. Buckets double
--- from 250 ms; bucket 10 is 64 s and above (upper_ms NULL). Empty buckets are omitted.
+-- LLM call latency distribution per policy and model: calls and timed-out calls per
+-- latency bucket. Buckets double from 250 ms; bucket 10 is 64 s and above (upper_ms
+-- NULL). Empty buckets are omitted.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
 -- param policy String = '': only this policy_id; empty = every policy
 SELECT
+    policy_id,
     model,
     bucket,
     toUInt32(if(bucket = 1, 0, 250 * exp2(bucket - 2))) AS lower_ms,
@@ -14,7 +16,7 @@ FROM
 (
     -- floor(log2(latency / 250)) + 2 is the bucket for 250 ms and above; exact at the
     -- bounds, which are powers of two times 250.
-    SELECT model, status,
+    SELECT policy_id, model, status,
         toUInt8(least(10, greatest(1, floor(log2(latency_ms / 250)) + 2))) AS bucket
     FROM deliberations FINAL
     WHERE run_id IN (
@@ -24,5 +26,5 @@ FROM
             AND ({policy:String} = '' OR policy_id = {policy:String})
     )
 )
-GROUP BY model, bucket
-ORDER BY model, bucket
+GROUP BY policy_id, model, bucket
+ORDER BY policy_id, model, bucket

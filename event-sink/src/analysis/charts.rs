@@ -1,100 +1,294 @@
-//! The report's four charts, each an SVG [`Element`] built from one query answer:
+//! The report's four charts, each an SVG [`Element`] built from query answers:
 //!
-//! - [`pareto`]: success rate vs average cost per policy (`pareto_frontier`), the
-//!   frontier drawn as a line through the undominated policies;
+//! - [`pareto`]: success rate vs average cost per policy (`pareto_frontier`) on a
+//!   logarithmic cost axis (a `$0` lane left of it for free policies), the frontier
+//!   drawn as a line through the undominated policies; labels are placed so that they
+//!   never overlap a mark or each other (the policy id, else its legend number, else
+//!   none: the tooltip and the legend still name it). [`unplaced`] lists the policies
+//!   the chart cannot show, and why.
 //! - [`exit_status`]: one 100 % bar per policy split by exit status (`exit_status`);
 //! - [`token_mix`]: one 100 % bar per policy split into uncached input, cached input,
 //!   output and reasoning tokens (`leaderboard`);
-//! - [`latency`]: LLM call latency histogram, one bar per model per bucket
-//!   (`latency_histogram`).
+//! - [`latency`]: a heat map of LLM calls per policy and latency bucket
+//!   (`latency_histogram`), shaded on a log scale so one busy policy cannot swamp the
+//!   rest, buckets holding timed-out calls outlined, and a column of timeouts.
 //!
 //! Every mark that belongs to a policy carries `data-policy`, so the page's policy
-//! filter can hide it; the Pareto points also carry `data-cost`/`data-rate` so the page
-//! can redraw the frontier over the policies left visible. A policy keeps its colour in
-//! every chart ([`Policies`]).
+//! filter can hide it; the Pareto points also carry `data-cost`/`data-rate` and their
+//! position (`data-cx`/`data-cy`) so the page can redraw the frontier over the policies
+//! left visible. A policy keeps its colour and marker in every chart ([`Policies`]).
 
-use super::svg::{colour, document, line, rect, text, Element, Scale};
+use super::svg::{
+    colour, document, line, marker, policy_style, rect, text, Element, LogScale, Scale, Shape,
+};
 use super::table::Table;
 
 const WIDTH: f64 = 720.0;
-const HEIGHT: f64 = 360.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 24.0;
 const TOP: f64 = 20.0;
 const BOTTOM: f64 = 56.0;
 /// Left margin of bar charts, room for policy names.
 const LABEL_WIDTH: f64 = 290.0;
+/// Width of one character of an 11 px label, a little over the average of the sans
+/// fonts browsers pick, so an estimated box is never smaller than the drawn text.
+const CHAR_WIDTH: f64 = 6.6;
 
-/// Every policy of the report in a fixed order, which fixes its colour.
+/// Every policy of the report in a fixed order, which fixes its colour and marker.
 #[derive(Debug, Clone, Default)]
 pub struct Policies(pub Vec<String>);
 
 impl Policies {
-    /// The colour of `policy` (an unknown policy gets the next free one).
+    /// The position of `policy` (an unknown policy gets the next free one).
+    fn index(&self, policy: &str) -> usize {
+        self.0
+            .iter()
+            .position(|p| p == policy)
+            .unwrap_or(self.0.len())
+    }
+
+    /// The colour of `policy`.
     pub fn colour(&self, policy: &str) -> &'static str {
-        colour(
-            self.0
-                .iter()
-                .position(|p| p == policy)
-                .unwrap_or(self.0.len()),
-        )
+        policy_style(self.index(policy)).0
+    }
+
+    /// The marker shape of `policy`.
+    pub fn shape(&self, policy: &str) -> Shape {
+        policy_style(self.index(policy)).1
+    }
+
+    /// The number `policy` has in the legend, from 1.
+    pub fn number(&self, policy: &str) -> usize {
+        self.index(policy) + 1
+    }
+
+    /// A small inline SVG of the policy's marker, for legends in HTML.
+    pub fn swatch(&self, policy: &str) -> Element {
+        Element::new("svg")
+            .attr("class", "swatch")
+            .attr("viewBox", "0 0 16 16")
+            .attr("width", 14)
+            .attr("height", 14)
+            .child(marker(
+                self.shape(policy),
+                8.0,
+                8.0,
+                5.5,
+                self.colour(policy),
+            ))
     }
 }
 
-/// Success rate (y) against average cost per run (x), one point per priced policy.
-pub fn pareto(id: &str, answer: &Table, policies: &Policies) -> Element {
-    struct Point<'a> {
-        policy: &'a str,
-        cost: f64,
-        rate: f64,
-        frontier: bool,
+/// `text` if it fits in `width` px of 11 px type, else its start and end around `…`.
+fn fit(text: &str, width: f64) -> String {
+    let max = (width / CHAR_WIDTH).floor() as usize;
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= max || max < 5 {
+        return text.to_owned();
     }
-    let points: Vec<Point> = (0..answer.rows.len())
+    let head = (max - 1) * 2 / 3;
+    let tail = max - 1 - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// An axis-aligned box in chart pixels: left, top, right, bottom.
+#[derive(Debug, Clone, Copy)]
+struct Box4(f64, f64, f64, f64);
+
+impl Box4 {
+    fn overlaps(&self, other: &Box4) -> bool {
+        self.0 < other.2 && other.0 < self.2 && self.1 < other.3 && other.1 < self.3
+    }
+
+    fn inside(&self, area: &Box4) -> bool {
+        self.0 >= area.0 && self.2 <= area.2 && self.1 >= area.1 && self.3 <= area.3
+    }
+}
+
+/// Where a label of `chars` characters next to the mark at (cx, cy) fits without
+/// touching `taken` or leaving `area`: (x, baseline y, anchor, its box), first fit of
+/// right, left, the four diagonals, and (only if `centred`) above and below. A long
+/// label centred over a mark would sit over its neighbours too and read as theirs, so
+/// names start or end at their mark; short numbers may be centred.
+fn place_label(
+    chars: usize,
+    (cx, cy): (f64, f64),
+    taken: &[Box4],
+    area: &Box4,
+    centred: bool,
+) -> Option<(f64, f64, &'static str, Box4)> {
+    let (w, h, gap) = (chars as f64 * CHAR_WIDTH, 12.0, 10.0);
+    let candidates = [
+        (cx + gap, cy + 4.0, "start"),
+        (cx - gap, cy + 4.0, "end"),
+        // Diagonals clear the mark's own box (±8 px) by a pixel.
+        (cx + gap - 2.0, cy - gap - 2.0, "start"),
+        (cx + gap - 2.0, cy + gap + 11.0, "start"),
+        (cx - gap + 2.0, cy - gap - 2.0, "end"),
+        (cx - gap + 2.0, cy + gap + 11.0, "end"),
+        (cx, cy - gap - 2.0, "middle"),
+        (cx, cy + gap + 11.0, "middle"),
+    ];
+    let usable = if centred { 8 } else { 6 };
+    candidates[..usable].iter().find_map(|&(x, y, anchor)| {
+        let left = match anchor {
+            "start" => x,
+            "end" => x - w,
+            _ => x - w / 2.0,
+        };
+        let bounds = Box4(left - 1.0, y - h + 2.0, left + w + 1.0, y + 3.0);
+        (bounds.inside(area) && !taken.iter().any(|t| t.overlaps(&bounds)))
+            .then_some((x, y, anchor, bounds))
+    })
+}
+
+/// One policy of the Pareto chart.
+struct Point<'a> {
+    /// Its policy_id.
+    policy: &'a str,
+    /// Average cost per finished run, USD (0 for free policies).
+    cost: f64,
+    /// Success rate, 0 to 1.
+    rate: f64,
+    /// Whether `pareto_frontier` put it on the frontier.
+    frontier: bool,
+}
+
+/// The policies of `answer` (`pareto_frontier`) with a usable cost and rate.
+fn points(answer: &Table) -> Vec<Point<'_>> {
+    (0..answer.rows.len())
         .filter_map(|row| {
             Some(Point {
                 policy: answer.get(row, "policy_id")?,
-                cost: answer.number(row, "avg_cost_usd")?,
+                cost: answer.number(row, "avg_cost_usd").filter(|c| *c >= 0.0)?,
                 rate: answer.number(row, "success_rate")?,
                 frontier: answer.get(row, "on_frontier") == Some("1"),
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Success rate (y) against average cost per finished run (x, logarithmic), one point
+/// per priced policy.
+pub fn pareto(id: &str, answer: &Table, policies: &Policies) -> Element {
+    const PARETO_HEIGHT: f64 = 420.0;
+    let points = points(answer);
+    let bottom = PARETO_HEIGHT - BOTTOM;
     let mut doc = document(
         id,
         WIDTH,
-        HEIGHT,
+        PARETO_HEIGHT,
         "success rate versus average cost per policy",
     )
     .attr("class", "chart pareto");
-    let max_cost = points.iter().map(|p| p.cost).fold(0.0, f64::max);
-    let x = Scale::nice(0.0, max_cost, (LEFT, WIDTH - RIGHT));
+    let free = points.iter().any(|p| p.cost == 0.0);
+    // Free policies sit in a `$0` lane left of the log axis, which has no zero.
+    let axis_left = if free { LEFT + 44.0 } else { LEFT };
+    let priced: Vec<f64> = points.iter().map(|p| p.cost).filter(|c| *c > 0.0).collect();
+    let x = LogScale::decades(
+        priced.iter().copied().fold(f64::INFINITY, f64::min),
+        priced.iter().copied().fold(0.0, f64::max),
+        (axis_left + 12.0, WIDTH - RIGHT - 12.0),
+    );
     let y = Scale {
         domain: (0.0, 1.0),
-        range: (HEIGHT - BOTTOM, TOP),
+        range: (bottom, TOP),
     };
-    doc = axes(
-        doc,
-        &x,
-        &y,
-        |v| format!("${v:.3}"),
-        |v| format!("{:.0}%", v * 100.0),
-    );
+    for tick in y.ticks() {
+        let py = y.map(tick);
+        doc = doc
+            .child(line(LEFT, py, WIDTH - RIGHT, py, "#e3e3e3"))
+            .child(
+                text(
+                    LEFT - 6.0,
+                    py + 4.0,
+                    "end",
+                    &format!("{:.0}%", tick * 100.0),
+                )
+                .attr("class", "tick"),
+            );
+    }
+    for tick in x.ticks() {
+        let px = x.map(tick);
+        let major = (tick.log10() - tick.log10().round()).abs() < 1e-9;
+        doc = doc
+            .child(line(
+                px,
+                TOP,
+                px,
+                bottom,
+                if major { "#d0d0d0" } else { "#efefef" },
+            ))
+            .child(text(px, bottom + 16.0, "middle", &usd(tick)).attr(
+                "class",
+                if major {
+                    "tick log-tick major"
+                } else {
+                    "tick log-tick"
+                },
+            ));
+    }
+    if free {
+        let lane = LEFT + 22.0;
+        doc = doc
+            .child(text(lane, bottom + 16.0, "middle", "$0").attr("class", "tick"))
+            .child(line(
+                axis_left,
+                bottom - 4.0,
+                axis_left + 6.0,
+                bottom + 4.0,
+                "#555",
+            ))
+            .child(line(
+                axis_left + 4.0,
+                bottom - 4.0,
+                axis_left + 10.0,
+                bottom + 4.0,
+                "#555",
+            ));
+    }
     doc = doc
+        .child(line(LEFT, bottom, WIDTH - RIGHT, bottom, "#555"))
+        .child(line(LEFT, TOP, LEFT, bottom, "#555"))
         .child(text(
             (LEFT + WIDTH - RIGHT) / 2.0,
-            HEIGHT - 12.0,
+            PARETO_HEIGHT - 12.0,
             "middle",
-            "average cost per finished run (USD)",
+            "average cost per finished run (USD, log scale)",
         ))
-        .child(text(14.0, TOP - 6.0, "start", "success rate"));
+        .child(
+            text(16.0, (TOP + bottom) / 2.0, "middle", "success rate").attr(
+                "transform",
+                format_args!("rotate(-90 16 {:.1})", (TOP + bottom) / 2.0),
+            ),
+        );
     if points.is_empty() {
-        return doc.child(text(WIDTH / 2.0, HEIGHT / 2.0, "middle", "no priced runs"));
+        return doc.child(text(
+            WIDTH / 2.0,
+            PARETO_HEIGHT / 2.0,
+            "middle",
+            "no priced runs",
+        ));
     }
+    let at = |p: &Point| {
+        let cx = if p.cost == 0.0 {
+            LEFT + 22.0
+        } else {
+            x.map(p.cost)
+        };
+        (cx, y.map(p.rate))
+    };
     let mut frontier: Vec<&Point> = points.iter().filter(|p| p.frontier).collect();
     frontier.sort_by(|a, b| a.cost.total_cmp(&b.cost));
     let path: Vec<String> = frontier
         .iter()
-        .map(|p| format!("{:.1},{:.1}", x.map(p.cost), y.map(p.rate)))
+        .map(|p| {
+            let (cx, cy) = at(p);
+            format!("{cx:.1},{cy:.1}")
+        })
         .collect();
     doc = doc.child(
         Element::new("polyline")
@@ -105,47 +299,130 @@ pub fn pareto(id: &str, answer: &Table, policies: &Policies) -> Element {
             .attr("stroke-dasharray", "6 4")
             .attr("stroke-width", 2),
     );
+    // Labels may not cover a mark or another label: every mark's box is taken first,
+    // then frontier points are labelled before the others.
+    let area = Box4(LEFT + 2.0, 2.0, WIDTH - RIGHT, bottom - 2.0);
+    let mut taken: Vec<Box4> = points
+        .iter()
+        .map(|p| {
+            let (cx, cy) = at(p);
+            Box4(cx - 8.0, cy - 8.0, cx + 8.0, cy + 8.0)
+        })
+        .collect();
+    let mut order: Vec<&Point> = points.iter().collect();
+    order.sort_by_key(|p| !p.frontier);
+    let mut labels = Vec::new();
+    for p in order {
+        let (cx, cy) = at(p);
+        let number = policies.number(p.policy).to_string();
+        let placed = [(p.policy, false), (number.as_str(), true)]
+            .into_iter()
+            .find_map(|(label, centred)| {
+                place_label(label.chars().count(), (cx, cy), &taken, &area, centred)
+                    .map(|(lx, ly, anchor, bounds)| (label, lx, ly, anchor, bounds))
+            });
+        if let Some((label, lx, ly, anchor, bounds)) = placed {
+            taken.push(bounds);
+            if anchor != "middle" && (ly - 4.0 - cy).abs() > 4.0 {
+                // A diagonal label: a short leader ties it to its mark.
+                let dx = if anchor == "start" { 5.0 } else { -5.0 };
+                let dy = if ly < cy { -5.0 } else { 5.0 };
+                let end_y = if ly < cy { ly + 1.0 } else { ly - 9.0 };
+                labels.push(
+                    line(cx + dx, cy + dy, lx, end_y, "#888")
+                        .attr("class", "leader")
+                        .attr("data-policy", p.policy),
+                );
+            }
+            labels.push(
+                text(lx, ly, anchor, label)
+                    .attr("class", "point-label")
+                    .attr("data-policy", p.policy),
+            );
+        }
+    }
     for p in &points {
-        let (cx, cy) = (x.map(p.cost), y.map(p.rate));
+        let (cx, cy) = at(p);
         let tip = format!(
-            "{}: success {:.1}%, ${:.4} per run{}",
+            "{} {}: success {:.1}%, {} per finished run{}",
+            policies.number(p.policy),
             p.policy,
             p.rate * 100.0,
-            p.cost,
+            usd(p.cost),
             if p.frontier { ", on the frontier" } else { "" }
         );
-        doc = doc
-            .child(
-                Element::new("circle")
-                    .attr(
-                        "class",
-                        if p.frontier {
-                            "point on-frontier"
-                        } else {
-                            "point"
-                        },
-                    )
-                    .num("cx", cx)
-                    .num("cy", cy)
-                    .attr("r", 7)
-                    .attr("fill", policies.colour(p.policy))
-                    .attr("data-policy", p.policy)
-                    .attr("data-cost", p.cost)
-                    .attr("data-rate", p.rate)
-                    .tooltip(&tip),
+        doc = doc.child(
+            marker(
+                policies.shape(p.policy),
+                cx,
+                cy,
+                6.5,
+                policies.colour(p.policy),
             )
-            .child(
-                // Labels of points in the right half go to their left, inside the plot.
-                if cx > WIDTH / 2.0 {
-                    text(cx - 10.0, cy - 10.0, "end", p.policy)
+            .attr(
+                "class",
+                if p.frontier {
+                    "point on-frontier"
                 } else {
-                    text(cx + 10.0, cy - 10.0, "start", p.policy)
-                }
-                .attr("class", "point-label")
-                .attr("data-policy", p.policy),
-            );
+                    "point"
+                },
+            )
+            .attr("data-policy", p.policy)
+            .attr("data-cost", p.cost)
+            .attr("data-rate", p.rate)
+            .attr("data-cx", format_args!("{cx:.1}"))
+            .attr("data-cy", format_args!("{cy:.1}"))
+            .tooltip(&tip),
+        );
+    }
+    for label in labels {
+        doc = doc.child(label);
     }
     doc
+}
+
+/// The policies of `leaderboard` that [`pareto`] cannot place, each with the reason:
+/// no finished run, or no finished run with a known cost.
+pub fn unplaced(pareto_frontier: &Table, leaderboard: &Table) -> Vec<(String, String)> {
+    let placed: Vec<&str> = points(pareto_frontier).iter().map(|p| p.policy).collect();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for row in 0..leaderboard.rows.len() {
+        let Some(policy) = leaderboard.get(row, "policy_id") else {
+            continue;
+        };
+        if placed.contains(&policy) || out.iter().any(|(p, _)| p == policy) {
+            continue;
+        }
+        let count = |name| leaderboard.number(row, name).unwrap_or(0.0);
+        let (runs, finished) = (count("runs"), count("finished"));
+        let reason = if finished == 0.0 {
+            format!("no finished run yet ({runs} started): no success rate")
+        } else if count("priced_runs") == 0.0 {
+            format!(
+                "cost unknown: none of its {finished} finished runs has a price \
+                 (see \u{201c}Calls with an unknown price\u{201d})"
+            )
+        } else {
+            "no usable cost or success rate in pareto_frontier".to_owned()
+        };
+        out.push((policy.to_owned(), reason));
+    }
+    out
+}
+
+/// `$0.0012`, `$0.05`, `$3`: a cost with its significant digits, no trailing zeros.
+fn usd(value: f64) -> String {
+    if value == 0.0 {
+        return "$0".to_owned();
+    }
+    let decimals = (2 - value.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    let text = format!("{value:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    format!("${text}")
 }
 
 /// Finished runs per policy as 100 % bars split by exit status.
@@ -192,7 +469,7 @@ const TOKEN_KINDS: [&str; 4] = ["uncached input", "cached input", "output", "rea
 /// LLM tokens per policy as 100 % bars: uncached input, cached input, output without
 /// reasoning, reasoning (input INCLUDES cached, output INCLUDES reasoning).
 pub fn token_mix(id: &str, leaderboard: &Table) -> Element {
-    let bars: Vec<Bar> = (0..leaderboard.rows.len())
+    let mut bars: Vec<Bar> = (0..leaderboard.rows.len())
         .filter_map(|row| {
             let n = |name| leaderboard.number(row, name).unwrap_or(0.0);
             let (input, cached) = (n("input_tokens"), n("cached_input_tokens"));
@@ -208,6 +485,8 @@ pub fn token_mix(id: &str, leaderboard: &Table) -> Element {
             })
         })
         .collect();
+    // The order of the exit-status bars beside it: by policy id.
+    bars.sort_by(|a, b| a.policy.cmp(&b.policy));
     stacked_bars(id, "token mix per policy", "tokens", &bars, &TOKEN_KINDS)
 }
 
@@ -250,11 +529,26 @@ fn stacked_bars(id: &str, label: &str, unit: &str, bars: &[Bar], categories: &[&
             .fold(0.0, f64::max);
         let scale = if largest > 0.0 { largest } else { 1.0 };
         let scaled_total: f64 = bar.segments.iter().map(|(_, v)| v / scale).sum();
-        let total = scaled_total * scale;
+        // The plain sum when it is finite, so 6 runs read `6`, not `5.999999999`.
+        let plain: f64 = bar.segments.iter().map(|(_, v)| v).sum();
+        let total = if plain.is_finite() {
+            plain
+        } else {
+            scaled_total * scale
+        };
         let mut group = Element::new("g")
             .attr("class", "bar")
             .attr("data-policy", &bar.policy)
-            .child(text(LABEL_WIDTH - 8.0, top + 17.0, "end", &bar.policy))
+            .child(
+                text(
+                    LABEL_WIDTH - 8.0,
+                    top + 17.0,
+                    "end",
+                    &fit(&bar.policy, LABEL_WIDTH - 12.0),
+                )
+                .attr("class", "bar-label")
+                .tooltip(&bar.policy),
+            )
             .child(text(x.range.1 + 6.0, top + 17.0, "start", &compact(total)));
         let mut start = 0.0;
         for (category, value) in &bar.segments {
@@ -302,86 +596,183 @@ fn stacked_bars(id: &str, label: &str, unit: &str, bars: &[Bar], categories: &[&
     )
 }
 
-/// LLM calls per latency bucket, one bar per model in each bucket.
-pub fn latency(id: &str, answer: &Table) -> Element {
-    let mut models: Vec<&str> = Vec::new();
+/// LLM calls per policy (rows) and latency bucket (columns) as a heat map, plus a
+/// column of timed-out calls.
+pub fn latency(id: &str, answer: &Table, policies: &Policies) -> Element {
+    const BUCKETS: usize = 10;
+    const ROW: f64 = 24.0;
+    const MAP_WIDTH: f64 = 1000.0;
+    const NAMES: f64 = 380.0;
+    const CELL: f64 = 54.0;
+    // (policy, calls per bucket, timeouts per bucket), in the policies' order.
+    let mut rows: Vec<(&str, [f64; BUCKETS], [f64; BUCKETS])> = Vec::new();
     for row in 0..answer.rows.len() {
-        if let Some(model) = answer.get(row, "model") {
-            if !models.contains(&model) {
-                models.push(model);
-            }
-        }
-    }
-    let buckets = 10usize;
-    let max_calls = (0..answer.rows.len())
-        .filter_map(|row| answer.number(row, "calls"))
-        .fold(0.0, f64::max);
-    let mut doc = document(id, WIDTH, HEIGHT + 24.0, "LLM call latency distribution")
-        .attr("class", "chart latency");
-    let band = (WIDTH - RIGHT - LEFT) / buckets as f64;
-    let x = |bucket: usize| LEFT + (bucket - 1) as f64 * band;
-    let y = Scale::nice(0.0, max_calls, (HEIGHT - BOTTOM, TOP));
-    doc = axes(
-        doc,
-        &Scale {
-            domain: (0.0, 1.0),
-            range: (LEFT, WIDTH - RIGHT),
-        },
-        &y,
-        |_| String::new(),
-        |v| format!("{v:.0}"),
-    );
-    for bucket in 1..=buckets {
-        doc = doc.child(
-            text(
-                x(bucket) + band / 2.0,
-                HEIGHT - BOTTOM + 16.0,
-                "middle",
-                &bucket_label(bucket),
-            )
-            .attr("class", "tick"),
-        );
-    }
-    doc = doc
-        .child(text(
-            (LEFT + WIDTH - RIGHT) / 2.0,
-            HEIGHT - BOTTOM + 36.0,
-            "middle",
-            "latency (bucket lower bound)",
-        ))
-        .child(text(14.0, TOP - 6.0, "start", "calls"));
-    let width = (band - 8.0) / models.len().max(1) as f64;
-    for row in 0..answer.rows.len() {
-        let (Some(model), Some(bucket), Some(calls)) = (
-            answer.get(row, "model"),
+        let (Some(policy), Some(bucket), Some(calls)) = (
+            answer.get(row, "policy_id"),
             answer.number(row, "bucket"),
             answer.number(row, "calls"),
         ) else {
             continue;
         };
-        let index = models.iter().position(|m| *m == model).unwrap_or(0);
-        let bucket = (bucket as usize).clamp(1, buckets);
-        let timeouts = answer.number(row, "timeouts").unwrap_or(0.0);
+        let i = (bucket as usize).clamp(1, BUCKETS) - 1;
+        let index = match rows.iter().position(|(p, _, _)| *p == policy) {
+            Some(index) => index,
+            None => {
+                rows.push((policy, [0.0; BUCKETS], [0.0; BUCKETS]));
+                rows.len() - 1
+            }
+        };
+        rows[index].1[i] += calls;
+        rows[index].2[i] += answer.number(row, "timeouts").unwrap_or(0.0);
+    }
+    rows.sort_by_key(|(policy, _, _)| policies.number(policy));
+    let header = TOP + 24.0;
+    let legend_top = header + rows.len().max(1) as f64 * ROW + 14.0;
+    let mut doc = document(
+        id,
+        MAP_WIDTH,
+        legend_top + 30.0,
+        "LLM calls per policy and latency bucket",
+    )
+    .attr("class", "chart latency");
+    let column = |i: usize| NAMES + i as f64 * CELL;
+    for i in 0..BUCKETS {
         doc = doc.child(
-            rect(
-                x(bucket) + 4.0 + index as f64 * width,
-                y.map(calls),
-                width,
-                y.map(0.0) - y.map(calls),
-                colour(index),
+            text(
+                column(i) + CELL / 2.0,
+                header - 8.0,
+                "middle",
+                &bucket_label(i + 1),
             )
-            .attr("class", "bar")
-            .attr("data-model", model)
-            .tooltip(&format!(
-                "{model}, {}: {calls} calls, {timeouts} timed out",
-                bucket_label(bucket)
-            )),
+            .attr("class", "tick"),
         );
     }
-    legend(
-        doc,
-        HEIGHT + 2.0,
-        models.iter().enumerate().map(|(i, m)| (*m, colour(i))),
+    let timeouts_x = column(BUCKETS) + 8.0;
+    doc = doc
+        .child(text(
+            column(0),
+            TOP - 4.0,
+            "start",
+            "latency of the call (bucket lower bound)",
+        ))
+        .child(text(timeouts_x + 4.0, header - 8.0, "start", "timed out").attr("class", "tick"));
+    if rows.is_empty() {
+        return doc.child(text(
+            MAP_WIDTH / 2.0,
+            header + 20.0,
+            "middle",
+            "no LLM calls",
+        ));
+    }
+    let most = rows
+        .iter()
+        .flat_map(|(_, calls, _)| calls.iter().copied())
+        .fold(1.0, f64::max);
+    // Shade by log(1 + calls): a bucket of 1 call stays visible beside one of 10 000.
+    let shade = |calls: f64| (calls.ln_1p() / most.ln_1p()).clamp(0.0, 1.0);
+    for (r, (policy, calls, timeouts)) in rows.iter().enumerate() {
+        let top = header + r as f64 * ROW;
+        let total: f64 = calls.iter().sum();
+        let timed_out: f64 = timeouts.iter().sum();
+        let mut group = Element::new("g")
+            .attr("class", "latency-row")
+            .attr("data-policy", *policy)
+            .child(marker(
+                policies.shape(policy),
+                10.0,
+                top + ROW / 2.0,
+                5.0,
+                policies.colour(policy),
+            ))
+            .child(
+                text(
+                    22.0,
+                    top + ROW / 2.0 + 4.0,
+                    "start",
+                    &fit(policy, NAMES - 30.0),
+                )
+                .attr("class", "bar-label")
+                .tooltip(&format!("{policy}: {total} LLM calls")),
+            );
+        for i in 0..BUCKETS {
+            if calls[i] == 0.0 {
+                continue;
+            }
+            let t = shade(calls[i]);
+            let mut cell = rect(column(i) + 1.0, top + 1.0, CELL - 2.0, ROW - 2.0, "#2c5d9e")
+                .attr("fill-opacity", format_args!("{:.2}", 0.08 + 0.92 * t));
+            cell = if timeouts[i] > 0.0 {
+                cell.attr("class", "cell has-timeouts")
+                    .attr("stroke", "#d62728")
+                    .attr("stroke-width", 2)
+            } else {
+                cell.attr("class", "cell")
+            };
+            group = group
+                .child(cell.tooltip(&format!(
+                    "{policy}, {}: {} calls, {} timed out",
+                    bucket_label(i + 1),
+                    calls[i],
+                    timeouts[i]
+                )))
+                .child(
+                    text(
+                        column(i) + CELL / 2.0,
+                        top + ROW / 2.0 + 4.0,
+                        "middle",
+                        &compact(calls[i]),
+                    )
+                    .attr("fill", if t > 0.55 { "#fff" } else { "#222" })
+                    .attr("class", "count"),
+                );
+        }
+        let share = if total > 0.0 { timed_out / total } else { 0.0 };
+        group = group.child(
+            text(
+                timeouts_x + 4.0,
+                top + ROW / 2.0 + 4.0,
+                "start",
+                &if timed_out > 0.0 {
+                    format!("{} ({:.0}%)", compact(timed_out), share * 100.0)
+                } else {
+                    "0".to_owned()
+                },
+            )
+            .attr("class", if timed_out > 0.0 { "timeouts" } else { "tick" }),
+        );
+        doc = doc.child(group);
+    }
+    let scale: Vec<(f64, String)> = [1.0, 10.0, 100.0, 1000.0, 10_000.0]
+        .into_iter()
+        .filter(|v| *v <= most)
+        .map(|v| (v, compact(v)))
+        .collect();
+    doc = doc.child(
+        text(22.0, legend_top + 12.0, "start", "calls (log shade):").attr("class", "legend"),
+    );
+    for (i, (value, label)) in scale.iter().enumerate() {
+        let x = 150.0 + i as f64 * 56.0;
+        doc = doc
+            .child(rect(x, legend_top, 18.0, 16.0, "#2c5d9e").attr(
+                "fill-opacity",
+                format_args!("{:.2}", 0.08 + 0.92 * shade(*value)),
+            ))
+            .child(text(x + 22.0, legend_top + 12.0, "start", label).attr("class", "legend"));
+    }
+    let note = 150.0 + scale.len() as f64 * 56.0 + 16.0;
+    doc.child(
+        rect(note, legend_top, 18.0, 16.0, "#fff")
+            .attr("stroke", "#d62728")
+            .attr("stroke-width", 2),
+    )
+    .child(
+        text(
+            note + 24.0,
+            legend_top + 12.0,
+            "start",
+            "bucket holds timed-out calls",
+        )
+        .attr("class", "legend"),
     )
 }
 
@@ -400,36 +791,6 @@ fn bucket_label(bucket: usize) -> String {
             }
         }
     }
-}
-
-/// Grid lines, tick labels and the axis lines of a chart with both scales.
-fn axes(
-    mut doc: Element,
-    x: &Scale,
-    y: &Scale,
-    x_label: impl Fn(f64) -> String,
-    y_label: impl Fn(f64) -> String,
-) -> Element {
-    let (bottom, top) = y.range;
-    let (left, right) = x.range;
-    for tick in y.ticks() {
-        let py = y.map(tick);
-        doc = doc
-            .child(line(left, py, right, py, "#e3e3e3"))
-            .child(text(left - 6.0, py + 4.0, "end", &y_label(tick)).attr("class", "tick"));
-    }
-    for tick in x.ticks() {
-        let label = x_label(tick);
-        if label.is_empty() {
-            continue;
-        }
-        let px = x.map(tick);
-        doc = doc
-            .child(line(px, top, px, bottom, "#e3e3e3"))
-            .child(text(px, bottom + 16.0, "middle", &label).attr("class", "tick"));
-    }
-    doc.child(line(left, bottom, right, bottom, "#555"))
-        .child(line(left, top, left, bottom, "#555"))
 }
 
 /// A one-line legend of coloured squares starting at (LEFT, `top`).
@@ -488,6 +849,88 @@ mod tests {
     }
 
     #[test]
+    fn pareto_labels_never_overlap_and_costs_sit_on_a_log_axis() {
+        let mut rows = String::from(
+            "policy_id\tsuccess_rate\tavg_cost_usd\ton_frontier\n\
+             String\tFloat64\tFloat64\tUInt8\n",
+        );
+        let names: Vec<String> = (0..16)
+            .map(|i| {
+                format!("openrouter/some-vendor/a-rather-long-model-name-{i}:observation_masking")
+            })
+            .collect();
+        for (i, name) in names.iter().enumerate() {
+            // Clustered: every point within a few pixels of the next.
+            rows.push_str(&format!(
+                "{name}\t{}\t{}\t0\n",
+                0.5 + i as f64 * 0.01,
+                0.01 + i as f64 * 0.0002
+            ));
+        }
+        rows.push_str("free\t1\t0\t1\n");
+        let policies = Policies(names.iter().cloned().chain(["free".to_owned()]).collect());
+        let svg = pareto("p", &table(&rows), &policies).to_string();
+        let boxes: Vec<Box4> = svg
+            .split("<text ")
+            .skip(1)
+            .filter(|t| t.contains("class=\"point-label\""))
+            .map(|t| {
+                let attr = |name: &str| -> f64 {
+                    t.split(&format!("{name}=\""))
+                        .nth(1)
+                        .and_then(|rest| rest.split('"').next())
+                        .and_then(|v| v.parse().ok())
+                        .expect("coordinate")
+                };
+                let content = t
+                    .split('>')
+                    .nth(1)
+                    .and_then(|c| c.split('<').next())
+                    .unwrap_or("");
+                let w = content.chars().count() as f64 * CHAR_WIDTH;
+                let left = match t
+                    .split("text-anchor=\"")
+                    .nth(1)
+                    .and_then(|r| r.split('"').next())
+                {
+                    Some("start") => attr("x"),
+                    Some("end") => attr("x") - w,
+                    _ => attr("x") - w / 2.0,
+                };
+                Box4(left, attr("y") - 10.0, left + w, attr("y") + 2.0)
+            })
+            .collect();
+        assert!(boxes.len() >= 3, "some labels placed: {svg}");
+        for (i, a) in boxes.iter().enumerate() {
+            for b in &boxes[i + 1..] {
+                assert!(!a.overlaps(b), "labels overlap: {a:?} {b:?}");
+            }
+        }
+        assert!(svg.contains(">$0.01</text>"), "log tick at a decade: {svg}");
+        assert!(svg.contains(">$0.02</text>"), "and at 2 times it");
+        assert!(svg.contains(">$0</text>"), "the free lane");
+        assert_eq!(usd(0.0012), "$0.0012");
+        assert_eq!(usd(3.0), "$3");
+    }
+
+    #[test]
+    fn unplaced_policies_are_listed_with_the_reason() {
+        let frontier = table(
+            "policy_id\tsuccess_rate\tavg_cost_usd\ton_frontier\n\
+             String\tFloat64\tFloat64\tUInt8\na\t0.5\t0.01\t1\n",
+        );
+        let leaderboard = table(
+            "policy_id\truns\tfinished\tpriced_runs\nString\tUInt64\tUInt64\tUInt64\n\
+             a\t2\t2\t2\nunpriced\t3\t3\t0\nrunning\t2\t0\t0\n",
+        );
+        let list = unplaced(&frontier, &leaderboard);
+        assert_eq!(list.len(), 2);
+        assert_eq!(list[0].0, "unpriced");
+        assert!(list[0].1.starts_with("cost unknown"), "{list:?}");
+        assert!(list[1].1.starts_with("no finished run"), "{list:?}");
+    }
+
+    #[test]
     fn stacked_bars_split_each_policy_into_shares() {
         let answer = table(
             "policy_id\texit_status\truns\nString\tString\tUInt64\n\
@@ -518,8 +961,8 @@ mod tests {
         assert!(!lower.contains("nan") && !lower.contains("inf"), "{svg}");
         assert!(svg.contains("(50.0%)"), "{svg}");
         let latency =
-            table("model\tbucket\tcalls\nString\tUInt8\tFloat64\nm\t1\tinf\nm\t2\t1e308\n");
-        let svg = super::latency("chart-latency", &latency)
+            table("policy_id\tbucket\tcalls\nString\tUInt8\tFloat64\np\t1\tinf\np\t2\t1e308\n");
+        let svg = super::latency("chart-latency", &latency, &Policies::default())
             .to_string()
             .to_lowercase();
         assert!(!svg.contains("nan") && !svg.contains("inf"), "{svg}");

@@ -1,12 +1,13 @@
 //! The `event-sink query` and `event-sink report` subcommands: their flags, and turning
 //! them into a query run or a report file. `main.rs` only dispatches here.
 //!
-//! Both read the ClickHouse connection from the sink's own settings (`--config`,
-//! `BENCH_CLICKHOUSE_*`, `--clickhouse-*`), so they query the database the sink writes.
+//! Both take only the ClickHouse connection ([`ClickHouseConnectionArgs`]: `--config`'s
+//! `[clickhouse]`, `BENCH_CLICKHOUSE_*`, `--clickhouse-*`), so they query the database
+//! the sink writes.
 
 use std::path::PathBuf;
 
-use crate::config::{ConfigError, SinkArgs};
+use crate::config::{ClickHouseConnectionArgs, ConfigError};
 
 use super::queries::{ParamValues, Query, QueryError, QUERIES};
 use super::report::{generate_report, ReportOptions};
@@ -26,7 +27,7 @@ pub struct QueryArgs {
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     #[command(flatten)]
-    pub settings: SinkArgs,
+    pub connection: ClickHouseConnectionArgs,
 }
 
 /// `event-sink report --out report.html [--since T] [--until T] [--policy P]`.
@@ -45,7 +46,7 @@ pub struct ReportArgs {
     #[arg(long)]
     pub policy: Option<String>,
     #[command(flatten)]
-    pub settings: SinkArgs,
+    pub connection: ClickHouseConnectionArgs,
 }
 
 /// Why a subcommand failed.
@@ -88,13 +89,13 @@ pub async fn query(args: QueryArgs) -> Result<String, CommandError> {
     let query = Query::find(&args.name)?;
     let values: ParamValues = args.params.into_iter().collect();
     query.render(&values)?; // Bad parameters are reported before connecting.
-    let client = args.settings.load()?.clickhouse.client();
+    let client = args.connection.load()?.client();
     Ok(query.run(&client, &values).await?.render(args.format))
 }
 
 /// Writes the report of `args`; returns the path written.
 pub async fn report(args: ReportArgs) -> Result<PathBuf, CommandError> {
-    let client = args.settings.load()?.clickhouse.client();
+    let client = args.connection.load()?.client();
     let options = ReportOptions {
         since: args.since,
         until: args.until,
@@ -108,26 +109,76 @@ pub async fn report(args: ReportArgs) -> Result<PathBuf, CommandError> {
     Ok(args.out)
 }
 
-/// The shipped queries with their summaries and parameters.
-fn catalog() -> String {
+/// Width `query list` wraps its text to.
+const CATALOG_WIDTH: usize = 88;
+
+/// The shipped queries with their whole descriptions and parameters, wrapped.
+pub fn catalog() -> String {
     let mut out = String::new();
     for query in QUERIES {
-        out.push_str(&format!("{}\n    {}\n", query.name, query.summary()));
+        out.push_str(query.name);
+        out.push('\n');
+        wrap(&mut out, &query.description(), "    ", "    ");
         for param in query.params().unwrap_or_default() {
             let default = param
                 .default
                 .map_or("required".to_owned(), |d| format!("default '{d}'"));
             out.push_str(&format!(
-                "    --param {}=<{}>  {} ({default})\n",
-                param.name, param.ty, param.help
+                "    --param {}=<{}>  ({default})\n",
+                param.name, param.ty
             ));
+            wrap(&mut out, param.help, "        ", "        ");
         }
     }
     out
+}
+
+/// Appends `text` as lines of at most [`CATALOG_WIDTH`] characters (a longer word
+/// stands alone), the first indented by `first`, the others by `rest`.
+fn wrap(out: &mut String, text: &str, first: &str, rest: &str) {
+    let mut line = first.to_owned();
+    let mut empty = true;
+    for word in text.split_whitespace() {
+        let width = line.chars().count() + 1 + word.chars().count();
+        if !empty && width > CATALOG_WIDTH {
+            out.push_str(&line);
+            out.push('\n');
+            line = rest.to_owned();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    if !empty {
+        out.push_str(&line);
+        out.push('\n');
+    }
 }
 
 fn parse_param(text: &str) -> Result<(String, String), String> {
     text.split_once('=')
         .map(|(k, v)| (k.trim().to_owned(), v.to_owned()))
         .ok_or_else(|| format!("expected NAME=VALUE, got {text:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_catalog_holds_every_description_whole_and_wrapped() {
+        let listing = catalog();
+        assert!(listing.lines().all(|l| l.chars().count() <= CATALOG_WIDTH));
+        let joined = listing.split_whitespace().collect::<Vec<_>>().join(" ");
+        for query in QUERIES {
+            assert!(
+                joined.contains(&query.description()),
+                "{}: description cut",
+                query.name
+            );
+        }
+    }
 }

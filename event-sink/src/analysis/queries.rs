@@ -16,7 +16,9 @@
 //! substitutes them itself: every value is parsed as its declared type first and only
 //! the parsed value is written back as a literal (`toUUID('...')`, `toDateTime(<unix
 //! seconds>)`, a decimal integer, or a quoted and escaped string). No text from the user
-//! reaches the SQL unparsed. `deploy/clickhouse/chdb_check.py` implements the same rules.
+//! reaches the SQL unparsed. Only a `{` outside string literals, quoted identifiers and
+//! comments opens a placeholder: `'{not a param}'` in the SQL stays as written.
+//! `deploy/clickhouse/chdb_check.py` implements the same rules.
 //!
 //! This module never writes: the queries are `SELECT`s.
 
@@ -182,6 +184,7 @@ pub const QUERIES: &[Query] = &[
     query!("runs"),
     query!("conflicts"),
     query!("sweep_trajectory"),
+    query!("instances"),
 ];
 
 /// Parameter values by name, as given on the command line.
@@ -204,13 +207,16 @@ impl Query {
             })
     }
 
-    /// The first line of the header comment.
-    pub fn summary(&self) -> &'static str {
+    /// The first paragraph of the header comment (up to a bare `--` line, a parameter
+    /// declaration or the SQL), its lines joined with spaces.
+    pub fn description(&self) -> String {
         self.sql
             .lines()
-            .next()
-            .and_then(|line| line.strip_prefix("--"))
-            .map_or("", str::trim)
+            .map_while(|line| line.strip_prefix("--"))
+            .map(str::trim)
+            .take_while(|line| !line.is_empty() && !line.starts_with("param "))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 
     /// The declared parameters, in file order.
@@ -242,13 +248,13 @@ impl Query {
             });
         }
         let mut out = String::with_capacity(self.sql.len());
-        let mut rest = self.sql;
-        while let Some(open) = rest.find('{') {
-            let close = rest[open..]
+        let mut done = 0;
+        for open in placeholder_starts(self.sql) {
+            let close = self.sql[open..]
                 .find('}')
                 .map(|i| open + i)
                 .ok_or_else(|| self.malformed("unclosed '{'"))?;
-            let (name, ty) = rest[open + 1..close]
+            let (name, ty) = self.sql[open + 1..close]
                 .split_once(':')
                 .ok_or_else(|| self.malformed("placeholder without ':Type'"))?;
             let param = params
@@ -273,11 +279,11 @@ impl Query {
                     ty: param.ty,
                     reason,
                 })?;
-            out.push_str(&rest[..open]);
+            out.push_str(&self.sql[done..open]);
             out.push_str(&literal);
-            rest = &rest[close + 1..];
+            done = close + 1;
         }
-        out.push_str(rest);
+        out.push_str(&self.sql[done..]);
         Ok(out)
     }
 
@@ -315,6 +321,50 @@ impl Query {
             source,
         }
     }
+}
+
+/// Byte offsets of the `{` that open a placeholder: those outside string literals
+/// (`'...'`), quoted identifiers (`"..."`, `` `...` ``) and comments (`-- ...`,
+/// `/* ... */`). Inside quotes a backslash escapes the next character and a doubled
+/// quote is one quote, as in ClickHouse; a `{` there is text, never a parameter.
+fn placeholder_starts(sql: &str) -> Vec<usize> {
+    let bytes = sql.as_bytes();
+    let mut starts = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            quote @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < bytes.len() {
+                    // An escape, or a doubled quote: two bytes of text.
+                    let escaped = bytes[i] == b'\\'
+                        || (bytes[i] == quote && bytes.get(i + 1) == Some(&quote));
+                    if escaped {
+                        i += 2;
+                    } else if bytes[i] == quote {
+                        break;
+                    } else {
+                        i += 1;
+                    }
+                }
+                i += 1;
+            }
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                i = sql[i..].find('\n').map_or(bytes.len(), |end| i + end + 1);
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i = sql[i + 2..]
+                    .find("*/")
+                    .map_or(bytes.len(), |end| i + 2 + end + 2);
+            }
+            b'{' => {
+                starts.push(i);
+                i += 1;
+            }
+            _ => i += 1,
+        }
+    }
+    starts
 }
 
 /// Parses `name Type [= 'default']: help` (the default may hold `:`).
@@ -409,7 +459,11 @@ mod tests {
         embedded.sort();
         assert_eq!(files, embedded);
         for query in QUERIES {
-            assert!(!query.summary().is_empty(), "{} has no summary", query.name);
+            assert!(
+                query.description().ends_with('.'),
+                "{}: the description is not whole sentences",
+                query.name
+            );
             let params = query.params().expect("declarations parse");
             let required: ParamValues = params
                 .iter()
@@ -480,6 +534,29 @@ mod tests {
             Query::find("nope"),
             Err(QueryError::UnknownQuery { .. })
         ));
+    }
+
+    #[test]
+    fn braces_in_literals_and_comments_are_text_not_parameters() {
+        let query = Query {
+            name: "literals",
+            sql: "-- A {comment} with braces\n\
+                  -- param policy String = '': only this policy_id\n\
+                  SELECT '{not a param}', 'it''s {x}', 'a\\' {y}', \"{col}\", `{z}`\n\
+                  /* {block:String} */ FROM t WHERE p = {policy:String} -- {tail}\n",
+        };
+        let sql = query
+            .render(&values(&[("policy", "a{b}")]))
+            .expect("renders");
+        assert_eq!(
+            sql,
+            "-- A {comment} with braces\n\
+             -- param policy String = '': only this policy_id\n\
+             SELECT '{not a param}', 'it''s {x}', 'a\\' {y}', \"{col}\", `{z}`\n\
+             /* {block:String} */ FROM t WHERE p = 'a{b}' -- {tail}\n"
+        );
+        assert_eq!(placeholder_starts("SELECT '{'"), Vec::<usize>::new());
+        assert_eq!(placeholder_starts("'x' {a:UInt32}"), vec![4]);
     }
 
     #[test]

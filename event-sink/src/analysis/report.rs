@@ -13,10 +13,18 @@
 //!   future (a wrong clock, a hostile producer) cannot move the windows past today and
 //!   leave them empty, and a database of old, imported runs still shows its last
 //!   month. Runs dated after the anchor are in every window.
-//! - In the page, the policy checkboxes hide and show every per-policy row and chart
-//!   mark (each carries `data-policy`) and redraw the Pareto frontier over the policies
-//!   left. Per-model and per-tool views are not split by policy; narrow them with
-//!   `--policy`.
+//! - In the page, the policy checkboxes hide and show every per-policy row, column and
+//!   chart mark (each carries `data-policy`: Pareto points and labels, exit-status and
+//!   token-mix bars, latency rows, per-instance columns) and redraw the Pareto frontier
+//!   over the policies left. Per-model and per-tool tables are not split by policy;
+//!   narrow them with `--policy`.
+//!
+//! # What the page shows
+//!
+//! Success rate vs cost (log cost axis, every placed policy in a numbered legend, and the
+//! policies that cannot be placed listed with the reason), exit status and token mix
+//! per policy, LLM latency per policy (a heat map with timeouts), the per-instance table
+//! (task × policy: solved, cost, turns), then the query answers as tables.
 //!
 //! Rendering ([`render`]) is a pure function of the answers, so it is tested without a
 //! server; [`generate_report`] runs the queries and renders.
@@ -53,8 +61,9 @@ const WINDOWS: [(&str, &str, Option<i64>); 4] = [
 ];
 
 /// The queries run for every window.
-const WINDOW_QUERIES: [&str; 9] = [
+const WINDOW_QUERIES: [&str; 10] = [
     "runs",
+    "instances",
     "leaderboard",
     "pareto_frontier",
     "exit_status",
@@ -214,9 +223,10 @@ pub fn render(data: &ReportData) -> String {
         let _ = write!(
             page,
             "<label><input type=\"checkbox\" class=\"policy\" value=\"{0}\" checked>\
-             <i style=\"background:{1}\"></i>{0}</label>",
+             {1}{2}. {0}</label>",
             escape(policy),
-            policies.colour(policy)
+            policies.swatch(policy),
+            policies.number(policy)
         );
     }
     page.push_str("</span></nav>");
@@ -228,21 +238,28 @@ pub fn render(data: &ReportData) -> String {
             "<section class=\"window\" data-window=\"{key}\"{}>",
             if i == 0 { "" } else { " hidden" }
         );
+        let pareto_id = format!("chart-pareto-{key}");
+        let _ = write!(
+            page,
+            "<div class=\"charts\"><figure class=\"wide\"><figcaption>Success rate vs \
+             cost (dashed: Pareto frontier)</figcaption><div class=\"pareto-card\">{}{}</div>\
+             </figure>",
+            charts::pareto(&pareto_id, answer(window, "pareto_frontier"), &policies),
+            pareto_legend(
+                &pareto_id,
+                answer(window, "pareto_frontier"),
+                answer(window, "leaderboard"),
+                &policies
+            )
+        );
         let figures = [
-            (
-                "Success rate vs cost (dashed: Pareto frontier)",
-                charts::pareto(
-                    &format!("chart-pareto-{key}"),
-                    answer(window, "pareto_frontier"),
-                    &policies,
-                ),
-            ),
             (
                 "Exit status per policy",
                 charts::exit_status(
                     &format!("chart-exit-status-{key}"),
                     answer(window, "exit_status"),
                 ),
+                "",
             ),
             (
                 "Token mix per policy",
@@ -250,23 +267,34 @@ pub fn render(data: &ReportData) -> String {
                     &format!("chart-token-mix-{key}"),
                     answer(window, "leaderboard"),
                 ),
+                "",
             ),
             (
-                "LLM call latency distribution",
+                "LLM call latency per policy",
                 charts::latency(
                     &format!("chart-latency-{key}"),
                     answer(window, "latency_histogram"),
+                    &policies,
                 ),
+                " class=\"wide\"",
             ),
         ];
-        page.push_str("<div class=\"charts\">");
-        for (caption, svg) in figures {
+        for (caption, svg, class) in figures {
             let _ = write!(
                 page,
-                "<figure>{svg}<figcaption>{caption}</figcaption></figure>"
+                "<figure{class}><figcaption>{caption}</figcaption>{svg}</figure>"
             );
         }
         page.push_str("</div>");
+        let _ = write!(
+            page,
+            "<h2>Per instance: task \u{d7} policy</h2>{}",
+            instances_table(
+                &format!("table-instances-{key}"),
+                answer(window, "instances"),
+                &policies
+            )
+        );
         for (name, title) in [
             ("leaderboard", "Leaderboard"),
             (
@@ -298,6 +326,170 @@ pub fn render(data: &ReportData) -> String {
     page.push_str(SCRIPT);
     page.push_str("</body></html>\n");
     page
+}
+
+/// The Pareto chart's legend (every placed policy: its marker, number, success rate and
+/// cost, hovering it highlights the point) and the list of policies the chart cannot
+/// place, with the reason.
+fn pareto_legend(
+    chart_id: &str,
+    pareto_frontier: &Table,
+    leaderboard: &Table,
+    policies: &Policies,
+) -> String {
+    let mut out =
+        format!("<div class=\"pareto-side\"><ol class=\"legend\" data-chart=\"{chart_id}\">");
+    let mut rows: Vec<usize> = (0..pareto_frontier.rows.len()).collect();
+    rows.sort_by_key(|&row| {
+        policies.number(pareto_frontier.get(row, "policy_id").unwrap_or_default())
+    });
+    for row in rows {
+        let Some(policy) = pareto_frontier.get(row, "policy_id") else {
+            continue;
+        };
+        let cell = |name| pareto_frontier.get(row, name).unwrap_or("NULL");
+        let rate = pareto_frontier
+            .number(row, "success_rate")
+            .map_or("NULL".to_owned(), |r| format!("{:.0}%", r * 100.0));
+        let _ = write!(
+            out,
+            "<li data-policy=\"{0}\"{1}><b>{2}</b>{3}<span class=\"name\">{0}</span> \
+             <span class=\"figures\">{rate} \u{b7} ${4}{5}</span></li>",
+            escape(policy),
+            if cell("on_frontier") == "1" {
+                " class=\"on-frontier\""
+            } else {
+                ""
+            },
+            policies.number(policy),
+            policies.swatch(policy),
+            escape(cell("avg_cost_usd")),
+            if cell("on_frontier") == "1" {
+                " \u{b7} frontier"
+            } else {
+                ""
+            },
+        );
+    }
+    out.push_str("</ol>");
+    let missing = charts::unplaced(pareto_frontier, leaderboard);
+    if !missing.is_empty() {
+        let _ = write!(
+            out,
+            "<div class=\"unplaced\" id=\"{chart_id}-unplaced\"><b>Not placed ({}):</b><ul>",
+            missing.len()
+        );
+        for (policy, reason) in &missing {
+            let _ = write!(
+                out,
+                "<li data-policy=\"{0}\">{1}<span class=\"name\">{0}</span>: {2}</li>",
+                escape(policy),
+                policies.swatch(policy),
+                escape(reason)
+            );
+        }
+        out.push_str("</ul></div>");
+    }
+    out.push_str("</div>");
+    out
+}
+
+/// The per-instance table: one row per task, one column per policy (in the policies'
+/// order), each cell solved or not (`2/3` when runs disagree), average cost and turns.
+fn instances_table(id: &str, instances: &Table, policies: &Policies) -> String {
+    if instances.rows.is_empty() {
+        return format!("<p class=\"empty\" id=\"{id}\">none</p>");
+    }
+    let mut tasks: Vec<&str> = Vec::new();
+    let mut columns: Vec<&str> = Vec::new();
+    for row in 0..instances.rows.len() {
+        if let Some(task) = instances.get(row, "task_id") {
+            if !tasks.contains(&task) {
+                tasks.push(task);
+            }
+        }
+        if let Some(policy) = instances.get(row, "policy_id") {
+            if !columns.contains(&policy) {
+                columns.push(policy);
+            }
+        }
+    }
+    columns.sort_by_key(|p| policies.number(p));
+    let find = |task: &str, policy: &str| {
+        (0..instances.rows.len()).find(|&row| {
+            instances.get(row, "task_id") == Some(task)
+                && instances.get(row, "policy_id") == Some(policy)
+        })
+    };
+    let mut out = format!(
+        "<div class=\"scroll\"><table id=\"{id}\" class=\"instances\"><thead><tr><th>task</th>"
+    );
+    for policy in &columns {
+        let _ = write!(
+            out,
+            "<th data-policy=\"{0}\" title=\"{0}\">{1}<span>{0}</span></th>",
+            escape(policy),
+            policies.swatch(policy)
+        );
+    }
+    out.push_str("</tr></thead><tbody>");
+    // Per policy: tasks with a solving run, tasks with a finished run.
+    let mut totals = vec![(0u32, 0u32); columns.len()];
+    for task in &tasks {
+        let _ = write!(out, "<tr><th>{}</th>", escape(task));
+        for (column, policy) in columns.iter().enumerate() {
+            let Some(row) = find(task, policy) else {
+                let _ = write!(
+                    out,
+                    "<td data-policy=\"{}\" class=\"not-run\">not run</td>",
+                    escape(policy)
+                );
+                continue;
+            };
+            let count = |name| instances.number(row, name).unwrap_or(0.0);
+            let (runs, finished, solved) = (count("runs"), count("finished"), count("solved"));
+            let (class, mark) = if finished == 0.0 {
+                ("unfinished", "running".to_owned())
+            } else if solved == finished {
+                ("solved", "\u{2713}".to_owned())
+            } else if solved == 0.0 {
+                ("unsolved", "\u{2717}".to_owned())
+            } else {
+                ("partly", format!("{solved}/{finished}"))
+            };
+            if finished > 0.0 {
+                totals[column].1 += 1;
+                if solved > 0.0 {
+                    totals[column].0 += 1;
+                }
+            }
+            let cost = instances
+                .number(row, "avg_cost_usd")
+                .map_or("cost unknown".to_owned(), |c| format!("${c}"));
+            let turns = instances
+                .number(row, "avg_turns")
+                .map_or(String::new(), |t| format!(" \u{b7} {t} turns"));
+            let _ = write!(
+                out,
+                "<td data-policy=\"{0}\" class=\"{class}\" title=\"{0} on {1}: {solved} of \
+                 {finished} finished runs solved ({runs} started)\"><b>{mark}</b> \
+                 <small>{cost}{turns}</small></td>",
+                escape(policy),
+                escape(task),
+            );
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody><tfoot><tr><th>tasks solved</th>");
+    for (policy, (solved, finished)) in columns.iter().zip(&totals) {
+        let _ = write!(
+            out,
+            "<td data-policy=\"{}\">{solved} / {finished}</td>",
+            escape(policy)
+        );
+    }
+    out.push_str("</tr></tfoot></table></div>");
+    out
 }
 
 /// The generation-time filters in words.
@@ -367,15 +559,43 @@ nav#filters { position: sticky; top: 0; background: #f6f6f6; padding: 8px 12px;
   border: 1px solid #ddd; border-radius: 6px; display: flex; flex-wrap: wrap; gap: 16px;
   align-items: center; z-index: 1; }
 nav .policies label { margin-left: 12px; white-space: nowrap; }
-nav i { display: inline-block; width: 10px; height: 10px; margin: 0 4px; }
+svg.swatch { vertical-align: -2px; margin: 0 4px 0 2px; }
 .charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(560px, 1fr)); gap: 16px;
-  margin-top: 16px; }
+  margin-top: 16px; align-items: start; }
 figure { margin: 0; border: 1px solid #e3e3e3; border-radius: 6px; padding: 8px; }
+figure.wide { grid-column: 1 / -1; }
 figcaption { font-weight: 600; text-align: center; }
 svg.chart { width: 100%; height: auto; font-size: 12px; }
 svg .tick, svg .legend { fill: #444; font-size: 11px; }
-svg circle.point { stroke: #fff; stroke-width: 2; }
-svg circle.on-frontier { stroke: #222; stroke-width: 2.5; }
+svg .point-label, svg .bar-label { font-size: 11px; fill: #222; }
+svg .on-frontier { stroke: #000; stroke-width: 2.5; }
+svg .hl { stroke: #000; stroke-width: 3; }
+svg .count { font-size: 11px; }
+svg .timeouts { fill: #d62728; font-size: 11px; font-weight: 600; }
+.pareto-card { display: flex; flex-wrap: wrap; gap: 12px; align-items: flex-start; }
+.pareto-card svg.chart { flex: 3 1 560px; width: auto; min-width: 0; }
+.pareto-side { flex: 2 1 360px; font-size: 12px; }
+.pareto-side ol { list-style: none; margin: 4px 0; padding: 0; }
+.pareto-side li { padding: 2px 4px; border-radius: 4px; overflow-wrap: anywhere; }
+.pareto-side li:hover { background: #eef3fb; }
+.pareto-side li b { display: inline-block; min-width: 1.6em; text-align: right; }
+.pareto-side li.on-frontier .figures { font-weight: 600; }
+.pareto-side .figures { color: #555; white-space: nowrap; }
+.unplaced { margin-top: 8px; padding: 6px 8px; background: #fff8e6; border: 1px solid #f0d48a;
+  border-radius: 4px; }
+.unplaced ul { margin: 4px 0 0; padding-left: 18px; }
+.unplaced .name, .pareto-side .name { font-family: ui-monospace, monospace; }
+table.instances th[data-policy] { white-space: normal; overflow-wrap: anywhere; min-width: 90px;
+  max-width: 130px; vertical-align: bottom; font-weight: 500; font-size: 11px; }
+table.instances tbody th, table.instances tfoot th { text-align: left; position: sticky; left: 0;
+  background: #fafafa; }
+table.instances td { text-align: center; }
+table.instances td b { font-size: 14px; }
+table.instances td small { display: block; color: #555; }
+td.solved { background: #e3f4e1; } td.solved b { color: #1e7b1e; }
+td.unsolved { background: #fbe5e5; } td.unsolved b { color: #b22222; }
+td.partly { background: #fff3cd; }
+td.not-run, td.unfinished { color: #888; }
 h2 { font-size: 16px; margin: 24px 0 6px; }
 table { border-collapse: collapse; font-size: 12px; }
 th, td { border-bottom: 1px solid #e6e6e6; padding: 3px 8px; text-align: left; white-space: nowrap; }
@@ -393,7 +613,7 @@ const SCRIPT: &str = r#"<script>
   var select = document.getElementById('window');
   var boxes = Array.prototype.slice.call(document.querySelectorAll('input.policy'));
   function frontier(svg) {
-    var pts = Array.prototype.slice.call(svg.querySelectorAll('circle[data-cost]'))
+    var pts = Array.prototype.slice.call(svg.querySelectorAll('[data-cost]'))
       .filter(function (c) { return c.style.display !== 'none'; });
     var on = pts.filter(function (p) {
       var c = +p.dataset.cost, r = +p.dataset.rate;
@@ -406,9 +626,20 @@ const SCRIPT: &str = r#"<script>
     on.sort(function (a, b) { return a.dataset.cost - b.dataset.cost; });
     var line = svg.querySelector('.frontier');
     if (line) line.setAttribute('points', on.map(function (p) {
-      return p.getAttribute('cx') + ',' + p.getAttribute('cy');
+      return p.dataset.cx + ',' + p.dataset.cy;
     }).join(' '));
   }
+  // Hovering a legend entry outlines its policy's point.
+  document.querySelectorAll('ol.legend li').forEach(function (li) {
+    var svg = document.getElementById(li.parentNode.dataset.chart);
+    function mark(on) {
+      svg.querySelectorAll('.point').forEach(function (p) {
+        if (p.dataset.policy === li.dataset.policy) p.classList.toggle('hl', on);
+      });
+    }
+    li.addEventListener('mouseenter', function () { mark(true); });
+    li.addEventListener('mouseleave', function () { mark(false); });
+  });
   function apply() {
     document.querySelectorAll('section.window').forEach(function (s) {
       s.hidden = s.dataset.window !== select.value;
@@ -418,6 +649,10 @@ const SCRIPT: &str = r#"<script>
       e.style.display = off.indexOf(e.dataset.policy) >= 0 ? 'none' : '';
     });
     document.querySelectorAll('svg.pareto').forEach(frontier);
+    document.querySelectorAll('.unplaced').forEach(function (box) {
+      box.hidden = !Array.prototype.some.call(box.querySelectorAll('li'),
+        function (li) { return li.style.display !== 'none'; });
+    });
   }
   select.addEventListener('change', apply);
   boxes.forEach(function (b) { b.addEventListener('change', apply); });

@@ -9,7 +9,8 @@
 //!   exactly the answers in `<dataset>/expected/`, which
 //!   `deploy/clickhouse/chdb_check.py` holds current ClickHouse to. `BENCH_BLESS=1`
 //!   rewrites those files from 18.16 instead.
-//! - [`report`]: the HTML report renders in headless Chromium with its charts.
+//! - [`report`]: the HTML report renders in headless Chromium with its charts, over the
+//!   hand-made dataset and over the 17-policy sweep (`fixtures/sweep/`, used only here).
 
 mod queries;
 mod report;
@@ -33,6 +34,12 @@ fn fixtures_dir() -> PathBuf {
 /// its README.md).
 fn pipeline_dir() -> PathBuf {
     fixtures_dir().join("pipeline")
+}
+
+/// `deploy/clickhouse/fixtures/sweep/`: 17 policies with long ids over 6 tasks (see its
+/// generate.py).
+fn sweep_dir() -> PathBuf {
+    fixtures_dir().join("sweep")
 }
 
 /// A fresh 18.16 server, migrated, holding the hand-made fixture rows, and a client of

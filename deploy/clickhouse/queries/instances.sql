@@ -1,0 +1,34 @@
+-- Per-instance results, as sweep studies report them: one row per task and policy with
+-- the runs started, finished and solved (success in run_stop), the average cost of the
+-- finished runs whose cost is known (NULL when none is) and the average turns of the
+-- finished runs (NULL when none finished).
+-- Dedup: both tables are read with FINAL; an unfinished run counts in runs only.
+-- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
+-- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
+-- param policy String = '': only this policy_id; empty = every policy
+SELECT
+    task_id,
+    policy_id,
+    count() AS runs,
+    sum(stopped) AS finished,
+    sumIf(succeeded, stopped = 1) AS solved,
+    countIf(stopped = 1 AND isNotNull(run_cost)) AS priced_runs,
+    if(priced_runs = 0, NULL,
+        round(sumIf(assumeNotNull(run_cost), stopped = 1 AND isNotNull(run_cost)) / priced_runs, 6))
+        AS avg_cost_usd,
+    if(finished = 0, NULL, round(sumIf(run_turns, stopped = 1) / finished, 2)) AS avg_turns
+FROM
+(
+    SELECT run_id, task_id, policy_id
+    FROM run_starts FINAL
+    WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
+        AND ({policy:String} = '' OR policy_id = {policy:String})
+) AS started
+ANY LEFT JOIN
+(
+    SELECT run_id, toUInt8(1) AS stopped, success AS succeeded, cost_usd AS run_cost,
+        turns AS run_turns
+    FROM run_stops FINAL
+) AS stopped_runs USING run_id
+GROUP BY task_id, policy_id
+ORDER BY task_id, policy_id
