@@ -69,12 +69,11 @@ impl ExecArgs {
     pub async fn execute(self, shutdown: CancellationToken) -> Result<Exit, ExecError> {
         let report = bridge::run(self.into_config()?, shutdown).await?;
         let r = &report.summary.result;
+        let (outcome, score, _) = crate::agent::result_words(r);
         println!(
-            "exec {}: {} ({}), score {:.2}, {} events, {} of {} agent lines skipped, agent exit {}, run {}",
+            "exec {}: {outcome} ({}), score {score}, {} events, {} of {} agent lines skipped, agent exit {}, run {}",
             report.summary.task_id,
-            if r.success { "solved" } else { "unsolved" },
             r.exit_status.as_str(),
-            r.final_score,
             report.summary.events,
             report.skipped,
             report.lines,

@@ -78,6 +78,7 @@ pub(crate) fn provider(server: &OpenAiServer) -> LlmConfig {
         },
         price_overrides: None,
         max_format_errors: 3,
+        max_provider_failures: 3,
     }
 }
 

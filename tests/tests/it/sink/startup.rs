@@ -85,7 +85,7 @@ async fn migrations_are_applied_once_and_recorded() {
         ),
         "got {refused:?}"
     );
-    assert_eq!(MIGRATIONS.len(), 6);
+    assert_eq!(MIGRATIONS.len(), 7);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
