@@ -60,6 +60,15 @@ async fn example_agent_events_reach_clickhouse() {
         &events.to_string(),
     )
     .await;
+    // The agent reported no model call: what it spent is unknown, not $0.
+    sink.wait_for(
+        &format!(
+            "SELECT isNull(cost_usd), isNull(total_tokens), api_calls \
+             FROM benchstream.run_stops FINAL WHERE run_id = '{run}' FORMAT TSV"
+        ),
+        "1\t1\t0",
+    )
+    .await;
     assert_eq!(
         query(
             &sink.clickhouse,

@@ -9,8 +9,10 @@ use schemas::{ExitStatus, PricingSource};
 use serde_json::{json, Value};
 
 use super::{
-    fixture, models, provider, reference_replies, run, unpriced_models, with_prices, TASK,
+    fixture, models, provider, reference_replies, run, run_published, unpriced_models, with_prices,
+    TASK,
 };
+use crate::common::start_pipeline;
 
 /// One scripted call: the usage block the stand-in sends and the counts it must yield
 /// (input includes cached and written, output includes reasoning).
@@ -185,6 +187,50 @@ async fn provider_listed_prices_give_exact_costs() {
             .any(|r| r.method == "GET" && r.path == "/api/v1/models"),
         "prices come from the models endpoint"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_cost_in_clickhouse_is_the_exact_sum_of_its_calls() {
+    let (nats, sink) = start_pipeline().await;
+    // At $3 / $15 per Mtok: 0.04704 + 0.023385 + 0.041541 + 0.106026 = 0.217992 USD,
+    // which a float sum of the four makes 0.21799200000000002.
+    let usages = [(9805, 1175), (5135, 532), (8727, 1024), (30457, 977)];
+    let replies =
+        reference_replies(TASK)
+            .into_iter()
+            .zip(usages)
+            .map(|(reply, (prompt, completion))| {
+                reply.usage(json!({"prompt_tokens": prompt, "completion_tokens": completion}))
+            });
+    let server = OpenAiServer::with_replies(models(), replies);
+
+    let summary = run_published(fixture("raw"), provider(&server), &nats, &sink).await;
+
+    let run_id = summary.run_id;
+    let float_sum: f64 = [0.04704, 0.023385, 0.041541, 0.106026].iter().sum();
+    assert_ne!(
+        float_sum.to_string(),
+        "0.217992",
+        "a float sum would be off"
+    );
+    sink.wait_for(
+        &format!(
+            "SELECT count(), groupArray(toString(cost_usd)) FROM \
+             (SELECT cost_usd FROM benchstream.deliberations FINAL \
+              WHERE run_id = '{run_id}' ORDER BY seq) FORMAT TSV"
+        ),
+        "4\t['0.04704','0.023385','0.041541','0.106026']",
+    )
+    .await;
+    sink.wait_for(
+        &format!(
+            "SELECT toString(cost_usd), success FROM benchstream.run_stops FINAL \
+             WHERE run_id = '{run_id}' FORMAT TSV"
+        ),
+        "0.217992\t1",
+    )
+    .await;
+    sink.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
