@@ -7,6 +7,8 @@
 -- tokens (NULL when unknown), run cost (NULL when unknown) and wall time; its detail
 -- says `unjudged` when nobody judged the run's submission. Other types have only a detail. A fact the producer
 -- did not send (model, strategy, exit_status of Smith protocol events) reads `unknown`.
+-- (The run_stop detail tests a Nullable success with if() and assumeNotNull(): 18.16
+-- fails this join, asking for 128 TiB, when multiIf() compares the Nullable column.)
 -- param run_id UUID: the run to show
 SELECT
     seq,
@@ -52,7 +54,7 @@ ANY LEFT JOIN
     FROM failures FINAL WHERE run_id = {run_id:UUID}
     UNION ALL
     SELECT event_id, concat(ifNull(exit_status, 'unknown'),
-        multiIf(isNull(success), ' unjudged', success = 1, ' success', ' failure')),
+        if(isNull(success), ' unjudged', if(assumeNotNull(success) = 1, ' success', ' failure'))),
         total_tokens, toUInt64(0), cost_usd, wall_time_ms
     FROM run_stops FINAL WHERE run_id = {run_id:UUID}
 ) AS details USING event_id
