@@ -118,7 +118,7 @@ async fn a_hanging_provider_ends_the_run_with_exit_api_after_the_limit() {
     let summary = run_published(fixture("raw"), llm, &nats, &sink).await;
 
     // Three unanswered calls, one per turn, then the run ends: not after the 20 turns
-    // of max_iterations.
+    // of max_iterations. Two turns were taken; the third call ended the run.
     assert_eq!(server.chat_requests().len(), 3);
     assert!(summary
         .result
@@ -131,7 +131,7 @@ async fn a_hanging_provider_ends_the_run_with_exit_api_after_the_limit() {
              WHERE run_id = '{}' FORMAT TSV",
             summary.run_id
         ),
-        "exit_api\t3\t3",
+        "exit_api\t2\t3",
     )
     .await;
     assert_provider_ended_the_run(&sink, &summary, 3).await;

@@ -85,7 +85,8 @@ async fn a_failed_command_counts_once_in_events_run_stop_and_the_query() {
     )
     .await;
 
-    // `exit 3` (deterministic) and the missing file (user_error), each with its failure.
+    // `exit 3` (deterministic, root `tool`) and the missing file (user_error, root
+    // `path`), each with its failure.
     sink.wait_for(
         &format!(
             "SELECT groupArray(exit_kind) FROM (SELECT exit_kind FROM benchstream.tool_calls \
@@ -99,7 +100,7 @@ async fn a_failed_command_counts_once_in_events_run_stop_and_the_query() {
             "SELECT groupArray(root_kind) FROM (SELECT root_kind FROM benchstream.failures \
              FINAL WHERE run_id = '{run_id}' AND isNotNull(step_id) ORDER BY seq) FORMAT TSV"
         ),
-        "['tool','tool']",
+        "['tool','path']",
     )
     .await;
     sink.wait_for(
