@@ -25,8 +25,12 @@ pub struct Deliberation {
     /// Completion tokens, reasoning ones included.
     pub output_tokens: u64,
     pub reasoning_tokens: u64,
-    /// Null when the price is unknown (never 0 for "unknown").
+    /// The call's cost, USD, exact to the number nearest it. Null when it is unknown
+    /// (never 0 for "unknown"): no price, or a call that got no completion (timeout,
+    /// HTTP error, unreadable reply), whose tokens the provider never reported.
     pub cost_usd: Option<f64>,
+    /// Where `cost_usd` came from: `provider_api` or `override` prices, or `unknown`
+    /// whenever `cost_usd` is null (the prices, when known, are still given below).
     pub pricing_source: PricingSource,
     pub prompt_price_per_mtok: Option<f64>,
     pub completion_price_per_mtok: Option<f64>,
