@@ -11,7 +11,12 @@
 //!
 //! Shutdown (SIGINT/SIGTERM) ends the run within seconds, judge included: the tool call
 //! in flight is dropped (its process tree killed), the judge is skipped, and `run_stop`
-//! says `exit_error`, reason `shutdown`, with no test counted.
+//! says `exit_error`, reason `shutdown`, with test counts and score null (nobody judged).
+//!
+//! A tool error is a tool call whose `exit_kind` is not `ok`, a command exiting non-zero
+//! included: each one gets a `failure` event (root `tool`, or `path` for a path outside
+//! the workspace) and counts in `run_stop.tool_errors`, as the `tool_errors` query counts
+//! it.
 //!
 //! The loop never fails because of the agent: tool errors, a broken policy or a missing
 //! sandbox become events and an exit status. It returns an error only when the run's own
@@ -116,6 +121,25 @@ impl RunSummary {
         rec.write_summary(&summary)?;
         Ok(summary)
     }
+}
+
+/// How a result reads in the runner's reports: `solved`, `unsolved` or `unjudged` (a
+/// submission nobody judged), the score (`-` when no judge ran) and the tests passing
+/// out of those run (`-` likewise).
+pub fn result_words(r: &RunStop) -> (&'static str, String, String) {
+    let outcome = match r.success {
+        Some(true) => "solved",
+        Some(false) => "unsolved",
+        None => "unjudged",
+    };
+    let score = r
+        .final_score
+        .map_or_else(|| "-".to_owned(), |s| format!("{s:.2}"));
+    let tests = match (r.tests_passed, r.tests_failed) {
+        (Some(passed), Some(failed)) => format!("{passed}/{}", passed + failed),
+        _ => "-".to_owned(),
+    };
+    (outcome, score, tests)
 }
 
 /// What `env_hash` covers: everything about where the run executes that may change its
@@ -247,15 +271,16 @@ pub async fn execute(
         }
     };
 
+    // `None`: no judge ran, so no test count or score is known.
     let (verdict, files_modified) = match &toolbox {
         Some(toolbox) => {
             let root = toolbox.sandbox().root();
-            // On shutdown the run ends now, unjudged: no test is reported passing or
-            // failing, and the workspace is removed within seconds.
+            // On shutdown the run ends now, unjudged, and the workspace is removed within
+            // seconds.
             let verdict = tokio::select! {
                 biased;
-                _ = shutdown.cancelled() => Verdict::default(),
-                verdict = judge::judge_submission(task, root, toolbox.confinement()) => verdict,
+                _ = shutdown.cancelled() => None,
+                verdict = judge::judge_submission(task, root, toolbox.confinement()) => Some(verdict),
             };
             let modified = Tree::scan_workspace(root)
                 .map(|now| task.fixture.changed_paths(&now).len())
@@ -265,39 +290,46 @@ pub async fn execute(
                 });
             (verdict, modified)
         }
-        None => (Verdict::all_failing(&task.task.judge), 0),
+        None => (None, 0),
     };
-    let success = verdict.success() && end.status == ExitStatus::Submitted;
+    let success = Verdict::run_success(verdict.as_ref(), end.status == ExitStatus::Submitted);
+    let judged = match &verdict {
+        Some(v) => format!(
+            "judge: {} of {} tests pass{}",
+            v.passed,
+            v.passed + v.failed,
+            restored_note(v)
+        ),
+        None => "not judged".to_owned(),
+    };
     rec.emit(
         None,
         Payload::Step(step(
             StepType::Conclude,
-            format!(
-                "{}; judge: {} of {} tests pass{}",
-                end.reason.as_deref().unwrap_or("submitted"),
-                verdict.passed,
-                verdict.passed + verdict.failed,
-                restored_note(&verdict),
-            ),
+            format!("{}; {judged}", end.reason.as_deref().unwrap_or("submitted")),
         )),
     )?;
-    if !success {
+    // A submission nobody judged (success unknown) has no `failure`: it may be right.
+    if success == Some(false) {
         rec.emit(
             None,
-            Payload::Failure(run_failure(&end, &verdict, &progress)),
+            Payload::Failure(run_failure(&end, verdict.as_ref(), &progress)),
         )?;
     }
     let usage = rec.usage().clone();
     let result = RunStop {
         success,
-        final_score: verdict.score(),
+        final_score: verdict.as_ref().map(Verdict::score),
         wall_time_ms: millis(started.elapsed()),
-        total_tokens: usage.total_tokens(),
+        total_tokens: Some(usage.total_tokens()),
         tool_errors: progress.tool_errors,
-        stability_variance: 0.0,
-        failing_tests: verdict.failing.clone(),
-        tests_passed: verdict.passed,
-        tests_failed: verdict.failed,
+        stability_variance: None,
+        failing_tests: verdict
+            .as_ref()
+            .map(|v| v.failing.clone())
+            .unwrap_or_default(),
+        tests_passed: verdict.as_ref().map(|v| v.passed),
+        tests_failed: verdict.as_ref().map(|v| v.failed),
         files_modified: files_modified as u32,
         early_stopped: end.early_stopped(),
         early_stop_reason: end.reason.clone(),
@@ -312,7 +344,11 @@ pub async fn execute(
         scenario_ref,
         fixture_sha256,
         result,
-        verdict.restored.iter().map(ToString::to_string).collect(),
+        verdict
+            .iter()
+            .flat_map(|v| &v.restored)
+            .map(ToString::to_string)
+            .collect(),
     )
 }
 
@@ -360,7 +396,12 @@ async fn turns(
             Some(Err(_elapsed)) => {
                 return Ok(RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout"))
             }
-            Some(Ok(Err(stop))) => return Ok(RunEnd::early(stop.status, stop.reason)),
+            Some(Ok(Err(stop))) => {
+                return Ok(RunEnd {
+                    root: stop.root,
+                    ..RunEnd::early(stop.status, stop.reason)
+                })
+            }
             Some(Ok(Ok(decision))) => decision,
         };
         progress.turns += 1;
@@ -505,28 +546,34 @@ fn remedy(kind: ExitKind) -> &'static str {
         ExitKind::Timeout => "make the command finish within tool_timeout_ms, or raise it",
         ExitKind::UserError => "check the tool's arguments and paths (relative to the task root)",
         ExitKind::Oom => "use less memory, or raise sandbox_limits.memory_mb",
+        ExitKind::Deterministic => "read the command's output: it exited non-zero",
         _ => "retry; report if it persists",
     }
 }
 
 /// The `failure` of a run that did not succeed: why, as far as the runner can tell.
-fn run_failure(end: &RunEnd, verdict: &Verdict, progress: &Progress) -> Failure {
-    let total = verdict.passed + verdict.failed;
-    let (root, category) = match (&end.reason, &progress.first_tool_failure) {
-        (_, Some(root)) if end.status == ExitStatus::ExitEnvironment => {
+/// A root given by whoever ended the run comes first: a run the provider ended
+/// (`exit_api`) is filed under `provider`, category `provider`.
+fn run_failure(end: &RunEnd, verdict: Option<&Verdict>, progress: &Progress) -> Failure {
+    let (root, category) = match (&end.reason, &progress.first_tool_failure, &end.root) {
+        (_, _, Some(root)) => (root.clone(), root.kind()),
+        (_, Some(root), None) if end.status == ExitStatus::ExitEnvironment => {
             (root.clone(), "environment")
         }
-        (None, _) => (
-            FailureRoot::Semantic {
-                logic_error: format!(
-                    "{} of {total} judge tests fail after submit",
-                    verdict.failed
-                ),
-                context: verdict.failing.join(", "),
-            },
-            "wrong_fix",
-        ),
-        (Some(reason), _) => (
+        (None, _, None) => {
+            // A submission that failed its judge (an unjudged one has no `failure`).
+            let (failed, total, failing) = verdict.map_or((0, 0, String::new()), |v| {
+                (v.failed, v.passed + v.failed, v.failing.join(", "))
+            });
+            (
+                FailureRoot::Semantic {
+                    logic_error: format!("{failed} of {total} judge tests fail after submit"),
+                    context: failing,
+                },
+                "wrong_fix",
+            )
+        }
+        (Some(reason), _, None) => (
             FailureRoot::Planning {
                 reasoning_error: format!("stopped before submitting: {reason}"),
                 step_number: progress.turns,
@@ -535,7 +582,7 @@ fn run_failure(end: &RunEnd, verdict: &Verdict, progress: &Progress) -> Failure 
         ),
     };
     let mut contributing_factors = Vec::new();
-    if !verdict.restored.is_empty() {
+    if let Some(verdict) = verdict.filter(|v| !v.restored.is_empty()) {
         contributing_factors.push(format!(
             "protected files changed by the agent, restored before judging: {}",
             restored_list(verdict)

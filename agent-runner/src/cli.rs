@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use schemas::SubjectPrefix;
 
 use crate::error::Error;
-use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS};
+use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES};
 use crate::pricing::{Prices, TokenPrice};
 use crate::provider::{ProviderConfig, API_KEY_ENV_VARS};
 use crate::publish::{PublishConfig, DEFAULT_ACK_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_WINDOW};
@@ -155,6 +155,11 @@ pub struct LlmArgs {
     /// Unparseable model replies in a row that end a run with exit_format.
     #[arg(long, env = "BENCH_LLM_MAX_FORMAT_ERRORS", default_value_t = DEFAULT_MAX_FORMAT_ERRORS)]
     pub llm_max_format_errors: u32,
+    /// Model calls in a row that get no answer (timeout after retries) that end a run
+    /// with exit_api; an HTTP error or an unreachable provider after retries ends it at
+    /// once.
+    #[arg(long, env = "BENCH_LLM_MAX_PROVIDER_FAILURES", default_value_t = DEFAULT_MAX_PROVIDER_FAILURES)]
+    pub llm_max_provider_failures: u32,
     /// Price of prompt tokens, USD per million, instead of the provider's listing (needs
     /// --completion-price-per-mtok).
     #[arg(long, env = "BENCH_LLM_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
@@ -175,6 +180,11 @@ impl LlmArgs {
         };
         if self.llm_timeout_ms == 0 {
             return Err(Error::Config("--llm-timeout-ms must be at least 1".into()));
+        }
+        if self.llm_max_provider_failures == 0 {
+            return Err(Error::Config(
+                "--llm-max-provider-failures must be at least 1".into(),
+            ));
         }
         let set = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let api_key =
@@ -199,6 +209,7 @@ impl LlmArgs {
             },
             price_overrides,
             max_format_errors: self.llm_max_format_errors,
+            max_provider_failures: self.llm_max_provider_failures,
         }))
     }
 }

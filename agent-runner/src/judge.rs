@@ -42,6 +42,17 @@ impl Verdict {
         self.failed == 0 && self.passed > 0
     }
 
+    /// `run_stop.success` of a run that submitted or not, judged by `verdict` (`None`: no
+    /// judge ran): a run without a submission did not solve its task; a submission
+    /// nobody judged may have, so its success is unknown.
+    pub fn run_success(verdict: Option<&Verdict>, submitted: bool) -> Option<bool> {
+        if submitted {
+            verdict.map(Verdict::success)
+        } else {
+            Some(false)
+        }
+    }
+
     /// Every test failing, none run (the scratch copy could not be judged).
     pub fn all_failing(judge: &Judge) -> Verdict {
         Verdict {

@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use schemas::{ExitStatus, RunConfig};
+use schemas::{ExitStatus, FailureRoot, RunConfig};
 
 use crate::recorder::Usage;
 
@@ -25,6 +25,9 @@ pub struct RunEnd {
     pub status: ExitStatus,
     /// `run_stop.early_stop_reason`; `None` for a submission.
     pub reason: Option<String>,
+    /// The root of the run's `failure` when whoever ended the run knows it (the
+    /// provider's, for `exit_api`); `None` = the runner reads it from how the run ended.
+    pub root: Option<FailureRoot>,
 }
 
 impl RunEnd {
@@ -33,6 +36,7 @@ impl RunEnd {
         RunEnd {
             status: ExitStatus::Submitted,
             reason: None,
+            root: None,
         }
     }
 
@@ -41,6 +45,7 @@ impl RunEnd {
         RunEnd {
             status,
             reason: Some(reason.into()),
+            root: None,
         }
     }
 
@@ -93,8 +98,9 @@ impl Limits {
         {
             return Some(RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout"));
         }
-        if let (Some(limit), Some(cost)) = (self.cost_limit_usd, usage.cost_usd()) {
-            if cost >= limit {
+        // The known spend: a lower bound of the run's cost when some call's is unknown.
+        if let Some(limit) = self.cost_limit_usd {
+            if usage.known_cost.to_number() >= limit {
                 return Some(RunEnd::early(ExitStatus::ExitCost, "cost_limit"));
             }
         }
@@ -143,6 +149,7 @@ pub struct Patience {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pricing::Usd;
 
     fn limits(patience: u32) -> Limits {
         Limits {
@@ -164,7 +171,8 @@ mod tests {
             Some(ExitStatus::ExitForfeit)
         );
         let spent = Usage {
-            known_cost_usd: 1.5,
+            known_cost: Usd::from_number(1.5).expect("a cost"),
+            cost_unknown: true,
             ..Usage::default()
         };
         assert_eq!(

@@ -13,8 +13,11 @@
 //!    costs 0; a negative one (OpenRouter's `"-1"` for routers) is unknown.
 //!
 //! Prices are exact fixed-point numbers ([`TokenPrice`], 1e-18 USD units) parsed from
-//! their decimal text, and a call's cost is summed in those units as integers; the only
-//! rounding is the final conversion to the `f64` of `cost_usd`. Cached prompt tokens are
+//! their decimal text, and a call's cost is summed in those units as integers ([`Usd`]);
+//! the only rounding is the final conversion to the `f64` of `cost_usd`. A run's cost is
+//! summed the same way: each call's `cost_usd` is read back as the exact decimal it
+//! stands for, the sum is kept in integers and converted once, so `run_stop.cost_usd` is
+//! the number nearest the exact sum (`0.1739628`, never `0.17396280000000017`). Cached prompt tokens are
 //! billed at the cached price when one is known and at the prompt price otherwise; cache
 //! writes likewise with the cache-write price; reasoning tokens at the completion price.
 
@@ -122,6 +125,51 @@ fn parse_scaled(text: &str, scale: i32) -> Result<u128, PriceError> {
     }
 }
 
+/// An amount of USD, exact to 1e-18 USD (the unit of [`TokenPrice`]): costs are summed in
+/// it and converted to a number once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Usd {
+    units: u128,
+}
+
+impl Usd {
+    /// The exact amount a `cost_usd` number stands for: the shortest decimal that reads
+    /// back as that number (what a producer wrote), to 1e-18 USD. `None` for a negative,
+    /// non-finite or absurdly large number.
+    pub fn from_number(usd: f64) -> Option<Usd> {
+        if !usd.is_finite() || usd < 0.0 {
+            return None;
+        }
+        // `Display` of an f64 is its shortest round-trip decimal, never in exponent form.
+        let text = usd.to_string();
+        let text = match text.split_once('.') {
+            Some((int, frac)) if frac.len() > UNIT_DIGITS as usize => {
+                format!("{int}.{}", &frac[..UNIT_DIGITS as usize])
+            }
+            _ => text,
+        };
+        parse_scaled(&text, UNIT_DIGITS)
+            .ok()
+            .map(|units| Usd { units })
+    }
+
+    /// The number nearest to the amount (`cost_usd`): one correctly rounded conversion.
+    pub fn to_number(self) -> f64 {
+        let whole = self.units / UNITS_PER_USD;
+        let rest = self.units % UNITS_PER_USD;
+        format!("{whole}.{rest:018}")
+            .parse()
+            .unwrap_or(f64::INFINITY)
+    }
+
+    /// `self + other`, saturating at the largest amount.
+    pub fn saturating_add(self, other: Usd) -> Usd {
+        Usd {
+            units: self.units.saturating_add(other.units),
+        }
+    }
+}
+
 /// Per-token prices of one model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Prices {
@@ -154,8 +202,8 @@ impl Prices {
         }
     }
 
-    /// The exact cost of `usage`, USD.
-    pub fn cost_usd(&self, usage: &TokenUsage) -> f64 {
+    /// The exact cost of `usage`.
+    pub fn cost(&self, usage: &TokenUsage) -> Usd {
         let units = self.prompt.cost_units(usage.uncached_input())
             + self
                 .cached_prompt
@@ -166,9 +214,7 @@ impl Prices {
                 .unwrap_or(self.prompt)
                 .cost_units(usage.cache_write)
             + self.completion.cost_units(usage.output);
-        let whole = units / UNITS_PER_USD;
-        let rest = units % UNITS_PER_USD;
-        whole as f64 + rest as f64 / UNITS_PER_USD as f64
+        Usd { units }
     }
 }
 
@@ -266,7 +312,7 @@ impl Pricing {
                     output: d.output_tokens,
                     reasoning: d.reasoning_tokens,
                 };
-                d.cost_usd = Some(prices.cost_usd(&usage));
+                d.cost_usd = Some(prices.cost(&usage).to_number());
                 d.pricing_source = *source;
                 d.prompt_price_per_mtok = Some(prices.prompt.usd_per_mtok());
                 d.completion_price_per_mtok = Some(prices.completion.usd_per_mtok());
@@ -341,7 +387,26 @@ mod tests {
             reasoning: 500,
         };
         // 3000×3 + 6000×0.3 + 1000×3.75 + 2000×15 = 44_550 USD per Mtok-token.
-        assert_eq!(prices.cost_usd(&usage), 0.04455);
+        assert_eq!(prices.cost(&usage).to_number(), 0.04455);
+    }
+
+    #[test]
+    fn costs_sum_exactly_and_convert_once() {
+        let calls = [0.04704, 0.023385, 0.041541, 0.106026];
+        let float_sum: f64 = calls.iter().sum();
+        assert_eq!(
+            float_sum.to_string(),
+            "0.21799200000000002",
+            "a float sum is noisy"
+        );
+        let exact = calls
+            .iter()
+            .map(|&c| Usd::from_number(c).expect("a cost"))
+            .fold(Usd::default(), Usd::saturating_add);
+        assert_eq!(exact.to_number().to_string(), "0.217992");
+        assert_eq!(Usd::from_number(1e-20), Some(Usd::default()));
+        assert_eq!(Usd::from_number(-0.5), None);
+        assert_eq!(Usd::from_number(f64::NAN), None);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use schemas::{
 };
 use uuid::Uuid;
 
+use crate::pricing::Usd;
 use crate::publish::PublisherHandle;
 
 /// File names of the per-run artifacts.
@@ -40,9 +41,9 @@ pub struct Usage {
     pub input_tokens: u64,
     /// Completion tokens (reasoning included).
     pub output_tokens: u64,
-    /// Sum of the known costs, USD.
-    pub known_cost_usd: f64,
-    /// Some call had no known price: the run's cost is unknown.
+    /// Exact sum of the known costs.
+    pub known_cost: Usd,
+    /// Some call's cost is unknown: so is the run's.
     pub cost_unknown: bool,
 }
 
@@ -52,8 +53,8 @@ impl Usage {
         // Token counts come from providers: a huge one saturates instead of wrapping.
         self.input_tokens = self.input_tokens.saturating_add(d.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(d.output_tokens);
-        match d.cost_usd {
-            Some(cost) => self.known_cost_usd += cost,
+        match d.cost_usd.and_then(Usd::from_number) {
+            Some(cost) => self.known_cost = self.known_cost.saturating_add(cost),
             None => self.cost_unknown = true,
         }
     }
@@ -63,9 +64,10 @@ impl Usage {
         self.input_tokens.saturating_add(self.output_tokens)
     }
 
-    /// The run's cost; `None` when some call's price was unknown.
+    /// The run's cost, converted once from the exact sum; `None` when some call's cost
+    /// was unknown.
     pub fn cost_usd(&self) -> Option<f64> {
-        (!self.cost_unknown).then_some(self.known_cost_usd)
+        (!self.cost_unknown).then(|| self.known_cost.to_number())
     }
 }
 

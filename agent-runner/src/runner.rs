@@ -79,15 +79,12 @@ impl fmt::Display for ScenarioReport {
         writeln!(f, "scenario {}: {} runs", self.scenario, self.runs.len())?;
         for run in &self.runs {
             let r = &run.result;
+            let (outcome, score, tests) = agent::result_words(r);
             writeln!(
                 f,
-                "  {:<32} {:<8} {:<15} score {:.2}  tests {}/{}  turns {:>2}  events {:>3}  run {}",
+                "  {:<32} {outcome:<8} {:<15} score {score:<4}  tests {tests:<5}  turns {:>2}  events {:>3}  run {}",
                 run.task_id,
-                if r.success { "solved" } else { "unsolved" },
                 r.exit_status.as_str(),
-                r.final_score,
-                r.tests_passed,
-                r.tests_passed + r.tests_failed,
                 r.turns,
                 run.events,
                 run.run_id
@@ -178,12 +175,8 @@ async fn run_one(
     let summary = agent::execute(spec, policy, stop).await;
     if let Ok(s) = &summary {
         bar.println(format!(
-            "{} {} ({})",
-            if s.result.success {
-                "solved  "
-            } else {
-                "unsolved"
-            },
+            "{:<8} {} ({})",
+            agent::result_words(&s.result).0,
             s.task_id,
             s.result.exit_status.as_str()
         ));

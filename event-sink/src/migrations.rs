@@ -59,6 +59,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(4, "0004_typed_events"),
     migration!(5, "0005_bounded_first_write_wins"),
     migration!(6, "0006_smith_nullable"),
+    migration!(7, "0007_unknown_run_results"),
 ];
 
 impl Migration {

@@ -411,15 +411,15 @@ typed_row! {
 typed_row! {
     /// `run_stops`: the result of a run.
     RunStopRow {
-        success: bool,
-        final_score: f64,
+        success: Option<bool>,
+        final_score: Option<f64>,
         wall_time_ms: u64,
-        total_tokens: u64,
+        total_tokens: Option<u64>,
         tool_errors: u32,
-        stability_variance: f64,
+        stability_variance: Option<f64>,
         failing_tests: &'a [String],
-        tests_passed: u32,
-        tests_failed: u32,
+        tests_passed: Option<u32>,
+        tests_failed: Option<u32>,
         files_modified: u32,
         early_stopped: bool,
         early_stop_reason: Option<&'a str>,
@@ -664,21 +664,15 @@ macro_rules! run_start_row {
     }};
 }
 
-/// A `run_stops` row: the result columns both protocols send, read from `$result` (a
-/// native [`RunStop`] or a [`SmithRunResult`]), plus the columns given.
+/// A `run_stops` row: the result columns both protocols send in the same shape, read
+/// from `$result` (a native [`RunStop`] or a [`SmithRunResult`]), plus the columns given.
 macro_rules! run_stop_row {
     ($received:expr, $result:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
         let p = $result;
         with_envelope!(RunStopRow, $received, {
-            success: p.success,
-            final_score: p.final_score,
             wall_time_ms: p.wall_time_ms,
-            total_tokens: p.total_tokens,
             tool_errors: p.tool_errors,
-            stability_variance: p.stability_variance,
             failing_tests: &p.failing_tests,
-            tests_passed: p.tests_passed,
-            tests_failed: p.tests_failed,
             files_modified: p.files_modified,
             early_stopped: p.early_stopped,
             early_stop_reason: p.early_stop_reason.as_deref(),
@@ -752,6 +746,12 @@ fn smith_run_start<'a>(received: &Received<'a>, c: &'a SmithRunConfig) -> RunSta
 
 fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
     run_stop_row!(received, p, {
+        success: p.success,
+        final_score: p.final_score,
+        total_tokens: p.total_tokens,
+        stability_variance: p.stability_variance,
+        tests_passed: p.tests_passed,
+        tests_failed: p.tests_failed,
         exit_status: Some(p.exit_status.as_str()),
         cost_usd: p.cost_usd,
         api_calls: Some(p.api_calls),
@@ -759,9 +759,16 @@ fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
     })
 }
 
-/// Smith sends no exit status, cost, call count or turn count.
+/// Smith always sends its judged numbers, and no exit status, cost, call count or turn
+/// count.
 fn smith_run_stop<'a>(received: &Received<'a>, p: &'a SmithRunResult) -> RunStopRow<'a> {
     run_stop_row!(received, p, {
+        success: Some(p.success),
+        final_score: Some(p.final_score),
+        total_tokens: Some(p.total_tokens),
+        stability_variance: Some(p.stability_variance),
+        tests_passed: Some(p.tests_passed),
+        tests_failed: Some(p.tests_failed),
         exit_status: None,
         cost_usd: None,
         api_calls: None,

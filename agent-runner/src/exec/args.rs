@@ -121,12 +121,11 @@ impl ExecArgs {
 /// The one line of a run.
 fn print_report(report: &ExecReport) {
     let r = &report.summary.result;
+    let (outcome, score, _) = crate::agent::result_words(r);
     println!(
-        "exec {}: {} ({}), score {:.2}, {} events, {} of {} agent lines skipped, agent exit {}, run {}",
+        "exec {}: {outcome} ({}), score {score}, {} events, {} of {} agent lines skipped, agent exit {}, run {}",
         report.summary.task_id,
-        if r.success { "solved" } else { "unsolved" },
         r.exit_status.as_str(),
-        r.final_score,
         report.summary.events,
         report.skipped,
         report.lines,

@@ -407,34 +407,46 @@ async fn close_run(
         AgentEnd::Shutdown => (ExitStatus::ExitError, Some("shutdown".to_owned())),
     };
     let root = sandbox.root();
-    // Shutdown ends the run now, unjudged (no test counted either way).
+    // Shutdown ends the run now, unjudged: test counts and score unknown.
     let verdict = match end {
-        AgentEnd::Shutdown => judge::Verdict::default(),
-        _ => judge::judge_submission(task, root, confinement).await,
+        AgentEnd::Shutdown => None,
+        _ => Some(judge::judge_submission(task, root, confinement).await),
     };
     let files_modified = Tree::scan_workspace(root)
         .map(|now| task.fixture.changed_paths(&now).len())
         .unwrap_or(0);
     let usage = rec.usage();
     let stop = RunStop {
-        success: verdict.success() && exit_status == ExitStatus::Submitted,
-        final_score: verdict.score(),
+        success: judge::Verdict::run_success(
+            verdict.as_ref(),
+            exit_status == ExitStatus::Submitted,
+        ),
+        final_score: verdict.as_ref().map(judge::Verdict::score),
         wall_time_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        total_tokens: usage.total_tokens(),
+        // The runner sees only the calls the agent reports: an agent that reports none
+        // may still have used a model, so its tokens and cost are unknown, not 0.
+        total_tokens: Some(usage.total_tokens()).filter(|_| usage.api_calls > 0),
         tool_errors,
-        stability_variance: 0.0,
-        failing_tests: verdict.failing.clone(),
-        tests_passed: verdict.passed,
-        tests_failed: verdict.failed,
+        stability_variance: None,
+        failing_tests: verdict
+            .as_ref()
+            .map(|v| v.failing.clone())
+            .unwrap_or_default(),
+        tests_passed: verdict.as_ref().map(|v| v.passed),
+        tests_failed: verdict.as_ref().map(|v| v.failed),
         files_modified: u32::try_from(files_modified).unwrap_or(u32::MAX),
         early_stopped: reason.is_some(),
         early_stop_reason: reason,
         exit_status,
-        cost_usd: usage.cost_usd(),
+        cost_usd: usage.cost_usd().filter(|_| usage.api_calls > 0),
         api_calls: usage.api_calls,
         turns: 0,
     };
-    let restored = verdict.restored.iter().map(ToString::to_string).collect();
+    let restored = verdict
+        .iter()
+        .flat_map(|v| &v.restored)
+        .map(ToString::to_string)
+        .collect();
     (stop, restored)
 }
 

@@ -14,9 +14,12 @@
 //! `execution_time`) and `observe` (the observation); a `conclude` step with the
 //! submission; a `failure` unless the run was submitted; `run_stop` with `model_stats`
 //! (tokens, cost, API calls) and the mapped `exit_status`. SWE-agent does not evaluate
-//! its patch, so `success` means "submitted a non-empty patch" and `final_score` is 1 or
-//! 0 accordingly; per-call token counts are not in the file, so there are no
-//! `deliberation` events (the totals are on `run_stop`).
+//! its patch, so nobody judged the run: a run that submitted a non-empty patch has
+//! `success` null (unknown), one that did not has `success` false (and a `failure`), and
+//! `final_score`, `tests_passed`, `tests_failed` and `stability_variance` are null. Token
+//! totals and cost are the file's `model_stats`, null where it has none; per-call token
+//! counts are not in the file, so there are no `deliberation` events (the totals are on
+//! `run_stop`).
 
 use std::path::Path;
 
@@ -34,6 +37,7 @@ use uuid::Uuid;
 use super::traj::{TrajStep, Trajectory};
 use super::ImportError;
 use crate::exec::protocol::derived_uuid;
+use crate::judge::Verdict;
 
 /// `run_start.scoring_version` of imported runs: not judged by benchstream.
 pub const SCORING_VERSION: &str = "swe-agent-unevaluated";
@@ -145,7 +149,9 @@ pub fn events(
 
     let (exit_status, early_reason) = exit_status(&traj.info.exit_status);
     let patch = traj.info.submission.trim();
-    let success = exit_status == ExitStatus::Submitted && !patch.is_empty();
+    // Nobody judged the patch: success is unknown, unless there is none to judge.
+    let submitted = exit_status == ExitStatus::Submitted && !patch.is_empty();
+    let success = Verdict::run_success(None, submitted);
     out.push(
         file.modified,
         None,
@@ -158,7 +164,7 @@ pub fn events(
             },
         )),
     )?;
-    if !success {
+    if success == Some(false) {
         out.push(
             file.modified,
             None,
@@ -171,19 +177,19 @@ pub fn events(
         None,
         Payload::RunStop(RunStop {
             success,
-            final_score: if success { 1.0 } else { 0.0 },
+            final_score: None,
             wall_time_ms: u64::try_from(total_ms).unwrap_or(0),
-            total_tokens: stats.tokens_sent.saturating_add(stats.tokens_received),
+            total_tokens: stats.total_tokens(),
             tool_errors: 0,
-            stability_variance: 0.0,
+            stability_variance: None,
             failing_tests: Vec::new(),
-            tests_passed: 0,
-            tests_failed: 0,
+            tests_passed: None,
+            tests_failed: None,
             files_modified: u32::try_from(patch.matches("diff --git ").count()).unwrap_or(0),
             early_stopped: early_reason.is_some(),
             early_stop_reason: early_reason,
             exit_status,
-            cost_usd: Some(stats.instance_cost),
+            cost_usd: stats.instance_cost,
             api_calls: traj.api_calls(),
             turns: u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX),
         }),

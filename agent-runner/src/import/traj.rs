@@ -71,17 +71,29 @@ pub struct Info {
     pub swe_agent_version: String,
 }
 
-/// `info.model_stats`: totals over the run's model calls.
+/// `info.model_stats`: totals over the run's model calls; `None` where the file has no
+/// value (absent or `null`), which stays unknown rather than 0.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ModelStats {
-    #[serde(default, deserialize_with = "null_default")]
-    pub instance_cost: f64,
-    #[serde(default, deserialize_with = "null_default")]
-    pub tokens_sent: u64,
-    #[serde(default, deserialize_with = "null_default")]
-    pub tokens_received: u64,
+    /// USD spent on model calls.
+    #[serde(default)]
+    pub instance_cost: Option<f64>,
+    /// Prompt tokens sent.
+    #[serde(default)]
+    pub tokens_sent: Option<u64>,
+    /// Completion tokens received.
+    #[serde(default)]
+    pub tokens_received: Option<u64>,
+    /// Model calls.
     #[serde(default, deserialize_with = "null_default")]
     pub api_calls: u32,
+}
+
+impl ModelStats {
+    /// Tokens sent plus received; `None` unless the file gives both.
+    pub fn total_tokens(&self) -> Option<u64> {
+        Some(self.tokens_sent?.saturating_add(self.tokens_received?))
+    }
 }
 
 impl Trajectory {

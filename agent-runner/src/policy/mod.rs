@@ -20,7 +20,7 @@ pub mod llm;
 pub mod scripted;
 
 use futures::future::BoxFuture;
-use schemas::{ContextDecision, Deliberation, ExitStatus, Payload, RunConfig};
+use schemas::{ContextDecision, Deliberation, ExitStatus, FailureRoot, Payload, RunConfig};
 use uuid::Uuid;
 
 use crate::recorder::{RecordError, RunRecorder};
@@ -90,6 +90,9 @@ pub struct PolicyStop {
     pub status: ExitStatus,
     /// `early_stop_reason` of the run.
     pub reason: String,
+    /// The root of the run's `failure`, when the policy knows it (the provider's, for
+    /// `exit_api`); `None` = the runner reads it from how the run ended.
+    pub root: Option<FailureRoot>,
 }
 
 /// The events a policy emits during a turn, stamped into the run's stream with the turn's

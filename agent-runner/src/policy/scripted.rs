@@ -73,6 +73,7 @@ impl Policy for ScriptedPolicy {
             None => Err(PolicyStop {
                 status: ExitStatus::ExitForfeit,
                 reason: "script exhausted without submit".to_owned(),
+                root: None,
             }),
         };
         futures::future::ready(decision).boxed()

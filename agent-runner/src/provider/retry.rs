@@ -49,7 +49,7 @@ where
             }
         };
         let wait = backoff(policy, retries, &error);
-        tracing::debug!(%error, retry = retries + 1, wait_ms = wait.as_millis() as u64, "retrying a model call");
+        tracing::info!(%error, retry = retries + 1, wait_ms = wait.as_millis() as u64, "retrying a model call");
         tokio::time::sleep(wait).await;
         retries += 1;
     }

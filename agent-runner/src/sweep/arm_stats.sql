@@ -5,9 +5,11 @@
 SELECT
     cfg_hash,
     count() AS runs,
-    avg(success) AS success_rate,
+    -- Sweep runs are this runner's own, whose success and tokens are always known; the
+    -- -If forms skip NULLs (imported runs) and keep the columns non-Nullable.
+    avgIf(assumeNotNull(success), isNotNull(success)) AS success_rate,
     avg(ifNull(cost_usd, 0)) AS avg_cost_usd,
-    avg(total_tokens) AS avg_tokens,
+    avgIf(assumeNotNull(total_tokens), isNotNull(total_tokens)) AS avg_tokens,
     avg(wall_time_ms) AS avg_wall_time_ms
 FROM run_stops FINAL
 WHERE has(?, cfg_hash) AND has(?, task_id)

@@ -297,14 +297,13 @@ impl fmt::Display for SweepReport {
         )?;
         for run in &self.runs {
             let r = &run.summary.result;
+            let (outcome, score, _) = crate::agent::result_words(r);
             writeln!(
                 f,
-                "  {:<28} seed {:<6} {:<8} {:<15} score {:.2}  {}  run {}",
+                "  {:<28} seed {:<6} {outcome:<8} {:<15} score {score:<4}  {}  run {}",
                 run.summary.task_id,
                 run.summary.seed,
-                if r.success { "solved" } else { "unsolved" },
                 r.exit_status.as_str(),
-                r.final_score,
                 run.label,
                 run.summary.run_id
             )?;

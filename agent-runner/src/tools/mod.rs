@@ -104,9 +104,11 @@ impl ToolOutcome {
         }
     }
 
-    /// Whether the call counts as a tool error (`run_stop.tool_errors`).
+    /// Whether the call is a tool error: its `exit_kind` is not `ok`, a command exiting
+    /// non-zero (`deterministic`) included. The one definition behind the call's
+    /// `failure` event, `run_stop.tool_errors` and the `tool_errors` query.
     pub fn is_error(&self) -> bool {
-        !matches!(self.exit_kind, ExitKind::Ok | ExitKind::Deterministic)
+        self.exit_kind != ExitKind::Ok
     }
 }
 

@@ -1,7 +1,8 @@
 -- Leaderboard: one row per policy (policy_id, model, strategy), best success rate first.
 --
--- runs = runs started; finished = runs with a run_stop; success_rate = successes /
--- finished. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
+-- runs = runs started; finished = runs with a run_stop; judged = finished runs whose
+-- success is known (NULL success: a submission nobody judged, e.g. an imported
+-- trajectory); success_rate = successes / judged, NULL when none is. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
 -- NULL when none is. avg_turns and avg_wall_time_s average finished runs. Tokens are
 -- summed over every LLM call of the runs: input_tokens INCLUDES cached_input_tokens,
 -- output_tokens INCLUDES reasoning_tokens; cache_hit_rate = cached / input. Token sums
@@ -18,8 +19,9 @@ SELECT
     strategy,
     count() AS runs,
     sum(stopped) AS finished,
-    sum(succeeded) AS successes,
-    round(successes / greatest(finished, 1), 4) AS success_rate,
+    countIf(stopped = 1 AND isNotNull(succeeded)) AS judged,
+    countIf(stopped = 1 AND succeeded = 1) AS successes,
+    if(judged = 0, NULL, round(successes / judged, 4)) AS success_rate,
     countIf(stopped = 1 AND isNotNull(run_cost)) AS priced_runs,
     if(priced_runs = 0, NULL,
         round(sumIf(assumeNotNull(run_cost), stopped = 1 AND isNotNull(run_cost)) / priced_runs, 6))

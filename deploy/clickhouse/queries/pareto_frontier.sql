@@ -1,8 +1,9 @@
 -- Cost-vs-success Pareto frontier over policies: on_frontier = 1 when no other policy
 -- is at least as cheap and at least as successful, and strictly better in one.
 --
--- Over finished runs; avg_cost_usd averages the runs with a known cost (priced_runs),
--- and policies without any are left out (their cost is unknown, see pricing_audit).
+-- Over finished runs; success_rate is over the runs whose success is known (NULL
+-- success: a submission nobody judged), avg_cost_usd averages the runs with a known
+-- cost (priced_runs), and policies without any of either are left out (unknown).
 -- Window functions are not in 18.16, so every policy is compared with all the others
 -- through arrays.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
@@ -29,7 +30,8 @@ FROM
             policy_id,
             count() AS finished,
             countIf(isNotNull(cost_usd)) AS priced,
-            sum(success) / finished AS policy_rate,
+            countIf(isNotNull(success)) AS judged,
+            countIf(success = 1) / judged AS policy_rate,
             sumIf(assumeNotNull(cost_usd), isNotNull(cost_usd)) / priced AS policy_cost
         FROM run_stops FINAL
         WHERE run_id IN (
@@ -39,7 +41,7 @@ FROM
         AND ({policy:String} = '' OR policy_id = {policy:String})
 )
         GROUP BY policy_id
-        HAVING priced > 0
+        HAVING priced > 0 AND judged > 0
     )
 )
 ARRAY JOIN policies AS policy_id, run_counts AS runs, priced_counts AS priced_runs,

@@ -4,8 +4,11 @@
 --
 -- tokens/cost/latency by type: deliberation = the LLM call (cost NULL when the price
 -- is unknown); step = tokens_in/out and wall time; tool_call = latency; run_stop = total
--- tokens, run cost and wall time. Other types have only a detail. A fact the producer
+-- tokens (NULL when unknown), run cost (NULL when unknown) and wall time; its detail
+-- says `unjudged` when nobody judged the run's submission. Other types have only a detail. A fact the producer
 -- did not send (model, strategy, exit_status of Smith protocol events) reads `unknown`.
+-- (The run_stop detail tests a Nullable success with if() and assumeNotNull(): 18.16
+-- fails this join, asking for 128 TiB, when multiIf() compares the Nullable column.)
 -- param run_id UUID: the run to show
 SELECT
     seq,
@@ -50,7 +53,8 @@ ANY LEFT JOIN
         CAST(NULL AS Nullable(Float64)), toUInt64(0)
     FROM failures FINAL WHERE run_id = {run_id:UUID}
     UNION ALL
-    SELECT event_id, concat(ifNull(exit_status, 'unknown'), if(success = 1, ' success', ' failure')),
+    SELECT event_id, concat(ifNull(exit_status, 'unknown'),
+        if(isNull(success), ' unjudged', if(assumeNotNull(success) = 1, ' success', ' failure'))),
         total_tokens, toUInt64(0), cost_usd, wall_time_ms
     FROM run_stops FINAL WHERE run_id = {run_id:UUID}
 ) AS details USING event_id

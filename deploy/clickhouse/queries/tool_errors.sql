@@ -1,5 +1,10 @@
 -- Tool error rates: calls per tool and exit_kind, each kind's share of the tool's
--- calls, and the tool's overall error rate (calls with exit_kind other than 'ok').
+-- calls, and the tool's overall error rate.
+--
+-- A tool error is a tool call whose exit_kind is not 'ok', a command exiting non-zero
+-- ('deterministic') included. The runner uses the same definition: each such call has a
+-- `failure` event (root `tool` or `path`) and counts in run_stop.tool_errors, so the
+-- calls here with exit_kind != 'ok' add up to the runs' tool_errors.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
 -- param policy String = '': only this policy_id; empty = every policy

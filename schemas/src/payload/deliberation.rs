@@ -32,9 +32,12 @@ pub struct Deliberation {
     pub output_tokens: u64,
     /// Hidden reasoning tokens (part of `output_tokens`).
     pub reasoning_tokens: u64,
-    /// Cost of the call, USD; null when the price is unknown (never 0 for "unknown").
+    /// The call's cost, USD, exact to the number nearest it. Null when it is unknown
+    /// (never 0 for "unknown"): no price, or a call that got no completion (timeout,
+    /// HTTP error, unreadable reply), whose tokens the provider never reported.
     pub cost_usd: Option<f64>,
-    /// Where the prices came from; `unknown` exactly when `cost_usd` is null.
+    /// Where `cost_usd` came from: `provider_api` or `override` prices, or `unknown`
+    /// whenever `cost_usd` is null (the prices, when known, are still given below).
     pub pricing_source: PricingSource,
     /// Price of uncached prompt tokens, USD per million tokens; null when unknown.
     pub prompt_price_per_mtok: Option<f64>,

@@ -79,6 +79,16 @@ pub enum FailureRoot {
         /// Its error message.
         usage_error: String,
     },
+    /// The model provider failed the run: an HTTP error or an unreachable endpoint that
+    /// outlasted the retries, or too many calls in a row without an answer.
+    Provider {
+        /// The run's `provider` (as in `run_start` and `deliberation`).
+        provider: String,
+        /// What the last failed call got (`HTTP 500 ...`, `no answer within 300 ms`).
+        api_error: String,
+        /// Failed calls in a row when the run ended.
+        failed_calls: u32,
+    },
 }
 
 impl FailureRoot {
@@ -93,6 +103,7 @@ impl FailureRoot {
             FailureRoot::Planning { .. } => "planning",
             FailureRoot::Context { .. } => "context",
             FailureRoot::Tool { .. } => "tool",
+            FailureRoot::Provider { .. } => "provider",
         }
     }
 }

@@ -64,38 +64,52 @@ pub struct ScenarioRef {
 }
 
 /// `run_stop`: the result of the run.
+///
+/// A fact nobody established is null, never a made-up 0 or `false`: a run stopped
+/// before its judge ran (shutdown, a sandbox that could not be set up) has null test
+/// counts and score, an imported run nobody judged has null `success`, and a run whose
+/// model usage is unknown has null `total_tokens` and `cost_usd`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunStop {
-    /// Whether the judge accepted the submission.
-    pub success: bool,
-    /// Score in 0..1 (fraction of judge tests passing).
-    pub final_score: f64,
-    /// Wall time of the whole run, judge included, ms.
+    /// Whether the run solved the task: it submitted and the judge accepted the
+    /// submission. False when it ended without a submission (it did not solve the task
+    /// within its run); null when a submission was never judged (e.g. an imported
+    /// trajectory nobody judged).
+    pub success: Option<bool>,
+    /// Score in 0..1 (fraction of judge tests passing); null when no judge ran.
+    pub final_score: Option<f64>,
+    /// Wall time of the run, ms.
     pub wall_time_ms: u64,
-    /// Input + output tokens of every model call of the run.
-    pub total_tokens: u64,
-    /// Tool calls whose exit_kind was not `ok`.
+    /// Input + output tokens of every model call of the run; null when unknown (an
+    /// imported trajectory that records none).
+    pub total_tokens: Option<u64>,
+    /// Tool errors: tool calls whose `exit_kind` is not `ok` (a command exiting
+    /// non-zero is one, `deterministic`). Each one also has a `failure` event of the
+    /// same step, and the `tool_errors` query counts the same calls.
     pub tool_errors: u32,
-    /// Variance of the score across judge repetitions (0 with one repetition).
-    pub stability_variance: f64,
-    /// Names of the judge tests still failing; empty when all pass.
+    /// Variance of the score across judge repetitions; null unless the judge was
+    /// repeated (this runner judges once, so it always sends null).
+    pub stability_variance: Option<f64>,
+    /// Judge tests that fail at the end (empty when no judge ran).
     pub failing_tests: Vec<String>,
-    /// Judge tests passing at the end.
-    pub tests_passed: u32,
-    /// Judge tests failing at the end.
-    pub tests_failed: u32,
+    /// Judge tests passing; null when no judge ran.
+    pub tests_passed: Option<u32>,
+    /// Judge tests failing; null when no judge ran.
+    pub tests_failed: Option<u32>,
     /// Number of files that differ from the fixture at the end.
     pub files_modified: u32,
-    /// Whether a limit or a stop rule ended the run before the agent submitted.
+    /// Whether the run stopped before submitting.
     pub early_stopped: bool,
-    /// Why it stopped early (`max_iterations`, `execution_timeout`, `no_progress_timeout`,
-    /// `cost_limit`, `failing_tests_patience`, ...); null when nothing stopped it early.
+    /// Why it stopped early (`max_iterations`, `shutdown`, the provider's error, ...).
     pub early_stop_reason: Option<String>,
-    /// Why the run ended.
+    /// How the run ended.
     pub exit_status: ExitStatus,
-    /// Cost of every model call of the run, USD; null when some call had an unknown price.
+    /// The run's model spend, USD: the exact sum of its calls' costs, converted to a
+    /// number once. Null when it is unknown: some call's cost is unknown (no price, or a
+    /// failed call whose tokens were never reported), or the agent reported no call at
+    /// all (an `exec` agent that sends no `deliberation`).
     pub cost_usd: Option<f64>,
-    /// Model calls of the run, retries not counted.
+    /// Model calls of the run (a call with retries counts once).
     pub api_calls: u32,
     /// Agent turns taken; absent means 0.
     #[serde(default)]

@@ -2,6 +2,10 @@
 //! status, latency, tokens, retries, pricing, raw output head. The caller (the agent turn
 //! or the summariser) then adds what it parsed from the reply (actions, summary,
 //! confidence) and may downgrade the status to `parse_failure`.
+//!
+//! A call that got no completion (timeout, HTTP error, unreadable reply) reports no
+//! tokens, so its cost is unknown: `cost_usd` null and `pricing_source` `unknown`, never
+//! $0.
 
 use schemas::truncate::{truncate_chars, RAW_OUTPUT_MAX_CHARS, SUMMARY_MAX_CHARS};
 use schemas::{Deliberation, DeliberationStatus, PricingSource, RetryPolicy};
@@ -78,6 +82,12 @@ impl Endpoint {
         };
         set_raw_output(&mut deliberation, raw);
         self.pricing.stamp(&mut deliberation);
+        if attempts.result.is_err() {
+            // No usage came back: what the provider billed for the call is unknown, so is
+            // its cost (the prices stay recorded).
+            deliberation.cost_usd = None;
+            deliberation.pricing_source = PricingSource::Unknown;
+        }
         Called {
             deliberation,
             result: attempts.result,

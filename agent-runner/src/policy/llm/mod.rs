@@ -25,4 +25,6 @@ pub mod prompt;
 pub mod transcript;
 
 pub use context::ContextPlan;
-pub use policy::{LlmConfig, LlmPolicy, LlmSetupError, DEFAULT_MAX_FORMAT_ERRORS};
+pub use policy::{
+    LlmConfig, LlmPolicy, LlmSetupError, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES,
+};

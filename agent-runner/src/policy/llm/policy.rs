@@ -10,8 +10,13 @@
 //! | usable tool calls | `ok` | executes them |
 //! | no usable tool call, or malformed arguments | `parse_failure` | goes on; the model is told; [`LlmConfig::max_format_errors`] in a row → `exit_format` |
 //! | reply is not a chat completion | `parse_failure` | as above |
-//! | no answer within the per-call timeout (after retries, if `retry_on_timeout`) | `timeout` | goes on: the next turn asks again; the run's limits bound it |
+//! | no answer within the per-call timeout (after retries, if `retry_on_timeout`) | `timeout` | goes on: the next turn asks again; [`LlmConfig::max_provider_failures`] failed calls in a row → `exit_api` |
 //! | HTTP error or unreachable provider after retries | `api_error` | `exit_api` |
+//!
+//! A run the provider ends (`exit_api`) files its `failure` under root `provider`, naming
+//! the provider, its last error and the failed calls in a row. Every failed call is
+//! logged (warn) as it happens, so a hanging provider is visible on stderr while the
+//! run waits.
 //! | provider says the context is too long | `api_error` | `exit_context` |
 //! | estimated prompt + `max_tokens` over `context_window` | (no call) | `exit_context` |
 //!
@@ -23,7 +28,7 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use schemas::{Action, DeliberationStatus, ExitStatus, RunConfig};
+use schemas::{Action, DeliberationStatus, ExitStatus, FailureRoot, RunConfig};
 use serde_json::Value;
 
 use super::call::{set_summary, Called, Endpoint, AGENT, SUMMARIZER};
@@ -39,6 +44,8 @@ use crate::tools::ToolRequest;
 
 /// Default of [`LlmConfig::max_format_errors`].
 pub const DEFAULT_MAX_FORMAT_ERRORS: u32 = 3;
+/// Default of [`LlmConfig::max_provider_failures`].
+pub const DEFAULT_MAX_PROVIDER_FAILURES: u32 = 3;
 /// Prompt bytes per token assumed by the context-window estimate (English and code run
 /// 3.5–4.5; erring high keeps the estimate from stopping runs the provider would take).
 const BYTES_PER_TOKEN: usize = 4;
@@ -55,6 +62,11 @@ pub struct LlmConfig {
     /// Unparseable replies in a row that end the run with `exit_format`. Default
     /// [`DEFAULT_MAX_FORMAT_ERRORS`].
     pub max_format_errors: u32,
+    /// Model calls in a row that fail (no answer within the per-call timeout, after
+    /// retries) that end the run with `exit_api`. An HTTP error or an unreachable
+    /// provider that outlasts the retries ends it at once. Default
+    /// [`DEFAULT_MAX_PROVIDER_FAILURES`].
+    pub max_provider_failures: u32,
 }
 
 /// The agent's and the summariser's endpoints, resolved on the first turn (prices need a
@@ -72,6 +84,7 @@ pub struct LlmPolicy {
     plan: ContextPlan,
     price_overrides: Option<Prices>,
     max_format_errors: u32,
+    max_provider_failures: u32,
     seed: u64,
     /// System prompt and task message: never pruned.
     head: Vec<Message>,
@@ -87,6 +100,8 @@ pub struct LlmPolicy {
     call_ids: HashSet<String>,
     /// Unparseable replies in a row.
     format_errors: u32,
+    /// Calls in a row the provider failed.
+    provider_failures: u32,
 }
 
 impl std::fmt::Debug for LlmPolicy {
@@ -125,6 +140,7 @@ impl LlmPolicy {
             plan,
             price_overrides: llm.price_overrides,
             max_format_errors: llm.max_format_errors.max(1),
+            max_provider_failures: llm.max_provider_failures.max(1),
             seed,
             head: vec![
                 Message::System {
@@ -142,6 +158,7 @@ impl LlmPolicy {
             context: ContextState::default(),
             call_ids: HashSet::new(),
             format_errors: 0,
+            provider_failures: 0,
         })
     }
 
@@ -197,7 +214,7 @@ impl LlmPolicy {
                     .summarizer_messages(&self.transcript, due.clone(), &self.task_text);
             let request = self.request(&endpoints.summarizer.model, messages, Vec::new());
             let called = endpoints.summarizer.call(SUMMARIZER, &request).await;
-            if let Some(summary) = summary_of(called, events)? {
+            if let Some(summary) = self.summary_of(called, events)? {
                 for decision in self.context.fold(&self.transcript, due, summary) {
                     events.context_decision(decision);
                 }
@@ -222,9 +239,7 @@ impl LlmPolicy {
             Ok(completion) => completion,
             Err(error) => {
                 events.deliberation(deliberation);
-                if let Some(stop) = stop_for(&error) {
-                    return Err(stop);
-                }
+                self.call_failed(&error)?;
                 if matches!(error, CallError::Malformed { .. }) {
                     self.format_error(&error.to_string())?;
                 }
@@ -234,6 +249,7 @@ impl LlmPolicy {
                 });
             }
         };
+        self.provider_failures = 0;
         assign_call_ids(&mut completion.tool_calls, turn.number, &mut self.call_ids);
         let parsed = parse_reply(
             &completion.tool_calls,
@@ -287,6 +303,7 @@ impl LlmPolicy {
                     "{} unparseable model replies in a row; last: {error}",
                     self.format_errors
                 ),
+                root: None,
             });
         }
         Ok(())
@@ -304,9 +321,105 @@ impl LlmPolicy {
                 reason: format!(
                     "context_window: about {estimate} prompt tokens + {reply} reply tokens exceed {window}"
                 ),
+                root: None,
             });
         }
         Ok(())
+    }
+}
+
+impl LlmPolicy {
+    /// Reacts to a call that got no usable answer: the exit it forces, if any. A reply
+    /// that is not a chat completion is an answer (the format limit counts it); a context
+    /// overflow ends the run with `exit_context`; an HTTP error or an unreachable
+    /// provider after retries ends it with `exit_api`, and so do
+    /// `max_provider_failures` calls in a row without an answer in time.
+    fn call_failed(&mut self, error: &CallError) -> Result<(), PolicyStop> {
+        // Whether retrying cannot help: the call failed for good, not for time.
+        let failed_for_good = match error {
+            CallError::Malformed { .. } => {
+                self.provider_failures = 0;
+                return Ok(());
+            }
+            CallError::ContextLength(_) => {
+                return Err(PolicyStop {
+                    status: ExitStatus::ExitContext,
+                    reason: error.to_string(),
+                    root: None,
+                })
+            }
+            CallError::Status { .. } | CallError::Transport(_) => true,
+            CallError::Timeout(_) => false,
+        };
+        self.provider_failures += 1;
+        let failed = self.provider_failures;
+        let provider = &self.config.provider;
+        tracing::warn!(
+            provider = %provider,
+            model = %self.config.model,
+            %error,
+            failed_in_a_row = failed,
+            limit = self.max_provider_failures,
+            "model call failed"
+        );
+        let reason = if failed_for_good {
+            error.to_string()
+        } else if failed >= self.max_provider_failures {
+            format!("{failed} model calls in a row failed; last: {error}")
+        } else {
+            return Ok(());
+        };
+        Err(PolicyStop {
+            status: ExitStatus::ExitApi,
+            reason,
+            root: Some(FailureRoot::Provider {
+                provider: provider.clone(),
+                api_error: error.to_string(),
+                failed_calls: failed,
+            }),
+        })
+    }
+
+    /// Reports a summariser call; returns the summary, `None` if there is none to use
+    /// this turn (the context then stays unpruned until the next try).
+    fn summary_of(
+        &mut self,
+        called: Called,
+        events: &mut PolicyEvents<'_>,
+    ) -> Result<Option<String>, PolicyStop> {
+        let Called {
+            mut deliberation,
+            result,
+        } = called;
+        let summary = match result {
+            Ok(Completion {
+                content: Some(text),
+                ..
+            }) if !text.trim().is_empty() => Some(text),
+            Ok(_) => {
+                deliberation.status = DeliberationStatus::ParseFailure;
+                deliberation.error = Some("the summariser's reply has no text".to_owned());
+                None
+            }
+            Err(error) => {
+                if let Err(stop) = self.call_failed(&error) {
+                    events.deliberation(deliberation);
+                    return Err(stop);
+                }
+                None
+            }
+        };
+        if deliberation.status == DeliberationStatus::Ok {
+            self.provider_failures = 0;
+        }
+        match &summary {
+            Some(text) => set_summary(&mut deliberation, text.clone()),
+            None => {
+                tracing::warn!(error = ?deliberation.error, "no summary this turn; context left unpruned")
+            }
+        }
+        events.deliberation(deliberation);
+        Ok(summary)
     }
 }
 
@@ -322,55 +435,6 @@ impl Policy for LlmPolicy {
     ) -> BoxFuture<'a, Result<Decision, PolicyStop>> {
         self.decide_turn(turn, events).boxed()
     }
-}
-
-/// The exit a failed call forces, if any: timeouts and unreadable replies do not end the
-/// run by themselves.
-fn stop_for(error: &CallError) -> Option<PolicyStop> {
-    let status = match error {
-        CallError::ContextLength(_) => ExitStatus::ExitContext,
-        CallError::Status { .. } | CallError::Transport(_) => ExitStatus::ExitApi,
-        CallError::Timeout(_) | CallError::Malformed { .. } => return None,
-    };
-    Some(PolicyStop {
-        status,
-        reason: error.to_string(),
-    })
-}
-
-/// Reports a summariser call; returns the summary, `None` if there is none to use this
-/// turn (the context then stays unpruned until the next try).
-fn summary_of(called: Called, events: &mut PolicyEvents<'_>) -> Result<Option<String>, PolicyStop> {
-    let Called {
-        mut deliberation,
-        result,
-    } = called;
-    let summary = match result {
-        Ok(Completion {
-            content: Some(text),
-            ..
-        }) if !text.trim().is_empty() => Some(text),
-        Ok(_) => {
-            deliberation.status = DeliberationStatus::ParseFailure;
-            deliberation.error = Some("the summariser's reply has no text".to_owned());
-            None
-        }
-        Err(error) => {
-            if let Some(stop) = stop_for(&error) {
-                events.deliberation(deliberation);
-                return Err(stop);
-            }
-            None
-        }
-    };
-    match &summary {
-        Some(text) => set_summary(&mut deliberation, text.clone()),
-        None => {
-            tracing::warn!(error = ?deliberation.error, "no summary this turn; context left unpruned")
-        }
-    }
-    events.deliberation(deliberation);
-    Ok(summary)
 }
 
 /// Why a reply counts as unparseable, if it does.

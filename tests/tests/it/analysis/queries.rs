@@ -50,21 +50,29 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         server
             .query("SELECT count() FROM benchstream.run_stops")
             .trim(),
-        "9"
+        "10"
     );
     assert_eq!(
         server
             .query("SELECT count() FROM benchstream.run_stops FINAL")
             .trim(),
-        "8"
+        "9"
     );
     let answers = answers(&client, &fixtures_dir()).await;
 
     let board = answer(&answers, "leaderboard");
     let a = row(board, "policy_id", A);
-    assert_eq!(board.get(a, "runs"), Some("3"));
+    assert_eq!(board.get(a, "runs"), Some("4"));
+    assert_eq!(
+        (board.get(a, "finished"), board.get(a, "judged")),
+        (Some("4"), Some("3")),
+        "a4 was never judged"
+    );
     assert_eq!(board.get(a, "successes"), Some("2"));
-    assert!(close(board.number(a, "success_rate"), 0.6667));
+    assert!(
+        close(board.number(a, "success_rate"), 0.6667),
+        "2 of the 3 judged runs, the unjudged one is not a failure"
+    );
     assert!(close(board.number(a, "avg_cost_usd"), 0.005));
     assert_eq!(
         board.get(a, "api_calls"),
@@ -102,8 +110,8 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
             exits.get(r, "policy_id") == Some(A) && exits.get(r, "exit_status") == Some("submitted")
         })
         .expect("A submitted");
-    assert_eq!(exits.get(submitted, "runs"), Some("2"));
-    assert!(close(exits.number(submitted, "share"), 0.6667));
+    assert_eq!(exits.get(submitted, "runs"), Some("3"));
+    assert!(close(exits.number(submitted, "share"), 0.75));
 
     let costs = answer(&answers, "cost_breakdown");
     let b = row(costs, "policy_id", B);
@@ -160,7 +168,14 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     assert_eq!((on(A), on(B), on(D)), (Some("1"), Some("1"), Some("0")));
     assert!((0..pareto.rows.len()).all(|r| pareto.get(r, "policy_id") != Some(C)));
 
-    assert_eq!(answer(&answers, "runs").rows.len(), 9);
+    let runs = answer(&answers, "runs");
+    assert_eq!(runs.rows.len(), 10);
+    let a4 = row(runs, "run_id", "a4000000-0000-4000-8000-000000000000");
+    assert_eq!(
+        (runs.get(a4, "success"), runs.get(a4, "cost_usd")),
+        (None, None),
+        "unknown, not 0"
+    );
 
     // The same answers, byte for byte, as the files chdb_check.py compares against.
     assert_answers_equal_expected(&answers, &fixtures_dir());
@@ -209,7 +224,8 @@ async fn every_query_answers_as_blessed_over_the_pipeline_export_on_clickhouse_1
         "6"
     );
     assert_eq!(count("SELECT count() FROM benchstream.failures FINAL"), "6");
-    assert_eq!(answer(&answers, "runs").rows.len(), 9);
+    let runs = answer(&answers, "runs");
+    assert_eq!(runs.rows.len(), 9);
     assert!(
         answer(&answers, "lost_events").rows.is_empty(),
         "every event of the real runs was delivered"
@@ -235,7 +251,7 @@ async fn filters_narrow_every_run_scoped_query() {
         .await
         .expect("runs");
     assert_eq!(board.rows.len(), 1);
-    assert_eq!(board.get(0, "runs"), Some("2"), "a1 started before --since");
+    assert_eq!(board.get(0, "runs"), Some("3"), "a1 started before --since");
     // A hostile value is one string literal, not SQL.
     let hostile = [("policy".to_owned(), "x' OR 1=1 --".to_owned())]
         .into_iter()

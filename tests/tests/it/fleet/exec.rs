@@ -50,7 +50,7 @@ async fn example_agent_events_reach_clickhouse() {
     // run_stop by the runner, which judged the untouched workdir.
     let events = report.summary.events;
     assert_eq!(events, 11);
-    assert!(!report.summary.result.success);
+    assert_eq!(report.summary.result.success, Some(false));
     let delivery = report.delivery.expect("published");
     assert_eq!((delivery.published, delivery.left_in_spool), (events, 0));
 
@@ -58,6 +58,15 @@ async fn example_agent_events_reach_clickhouse() {
     sink.wait_for(
         &format!("SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{run}'"),
         &events.to_string(),
+    )
+    .await;
+    // The agent reported no model call: what it spent is unknown, not $0.
+    sink.wait_for(
+        &format!(
+            "SELECT isNull(cost_usd), isNull(total_tokens), api_calls \
+             FROM benchstream.run_stops FINAL WHERE run_id = '{run}' FORMAT TSV"
+        ),
+        "1\t1\t0",
     )
     .await;
     assert_eq!(

@@ -1,5 +1,6 @@
 //! `agent-runner import swe-agent`: a real-layout trajectory becomes one run's events,
-//! and importing it twice stores one copy.
+//! and importing it twice stores one copy; nobody judged it, so its success, score and
+//! test counts are NULL, and so are tokens and cost when the file has none.
 
 use agent_runner::import;
 use schemas::{sha256_hex, SubjectPrefix};
@@ -53,7 +54,17 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
             "SELECT success, exit_status, total_tokens, api_calls, cost_usd, turns, files_modified \
              FROM benchstream.run_stops FINAL WHERE task_id = 'django__django-11099' FORMAT TSV"
         ),
-        "1\tsubmitted\t120229\t6\t0.0187341\t6\t1"
+        "\\N\tsubmitted\t120229\t6\t0.0187341\t6\t1"
+    );
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            "SELECT isNull(final_score), isNull(tests_passed), isNull(tests_failed), \
+             isNull(stability_variance) FROM benchstream.run_stops FINAL \
+             WHERE task_id = 'django__django-11099' FORMAT TSV"
+        ),
+        "1\t1\t1\t1",
+        "nobody judged the patch"
     );
     assert_eq!(
         query(
@@ -71,5 +82,29 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
         ),
         "['find_file','open','edit','edit','python','submit']"
     );
+
+    // The same trajectory as SWE-agent writes it when it kept no totals: tokens and cost
+    // are unknown, not 0.
+    let mut traj: serde_json::Value = serde_json::from_slice(&bytes).expect("trajectory");
+    for total in ["tokens_sent", "tokens_received", "instance_cost"] {
+        traj["info"]["model_stats"][total] = serde_json::Value::Null;
+    }
+    let untotalled = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        untotalled.path().join("django__django-11099.traj"),
+        serde_json::to_vec(&traj).expect("json"),
+    )
+    .expect("write trajectory");
+    let third = import::import_dir(untotalled.path(), "importer", Some(&setup))
+        .await
+        .expect("import");
+    assert_eq!((third.files, third.events), (1, 27));
+    sink.wait_for(
+        "SELECT count(), countIf(isNull(total_tokens)), countIf(isNull(cost_usd)), \
+         countIf(isNull(success)) FROM benchstream.run_stops FINAL \
+         WHERE task_id = 'django__django-11099' FORMAT TSV",
+        "2\t1\t1\t2",
+    )
+    .await;
     sink.stop().await;
 }

@@ -9,8 +9,10 @@ use schemas::{ExitStatus, PricingSource};
 use serde_json::{json, Value};
 
 use super::{
-    fixture, models, provider, reference_replies, run, unpriced_models, with_prices, TASK,
+    fixture, models, provider, reference_replies, run, run_published, unpriced_models, with_prices,
+    TASK,
 };
+use crate::common::start_pipeline;
 
 /// One scripted call: the usage block the stand-in sends and the counts it must yield
 /// (input includes cached and written, output includes reasoning).
@@ -107,7 +109,7 @@ async fn assert_exact_costs(
 ) {
     let finished = run(fixture("raw"), llm).await;
     let result = &finished.summary.result;
-    assert!(result.success, "{result:?}");
+    assert_eq!(result.success, Some(true), "{result:?}");
     let deliberations = finished.deliberations();
     let billed = billed_calls();
     assert_eq!(deliberations.len(), billed.len());
@@ -149,7 +151,7 @@ async fn assert_exact_costs(
         "run cost to the cent"
     );
     let tokens: u64 = billed.iter().map(|b| b.input + b.output).sum();
-    assert_eq!((result.total_tokens, result.api_calls), (tokens, 4));
+    assert_eq!((result.total_tokens, result.api_calls), (Some(tokens), 4));
     assert_eq!(server.chat_requests().len(), 4);
 }
 
@@ -188,10 +190,54 @@ async fn provider_listed_prices_give_exact_costs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_cost_in_clickhouse_is_the_exact_sum_of_its_calls() {
+    let (nats, sink) = start_pipeline().await;
+    // At $3 / $15 per Mtok: 0.04704 + 0.023385 + 0.041541 + 0.106026 = 0.217992 USD,
+    // which a float sum of the four makes 0.21799200000000002.
+    let usages = [(9805, 1175), (5135, 532), (8727, 1024), (30457, 977)];
+    let replies =
+        reference_replies(TASK)
+            .into_iter()
+            .zip(usages)
+            .map(|(reply, (prompt, completion))| {
+                reply.usage(json!({"prompt_tokens": prompt, "completion_tokens": completion}))
+            });
+    let server = OpenAiServer::with_replies(models(), replies);
+
+    let summary = run_published(fixture("raw"), provider(&server), &nats, &sink).await;
+
+    let run_id = summary.run_id;
+    let float_sum: f64 = [0.04704, 0.023385, 0.041541, 0.106026].iter().sum();
+    assert_ne!(
+        float_sum.to_string(),
+        "0.217992",
+        "a float sum would be off"
+    );
+    sink.wait_for(
+        &format!(
+            "SELECT count(), groupArray(toString(cost_usd)) FROM \
+             (SELECT cost_usd FROM benchstream.deliberations FINAL \
+              WHERE run_id = '{run_id}' ORDER BY seq) FORMAT TSV"
+        ),
+        "4\t['0.04704','0.023385','0.041541','0.106026']",
+    )
+    .await;
+    sink.wait_for(
+        &format!(
+            "SELECT toString(cost_usd), success FROM benchstream.run_stops FINAL \
+             WHERE run_id = '{run_id}' FORMAT TSV"
+        ),
+        "0.217992\t1",
+    )
+    .await;
+    sink.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_price_gives_a_null_cost_not_zero() {
     let server = scripted_with_usage(unpriced_models("bench/priced-model"));
     let finished = run(fixture("raw"), provider(&server)).await;
-    assert!(finished.summary.result.success);
+    assert_eq!(finished.summary.result.success, Some(true));
     let deliberations = finished.deliberations();
     assert_eq!(deliberations.len(), 4);
     for d in deliberations {

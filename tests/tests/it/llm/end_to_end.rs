@@ -29,7 +29,7 @@ async fn model_solves_a_shipped_task_and_its_events_land_in_clickhouse() {
         .expect("llm-local runs");
 
     let run = &report.runs[0];
-    assert!(run.result.success, "{:?}", run.result);
+    assert_eq!(run.result.success, Some(true), "{:?}", run.result);
     assert_eq!(run.result.exit_status, ExitStatus::Submitted);
     assert_eq!(run.policy_id, "qwen2.5-coder:7b:observation_masking");
     assert_eq!(report.undelivered(), 0);

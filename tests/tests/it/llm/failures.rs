@@ -1,14 +1,19 @@
 //! Provider trouble: a hung call is a `timeout` deliberation and the run goes on; 429 and
 //! 5xx are retried per `retry_policy` (honouring `Retry-After`) and the retries counted;
-//! errors that outlast the retries end the run with `exit_api`; a prompt over the context
-//! window ends it with `exit_context`, whether the provider or the estimate says so.
+//! errors that outlast the retries end the run with `exit_api`, and so does a provider
+//! that leaves `max_provider_failures` calls in a row unanswered, both with a `failure`
+//! rooted in the provider and calls whose cost is unknown (NULL), checked in ClickHouse;
+//! a prompt over the context window ends it with `exit_context`, whether the provider or
+//! the estimate says so.
 
 use std::time::Duration;
 
+use agent_runner::agent::RunSummary;
 use benchstream_tests::{OpenAiServer, Reply};
 use schemas::{DeliberationStatus, ExitStatus};
 
-use super::{fixture, models, provider, reference_replies, run, TASK};
+use super::{fixture, models, provider, reference_replies, run, run_published, TASK};
+use crate::common::{start_pipeline, SinkToClickHouse};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hung_call_is_a_timeout_deliberation_and_the_run_goes_on() {
@@ -44,7 +49,7 @@ async fn hung_call_is_a_timeout_deliberation_and_the_run_goes_on() {
         .as_deref()
         .is_some_and(|e| e.contains("300 ms")));
     let result = &finished.summary.result;
-    assert!(result.success, "{result:?}");
+    assert_eq!(result.success, Some(true), "{result:?}");
     assert_eq!((result.turns, result.api_calls), (5, 5));
 }
 
@@ -70,27 +75,106 @@ async fn rate_limit_then_success_counts_the_retries() {
         finished.summary.result.api_calls, 4,
         "a call with retries is one api call"
     );
-    assert!(finished.summary.result.success);
+    assert_eq!(finished.summary.result.success, Some(true));
     assert_eq!(server.chat_requests().len(), 6);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_errors_after_retries_end_the_run_with_exit_api() {
+    let (nats, sink) = start_pipeline().await;
     let server = OpenAiServer::with_replies(
         models(),
         [500, 502, 503].map(|status| Reply::error(status, "provider down")),
     );
 
-    let finished = run(fixture("raw"), provider(&server)).await;
+    let summary = run_published(fixture("raw"), provider(&server), &nats, &sink).await;
 
-    let [d] = finished.deliberations()[..] else {
-        panic!("one deliberation expected")
-    };
-    assert_eq!((d.status, d.retries), (DeliberationStatus::ApiError, 2));
-    assert!(d.error.as_deref().is_some_and(|e| e.contains("HTTP 503")));
-    let result = &finished.summary.result;
-    assert_eq!(result.exit_status, ExitStatus::ExitApi, "{result:?}");
+    assert_eq!(summary.result.exit_status, ExitStatus::ExitApi);
     assert_eq!(server.chat_requests().len(), 3);
+    sink.wait_for(
+        &format!(
+            "SELECT status, retries, position(error, 'HTTP 503') > 0 \
+             FROM benchstream.deliberations FINAL WHERE run_id = '{}' FORMAT TSV",
+            summary.run_id
+        ),
+        "api_error\t2\t1",
+    )
+    .await;
+    assert_provider_ended_the_run(&sink, &summary, 1).await;
+    sink.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_provider_ends_the_run_with_exit_api_after_the_limit() {
+    let (nats, sink) = start_pipeline().await;
+    // Every call hangs past the per-call timeout; timeouts are not retried (raw.toml).
+    let server = OpenAiServer::start(models(), |_| {
+        Reply::text("too late").delayed(Duration::from_secs(5))
+    });
+    let mut llm = provider(&server);
+    llm.provider.timeout = Duration::from_millis(300);
+    llm.max_provider_failures = 3;
+
+    let summary = run_published(fixture("raw"), llm, &nats, &sink).await;
+
+    // Three unanswered calls, one per turn, then the run ends: not after the 20 turns
+    // of max_iterations. Two turns were taken; the third call ended the run.
+    assert_eq!(server.chat_requests().len(), 3);
+    assert!(summary
+        .result
+        .early_stop_reason
+        .as_deref()
+        .is_some_and(|r| r.starts_with("3 model calls in a row failed")));
+    sink.wait_for(
+        &format!(
+            "SELECT exit_status, turns, api_calls FROM benchstream.run_stops FINAL \
+             WHERE run_id = '{}' FORMAT TSV",
+            summary.run_id
+        ),
+        "exit_api\t2\t3",
+    )
+    .await;
+    assert_provider_ended_the_run(&sink, &summary, 3).await;
+    sink.stop().await;
+}
+
+/// What ClickHouse holds for a run the provider ended: `exit_api`; a run-level `failure`
+/// rooted in the provider (`stand-in` in the fixtures) after `failed_calls` failed calls
+/// in a row; calls whose cost is unknown (NULL, `pricing_source` `unknown`, never $0 from
+/// the provider's prices), so the run's cost is unknown too.
+async fn assert_provider_ended_the_run(
+    sink: &SinkToClickHouse,
+    summary: &RunSummary,
+    failed_calls: u32,
+) {
+    let run_id = summary.run_id;
+    sink.wait_for(
+        &format!(
+            "SELECT exit_status, isNull(cost_usd) FROM benchstream.run_stops FINAL \
+             WHERE run_id = '{run_id}' FORMAT TSV"
+        ),
+        "exit_api\t1",
+    )
+    .await;
+    sink.wait_for(
+        &format!(
+            "SELECT root_kind, error_category, \
+             visitParamExtractString(first_failure_root, 'provider'), \
+             visitParamExtractUInt(first_failure_root, 'failed_calls') \
+             FROM benchstream.failures FINAL WHERE run_id = '{run_id}' AND isNull(step_id) \
+             FORMAT TSV"
+        ),
+        &format!("provider\tprovider\tstand-in\t{failed_calls}"),
+    )
+    .await;
+    sink.wait_for(
+        &format!(
+            "SELECT count(), countIf(isNull(cost_usd)), groupUniqArray(pricing_source) \
+             FROM benchstream.deliberations FINAL WHERE run_id = '{run_id}' FORMAT TSV"
+        ),
+        &format!("{failed_calls}\t{failed_calls}\t['unknown']"),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

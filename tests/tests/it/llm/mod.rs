@@ -24,12 +24,12 @@ use agent_runner::pricing::Prices;
 use agent_runner::provider::ProviderConfig;
 use agent_runner::scenario::LoadedTask;
 use agent_runner::tools::ToolRequest;
-use benchstream_tests::{OpenAiServer, Reply};
-use schemas::{BenchmarkEvent, ContextDecision, Deliberation, Payload};
+use benchstream_tests::{NatsServer, OpenAiServer, Reply};
+use schemas::{BenchmarkEvent, ContextDecision, Deliberation, Payload, SubjectPrefix};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{journal_events, repo_path, runner_config};
+use crate::common::{journal_events, publish_setup, repo_path, runner_config, SinkToClickHouse};
 
 /// The task the stand-in model solves.
 pub(crate) const TASK: &str = "py-slugify-unicode";
@@ -78,6 +78,7 @@ pub(crate) fn provider(server: &OpenAiServer) -> LlmConfig {
         },
         price_overrides: None,
         max_format_errors: 3,
+        max_provider_failures: 3,
     }
 }
 
@@ -127,6 +128,34 @@ pub(crate) async fn run(scenario: PathBuf, llm: LlmConfig) -> Finished {
     let [summary] = <[RunSummary; 1]>::try_from(report.runs).expect("one run");
     let events = journal_events(&summary);
     Finished { summary, events }
+}
+
+/// Runs the one task of `scenario` with `llm`, publishing to `nats`; returns its summary
+/// once `sink` has stored every event of the run in ClickHouse.
+pub(crate) async fn run_published(
+    scenario: PathBuf,
+    llm: LlmConfig,
+    nats: &NatsServer,
+    sink: &SinkToClickHouse,
+) -> RunSummary {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
+    let mut config = runner_config(scenario, None, true, Some(setup), dir.path());
+    config.llm = Some(llm);
+    let report = agent_runner::run(config, CancellationToken::new())
+        .await
+        .expect("scenario runs");
+    assert_eq!(report.undelivered(), 0);
+    let [summary] = <[RunSummary; 1]>::try_from(report.runs).expect("one run");
+    sink.wait_for(
+        &format!(
+            "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
+            summary.run_id
+        ),
+        &summary.events.to_string(),
+    )
+    .await;
+    summary
 }
 
 /// Chat requests that carry tools: the agent's, not the summariser's.

@@ -62,7 +62,7 @@ async fn model_recovers_from_a_malformed_call() {
         .iter()
         .enumerate()
         .all(|(i, s)| i == 1 || *s == DeliberationStatus::Ok));
-    assert!(finished.summary.result.success);
+    assert_eq!(finished.summary.result.success, Some(true));
     let after = &agent_requests(&server)[2];
     assert!(contents(after, "tool")
         .iter()
@@ -86,8 +86,9 @@ async fn json_calls_in_text_work_without_function_calling() {
 
     let finished = run(fixture("raw"), provider(&server)).await;
 
-    assert!(
+    assert_eq!(
         finished.summary.result.success,
+        Some(true),
         "{:?}",
         finished.summary.result
     );

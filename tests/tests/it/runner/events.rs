@@ -81,7 +81,7 @@ async fn event_stream_has_gapless_seq_hashes_subjects_and_headers() {
     assert_eq!(start.fixture_sha256, task.fixture_sha256());
     assert_eq!(start.scenario.sha256, scenario.sha256);
     assert!(
-        matches!(messages.last().map(|m| &m.event.payload), Some(Payload::RunStop(s)) if s.success)
+        matches!(messages.last().map(|m| &m.event.payload), Some(Payload::RunStop(s)) if s.success == Some(true))
     );
 
     // Tool calls hash their arguments canonically, in solution order.

@@ -21,7 +21,10 @@ async fn tampered_tests_do_not_pass_a_run_and_are_reported() {
     let cheat = run("py-slugify-unicode");
     let r = &cheat.result;
     assert_eq!(r.exit_status, ExitStatus::Submitted);
-    assert!(!r.success && r.tests_failed > 0, "{r:?}");
+    assert!(
+        r.success == Some(false) && r.tests_failed > Some(0),
+        "{r:?}"
+    );
     assert!(
         r.failing_tests.contains(&"test_accents".to_owned()),
         "{r:?}"
@@ -57,7 +60,10 @@ async fn tampered_tests_do_not_pass_a_run_and_are_reported() {
     // A real fix is still a success with the tests put back, and the tampering is reported.
     let fixed = run("sh-ci-exit-status");
     let r = &fixed.result;
-    assert!(r.success && r.tests_failed == 0, "{r:?}");
+    assert!(
+        r.success == Some(true) && r.tests_failed == Some(0),
+        "{r:?}"
+    );
     assert_eq!(
         fixed.protected_restored,
         [

@@ -1,13 +1,21 @@
 //! Tool sandboxing seen from the event stream: a timed-out bash call takes its whole
 //! process group down and is reported as `timeout`; a path escaping the workspace is a
-//! `user_error` with a `path` failure.
+//! `user_error` with a `path` failure. A tool error (any `exit_kind` but `ok`, a command
+//! exiting non-zero included) counts the same in `failure` events, `run_stop.tool_errors`
+//! and the `tool_errors` query, checked in ClickHouse.
 
 use std::time::Duration;
 
 use benchstream_tests::processes_with;
 use schemas::{ExitKind, ExitStatus, FailureRoot, Payload};
 
-use crate::common::{fixture_scenario, journal_events, run_offline};
+use event_sink::analysis::{ParamValues, Query};
+use schemas::SubjectPrefix;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::{
+    fixture_scenario, journal_events, publish_setup, run_offline, runner_config, start_pipeline,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_timeout_kills_the_process_group_and_reports_timeout() {
@@ -52,4 +60,74 @@ async fn tool_timeout_kills_the_process_group_and_reports_timeout() {
     assert!(
         matches!(roots[1], FailureRoot::Path { invalid_path, .. } if invalid_path == "../outside.txt")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_command_counts_once_in_events_run_stop_and_the_query() {
+    let (nats, sink) = start_pipeline().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
+    let config = runner_config(
+        fixture_scenario("tool-errors"),
+        None,
+        true,
+        Some(setup),
+        dir.path(),
+    );
+    let report = agent_runner::run(config, CancellationToken::new())
+        .await
+        .expect("scenario runs");
+    let run = &report.runs[0];
+    let run_id = run.run_id;
+    sink.wait_for(
+        &format!("SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{run_id}'"),
+        &run.events.to_string(),
+    )
+    .await;
+
+    // `exit 3` (deterministic, root `tool`) and the missing file (user_error, root
+    // `path`), each with its failure.
+    sink.wait_for(
+        &format!(
+            "SELECT groupArray(exit_kind) FROM (SELECT exit_kind FROM benchstream.tool_calls \
+             FINAL WHERE run_id = '{run_id}' ORDER BY seq) FORMAT TSV"
+        ),
+        "['deterministic','ok','user_error','ok']",
+    )
+    .await;
+    sink.wait_for(
+        &format!(
+            "SELECT groupArray(root_kind) FROM (SELECT root_kind FROM benchstream.failures \
+             FINAL WHERE run_id = '{run_id}' AND isNotNull(step_id) ORDER BY seq) FORMAT TSV"
+        ),
+        "['tool','path']",
+    )
+    .await;
+    sink.wait_for(
+        &format!(
+            "SELECT tool_errors FROM benchstream.run_stops FINAL WHERE run_id = '{run_id}' \
+             FORMAT TSV"
+        ),
+        "2",
+    )
+    .await;
+    let client = clickhouse::Client::default()
+        .with_url(sink.clickhouse.http_url())
+        .with_database("benchstream")
+        .with_validation(false);
+    let answer = Query::find("tool_errors")
+        .expect("shipped query")
+        .run(&client, &ParamValues::new())
+        .await
+        .expect("tool_errors runs");
+    let errors: f64 = (0..answer.rows.len())
+        .filter(|&row| answer.get(row, "exit_kind") != Some("ok"))
+        .filter_map(|row| answer.number(row, "calls"))
+        .sum();
+    assert_eq!(errors, 2.0, "{answer:?}");
+    let bash = (0..answer.rows.len())
+        .find(|&row| answer.get(row, "tool_name") == Some("bash"))
+        .expect("a bash row");
+    assert_eq!(answer.number(bash, "tool_error_rate"), Some(0.5));
+    sink.stop().await;
 }

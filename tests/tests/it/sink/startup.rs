@@ -52,7 +52,7 @@ async fn migrations_are_applied_once_and_recorded() {
     assert_eq!(
         recorded.trim(),
         "['schema_migrations','events_raw','dead_letters','typed_events',\
-         'bounded_first_write_wins','smith_nullable']"
+         'bounded_first_write_wins','smith_nullable','unknown_run_results']"
     );
     let tables =
         clickhouse.query("SELECT count() FROM system.tables WHERE database = 'benchstream'");
@@ -85,7 +85,7 @@ async fn migrations_are_applied_once_and_recorded() {
         ),
         "got {refused:?}"
     );
-    assert_eq!(MIGRATIONS.len(), 6);
+    assert_eq!(MIGRATIONS.len(), 7);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
