@@ -18,23 +18,29 @@ const TRIAL_RESULTS_SQL: &str = include_str!("trial_results.sql");
 pub struct TrialResult {
     /// The run's id.
     pub run_id: String,
-    /// 1 when solved.
-    pub success: u8,
+    /// 1 when solved; `None` when nobody judged the run.
+    pub success: Option<u8>,
     /// Its cost; `None` when the price was unknown.
     pub cost_usd: Option<f64>,
-    /// Tokens it used.
-    pub total_tokens: u64,
+    /// Tokens it used; `None` when unknown.
+    pub total_tokens: Option<u64>,
     /// Its wall time, ms.
     pub wall_time_ms: u64,
 }
 
 impl TrialResult {
-    /// Its reward under `weights`; `None` when unknown (see [`RewardWeights::reward`]).
+    /// Its reward under `weights`; `None` when unknown: an unjudged run, or an unknown
+    /// cost or token count that weighs in (see [`RewardWeights::reward`]).
     pub fn reward(&self, weights: &RewardWeights) -> Option<f64> {
+        let tokens = match self.total_tokens {
+            Some(tokens) => tokens as f64,
+            None if weights.token_weight == 0.0 => 0.0,
+            None => return None,
+        };
         weights.reward(
-            f64::from(self.success),
+            f64::from(self.success?),
             self.cost_usd,
-            self.total_tokens as f64,
+            tokens,
             self.wall_time_ms as f64,
         )
     }

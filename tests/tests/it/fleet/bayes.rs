@@ -93,7 +93,7 @@ fn first_solved(report: &SweepReport) -> Option<usize> {
     report
         .runs
         .iter()
-        .position(|r| r.summary.result.success)
+        .position(|r| r.summary.result.success == Some(true))
         .map(|i| i + 1)
 }
 
@@ -146,7 +146,7 @@ async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
         report
             .runs
             .iter()
-            .filter(|r| r.summary.result.success)
+            .filter(|r| r.summary.result.success == Some(true))
             .count()
     };
     eprintln!(
