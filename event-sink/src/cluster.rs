@@ -10,19 +10,22 @@
 //!   <database>/<name>_local', '{replica}', v)`): the rows of one shard, copied between its
 //!   replicas through ZooKeeper;
 //! - `<name>`, a `Distributed` table over the `_local` tables of all shards, with the
-//!   same columns. Its sharding key is [`sharding_key`]: `run_id` where the table has one,
-//!   so every copy of an event and every event of a run land on one shard, and `FINAL`
-//!   (which deduplicates within a shard) and per-run queries stay exact.
+//!   same columns, except that a `MATERIALIZED` column is an `ALIAS` of the same
+//!   expression there (18.16's synchronous distributed insert sends every column of the
+//!   Distributed table, and a shard refuses values for a `MATERIALIZED` one; the shard
+//!   computes it). Its sharding key is [`sharding_key`]: `run_id` where the table has
+//!   one, so every copy of an event and every event of a run land on one shard, and
+//!   `FINAL` (which deduplicates within a shard) and per-run queries stay exact.
 //!
-//! Statements are rendered by kind ([`render`]): `CREATE TABLE` gives both tables,
-//! `ALTER TABLE` and `RENAME TABLE` act on the `_local` tables, `DROP TABLE` drops both,
-//! a materialized view reads and writes `_local` tables (it fires on the server that
-//! took the insert, and its target replicates like any table), `INSERT` and guard
-//! queries run unchanged through the Distributed tables. A Distributed table cannot be
-//! altered `ON CLUSTER` over replicated shards, so after every statement
-//! [`reconcile`] recreates each Distributed table whose columns no longer match its
-//! `_local` table and drops those left without one: that also repairs a migration
-//! interrupted between its steps.
+//! Statements are rendered by kind ([`render`]): `CREATE TABLE`, `ALTER TABLE` and
+//! `RENAME TABLE` act on the `_local` tables, `DROP TABLE` drops both, a materialized
+//! view reads and writes `_local` tables (it fires on the server that took the insert,
+//! and its target replicates like any table), `INSERT` and guard queries run unchanged
+//! through the Distributed tables. The Distributed tables are [`reconcile`]'s, run after
+//! every statement: it creates the missing ones, recreates those whose columns no
+//! longer match their `_local` table (a Distributed table cannot be altered
+//! `ON CLUSTER` over replicated shards) and drops those left without one, which also
+//! repairs a migration interrupted between its steps.
 //!
 //! Every `ON CLUSTER` statement names its database: the servers that execute it do not
 //! know the session database of the one that queued it.
@@ -62,7 +65,9 @@ pub fn render(statement: &str, target: &Target<'_>) -> Result<Vec<String>, Rende
     };
     let words: Vec<&str> = code.split_whitespace().take(8).collect();
     match words.as_slice() {
-        ["CREATE", "TABLE", "IF", "NOT", "EXISTS", ..] => create_table(&code, target).ok_or_else(|| fail("expected `CREATE TABLE IF NOT EXISTS name (columns) ENGINE = ...MergeTree(...) ... ORDER BY ...`")),
+        ["CREATE", "TABLE", "IF", "NOT", "EXISTS", ..] => create_table(&code, target)
+            .map(|table| vec![table])
+            .ok_or_else(|| fail("expected `CREATE TABLE IF NOT EXISTS name (columns) ENGINE = ...MergeTree(...) ... ORDER BY ...`")),
         ["CREATE", "MATERIALIZED", "VIEW", "IF", "NOT", "EXISTS", ..] => {
             materialized_view(&code, target)
                 .map(|view| vec![view])
@@ -122,8 +127,8 @@ fn qualified(target: &Target<'_>, name: &str) -> String {
 }
 
 /// `CREATE TABLE IF NOT EXISTS name (columns) ENGINE = XMergeTree(args) rest` → the
-/// Replicated `name_local` and the Distributed `name`.
-fn create_table(code: &str, target: &Target<'_>) -> Option<Vec<String>> {
+/// Replicated `name_local` (the Distributed `name` is [`reconcile`]'s).
+fn create_table(code: &str, target: &Target<'_>) -> Option<String> {
     let rest = code
         .trim_start()
         .strip_prefix("CREATE TABLE IF NOT EXISTS")?;
@@ -151,7 +156,8 @@ fn create_table(code: &str, target: &Target<'_>) -> Option<Vec<String>> {
         }
         None => ("", after),
     };
-    let order_by = order_by(settings)?;
+    // Without a sorting key the table could not be sharded by it.
+    order_by(settings)?;
     let local_name = local(name);
     let zk_path = format!(
         "/clickhouse/tables/{{shard}}/{}/{local_name}",
@@ -162,28 +168,52 @@ fn create_table(code: &str, target: &Target<'_>) -> Option<Vec<String>> {
     } else {
         format!("'{zk_path}', '{{replica}}', {args}")
     };
-    let key = sharding_key(&column_names(columns), &order_by);
-    Some(vec![
-        format!(
-            "CREATE TABLE IF NOT EXISTS {} ON CLUSTER {} {columns}\nENGINE = Replicated{engine}({replicated_args}){settings}",
-            qualified(target, &local_name),
-            target.cluster
-        ),
-        distributed(target, name, &key),
-    ])
+    Some(format!(
+        "CREATE TABLE IF NOT EXISTS {} ON CLUSTER {} {columns}\nENGINE = Replicated{engine}({replicated_args}){settings}",
+        qualified(target, &local_name),
+        target.cluster
+    ))
 }
 
-/// `CREATE TABLE` of the Distributed table `name` over `name_local`.
-fn distributed(target: &Target<'_>, name: &str, key: &str) -> String {
+/// `CREATE TABLE` of the Distributed table `name` over `name_local`, whose columns are
+/// `columns`.
+fn distributed(target: &Target<'_>, name: &str, columns: &[&Column]) -> String {
+    let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+    let sorting: Vec<String> = columns
+        .iter()
+        .filter(|c| c.is_in_sorting_key == 1)
+        .map(|c| c.name.clone())
+        .collect();
+    let definitions: Vec<String> = columns
+        .iter()
+        .map(|c| {
+            let (kind, expression) = distributed_default(c);
+            match kind {
+                "" => format!("`{}` {}", c.name, c.r#type),
+                kind => format!("`{}` {} {kind} {expression}", c.name, c.r#type),
+            }
+        })
+        .collect();
     format!(
-        "CREATE TABLE IF NOT EXISTS {} ON CLUSTER {} AS {} ENGINE = Distributed({}, {}, {}, {key})",
+        "CREATE TABLE IF NOT EXISTS {} ON CLUSTER {} ({}) ENGINE = Distributed({}, {}, {}, {})",
         qualified(target, name),
         target.cluster,
-        qualified(target, &local(name)),
+        definitions.join(", "),
         target.cluster,
         target.database,
-        local(name)
+        local(name),
+        sharding_key(&names, &sorting)
     )
+}
+
+/// How a column of a `_local` table is declared in its Distributed table: the same,
+/// except `MATERIALIZED` → `ALIAS` (see the module docs).
+fn distributed_default(column: &Column) -> (&str, &str) {
+    let kind = match column.default_kind.as_str() {
+        "MATERIALIZED" => "ALIAS",
+        kind => kind,
+    };
+    (kind, column.default_expression.as_str())
 }
 
 /// The byte offset of the `)` closing the `(` that `text` starts with. Parentheses in
@@ -214,18 +244,6 @@ fn matching_paren(text: &str) -> Option<usize> {
         i += 1;
     }
     None
-}
-
-/// Column names of a `(columns)` list: the first word of each definition.
-fn column_names(columns: &str) -> Vec<String> {
-    columns
-        .trim_start_matches('(')
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("--") && *line != ")")
-        .filter_map(|line| line.split_whitespace().next())
-        .map(|word| word.trim_matches('`').to_owned())
-        .collect()
 }
 
 /// The columns of `ORDER BY col` or `ORDER BY (a, b)` in the text after the engine.
@@ -312,7 +330,7 @@ fn rename(code: &str, target: &Target<'_>) -> Option<String> {
 
 /// One column as `system.columns` describes it.
 #[derive(Debug, Row, Deserialize, PartialEq, Eq)]
-struct ColumnRow {
+struct Column {
     table: String,
     name: String,
     r#type: String,
@@ -343,29 +361,30 @@ pub async fn reconcile(db: &Client, target: &Target<'_>) -> Result<(), clickhous
              toUInt8(is_in_sorting_key) FROM system.columns \
              WHERE database = currentDatabase()",
         )
-        .fetch_all::<ColumnRow>()
+        .fetch_all::<Column>()
         .await?;
-    let columns_of = |table: &str| -> Vec<(&str, &str, &str, &str)> {
-        columns
-            .iter()
-            .filter(|c| c.table == table)
-            .map(|c| {
-                (
-                    c.name.as_str(),
-                    c.r#type.as_str(),
-                    c.default_kind.as_str(),
-                    c.default_expression.as_str(),
-                )
-            })
-            .collect()
-    };
+    let of =
+        |table: &str| -> Vec<&Column> { columns.iter().filter(|c| c.table == table).collect() };
     let is_local =
         |t: &TableRow| t.engine.starts_with("Replicated") && t.name.ends_with(LOCAL_SUFFIX);
-    for table in tables.iter().filter(|t| t.engine == "Distributed") {
-        let backed = tables
+    // The Distributed table `name` as it should be, compared by name, type and default.
+    let matches = |name: &str, local_columns: &[&Column]| {
+        let want = local_columns
             .iter()
-            .any(|t| is_local(t) && t.name == local(&table.name));
-        if !backed || columns_of(&table.name) != columns_of(&local(&table.name)) {
+            .map(|c| (c.name.as_str(), c.r#type.as_str(), distributed_default(c)));
+        let have = of(name).into_iter().map(|c| {
+            (
+                c.name.as_str(),
+                c.r#type.as_str(),
+                (c.default_kind.as_str(), c.default_expression.as_str()),
+            )
+        });
+        want.eq(have)
+    };
+    for table in tables.iter().filter(|t| t.engine == "Distributed") {
+        let local_name = local(&table.name);
+        let backed = tables.iter().any(|t| is_local(t) && t.name == local_name);
+        if !backed || !matches(&table.name, &of(&local_name)) {
             db.query(&format!(
                 "DROP TABLE IF EXISTS {} ON CLUSTER {}",
                 qualified(target, &table.name),
@@ -377,24 +396,14 @@ pub async fn reconcile(db: &Client, target: &Target<'_>) -> Result<(), clickhous
     }
     for table in tables.iter().filter(|t| is_local(t)) {
         let name = &table.name[..table.name.len() - LOCAL_SUFFIX.len()];
-        let matching = tables
+        let local_columns = of(&table.name);
+        let exists = tables
             .iter()
-            .any(|t| t.name == name && t.engine == "Distributed")
-            && columns_of(name) == columns_of(&table.name);
-        if matching {
+            .any(|t| t.name == name && t.engine == "Distributed");
+        if exists && matches(name, &local_columns) {
             continue;
         }
-        let names: Vec<String> = columns
-            .iter()
-            .filter(|c| c.table == table.name)
-            .map(|c| c.name.clone())
-            .collect();
-        let sorting: Vec<String> = columns
-            .iter()
-            .filter(|c| c.table == table.name && c.is_in_sorting_key == 1)
-            .map(|c| c.name.clone())
-            .collect();
-        db.query(&distributed(target, name, &sharding_key(&names, &sorting)))
+        db.query(&distributed(target, name, &local_columns))
             .execute()
             .await?;
     }
@@ -411,38 +420,67 @@ mod tests {
     };
 
     #[test]
-    fn a_table_becomes_a_replicated_local_table_and_a_distributed_one() {
+    fn a_table_becomes_a_replicated_local_table() {
         let sql = "-- events\nCREATE TABLE IF NOT EXISTS steps\n(\n    event_id UUID,\n    \
                    -- the run (a comment)\n    run_id UUID,\n    precedence UInt64 MATERIALIZED bitNot(ifNull(s, 0))\n)\n\
                    ENGINE = ReplacingMergeTree(precedence)\nPARTITION BY toYear(ts)\nORDER BY (run_id, event_id)";
         let rendered = render(sql, &TARGET).expect("renders");
-        assert_eq!(rendered.len(), 2);
+        assert_eq!(rendered.len(), 1);
         assert!(rendered[0]
             .starts_with("CREATE TABLE IF NOT EXISTS db.steps_local ON CLUSTER benchstream (\n"));
         assert!(rendered[0].ends_with(
             "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/db/steps_local', \
              '{replica}', precedence)\nPARTITION BY toYear(ts)\nORDER BY (run_id, event_id)"
         ));
+        let sql = "CREATE TABLE IF NOT EXISTS d\n(\n    stream String\n)\nENGINE = MergeTree\nORDER BY stream";
+        assert!(render(sql, &TARGET).expect("renders")[0].contains(
+            "ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/db/d_local', '{replica}')\n"
+        ));
+    }
+
+    fn column(name: &str, kind: &str, expression: &str, sorting: bool) -> Column {
+        Column {
+            table: "steps_local".into(),
+            name: name.into(),
+            r#type: "UInt64".into(),
+            default_kind: kind.into(),
+            default_expression: expression.into(),
+            is_in_sorting_key: u8::from(sorting),
+        }
+    }
+
+    #[test]
+    fn distributed_tables_alias_materialized_columns_and_shard_by_run() {
+        let columns = [
+            column("run_id", "", "", true),
+            column("event_id", "", "", true),
+            column("protocol", "DEFAULT", "'benchstream'", false),
+            column("precedence", "MATERIALIZED", "bitNot(s)", false),
+        ];
+        let refs: Vec<&Column> = columns.iter().collect();
         assert_eq!(
-            rendered[1],
-            "CREATE TABLE IF NOT EXISTS db.steps ON CLUSTER benchstream AS db.steps_local \
-             ENGINE = Distributed(benchstream, db, steps_local, sipHash64(toString(run_id)))"
+            distributed(&TARGET, "steps", &refs),
+            "CREATE TABLE IF NOT EXISTS db.steps ON CLUSTER benchstream (`run_id` UInt64, \
+             `event_id` UInt64, `protocol` UInt64 DEFAULT 'benchstream', `precedence` UInt64 \
+             ALIAS bitNot(s)) ENGINE = Distributed(benchstream, db, steps_local, \
+             sipHash64(toString(run_id)))"
         );
     }
 
     #[test]
     fn tables_without_run_id_are_sharded_by_their_sorting_key() {
-        let sql = "CREATE TABLE IF NOT EXISTS schema_migrations\n(\n    version UInt32,\n    \
-                   applied_at DateTime\n)\nENGINE = ReplacingMergeTree(applied_at)\nORDER BY version";
-        let rendered = render(sql, &TARGET).expect("renders");
-        assert!(rendered[1].ends_with("sipHash64(toString(version)))"));
-        let sql = "CREATE TABLE IF NOT EXISTS d\n(\n    stream String,\n    stream_seq UInt64\n)\n\
-                   ENGINE = MergeTree\nORDER BY (stream, stream_seq)";
-        let rendered = render(sql, &TARGET).expect("renders");
-        assert!(rendered[0].contains(
-            "ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/db/d_local', '{replica}')\n"
-        ));
-        assert!(rendered[1].ends_with("sipHash64(toString(stream), toString(stream_seq)))"));
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            sharding_key(&names(&["version", "name"]), &names(&["version"])),
+            "sipHash64(toString(version))"
+        );
+        assert_eq!(
+            sharding_key(
+                &names(&["stream", "stream_seq"]),
+                &names(&["stream", "stream_seq"])
+            ),
+            "sipHash64(toString(stream), toString(stream_seq))"
+        );
     }
 
     #[test]

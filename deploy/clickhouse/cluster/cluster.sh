@@ -157,9 +157,18 @@ server_ready() {
 
 up() {
 	local name deadline ready
-	start_zookeeper
-	for name in "${servers[@]}"; do start_server "$name"; done
 	deadline=$((SECONDS + ready_timeout))
+	start_zookeeper
+	# A server loading Replicated tables at start gives up if ZooKeeper does not answer.
+	until zk_ready; do
+		running_pid "$zk_dir/zookeeper.pid" "$zk_dir/zoo.cfg" >/dev/null || {
+			tail -n 20 "$zk_dir/log/console.log" >&2 || true
+			die "zookeeper exited during start-up"
+		}
+		[ "$SECONDS" -lt "$deadline" ] || die "zookeeper not ready after ${ready_timeout}s (log $zk_dir/log/console.log)"
+		sleep 0.2
+	done
+	for name in "${servers[@]}"; do start_server "$name"; done
 	while :; do
 		running_pid "$zk_dir/zookeeper.pid" "$zk_dir/zoo.cfg" >/dev/null || {
 			tail -n 20 "$zk_dir/log/console.log" >&2 || true
