@@ -75,8 +75,10 @@ port_open() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# ZooKeeper serves sessions (`ruok` answers before the data is loaded; `stat` names the
+# mode only once it serves).
 zk_ready() {
-	[ "$( (exec 3<>"/dev/tcp/127.0.0.1/$zk_port" && printf ruok >&3 && timeout 2 cat <&3) 2>/dev/null)" = imok ]
+	(exec 3<>"/dev/tcp/127.0.0.1/$zk_port" && printf stat >&3 && timeout 2 cat <&3) 2>/dev/null | grep -q '^Mode: '
 }
 
 start_zookeeper() {

@@ -110,7 +110,8 @@ impl Server for ZooKeeper {
         &self.process
     }
 
-    /// Ready = answers the `ruok` four-letter command with `imok`.
+    /// Ready = serves sessions: the `stat` four-letter command names the server's mode
+    /// (`ruok` answers before the data is loaded, when sessions are still refused).
     fn is_ready(&self) -> bool {
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
         let Ok(mut stream) = TcpStream::connect_timeout(&addr, PROBE_TIMEOUT) else {
@@ -118,9 +119,9 @@ impl Server for ZooKeeper {
         };
         let mut answer = String::new();
         stream.set_read_timeout(Some(PROBE_TIMEOUT)).is_ok()
-            && stream.write_all(b"ruok").is_ok()
+            && stream.write_all(b"stat").is_ok()
             && stream.read_to_string(&mut answer).is_ok()
-            && answer == "imok"
+            && answer.lines().any(|line| line.starts_with("Mode: "))
     }
 }
 
