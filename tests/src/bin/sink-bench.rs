@@ -366,8 +366,8 @@ fn drain_into_cluster(sink_binary: &Path, nats_url: &str, count: usize, mb: f64,
     );
     let rate = count as f64 / seconds;
     println!(
-        "cluster:    {seconds:6.1} s  {rate:9.0} events/s  {:6.1} MB/s  peak RSS {:.1} MiB           CPU {cpu:.1} s (one sink, 2 shards x 2 replicas, synchronous distributed inserts, \
-         migrated before)",
+        "cluster:    {seconds:6.1} s  {rate:9.0} events/s  {:6.1} MB/s  peak RSS {:.1} MiB  CPU {cpu:.1} s \
+         (one sink, 2 shards x 2 replicas, synchronous distributed inserts, migrated before)",
         mb / seconds,
         rss as f64 / (1024.0 * 1024.0)
     );
