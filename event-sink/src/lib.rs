@@ -16,6 +16,8 @@
 //!   transient) and the retry backoff.
 //! - [`rows`]: the ClickHouse row of each table, built from a decoded event.
 //! - [`migrations`]: the embedded DDL of `deploy/clickhouse/migrations/` and applying it.
+//! - [`cluster`]: the same DDL rendered for a ClickHouse cluster (Replicated tables under
+//!   Distributed ones).
 //! - [`metrics`]: Prometheus metrics and the `/metrics` + `/healthz` endpoint.
 //! - [`analysis`]: the shipped SQL queries (`event-sink query`) and the HTML report
 //!   (`event-sink report`).
@@ -32,6 +34,7 @@ pub mod admission;
 pub mod analysis;
 pub mod batch;
 pub mod classify;
+pub mod cluster;
 pub mod config;
 pub mod consumer;
 pub mod metrics;

@@ -13,6 +13,10 @@
 //! one in the database. The same files, statement splitting and guards are checked
 //! against current ClickHouse by `deploy/clickhouse/chdb_check.py`.
 //!
+//! On a cluster the same files are rendered by [`crate::cluster`] (Replicated `_local`
+//! tables under Distributed ones, `ON CLUSTER`), then recorded and checksummed the same
+//! way; the migration lock is then a Replicated table, so it is one lock for the cluster.
+//!
 //! This module runs the migration files and nothing else; the only data they move is
 //! what a table rebuild copies.
 
@@ -23,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::classify;
+use crate::cluster::{self, RenderError, Target};
 use crate::rows::datetime;
 
 /// One migration file.
@@ -122,6 +127,13 @@ pub enum MigrationError {
         recorded: String,
         current: String,
     },
+    /// A statement has no cluster rendering.
+    #[error("migration {stem}: {source}")]
+    Cluster {
+        stem: &'static str,
+        #[source]
+        source: RenderError,
+    },
     /// Another sink held the migration lock for too long.
     #[error(
         "another sink has been migrating for {waited:?} (table schema_migrations_lock \
@@ -142,9 +154,14 @@ struct AppliedRow {
     applied_at: u32,
 }
 
-/// Creates `database` if it does not exist. `server` must not select a database (the
-/// HTTP interface refuses requests naming a database that does not exist yet).
-pub async fn ensure_database(server: &Client, database: &str) -> Result<(), MigrationError> {
+/// Creates `database` if it does not exist (on a cluster: on every server, which
+/// `ON CLUSTER` does whether or not this one has it). `server` must not select a database
+/// (the HTTP interface refuses requests naming a database that does not exist yet).
+pub async fn ensure_database(
+    server: &Client,
+    database: &str,
+    cluster: Option<&str>,
+) -> Result<(), MigrationError> {
     let error = |source| MigrationError::Database {
         database: database.to_owned(),
         source,
@@ -155,10 +172,11 @@ pub async fn ensure_database(server: &Client, database: &str) -> Result<(), Migr
         .fetch_one::<u64>()
         .await
         .map_err(error)?;
-    if exists == 0 {
+    if exists == 0 || cluster.is_some() {
+        let on_cluster = cluster.map_or(String::new(), |c| format!(" ON CLUSTER {c}"));
         server
             .query(&format!(
-                "CREATE DATABASE IF NOT EXISTS {}",
+                "CREATE DATABASE IF NOT EXISTS {}{on_cluster}",
                 quote_identifier(database)
             ))
             .execute()
@@ -174,13 +192,33 @@ pub async fn ensure_database(server: &Client, database: &str) -> Result<(), Migr
 /// Sinks starting together take turns: the one that creates the lock table
 /// [`LOCK_TABLE`] migrates, the others wait for it (up to [`LOCK_WAIT`]) and then find
 /// nothing left to do. Without that, two sinks rebuilding the same table would drop each
-/// other's copies.
-pub async fn migrate(db: &Client) -> Result<Vec<u32>, MigrationError> {
-    if pending(&applied(db).await?)?.is_empty() {
+/// other's copies. `cluster`: the cluster layout ([`crate::cluster`]); `None` on one server.
+pub async fn migrate(
+    db: &Client,
+    cluster: Option<&Target<'_>>,
+) -> Result<Vec<u32>, MigrationError> {
+    apply(db, MIGRATIONS, cluster).await
+}
+
+/// [`migrate`] with another list of migrations (in version order): [`MIGRATIONS`] plus
+/// one under test, for example.
+pub async fn apply(
+    db: &Client,
+    migrations: &'static [Migration],
+    cluster: Option<&Target<'_>>,
+) -> Result<Vec<u32>, MigrationError> {
+    if let Some(target) = cluster {
+        // Finishes what an interrupted migration left (a Distributed table not matching
+        // its local table), before guards read the Distributed tables' columns.
+        cluster::reconcile(db, target)
+            .await
+            .map_err(MigrationError::Bookkeeping)?;
+    }
+    if pending(migrations, &applied(db).await?)?.is_empty() {
         return Ok(Vec::new());
     }
-    lock(db).await?;
-    let result = apply_pending(db).await;
+    lock(db, cluster).await?;
+    let result = apply_pending(db, migrations, cluster).await;
     if let Err(e) = db
         .query(&format!("DROP TABLE IF EXISTS {LOCK_TABLE}"))
         .execute()
@@ -198,19 +236,33 @@ pub const LOCK_TABLE: &str = "schema_migrations_lock";
 pub const LOCK_WAIT: Duration = Duration::from_secs(600);
 
 /// Takes the migration lock: `CREATE TABLE` without `IF NOT EXISTS` succeeds for exactly
-/// one caller.
-async fn lock(db: &Client) -> Result<(), MigrationError> {
+/// one caller. On a cluster the table is Replicated under one fixed ZooKeeper path and
+/// replica name, so a sink on another server fails to create it too
+/// (REPLICA_IS_ALREADY_EXIST) until the holder drops it.
+async fn lock(db: &Client, cluster: Option<&Target<'_>>) -> Result<(), MigrationError> {
+    let engine = match cluster {
+        None => "Memory".to_owned(),
+        Some(target) => format!(
+            "ReplicatedMergeTree('/clickhouse/locks/{}/{LOCK_TABLE}', 'holder') ORDER BY since",
+            target.database
+        ),
+    };
     let started = Instant::now();
     loop {
         let created = db
             .query(&format!(
-                "CREATE TABLE {LOCK_TABLE} (since DateTime DEFAULT now()) ENGINE = Memory"
+                "CREATE TABLE {LOCK_TABLE} (since DateTime DEFAULT now()) ENGINE = {engine}"
             ))
             .execute()
             .await;
         match created {
             Ok(()) => return Ok(()),
-            Err(e) if classify::clickhouse_code(&e) == Some(TABLE_ALREADY_EXISTS) => {
+            Err(e)
+                if matches!(
+                    classify::clickhouse_code(&e),
+                    Some(TABLE_ALREADY_EXISTS | REPLICA_IS_ALREADY_EXIST)
+                ) =>
+            {
                 if started.elapsed() >= LOCK_WAIT {
                     return Err(MigrationError::Locked { waited: LOCK_WAIT });
                 }
@@ -223,11 +275,16 @@ async fn lock(db: &Client) -> Result<(), MigrationError> {
 
 /// ClickHouse's TABLE_ALREADY_EXISTS exception code.
 const TABLE_ALREADY_EXISTS: u32 = 57;
+/// ClickHouse's REPLICA_IS_ALREADY_EXIST exception code.
+const REPLICA_IS_ALREADY_EXIST: u32 = 253;
 
 /// The migrations not yet recorded in `applied`; fails on an edited one.
-fn pending(applied: &[AppliedRow]) -> Result<Vec<&'static Migration>, MigrationError> {
+fn pending(
+    migrations: &'static [Migration],
+    applied: &[AppliedRow],
+) -> Result<Vec<&'static Migration>, MigrationError> {
     let mut pending = Vec::new();
-    for migration in MIGRATIONS {
+    for migration in migrations {
         match applied.iter().find(|r| r.version == migration.version) {
             Some(row) if row.checksum != migration.checksum() => {
                 return Err(MigrationError::ChecksumMismatch {
@@ -244,9 +301,13 @@ fn pending(applied: &[AppliedRow]) -> Result<Vec<&'static Migration>, MigrationE
 }
 
 /// Applies and records what is still pending; run under the lock.
-async fn apply_pending(db: &Client) -> Result<Vec<u32>, MigrationError> {
+async fn apply_pending(
+    db: &Client,
+    migrations: &'static [Migration],
+    cluster: Option<&Target<'_>>,
+) -> Result<Vec<u32>, MigrationError> {
     let mut done = Vec::new();
-    for migration in pending(&applied(db).await?)? {
+    for migration in pending(migrations, &applied(db).await?)? {
         let failed = |source| MigrationError::Statement {
             stem: migration.stem,
             source,
@@ -263,7 +324,19 @@ async fn apply_pending(db: &Client) -> Result<Vec<u32>, MigrationError> {
                     continue;
                 }
             }
-            db.query(statement).execute().await.map_err(failed)?;
+            let Some(target) = cluster else {
+                db.query(statement).execute().await.map_err(failed)?;
+                continue;
+            };
+            let rendered =
+                cluster::render(statement, target).map_err(|source| MigrationError::Cluster {
+                    stem: migration.stem,
+                    source,
+                })?;
+            for part in rendered {
+                db.query(&part).execute().await.map_err(failed)?;
+            }
+            cluster::reconcile(db, target).await.map_err(failed)?;
         }
         record(db, migration, migration.checksum()).await?;
         tracing::info!(migration = migration.stem, "migration applied");

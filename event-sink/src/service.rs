@@ -103,8 +103,8 @@ pub async fn migrate(config: &ClickHouseConfig) -> Result<Vec<u32>, SinkError> {
                 }
             }
         })?;
-    migrations::ensure_database(&server, &config.database).await?;
-    Ok(migrations::migrate(&config.client()).await?)
+    migrations::ensure_database(&server, &config.database, config.cluster.as_deref()).await?;
+    Ok(migrations::migrate(&config.client(), config.cluster_target().as_ref()).await?)
 }
 
 /// Runs the sink until `shutdown` is cancelled, then drains. Fails fast, before taking

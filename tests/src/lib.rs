@@ -16,6 +16,6 @@
 pub mod harness;
 
 pub use harness::{
-    free_port, processes_with, ClickHouseServer, NatsAuth, NatsOptions, NatsServer, OpenAiServer,
-    QueryError, Reply,
+    free_port, processes_with, ClickHouseCluster, ClickHouseServer, NatsAuth, NatsOptions,
+    NatsServer, OpenAiServer, QueryError, Reply,
 };

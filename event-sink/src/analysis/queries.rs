@@ -291,7 +291,14 @@ impl Query {
     pub async fn run(&self, client: &Client, values: &ParamValues) -> Result<Table, QueryError> {
         // The clickhouse crate binds `?` placeholders; `??` is a literal `?`.
         let sql = self.render(values)?.replace('?', "??");
+        // On a cluster the tables are Distributed and the queries' `IN (SELECT ...)` and
+        // `JOIN (SELECT ...)` subqueries read them too: `global` runs each subquery once,
+        // over every shard, and ships its answer to the shards, which gives the answers
+        // of one server (the default, `deny`, refuses such queries). No effect on one
+        // server.
         let bytes = client
+            .clone()
+            .with_setting("distributed_product_mode", "global")
             .query(&sql)
             .fetch_bytes("TabSeparatedWithNamesAndTypes")
             .map_err(|source| self.clickhouse(source))?

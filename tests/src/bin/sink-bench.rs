@@ -16,17 +16,22 @@
 //!
 //! and prints events/s, MB/s (of event JSON) and the ratio sink / ClickHouse.
 //!
+//! With `--cluster` it also starts the 2 shards × 2 replicas cluster of
+//! `deploy/clickhouse/cluster/` and drains the same stream (a second consumer) with one
+//! sink into it (`--cluster benchstream`: Replicated tables under Distributed ones,
+//! synchronous distributed inserts), and prints that next to the one-server drain.
+//!
 //! It lives in the tests crate, not in event-sink, because it starts its servers with the
 //! test harness, which the sink must not depend on. Cargo builds no binary of a
 //! dependency, hence the separate `cargo build` of the sink; by default the bench runs the
 //! `event-sink` beside its own executable (`target/release/`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context as _};
-use benchstream_tests::{ClickHouseServer, NatsServer};
+use benchstream_tests::{ClickHouseCluster, ClickHouseServer, NatsServer};
 use clap::Parser;
 use event_sink::rows::{typed_table, Arrival, EventRawRow, RawEnvelope, TypedRow};
 use nix::sys::signal::{kill, Signal};
@@ -53,6 +58,9 @@ struct Args {
     /// The `event-sink` binary to measure. Default: `event-sink` beside this executable.
     #[arg(long)]
     sink: Option<PathBuf>,
+    /// Also drain the same events into a local 2 × 2 ClickHouse cluster.
+    #[arg(long)]
+    cluster: bool,
 }
 
 /// Events of one run.
@@ -237,33 +245,11 @@ fn main() -> anyhow::Result<()> {
     );
 
     // 1. The sink.
-    wait_quiet(&clickhouse);
-    let started = Instant::now();
-    let mut sink = Command::new(&sink_binary)
-        .args([
-            "--nats-url",
-            &nats.url(),
-            "--clickhouse-url",
-            &clickhouse.http_url(),
-        ])
-        .args(["--metrics-listen", "off"])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start event-sink");
-    while rows_in(&clickhouse, "benchstream.events_raw") < count {
-        assert!(
-            sink.try_wait().expect("wait").is_none(),
-            "event-sink exited"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let sink_seconds = started.elapsed().as_secs_f64();
-    let rss = peak_rss(sink.id());
-    let cpu = cpu_seconds(sink.id());
-    kill(Pid::from_raw(sink.id() as i32), Signal::SIGTERM).expect("SIGTERM");
-    let status = sink.wait().expect("event-sink exit");
-    assert!(status.success(), "event-sink: {status}");
+    let Drain {
+        seconds: sink_seconds,
+        rss,
+        cpu,
+    } = drain(&sink_binary, &nats.url(), &clickhouse, count, &[]);
 
     // 2. ClickHouse alone, same rows as JSONEachRow.
     let migrate = Command::new(&sink_binary)
@@ -300,5 +286,90 @@ fn main() -> anyhow::Result<()> {
     );
     println!("sink CPU: {cpu:.1} s user+system");
     println!("ratio sink / clickhouse: {:.2}", sink_rate / reference_rate);
+    if args.cluster {
+        drain_into_cluster(&sink_binary, &nats.url(), count, mb, sink_rate);
+    }
     Ok(())
+}
+
+/// What one drain of the stream by one sink took.
+struct Drain {
+    /// From the sink's start until every event was in ClickHouse.
+    seconds: f64,
+    /// Peak RSS of the sink, bytes.
+    rss: u64,
+    /// CPU time of the sink, seconds.
+    cpu: f64,
+}
+
+/// Runs the `event-sink` binary with `extra` flags until `clickhouse` holds `count` rows
+/// in `benchstream.events_raw`, then stops it with SIGTERM.
+fn drain(
+    sink_binary: &Path,
+    nats_url: &str,
+    clickhouse: &ClickHouseServer,
+    count: usize,
+    extra: &[&str],
+) -> Drain {
+    wait_quiet(clickhouse);
+    let started = Instant::now();
+    let mut sink = Command::new(sink_binary)
+        .args(["--nats-url", nats_url])
+        .args(["--clickhouse-url", &clickhouse.http_url()])
+        .args(["--metrics-listen", "off"])
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("start event-sink");
+    while rows_in(clickhouse, "benchstream.events_raw") < count {
+        assert!(
+            sink.try_wait().expect("wait").is_none(),
+            "event-sink exited"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let rss = peak_rss(sink.id());
+    let cpu = cpu_seconds(sink.id());
+    kill(Pid::from_raw(sink.id() as i32), Signal::SIGTERM).expect("SIGTERM");
+    let status = sink.wait().expect("event-sink exit");
+    assert!(status.success(), "event-sink: {status}");
+    Drain { seconds, rss, cpu }
+}
+
+/// `--cluster`: the same stream drained by one sink (its own consumer) into a 2 × 2
+/// cluster; printed beside `single_rate`, the one-server drain.
+fn drain_into_cluster(sink_binary: &Path, nats_url: &str, count: usize, mb: f64, single_rate: f64) {
+    let cluster = ClickHouseCluster::start();
+    let entry = &cluster.servers()[0];
+    // Migrating a cluster waits for every server per statement (about half a minute):
+    // done before, not timed.
+    let migrate = Command::new(sink_binary)
+        .args(["migrate", "--clickhouse-url", &entry.http_url()])
+        .args(["--cluster", "benchstream"])
+        .env("RUST_LOG", "warn")
+        .status()
+        .expect("migrate the cluster");
+    assert!(migrate.success());
+    let Drain { seconds, rss, cpu } = drain(
+        sink_binary,
+        nats_url,
+        entry,
+        count,
+        &[
+            "--cluster",
+            "benchstream",
+            "--consumer",
+            "event-sink-cluster",
+        ],
+    );
+    let rate = count as f64 / seconds;
+    println!(
+        "cluster:    {seconds:6.1} s  {rate:9.0} events/s  {:6.1} MB/s  peak RSS {:.1} MiB  CPU {cpu:.1} s \
+         (one sink, 2 shards x 2 replicas, synchronous distributed inserts, migrated before)",
+        mb / seconds,
+        rss as f64 / (1024.0 * 1024.0)
+    );
+    println!("ratio cluster / one server: {:.2}", rate / single_rate);
 }

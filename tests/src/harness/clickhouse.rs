@@ -105,7 +105,7 @@ impl ClickHouseServer {
     /// message quotes the end of the server log.
     pub fn start() -> Self {
         let binary = find_binary("clickhouse-server");
-        process::start_on_free_ports(|| Self::prepare(&binary))
+        process::start_on_free_ports(|| Self::prepare(&binary, Ports::free(), None))
     }
 
     /// The HTTP interface URL, `http://127.0.0.1:<http_port>`.
@@ -211,16 +211,26 @@ impl ClickHouseServer {
         }
     }
 
-    /// Creates the temp dir and config for one start attempt on fresh ports.
-    fn prepare(binary: &Path) -> Self {
+    /// Creates the temp dir and config of a server on `ports`, not started yet;
+    /// `extra_config` is written as `config.d/extra.xml`, which the server merges over its
+    /// config (the cluster harness's remote servers, macros and ZooKeeper).
+    pub(crate) fn prepare(binary: &Path, ports: Ports, extra_config: Option<&str>) -> Self {
         let dir = tempfile::Builder::new()
             .prefix("bench-clickhouse-")
             .tempdir()
             .expect("create temp dir for clickhouse-server");
-        let http_port = free_port();
-        let tcp_port = free_port();
-        let interserver_port = free_port();
+        let Ports {
+            http: http_port,
+            tcp: tcp_port,
+            interserver: interserver_port,
+        } = ports;
         let root = dir.path();
+        if let Some(extra) = extra_config {
+            let config_d = root.join("config.d");
+            fs::create_dir(&config_d)
+                .and_then(|()| fs::write(config_d.join("extra.xml"), extra))
+                .unwrap_or_else(|e| panic!("write {}/extra.xml: {e}", config_d.display()));
+        }
         for sub in ["data", "tmp", "user_files", "format_schemas", "log"] {
             let path = root.join(sub);
             fs::create_dir(&path).unwrap_or_else(|e| panic!("create {}: {e}", path.display()));
@@ -253,6 +263,39 @@ impl ClickHouseServer {
             http_port,
             tcp_port,
             dir,
+        }
+    }
+
+    /// Starts a server made by [`Self::prepare`] and waits until it answers.
+    ///
+    /// # Panics
+    ///
+    /// If it does not become ready; the message quotes the end of its logs.
+    pub(crate) fn spawn(&self) {
+        if let Err(failure) = self.process.spawn(|| self.is_ready()) {
+            panic!("{}", self.process.failure_message(&failure));
+        }
+    }
+}
+
+/// The three ports of one server.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ports {
+    /// HTTP interface.
+    pub(crate) http: u16,
+    /// Native protocol (also what Distributed tables and `remote_servers` use).
+    pub(crate) tcp: u16,
+    /// Interserver HTTP (replicas fetch parts from each other here).
+    pub(crate) interserver: u16,
+}
+
+impl Ports {
+    /// Three ports nobody listens on.
+    pub(crate) fn free() -> Self {
+        Self {
+            http: free_port(),
+            tcp: free_port(),
+            interserver: free_port(),
         }
     }
 }

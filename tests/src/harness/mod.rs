@@ -14,6 +14,9 @@
 //!   JetStream cluster, for replicated (R3) streams and node failures.
 //! - [`clickhouse`]: [`ClickHouseServer`] configured from `deploy/local/clickhouse/`, and a
 //!   blocking SQL-over-HTTP helper ([`ClickHouseServer::query`]).
+//! - [`clickhouse_cluster`]: [`ClickHouseCluster`], ZooKeeper and 2 shards × 2 replicas
+//!   configured from `deploy/clickhouse/cluster/`, for Replicated and Distributed tables
+//!   and server, shard and ZooKeeper failures.
 //! - [`openai`]: [`OpenAiServer`], a scripted stand-in for an OpenAI-compatible model
 //!   provider (chat completions with tool calls, usage blocks, delays, errors, a model
 //!   listing), recording every request it receives.
@@ -34,6 +37,7 @@
 //! reaches them too, as they share the process group).
 
 pub mod clickhouse;
+pub mod clickhouse_cluster;
 pub mod cluster;
 mod http;
 pub mod nats;
@@ -42,6 +46,7 @@ pub mod port;
 mod process;
 
 pub use clickhouse::{ClickHouseServer, QueryError};
+pub use clickhouse_cluster::{ClickHouseCluster, ZooKeeper};
 pub use cluster::NatsCluster;
 pub use nats::{NatsAuth, NatsOptions, NatsServer};
 pub use openai::{OpenAiServer, Recorded, Reply};

@@ -5,6 +5,7 @@
 //! on a service started by hand. Needs `deploy/local/install.sh` to have run.
 
 mod analysis;
+mod cluster;
 mod common;
 mod fleet;
 mod harness_smoke;

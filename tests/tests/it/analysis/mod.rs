@@ -9,6 +9,8 @@
 //!   exactly the answers in `<dataset>/expected/`, which
 //!   `deploy/clickhouse/chdb_check.py` holds current ClickHouse to. `BENCH_BLESS=1`
 //!   rewrites those files from 18.16 instead.
+//!   The pipeline dataset gives the same answers on a 2 × 2 cluster, read through the
+//!   Distributed tables.
 //! - [`report`]: the HTML report renders in headless Chromium with its charts, over the
 //!   hand-made dataset and over the 17-policy sweep (`fixtures/sweep/`, used only here).
 
@@ -16,11 +18,14 @@ mod queries;
 mod report;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use benchstream_tests::ClickHouseServer;
+use benchstream_tests::harness::clickhouse_cluster::CLUSTER_NAME;
+use benchstream_tests::{ClickHouseCluster, ClickHouseServer};
 use event_sink::analysis::ParamValues;
+use event_sink::cluster::Target;
 
-use crate::common::repo_path;
+use crate::common::{repo_path, wait_for};
 
 /// The database the fixtures are loaded into (the sink's default).
 const DATABASE: &str = "benchstream";
@@ -52,14 +57,31 @@ async fn seeded_clickhouse() -> (ClickHouseServer, clickhouse::Client) {
 /// JSONEachRow file `<table>.jsonl` per table), and a client of its database.
 async fn seeded_clickhouse_from(dir: &Path) -> (ClickHouseServer, clickhouse::Client) {
     let server = ClickHouseServer::start();
+    let client = seed(&server, dir, None).await;
+    (server, client)
+}
+
+/// Migrates the database on `server` (for `cluster`, the cluster layout) and loads the
+/// rows of the dataset in `dir`; returns a client of the database. On a cluster the rows
+/// go through the Distributed tables, and this returns once every replica has them.
+async fn seed(
+    server: &ClickHouseServer,
+    dir: &Path,
+    cluster: Option<&ClickHouseCluster>,
+) -> clickhouse::Client {
     let root = clickhouse::Client::default()
         .with_url(server.http_url())
         .with_validation(false);
-    event_sink::migrations::ensure_database(&root, DATABASE)
+    let cluster_name = cluster.map(|_| CLUSTER_NAME);
+    event_sink::migrations::ensure_database(&root, DATABASE, cluster_name)
         .await
         .expect("create database");
     let client = root.with_database(DATABASE);
-    event_sink::migrations::migrate(&client)
+    let target = cluster_name.map(|cluster| Target {
+        cluster,
+        database: DATABASE,
+    });
+    event_sink::migrations::migrate(&client, target.as_ref())
         .await
         .expect("migrations apply on 18.16");
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -78,8 +100,18 @@ async fn seeded_clickhouse_from(dir: &Path) -> (ClickHouseServer, clickhouse::Cl
         server.query(&format!(
             "INSERT INTO {DATABASE}.{table} FORMAT JSONEachRow\n{rows}"
         ));
+        if let Some(cluster) = cluster {
+            // The Distributed table forwards the rows in the background; then each
+            // shard's other replica fetches them.
+            let sql = format!("SELECT count() FROM {DATABASE}.{table}");
+            let lines = rows.lines().filter(|l| !l.trim().is_empty()).count();
+            wait_for(server, &sql, &lines.to_string(), Duration::from_secs(60));
+            for replica in cluster.servers() {
+                replica.query(&format!("SYSTEM SYNC REPLICA {DATABASE}.{table}_local"));
+            }
+        }
     }
-    (server, client)
+    client
 }
 
 /// The parameters the answers of the dataset in `dir` were computed with, per query

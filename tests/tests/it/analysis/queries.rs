@@ -2,10 +2,11 @@
 
 use std::path::Path;
 
+use benchstream_tests::ClickHouseCluster;
 use event_sink::analysis::{Format, Query, Table, QUERIES};
 
 use super::{
-    fixture_params, fixtures_dir, pipeline_dir, seeded_clickhouse, seeded_clickhouse_from,
+    fixture_params, fixtures_dir, pipeline_dir, seed, seeded_clickhouse, seeded_clickhouse_from,
 };
 
 /// Runs every query with the parameters of the dataset in `dir` and returns the answers
@@ -233,6 +234,21 @@ async fn every_query_answers_as_blessed_over_the_pipeline_export_on_clickhouse_1
     assert!(!answer(&answers, "run_timeline").rows.is_empty());
     assert!(!answer(&answers, "deliberation_latency").rows.is_empty());
 
+    assert_answers_equal_expected(&answers, &dir);
+}
+
+/// The same dataset on a 2 shards × 2 replicas cluster, read through the Distributed
+/// tables with the unchanged queries: the same answers, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_query_answers_the_same_over_the_pipeline_export_on_a_cluster() {
+    let _serial = crate::cluster::serially().await;
+    let dir = pipeline_dir();
+    let cluster = tokio::task::spawn_blocking(ClickHouseCluster::start)
+        .await
+        .expect("cluster starts");
+    let client = seed(&cluster.servers()[0], &dir, Some(&cluster)).await;
+    let answers = answers(&client, &dir).await;
+    assert_eq!(answer(&answers, "runs").rows.len(), 9);
     assert_answers_equal_expected(&answers, &dir);
 }
 

@@ -135,7 +135,7 @@ async fn migration_moves_a_thousand_months_into_bounded_partitions_and_every_que
     let root = clickhouse::Client::default()
         .with_url(server.http_url())
         .with_validation(false);
-    migrations::ensure_database(&root, "benchstream")
+    migrations::ensure_database(&root, "benchstream", None)
         .await
         .expect("database");
     let db = client(&server);
@@ -173,7 +173,7 @@ async fn migration_moves_a_thousand_months_into_bounded_partitions_and_every_que
 
     // 1-4 were applied by hand above, unrecorded: they run again (idempotent), then 5,
     // 6 and 7 (which alter the moved tables).
-    let applied = migrations::migrate(&db)
+    let applied = migrations::migrate(&db, None)
         .await
         .expect("migrations 0005 to 0007 apply");
     assert_eq!(applied, vec![1, 2, 3, 4, 5, 6, 7]);
@@ -226,7 +226,7 @@ async fn migration_moves_a_thousand_months_into_bounded_partitions_and_every_que
         "the run has gaps where events were moved out"
     );
     assert_eq!(
-        migrations::migrate(&db).await.expect("nothing left"),
+        migrations::migrate(&db, None).await.expect("nothing left"),
         Vec::<u32>::new()
     );
 }

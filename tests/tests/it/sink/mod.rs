@@ -10,11 +10,11 @@ mod dedup;
 mod integrity;
 mod landing;
 mod outage;
-mod setup;
+pub(crate) mod setup;
 mod shutdown;
 mod smith;
 mod startup;
 // Shared with event-sink/tests/process.rs and tests/src/bin/sink-bench.rs, which do not
 // use every helper.
 #[allow(dead_code)]
-mod support;
+pub(crate) mod support;

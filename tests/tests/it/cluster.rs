@@ -1,0 +1,349 @@
+//! The sink on a ClickHouse cluster (2 shards × 2 replicas and ZooKeeper, the harness's
+//! [`ClickHouseCluster`]) keeps the guarantees it has on one server: a replica killed, a
+//! whole shard stopped or ZooKeeper restarted under load loses nothing, doubles nothing
+//! in query results, dead-letters no good event, and the replicas of each shard end with
+//! the same rows. Migrations are idempotent and refuse an edited file, as on one server.
+//!
+//! Each test starts its own cluster (five processes); a lock runs them one at a time so
+//! the suite's other tests keep some of the machine.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::{self, consumer};
+use benchstream_tests::harness::clickhouse_cluster::{CLUSTER_NAME, REPLICAS, SHARDS};
+use benchstream_tests::{ClickHouseCluster, NatsServer};
+use event_sink::cluster::Target;
+use event_sink::migrations::{self, Migration, MigrationError, MIGRATIONS};
+use event_sink::SinkArgs;
+use schemas::{BenchmarkEvent, SubjectPrefix};
+
+use crate::common::{create_stream, jetstream, sink_args, wait_for};
+use crate::sink::setup::RunningSink;
+use crate::sink::support::{publish_all, Run};
+
+/// Cluster tests run one at a time.
+static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// How long rows may take to land once the disturbance is over.
+const LANDING: Duration = Duration::from_secs(120);
+
+/// Runs in every test and events per run: 200 runs of 10 events.
+const RUNS: usize = 200;
+const EVENTS_PER_RUN: usize = 10;
+
+/// The typed tables; every event is in `events_raw` and in one of these.
+const TYPED_TABLES: [&str; 8] = [
+    "run_starts",
+    "run_stops",
+    "steps",
+    "tool_calls",
+    "deliberations",
+    "context_decisions",
+    "failures",
+    "optimizer_updates",
+];
+
+/// NATS with the stream, the cluster, and a JetStream client.
+struct ClusterWorld {
+    nats: NatsServer,
+    cluster: Arc<ClickHouseCluster>,
+    js: jetstream::Context,
+}
+
+impl ClusterWorld {
+    async fn start() -> ClusterWorld {
+        let (nats, cluster) = tokio::task::spawn_blocking(|| {
+            let cluster = std::thread::spawn(ClickHouseCluster::start);
+            let nats = NatsServer::start();
+            (nats, cluster.join().expect("cluster start"))
+        })
+        .await
+        .expect("servers start");
+        create_stream(&nats.url(), &SubjectPrefix::default()).await;
+        let js = jetstream(&nats.url()).await;
+        ClusterWorld {
+            nats,
+            cluster: Arc::new(cluster),
+            js,
+        }
+    }
+
+    /// Sink settings: the cluster through its first server, short retry delays.
+    fn args(&self) -> SinkArgs {
+        let mut args = sink_args(&self.nats.url(), &self.cluster.http_url());
+        args.clickhouse.cluster = Some(CLUSTER_NAME.into());
+        args.batch.retry_max_ms = Some(1000);
+        args
+    }
+
+    /// Runs `disturb` (blocking) while the events of [`RUNS`] runs are published, then
+    /// checks every guarantee.
+    async fn publish_while(&self, disturb: impl FnOnce(&ClickHouseCluster) + Send + 'static) {
+        let sink = RunningSink::start(self.args().resolve().expect("valid settings"));
+        let events: Vec<BenchmarkEvent> = (0..RUNS)
+            .flat_map(|_| Run::default().events(EVENTS_PER_RUN))
+            .collect();
+        let total = events.len();
+        let (first, rest) = events.split_at(total / 4);
+        publish_all(&self.js, first.to_vec(), 256).await;
+        // The sink has migrated the cluster (the disturbance is for the sink, not for the
+        // migrations, which need every server) and inserts.
+        self.wait_acked(1).await;
+        let cluster = Arc::clone(&self.cluster);
+        let disturbance = tokio::task::spawn_blocking(move || disturb(&cluster));
+        publish_all(&self.js, rest.to_vec(), 64).await;
+        disturbance.await.expect("disturbance");
+        self.assert_each_event_once(total).await;
+        sink.stop().await.expect("sink stops cleanly");
+        let info = self.consumer_info().await.expect("consumer");
+        assert_eq!(info.num_pending, 0, "messages never delivered");
+        assert_eq!(
+            info.ack_floor.stream_sequence, total as u64,
+            "not all acked"
+        );
+    }
+
+    /// The sink's consumer; an error until the sink has created it.
+    async fn consumer_info(&self) -> Result<consumer::Info, async_nats::Error> {
+        let stream = self.js.get_stream("BENCH_EVENTS").await?;
+        Ok(stream.consumer_info("event-sink").await?)
+    }
+
+    /// Waits until the consumer's ack floor reaches stream sequence `seq`.
+    async fn wait_acked(&self, seq: u64) {
+        let start = std::time::Instant::now();
+        loop {
+            let floor = self
+                .consumer_info()
+                .await
+                .map_or(0, |info| info.ack_floor.stream_sequence);
+            if floor >= seq {
+                return;
+            }
+            assert!(
+                start.elapsed() < LANDING,
+                "ack floor {floor}, expected {seq}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Every event counted once through the Distributed tables, none dead-lettered, and
+    /// both replicas of each shard holding the same rows.
+    async fn assert_each_event_once(&self, total: usize) {
+        let typed = TYPED_TABLES
+            .iter()
+            .map(|t| format!("(SELECT count() FROM benchstream.{t} FINAL)"))
+            .collect::<Vec<_>>()
+            .join(" + ");
+        let cluster = Arc::clone(&self.cluster);
+        tokio::task::spawn_blocking(move || {
+            let first = &cluster.servers()[0];
+            wait_for(
+                first,
+                "SELECT count(), uniqExact(event_id) FROM benchstream.events_raw FINAL",
+                &format!("{total}\t{total}"),
+                LANDING,
+            );
+            wait_for(
+                first,
+                &format!("SELECT {typed}"),
+                &total.to_string(),
+                LANDING,
+            );
+            assert_eq!(
+                first
+                    .query("SELECT count() FROM benchstream.dead_letters")
+                    .trim(),
+                "0",
+                "good events dead-lettered"
+            );
+            assert_replicas_converge(&cluster, total);
+        })
+        .await
+        .expect("checks");
+    }
+}
+
+/// After `SYSTEM SYNC REPLICA`, the two replicas of each shard have the same row count
+/// in every local table, and the shards together hold each event once.
+fn assert_replicas_converge(cluster: &ClickHouseCluster, total: usize) {
+    let mut distinct = 0;
+    for shard in 1..=SHARDS {
+        for table in std::iter::once("events_raw").chain(TYPED_TABLES) {
+            let counts: Vec<String> = (1..=REPLICAS)
+                .map(|replica| {
+                    let server = cluster.server(shard, replica);
+                    server.query(&format!("SYSTEM SYNC REPLICA benchstream.{table}_local"));
+                    server
+                        .query(&format!(
+                            "SELECT count(), uniqExact(event_id) FROM benchstream.{table}_local"
+                        ))
+                        .trim()
+                        .to_owned()
+                })
+                .collect();
+            assert!(
+                counts.windows(2).all(|w| w[0] == w[1]),
+                "shard {shard} replicas differ in {table}_local: {counts:?}"
+            );
+            if table == "events_raw" {
+                let (_, unique) = counts[0].split_once('\t').expect("two columns");
+                distinct += unique.parse::<usize>().expect("count");
+            }
+        }
+    }
+    assert_eq!(
+        distinct, total,
+        "events stored on more than one shard or lost"
+    );
+}
+
+/// Taken for the whole of a test that starts a cluster.
+pub(crate) async fn serially() -> tokio::sync::MutexGuard<'static, ()> {
+    ONE_CLUSTER_AT_A_TIME.lock().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replica_killed_and_restarted_loses_and_doubles_nothing() {
+    let _serial = serially().await;
+    let world = ClusterWorld::start().await;
+    world
+        .publish_while(|cluster| {
+            let replica = cluster.server(2, 1);
+            std::thread::sleep(Duration::from_millis(500));
+            replica.kill();
+            std::thread::sleep(Duration::from_secs(3));
+            replica.restart();
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shard_stopped_for_ten_seconds_loses_and_doubles_nothing() {
+    let _serial = serially().await;
+    let world = ClusterWorld::start().await;
+    let js = world.js.clone();
+    world
+        .publish_while(move |cluster| {
+            std::thread::sleep(Duration::from_millis(500));
+            for replica in 1..=REPLICAS {
+                cluster.server(2, replica).kill();
+            }
+            std::thread::sleep(Duration::from_secs(10));
+            // Whatever was acked meanwhile was acked with its rows stored: the sink held
+            // the messages whose rows belong to the stopped shard.
+            let pending = tokio::runtime::Handle::current().block_on(async {
+                js.get_stream("BENCH_EVENTS")
+                    .await
+                    .expect("stream")
+                    .consumer_info("event-sink")
+                    .await
+                    .expect("consumer")
+                    .num_ack_pending
+            });
+            assert!(pending > 0, "nothing held while a shard was down");
+            for replica in 1..=REPLICAS {
+                cluster.server(2, replica).restart();
+            }
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zookeeper_restarted_under_load_loses_and_doubles_nothing() {
+    let _serial = serially().await;
+    let world = ClusterWorld::start().await;
+    world
+        .publish_while(|cluster| {
+            std::thread::sleep(Duration::from_millis(500));
+            cluster.zookeeper().kill();
+            std::thread::sleep(Duration::from_secs(5));
+            cluster.zookeeper().restart();
+            cluster.wait_for_zookeeper_sessions();
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_migrations_are_idempotent_and_refuse_an_edited_file() {
+    let _serial = serially().await;
+    let cluster = tokio::task::spawn_blocking(ClickHouseCluster::start)
+        .await
+        .expect("cluster starts");
+    let mut args = sink_args("nats://127.0.0.1:1", &cluster.http_url());
+    args.clickhouse.cluster = Some(CLUSTER_NAME.into());
+    let config = args.resolve().expect("valid settings").clickhouse;
+    let all: Vec<u32> = MIGRATIONS.iter().map(|m| m.version).collect();
+    assert_eq!(event_sink::migrate(&config).await.expect("first"), all);
+    assert_eq!(
+        event_sink::migrate(&config).await.expect("second"),
+        Vec::<u32>::new()
+    );
+
+    // Every server has each table as Replicated `_local` plus the Distributed name.
+    for server in cluster.servers() {
+        let engines = server.query(
+            "SELECT name, engine FROM system.tables WHERE database = 'benchstream' \
+             AND name IN ('events_raw', 'events_raw_local', 'run_stops', 'run_stops_local') \
+             ORDER BY name",
+        );
+        assert_eq!(
+            engines,
+            "events_raw\tDistributed\nevents_raw_local\tReplicatedReplacingMergeTree\n\
+             run_stops\tDistributed\nrun_stops_local\tReplicatedReplacingMergeTree\n"
+        );
+    }
+
+    // A later migration changing column types (ALTER ... MODIFY COLUMN) reaches the local
+    // tables of every server and the Distributed table, and is applied once.
+    let alter = Migration {
+        version: MIGRATIONS.len() as u32 + 1,
+        stem: "9999_nullable_score",
+        sql: "ALTER TABLE run_stops MODIFY COLUMN final_score Nullable(Float64);",
+    };
+    let with_alter: &'static [Migration] =
+        Box::leak([MIGRATIONS, &[alter]].concat().into_boxed_slice());
+    let client = config.client();
+    let target = Target {
+        cluster: CLUSTER_NAME,
+        database: "benchstream",
+    };
+    for expected in [vec![alter.version], vec![]] {
+        let applied = migrations::apply(&client, with_alter, Some(&target))
+            .await
+            .expect("alter migration");
+        assert_eq!(applied, expected);
+    }
+    for server in cluster.servers() {
+        assert_eq!(
+            server.query(
+                "SELECT groupArray(type) FROM (SELECT type FROM system.columns \
+                 WHERE database = 'benchstream' AND name = 'final_score' \
+                 AND table IN ('run_stops', 'run_stops_local') ORDER BY table)"
+            ),
+            "['Nullable(Float64)','Nullable(Float64)']\n"
+        );
+    }
+
+    // The recorded checksum no longer matches the file: refused, nothing applied.
+    cluster.servers()[0].query(&format!(
+        "INSERT INTO benchstream.schema_migrations VALUES \
+         ({}, 'nullable_score', 'edited', now() + 1)",
+        alter.version
+    ));
+    // That insert is forwarded to its shard in the background.
+    let edited = format!(
+        "SELECT checksum FROM benchstream.schema_migrations FINAL WHERE version = {}",
+        alter.version
+    );
+    tokio::task::block_in_place(|| {
+        wait_for(&cluster.servers()[0], &edited, "edited", LANDING);
+    });
+    let refused = migrations::apply(&client, with_alter, Some(&target)).await;
+    assert!(
+        matches!(refused, Err(MigrationError::ChecksumMismatch { stem, .. }) if stem == alter.stem),
+        "{refused:?}"
+    );
+}
