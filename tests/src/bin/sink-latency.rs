@@ -196,7 +196,10 @@ fn main() -> anyhow::Result<()> {
         .try_query("SELECT count() FROM benchstream.events_raw")
         .is_err()
     {
-        ensure!(sink.try_wait()?.is_none(), "event-sink exited");
+        assert!(
+            sink.try_wait().expect("wait").is_none(),
+            "event-sink exited"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     println!(
@@ -218,9 +221,9 @@ fn main() -> anyhow::Result<()> {
         during
     });
 
-    kill(Pid::from_raw(sink.id() as i32), Signal::SIGTERM)?;
-    let status = sink.wait()?;
-    ensure!(status.success(), "event-sink: {status}");
+    kill(Pid::from_raw(sink.id() as i32), Signal::SIGTERM).expect("SIGTERM");
+    let status = sink.wait().expect("event-sink exit");
+    assert!(status.success(), "event-sink: {status}");
 
     let probes = probes.into_inner().unwrap_or_else(|e| e.into_inner());
     ensure!(!probes.seen.is_empty(), "no probe reached ClickHouse");
