@@ -137,7 +137,7 @@ section! {
         /// messages per batch. Default 20000.
         pub max_rows: Option<usize> = ("batch-max-rows", "BENCH_SINK_BATCH_MAX_ROWS"),
         /// Bytes held per batch: message bodies plus their encoded typed rows. Default
-        /// 33554432 (32 MiB: about 14000 events of ~1.2 KB); with at most 2 batches in
+        /// 25165824 (24 MiB: about 10500 events of ~1.2 KB); with at most 2 batches in
         /// flight (one filling, one being written) this bounds the sink's memory.
         pub max_bytes: Option<usize> = ("batch-max-bytes", "BENCH_SINK_BATCH_MAX_BYTES"),
         /// Longest time a received message waits before its batch is flushed, ms: under
@@ -307,7 +307,7 @@ impl SinkArgs {
         let b = self.batch;
         let batch = BatchConfig {
             max_rows: positive("batch.max_rows", b.max_rows)?.unwrap_or(20_000),
-            max_bytes: positive("batch.max_bytes", b.max_bytes)?.unwrap_or(32 << 20),
+            max_bytes: positive("batch.max_bytes", b.max_bytes)?.unwrap_or(24 << 20),
             flush_interval: Duration::from_millis(
                 positive("batch.flush_interval_ms", b.flush_interval_ms)?.unwrap_or(500),
             ),
