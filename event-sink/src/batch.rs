@@ -1,8 +1,9 @@
-//! A batch: the messages received since the last flush, each decoded on arrival (to
-//! validate and route it; only its envelope is kept, the typed row decodes the body again
-//! when it is written), checked by [`admission::admit`] (plausible `ts`,
-//! subject agreeing with the body), indexed by table, and sized so the caller knows when
-//! to flush.
+//! A batch: the messages received since the last flush, each decoded once, on arrival,
+//! checked by [`admission::admit`] (plausible `ts`, subject agreeing with the body),
+//! indexed by table, and sized so the caller knows when to flush. An accepted event's
+//! typed row is encoded ([`rowbinary`]) into its type's buffer right away, so the decoded
+//! event is dropped at once and never decoded again: what is kept per message is its
+//! body, the envelope `events_raw` needs, and the encoded typed row.
 //!
 //! One batch is flushed as a unit: one INSERT per table that has rows, then one answer
 //! per message. Keeping the messages of every table in one unit is what makes "ack only
@@ -11,16 +12,22 @@
 //!
 //! This module holds data; it performs no I/O.
 
-use std::time::{Duration, Instant};
+use std::ops::Range;
+use std::time::Instant;
 
 use schemas::subject::headers;
-use schemas::{Decoded, EventType, Protocol, SubjectPrefix};
+use schemas::{Decoded, EventType, SubjectPrefix};
 
 use crate::admission::{self, Candidate};
 use crate::classify;
 use crate::config::BatchConfig;
 use crate::consumer::Delivery;
-use crate::rows::{Arrival, DeadLetterRow, EventRawRow, RawBytes, RawEnvelope};
+use crate::rowbinary;
+use crate::rows::{Arrival, DeadLetterRow, EventRawRow, RawBytes, RawEnvelope, TypedRow};
+
+/// `dead_letters.error_class` of a valid event whose typed row has no RowBinary encoding
+/// (a sink defect, not the producer's: kept as a dead letter rather than lost).
+pub const UNENCODABLE: &str = "unencodable";
 
 /// A message that is not an acceptable event: what `dead_letters` says about it.
 #[derive(Debug)]
@@ -42,25 +49,42 @@ pub struct Item {
     pub decoded: Result<RawEnvelope, BadData>,
     /// The event_id of a message that decoded (even if not admitted); `None` otherwise.
     pub event_id: Option<uuid::Uuid>,
+    /// Where an accepted event's typed row is in its type's buffer of the batch.
+    typed: Range<usize>,
 }
 
 impl Item {
     /// Decodes and admits a delivery of either protocol, received at `received_at` (epoch
-    /// seconds) from a stream under `prefix`. Headers are only kept for messages that are
-    /// not accepted: the dead letter shows them. A Smith event may take its id from
-    /// `Nats-Msg-Id`, read here.
-    pub fn decode(mut delivery: Delivery, received_at: u32, prefix: &SubjectPrefix) -> Self {
+    /// seconds) from a stream under `prefix`, and encodes an accepted event's typed row
+    /// at the end of `typed` (the buffer of its type, chosen by `typed_buffer`). Headers
+    /// are only kept for messages that are not accepted: the dead letter shows them. A
+    /// Smith event may take its id from `Nats-Msg-Id`, read here.
+    fn decode<'b>(
+        mut delivery: Delivery,
+        received_at: u32,
+        prefix: &SubjectPrefix,
+        typed_buffer: impl FnOnce(EventType) -> &'b mut Vec<u8>,
+    ) -> Self {
         let msg_id = delivery
             .headers
             .as_ref()
             .and_then(|h| h.get(headers::MSG_ID))
             .map(|v| v.as_str());
+        let mut typed = 0..0;
         let (decoded, event_id) = match schemas::decode_message(&delivery.payload, msg_id) {
-            Ok(event) => (
-                admission::admit(&event, &delivery.subject, prefix, received_at)
-                    .map(|()| RawEnvelope::of(&event)),
-                Some(event.event_id()),
-            ),
+            Ok(event) => {
+                let arrival = Arrival {
+                    received_at,
+                    stream_seq: delivery.stream_seq,
+                };
+                let decoded = admission::admit(&event, &delivery.subject, prefix, received_at)
+                    .and_then(|()| {
+                        let buffer = typed_buffer(event.event_type());
+                        typed = encode_typed(&event, arrival, buffer)?;
+                        Ok(RawEnvelope::of(&event))
+                    });
+                (decoded, Some(event.event_id()))
+            }
             Err(e) => {
                 let (class, error) = classify::bad_data(&e);
                 (Err(BadData { class, error }), None)
@@ -74,6 +98,7 @@ impl Item {
             received_at,
             decoded,
             event_id,
+            typed,
         }
     }
 
@@ -88,18 +113,6 @@ impl Item {
             body_hash: admission::body_hash(&self.delivery.payload),
             stream_seq: self.delivery.stream_seq,
         })
-    }
-
-    /// The event again, for its typed row; `None` for bad data. A Smith event gets the
-    /// id it was given on arrival (its `Nats-Msg-Id` header is not kept).
-    pub fn event(&self) -> Option<Decoded> {
-        let env = self.decoded.as_ref().ok()?;
-        let mut buffer = uuid::Uuid::encode_buffer();
-        let msg_id = match env.protocol {
-            Protocol::Benchstream => None,
-            Protocol::Smith => Some(&*env.event_id.hyphenated().encode_lower(&mut buffer)),
-        };
-        schemas::decode_message(&self.delivery.payload, msg_id).ok()
     }
 
     /// The `events_raw` row of an accepted event.
@@ -143,6 +156,25 @@ impl Item {
     }
 }
 
+/// Appends the typed row of `event` to `buffer`; returns where it is.
+fn encode_typed(
+    event: &Decoded,
+    arrival: Arrival,
+    buffer: &mut Vec<u8>,
+) -> Result<Range<usize>, BadData> {
+    let start = buffer.len();
+    match rowbinary::encode(&TypedRow::new(event, arrival), buffer) {
+        Ok(()) => Ok(start..buffer.len()),
+        Err(e) => {
+            buffer.truncate(start);
+            Err(BadData {
+                class: UNENCODABLE,
+                error: format!("the typed row cannot be encoded: {e}"),
+            })
+        }
+    }
+}
+
 /// Item indices are `u32`: a batch never holds more than `u32::MAX` messages.
 pub type Index = u32;
 
@@ -156,7 +188,9 @@ pub struct Batch {
     accepted: Vec<Index>,
     /// Messages that failed to decode.
     bad: Vec<Index>,
-    /// Sum of the message bodies.
+    /// The encoded typed rows (RowBinary), per type in [`EventType::ALL`] order.
+    typed: [Vec<u8>; EventType::ALL.len()],
+    /// Sum of the message bodies and encoded typed rows: what the batch holds.
     bytes: usize,
     /// When the first message arrived.
     opened: Option<Instant>,
@@ -170,8 +204,18 @@ fn type_index(event_type: EventType) -> usize {
 }
 
 impl Batch {
+    /// Decodes and admits a delivery received at `received_at` (epoch seconds) from a
+    /// stream under `prefix`, and adds it.
+    pub fn receive(&mut self, delivery: Delivery, received_at: u32, prefix: &SubjectPrefix) {
+        let typed = &mut self.typed;
+        let item = Item::decode(delivery, received_at, prefix, |event_type| {
+            &mut typed[type_index(event_type)]
+        });
+        self.push(item);
+    }
+
     /// Adds a decoded message.
-    pub fn push(&mut self, item: Item) {
+    fn push(&mut self, item: Item) {
         let index = Index::try_from(self.items.len()).unwrap_or(Index::MAX);
         match &item.decoded {
             Ok(env) => {
@@ -180,7 +224,7 @@ impl Batch {
             }
             Err(_) => self.bad.push(index),
         }
-        self.bytes += item.delivery.payload.len();
+        self.bytes += item.delivery.payload.len() + item.typed.len();
         self.opened.get_or_insert_with(Instant::now);
         self.items.push(item);
     }
@@ -195,7 +239,7 @@ impl Batch {
         self.items.is_empty()
     }
 
-    /// Sum of the message bodies, bytes.
+    /// Sum of the message bodies and encoded typed rows, bytes.
     pub fn bytes(&self) -> usize {
         self.bytes
     }
@@ -205,9 +249,17 @@ impl Batch {
         self.items.len() >= limits.max_rows || self.bytes >= limits.max_bytes
     }
 
-    /// When the batch must be flushed at the latest; `None` while empty.
-    pub fn deadline(&self, flush_interval: Duration) -> Option<Instant> {
-        self.opened.map(|at| at + flush_interval)
+    /// When the batch is due (`None` while empty): `linger` after its first message
+    /// while it holds at most `linger_max_rows` messages (little is waiting: flush soon,
+    /// for freshness), else `flush_interval` after it (a busy stream: fewer, larger
+    /// inserts, so ClickHouse's part count stays low).
+    pub fn deadline(&self, limits: &BatchConfig) -> Option<Instant> {
+        let wait = if self.items.len() <= limits.linger_max_rows {
+            limits.linger
+        } else {
+            limits.flush_interval
+        };
+        self.opened.map(|at| at + wait)
     }
 
     /// The item at `index`.
@@ -218,6 +270,15 @@ impl Batch {
     /// Every item, in arrival order.
     pub fn items(&self) -> &[Item] {
         &self.items
+    }
+
+    /// The encoded typed row of the accepted event at `index` (empty for others).
+    pub fn typed_row(&self, index: Index) -> &[u8] {
+        let item = self.item(index);
+        match &item.decoded {
+            Ok(env) => &self.typed[type_index(env.event_type)][item.typed.clone()],
+            Err(_) => &[],
+        }
     }
 
     /// Accepted events of one type.

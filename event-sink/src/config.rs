@@ -183,13 +183,19 @@ section! {
         /// Rows per table per insert; every event has an `events_raw` row, so also the
         /// messages per batch. Default 20000.
         pub max_rows: Option<usize> = ("batch-max-rows", "BENCH_SINK_BATCH_MAX_ROWS"),
-        /// Message bytes per batch. Default 25165824 (24 MiB: 20000 events of ~1.2 KB);
-        /// with at most 2 batches in flight (one filling, one being written) this bounds
-        /// the sink's memory.
+        /// Bytes held per batch: message bodies plus their encoded typed rows. Default
+        /// 25165824 (24 MiB: about 10500 events of ~1.2 KB); with at most 2 batches in
+        /// flight (one filling, one being written) this bounds the sink's memory.
         pub max_bytes: Option<usize> = ("batch-max-bytes", "BENCH_SINK_BATCH_MAX_BYTES"),
-        /// Longest time a received message waits before its batch is flushed, ms. Default
-        /// 1000.
+        /// Longest time a received message waits before its batch is flushed, ms: under
+        /// load, at most one insert per table per interval. Default 500.
         pub flush_interval_ms: Option<u64> = ("flush-interval-ms", "BENCH_SINK_FLUSH_INTERVAL_MS"),
+        /// Wait of a small batch (at most `linger_max_rows` messages) before its flush,
+        /// ms: a quiet stream's events are written this soon. Default 100.
+        pub linger_ms: Option<u64> = ("linger-ms", "BENCH_SINK_LINGER_MS"),
+        /// Largest batch flushed after `linger_ms` rather than `flush_interval_ms`.
+        /// Default 200.
+        pub linger_max_rows: Option<usize> = ("linger-max-rows", "BENCH_SINK_LINGER_MAX_ROWS"),
         /// First delay before retrying a failed flush or pull, ms; doubles per attempt.
         /// Default 100.
         pub retry_initial_ms: Option<u64> = ("retry-initial-ms", "BENCH_SINK_RETRY_INITIAL_MS"),
@@ -334,8 +340,10 @@ impl SinkArgs {
             max_rows: positive("batch.max_rows", b.max_rows)?.unwrap_or(20_000),
             max_bytes: positive("batch.max_bytes", b.max_bytes)?.unwrap_or(24 << 20),
             flush_interval: Duration::from_millis(
-                positive("batch.flush_interval_ms", b.flush_interval_ms)?.unwrap_or(1000),
+                positive("batch.flush_interval_ms", b.flush_interval_ms)?.unwrap_or(500),
             ),
+            linger: Duration::from_millis(positive("batch.linger_ms", b.linger_ms)?.unwrap_or(100)),
+            linger_max_rows: b.linger_max_rows.unwrap_or(200),
             retry: Backoff {
                 initial: Duration::from_millis(
                     positive("batch.retry_initial_ms", b.retry_initial_ms)?.unwrap_or(100),
@@ -508,6 +516,9 @@ pub struct BatchConfig {
     pub max_rows: usize,
     pub max_bytes: usize,
     pub flush_interval: Duration,
+    /// Wait of a batch of at most `linger_max_rows` messages.
+    pub linger: Duration,
+    pub linger_max_rows: usize,
     pub retry: Backoff,
     pub drain_timeout: Duration,
 }
@@ -596,7 +607,7 @@ mod tests {
         assert_eq!(config.consumer.max_deliver, -1);
         assert_eq!(config.clickhouse.database, "benchstream");
         assert_eq!(config.batch.max_rows, 20_000);
-        assert_eq!(config.batch.flush_interval, Duration::from_secs(1));
+        assert_eq!(config.batch.flush_interval, Duration::from_millis(500));
         assert_eq!(
             config.metrics.listen,
             Some(SocketAddr::from(([127, 0, 0, 1], 9464)))

@@ -15,6 +15,7 @@
 //! - [`classify`]: the one place deciding what a failure means (bad data, refused row,
 //!   transient) and the retry backoff.
 //! - [`rows`]: the ClickHouse row of each table, built from a decoded event.
+//! - [`rowbinary`]: encoding rows in ClickHouse's RowBinary format, once, on arrival.
 //! - [`migrations`]: the embedded DDL of `deploy/clickhouse/migrations/` and applying it.
 //! - [`cluster`]: the same DDL rendered for a ClickHouse cluster (Replicated tables under
 //!   Distributed ones).
@@ -39,6 +40,7 @@ pub mod config;
 pub mod consumer;
 pub mod metrics;
 pub mod migrations;
+pub mod rowbinary;
 pub mod rows;
 pub mod service;
 pub mod writer;

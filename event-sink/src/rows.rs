@@ -1,5 +1,7 @@
 //! ClickHouse rows: one struct per table, built from a decoded [`BenchmarkEvent`] by
-//! borrowing its strings (no copy of the text on the way to the insert buffer).
+//! borrowing its strings (no copy of the text on the way to the insert buffer), and
+//! encoded by [`crate::rowbinary`] in field order: a field's type is its column's
+//! encoding (`Option<T>` is `Nullable(T)`).
 //!
 //! The column lists here and the DDL in `deploy/clickhouse/migrations/` must agree: inserts
 //! run without schema validation (18.16 lacks `RowBinaryWithNamesAndTypes`), and the
@@ -553,36 +555,6 @@ pub enum TypedRow<'a> {
     ContextDecision(ContextDecisionRow<'a>),
     Failure(FailureRow<'a>),
     OptimizerUpdate(OptimizerUpdateRow<'a>),
-}
-
-/// A typed row taken out of [`TypedRow`]: `Some` when the event is of the row's type.
-pub trait FromEvent<'a>: Sized {
-    /// The row of `event`, delivered as `arrival`.
-    fn from_event(event: &'a Decoded, arrival: Arrival) -> Option<Self>;
-}
-
-macro_rules! from_event {
-    ($($variant:ident => $row:ident),* $(,)?) => {$(
-        impl<'a> FromEvent<'a> for $row<'a> {
-            fn from_event(event: &'a Decoded, arrival: Arrival) -> Option<Self> {
-                match TypedRow::new(event, arrival) {
-                    TypedRow::$variant(row) => Some(row),
-                    _ => None,
-                }
-            }
-        }
-    )*};
-}
-
-from_event! {
-    RunStart => RunStartRow,
-    RunStop => RunStopRow,
-    Step => StepRow,
-    ToolCall => ToolCallRow,
-    Deliberation => DeliberationRow,
-    ContextDecision => ContextDecisionRow,
-    Failure => FailureRow,
-    OptimizerUpdate => OptimizerUpdateRow,
 }
 
 impl<'a> TypedRow<'a> {

@@ -6,9 +6,11 @@
 //!
 //! A batch is handed over only when the writer is idle (it holds a one-permit semaphore
 //! while it writes), so at most two batches exist at once: one filling, one being
-//! written. That bounds memory. While the writer is stuck (ClickHouse away), the receiver
-//! waits with a full batch and sends no pull requests: nothing more is taken from
-//! JetStream, and the held messages get progress acks.
+//! written. That bounds memory. A due batch waiting for the writer keeps taking messages
+//! until it is full, so a slow insert means a larger next one, not a stalled stream.
+//! While the writer is stuck (ClickHouse away), the receiver waits with a full batch and
+//! sends no pull requests: nothing more is taken from JetStream, and the held messages
+//! get progress acks.
 //!
 //! Shutdown (the token is cancelled): the receiver stops sending pull requests, takes
 //! what the last one still delivers, and hands over its batch; the writer flushes
@@ -28,7 +30,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::batch::{Batch, Item};
+use crate::batch::Batch;
 use crate::classify;
 use crate::config::{BatchConfig, ClickHouseConfig, Config};
 use crate::consumer::{self, ConsumerError, Delivery};
@@ -230,48 +232,56 @@ impl Receiver {
         let mut pull: Option<PullBatch> = None;
         let mut stopping = false;
         let mut pull_failures = 0;
+        // Keeps the filling batch alive while it waits for the writer.
+        let mut progress = writer::progress_ticker(self.progress_every);
         loop {
+            let full = batch.is_full(&self.limits);
             if pull.is_none() {
                 if stopping {
                     break;
                 }
-                match self.pull(&batch).await {
-                    Ok(p) => {
-                        pull = Some(p);
-                        pull_failures = 0;
-                    }
-                    Err(error) => {
-                        pull_failures += 1;
-                        let delay = self.limits.retry.delay(pull_failures);
-                        self.metrics
-                            .retries
-                            .get_or_create(&CauseLabel { cause: "nats" })
-                            .inc();
-                        tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "pull request failed");
-                        tokio::select! {
-                            _ = tokio::time::sleep(delay) => {}
-                            _ = shutdown.cancelled() => stopping = true,
+                if !full {
+                    match self.pull(&batch).await {
+                        Ok(p) => {
+                            pull = Some(p);
+                            pull_failures = 0;
                         }
-                        continue;
+                        Err(error) => {
+                            pull_failures += 1;
+                            let delay = self.limits.retry.delay(pull_failures);
+                            self.metrics
+                                .retries
+                                .get_or_create(&CauseLabel { cause: "nats" })
+                                .inc();
+                            tracing::warn!(%error, retry_in_ms = delay.as_millis() as u64, "pull request failed");
+                            tokio::select! {
+                                _ = tokio::time::sleep(delay) => {}
+                                _ = shutdown.cancelled() => stopping = true,
+                            }
+                            continue;
+                        }
                     }
                 }
             }
-            let deadline = batch.deadline(self.limits.flush_interval);
+            // A due batch goes to the writer as soon as it is idle, and keeps taking
+            // messages (up to its limits) until then.
+            let deadline = batch.deadline(&self.limits);
+            let due = full || deadline.is_some_and(|at| at <= std::time::Instant::now());
             tokio::select! {
                 _ = shutdown.cancelled(), if !stopping => stopping = true,
-                _ = sleep_until(deadline), if deadline.is_some() => {
-                    if !self.hand_over(&mut batch).await {
+                _ = sleep_until(deadline), if !due => {}
+                idle = self.writer_idle.clone().acquire_owned(), if due => {
+                    let Ok(idle) = idle else { return };
+                    if self.handover.send((std::mem::take(&mut batch), idle)).await.is_err() {
                         return;
                     }
                 }
-                next = next_message(&mut pull) => match next {
+                _ = progress.tick() => writer::answer_all(&batch, AckKind::Progress).await,
+                next = next_message(&mut pull), if !full => match next {
                     Some(Ok(message)) => {
                         self.metrics.consumed.inc();
                         let received_at = datetime(chrono::Utc::now().timestamp());
-                        batch.push(Item::decode(Delivery::new(message), received_at, &self.prefix));
-                        if batch.is_full(&self.limits) && !self.hand_over(&mut batch).await {
-                            return;
-                        }
+                        batch.receive(Delivery::new(message), received_at, &self.prefix);
                     }
                     Some(Err(error)) => {
                         // A status ending the request early (e.g. 409 when the next message

@@ -30,10 +30,11 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::AckKind;
-use clickhouse::insert::Insert;
-use clickhouse::{Client, Row, RowWrite};
+use bytes::Bytes;
+use clickhouse::insert_formatted::InsertFormatted;
+use clickhouse::{Client, Row};
 use schemas::EventType;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -41,9 +42,10 @@ use crate::admission::{self, Original};
 use crate::batch::{Batch, Index};
 use crate::classify::{self, Backoff, InsertFailure};
 use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
+use crate::rowbinary;
 use crate::rows::{
-    ContextDecisionRow, DeliberationRow, EventRawRow, FailureRow, FromEvent, OptimizerUpdateRow,
-    RunStartRow, RunStopRow, StepRow, Table, ToolCallRow,
+    typed_table, ContextDecisionRow, DeliberationRow, FailureRow, OptimizerUpdateRow, RunStartRow,
+    RunStopRow, StepRow, Table, ToolCallRow,
 };
 
 /// Why an accepted event is dead-lettered after all.
@@ -97,7 +99,9 @@ struct OriginalRow {
     original_seq: u64,
 }
 
-/// The real [`Inserter`]: RowBinary over HTTP with the `clickhouse` crate.
+/// The real [`Inserter`]: RowBinary over HTTP with the `clickhouse` crate. Typed rows
+/// were encoded on arrival and are copied as they are; `events_raw` and `dead_letters`
+/// rows are encoded here ([`rowbinary`]).
 #[derive(Clone)]
 pub struct ClickHouseInserter {
     /// Client of the sink's database.
@@ -108,59 +112,116 @@ pub struct ClickHouseInserter {
     pub stream: String,
 }
 
-impl ClickHouseInserter {
-    async fn start<R: Row>(&self, table: &str) -> Result<Insert<R>, clickhouse::error::Error> {
-        Ok(self
-            .client
-            .insert::<R>(table)
-            .await?
-            .with_timeouts(Some(self.timeout), Some(self.timeout)))
-    }
+/// Bytes sent to ClickHouse per chunk of an insert's body.
+const CHUNK: usize = 256 << 10;
 
-    async fn write<'b, R: RowWrite>(
-        &self,
-        table: &str,
-        rows: impl Iterator<Item = R::Value<'b>>,
-    ) -> Result<(), clickhouse::error::Error> {
-        let mut insert = self.start::<R>(table).await?;
-        for row in rows {
-            insert.write(&row).await?;
+/// One INSERT of RowBinary rows that are already encoded, sent in chunks of [`CHUNK`].
+struct RowBinaryInsert {
+    insert: InsertFormatted,
+    /// Rows not sent yet.
+    chunk: Vec<u8>,
+}
+
+impl RowBinaryInsert {
+    /// An INSERT into `table` of the columns of `R`, in its field order.
+    fn new<R: Row>(inserter: &ClickHouseInserter, table: &str) -> Self {
+        let sql = format!(
+            "INSERT INTO `{table}`({}) FORMAT RowBinary",
+            R::COLUMN_NAMES
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let timeout = Some(inserter.timeout);
+        RowBinaryInsert {
+            insert: inserter
+                .client
+                .insert_formatted_with(sql)
+                .with_timeouts(timeout, timeout),
+            chunk: Vec::with_capacity(CHUNK),
         }
-        insert.end().await
     }
 
-    /// Typed rows are built from the body decoded again, one at a time, so that only
-    /// the JSON is held per message.
+    /// Where the next row is encoded; [`Self::sent_if_full`] after each row.
+    fn buffer(&mut self) -> &mut Vec<u8> {
+        &mut self.chunk
+    }
+
+    /// Sends the chunk once it holds [`CHUNK`] bytes.
+    async fn sent_if_full(&mut self) -> Result<(), clickhouse::error::Error> {
+        if self.chunk.len() >= CHUNK {
+            let full = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK));
+            self.insert.send(Bytes::from(full)).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends the rest and waits for ClickHouse's answer.
+    async fn end(mut self) -> Result<(), clickhouse::error::Error> {
+        if !self.chunk.is_empty() {
+            self.insert.send(Bytes::from(self.chunk)).await?;
+        }
+        self.insert.end().await
+    }
+}
+
+/// Why an insert of rows encoded at flush time failed.
+enum WriteError {
+    /// ClickHouse or the connection failed.
+    ClickHouse(clickhouse::error::Error),
+    /// A row has no RowBinary encoding: it is refused, like a row ClickHouse rejects.
+    Unencodable(rowbinary::EncodeError),
+}
+
+impl From<clickhouse::error::Error> for WriteError {
+    fn from(error: clickhouse::error::Error) -> Self {
+        WriteError::ClickHouse(error)
+    }
+}
+
+impl ClickHouseInserter {
+    /// The typed rows of `items`, as encoded when their messages arrived.
     async fn write_typed(
         &self,
         event_type: EventType,
         batch: &Batch,
         items: &[Index],
-    ) -> Result<(), clickhouse::error::Error> {
-        let table = Table::Typed(event_type).name();
-        macro_rules! typed {
-            ($row:ident) => {{
-                let mut insert = self.start::<$row<'_>>(table).await?;
-                for &i in items {
-                    let item = batch.item(i);
-                    let Some(event) = item.event() else { continue };
-                    if let Some(row) = $row::from_event(&event, item.arrival()) {
-                        insert.write(&row).await?;
-                    }
+    ) -> Result<(), WriteError> {
+        macro_rules! insert_of {
+            ($($variant:ident => $row:ident),*) => {
+                match event_type {
+                    $(EventType::$variant => {
+                        RowBinaryInsert::new::<$row<'_>>(self, typed_table(event_type))
+                    })*
                 }
-                insert.end().await
-            }};
+            };
         }
-        match event_type {
-            EventType::RunStart => typed!(RunStartRow),
-            EventType::RunStop => typed!(RunStopRow),
-            EventType::Step => typed!(StepRow),
-            EventType::ToolCall => typed!(ToolCallRow),
-            EventType::Deliberation => typed!(DeliberationRow),
-            EventType::ContextDecision => typed!(ContextDecisionRow),
-            EventType::Failure => typed!(FailureRow),
-            EventType::OptimizerUpdate => typed!(OptimizerUpdateRow),
+        let mut insert = insert_of!(
+            RunStart => RunStartRow, RunStop => RunStopRow, Step => StepRow,
+            ToolCall => ToolCallRow, Deliberation => DeliberationRow,
+            ContextDecision => ContextDecisionRow, Failure => FailureRow,
+            OptimizerUpdate => OptimizerUpdateRow
+        );
+        for &i in items {
+            insert.buffer().extend_from_slice(batch.typed_row(i));
+            insert.sent_if_full().await?;
         }
+        Ok(insert.end().await?)
+    }
+
+    /// Rows of `R` encoded now, one per item of `rows`.
+    async fn write<R: Row + Serialize>(
+        &self,
+        table: &str,
+        rows: impl Iterator<Item = R>,
+    ) -> Result<(), WriteError> {
+        let mut insert = RowBinaryInsert::new::<R>(self, table);
+        for row in rows {
+            rowbinary::encode(&row, insert.buffer()).map_err(WriteError::Unencodable)?;
+            insert.sent_if_full().await?;
+        }
+        Ok(insert.end().await?)
     }
 }
 
@@ -176,7 +237,7 @@ impl Inserter for ClickHouseInserter {
             Table::Typed(event_type) => self.write_typed(event_type, batch, items).await,
             Table::EventsRaw => {
                 let rows = items.iter().filter_map(|&i| batch.item(i).raw_row());
-                self.write::<EventRawRow<'_>>(table.name(), rows).await
+                self.write(table.name(), rows).await
             }
             Table::DeadLetters => {
                 let rows = items.iter().map(|&i| {
@@ -188,11 +249,13 @@ impl Inserter for ClickHouseInserter {
                     };
                     item.dead_letter_row(&self.stream, class, error)
                 });
-                self.write::<crate::rows::DeadLetterRow<'_>>(table.name(), rows)
-                    .await
+                self.write(table.name(), rows).await
             }
         };
-        result.map_err(|e| classify::insert_failure(&e))
+        result.map_err(|e| match e {
+            WriteError::ClickHouse(e) => classify::insert_failure(&e),
+            WriteError::Unencodable(e) => InsertFailure::Rejected(e.to_string()),
+        })
     }
 
     async fn originals(&self, ids: &[Uuid]) -> Result<Originals, String> {

@@ -2,19 +2,22 @@
 //!
 //! ```sh
 //! cargo build --release -p event-sink
-//! cargo run --release -p benchstream-tests --bin sink-bench -- [--events N] [--sink PATH]
+//! cargo run --release -p benchstream-tests --bin sink-bench -- [--events N] [--sinks N] [--sink PATH]
 //! ```
 //!
 //! Starts its own nats-server and ClickHouse, pre-fills the stream with mixed, realistic
-//! events of about 1 KB (500 000 by default), then:
+//! events of about 1.2 KB (500 000 by default), then:
 //!
-//! 1. runs the real `event-sink` binary until every event is in ClickHouse, and reads
-//!    its peak RSS (`VmHWM`) before stopping it with SIGTERM;
+//! 1. runs the real `event-sink` binary (`--sinks` processes sharing the durable
+//!    consumer) until every event is in ClickHouse, and reads each process's peak RSS
+//!    (`VmHWM`) and CPU time before stopping it with SIGTERM;
 //! 2. sends the same rows (every `events_raw` row and every typed row) to a second
-//!    database as `INSERT ... FORMAT JSONEachRow` over HTTP, batch by batch, which is
-//!    what ClickHouse ingests without any sink in front;
+//!    database as `INSERT ... FORMAT JSONEachRow` over HTTP, 20 000 events at a time,
+//!    one concurrent insert per table, which is what ClickHouse ingests without any
+//!    sink in front;
 //!
-//! and prints events/s, MB/s (of event JSON) and the ratio sink / ClickHouse.
+//! and prints events/s, MB/s (of event JSON), the sink's CPU per event and the ratio
+//! sink / ClickHouse.
 //!
 //! With `--cluster` it also starts the 2 shards × 2 replicas cluster of
 //! `deploy/clickhouse/cluster/` and drains the same stream (a second consumer) with one
@@ -27,7 +30,7 @@
 //! `event-sink` beside its own executable (`target/release/`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context as _};
@@ -61,6 +64,9 @@ struct Args {
     /// Also drain the same events into a local 2 × 2 ClickHouse cluster.
     #[arg(long)]
     cluster: bool,
+    /// Sink processes sharing the durable consumer.
+    #[arg(long, default_value_t = 1)]
+    sinks: usize,
 }
 
 /// Events of one run.
@@ -219,8 +225,94 @@ fn sink_binary(args: &Args) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// What the sink processes used while draining the stream.
+struct SinkRun {
+    /// From the first process start (migrations included) to the last row in ClickHouse.
+    seconds: f64,
+    /// Largest peak RSS of one process, bytes.
+    peak_rss: u64,
+    /// User + system CPU of all processes, seconds.
+    cpu: f64,
+}
+
+/// Runs `args.sinks` sink processes until `count` events are in ClickHouse, then stops
+/// them with SIGTERM (each must exit 0).
+fn run_sinks(
+    processes: usize,
+    binary: &Path,
+    nats_url: &str,
+    clickhouse: &ClickHouseServer,
+    count: usize,
+    extra: &[&str],
+) -> SinkRun {
+    let started = Instant::now();
+    let mut sinks: Vec<Child> = (0..processes)
+        .map(|_| {
+            Command::new(binary)
+                .args(["--nats-url", nats_url])
+                .args(["--clickhouse-url", &clickhouse.http_url()])
+                .args(["--metrics-listen", "off"])
+                .args(extra)
+                .env("RUST_LOG", "warn")
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("start event-sink")
+        })
+        .collect();
+    while rows_in(clickhouse, "benchstream.events_raw") < count {
+        for sink in &mut sinks {
+            assert!(
+                sink.try_wait().expect("wait").is_none(),
+                "event-sink exited"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let peak_rss = sinks.iter().map(|s| peak_rss(s.id())).max().unwrap_or(0);
+    let cpu = sinks.iter().map(|s| cpu_seconds(s.id())).sum();
+    for sink in &mut sinks {
+        kill(Pid::from_raw(sink.id() as i32), Signal::SIGTERM).expect("SIGTERM");
+        let status = sink.wait().expect("event-sink exit");
+        assert!(status.success(), "event-sink: {status}");
+    }
+    SinkRun {
+        seconds,
+        peak_rss,
+        cpu,
+    }
+}
+
+/// Inserts the rows of `count` events into database `reference` (migrated by `binary`),
+/// 20 000 events at a time, one concurrent insert per table; returns the seconds spent
+/// in the inserts (building the JSON is not counted).
+fn run_reference(binary: &Path, clickhouse: &ClickHouseServer, count: usize) -> f64 {
+    let migrate = Command::new(binary)
+        .args(["migrate", "--clickhouse-url", &clickhouse.http_url()])
+        .args(["--clickhouse-database", "reference"])
+        .env("RUST_LOG", "warn")
+        .status()
+        .expect("migrate reference");
+    assert!(migrate.success());
+    wait_quiet(clickhouse);
+    let mut seconds = 0.0;
+    for start in (0..count).step_by(REFERENCE_BATCH) {
+        let inserts = reference_inserts(start..(start + REFERENCE_BATCH).min(count));
+        let timer = Instant::now();
+        std::thread::scope(|scope| {
+            for insert in &inserts {
+                scope.spawn(|| clickhouse.query(insert));
+            }
+        });
+        seconds += timer.elapsed().as_secs_f64();
+    }
+    assert_eq!(rows_in(clickhouse, "reference.events_raw"), count);
+    seconds
+}
+
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    ensure!(args.sinks >= 1, "--sinks must be at least 1");
     let count = args.events;
     let sink_binary = sink_binary(&args)?;
     println!("measuring {}", sink_binary.display());
@@ -244,98 +336,44 @@ fn main() -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    // 1. The sink.
-    let Drain {
-        seconds: sink_seconds,
-        rss,
-        cpu,
-    } = drain(&sink_binary, &nats.url(), &clickhouse, count, &[]);
-
-    // 2. ClickHouse alone, same rows as JSONEachRow.
-    let migrate = Command::new(&sink_binary)
-        .args(["migrate", "--clickhouse-url", &clickhouse.http_url()])
-        .args(["--clickhouse-database", "reference"])
-        .env("RUST_LOG", "warn")
-        .status()
-        .expect("migrate reference");
-    assert!(migrate.success());
     wait_quiet(&clickhouse);
-    let mut reference_seconds = 0.0;
-    for start in (0..count).step_by(REFERENCE_BATCH) {
-        let inserts = reference_inserts(start..(start + REFERENCE_BATCH).min(count));
-        let timer = Instant::now();
-        for insert in inserts {
-            clickhouse.query(&insert);
-        }
-        reference_seconds += timer.elapsed().as_secs_f64();
-    }
-    assert_eq!(rows_in(&clickhouse, "reference.events_raw"), count);
+    let sink = run_sinks(
+        args.sinks,
+        &sink_binary,
+        &nats.url(),
+        &clickhouse,
+        count,
+        &[],
+    );
+    wait_quiet(&clickhouse);
+    let reference_seconds = run_reference(&sink_binary, &clickhouse, count);
 
-    let sink_rate = count as f64 / sink_seconds;
+    let sink_rate = count as f64 / sink.seconds;
     let reference_rate = count as f64 / reference_seconds;
     println!(
-        "sink:       {sink_seconds:6.1} s  {sink_rate:9.0} events/s  {:6.1} MB/s  peak RSS {:.1} MiB \
-         (from process start, migrations included)",
-        mb / sink_seconds,
-        rss as f64 / (1024.0 * 1024.0)
+        "sink:       {:6.1} s  {sink_rate:9.0} events/s  {:6.1} MB/s  peak RSS {:.1} MiB \
+         ({} process(es), from start, migrations included)",
+        sink.seconds,
+        mb / sink.seconds,
+        sink.peak_rss as f64 / (1024.0 * 1024.0),
+        args.sinks
     );
     println!(
         "clickhouse: {reference_seconds:6.1} s  {reference_rate:9.0} events/s  {:6.1} MB/s  \
-         (JSONEachRow over HTTP, {REFERENCE_BATCH} events per insert, same rows)",
+         (JSONEachRow over HTTP, {REFERENCE_BATCH} events per insert, one concurrent insert \
+         per table, same rows)",
         mb / reference_seconds
     );
-    println!("sink CPU: {cpu:.1} s user+system");
+    println!(
+        "sink CPU: {:.2} s user+system, {:.2} us/event",
+        sink.cpu,
+        sink.cpu * 1e6 / count as f64
+    );
     println!("ratio sink / clickhouse: {:.2}", sink_rate / reference_rate);
     if args.cluster {
         drain_into_cluster(&sink_binary, &nats.url(), count, mb, sink_rate);
     }
     Ok(())
-}
-
-/// What one drain of the stream by one sink took.
-struct Drain {
-    /// From the sink's start until every event was in ClickHouse.
-    seconds: f64,
-    /// Peak RSS of the sink, bytes.
-    rss: u64,
-    /// CPU time of the sink, seconds.
-    cpu: f64,
-}
-
-/// Runs the `event-sink` binary with `extra` flags until `clickhouse` holds `count` rows
-/// in `benchstream.events_raw`, then stops it with SIGTERM.
-fn drain(
-    sink_binary: &Path,
-    nats_url: &str,
-    clickhouse: &ClickHouseServer,
-    count: usize,
-    extra: &[&str],
-) -> Drain {
-    wait_quiet(clickhouse);
-    let started = Instant::now();
-    let mut sink = Command::new(sink_binary)
-        .args(["--nats-url", nats_url])
-        .args(["--clickhouse-url", &clickhouse.http_url()])
-        .args(["--metrics-listen", "off"])
-        .args(extra)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start event-sink");
-    while rows_in(clickhouse, "benchstream.events_raw") < count {
-        assert!(
-            sink.try_wait().expect("wait").is_none(),
-            "event-sink exited"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let seconds = started.elapsed().as_secs_f64();
-    let rss = peak_rss(sink.id());
-    let cpu = cpu_seconds(sink.id());
-    kill(Pid::from_raw(sink.id() as i32), Signal::SIGTERM).expect("SIGTERM");
-    let status = sink.wait().expect("event-sink exit");
-    assert!(status.success(), "event-sink: {status}");
-    Drain { seconds, rss, cpu }
 }
 
 /// `--cluster`: the same stream drained by one sink (its own consumer) into a 2 × 2
@@ -352,7 +390,13 @@ fn drain_into_cluster(sink_binary: &Path, nats_url: &str, count: usize, mb: f64,
         .status()
         .expect("migrate the cluster");
     assert!(migrate.success());
-    let Drain { seconds, rss, cpu } = drain(
+    wait_quiet(entry);
+    let SinkRun {
+        seconds,
+        peak_rss,
+        cpu,
+    } = run_sinks(
+        1,
         sink_binary,
         nats_url,
         entry,
@@ -369,7 +413,7 @@ fn drain_into_cluster(sink_binary: &Path, nats_url: &str, count: usize, mb: f64,
         "cluster:    {seconds:6.1} s  {rate:9.0} events/s  {:6.1} MB/s  peak RSS {:.1} MiB  CPU {cpu:.1} s \
          (one sink, 2 shards x 2 replicas, synchronous distributed inserts, migrated before)",
         mb / seconds,
-        rss as f64 / (1024.0 * 1024.0)
+        peak_rss as f64 / (1024.0 * 1024.0)
     );
     println!("ratio cluster / one server: {:.2}", rate / single_rate);
 }
