@@ -50,8 +50,8 @@ fn client(clickhouse: &ClickHouseServer) -> clickhouse::Client {
         .with_validation(false)
 }
 
-/// Runs every shipped query (with `run_id` where one is required) and returns the
-/// answers; panics naming the first query that fails.
+/// Runs every shipped query (with `run_id`, and a sweep name, where one is required) and
+/// returns the answers; panics naming the first query that fails.
 async fn every_query_answers(client: &clickhouse::Client, run_id: Uuid) -> Vec<Table> {
     let mut answers = Vec::new();
     for query in QUERIES {
@@ -59,6 +59,9 @@ async fn every_query_answers(client: &clickhouse::Client, run_id: Uuid) -> Vec<T
         let params = query.params().expect("declared parameters");
         if params.iter().any(|p| p.name == "run_id") {
             values.insert("run_id".into(), run_id.to_string());
+        }
+        if params.iter().any(|p| p.name == "sweep") {
+            values.insert("sweep".into(), "no-such-sweep".into());
         }
         let table = query
             .run(client, &values)
