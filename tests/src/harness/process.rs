@@ -17,8 +17,10 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// How long a server may take to become ready before the harness gives up.
-pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a server may take to become ready before the harness gives up. A replicated
+/// ClickHouse restarted after SIGKILL on a busy 2-core machine was seen to need more than
+/// 20 s; a ready server answers at once, so a generous limit only delays a real failure.
+pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long a server may take to exit after SIGTERM before it gets SIGKILL.
 pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(30);

@@ -8,7 +8,7 @@
 //! the suite's other tests keep some of the machine.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer};
 use benchstream_tests::harness::clickhouse_cluster::{CLUSTER_NAME, REPLICAS, SHARDS};
@@ -166,30 +166,40 @@ impl ClusterWorld {
     }
 }
 
-/// After `SYSTEM SYNC REPLICA`, the two replicas of each shard have the same row count
-/// in every local table, and the shards together hold each event once.
+/// The two replicas of each shard reach the same row count in every local table (a
+/// restarted replica fetches what it missed in the background, so each table gets up to
+/// a minute of `SYSTEM SYNC REPLICA` rounds), and the shards together hold each event
+/// once.
 fn assert_replicas_converge(cluster: &ClickHouseCluster, total: usize) {
     let mut distinct = 0;
     for shard in 1..=SHARDS {
         for table in std::iter::once("events_raw").chain(TYPED_TABLES) {
-            let counts: Vec<String> = (1..=REPLICAS)
-                .map(|replica| {
-                    let server = cluster.server(shard, replica);
-                    server.query(&format!("SYSTEM SYNC REPLICA benchstream.{table}_local"));
-                    server
-                        .query(&format!(
-                            "SELECT count(), uniqExact(event_id) FROM benchstream.{table}_local"
-                        ))
-                        .trim()
-                        .to_owned()
-                })
-                .collect();
+            let counts = || -> Vec<String> {
+                (1..=REPLICAS)
+                    .map(|replica| {
+                        let server = cluster.server(shard, replica);
+                        server.query(&format!("SYSTEM SYNC REPLICA benchstream.{table}_local"));
+                        server
+                            .query(&format!(
+                                "SELECT count(), uniqExact(event_id) FROM benchstream.{table}_local"
+                            ))
+                            .trim()
+                            .to_owned()
+                    })
+                    .collect()
+            };
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut seen = counts();
+            while !seen.windows(2).all(|w| w[0] == w[1]) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(500));
+                seen = counts();
+            }
             assert!(
-                counts.windows(2).all(|w| w[0] == w[1]),
-                "shard {shard} replicas differ in {table}_local: {counts:?}"
+                seen.windows(2).all(|w| w[0] == w[1]),
+                "shard {shard} replicas still differ in {table}_local after a minute: {seen:?}"
             );
             if table == "events_raw" {
-                let (_, unique) = counts[0].split_once('\t').expect("two columns");
+                let (_, unique) = seen[0].split_once('\t').expect("two columns");
                 distinct += unique.parse::<usize>().expect("count");
             }
         }
