@@ -47,44 +47,57 @@ DATASETS = [
 ]
 
 
-def split_statements(sql):
-    """Splits SQL text on top-level `;`. Returns the non-empty statements, trimmed.
-
-    A statement holding only comments is dropped. Quotes: '...', "...", `...`, with
-    backslash escapes and doubled quotes; comments: `-- ...` to end of line, `/* ... */`.
-    """
-    statements, start, i, n = [], 0, 0, len(sql)
-    meaningful = False
+def pieces(sql):
+    """Cuts `sql` into consecutive ("code" | "quoted" | "comment", start, end) pieces
+    covering it all, by the sink's rules (event-sink/src/sql.rs): quotes '...', "...",
+    `...` with backslash escapes and doubled quotes; comments `-- ...` to end of line and
+    `/* ... */`; an unterminated quote or comment runs to the end."""
+    found, code_start, i, n = [], 0, 0, len(sql)
     while i < n:
         c = sql[i]
         if c in "'\"`":
-            meaningful = True
-            i += 1
-            while i < n:
-                if sql[i] == "\\":
-                    i += 2
-                    continue
-                if sql[i] == c:
-                    if i + 1 < n and sql[i + 1] == c:
-                        i += 2
-                        continue
+            kind, j = "quoted", i + 1
+            while j < n:
+                if sql[j] == "\\" or (sql[j] == c and j + 1 < n and sql[j + 1] == c):
+                    j += 2
+                elif sql[j] == c:
                     break
-                i += 1
-            i += 1
+                else:
+                    j += 1
+            end = min(j + 1, n)
         elif sql.startswith("--", i):
-            end = sql.find("\n", i)
-            i = n if end < 0 else end + 1
+            kind, end = "comment", sql.find("\n", i)
+            end = n if end < 0 else end + 1
         elif sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-        elif c == ";":
-            if meaningful:
-                statements.append(sql[start:i].strip())
-            start, meaningful = i + 1, False
-            i += 1
+            kind, end = "comment", sql.find("*/", i + 2)
+            end = n if end < 0 else end + 2
         else:
-            meaningful = meaningful or not c.isspace()
             i += 1
+            continue
+        if code_start < i:
+            found.append(("code", code_start, i))
+        found.append((kind, i, end))
+        code_start = i = end
+    if code_start < n:
+        found.append(("code", code_start, n))
+    return found
+
+
+def split_statements(sql):
+    """Splits SQL text on the `;` of code (never one in quotes or comments). Returns the
+    non-empty statements, trimmed; a statement holding only comments is dropped."""
+    statements, start, meaningful = [], 0, False
+    for kind, begin, end in pieces(sql):
+        if kind == "quoted":
+            meaningful = True
+        elif kind == "code":
+            for at in range(begin, end):
+                if sql[at] == ";":
+                    if meaningful:
+                        statements.append(sql[start:at].strip())
+                    start, meaningful = at + 1, False
+                else:
+                    meaningful = meaningful or not sql[at].isspace()
     if meaningful:
         statements.append(sql[start:].strip())
     return statements
@@ -209,37 +222,9 @@ def literal(type_, value):
 
 
 def code_spans(sql):
-    """(start, end) of the parts of `sql` outside quotes and comments, by the quoting
-    rules of `split_statements`: only there does `{` open a placeholder."""
-    spans, start, i, n = [], 0, 0, len(sql)
-    while i < n:
-        c = sql[i]
-        if c in "'\"`" or sql.startswith("--", i) or sql.startswith("/*", i):
-            spans.append((start, i))
-            if c in "'\"`":
-                i += 1
-                while i < n:
-                    if sql[i] == "\\":
-                        i += 2
-                        continue
-                    if sql[i] == c:
-                        if i + 1 < n and sql[i + 1] == c:
-                            i += 2
-                            continue
-                        break
-                    i += 1
-                i += 1
-            elif c == "-":
-                end = sql.find("\n", i)
-                i = n if end < 0 else end + 1
-            else:
-                end = sql.find("*/", i + 2)
-                i = n if end < 0 else end + 2
-            start = i
-        else:
-            i += 1
-    spans.append((start, n))
-    return spans
+    """(start, end) of the code of `sql` (see `pieces`): only there does `{` open a
+    placeholder."""
+    return [(begin, end) for kind, begin, end in pieces(sql) if kind == "code"]
 
 
 def render(sql, values):

@@ -19,6 +19,7 @@
 //! - [`migrations`]: the embedded DDL of `deploy/clickhouse/migrations/` and applying it.
 //! - [`cluster`]: the same DDL rendered for a ClickHouse cluster (Replicated tables under
 //!   Distributed ones).
+//! - [`sql`]: which bytes of SQL text are code, quoted text or comments.
 //! - [`metrics`]: Prometheus metrics and the `/metrics` + `/healthz` endpoint.
 //! - [`analysis`]: the shipped SQL queries (`event-sink query`) and the HTML report
 //!   (`event-sink report`).
@@ -43,6 +44,7 @@ pub mod migrations;
 pub mod rowbinary;
 pub mod rows;
 pub mod service;
+pub mod sql;
 pub mod writer;
 
 pub use config::{ClickHouseConnectionArgs, Config, ConfigError, SinkArgs};

@@ -29,6 +29,7 @@ use sha2::{Digest, Sha256};
 use crate::classify;
 use crate::cluster::{self, RenderError, Target};
 use crate::rows::datetime;
+use crate::sql::{self, Piece};
 
 /// One migration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -395,53 +396,28 @@ fn quote_identifier(name: &str) -> String {
 }
 
 /// Splits SQL text on top-level `;` into trimmed, non-empty statements; a piece holding
-/// only comments is dropped. `;` inside '...', "...", `...` (backslash escapes and
-/// doubled quotes) or inside `--` / `/* */` comments does not split. The same rules as
+/// only comments is dropped. Only a `;` of code splits, never one in quotes or comments
+/// ([`crate::sql`]). The same rules as
 /// `split_statements` in `deploy/clickhouse/chdb_check.py`.
 pub fn split_statements(sql: &str) -> Vec<&str> {
-    let bytes = sql.as_bytes();
     let mut statements = Vec::new();
-    let (mut start, mut i, mut meaningful) = (0, 0, false);
-    while i < bytes.len() {
-        match bytes[i] {
-            quote @ (b'\'' | b'"' | b'`') => {
-                meaningful = true;
-                i += 1;
-                while i < bytes.len() {
-                    if bytes[i] == b'\\' {
-                        i += 2;
-                        continue;
-                    }
-                    if bytes[i] == quote {
-                        if bytes.get(i + 1) == Some(&quote) {
-                            i += 2;
-                            continue;
+    let (mut start, mut meaningful) = (0, false);
+    for (piece, range) in sql::pieces(sql) {
+        match piece {
+            Piece::Comment => {}
+            Piece::Quoted => meaningful = true,
+            Piece::Code => {
+                for (at, c) in sql[range.clone()].char_indices() {
+                    if c == ';' {
+                        if meaningful {
+                            statements.push(sql[start..range.start + at].trim());
                         }
-                        break;
+                        start = range.start + at + 1;
+                        meaningful = false;
+                    } else {
+                        meaningful |= !c.is_whitespace();
                     }
-                    i += 1;
                 }
-                i += 1;
-            }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                i = sql[i..].find('\n').map_or(bytes.len(), |end| i + end + 1);
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i = sql[i + 2..]
-                    .find("*/")
-                    .map_or(bytes.len(), |end| i + 2 + end + 2);
-            }
-            b';' => {
-                if meaningful {
-                    statements.push(sql[start..i].trim());
-                }
-                start = i + 1;
-                meaningful = false;
-                i += 1;
-            }
-            c => {
-                meaningful |= !c.is_ascii_whitespace();
-                i += 1;
             }
         }
     }

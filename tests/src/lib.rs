@@ -9,10 +9,13 @@
 //! crates do not depend on it: `src/bin/publish-bench.rs` measures the runner's publisher
 //! (`cargo run --release -p benchstream-tests --bin publish-bench`), `src/bin/sink-bench.rs`
 //! the event-sink against ClickHouse alone (`cargo build --release -p event-sink`, then
-//! `cargo run --release -p benchstream-tests --bin sink-bench`).
+//! `cargo run --release -p benchstream-tests --bin sink-bench`), `src/bin/sink-latency.rs`
+//! its publish-to-queryable time, and `src/bin/sandbox-bench.rs` the agent sandbox's cost
+//! per tool call; [`bench`] holds what they share.
 //!
 //! The servers must be installed first: `deploy/local/install.sh`.
 
+pub mod bench;
 pub mod harness;
 
 pub use harness::{

@@ -330,48 +330,10 @@ impl Query {
     }
 }
 
-/// Byte offsets of the `{` that open a placeholder: those outside string literals
-/// (`'...'`), quoted identifiers (`"..."`, `` `...` ``) and comments (`-- ...`,
-/// `/* ... */`). Inside quotes a backslash escapes the next character and a doubled
-/// quote is one quote, as in ClickHouse; a `{` there is text, never a parameter.
+/// Byte offsets of the `{` that open a placeholder: those in code, never in string
+/// literals, quoted identifiers or comments ([`crate::sql`]).
 fn placeholder_starts(sql: &str) -> Vec<usize> {
-    let bytes = sql.as_bytes();
-    let mut starts = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            quote @ (b'\'' | b'"' | b'`') => {
-                i += 1;
-                while i < bytes.len() {
-                    // An escape, or a doubled quote: two bytes of text.
-                    let escaped = bytes[i] == b'\\'
-                        || (bytes[i] == quote && bytes.get(i + 1) == Some(&quote));
-                    if escaped {
-                        i += 2;
-                    } else if bytes[i] == quote {
-                        break;
-                    } else {
-                        i += 1;
-                    }
-                }
-                i += 1;
-            }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                i = sql[i..].find('\n').map_or(bytes.len(), |end| i + end + 1);
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i = sql[i + 2..]
-                    .find("*/")
-                    .map_or(bytes.len(), |end| i + 2 + end + 2);
-            }
-            b'{' => {
-                starts.push(i);
-                i += 1;
-            }
-            _ => i += 1,
-        }
-    }
-    starts
+    crate::sql::code_positions(sql, '{')
 }
 
 /// Parses `name Type [= 'default']: help` (the default may hold `:`).

@@ -15,6 +15,7 @@ use std::time::Duration;
 use agent_runner::tools::bwrap::{self, Confinement};
 use agent_runner::tools::exec::{run_shell, ExecSpec};
 use anyhow::Context as _;
+use benchstream_tests::bench::percentile;
 use clap::Parser;
 use schemas::SandboxLimits;
 
@@ -140,14 +141,6 @@ async fn measure(
     }
     samples.sort();
     Ok(samples)
-}
-
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
 }
 
 fn ms(d: Duration) -> f64 {

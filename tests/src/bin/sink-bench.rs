@@ -33,7 +33,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Context as _};
+use anyhow::ensure;
+use benchstream_tests::bench::sink_binary;
 use benchstream_tests::{ClickHouseCluster, ClickHouseServer, NatsServer};
 use clap::Parser;
 use event_sink::rows::{typed_table, Arrival, EventRawRow, RawEnvelope, TypedRow};
@@ -209,22 +210,6 @@ fn reference_inserts(range: std::ops::Range<usize>) -> Vec<String> {
         .collect()
 }
 
-/// The `event-sink` binary: `--sink`, or the one beside this executable.
-fn sink_binary(args: &Args) -> anyhow::Result<PathBuf> {
-    let path = match &args.sink {
-        Some(path) => path.clone(),
-        None => std::env::current_exe()
-            .context("own path")?
-            .with_file_name("event-sink"),
-    };
-    ensure!(
-        path.is_file(),
-        "no event-sink at {}: build it first (`cargo build --release -p event-sink`) or pass --sink",
-        path.display()
-    );
-    Ok(path)
-}
-
 /// What the sink processes used while draining the stream.
 struct SinkRun {
     /// From the first process start (migrations included) to the last row in ClickHouse.
@@ -314,7 +299,7 @@ fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     ensure!(args.sinks >= 1, "--sinks must be at least 1");
     let count = args.events;
-    let sink_binary = sink_binary(&args)?;
+    let sink_binary = sink_binary(args.sink.as_deref())?;
     println!("measuring {}", sink_binary.display());
     let nats = NatsServer::start();
     let clickhouse = ClickHouseServer::start();

@@ -25,7 +25,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use anyhow::{ensure, Context as _};
+use anyhow::ensure;
+use benchstream_tests::bench::{percentile, sink_binary};
 use benchstream_tests::{free_port, ClickHouseServer, NatsServer};
 use clap::Parser;
 use nix::sys::signal::{kill, Signal};
@@ -71,22 +72,6 @@ const POLL: Duration = Duration::from_millis(50);
 struct Probes {
     pending: HashMap<Uuid, Instant>,
     seen: Vec<Duration>,
-}
-
-/// The `event-sink` binary: `--sink`, or the one beside this executable.
-fn sink_binary(args: &Args) -> anyhow::Result<PathBuf> {
-    let path = match &args.sink {
-        Some(path) => path.clone(),
-        None => std::env::current_exe()
-            .context("own path")?
-            .with_file_name("event-sink"),
-    };
-    ensure!(
-        path.is_file(),
-        "no event-sink at {}: build it first (`cargo build --release -p event-sink`) or pass --sink",
-        path.display()
-    );
-    Ok(path)
 }
 
 /// Publishes the load for `duration`, a probe every `1 / PROBES_PER_SECOND`.
@@ -165,18 +150,13 @@ fn flushes(metrics_port: u16) -> u64 {
         .map_or(0, |v| v as u64)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let rank = ((sorted.len() as f64) * p).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     ensure!(
         args.rate >= PROBES_PER_SECOND,
         "--rate must be at least {PROBES_PER_SECOND}"
     );
-    let sink_binary = sink_binary(&args)?;
+    let sink_binary = sink_binary(args.sink.as_deref())?;
     let nats = NatsServer::start();
     let clickhouse = ClickHouseServer::start();
     let runtime = tokio::runtime::Runtime::new().expect("runtime");

@@ -19,7 +19,7 @@ use event_sink::SinkArgs;
 use schemas::{BenchmarkEvent, SubjectPrefix};
 
 use crate::common::{create_stream, jetstream, sink_args, wait_for};
-use crate::sink::setup::RunningSink;
+use crate::sink::setup::{sink_consumer, wait_ack_floor, RunningSink};
 use crate::sink::support::{publish_all, Run};
 
 /// Cluster tests run one at a time.
@@ -106,27 +106,12 @@ impl ClusterWorld {
 
     /// The sink's consumer; an error until the sink has created it.
     async fn consumer_info(&self) -> Result<consumer::Info, async_nats::Error> {
-        let stream = self.js.get_stream("BENCH_EVENTS").await?;
-        Ok(stream.consumer_info("event-sink").await?)
+        sink_consumer(&self.js).await
     }
 
     /// Waits until the consumer's ack floor reaches stream sequence `seq`.
     async fn wait_acked(&self, seq: u64) {
-        let start = std::time::Instant::now();
-        loop {
-            let floor = self
-                .consumer_info()
-                .await
-                .map_or(0, |info| info.ack_floor.stream_sequence);
-            if floor >= seq {
-                return;
-            }
-            assert!(
-                start.elapsed() < LANDING,
-                "ack floor {floor}, expected {seq}"
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
+        wait_ack_floor(&self.js, seq, LANDING).await;
     }
 
     /// Every event counted once through the Distributed tables, none dead-lettered, and

@@ -76,8 +76,35 @@ impl World {
 
     /// The consumer, or an error while the sink has not created it yet.
     async fn try_consumer_info(&self) -> Result<consumer::Info, async_nats::Error> {
-        let stream = self.js.get_stream("BENCH_EVENTS").await?;
-        Ok(stream.consumer_info("event-sink").await?)
+        sink_consumer(&self.js).await
+    }
+}
+
+/// The sink's durable consumer on `BENCH_EVENTS`, or an error while the sink has not
+/// created it yet.
+pub(crate) async fn sink_consumer(
+    js: &jetstream::Context,
+) -> Result<consumer::Info, async_nats::Error> {
+    let stream = js.get_stream("BENCH_EVENTS").await?;
+    Ok(stream.consumer_info("event-sink").await?)
+}
+
+/// Waits until the sink consumer's ack floor reaches stream sequence `seq` (everything up
+/// to it was inserted and acked); panics after `within`.
+pub(crate) async fn wait_ack_floor(js: &jetstream::Context, seq: u64, within: Duration) {
+    let start = std::time::Instant::now();
+    loop {
+        let floor = sink_consumer(js)
+            .await
+            .map_or(0, |info| info.ack_floor.stream_sequence);
+        if floor >= seq {
+            return;
+        }
+        assert!(
+            start.elapsed() < within,
+            "ack floor {floor} after {within:?}, expected {seq}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -100,21 +127,7 @@ impl World {
     /// Waits until the consumer's ack floor reaches stream sequence `seq`: everything up
     /// to it was inserted and acked.
     pub async fn wait_acked(&self, seq: u64) {
-        let start = std::time::Instant::now();
-        loop {
-            let floor = self
-                .try_consumer_info()
-                .await
-                .map_or(0, |info| info.ack_floor.stream_sequence);
-            if floor >= seq {
-                return;
-            }
-            assert!(
-                start.elapsed() < LANDING,
-                "ack floor {floor} after {LANDING:?}, expected {seq}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_ack_floor(&self.js, seq, LANDING).await;
     }
 }
 

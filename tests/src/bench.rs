@@ -1,0 +1,52 @@
+//! Pieces the benchmark binaries (`src/bin/`) share: finding the `event-sink` binary they
+//! measure, and reading percentiles off their samples.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{ensure, Context as _};
+
+/// The `event-sink` binary to measure: `given` (a bench's `--sink`), or the one beside
+/// the running executable (`target/release/` for a release bench).
+///
+/// # Errors
+///
+/// When there is no file there, with the command that builds it.
+pub fn sink_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let path = match given {
+        Some(path) => path.to_path_buf(),
+        None => std::env::current_exe()
+            .context("own path")?
+            .with_file_name("event-sink"),
+    };
+    ensure!(
+        path.is_file(),
+        "no event-sink at {}: build it first (`cargo build --release -p event-sink`) or pass --sink",
+        path.display()
+    );
+    Ok(path)
+}
+
+/// The nearest-rank `q`-quantile (0..=1) of `sorted` (ascending); zero when empty.
+pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() as f64) * q).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        assert_eq!(percentile(&samples, 0.5), Duration::from_millis(50));
+        assert_eq!(percentile(&samples, 0.99), Duration::from_millis(99));
+        assert_eq!(percentile(&samples, 1.0), Duration::from_millis(100));
+        assert_eq!(percentile(&samples, 0.0), Duration::from_millis(1));
+        assert_eq!(percentile(&[], 0.5), Duration::ZERO);
+    }
+}
