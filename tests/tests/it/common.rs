@@ -2,7 +2,6 @@
 //! configs publishing to a test's nats-server, the stream and the run artifacts read
 //! back, and the event-sink running in-process into its own ClickHouse.
 //!
-//! - [`stream`]: creating the events stream and reading it back.
 //! - [`runs`]: a run's `events.jsonl` and `summary.json`.
 //! - [`query`]: waiting for ClickHouse to give an answer.
 //! - [`spool`]: spools written with the runner's own code, to damage or flush.
@@ -14,7 +13,6 @@
 pub mod query;
 pub mod runs;
 pub mod spool;
-pub mod stream;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -31,8 +29,8 @@ use event_sink::SinkArgs;
 use schemas::{BenchmarkEvent, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
+pub use benchstream_tests::stream::{create_stream, jetstream, sorted_seqs, stream_messages};
 pub use query::wait_for;
-pub use stream::{create_stream, jetstream, sorted_seqs, stream_messages};
 
 /// A path in the repository.
 pub fn repo_path(relative: &str) -> PathBuf {
