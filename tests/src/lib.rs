@@ -5,9 +5,14 @@
 //! directories, and stops them when dropped. The tests themselves live in one
 //! integration-test binary, `tests/it/main.rs`, with one module per area.
 //!
-//! Beside it, what the tests share with each other and with the benchmarks:
-//! [`stream`] (creating the events stream and reading it back) and [`events`] (golden
-//! events re-stamped as fresh runs, published the way a runner does).
+//! Beside it, what the end-to-end tests, the tests of the product binaries
+//! (`agent-runner/tests/`, `event-sink/tests/`) and the benchmarks share:
+//!
+//! - [`stream`]: creating the events stream and reading it back.
+//! - [`events`]: golden events re-stamped as fresh runs, published the way a runner does.
+//! - [`query`]: waiting for ClickHouse to give an answer.
+//! - [`runs`]: a run's `events.jsonl` and `summary.json`.
+//! - [`spool`]: spools written with the runner's own code, to damage or flush.
 //!
 //! The benchmarks that run on these servers are a package of their own, `bench/`
 //! (`benchstream-bench`), so that neither the product crates nor this one carry them.
@@ -16,6 +21,9 @@
 
 pub mod events;
 pub mod harness;
+pub mod query;
+pub mod runs;
+pub mod spool;
 pub mod stream;
 
 pub use harness::{
