@@ -2,7 +2,7 @@
 //!
 //! ```sh
 //! cargo build --release -p event-sink
-//! cargo run --release -p benchstream-tests --bin sink-bench -- [--events N] [--sinks N] [--sink PATH]
+//! cargo run --release -p benchstream-bench --bin sink-bench -- [--events N] [--sinks N] [--sink PATH]
 //! ```
 //!
 //! Starts its own nats-server and ClickHouse, pre-fills the stream with mixed, realistic
@@ -24,17 +24,19 @@
 //! sink into it (`--cluster benchstream`: Replicated tables under Distributed ones,
 //! synchronous distributed inserts), and prints that next to the one-server drain.
 //!
-//! It lives in the tests crate, not in event-sink, because it starts its servers with the
-//! test harness, which the sink must not depend on. Cargo builds no binary of a
-//! dependency, hence the separate `cargo build` of the sink; by default the bench runs the
-//! `event-sink` beside its own executable (`target/release/`).
+//! It lives in the bench package (`tests/bench/`), not in event-sink, because it starts
+//! its servers with the test harness, which the sink must not depend on. Cargo builds no
+//! binary of a dependency, hence the separate `cargo build` of the sink; by default the
+//! bench runs the `event-sink` beside its own executable (`target/release/`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
-use benchstream_tests::bench::sink_binary;
+use benchstream_bench::sink_binary;
+use benchstream_tests::events::{fixture, publish_all};
+use benchstream_tests::stream::{create_stream, jetstream};
 use benchstream_tests::{ClickHouseCluster, ClickHouseServer, NatsServer};
 use clap::Parser;
 use event_sink::rows::{typed_table, Arrival, EventRawRow, RawEnvelope, TypedRow};
@@ -42,17 +44,6 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::{BenchmarkEvent, EventType, Payload, SubjectPrefix};
 use uuid::Uuid;
-
-// Shared with the sink's tests, which use more of them.
-#[allow(dead_code)]
-#[path = "../../tests/it/common/stream.rs"]
-mod stream;
-#[allow(dead_code)]
-#[path = "../../tests/it/sink/support.rs"]
-mod support;
-
-use stream::{create_stream, jetstream};
-use support::{fixture, publish_all};
 
 #[derive(Debug, Parser)]
 struct Args {
