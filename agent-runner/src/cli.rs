@@ -33,25 +33,19 @@ pub enum Command {
     /// Run a scenario: every task (or --tasks), judged, events published.
     Run(Box<RunArgs>),
     /// Maintain the scenarios directory.
-    Scenarios {
-        #[command(subcommand)]
-        command: ScenariosCommand,
-    },
+    #[command(subcommand)]
+    Scenarios(ScenariosCommand),
     /// Work with the local spool of undelivered events.
-    Spool {
-        #[command(subcommand)]
-        command: SpoolCommand,
-    },
+    #[command(subcommand)]
+    Spool(SpoolCommand),
     /// Work through a sweep (models × strategies × hyper-parameters), shared with other
     /// workers through NATS.
     Sweep(Box<crate::sweep::SweepArgs>),
     /// Run an external agent program as one run; it reports events as JSON lines.
     Exec(Box<crate::exec::ExecArgs>),
     /// Import runs recorded by other agent frameworks.
-    Import {
-        #[command(subcommand)]
-        command: crate::import::ImportCommand,
-    },
+    #[command(subcommand)]
+    Import(crate::import::ImportCommand),
     /// Show events from the stream as they arrive, one readable line each (or --json),
     /// filtered by run, type, task and policy; --last N / --since replay stored ones
     /// first. Ends on Ctrl-C with exit 0.
@@ -117,20 +111,14 @@ pub struct RunArgs {
     pub seed: Option<u64>,
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
-    /// `host` on every event. Default: the host name.
-    #[arg(long, env = "BENCH_RUNNER_HOST")]
-    pub host: Option<String>,
     /// Observation bytes kept per tool call.
     #[arg(long, env = "BENCH_RUNNER_OUTPUT_CAP", default_value_t = DEFAULT_OUTPUT_CAP)]
     pub output_cap: usize,
-    /// Do not publish: local artifacts only.
-    #[arg(long, env = "BENCH_RUNNER_NO_PUBLISH")]
-    pub no_publish: bool,
     /// No progress bar.
     #[arg(long, env = "BENCH_RUNNER_NO_PROGRESS")]
     pub no_progress: bool,
     #[command(flatten)]
-    pub publish: PublishArgs,
+    pub events: OptionalEventArgs,
     #[command(flatten)]
     pub llm: LlmArgs,
 }
@@ -244,6 +232,49 @@ impl ScenarioArgs {
     }
 }
 
+/// The events a command emits: the `host` they carry, and the broker, subjects and spool
+/// they are published through (`run`, `exec`, `sweep`, `import`).
+#[derive(Debug, Args)]
+pub struct EventArgs {
+    /// `host` on every event. Default: the host name.
+    #[arg(long, env = "BENCH_RUNNER_HOST")]
+    pub host: Option<String>,
+    #[command(flatten)]
+    pub publish: PublishArgs,
+}
+
+impl EventArgs {
+    /// The `host` of the events and the validated publishing setup.
+    pub fn into_setup(self) -> Result<(String, PublishSetup), Error> {
+        let publish = self.publish.into_setup()?;
+        Ok((host_or_default(self.host), publish))
+    }
+}
+
+/// [`EventArgs`] of a command that can also keep its events local (`--no-publish`).
+#[derive(Debug, Args)]
+pub struct OptionalEventArgs {
+    #[command(flatten)]
+    pub events: EventArgs,
+    /// Do not publish: local artifacts only.
+    #[arg(long, env = "BENCH_RUNNER_NO_PUBLISH")]
+    pub no_publish: bool,
+}
+
+impl OptionalEventArgs {
+    /// The `host` of the events, and the validated publishing setup unless the command
+    /// was told not to publish (`--no-publish`; the publishing flags are then not
+    /// checked).
+    pub fn into_setup(self) -> Result<(String, Option<PublishSetup>), Error> {
+        let publish = if self.no_publish {
+            None
+        } else {
+            Some(self.events.publish.into_setup()?)
+        };
+        Ok((host_or_default(self.events.host), publish))
+    }
+}
+
 /// Broker, subjects and spool.
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -286,8 +317,7 @@ impl RunArgs {
         if self.concurrency == 0 {
             return Err(Error::Config("--concurrency must be at least 1".into()));
         }
-        let host = host_or_default(self.host);
-        let publish = self.publish.into_setup_unless(self.no_publish)?;
+        let (host, publish) = self.events.into_setup()?;
         let sandbox = self.scenarios.sandbox_mode();
         Ok(RunnerConfig {
             scenario: resolve_scenario(&self.scenario, &self.scenarios.scenarios_dir),
@@ -338,20 +368,10 @@ impl PublishArgs {
             create_stream,
         })
     }
-
-    /// The validated publishing setup, or `None` when the command was told not to publish
-    /// (`--no-publish`; the flags are then not checked).
-    pub fn into_setup_unless(self, no_publish: bool) -> Result<Option<PublishSetup>, Error> {
-        if no_publish {
-            Ok(None)
-        } else {
-            self.into_setup().map(Some)
-        }
-    }
 }
 
 /// `host` on events (`--host`): the given name, else the machine's host name.
-pub fn host_or_default(host: Option<String>) -> String {
+fn host_or_default(host: Option<String>) -> String {
     host.unwrap_or_else(|| {
         nix::unistd::gethostname()
             .map(|h| h.to_string_lossy().into_owned())
