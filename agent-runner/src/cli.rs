@@ -1,5 +1,8 @@
 //! The command line: clap types (flags and environment variables) and their conversion
-//! into validated configs ([`RunnerConfig`], [`PublishSetup`]). Nothing here runs anything.
+//! into validated configs ([`RunnerConfig`], [`PublishSetup`]). The flags several commands
+//! share are declared once here and flattened into each: [`ScenarioArgs`], [`EventArgs`]
+//! (`--host` and the publishing flags), [`OptionalEventArgs`] (those and `--no-publish`),
+//! [`LlmArgs`]. Nothing here runs anything.
 
 use crate::tools::bwrap::SandboxMode;
 use std::path::{Path, PathBuf};
@@ -451,6 +454,43 @@ mod tests {
             &mut out,
         );
         assert!(out.is_empty(), "flags without a BENCH_* variable: {out:#?}");
+    }
+
+    /// The shared event flags: `--no-publish` skips (and does not check) the publishing
+    /// flags; `sweep` always publishes, so it has no `--no-publish`.
+    #[test]
+    fn event_flags_are_shared_and_no_publish_is_optional() {
+        let cli = Cli::try_parse_from([
+            "agent-runner",
+            "import",
+            "swe-agent",
+            "trajs",
+            "--host",
+            "w2",
+            "--no-publish",
+            "--publish-window",
+            "0",
+        ])
+        .expect("valid flags");
+        let Command::Import(command) = cli.command else {
+            panic!("not import")
+        };
+        let config = command.into_config().expect("publishing flags not checked");
+        assert_eq!(config.host, "w2");
+        assert!(config.publish.is_none());
+
+        let published = ["agent-runner", "run", "smoke", "--publish-window", "0"];
+        let Command::Run(args) = Cli::try_parse_from(published).expect("flags").command else {
+            panic!("not run")
+        };
+        let err = args.into_config().expect_err("a window of 0");
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration: --publish-window must be at least 1"
+        );
+
+        let sweep = Cli::try_parse_from(["agent-runner", "sweep", "s.toml", "--no-publish"]);
+        assert!(sweep.is_err(), "sweep has no --no-publish");
     }
 
     #[test]

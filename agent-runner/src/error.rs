@@ -98,7 +98,7 @@ impl Error {
     /// The exit code this error ends the process with.
     pub fn exit(&self) -> Exit {
         match self {
-            Error::Scenario(ScenarioError::Pin(_)) => Exit::Pins,
+            Error::Scenario(e) if e.is_pin_error() => Exit::Pins,
             Error::Scenario(_)
             | Error::Policy(_)
             | Error::Config(_)

@@ -62,8 +62,6 @@ pub enum ExecError {
 /// What `agent-runner exec` did, after each run was handed to the caller as it ended.
 #[derive(Debug, Clone, Default)]
 pub struct ExecOutcome {
-    /// Runs that ended.
-    pub runs: usize,
     /// What the publishers of the runs did, summed; `None` without publishing.
     pub delivery: Option<DeliveryReport>,
 }
@@ -97,7 +95,6 @@ pub async fn run_all(
         }
         let report = run(config, shutdown.clone()).await?;
         ended(&report);
-        outcome.runs += 1;
         if let Some(delivery) = report.delivery {
             outcome
                 .delivery
@@ -125,5 +122,25 @@ impl fmt::Display for ExecReport {
                 .map_or_else(|| "killed".to_owned(), |c| c.to_string()),
             self.summary.run_id
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_exits_4_for_events_left_in_the_spool_only() {
+        let outcome = |left_in_spool, quarantined| ExecOutcome {
+            delivery: Some(DeliveryReport {
+                left_in_spool,
+                quarantined,
+                ..DeliveryReport::default()
+            }),
+        };
+        assert_eq!(ExecOutcome::default().exit(), Exit::Ok);
+        assert_eq!(outcome(0, 0).exit(), Exit::Ok);
+        assert_eq!(outcome(2, 1).exit(), Exit::Undelivered);
+        assert_eq!(outcome(0, 1).exit(), Exit::Ok);
     }
 }
