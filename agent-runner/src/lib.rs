@@ -28,8 +28,15 @@
 //! - [`import`]: runs recorded by other frameworks (`agent-runner import swe-agent`).
 //! - [`tail`]: live events from the stream, filtered, one readable line each
 //!   (`agent-runner tail`).
+//! - [`maintenance`]: `scenarios hash|check` and `spool flush|status`.
 //! - [`cli`]: command-line flags and environment → validated configs.
-//! - [`error`]: the error type and the process exit codes.
+//! - [`error`]: the one error type, the process exit codes, and [`Outcome`]: what a
+//!   command reports and the exit code it ends with.
+//!
+//! Every subcommand has one shape: flags → validated config (`cli` and each command's
+//! `args`) → a function that runs it → an outcome (a report implementing [`Outcome`], or
+//! an [`Error`]) → an exit code. Only the binary (`src/main.rs`) prints outcomes and
+//! errors and exits.
 //!
 //! Running a scenario from code (what the tests and `agent-runner run` do):
 //!
@@ -51,6 +58,7 @@ pub mod exec;
 pub mod import;
 pub mod judge;
 pub mod limits;
+pub mod maintenance;
 pub mod policy;
 pub mod pricing;
 pub mod protect;
@@ -65,5 +73,5 @@ pub mod sweep;
 pub mod tail;
 pub mod tools;
 
-pub use error::{Error, Exit};
+pub use error::{Error, Exit, Outcome};
 pub use runner::{flush_spool, run, PublishSetup, RunnerConfig, ScenarioReport};
