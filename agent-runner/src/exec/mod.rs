@@ -67,17 +67,12 @@ pub struct ExecOutcome {
 }
 
 impl ExecOutcome {
-    /// The exit code: events left in the spool give [`Exit::Undelivered`]; quarantined
-    /// events do not change the exit of `exec` (`agent-runner spool status` lists them).
+    /// The exit code, as for `run`: events left in the spool give [`Exit::Undelivered`],
+    /// quarantined ones [`Exit::Quarantined`].
     pub fn exit(&self) -> Exit {
-        match self
-            .delivery
+        self.delivery
             .as_ref()
             .map_or(Exit::Ok, DeliveryReport::exit)
-        {
-            Exit::Quarantined => Exit::Ok,
-            exit => exit,
-        }
     }
 }
 
@@ -130,7 +125,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exec_exits_4_for_events_left_in_the_spool_only() {
+    fn exec_exits_like_run_for_undelivered_events() {
         let outcome = |left_in_spool, quarantined| ExecOutcome {
             delivery: Some(DeliveryReport {
                 left_in_spool,
@@ -141,6 +136,6 @@ mod tests {
         assert_eq!(ExecOutcome::default().exit(), Exit::Ok);
         assert_eq!(outcome(0, 0).exit(), Exit::Ok);
         assert_eq!(outcome(2, 1).exit(), Exit::Undelivered);
-        assert_eq!(outcome(0, 1).exit(), Exit::Ok);
+        assert_eq!(outcome(0, 1).exit(), Exit::Quarantined);
     }
 }
