@@ -9,10 +9,9 @@ use std::path::{Path, PathBuf};
 
 use schemas::{sha256_hex, Hash256};
 use serde::{Deserialize, Serialize};
-use walkdir::DirEntry;
 
 use super::{LoadedTask, Scenario, ScenarioError};
-use crate::fixture_tree::walk;
+use crate::fixture_tree::{walk, FileEntry};
 
 /// File name of the pins, at the root of the scenarios directory.
 pub const PINS_FILE: &str = "pins.toml";
@@ -210,7 +209,7 @@ fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, ScenarioError> {
         .max_depth(1)
         .include_ignored()
         .into_iter()
-        .map(|entry| entry.map(DirEntry::into_path))
+        .map(|entry| entry.map(FileEntry::into_path))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ScenarioError::Read {
             path: dir.to_path_buf(),

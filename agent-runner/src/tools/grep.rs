@@ -8,10 +8,9 @@ use std::path::{Path, PathBuf};
 
 use regex::Regex;
 use schemas::{EvidenceFootprint, ExitKind};
-use walkdir::DirEntry;
 
 use super::{Sandbox, ToolOutcome};
-use crate::fixture_tree::{is_ignored, walk};
+use crate::fixture_tree::{is_ignored, walk, FileEntry};
 
 /// Matching lines reported; the count of the rest is given.
 const MAX_MATCHES: usize = 200;
@@ -93,7 +92,7 @@ fn collect_files(path: &Path) -> Vec<PathBuf> {
         .filter_map(Result::ok)
         .filter(|entry| !is_ignored(entry.file_name()))
         .filter(|entry| entry.metadata().is_ok_and(|meta| searchable(&meta)))
-        .map(DirEntry::into_path)
+        .map(FileEntry::into_path)
         .collect()
 }
 

@@ -1,71 +1,25 @@
-//! A directory as a sorted list of files with their content hashes: what a fixture pin
-//! covers, what the scratch copy is made from, and how the files a run modified are found;
-//! and [`walk`], the one directory walk of the crate, which decides which entries count
-//! (every [`IGNORED_DIRS`] skipped, sorted order, what a symlink is).
-//!
-//! Tree hash (documented in `scenarios/README.md`): every regular file under the root,
-//! except those inside [`IGNORED_DIRS`], as one line `<sha256 of content> <x|-> <path>\n`
-//! (`x` when any execute bit is set; path relative, `/`-separated), lines sorted by path
-//! bytes, and the SHA-256 of their concatenation. Directories themselves, timestamps and
-//! owners do not count. Symlinks are refused: a fixture must not point outside itself.
-//!
-//! This module depends on nothing else in the crate: scenarios, tools and the judge's
-//! restore all build on it.
+//! The one directory walk of the crate ([`walk`]), on walkdir: depth first, each
+//! directory's entries sorted by name, [`IGNORED_DIRS`] skipped, and one rule for what a
+//! symlink is ([`Symlinks`]). Fixture trees, the tools (`grep`, listings, footprints), the
+//! restoring of protected files, `pins.toml` and trajectory imports all walk with it,
+//! each choosing only what it really needs differently (depth, symlinks, ignored dirs).
 
-use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use schemas::{sha256_hex, Hash256};
-use walkdir::{DirEntry, WalkDir};
+use walkdir::WalkDir;
 
-/// Directory names skipped everywhere: caches and build output that tools create while
-/// running (and that must not change a fixture's hash or count as a modified file).
-pub const IGNORED_DIRS: [&str; 6] = [
-    ".git",
-    "__pycache__",
-    ".pytest_cache",
-    ".mypy_cache",
-    "target",
-    "node_modules",
-];
-
-/// One file of a tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TreeEntry {
-    /// Relative path, `/`-separated.
-    pub path: String,
-    /// Any execute bit set.
-    pub executable: bool,
-    /// SHA-256 of the content.
-    pub sha256: Hash256,
-}
-
-/// The files of a directory, sorted by path.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tree {
-    entries: Vec<TreeEntry>,
-}
-
-/// Reading a tree failed.
-#[derive(Debug, thiserror::Error)]
-pub enum TreeError {
-    #[error(transparent)]
-    Walk(#[from] WalkError),
-    #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: io::Error },
-    #[error("{0} is not valid UTF-8; fixture paths must be")]
-    NonUtf8(PathBuf),
-}
+use super::IGNORED_DIRS;
 
 /// Walking a directory failed.
 #[derive(Debug, thiserror::Error)]
 pub enum WalkError {
+    /// A directory or an entry could not be read (the root, when it is no directory).
     #[error("cannot read {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+    /// A symlink, under [`Symlinks::Refuse`].
     #[error("{0} is a symlink; fixtures may hold only regular files and directories")]
     Symlink(PathBuf),
 }
@@ -108,8 +62,51 @@ pub enum Symlinks {
     List,
     /// An error, [`WalkError::Symlink`]: fixtures hold only files and directories.
     Refuse,
-    /// Followed: a linked directory is walked, a linked file yielded as that file.
+    /// Followed: a linked directory is walked, a linked file yielded as that file, a link
+    /// that points nowhere yielded as the link.
     Follow,
+}
+
+/// One entry a walk yields.
+#[derive(Debug, Clone)]
+pub struct FileEntry {
+    /// The root joined with the entry's path below it.
+    path: PathBuf,
+    /// Its type; a followed link has its target's.
+    file_type: fs::FileType,
+    /// Whether the entry was reached by following links ([`Symlinks::Follow`]).
+    followed: bool,
+}
+
+impl FileEntry {
+    /// The root joined with the entry's path below it.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// [`FileEntry::path`], owned.
+    pub fn into_path(self) -> PathBuf {
+        self.path
+    }
+
+    /// The last component of the path.
+    pub fn file_name(&self) -> &OsStr {
+        self.path.file_name().unwrap_or(self.path.as_os_str())
+    }
+
+    /// Its type: never a symlink when links are followed, unless the link points nowhere.
+    pub fn file_type(&self) -> fs::FileType {
+        self.file_type
+    }
+
+    /// Its metadata, of the link itself unless links are followed.
+    pub fn metadata(&self) -> io::Result<fs::Metadata> {
+        if self.followed {
+            fs::metadata(&self.path)
+        } else {
+            fs::symlink_metadata(&self.path)
+        }
+    }
 }
 
 /// A walk of the entries below a directory (the root itself is not yielded and must be a
@@ -167,7 +164,7 @@ impl Walk {
 }
 
 impl IntoIterator for Walk {
-    type Item = Result<DirEntry, WalkError>;
+    type Item = Result<FileEntry, WalkError>;
     type IntoIter = WalkIter;
 
     fn into_iter(self) -> WalkIter {
@@ -190,13 +187,17 @@ pub struct WalkIter {
 }
 
 impl Iterator for WalkIter {
-    type Item = Result<DirEntry, WalkError>;
+    type Item = Result<FileEntry, WalkError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        let follow = self.walk.symlinks == Symlinks::Follow;
         loop {
             let entry = match self.inner.next()? {
                 Ok(entry) => entry,
-                Err(err) => return Some(Err(err.into())),
+                Err(err) => match dangling_link(&err).filter(|_| follow) {
+                    Some(link) => return Some(Ok(link)),
+                    None => return Some(Err(err.into())),
+                },
             };
             let file_type = entry.file_type();
             if entry.depth() == 0 {
@@ -216,131 +217,34 @@ impl Iterator for WalkIter {
             if file_type.is_symlink() && self.walk.symlinks == Symlinks::Refuse {
                 return Some(Err(WalkError::Symlink(entry.into_path())));
             }
-            return Some(Ok(entry));
+            return Some(Ok(FileEntry {
+                path: entry.into_path(),
+                file_type,
+                followed: follow,
+            }));
         }
     }
 }
 
-impl Tree {
-    /// Scans a fixture: `root` recursively, refusing symlinks.
-    pub fn scan(root: &Path) -> Result<Tree, TreeError> {
-        Self::scan_with(root, true)
+/// The link below the root that `err` (of a walk following links) failed to follow
+/// because it points nowhere.
+fn dangling_link(err: &walkdir::Error) -> Option<FileEntry> {
+    if err.depth() == 0 || err.io_error()?.kind() != io::ErrorKind::NotFound {
+        return None;
     }
-
-    /// Scans a run's scratch directory, where the agent may have made symlinks: they are
-    /// skipped.
-    pub fn scan_workspace(root: &Path) -> Result<Tree, TreeError> {
-        Self::scan_with(root, false)
-    }
-
-    fn scan_with(root: &Path, refuse_symlinks: bool) -> Result<Tree, TreeError> {
-        let symlinks = if refuse_symlinks {
-            Symlinks::Refuse
-        } else {
-            Symlinks::List
-        };
-        let mut entries = Vec::new();
-        for entry in walk(root).symlinks(symlinks) {
-            let entry = entry?;
-            if !entry.file_type().is_file() {
-                continue;
-            }
-            let path = entry.path();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap_or(path)
-                .to_str()
-                .ok_or_else(|| TreeError::NonUtf8(path.to_path_buf()))?
-                .to_owned();
-            let read_err = |source| TreeError::Read {
-                path: path.to_path_buf(),
-                source,
-            };
-            let meta = fs::symlink_metadata(path).map_err(read_err)?;
-            let bytes = fs::read(path).map_err(read_err)?;
-            entries.push(TreeEntry {
-                path: rel,
-                executable: meta.permissions().mode() & 0o111 != 0,
-                sha256: sha256_hex(&bytes),
-            });
-        }
-        // Component order is not byte order (`a/b` < `a.txt` here, not in bytes).
-        entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-        Ok(Tree { entries })
-    }
-
-    /// The files, sorted by path.
-    pub fn entries(&self) -> &[TreeEntry] {
-        &self.entries
-    }
-
-    /// The tree hash (see the module docs).
-    pub fn sha256(&self) -> Hash256 {
-        let mut listing = String::new();
-        for e in &self.entries {
-            let x = if e.executable { 'x' } else { '-' };
-            listing.push_str(&format!("{} {x} {}\n", e.sha256, e.path));
-        }
-        sha256_hex(listing.as_bytes())
-    }
-
-    /// Paths added, removed or changed (content or execute bit) in `other`, sorted.
-    pub fn changed_paths(&self, other: &Tree) -> Vec<String> {
-        let before: BTreeMap<&str, &TreeEntry> =
-            self.entries.iter().map(|e| (e.path.as_str(), e)).collect();
-        let after: BTreeMap<&str, &TreeEntry> =
-            other.entries.iter().map(|e| (e.path.as_str(), e)).collect();
-        let mut changed: Vec<String> = after
-            .iter()
-            .filter(|(path, e)| before.get(*path) != Some(*e))
-            .map(|(path, _)| (*path).to_owned())
-            .chain(
-                before
-                    .keys()
-                    .filter(|path| !after.contains_key(*path))
-                    .map(|path| (*path).to_owned()),
-            )
-            .collect();
-        changed.sort();
-        changed
-    }
+    let path = err.path()?;
+    let meta = fs::symlink_metadata(path).ok()?;
+    meta.file_type().is_symlink().then(|| FileEntry {
+        path: path.to_path_buf(),
+        file_type: meta.file_type(),
+        followed: true,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hash_is_the_documented_listing() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        fs::create_dir(dir.path().join("b")).expect("mkdir");
-        fs::write(dir.path().join("b/run.sh"), "echo hi\n").expect("write");
-        fs::set_permissions(
-            dir.path().join("b/run.sh"),
-            fs::Permissions::from_mode(0o755),
-        )
-        .expect("chmod");
-        fs::write(dir.path().join("a.txt"), "a\n").expect("write");
-        fs::create_dir(dir.path().join("__pycache__")).expect("mkdir");
-        fs::write(dir.path().join("__pycache__/x.pyc"), "junk").expect("write");
-
-        let tree = Tree::scan(dir.path()).expect("scan");
-        let listing = format!(
-            "{} - a.txt\n{} x b/run.sh\n",
-            sha256_hex(b"a\n"),
-            sha256_hex(b"echo hi\n")
-        );
-        assert_eq!(tree.sha256(), sha256_hex(listing.as_bytes()));
-
-        fs::set_permissions(
-            dir.path().join("b/run.sh"),
-            fs::Permissions::from_mode(0o644),
-        )
-        .expect("chmod");
-        let after = Tree::scan(dir.path()).expect("scan");
-        assert_ne!(after.sha256(), tree.sha256(), "exec bit counts");
-        assert_eq!(tree.changed_paths(&after), vec!["b/run.sh".to_owned()]);
-    }
+    use crate::fixture_tree::{Tree, TreeError};
 
     /// The paths a walk yields, relative to `root`.
     fn walked(walk: Walk, root: &Path) -> Vec<String> {
@@ -398,20 +302,22 @@ mod tests {
         fs::create_dir(root.join("real")).expect("mkdir");
         fs::write(root.join("real/f"), "x").expect("write");
         std::os::unix::fs::symlink(root.join("real"), root.join("link")).expect("symlink");
+        std::os::unix::fs::symlink(root.join("nowhere"), root.join("zz")).expect("symlink");
 
-        let listed: Vec<DirEntry> = walk(root)
+        let listed: Vec<FileEntry> = walk(root)
             .into_iter()
             .collect::<Result<_, _>>()
             .expect("walk");
-        assert_eq!(listed.len(), 3, "link, real, real/f: {listed:?}");
+        assert_eq!(listed.len(), 4, "link, real, real/f, zz: {listed:?}");
         assert!(listed[0].file_type().is_symlink(), "listed, not entered");
 
         assert_eq!(
             walked(walk(root).symlinks(Symlinks::Follow), root),
-            ["link", "link/f", "real", "real/f"]
+            ["link", "link/f", "real", "real/f", "zz"],
+            "a link that points nowhere is yielded as the link"
         );
 
-        let refused: Result<Vec<DirEntry>, WalkError> =
+        let refused: Result<Vec<FileEntry>, WalkError> =
             walk(root).symlinks(Symlinks::Refuse).into_iter().collect();
         match refused {
             Err(WalkError::Symlink(path)) => assert_eq!(path, root.join("link")),

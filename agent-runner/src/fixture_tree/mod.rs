@@ -1,0 +1,189 @@
+//! A directory as a sorted list of files with their content hashes: what a fixture pin
+//! covers, what the scratch copy is made from, and how the files a run modified are found;
+//! and [`walk()`], the one directory walk of the crate, which decides which entries count
+//! (every [`IGNORED_DIRS`] skipped, sorted order, what a symlink is).
+//!
+//! Tree hash (documented in `scenarios/README.md`): every regular file under the root,
+//! except those inside [`IGNORED_DIRS`], as one line `<sha256 of content> <x|-> <path>\n`
+//! (`x` when any execute bit is set; path relative, `/`-separated), lines sorted by path
+//! bytes, and the SHA-256 of their concatenation. Directories themselves, timestamps and
+//! owners do not count. Symlinks are refused: a fixture must not point outside itself.
+//!
+//! This module depends on nothing else in the crate: scenarios, tools and the judge's
+//! restore all build on it.
+
+mod walk;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use schemas::{sha256_hex, Hash256};
+
+pub use walk::{is_ignored, walk, FileEntry, Symlinks, Walk, WalkError, WalkIter};
+
+/// Directory names skipped everywhere: caches and build output that tools create while
+/// running (and that must not change a fixture's hash or count as a modified file).
+pub const IGNORED_DIRS: [&str; 6] = [
+    ".git",
+    "__pycache__",
+    ".pytest_cache",
+    ".mypy_cache",
+    "target",
+    "node_modules",
+];
+
+/// One file of a tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeEntry {
+    /// Relative path, `/`-separated.
+    pub path: String,
+    /// Any execute bit set.
+    pub executable: bool,
+    /// SHA-256 of the content.
+    pub sha256: Hash256,
+}
+
+/// The files of a directory, sorted by path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tree {
+    entries: Vec<TreeEntry>,
+}
+
+/// Reading a tree failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    /// A directory could not be read, or a fixture holds a symlink.
+    #[error(transparent)]
+    Walk(#[from] WalkError),
+    /// A file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    /// A path that is no UTF-8, which the listing cannot hold.
+    #[error("{0} is not valid UTF-8; fixture paths must be")]
+    NonUtf8(PathBuf),
+}
+
+impl Tree {
+    /// Scans a fixture: `root` recursively, refusing symlinks.
+    pub fn scan(root: &Path) -> Result<Tree, TreeError> {
+        Self::scan_with(root, true)
+    }
+
+    /// Scans a run's scratch directory, where the agent may have made symlinks: they are
+    /// skipped.
+    pub fn scan_workspace(root: &Path) -> Result<Tree, TreeError> {
+        Self::scan_with(root, false)
+    }
+
+    fn scan_with(root: &Path, refuse_symlinks: bool) -> Result<Tree, TreeError> {
+        let symlinks = if refuse_symlinks {
+            Symlinks::Refuse
+        } else {
+            Symlinks::List
+        };
+        let mut entries = Vec::new();
+        for entry in walk(root).symlinks(symlinks) {
+            let entry = entry?;
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap_or(path)
+                .to_str()
+                .ok_or_else(|| TreeError::NonUtf8(path.to_path_buf()))?
+                .to_owned();
+            let read_err = |source| TreeError::Read {
+                path: path.to_path_buf(),
+                source,
+            };
+            let meta = fs::symlink_metadata(path).map_err(read_err)?;
+            let bytes = fs::read(path).map_err(read_err)?;
+            entries.push(TreeEntry {
+                path: rel,
+                executable: meta.permissions().mode() & 0o111 != 0,
+                sha256: sha256_hex(&bytes),
+            });
+        }
+        // Component order is not byte order (`a/b` < `a.txt` here, not in bytes).
+        entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+        Ok(Tree { entries })
+    }
+
+    /// The files, sorted by path.
+    pub fn entries(&self) -> &[TreeEntry] {
+        &self.entries
+    }
+
+    /// The tree hash (see the module docs).
+    pub fn sha256(&self) -> Hash256 {
+        let mut listing = String::new();
+        for e in &self.entries {
+            let x = if e.executable { 'x' } else { '-' };
+            listing.push_str(&format!("{} {x} {}\n", e.sha256, e.path));
+        }
+        sha256_hex(listing.as_bytes())
+    }
+
+    /// Paths added, removed or changed (content or execute bit) in `other`, sorted.
+    pub fn changed_paths(&self, other: &Tree) -> Vec<String> {
+        let before: BTreeMap<&str, &TreeEntry> =
+            self.entries.iter().map(|e| (e.path.as_str(), e)).collect();
+        let after: BTreeMap<&str, &TreeEntry> =
+            other.entries.iter().map(|e| (e.path.as_str(), e)).collect();
+        let mut changed: Vec<String> = after
+            .iter()
+            .filter(|(path, e)| before.get(*path) != Some(*e))
+            .map(|(path, _)| (*path).to_owned())
+            .chain(
+                before
+                    .keys()
+                    .filter(|path| !after.contains_key(*path))
+                    .map(|path| (*path).to_owned()),
+            )
+            .collect();
+        changed.sort();
+        changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_is_the_documented_listing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::create_dir(dir.path().join("b")).expect("mkdir");
+        fs::write(dir.path().join("b/run.sh"), "echo hi\n").expect("write");
+        fs::set_permissions(
+            dir.path().join("b/run.sh"),
+            fs::Permissions::from_mode(0o755),
+        )
+        .expect("chmod");
+        fs::write(dir.path().join("a.txt"), "a\n").expect("write");
+        fs::create_dir(dir.path().join("__pycache__")).expect("mkdir");
+        fs::write(dir.path().join("__pycache__/x.pyc"), "junk").expect("write");
+
+        let tree = Tree::scan(dir.path()).expect("scan");
+        let listing = format!(
+            "{} - a.txt\n{} x b/run.sh\n",
+            sha256_hex(b"a\n"),
+            sha256_hex(b"echo hi\n")
+        );
+        assert_eq!(tree.sha256(), sha256_hex(listing.as_bytes()));
+
+        fs::set_permissions(
+            dir.path().join("b/run.sh"),
+            fs::Permissions::from_mode(0o644),
+        )
+        .expect("chmod");
+        let after = Tree::scan(dir.path()).expect("scan");
+        assert_ne!(after.sha256(), tree.sha256(), "exec bit counts");
+        assert_eq!(tree.changed_paths(&after), vec!["b/run.sh".to_owned()]);
+    }
+}
