@@ -4,7 +4,11 @@
 //!
 //! # Layout
 //!
-//! - [`scenario`]: scenario files, tasks, fixture trees and `pins.toml`.
+//! - [`scenario`]: scenario files, tasks and `pins.toml`.
+//! - [`fixture_tree`]: fixture trees and their hash, and the one directory walk
+//!   ([`fixture_tree::walk`]) every part of the runner uses.
+//! - [`context_plan`]: a run's context strategy with its parameters checked (scenario and
+//!   sweep files are checked with it when loaded).
 //! - [`policy`]: the [`Policy`](policy::Policy) trait, the `scripted` policy and the `llm`
 //!   policy (a model behind an OpenAI-compatible API, with context strategies).
 //! - [`provider`]: chat-completions client, retries, token counts from `usage` blocks.
@@ -17,6 +21,7 @@
 //! - [`judge`]: running a task's judge tests.
 //! - [`protect`]: the judge's own files (`[judge] protect`), restored before the verdict.
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
+//! - [`outgoing`]: an event as a message ready to publish or to spool.
 //! - [`publish`]: acknowledged JetStream publishing with an in-flight window.
 //! - [`classify`]: whether a failed publish may succeed later (spool) or never (quarantine).
 //! - [`spool`]: the crash-safe local spool for events the broker could not take.
@@ -53,12 +58,15 @@ pub mod agent;
 pub mod backoff;
 pub mod classify;
 pub mod cli;
+pub mod context_plan;
 pub mod error;
 pub mod exec;
+pub mod fixture_tree;
 pub mod import;
 pub mod judge;
 pub mod limits;
 pub mod maintenance;
+pub mod outgoing;
 pub mod policy;
 pub mod pricing;
 pub mod protect;

@@ -33,11 +33,12 @@ use super::protocol::{parse_line, LineError, MAX_LINE_BYTES};
 use super::ExecError;
 use crate::agent::{RunSummary, RUNNER_VERSION};
 use crate::error::Error;
+use crate::fixture_tree::Tree;
 use crate::judge::{self, SCORING_VERSION};
 use crate::publish::DeliveryReport;
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
-use crate::scenario::{LoadOptions, LoadedScenario, Tree};
+use crate::scenario::{LoadOptions, LoadedScenario};
 use crate::tools::bwrap::{Confinement, SandboxMode, SandboxedCommand, TreeGuard};
 use crate::tools::Sandbox;
 

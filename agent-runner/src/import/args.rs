@@ -14,6 +14,7 @@ use super::swe_agent::{self, TrajFile};
 use super::ImportError;
 use crate::cli::OptionalEventArgs;
 use crate::error::{Error, Exit, Outcome};
+use crate::fixture_tree::{walk, Symlinks};
 use crate::publish::DeliveryReport;
 use crate::runner::{finish_optional_publisher, start_publisher, PublishSetup};
 
@@ -198,20 +199,19 @@ fn read(path: &Path) -> Result<(Vec<u8>, DateTime<Utc>), ImportError> {
 
 /// Every `.traj` file under `path` (or `path` itself).
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), ImportError> {
-    let read_err = |source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
     if path.is_file() {
         out.push(path.to_path_buf());
         return Ok(());
     }
-    for entry in std::fs::read_dir(path).map_err(read_err)? {
-        let entry_path = entry.map_err(read_err)?.path();
-        if entry_path.is_dir() {
-            collect(&entry_path, out)?;
-        } else if entry_path.extension().is_some_and(|e| e == "traj") {
-            out.push(entry_path);
+    // Not a fixture: every directory counts, linked ones too.
+    let entries = walk(path).include_ignored().symlinks(Symlinks::Follow);
+    for entry in entries {
+        let entry = entry.map_err(|e| ImportError::Read {
+            path: e.path().to_path_buf(),
+            source: e.into(),
+        })?;
+        if !entry.file_type().is_dir() && entry.path().extension().is_some_and(|e| e == "traj") {
+            out.push(entry.into_path());
         }
     }
     Ok(())

@@ -116,7 +116,9 @@ impl<'de> Visitor<'de> for EventVisitor {
                 }
                 "data" => {
                     data = Some(match event_type {
-                        Some(event_type) => Data::Decoded(map.next_value_seed(PayloadOf(event_type))?),
+                        Some(event_type) => {
+                            Data::Decoded(map.next_value_seed(PayloadOf(event_type))?)
+                        }
                         None => Data::Raw(map.next_value()?),
                     });
                 }
