@@ -78,7 +78,9 @@ impl<'de> Visitor<'de> for EventVisitor {
         let mut seed: Option<u64> = None;
         let mut host: Option<String> = None;
         let mut event_type: Option<EventType> = None;
-        let mut data: Option<Data<'de>> = None;
+        // `data`, decoded when `type` came first, else raw until `type` is known.
+        let mut payload: Option<Payload> = None;
+        let mut raw_data: Option<&'de RawValue> = None;
         let mut extra = Map::new();
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             match key.as_ref() {
@@ -114,14 +116,13 @@ impl<'de> Visitor<'de> for EventVisitor {
                             .ok_or_else(|| de::Error::custom("unknown type"))?,
                     );
                 }
-                "data" => {
-                    data = Some(match event_type {
-                        Some(event_type) => {
-                            Data::Decoded(map.next_value_seed(PayloadOf(event_type))?)
-                        }
-                        None => Data::Raw(map.next_value()?),
-                    });
-                }
+                "data" => match event_type {
+                    Some(event_type) => {
+                        payload = Some(map.next_value_seed(PayloadOf(event_type))?);
+                        raw_data = None;
+                    }
+                    None => raw_data = Some(map.next_value()?),
+                },
                 _ => {
                     extra.insert(key.into_owned(), map.next_value::<Value>()?);
                 }
@@ -130,11 +131,11 @@ impl<'de> Visitor<'de> for EventVisitor {
         if version_ok != Some(true) {
             return Err(de::Error::custom("unknown schema_version"));
         }
-        let payload = match need(data)? {
-            Data::Decoded(payload) => payload,
-            Data::Raw(raw) => PayloadOf(need(event_type)?)
+        let payload = match (payload, raw_data) {
+            (_, Some(raw)) => PayloadOf(need(event_type)?)
                 .deserialize(&mut serde_json::Deserializer::from_str(raw.get()))
                 .map_err(de::Error::custom)?,
+            (payload, None) => need(payload)?,
         };
         Ok(BenchmarkEvent {
             schema_version: SCHEMA_VERSION,
@@ -153,12 +154,6 @@ impl<'de> Visitor<'de> for EventVisitor {
             extra,
         })
     }
-}
-
-/// `data` as met: decoded, or raw until `type` is known.
-enum Data<'de> {
-    Decoded(Payload),
-    Raw(&'de RawValue),
 }
 
 /// Decodes a `data` object into the payload of its event type.

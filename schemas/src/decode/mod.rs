@@ -290,6 +290,26 @@ mod tests {
     }
 
     #[test]
+    fn fast_path_decodes_data_before_or_after_type() {
+        for text in fixtures() {
+            // Keys sorted by name: `data` before `type`, the raw-then-decode branch.
+            let value: Value = serde_json::from_str(&text).expect("json");
+            let sorted = serde_json::to_string(&value).expect("json");
+            assert!(sorted.find("\"data\"") < sorted.find("\"type\""));
+            assert!(text.find("\"type\"") < text.find("\"data\""));
+            let fast = fast::decode(&sorted).expect("fast path accepts data first");
+            assert_eq!(Some(fast), fast::decode(&text));
+        }
+        // A repeated `type` could retype a decoded `data`: the precise path decides.
+        let text = &fixtures()[0];
+        let retyped = format!(
+            "{},\"type\":\"step\"}}",
+            text.trim_end().trim_end_matches('}')
+        );
+        assert_eq!(fast::decode(&retyped), None);
+    }
+
+    #[test]
     fn fast_path_refuses_what_the_precise_path_refuses() {
         let text = &fixtures()[0];
         let mut v: Value = serde_json::from_str(text).expect("json");
