@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use benchstream_tests::ClickHouseCluster;
-use event_sink::analysis::{Format, Query, Table, QUERIES};
+use analysis::{Format, Query, Table, QUERIES};
 
 use super::{
     fixture_params, fixtures_dir, pipeline_dir, seed, seeded_clickhouse, seeded_clickhouse_from,

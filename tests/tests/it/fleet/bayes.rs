@@ -14,7 +14,7 @@ use agent_runner::sweep::claim::{ClaimBoard, ClaimConfig, ClaimRecord};
 use agent_runner::sweep::{self, Plan, SweepConfig, SweepReport};
 use bench_nats::NatsConfig;
 use benchstream_tests::{OpenAiServer, Reply};
-use event_sink::analysis::queries::{ParamValues, Query};
+use analysis::queries::{ParamValues, Query};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 

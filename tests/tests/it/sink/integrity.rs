@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Datelike, Months, TimeZone, Utc};
-use event_sink::analysis::{ParamValues, Query, Table, QUERIES};
+use analysis::{ParamValues, Query, Table, QUERIES};
 use event_sink::migrations::{self, MIGRATIONS};
 use schemas::subject::headers;
 use schemas::{BenchmarkEvent, EventType, SubjectPrefix};

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use async_nats::HeaderMap;
-use event_sink::analysis::{Query, Table};
+use analysis::{Query, Table};
 use schemas::subject::headers;
 use schemas::{decode_message, Decoded, EventType, SubjectPrefix};
 use serde_json::{json, Map, Value};
