@@ -54,21 +54,24 @@ pub fn analysis_program(beside: &Path) -> PathBuf {
     }
 }
 
-/// Replaces this process with `bench-analysis <command> <args>`, `log_format` passed on
-/// as `BENCH_LOG_FORMAT` (a `--log-format` among `args` still wins). Returns only if the
-/// program could not be started.
-pub fn exec_analysis(command: &'static str, args: &[OsString], log_format: LogFormat) -> AliasError {
+/// Replaces this process with `bench-analysis [--log-format F] <command> <args>`, where
+/// `log_format` is one the sink read from its own command line (the environment passes
+/// on by itself). Returns only if the program could not be started.
+pub fn exec_analysis(
+    command: &'static str,
+    args: &[OsString],
+    log_format: Option<LogFormat>,
+) -> AliasError {
     let beside = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(Path::to_path_buf))
         .unwrap_or_default();
     let program = analysis_program(&beside);
     let mut analysis = Command::new(&program);
-    analysis.arg(command).args(args);
-    if let Some(format) = log_format.to_possible_value() {
-        analysis.env("BENCH_LOG_FORMAT", format.get_name());
+    if let Some(format) = log_format.and_then(|f| f.to_possible_value()) {
+        analysis.args(["--log-format", format.get_name()]);
     }
-    let source = analysis.exec();
+    let source = analysis.arg(command).args(args).exec();
     if source.kind() == std::io::ErrorKind::NotFound {
         AliasError::NotFound { command, beside }
     } else {
@@ -98,6 +101,9 @@ mod tests {
         let text = error.to_string();
         assert!(text.contains("bench-analysis query"), "{text}");
         assert!(text.contains("/opt/bench"), "{text}");
-        assert!(text.contains("cargo build -p benchstream-analysis"), "{text}");
+        assert!(
+            text.contains("cargo build -p benchstream-analysis"),
+            "{text}"
+        );
     }
 }

@@ -10,10 +10,11 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use event_sink::alias::exec_analysis;
-use event_sink::logging::{init_tracing, LogFormat};
 use event_sink::config::ClickHouseConfig;
+use event_sink::logging::{init_tracing, LogFormat};
 use event_sink::{ClickHouseConnectionArgs, SinkArgs};
 use tokio_util::sync::CancellationToken;
 
@@ -57,7 +58,8 @@ struct Passthrough {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     init_tracing(cli.log_format);
     let (alias, args) = match cli.command {
         None => return serve(cli.settings),
@@ -66,7 +68,10 @@ fn main() -> ExitCode {
         Some(Command::Query(pass)) => ("query", pass.args),
         Some(Command::Report(pass)) => ("report", pass.args),
     };
-    let error = exec_analysis(alias, &args, cli.log_format);
+    // A `--log-format` the sink read off its command line goes on; env and default are
+    // bench-analysis's own.
+    let given = matches.value_source("log_format") == Some(ValueSource::CommandLine);
+    let error = exec_analysis(alias, &args, given.then_some(cli.log_format));
     tracing::error!("{error}");
     ExitCode::FAILURE
 }

@@ -413,7 +413,10 @@ mod tests {
 
     #[test]
     fn every_query_file_is_embedded_and_renders_with_defaults() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/clickhouse/queries");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/clickhouse/queries"
+        );
         let mut files: Vec<String> = std::fs::read_dir(dir)
             .map(|entries| {
                 entries

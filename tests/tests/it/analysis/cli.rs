@@ -53,7 +53,13 @@ async fn the_event_sink_alias_prints_what_bench_analysis_prints() {
     let connection = ["--clickhouse-url", &url, "--clickhouse-database", DATABASE];
     for query in [
         &["leaderboard"][..],
-        &["leaderboard", "--format", "csv", "--param", "policy=openai/gpt-4o:raw"][..],
+        &[
+            "leaderboard",
+            "--format",
+            "csv",
+            "--param",
+            "policy=openai/gpt-4o:raw",
+        ][..],
         &["lost_events", "--format", "json"][..],
     ] {
         let direct = run_to_exit(analysis().arg("query").args(query).args(connection));
@@ -81,12 +87,12 @@ async fn the_event_sink_alias_writes_the_same_report() {
         .zip(["direct.html", "alias.html"])
         .map(|(mut command, name)| {
             let out = dir.path().join(name);
-            let done = run_to_exit(
-                command
-                    .args(["report", "--out"])
-                    .arg(&out)
-                    .args(["--clickhouse-url", &url, "--clickhouse-database", DATABASE]),
-            );
+            let done = run_to_exit(command.args(["report", "--out"]).arg(&out).args([
+                "--clickhouse-url",
+                &url,
+                "--clickhouse-database",
+                DATABASE,
+            ]));
             assert!(done.status.success(), "{name}: {done:?}");
             let page = std::fs::read_to_string(&out).expect("report written");
             // The page is the same but for the second it was generated in.
@@ -120,12 +126,20 @@ fn invalid_query_parameters_are_usage_errors_through_the_alias_too() {
             assert_eq!(out.status.code(), Some(2), "{params:?}: {stderr}");
         }
     }
-    // --log-format, read by the sink or passed on, reaches bench-analysis.
-    for args in [
-        ["query", "--log-format", "json", "run_timeline"],
-        ["query", "run_timeline", "--log-format", "json"],
+    // --log-format, read by the sink or passed on, and BENCH_LOG_FORMAT reach
+    // bench-analysis.
+    for (args, env) in [
+        (
+            &["query", "--log-format", "json", "run_timeline"][..],
+            "text",
+        ),
+        (
+            &["query", "run_timeline", "--log-format", "json"][..],
+            "text",
+        ),
+        (&["query", "run_timeline"][..], "json"),
     ] {
-        let out = run_to_exit(sink().args(args));
+        let out = run_to_exit(sink().args(args).env("BENCH_LOG_FORMAT", env));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(

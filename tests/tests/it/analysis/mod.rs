@@ -23,9 +23,9 @@ mod report;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use analysis::ParamValues;
 use benchstream_tests::harness::clickhouse_cluster::CLUSTER_NAME;
 use benchstream_tests::{ClickHouseCluster, ClickHouseServer};
-use analysis::ParamValues;
 use event_sink::cluster::Target;
 
 use crate::common::{repo_path, wait_for};

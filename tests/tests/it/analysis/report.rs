@@ -1,4 +1,4 @@
-//! `event-sink report` over the fixture datasets renders in headless Chromium (Debian's
+//! `bench-analysis report` over the fixture datasets renders in headless Chromium (Debian's
 //! `chromium`, installed by `deploy/local/install.sh`) with every chart; over the sweep
 //! of 17 policies it shows the per-instance table with the stored values, lists the
 //! policies the cost chart cannot place, puts costs on a log axis and splits latency by
