@@ -207,17 +207,17 @@ fn query_list_shows_every_description_whole() {
 #[test]
 fn the_alias_without_bench_analysis_says_how_to_build_it() {
     // A link to the sink in a directory of its own, and a PATH without bench-analysis.
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sink-alone");
-    std::fs::create_dir_all(&dir).expect("create dir");
+    // In target/ (a link needs the same file system); removed on drop.
+    let tmp = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let dir = tmp.path();
     let alone = dir.join("event-sink");
-    let _ = std::fs::remove_file(&alone);
     std::fs::hard_link(workspace_binary("event-sink"), &alone)
         .or_else(|_| std::fs::copy(workspace_binary("event-sink"), &alone).map(drop))
         .expect("link event-sink");
     let out = run_to_exit(
         Command::new(&alone)
             .args(["query", "list"])
-            .env("PATH", &dir)
+            .env("PATH", dir)
             .env("NO_COLOR", "1"),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
