@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job of benchstream, end to end on local services:
 #
-#   1. install what is missing (deploy/local/install.sh) and build the two binaries
+#   1. install what is missing (deploy/local/install.sh) and build the three binaries
 #   2. start nats-server + clickhouse-server on loopback (deploy/local/services.sh up)
 #   3. apply the ClickHouse migrations and start event-sink in the background
 #   4. run a scenario with agent-runner (default `smoke`: the scripted reference solution of
