@@ -34,12 +34,13 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::fixture_tree::Tree;
 use crate::judge::{self, Verdict, SCORING_VERSION};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
 use crate::publish::PublisherHandle;
 use crate::recorder::{RecordError, RunRecorder};
-use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind, Tree};
+use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::tools::bwrap::{Confinement, SandboxMode};
 use crate::tools::{Sandbox, ToolLimits, ToolOutcome, ToolRequest, Toolbox};
 

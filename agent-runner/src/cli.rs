@@ -1,5 +1,8 @@
 //! The command line: clap types (flags and environment variables) and their conversion
-//! into validated configs ([`RunnerConfig`], [`PublishSetup`]). Nothing here runs anything.
+//! into validated configs ([`RunnerConfig`], [`PublishSetup`]). The flags several commands
+//! share are declared once here and flattened into each: [`ScenarioArgs`], [`EventArgs`]
+//! (`--host` and the publishing flags), [`OptionalEventArgs`] (those and `--no-publish`),
+//! [`LlmArgs`]. Nothing here runs anything.
 
 use crate::tools::bwrap::SandboxMode;
 use std::path::{Path, PathBuf};
@@ -33,25 +36,19 @@ pub enum Command {
     /// Run a scenario: every task (or --tasks), judged, events published.
     Run(Box<RunArgs>),
     /// Maintain the scenarios directory.
-    Scenarios {
-        #[command(subcommand)]
-        command: ScenariosCommand,
-    },
+    #[command(subcommand)]
+    Scenarios(ScenariosCommand),
     /// Work with the local spool of undelivered events.
-    Spool {
-        #[command(subcommand)]
-        command: SpoolCommand,
-    },
+    #[command(subcommand)]
+    Spool(SpoolCommand),
     /// Work through a sweep (models × strategies × hyper-parameters), shared with other
     /// workers through NATS.
     Sweep(Box<crate::sweep::SweepArgs>),
     /// Run an external agent program as one run; it reports events as JSON lines.
     Exec(Box<crate::exec::ExecArgs>),
     /// Import runs recorded by other agent frameworks.
-    Import {
-        #[command(subcommand)]
-        command: crate::import::ImportCommand,
-    },
+    #[command(subcommand)]
+    Import(crate::import::ImportCommand),
     /// Show events from the stream as they arrive, one readable line each (or --json),
     /// filtered by run, type, task and policy; --last N / --since replay stored ones
     /// first. Ends on Ctrl-C with exit 0.
@@ -117,20 +114,14 @@ pub struct RunArgs {
     pub seed: Option<u64>,
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
-    /// `host` on every event. Default: the host name.
-    #[arg(long, env = "BENCH_RUNNER_HOST")]
-    pub host: Option<String>,
     /// Observation bytes kept per tool call.
     #[arg(long, env = "BENCH_RUNNER_OUTPUT_CAP", default_value_t = DEFAULT_OUTPUT_CAP)]
     pub output_cap: usize,
-    /// Do not publish: local artifacts only.
-    #[arg(long, env = "BENCH_RUNNER_NO_PUBLISH")]
-    pub no_publish: bool,
     /// No progress bar.
     #[arg(long, env = "BENCH_RUNNER_NO_PROGRESS")]
     pub no_progress: bool,
     #[command(flatten)]
-    pub publish: PublishArgs,
+    pub events: OptionalEventArgs,
     #[command(flatten)]
     pub llm: LlmArgs,
 }
@@ -244,6 +235,49 @@ impl ScenarioArgs {
     }
 }
 
+/// The events a command emits: the `host` they carry, and the broker, subjects and spool
+/// they are published through (`run`, `exec`, `sweep`, `import`).
+#[derive(Debug, Args)]
+pub struct EventArgs {
+    /// `host` on every event. Default: the host name.
+    #[arg(long, env = "BENCH_RUNNER_HOST")]
+    pub host: Option<String>,
+    #[command(flatten)]
+    pub publish: PublishArgs,
+}
+
+impl EventArgs {
+    /// The `host` of the events and the validated publishing setup.
+    pub fn into_setup(self) -> Result<(String, PublishSetup), Error> {
+        let publish = self.publish.into_setup()?;
+        Ok((host_or_default(self.host), publish))
+    }
+}
+
+/// [`EventArgs`] of a command that can also keep its events local (`--no-publish`).
+#[derive(Debug, Args)]
+pub struct OptionalEventArgs {
+    #[command(flatten)]
+    pub events: EventArgs,
+    /// Do not publish: local artifacts only.
+    #[arg(long, env = "BENCH_RUNNER_NO_PUBLISH")]
+    pub no_publish: bool,
+}
+
+impl OptionalEventArgs {
+    /// The `host` of the events, and the validated publishing setup unless the command
+    /// was told not to publish (`--no-publish`; the publishing flags are then not
+    /// checked).
+    pub fn into_setup(self) -> Result<(String, Option<PublishSetup>), Error> {
+        let publish = if self.no_publish {
+            None
+        } else {
+            Some(self.events.publish.into_setup()?)
+        };
+        Ok((host_or_default(self.events.host), publish))
+    }
+}
+
 /// Broker, subjects and spool.
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -286,8 +320,7 @@ impl RunArgs {
         if self.concurrency == 0 {
             return Err(Error::Config("--concurrency must be at least 1".into()));
         }
-        let host = host_or_default(self.host);
-        let publish = self.publish.into_setup_unless(self.no_publish)?;
+        let (host, publish) = self.events.into_setup()?;
         let sandbox = self.scenarios.sandbox_mode();
         Ok(RunnerConfig {
             scenario: resolve_scenario(&self.scenario, &self.scenarios.scenarios_dir),
@@ -338,20 +371,10 @@ impl PublishArgs {
             create_stream,
         })
     }
-
-    /// The validated publishing setup, or `None` when the command was told not to publish
-    /// (`--no-publish`; the flags are then not checked).
-    pub fn into_setup_unless(self, no_publish: bool) -> Result<Option<PublishSetup>, Error> {
-        if no_publish {
-            Ok(None)
-        } else {
-            self.into_setup().map(Some)
-        }
-    }
 }
 
 /// `host` on events (`--host`): the given name, else the machine's host name.
-pub fn host_or_default(host: Option<String>) -> String {
+fn host_or_default(host: Option<String>) -> String {
     host.unwrap_or_else(|| {
         nix::unistd::gethostname()
             .map(|h| h.to_string_lossy().into_owned())
@@ -431,6 +454,43 @@ mod tests {
             &mut out,
         );
         assert!(out.is_empty(), "flags without a BENCH_* variable: {out:#?}");
+    }
+
+    /// The shared event flags: `--no-publish` skips (and does not check) the publishing
+    /// flags; `sweep` always publishes, so it has no `--no-publish`.
+    #[test]
+    fn event_flags_are_shared_and_no_publish_is_optional() {
+        let cli = Cli::try_parse_from([
+            "agent-runner",
+            "import",
+            "swe-agent",
+            "trajs",
+            "--host",
+            "w2",
+            "--no-publish",
+            "--publish-window",
+            "0",
+        ])
+        .expect("valid flags");
+        let Command::Import(command) = cli.command else {
+            panic!("not import")
+        };
+        let config = command.into_config().expect("publishing flags not checked");
+        assert_eq!(config.host, "w2");
+        assert!(config.publish.is_none());
+
+        let published = ["agent-runner", "run", "smoke", "--publish-window", "0"];
+        let Command::Run(args) = Cli::try_parse_from(published).expect("flags").command else {
+            panic!("not run")
+        };
+        let err = args.into_config().expect_err("a window of 0");
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration: --publish-window must be at least 1"
+        );
+
+        let sweep = Cli::try_parse_from(["agent-runner", "sweep", "s.toml", "--no-publish"]);
+        assert!(sweep.is_err(), "sweep has no --no-publish");
     }
 
     #[test]

@@ -1,33 +1,65 @@
-//! The runner's error type and the process exit codes (documented in `README.md`).
+//! The runner's one error type, the process exit codes (documented in `README.md`), and
+//! [`Outcome`]: what a command that ran reports and the exit code it ends with.
+//!
+//! Every command (`run`, `sweep`, `exec`, `import`, `tail`, `scenarios`, `spool`) fails
+//! with [`Error`]; what only one command can meet is a variant holding that command's own
+//! error ([`SweepError`], [`ExecError`], [`ImportError`], [`TailError`]). [`Error::exit`]
+//! is the one mapping from errors to exit codes, and [`DeliveryReport::exit`] the one
+//! mapping from what a publisher did to an exit code.
 
+use std::fmt;
 use std::process::ExitCode;
 
+use crate::exec::ExecError;
+use crate::import::ImportError;
 use crate::policy::PolicyError;
 use crate::publish::{DeliveryReport, PublishFailure};
 use crate::recorder::RecordError;
 use crate::scenario::ScenarioError;
 use crate::spool::SpoolError;
+use crate::sweep::SweepError;
+use crate::tail::TailError;
 use crate::tools::bwrap::SandboxUnavailable;
 
 /// Why a runner command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A scenario, task or fixture could not be loaded, or differs from its pin.
     #[error(transparent)]
     Scenario(#[from] ScenarioError),
+    /// A policy could not be built (an `llm` policy without a provider, ...).
     #[error(transparent)]
     Policy(#[from] PolicyError),
+    /// The broker could not be reached when it had to be.
     #[error(transparent)]
     Connect(#[from] bench_nats::ConnectError),
+    /// The spool could not be opened or used.
     #[error(transparent)]
     Spool(#[from] SpoolError),
+    /// The publisher failed for good.
     #[error(transparent)]
     Publish(#[from] PublishFailure),
+    /// A run's events could not be recorded locally.
     #[error(transparent)]
     Record(#[from] RecordError),
+    /// A flag or setting is invalid.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The agent sandbox is required but not available on this host.
     #[error(transparent)]
     Sandbox(#[from] SandboxUnavailable),
+    /// `sweep`: a bad sweep file, or the claims or past results could not be read.
+    #[error(transparent)]
+    Sweep(#[from] SweepError),
+    /// `exec`: the agent program could not be started or waited for.
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// `import`: a trajectory could not be read or converted.
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    /// `tail`: the stream could not be read.
+    #[error(transparent)]
+    Tail(#[from] TailError),
 }
 
 /// Process exit codes of `agent-runner`.
@@ -66,36 +98,23 @@ impl Error {
     /// The exit code this error ends the process with.
     pub fn exit(&self) -> Exit {
         match self {
-            Error::Scenario(e) => e.exit(),
-            Error::Publish(e) => e.exit(),
-            Error::Policy(_) | Error::Config(_) | Error::Sandbox(_) => Exit::Usage,
-            Error::Spool(_) => Exit::Spool,
-            Error::Connect(_) | Error::Record(_) => Exit::Failure,
-        }
-    }
-}
-
-// The errors every command can meet are classified here once; the errors of `sweep`,
-// `exec` and `import` wrap them and defer to these.
-
-impl ScenarioError {
-    /// The exit code: [`Exit::Pins`] for a pin check, else [`Exit::Usage`] (a bad scenario
-    /// or task file).
-    pub fn exit(&self) -> Exit {
-        if self.is_pin_error() {
-            Exit::Pins
-        } else {
-            Exit::Usage
-        }
-    }
-}
-
-impl PublishFailure {
-    /// The exit code: [`Exit::Spool`] when the spool failed, else [`Exit::Failure`].
-    pub fn exit(&self) -> Exit {
-        match self {
-            PublishFailure::Spool(_) => Exit::Spool,
-            PublishFailure::Task(_) => Exit::Failure,
+            Error::Scenario(e) if e.is_pin_error() => Exit::Pins,
+            Error::Scenario(_)
+            | Error::Policy(_)
+            | Error::Config(_)
+            | Error::Sandbox(_)
+            | Error::Sweep(SweepError::File { .. } | SweepError::Invalid(_))
+            | Error::Exec(ExecError::ProgramNotFound { .. } | ExecError::Spawn { .. })
+            | Error::Import(
+                ImportError::Read { .. } | ImportError::Parse { .. } | ImportError::TooLarge { .. },
+            ) => Exit::Usage,
+            Error::Spool(_) | Error::Publish(PublishFailure::Spool(_)) => Exit::Spool,
+            Error::Connect(_)
+            | Error::Record(_)
+            | Error::Publish(PublishFailure::Task(_))
+            | Error::Sweep(SweepError::Claims(_) | SweepError::ClickHouse(_))
+            | Error::Exec(ExecError::Sandbox(_) | ExecError::Wait(_))
+            | Error::Tail(_) => Exit::Failure,
         }
     }
 }
@@ -112,5 +131,188 @@ impl DeliveryReport {
         } else {
             Exit::Ok
         }
+    }
+}
+
+/// What a command that ran to its end reports: its text for the user (every line ends
+/// with a newline) and the exit code it ends with.
+pub trait Outcome: fmt::Display {
+    /// The exit code.
+    fn exit(&self) -> Exit;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::scenario::{PinError, TreeError};
+
+    fn io_error() -> io::Error {
+        io::Error::new(io::ErrorKind::NotFound, "gone")
+    }
+
+    /// A real record error: the run directory cannot be created under a file.
+    fn record_error() -> RecordError {
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        let sequencer = schemas::RunSequencer::new(
+            uuid::Uuid::now_v7(),
+            "t",
+            "p",
+            schemas::sha256_hex(b"cfg"),
+            schemas::sha256_hex(b"env"),
+            1,
+            "h".to_owned(),
+        );
+        let Err(e) = crate::recorder::RunRecorder::new(sequencer, None, Some(file.path())) else {
+            panic!("a run directory under a file")
+        };
+        e
+    }
+
+    /// Every kind of error ends the process with the code `README.md` ("Exit codes")
+    /// documents for it.
+    #[test]
+    fn every_error_maps_to_its_documented_exit_code() {
+        let path = || PathBuf::from("x");
+        let hash = schemas::sha256_hex(b"x");
+        let stream_error = async_nats::jetstream::context::GetStreamError::new(
+            async_nats::jetstream::context::GetStreamErrorKind::EmptyName,
+        );
+        let cases: Vec<(Error, Exit)> = vec![
+            (
+                ScenarioError::Pin(PinError::NotPinned {
+                    what: "task t".into(),
+                    pins: path(),
+                })
+                .into(),
+                Exit::Pins,
+            ),
+            (
+                ScenarioError::Pin(PinError::Mismatch {
+                    what: "task t".into(),
+                    pins: path(),
+                    expected: hash.clone(),
+                    actual: hash,
+                })
+                .into(),
+                Exit::Pins,
+            ),
+            (
+                ScenarioError::Read {
+                    path: path(),
+                    source: io_error(),
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (
+                ScenarioError::Tree(TreeError::Io {
+                    path: path(),
+                    source: io_error(),
+                })
+                .into(),
+                Exit::Usage,
+            ),
+            (PolicyError::NoProvider.into(), Exit::Usage),
+            (Error::Config("bad".into()), Exit::Usage),
+            (SandboxUnavailable("no bwrap".into()).into(), Exit::Usage),
+            (
+                SweepError::File {
+                    path: path(),
+                    message: "bad".into(),
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (SweepError::Invalid("bad".into()).into(), Exit::Usage),
+            (
+                ExecError::ProgramNotFound {
+                    program: "a".into(),
+                    why: "no such file".into(),
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (
+                ExecError::Spawn {
+                    program: "a".into(),
+                    source: io_error(),
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (
+                ImportError::Read {
+                    path: path(),
+                    source: io_error(),
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (
+                ImportError::Parse {
+                    path: path(),
+                    message: "bad".into(),
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (SpoolError::Locked { path: path() }.into(), Exit::Spool),
+            (
+                PublishFailure::Spool(SpoolError::Io {
+                    path: path(),
+                    source: io_error(),
+                })
+                .into(),
+                Exit::Spool,
+            ),
+            (
+                PublishFailure::Task("panicked".into()).into(),
+                Exit::Failure,
+            ),
+            (
+                bench_nats::ConnectError::CredsFile {
+                    path: path(),
+                    source: io_error(),
+                }
+                .into(),
+                Exit::Failure,
+            ),
+            (record_error().into(), Exit::Failure),
+            (SweepError::Claims("down".into()).into(), Exit::Failure),
+            (SweepError::ClickHouse("down".into()).into(), Exit::Failure),
+            (
+                ExecError::Sandbox(crate::tools::SandboxError::Create(io_error())).into(),
+                Exit::Failure,
+            ),
+            (ExecError::Wait(io_error()).into(), Exit::Failure),
+            (
+                TailError::Stream {
+                    stream: "S".into(),
+                    source: stream_error,
+                }
+                .into(),
+                Exit::Failure,
+            ),
+        ];
+        for (error, exit) in cases {
+            assert_eq!(error.exit(), exit, "{error}");
+        }
+    }
+
+    /// Events left in the spool outweigh quarantined ones; a clean delivery is 0.
+    #[test]
+    fn delivery_maps_to_its_exit_code() {
+        let report = |left_in_spool, quarantined| DeliveryReport {
+            left_in_spool,
+            quarantined,
+            ..DeliveryReport::default()
+        };
+        assert_eq!(report(0, 0).exit(), Exit::Ok);
+        assert_eq!(report(3, 0).exit(), Exit::Undelivered);
+        assert_eq!(report(3, 1).exit(), Exit::Undelivered);
+        assert_eq!(report(0, 1).exit(), Exit::Quarantined);
     }
 }

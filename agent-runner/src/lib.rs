@@ -4,7 +4,11 @@
 //!
 //! # Layout
 //!
-//! - [`scenario`]: scenario files, tasks, fixture trees and `pins.toml`.
+//! - [`scenario`]: scenario files, tasks and `pins.toml`.
+//! - [`fixture_tree`]: fixture trees and their hash, and the one directory walk
+//!   ([`fixture_tree::walk`]) every part of the runner uses.
+//! - [`context_plan`]: a run's context strategy with its parameters checked (scenario and
+//!   sweep files are checked with it when loaded).
 //! - [`policy`]: the [`Policy`](policy::Policy) trait, the `scripted` policy and the `llm`
 //!   policy (a model behind an OpenAI-compatible API, with context strategies).
 //! - [`provider`]: chat-completions client, retries, token counts from `usage` blocks.
@@ -17,6 +21,7 @@
 //! - [`judge`]: running a task's judge tests.
 //! - [`protect`]: the judge's own files (`[judge] protect`), restored before the verdict.
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
+//! - [`outgoing`]: an event as a message ready to publish or to spool.
 //! - [`publish`]: acknowledged JetStream publishing with an in-flight window.
 //! - [`classify`]: whether a failed publish may succeed later (spool) or never (quarantine).
 //! - [`spool`]: the crash-safe local spool for events the broker could not take.
@@ -28,8 +33,15 @@
 //! - [`import`]: runs recorded by other frameworks (`agent-runner import swe-agent`).
 //! - [`tail`]: live events from the stream, filtered, one readable line each
 //!   (`agent-runner tail`).
+//! - [`maintenance`]: `scenarios hash|check` and `spool flush|status`.
 //! - [`cli`]: command-line flags and environment → validated configs.
-//! - [`error`]: the error type and the process exit codes.
+//! - [`error`]: the one error type, the process exit codes, and [`Outcome`]: what a
+//!   command reports and the exit code it ends with.
+//!
+//! Every subcommand has one shape: flags → validated config (`cli` and each command's
+//! `args`) → a function that runs it → an outcome (a report implementing [`Outcome`], or
+//! an [`Error`]) → an exit code. Only the binary (`src/main.rs`) prints outcomes and
+//! errors and exits.
 //!
 //! Running a scenario from code (what the tests and `agent-runner run` do):
 //!
@@ -46,11 +58,15 @@ pub mod agent;
 pub mod backoff;
 pub mod classify;
 pub mod cli;
+pub mod context_plan;
 pub mod error;
 pub mod exec;
+pub mod fixture_tree;
 pub mod import;
 pub mod judge;
 pub mod limits;
+pub mod maintenance;
+pub mod outgoing;
 pub mod policy;
 pub mod pricing;
 pub mod protect;
@@ -65,5 +81,5 @@ pub mod sweep;
 pub mod tail;
 pub mod tools;
 
-pub use error::{Error, Exit};
+pub use error::{Error, Exit, Outcome};
 pub use runner::{flush_spool, run, PublishSetup, RunnerConfig, ScenarioReport};

@@ -15,14 +15,14 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-use crate::scenario::{Tree, IGNORED_DIRS};
+use crate::fixture_tree::{walk, Tree};
 
 /// Build output and bytecode caches, deleted from the scratch copy before the tests run
-/// again (the [`IGNORED_DIRS`] that tools regenerate).
+/// again (the [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS) that tools regenerate).
 pub const CACHE_DIRS: [&str; 4] = ["__pycache__", ".pytest_cache", ".mypy_cache", "target"];
 
 /// The compiled `[judge] protect` patterns of a task.
@@ -136,8 +136,7 @@ impl Protected {
         if self.is_empty() {
             return Ok(tampered);
         }
-        let mut created = Vec::new();
-        list_non_dirs(root, root, &mut created).map_err(|source| RestoreError::Io {
+        let created = list_non_dirs(root).map_err(|source| RestoreError::Io {
             path: ".".to_owned(),
             source,
         })?;
@@ -263,45 +262,51 @@ fn write_pristine(root: &Path, rel: &str, bytes: &[u8], executable: bool) -> io:
     fs::set_permissions(&at, fs::Permissions::from_mode(mode))
 }
 
-/// Deletes every [`CACHE_DIRS`] directory under `dir` (not following symlinks).
-fn clear_caches(dir: &Path) -> io::Result<()> {
-    for item in fs::read_dir(dir)? {
-        let item = item?;
-        if !item.file_type()?.is_dir() {
-            continue;
-        }
-        let name = item.file_name();
-        if CACHE_DIRS.iter().any(|cache| name == *cache) {
-            fs::remove_dir_all(item.path())?;
-        } else if !IGNORED_DIRS.iter().any(|ignored| name == *ignored) {
-            clear_caches(&item.path())?;
+/// Deletes every [`CACHE_DIRS`] directory under `root` (not following symlinks, not
+/// looking inside the other [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS)).
+fn clear_caches(root: &Path) -> io::Result<()> {
+    clear_caches_in(root)?;
+    for entry in walk(root) {
+        let entry = entry?;
+        if entry.file_type().is_dir() {
+            clear_caches_in(entry.path())?;
         }
     }
     Ok(())
 }
 
-/// Every entry under `dir` that is not a directory (files, symlinks, ...), relative to
-/// `root`, not descending into symlinks or [`IGNORED_DIRS`].
-fn list_non_dirs(root: &Path, dir: &Path, out: &mut Vec<String>) -> io::Result<()> {
-    for item in fs::read_dir(dir)? {
-        let item = item?;
-        let path: PathBuf = item.path();
-        let file_type = item.file_type()?;
-        if file_type.is_dir() {
-            if !IGNORED_DIRS
-                .iter()
-                .any(|ignored| item.file_name() == *ignored)
-            {
-                list_non_dirs(root, &path, out)?;
-            }
-            continue;
-        }
-        // A non-UTF-8 name cannot match a pattern (and is no fixture file).
-        if let Some(rel) = path.strip_prefix(root).ok().and_then(Path::to_str) {
-            out.push(rel.to_owned());
+/// Deletes the [`CACHE_DIRS`] directories right in `dir`. The walk never yields them
+/// (they are [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS)), so each directory is
+/// asked for them by name.
+fn clear_caches_in(dir: &Path) -> io::Result<()> {
+    for cache in CACHE_DIRS {
+        let path = dir.join(cache);
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => fs::remove_dir_all(&path)?,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())
+}
+
+/// Every entry under `root` that is not a directory (files, symlinks, ...), relative to
+/// it, not descending into symlinks or
+/// [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS).
+fn list_non_dirs(root: &Path) -> io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in walk(root) {
+        let entry = entry?;
+        if entry.file_type().is_dir() {
+            continue;
+        }
+        // A non-UTF-8 name cannot match a pattern (and is no fixture file).
+        if let Some(rel) = entry.path().strip_prefix(root).ok().and_then(Path::to_str) {
+            out.push(rel.to_owned());
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

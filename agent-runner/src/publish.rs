@@ -41,12 +41,10 @@ use async_nats::jetstream;
 use async_nats::jetstream::context::{PublishError, PublishErrorKind};
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::publish::PublishAck;
-use async_nats::HeaderMap;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
-use schemas::subject::{header_safe, headers};
 use schemas::{BenchmarkEvent, SubjectPrefix};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -54,8 +52,10 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::classify::{self, Verdict};
-use crate::quarantine::{QuarantineEntry, QuarantineKind, RecordIdentity};
+use crate::quarantine::{QuarantineEntry, QuarantineKind};
 use crate::spool::{self, Entry, Spool, SpoolConfig, SpoolError};
+
+pub use crate::outgoing::Outgoing;
 
 /// Default number of publishes awaiting their ack at once.
 pub const DEFAULT_WINDOW: usize = 256;
@@ -88,55 +88,6 @@ pub struct PublishConfig {
     pub drain_timeout: Duration,
     /// The spool file and its cap.
     pub spool: SpoolConfig,
-}
-
-/// One message ready to publish (or to spool): subject, header values, payload.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outgoing {
-    /// `<prefix>.events.<run_id>.<type>`.
-    pub subject: String,
-    /// `Nats-Msg-Id`: the `event_id`.
-    pub msg_id: String,
-    /// `Bench-Type`.
-    pub event_type: String,
-    /// `Bench-Task`: the `task_id`, made header-safe.
-    pub task: String,
-    /// `Bench-Schema`: the `schema_version`.
-    pub schema: String,
-    /// The event's wire JSON.
-    pub payload: Bytes,
-}
-
-impl Outgoing {
-    /// The message of `event`, whose wire bytes are `payload`.
-    pub fn new(prefix: &SubjectPrefix, event: &BenchmarkEvent, payload: Bytes) -> Outgoing {
-        Outgoing {
-            subject: prefix.event_subject(event.run_id, event.event_type()),
-            msg_id: event.event_id.to_string(),
-            event_type: event.event_type().as_str().to_owned(),
-            task: header_safe(&event.task_id),
-            schema: event.schema_version.to_string(),
-            payload,
-        }
-    }
-
-    /// Subject and id, for a quarantine entry.
-    pub fn identity(&self) -> RecordIdentity<'_> {
-        RecordIdentity {
-            subject: &self.subject,
-            msg_id: &self.msg_id,
-        }
-    }
-
-    /// The NATS headers.
-    pub fn headers(&self) -> HeaderMap {
-        let mut map = HeaderMap::new();
-        map.insert(headers::MSG_ID, self.msg_id.as_str());
-        map.insert(headers::SCHEMA, self.schema.as_str());
-        map.insert(headers::TYPE, self.event_type.as_str());
-        map.insert(headers::TASK, self.task.as_str());
-        map
-    }
 }
 
 /// What happened to the events of a publisher's lifetime.

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{self, RunSpec, RunSummary};
-use crate::error::Error;
+use crate::error::{Error, Exit, Outcome};
 use crate::policy::{self, LlmConfig};
 use crate::publish::{DeliveryReport, PublishConfig, PublishFailure, Publisher};
 use crate::scenario::{LoadOptions, LoadedScenario, PolicyKind};
@@ -94,6 +94,15 @@ impl fmt::Display for ScenarioReport {
             writeln!(f, "{d}")?;
         }
         Ok(())
+    }
+}
+
+/// The delivery's exit code; [`Exit::Ok`] without publishing.
+impl Outcome for ScenarioReport {
+    fn exit(&self) -> Exit {
+        self.delivery
+            .as_ref()
+            .map_or(Exit::Ok, DeliveryReport::exit)
     }
 }
 

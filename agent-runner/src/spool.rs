@@ -61,7 +61,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use sha2::{Digest, Sha256};
 
-use crate::publish::Outgoing;
+use crate::outgoing::Outgoing;
 use crate::quarantine::{self, QuarantineEntry, QuarantineKind, QuarantineListing};
 
 /// Slots of one configured spool path (see the module docs).

@@ -15,20 +15,13 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use bench_nats::StreamSpec;
+use benchstream_tests::runs;
+use benchstream_tests::stream::{create_stream, jetstream, stream_messages};
 use benchstream_tests::NatsServer;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::SubjectPrefix;
 use uuid::Uuid;
-
-#[allow(dead_code)]
-#[path = "../../tests/tests/it/common/runs.rs"]
-mod runs;
-#[allow(dead_code)]
-#[path = "../../tests/tests/it/common/stream.rs"]
-mod stream;
-
-use stream::{create_stream, jetstream, stream_messages};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
 

@@ -17,23 +17,11 @@ use agent_runner::publish::Outgoing;
 use agent_runner::quarantine::{QuarantineEntry, QuarantineKind};
 use agent_runner::spool::record_line;
 use bench_nats::StreamSpec;
+use benchstream_tests::runs::{self, journal_lines, only_run_dir};
+use benchstream_tests::spool::{ids, spool_with, step_messages};
+use benchstream_tests::stream::{self, create_stream, stream_messages};
 use benchstream_tests::{processes_with, NatsServer};
 use schemas::SubjectPrefix;
-
-// Shared with the in-process runner tests (`tests/tests/it/`), which do not use every
-// helper either.
-#[allow(dead_code)]
-#[path = "../../tests/tests/it/common/runs.rs"]
-mod runs;
-#[path = "../../tests/tests/it/common/spool.rs"]
-mod spool;
-#[allow(dead_code)]
-#[path = "../../tests/tests/it/common/stream.rs"]
-mod stream;
-
-use runs::{journal_lines, only_run_dir};
-use spool::{ids, spool_with, step_messages};
-use stream::{create_stream, stream_messages};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
 

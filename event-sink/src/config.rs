@@ -224,8 +224,20 @@ section! {
     }
 }
 
+section! {
+    /// `[runtime]`: the threads the sink runs on.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct RuntimeArgs {
+        /// Worker threads: 1 runs the whole sink on one thread; more let receiving from
+        /// NATS, decoding and inserting run on several cores at once. Default 1.
+        pub worker_threads: Option<usize> = ("worker-threads", "BENCH_SINK_WORKER_THREADS"),
+    }
+}
+
 /// Every setting of the sink, as flags (+ env) or as the TOML file (one table per
-/// section: `[nats]`, `[stream]`, `[consumer]`, `[clickhouse]`, `[batch]`, `[metrics]`).
+/// section: `[nats]`, `[stream]`, `[consumer]`, `[clickhouse]`, `[batch]`, `[metrics]`,
+/// `[runtime]`).
 #[derive(Debug, Clone, Default, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SinkArgs {
@@ -245,6 +257,8 @@ pub struct SinkArgs {
     pub batch: BatchArgs,
     #[command(flatten, next_help_heading = "Metrics")]
     pub metrics: MetricsArgs,
+    #[command(flatten, next_help_heading = "Runtime")]
+    pub runtime: RuntimeArgs,
 }
 
 impl SinkArgs {
@@ -258,6 +272,7 @@ impl SinkArgs {
             clickhouse: self.clickhouse.merge(lower.clickhouse),
             batch: self.batch.merge(lower.batch),
             metrics: self.metrics.merge(lower.metrics),
+            runtime: self.runtime.merge(lower.runtime),
         }
     }
 
@@ -391,6 +406,8 @@ impl SinkArgs {
             clickhouse,
             batch,
             metrics,
+            worker_threads: positive("runtime.worker_threads", self.runtime.worker_threads)?
+                .unwrap_or(1),
         })
     }
 }
@@ -433,6 +450,8 @@ pub struct Config {
     pub clickhouse: ClickHouseConfig,
     pub batch: BatchConfig,
     pub metrics: MetricsConfig,
+    /// Threads of the runtime the sink runs on (see [`RuntimeArgs`]).
+    pub worker_threads: usize,
 }
 
 /// The durable consumer (see [`ConsumerArgs`] for meanings and defaults).

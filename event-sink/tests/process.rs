@@ -9,26 +9,15 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use benchstream_tests::events::{publish_all, Run};
+use benchstream_tests::query::wait_for;
+use benchstream_tests::stream::{create_stream, jetstream};
 use benchstream_tests::{free_port, ClickHouseServer, NatsAuth, NatsOptions, NatsServer};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::EventType;
 
-// Shared with the in-process sink tests (`tests/tests/it/`) and the `sink-bench` binary,
-// which do not use every helper.
-#[path = "../../tests/tests/it/common/query.rs"]
-mod query;
-#[allow(dead_code)]
-#[path = "../../tests/tests/it/common/stream.rs"]
-mod stream;
-#[allow(dead_code)]
-#[path = "../../tests/tests/it/sink/support.rs"]
-mod support;
-
-use query::wait_for;
 use schemas::SubjectPrefix;
-use stream::{create_stream, jetstream};
-use support::{publish_all, Run};
 
 const SINK: &str = env!("CARGO_BIN_EXE_event-sink");
 

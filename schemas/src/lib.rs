@@ -26,6 +26,7 @@
 
 pub mod canonical;
 pub mod decode;
+mod decode_error;
 pub mod envelope;
 pub mod json_schema;
 pub mod payload;

@@ -5,18 +5,26 @@
 //! directories, and stops them when dropped. The tests themselves live in one
 //! integration-test binary, `tests/it/main.rs`, with one module per area.
 //!
-//! Benchmarks that need the harness are binaries of this crate, so that the product
-//! crates do not depend on it: `src/bin/publish-bench.rs` measures the runner's publisher
-//! (`cargo run --release -p benchstream-tests --bin publish-bench`), `src/bin/sink-bench.rs`
-//! the event-sink against ClickHouse alone (`cargo build --release -p event-sink`, then
-//! `cargo run --release -p benchstream-tests --bin sink-bench`), `src/bin/sink-latency.rs`
-//! its publish-to-queryable time, and `src/bin/sandbox-bench.rs` the agent sandbox's cost
-//! per tool call; [`bench`] holds what they share.
+//! Beside it, what the end-to-end tests, the tests of the product binaries
+//! (`agent-runner/tests/`, `event-sink/tests/`) and the benchmarks share:
+//!
+//! - [`stream`]: creating the events stream and reading it back.
+//! - [`events`]: golden events re-stamped as fresh runs, published the way a runner does.
+//! - [`query`]: waiting for ClickHouse to give an answer.
+//! - [`runs`]: a run's `events.jsonl` and `summary.json`.
+//! - [`spool`]: spools written with the runner's own code, to damage or flush.
+//!
+//! The benchmarks that run on these servers are a package of their own, `bench/`
+//! (`benchstream-bench`), so that neither the product crates nor this one carry them.
 //!
 //! The servers must be installed first: `deploy/local/install.sh`.
 
-pub mod bench;
+pub mod events;
 pub mod harness;
+pub mod query;
+pub mod runs;
+pub mod spool;
+pub mod stream;
 
 pub use harness::{
     free_port, processes_with, ClickHouseCluster, ClickHouseServer, NatsAuth, NatsOptions,

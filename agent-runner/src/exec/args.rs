@@ -1,16 +1,14 @@
-//! `agent-runner exec` flags and environment → a validated [`ExecConfig`], and the
-//! command's output: one run per task. Nothing here reads agent output.
+//! `agent-runner exec` flags and environment → validated [`ExecConfig`]s, one run per
+//! task. Nothing here runs anything.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::Args;
-use tokio_util::sync::CancellationToken;
 
-use super::bridge::{self, ExecConfig, ExecReport};
-use super::ExecError;
-use crate::cli::{host_or_default, PublishArgs, ScenarioArgs};
-use crate::error::Exit;
+use super::bridge::ExecConfig;
+use crate::cli::{OptionalEventArgs, ScenarioArgs};
+use crate::error::Error;
 use crate::scenario::{LoadOptions, LoadedScenario};
 
 /// `agent-runner exec`.
@@ -38,14 +36,8 @@ pub struct ExecArgs {
     pub policy_id: Option<String>,
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
-    /// `host` on every event. Default: the host name.
-    #[arg(long, env = "BENCH_RUNNER_HOST")]
-    pub host: Option<String>,
-    /// Do not publish: local artifacts only.
-    #[arg(long, env = "BENCH_RUNNER_NO_PUBLISH")]
-    pub no_publish: bool,
     #[command(flatten)]
-    pub publish: PublishArgs,
+    pub events: OptionalEventArgs,
     /// A host directory the agent may read (its code, data), besides its task and the
     /// files named on its command line. Repeatable, or comma-separated.
     #[arg(
@@ -61,7 +53,7 @@ pub struct ExecArgs {
 
 impl ExecArgs {
     /// The validated config of every run, in order: one per task.
-    pub fn into_configs(self) -> Result<Vec<ExecConfig>, ExecError> {
+    pub fn into_configs(self) -> Result<Vec<ExecConfig>, Error> {
         let sandbox = self.scenarios.sandbox_mode();
         let scenario = crate::cli::resolve_scenario(&self.scenario, &self.scenarios.scenarios_dir);
         let tasks = match self.tasks {
@@ -78,6 +70,7 @@ impl ExecArgs {
                 .tasks
             }
         };
+        let (host, publish) = self.events.into_setup()?;
         let config = ExecConfig {
             sandbox,
             read_only: self.sandbox_ro,
@@ -87,9 +80,9 @@ impl ExecArgs {
             allow_unpinned: self.scenarios.allow_unpinned,
             seed: self.seed,
             policy_id: self.policy_id,
-            host: host_or_default(self.host),
+            host,
             out_dir: Some(self.scenarios.out),
-            publish: self.publish.into_setup_unless(self.no_publish)?,
+            publish,
         };
         Ok(tasks
             .into_iter()
@@ -99,41 +92,6 @@ impl ExecArgs {
             })
             .collect())
     }
-
-    /// Runs the agent on each task in turn, printing one line per run; stops early on
-    /// shutdown.
-    pub async fn execute(self, shutdown: CancellationToken) -> Result<Exit, ExecError> {
-        let mut exit = Exit::Ok;
-        for config in self.into_configs()? {
-            if shutdown.is_cancelled() {
-                break;
-            }
-            let report = bridge::run(config, shutdown.clone()).await?;
-            print_report(&report);
-            if report.delivery.is_some_and(|d| d.left_in_spool > 0) {
-                exit = Exit::Undelivered;
-            }
-        }
-        Ok(exit)
-    }
-}
-
-/// The one line of a run.
-fn print_report(report: &ExecReport) {
-    let r = &report.summary.result;
-    let (outcome, score, _) = crate::agent::result_words(r);
-    println!(
-        "exec {}: {outcome} ({}), score {score}, {} events, {} of {} agent lines skipped, agent exit {}, run {}",
-        report.summary.task_id,
-        r.exit_status.as_str(),
-        report.summary.events,
-        report.skipped,
-        report.lines,
-        report
-            .agent_exit
-            .map_or_else(|| "killed".to_owned(), |c| c.to_string()),
-        report.summary.run_id
-    );
 }
 
 #[cfg(test)]

@@ -32,11 +32,13 @@ use super::program;
 use super::protocol::{parse_line, LineError, MAX_LINE_BYTES};
 use super::ExecError;
 use crate::agent::{RunSummary, RUNNER_VERSION};
+use crate::error::Error;
+use crate::fixture_tree::Tree;
 use crate::judge::{self, SCORING_VERSION};
 use crate::publish::DeliveryReport;
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
-use crate::scenario::{LoadOptions, LoadedScenario, Tree};
+use crate::scenario::{LoadOptions, LoadedScenario};
 use crate::tools::bwrap::{Confinement, SandboxMode, SandboxedCommand, TreeGuard};
 use crate::tools::Sandbox;
 
@@ -107,11 +109,11 @@ enum AgentEnd {
 
 /// Runs the agent program of `config` as one run, until it exits, times out or
 /// `shutdown` fires; then drains the publisher.
-pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<ExecReport, ExecError> {
+pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<ExecReport, Error> {
     let program = config
         .command
         .first()
-        .ok_or_else(|| ExecError::Config("no agent command given (after --)".into()))?;
+        .ok_or_else(|| Error::Config("no agent command given (after --)".into()))?;
     // Before anything is published: a program that cannot start leaves no run behind.
     program::locate(program)?;
     let scenario = LoadedScenario::load(
@@ -124,7 +126,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     let task = scenario
         .tasks
         .first()
-        .ok_or_else(|| ExecError::Config(format!("task {} not loaded", config.task)))?;
+        .ok_or_else(|| Error::Config(format!("task {} not loaded", config.task)))?;
     let run_config = &scenario.scenario.config;
     let seed = config.seed.unwrap_or(scenario.scenario.seed);
     let confinement = config
@@ -132,7 +134,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         .confinement(&run_config.sandbox_limits, false)?;
     let sandbox_info =
         confinement.info(run_config.tool_timeout_ms, run_config.execution_timeout_ms);
-    let sandbox = Sandbox::create(&task.fixture_dir(), &task.fixture)?;
+    let sandbox = Sandbox::create(&task.fixture_dir(), &task.fixture).map_err(ExecError::from)?;
     let fixture_sha256 = task.fixture_sha256();
     let env_hash = ExecEnvironment {
         command: config
@@ -210,7 +212,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         .iter()
         .map(|dir| {
             dir.canonicalize()
-                .map_err(|e| ExecError::Config(format!("--sandbox-ro {}: {e}", dir.display())))
+                .map_err(|e| Error::Config(format!("--sandbox-ro {}: {e}", dir.display())))
         })
         .collect::<Result<Vec<_>, _>>()?;
     read_only.push(task_dir);
@@ -229,7 +231,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     }
     let (program, args) = words
         .split_first()
-        .ok_or_else(|| ExecError::Config("no agent command given (after --)".into()))?;
+        .ok_or_else(|| Error::Config("no agent command given (after --)".into()))?;
     let spawn_err = |source| ExecError::Spawn {
         program: program.to_string_lossy().into_owned(),
         source,
@@ -253,7 +255,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     let stdout = child
         .stdout
         .take()
-        .ok_or_else(|| ExecError::Config("agent stdout not captured".into()))?;
+        .ok_or_else(|| Error::Config("agent stdout not captured".into()))?;
 
     let deadline = tokio::time::Instant::now()
         + std::time::Duration::from_millis(run_config.execution_timeout_ms);
@@ -347,7 +349,7 @@ impl ReadState {
         &mut self,
         rec: &mut RunRecorder,
         line: Result<Vec<u8>, LineError>,
-    ) -> Result<(), ExecError> {
+    ) -> Result<(), Error> {
         if line
             .as_ref()
             .is_ok_and(|l| l.iter().all(u8::is_ascii_whitespace))

@@ -8,7 +8,8 @@
 //!   `run_stop`, the reading loop ([`run`]).
 //! - [`program`]: the agent program, found before anything is published, and the
 //!   default `policy_id` it gives.
-//! - [`args`]: the `agent-runner exec` flags → [`ExecConfig`], one run per task.
+//! - [`args`]: the `agent-runner exec` flags → [`ExecConfig`]s, one run per task, which
+//!   [`run_all`] runs in turn.
 //!
 //! The agent never writes envelopes: ids, `seq`, `ts`, hashes, seed and host are the
 //! runner's, so an agent cannot break the stream's invariants (no gaps, unique ids).
@@ -21,18 +22,20 @@ pub mod protocol;
 pub use args::ExecArgs;
 pub use bridge::{run, ExecConfig, ExecReport};
 
-use crate::error::Exit;
+use std::fmt;
 
-/// Why an external-agent run could not happen or be recorded. A misbehaving agent is not
-/// an error: its bad lines are skipped and its exit status recorded.
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Exit};
+use crate::publish::DeliveryReport;
+
+/// What only an external-agent run can meet; everything else it meets is a
+/// [`crate::Error`] of its own. A misbehaving agent is not an error: its bad lines are
+/// skipped and its exit status recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    #[error(transparent)]
-    Scenario(#[from] crate::scenario::ScenarioError),
-    #[error(transparent)]
-    Sandbox(#[from] crate::tools::SandboxError),
+    /// The agent program does not exist or is not executable (checked before anything
+    /// is published).
     #[error("agent program {program:?}: {why}")]
     ProgramNotFound {
         /// The program as given.
@@ -40,35 +43,99 @@ pub enum ExecError {
         /// Why it cannot run.
         why: String,
     },
+    /// The agent program could not be started.
     #[error("cannot start agent {program}: {source}")]
     Spawn {
+        /// The program.
         program: String,
+        /// Why.
         source: std::io::Error,
     },
+    /// The agent's exit could not be waited for.
     #[error("cannot wait for the agent: {0}")]
     Wait(std::io::Error),
+    /// The agent's scratch copy of the fixture could not be made.
     #[error(transparent)]
-    Record(#[from] crate::recorder::RecordError),
-    #[error(transparent)]
-    Publish(#[from] crate::publish::PublishFailure),
-    #[error(transparent)]
-    Runner(#[from] crate::Error),
-    #[error(transparent)]
-    Unsandboxed(#[from] crate::tools::bwrap::SandboxUnavailable),
+    Sandbox(#[from] crate::tools::SandboxError),
 }
 
-impl ExecError {
-    /// The exit code this error ends the process with.
+/// What `agent-runner exec` did, after each run was handed to the caller as it ended.
+#[derive(Debug, Clone, Default)]
+pub struct ExecOutcome {
+    /// What the publishers of the runs did, summed; `None` without publishing.
+    pub delivery: Option<DeliveryReport>,
+}
+
+impl ExecOutcome {
+    /// The exit code, as for `run`: events left in the spool give [`Exit::Undelivered`],
+    /// quarantined ones [`Exit::Quarantined`].
     pub fn exit(&self) -> Exit {
-        match self {
-            ExecError::Config(_)
-            | ExecError::ProgramNotFound { .. }
-            | ExecError::Spawn { .. }
-            | ExecError::Unsandboxed(_) => Exit::Usage,
-            ExecError::Scenario(e) => e.exit(),
-            ExecError::Publish(e) => e.exit(),
-            ExecError::Runner(e) => e.exit(),
-            ExecError::Sandbox(_) | ExecError::Wait(_) | ExecError::Record(_) => Exit::Failure,
+        self.delivery
+            .as_ref()
+            .map_or(Exit::Ok, DeliveryReport::exit)
+    }
+}
+
+/// Runs the agent on each config in turn, handing each run's report to `ended` as soon
+/// as it ends; stops early on shutdown.
+pub async fn run_all(
+    configs: Vec<ExecConfig>,
+    shutdown: CancellationToken,
+    mut ended: impl FnMut(&ExecReport),
+) -> Result<ExecOutcome, Error> {
+    let mut outcome = ExecOutcome::default();
+    for config in configs {
+        if shutdown.is_cancelled() {
+            break;
         }
+        let report = run(config, shutdown.clone()).await?;
+        ended(&report);
+        if let Some(delivery) = report.delivery {
+            outcome
+                .delivery
+                .get_or_insert_with(Default::default)
+                .add(delivery);
+        }
+    }
+    Ok(outcome)
+}
+
+/// The one line of a run.
+impl fmt::Display for ExecReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let r = &self.summary.result;
+        let (outcome, score, _) = crate::agent::result_words(r);
+        write!(
+            f,
+            "exec {}: {outcome} ({}), score {score}, {} events, {} of {} agent lines skipped, agent exit {}, run {}",
+            self.summary.task_id,
+            r.exit_status.as_str(),
+            self.summary.events,
+            self.skipped,
+            self.lines,
+            self.agent_exit
+                .map_or_else(|| "killed".to_owned(), |c| c.to_string()),
+            self.summary.run_id
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exec_exits_like_run_for_undelivered_events() {
+        let outcome = |left_in_spool, quarantined| ExecOutcome {
+            delivery: Some(DeliveryReport {
+                left_in_spool,
+                quarantined,
+                ..DeliveryReport::default()
+            }),
+        };
+        assert_eq!(ExecOutcome::default().exit(), Exit::Ok);
+        assert_eq!(outcome(0, 0).exit(), Exit::Ok);
+        assert_eq!(outcome(2, 1).exit(), Exit::Undelivered);
+        assert_eq!(outcome(0, 1).exit(), Exit::Quarantined);
     }
 }

@@ -1,6 +1,8 @@
-//! `agent-runner import ...`: flags → the import loop over a directory of trajectories,
-//! publishing each file's events (or printing them with `--no-publish`).
+//! `agent-runner import ...`: flags → [`ImportConfig`], and the import loop over a
+//! directory of trajectories, publishing each file's events (or writing them out as JSON
+//! lines with `--no-publish`).
 
+use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -10,10 +12,11 @@ use clap::{Args, Subcommand};
 
 use super::swe_agent::{self, TrajFile};
 use super::ImportError;
-use crate::cli::{host_or_default, PublishArgs};
-use crate::error::Exit;
+use crate::cli::OptionalEventArgs;
+use crate::error::{Error, Exit, Outcome};
+use crate::fixture_tree::{walk, Symlinks};
 use crate::publish::DeliveryReport;
-use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
+use crate::runner::{finish_optional_publisher, start_publisher, PublishSetup};
 
 /// `agent-runner import ...`
 #[derive(Debug, Subcommand)]
@@ -24,17 +27,49 @@ pub enum ImportCommand {
 
 /// `agent-runner import swe-agent`.
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("host", |a| a.help("`host` on the imported events. Default: the host name")),
+    mut_arg("no_publish", |a| a.help(
+        "Print the events as JSON lines on stdout instead of publishing them"
+    ))
+)]
 pub struct ImportArgs {
     /// Directory holding `.traj` files (searched recursively), or one `.traj` file.
     pub dir: PathBuf,
-    /// `host` on the imported events. Default: the host name.
-    #[arg(long, env = "BENCH_RUNNER_HOST")]
-    pub host: Option<String>,
-    /// Print the events as JSON lines on stdout instead of publishing them.
-    #[arg(long, env = "BENCH_RUNNER_NO_PUBLISH")]
-    pub no_publish: bool,
     #[command(flatten)]
-    pub publish: PublishArgs,
+    pub events: OptionalEventArgs,
+}
+
+/// Everything `agent-runner import swe-agent` needs, validated.
+#[derive(Debug, Clone)]
+pub struct ImportConfig {
+    /// A directory of `.traj` files, or one `.traj` file.
+    pub dir: PathBuf,
+    /// `host` on the imported events.
+    pub host: String,
+    /// Where events go; `None` = written out as JSON lines instead (`--no-publish`).
+    pub publish: Option<PublishSetup>,
+}
+
+impl ImportCommand {
+    /// The validated config.
+    pub fn into_config(self) -> Result<ImportConfig, Error> {
+        let ImportCommand::SweAgent(args) = self;
+        let (host, publish) = args.events.into_setup()?;
+        Ok(ImportConfig {
+            dir: args.dir,
+            host,
+            publish,
+        })
+    }
+}
+
+/// Where imported events go.
+pub enum Destination<'a> {
+    /// Published through this setup.
+    Publish(&'a PublishSetup),
+    /// Written as JSON lines, one per event (`--no-publish`).
+    Print(&'a mut (dyn Write + Send)),
 }
 
 /// What an import did.
@@ -50,47 +85,67 @@ pub struct ImportReport {
     pub delivery: Option<DeliveryReport>,
 }
 
-impl ImportCommand {
-    /// Runs the command and prints its report.
-    pub async fn execute(self) -> Result<Exit, ImportError> {
-        let ImportCommand::SweAgent(args) = self;
-        let publish = args.publish.into_setup_unless(args.no_publish)?;
-        let host = host_or_default(args.host);
-        let report = import_dir(&args.dir, &host, publish.as_ref()).await?;
-        for failure in &report.failed {
-            eprintln!("agent-runner: skipped {failure}");
+/// The skipped files, the counts and the delivery (for stderr: stdout may carry the
+/// events).
+impl fmt::Display for ImportReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for failure in &self.failed {
+            writeln!(f, "agent-runner: skipped {failure}")?;
         }
-        eprintln!(
+        writeln!(
+            f,
             "imported {} trajectories ({} events), {} skipped",
-            report.files,
-            report.events,
-            report.failed.len()
-        );
-        if let Some(d) = &report.delivery {
-            eprintln!("{d} (duplicates: already imported)");
+            self.files,
+            self.events,
+            self.failed.len()
+        )?;
+        if let Some(d) = &self.delivery {
+            writeln!(f, "{d} (duplicates: already imported)")?;
         }
-        Ok(match report.delivery.as_ref().map(|d| d.exit()) {
-            Some(exit) if exit != Exit::Ok => exit,
-            _ if !report.failed.is_empty() => Exit::Failure,
-            _ => Exit::Ok,
-        })
+        Ok(())
     }
 }
 
-/// Imports every `.traj` file under `dir` (sorted by path), publishing through `publish`
-/// or, without it, printing the events on stdout.
+/// The delivery's exit code when it is not 0, else [`Exit::Failure`] when a file was
+/// skipped.
+impl Outcome for ImportReport {
+    fn exit(&self) -> Exit {
+        match self.delivery.as_ref().map(DeliveryReport::exit) {
+            Some(exit) if exit != Exit::Ok => exit,
+            _ if !self.failed.is_empty() => Exit::Failure,
+            _ => Exit::Ok,
+        }
+    }
+}
+
+/// Imports what `config` names: published, or written to `out` as JSON lines without
+/// publishing.
+pub async fn run(
+    config: ImportConfig,
+    out: &mut (dyn Write + Send),
+) -> Result<ImportReport, Error> {
+    let destination = match &config.publish {
+        Some(setup) => Destination::Publish(setup),
+        None => Destination::Print(out),
+    };
+    import_dir(&config.dir, &config.host, destination).await
+}
+
+/// Imports every `.traj` file under `dir` (sorted by path) to `destination`.
 pub async fn import_dir(
     dir: &Path,
     host: &str,
-    publish: Option<&PublishSetup>,
-) -> Result<ImportReport, ImportError> {
+    destination: Destination<'_>,
+) -> Result<ImportReport, Error> {
     let mut files = Vec::new();
     collect(dir, &mut files)?;
     files.sort();
-    let publisher = start_optional_publisher(publish).await?;
+    let (publisher, mut out) = match destination {
+        Destination::Publish(setup) => (Some(start_publisher(setup).await?), None),
+        Destination::Print(out) => (None, Some(out)),
+    };
     let handle = publisher.as_ref().map(|p| p.handle());
     let mut report = ImportReport::default();
-    let mut stdout = std::io::stdout().lock();
     for path in &files {
         let events = match read(path).and_then(|(bytes, modified)| {
             swe_agent::events(
@@ -112,15 +167,10 @@ pub async fn import_dir(
         report.files += 1;
         for (event, bytes) in events {
             report.events += 1;
-            match &handle {
-                Some(handle) => {
-                    handle.send(&event, Bytes::from(bytes));
-                }
-                None => {
-                    let _ = stdout
-                        .write_all(&bytes)
-                        .and_then(|()| stdout.write_all(b"\n"));
-                }
+            if let Some(handle) = &handle {
+                handle.send(&event, Bytes::from(bytes));
+            } else if let Some(out) = &mut out {
+                let _ = out.write_all(&bytes).and_then(|()| out.write_all(b"\n"));
             }
         }
     }
@@ -149,20 +199,19 @@ fn read(path: &Path) -> Result<(Vec<u8>, DateTime<Utc>), ImportError> {
 
 /// Every `.traj` file under `path` (or `path` itself).
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), ImportError> {
-    let read_err = |source| ImportError::Read {
-        path: path.to_path_buf(),
-        source,
-    };
     if path.is_file() {
         out.push(path.to_path_buf());
         return Ok(());
     }
-    for entry in std::fs::read_dir(path).map_err(read_err)? {
-        let entry_path = entry.map_err(read_err)?.path();
-        if entry_path.is_dir() {
-            collect(&entry_path, out)?;
-        } else if entry_path.extension().is_some_and(|e| e == "traj") {
-            out.push(entry_path);
+    // Not a fixture: every directory counts, linked ones too.
+    let entries = walk(path).include_ignored().symlinks(Symlinks::Follow);
+    for entry in entries {
+        let entry = entry.map_err(|e| ImportError::Read {
+            path: e.path().to_path_buf(),
+            source: e.into(),
+        })?;
+        if !entry.file_type().is_dir() && entry.path().extension().is_some_and(|e| e == "traj") {
+            out.push(entry.into_path());
         }
     }
     Ok(())

@@ -3,7 +3,8 @@
 //!
 //! - [`traj`]: the SWE-agent `.traj` file format (lenient serde types).
 //! - [`swe_agent`]: one trajectory → the events of one run, deterministic ids and times.
-//! - [`args`]: the command line and the import loop ([`import_dir`]).
+//! - [`args`]: the command line → [`ImportConfig`], the import loop ([`run`],
+//!   [`import_dir`]) and its [`ImportReport`].
 //!
 //! Importing is idempotent: the same file yields the same event ids, so importing it
 //! again stores nothing new. A file that cannot be read or parsed is reported and
@@ -15,41 +16,39 @@ pub mod traj;
 
 use std::path::PathBuf;
 
-pub use args::{import_dir, ImportArgs, ImportCommand, ImportReport};
+pub use args::{
+    import_dir, run, Destination, ImportArgs, ImportCommand, ImportConfig, ImportReport,
+};
 
-use crate::error::Exit;
-
-/// Why a file, or the whole import, failed.
+/// What only an import can meet: a trajectory that cannot be read or converted (the file
+/// is then skipped, or the import refused when the directory itself cannot be read).
+/// Everything else an import meets is a [`crate::Error`] of its own.
 #[derive(Debug, thiserror::Error)]
 pub enum ImportError {
+    /// A file or directory cannot be read.
     #[error("cannot read {path}: {source}")]
     Read {
+        /// The file or directory.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
+    /// A file is not a SWE-agent trajectory.
     #[error("{path}: not a SWE-agent trajectory: {message}")]
-    Parse { path: PathBuf, message: String },
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// An event of a trajectory is too large even after truncation.
     #[error("{path}: event {seq}: {source}")]
     TooLarge {
+        /// The file.
         path: PathBuf,
+        /// The event's `seq`.
         seq: u64,
+        /// Why.
         source: schemas::truncate::EventTooLarge,
     },
-    #[error(transparent)]
-    Publish(#[from] crate::publish::PublishFailure),
-    #[error(transparent)]
-    Runner(#[from] crate::Error),
-}
-
-impl ImportError {
-    /// The exit code this error ends the process with.
-    pub fn exit(&self) -> Exit {
-        match self {
-            ImportError::Runner(e) => e.exit(),
-            ImportError::Publish(e) => e.exit(),
-            ImportError::Read { .. } | ImportError::Parse { .. } | ImportError::TooLarge { .. } => {
-                Exit::Usage
-            }
-        }
-    }
 }

@@ -80,7 +80,7 @@ impl Scenario {
         if scenario.config.max_iterations == 0 {
             return Err(invalid("config.max_iterations must be > 0".into()));
         }
-        crate::policy::llm::ContextPlan::from_config(&scenario.config)
+        crate::context_plan::ContextPlan::from_config(&scenario.config)
             .map_err(|e| invalid(format!("config.{e}")))?;
         let scripted = scenario
             .scripted

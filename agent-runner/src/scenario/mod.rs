@@ -7,13 +7,11 @@
 //!
 //! - [`file`]: the scenario file ([`Scenario`]).
 //! - [`task`]: `task.toml` ([`Task`]).
-//! - [`tree`]: fixture trees and their hash ([`Tree`]).
 //! - [`pins`]: `pins.toml` ([`Pins`]).
 
 mod file;
 mod pins;
 mod task;
-mod tree;
 
 use std::fs;
 use std::io;
@@ -21,12 +19,12 @@ use std::path::{Path, PathBuf};
 
 use schemas::{sha256_hex, Hash256};
 
+use crate::fixture_tree::{Tree, TreeError};
 use crate::protect::Protected;
 
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
 pub use task::{Judge, JudgeTest, Language, Task};
-pub use tree::{Tree, TreeEntry, TreeError, IGNORED_DIRS};
 
 /// Loading a scenario or a task failed.
 #[derive(Debug, thiserror::Error)]

@@ -11,6 +11,7 @@ use schemas::{sha256_hex, Hash256};
 use serde::{Deserialize, Serialize};
 
 use super::{LoadedTask, Scenario, ScenarioError};
+use crate::fixture_tree::{walk, FileEntry};
 
 /// File name of the pins, at the root of the scenarios directory.
 pub const PINS_FILE: &str = "pins.toml";
@@ -202,16 +203,16 @@ fn read(path: &Path) -> Result<Vec<u8>, ScenarioError> {
     })
 }
 
+/// The entries of `dir`, sorted by name (all of them: this is no fixture walk).
 fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, ScenarioError> {
-    let read_err = |source| ScenarioError::Read {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut paths = fs::read_dir(dir)
-        .map_err(read_err)?
-        .map(|entry| entry.map(|e| e.path()))
+    walk(dir)
+        .max_depth(1)
+        .include_ignored()
+        .into_iter()
+        .map(|entry| entry.map(FileEntry::into_path))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(read_err)?;
-    paths.sort();
-    Ok(paths)
+        .map_err(|e| ScenarioError::Read {
+            path: dir.to_path_buf(),
+            source: e.into(),
+        })
 }

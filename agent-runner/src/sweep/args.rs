@@ -1,22 +1,23 @@
-//! `agent-runner sweep` flags and environment → a validated [`SweepConfig`]. Nothing here
-//! runs anything.
+//! `agent-runner sweep` flags and environment → a validated [`SweepConfig`], or the
+//! [`Plan`] of `--dry-run`. Nothing here runs anything.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use tokio_util::sync::CancellationToken;
 
 use super::adaptive::ClickHouseSource;
 use super::claim::DEFAULT_BUCKET;
-use super::worker::{self, Plan, SweepConfig};
-use super::SweepError;
-use crate::cli::{host_or_default, LlmArgs, PublishArgs, ScenarioArgs};
-use crate::error::{Error, Exit};
+use super::worker::{Plan, SweepConfig};
+use crate::cli::{EventArgs, LlmArgs, ScenarioArgs};
+use crate::error::Error;
 use crate::tools::DEFAULT_OUTPUT_CAP;
 
 /// `agent-runner sweep`.
 #[derive(Debug, Args)]
+#[command(mut_arg("host", |a| a.help(
+    "`host` on every event and owner of this worker's claims. Default: the host name"
+)))]
 pub struct SweepArgs {
     /// The sweep file (TOML; format in agent-runner/docs/sweeps.md).
     pub file: PathBuf,
@@ -28,9 +29,6 @@ pub struct SweepArgs {
     pub dry_run: bool,
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
-    /// `host` on every event and owner of this worker's claims. Default: the host name.
-    #[arg(long, env = "BENCH_RUNNER_HOST")]
-    pub host: Option<String>,
     /// Observation bytes kept per tool call.
     #[arg(long, env = "BENCH_RUNNER_OUTPUT_CAP", default_value_t = DEFAULT_OUTPUT_CAP)]
     pub output_cap: usize,
@@ -47,7 +45,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub clickhouse: ClickHouseArgs,
     #[command(flatten)]
-    pub publish: PublishArgs,
+    pub events: EventArgs,
     #[command(flatten)]
     pub llm: LlmArgs,
 }
@@ -87,16 +85,17 @@ impl SweepArgs {
         }
         let c = self.clickhouse;
         let sandbox = self.scenarios.sandbox_mode();
+        let (worker, publish) = self.events.into_setup()?;
         Ok(SweepConfig {
             sandbox,
             file: self.file,
             scenarios_dir: self.scenarios.scenarios_dir,
             allow_unpinned: self.scenarios.allow_unpinned,
             count: self.count.unwrap_or(usize::MAX),
-            worker: host_or_default(self.host),
+            worker,
             out_dir: Some(self.scenarios.out),
             output_cap: self.output_cap,
-            publish: self.publish.into_setup()?,
+            publish,
             llm: self.llm.into_config()?,
             bucket: self.sweep_bucket,
             bucket_replicas: self.sweep_bucket_replicas,
@@ -109,25 +108,14 @@ impl SweepArgs {
             }),
         })
     }
-}
 
-impl SweepArgs {
-    /// Runs the command: prints the expansion (`--dry-run`), or works through the sweep
-    /// and prints this worker's report.
-    pub async fn execute(self, shutdown: CancellationToken) -> Result<Exit, SweepError> {
-        if self.dry_run {
-            print!(
-                "{}",
-                Plan::load(
-                    &self.file,
-                    &self.scenarios.scenarios_dir,
-                    self.scenarios.allow_unpinned
-                )?
-            );
-            return Ok(Exit::Ok);
-        }
-        let report = worker::run(self.into_config()?, shutdown).await?;
-        print!("{report}");
-        Ok(report.delivery.exit())
+    /// The plan `--dry-run` prints: the sweep file, its scenario and its expansion,
+    /// without connecting to anything.
+    pub fn plan(&self) -> Result<Plan, Error> {
+        Plan::load(
+            &self.file,
+            &self.scenarios.scenarios_dir,
+            self.scenarios.allow_unpinned,
+        )
     }
 }

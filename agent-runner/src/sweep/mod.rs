@@ -10,7 +10,8 @@
 //! - [`bayes`]: the search space and TPE proposals of the `bayes` method.
 //! - [`trials`]: the results of a `bayes` sweep's finished trials, from ClickHouse.
 //! - [`worker`]: one worker's loop ([`run`]): claim, run through the run loop, mark done.
-//! - [`args`]: the `agent-runner sweep` flags → [`SweepConfig`].
+//! - [`args`]: the `agent-runner sweep` flags → [`SweepConfig`] (or the dry run's
+//!   [`Plan`]).
 //!
 //! Coordination goes through NATS only (no shared file): the claim of a configuration is
 //! an atomic create of its key, so two workers never both run it, and a claim whose
@@ -31,50 +32,25 @@ pub use args::SweepArgs;
 pub use file::{Method, SweepFile};
 pub use worker::{run, Plan, SweepConfig, SweepReport};
 
-use crate::error::Exit;
-
-/// Why a sweep could not run.
+/// What only a sweep can meet; everything else a sweep meets is a [`crate::Error`] of its
+/// own.
 #[derive(Debug, thiserror::Error)]
 pub enum SweepError {
+    /// The sweep file cannot be read or parsed.
     #[error("{path}: {message}")]
-    File { path: PathBuf, message: String },
+    File {
+        /// The sweep file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The sweep is well-formed but describes no valid run (constraints, matrix values).
     #[error("invalid sweep: {0}")]
     Invalid(String),
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    #[error(transparent)]
-    Scenario(#[from] crate::scenario::ScenarioError),
-    #[error(transparent)]
-    Policy(#[from] crate::policy::PolicyError),
-    #[error(transparent)]
-    Connect(#[from] bench_nats::ConnectError),
+    /// The claim bucket could not be opened, read or written.
     #[error("sweep claims: {0}")]
     Claims(String),
+    /// Past results could not be read from ClickHouse.
     #[error("reading past results from clickhouse: {0}")]
     ClickHouse(String),
-    #[error(transparent)]
-    Record(#[from] crate::recorder::RecordError),
-    #[error(transparent)]
-    Publish(#[from] crate::publish::PublishFailure),
-    #[error(transparent)]
-    Runner(#[from] crate::Error),
-}
-
-impl SweepError {
-    /// The exit code this error ends the process with.
-    pub fn exit(&self) -> Exit {
-        match self {
-            SweepError::File { .. }
-            | SweepError::Invalid(_)
-            | SweepError::Config(_)
-            | SweepError::Policy(_) => Exit::Usage,
-            SweepError::Scenario(e) => e.exit(),
-            SweepError::Publish(e) => e.exit(),
-            SweepError::Runner(e) => e.exit(),
-            SweepError::Connect(_)
-            | SweepError::Claims(_)
-            | SweepError::ClickHouse(_)
-            | SweepError::Record(_) => Exit::Failure,
-        }
-    }
 }

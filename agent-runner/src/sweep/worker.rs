@@ -28,6 +28,7 @@ use super::expand::{self, Configuration, Expansion};
 use super::file::{Method, SweepFile};
 use super::{trials, SweepError};
 use crate::agent::{self, RunSpec, RunSummary};
+use crate::error::{Error, Exit, Outcome};
 use crate::policy::{self, LlmConfig};
 use crate::publish::{DeliveryReport, PublisherHandle};
 use crate::recorder::RunRecorder;
@@ -104,11 +105,7 @@ pub struct Plan {
 
 impl Plan {
     /// Loads the sweep file, its scenario and tasks, and expands it.
-    pub fn load(
-        file: &Path,
-        scenarios_dir: &Path,
-        allow_unpinned: bool,
-    ) -> Result<Plan, SweepError> {
+    pub fn load(file: &Path, scenarios_dir: &Path, allow_unpinned: bool) -> Result<Plan, Error> {
         let bytes = std::fs::read(file).map_err(|e| SweepError::File {
             path: file.to_path_buf(),
             message: e.to_string(),
@@ -142,7 +139,8 @@ impl Plan {
             return Err(SweepError::Invalid(format!(
                 "sweep {} has no config left after constraints",
                 sweep.name
-            )));
+            ))
+            .into());
         }
         Ok(Plan {
             sweep,
@@ -259,6 +257,13 @@ impl fmt::Display for Plan {
     }
 }
 
+/// The dry run (`--dry-run`): the plan is printed, nothing runs.
+impl Outcome for Plan {
+    fn exit(&self) -> Exit {
+        Exit::Ok
+    }
+}
+
 /// One configuration this worker ran.
 #[derive(Debug, Clone)]
 pub struct SweepRun {
@@ -312,16 +317,19 @@ impl fmt::Display for SweepReport {
     }
 }
 
+impl Outcome for SweepReport {
+    fn exit(&self) -> Exit {
+        self.delivery.exit()
+    }
+}
+
 /// Runs up to `config.count` configurations of the sweep, claimed through NATS, until
 /// nothing is left or `shutdown` fires; then drains the publisher.
-pub async fn run(
-    config: SweepConfig,
-    shutdown: CancellationToken,
-) -> Result<SweepReport, SweepError> {
+pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<SweepReport, Error> {
     let plan = Plan::load(&config.file, &config.scenarios_dir, config.allow_unpinned)?;
     if matches!(plan.sweep.method, Method::Adaptive | Method::Bayes) && config.clickhouse.is_none()
     {
-        return Err(SweepError::Config(format!(
+        return Err(Error::Config(format!(
             "method {} reads past results: give --clickhouse-url",
             plan.sweep.method.as_str()
         )));
@@ -399,7 +407,7 @@ impl Worker<'_> {
     }
 
     /// `grid` and `random`: the configurations in plan order, each claimed or skipped.
-    async fn run_in_order(&mut self) -> Result<(), SweepError> {
+    async fn run_in_order(&mut self) -> Result<(), Error> {
         for configuration in &self.plan.expansion.configurations {
             if self.done() {
                 break;
@@ -413,7 +421,7 @@ impl Worker<'_> {
 
     /// `adaptive`: the bandit picks an arm, the worker claims that arm's next free
     /// configuration; arms with nothing left to claim drop out.
-    async fn run_adaptive(&mut self) -> Result<(), SweepError> {
+    async fn run_adaptive(&mut self) -> Result<(), Error> {
         let plan = self.plan;
         let Some(source) = &self.config.clickhouse else {
             return Ok(());
@@ -469,7 +477,7 @@ impl Worker<'_> {
 
     /// `bayes`: claim the lowest free trial, ask the optimizer for its config given the
     /// finished trials before it, run it.
-    async fn run_bayes(&mut self) -> Result<(), SweepError> {
+    async fn run_bayes(&mut self) -> Result<(), Error> {
         let plan = self.plan;
         let (Some(source), Some(space)) = (&self.config.clickhouse, &plan.space) else {
             return Ok(());
@@ -490,7 +498,7 @@ impl Worker<'_> {
                 Ok(proposal) => proposal,
                 Err(e) => {
                     self.board.release(claim).await?;
-                    return Err(e);
+                    return Err(e.into());
                 }
             };
             self.announce_proposal(&proposal)?;
@@ -514,7 +522,7 @@ impl Worker<'_> {
     }
 
     /// The lowest trial not known done that this worker can claim, if any.
-    async fn claim_trial(&self, known: &KnownTrials) -> Result<Option<(u64, Claim)>, SweepError> {
+    async fn claim_trial(&self, known: &KnownTrials) -> Result<Option<(u64, Claim)>, Error> {
         let total = self.plan.sweep.trials.unwrap_or(0);
         for n in (0..total).filter(|n| !known.done.contains_key(n)) {
             if let Some(claim) = self.board.claim(&self.plan.trial_key(n)).await? {
@@ -527,7 +535,7 @@ impl Worker<'_> {
     /// Emits the `optimizer_update` of a bayes proposal on a stream of its own, whose
     /// `cfg_hash` is the proposed config's (the one its run carries) and whose `seed` is
     /// the proposal's generator seed.
-    fn announce_proposal(&mut self, proposal: &Proposal) -> Result<(), SweepError> {
+    fn announce_proposal(&mut self, proposal: &Proposal) -> Result<(), Error> {
         let mut recorder = optimizer_stream(
             self.plan,
             self.config,
@@ -545,7 +553,7 @@ impl Worker<'_> {
     async fn claim_next<'c>(
         &self,
         queue: &mut Vec<&'c Configuration>,
-    ) -> Result<Option<(&'c Configuration, Claim)>, SweepError> {
+    ) -> Result<Option<(&'c Configuration, Claim)>, Error> {
         while let Some(configuration) = queue.pop() {
             if let Some(claim) = self.board.claim(&configuration.key).await? {
                 return Ok(Some((configuration, claim)));
@@ -559,7 +567,7 @@ impl Worker<'_> {
         &mut self,
         configuration: &Configuration,
         claim: Claim,
-    ) -> Result<(), SweepError> {
+    ) -> Result<(), Error> {
         let arm = &self.plan.expansion.arms[configuration.arm];
         let job = Job {
             key: &configuration.key,
@@ -579,14 +587,11 @@ impl Worker<'_> {
         job: Job<'_>,
         claim: Claim,
         values: Option<BTreeMap<String, serde_json::Value>>,
-    ) -> Result<(), SweepError> {
+    ) -> Result<(), Error> {
         let plan = self.plan;
         let Some(task) = plan.task(job.task_id) else {
             self.board.release(claim).await?;
-            return Err(SweepError::Invalid(format!(
-                "task {} is not loaded",
-                job.task_id
-            )));
+            return Err(SweepError::Invalid(format!("task {} is not loaded", job.task_id)).into());
         };
         let mut scenario = plan.scenario.clone();
         scenario.scenario.config = job.config.clone();
@@ -652,7 +657,7 @@ fn optimizer_stream(
     policy_id: &str,
     cfg_hash: Hash256,
     seed: u64,
-) -> Result<RunRecorder, SweepError> {
+) -> Result<RunRecorder, Error> {
     Ok(RunRecorder::new(
         RunSequencer::new(
             Uuid::now_v7(),
@@ -669,7 +674,7 @@ fn optimizer_stream(
 }
 
 /// Emits `update` on `recorder`.
-fn emit(recorder: &mut RunRecorder, update: schemas::OptimizerUpdate) -> Result<(), SweepError> {
+fn emit(recorder: &mut RunRecorder, update: schemas::OptimizerUpdate) -> Result<(), Error> {
     tracing::info!(reasoning = %update.reasoning, "optimizer update");
     recorder.emit(None, Payload::OptimizerUpdate(update))?;
     Ok(())
@@ -697,7 +702,7 @@ impl KnownTrials {
         worker: &Worker<'_>,
         source: &ClickHouseSource,
         trial: u64,
-    ) -> Result<Vec<Observation>, SweepError> {
+    ) -> Result<Vec<Observation>, Error> {
         for n in 0..trial {
             if self.done.contains_key(&n) {
                 continue;

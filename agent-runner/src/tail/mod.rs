@@ -58,11 +58,11 @@ pub struct TailConfig {
     pub json: bool,
 }
 
-/// Why a tail could not run.
+/// What only a tail can meet: the stream or its consumer failed. An unreachable broker is
+/// a [`crate::Error`] of its own.
 #[derive(Debug, thiserror::Error)]
 pub enum TailError {
-    #[error(transparent)]
-    Connect(#[from] bench_nats::ConnectError),
+    /// The stream cannot be found or read.
     #[error("stream {stream}: {source}")]
     Stream {
         /// The stream name.
@@ -70,6 +70,7 @@ pub enum TailError {
         /// The server's answer.
         source: async_nats::jetstream::context::GetStreamError,
     },
+    /// The tail's consumer cannot be created.
     #[error("cannot create the tail's consumer on stream {stream}: {source}")]
     Consumer {
         /// The stream name.
@@ -77,6 +78,7 @@ pub enum TailError {
         /// The server's answer.
         source: async_nats::jetstream::stream::ConsumerError,
     },
+    /// The tail's consumer cannot be read.
     #[error("cannot read from the tail's consumer: {0}")]
     Messages(#[from] async_nats::jetstream::consumer::StreamError),
 }
@@ -88,7 +90,7 @@ pub async fn run(
     config: TailConfig,
     out: &mut (dyn Write + Send),
     shutdown: CancellationToken,
-) -> Result<u64, TailError> {
+) -> Result<u64, crate::Error> {
     let client = bench_nats::connect(&config.nats, false).await?;
     let js = async_nats::jetstream::new(client);
     let stream = js
@@ -101,7 +103,7 @@ pub async fn run(
     let name = format!("tail-{}", uuid::Uuid::now_v7().simple());
     let result = show(&config, &stream, &name, out, shutdown).await;
     delete_consumers(&stream, &name).await;
-    result
+    Ok(result?)
 }
 
 async fn show(

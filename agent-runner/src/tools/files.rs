@@ -17,6 +17,7 @@ use schemas::{EvidenceFootprint, ExitKind};
 
 use super::footprint::edit_footprint;
 use super::{Sandbox, ToolOutcome};
+use crate::fixture_tree::walk;
 
 /// Files larger than this are not loaded by `view`/`str_replace` (use `grep` or `bash`).
 const MAX_FILE_BYTES: u64 = 8 << 20;
@@ -209,22 +210,24 @@ fn io_failure(raw_path: &str, e: &io::Error) -> ToolOutcome {
     }
 }
 
+/// The entries of the directory `path`, all of them (caches too), linked directories
+/// marked as directories.
 fn list_dir(path: &Path, rel: &str) -> ToolOutcome {
-    let entries = match fs::read_dir(path) {
-        Ok(entries) => entries,
-        Err(e) => return io_failure(rel, &e),
-    };
-    let mut names: Vec<String> = entries
-        .flatten()
-        .map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if e.path().is_dir() {
-                format!("{name}/")
-            } else {
-                name
-            }
-        })
-        .collect();
+    let mut names = Vec::new();
+    for entry in walk(path).max_depth(1).include_ignored() {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) if e.path() == path => return io_failure(rel, &e.into()),
+            Err(_) => continue, // one unreadable entry
+        };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        names.push(if entry.path().is_dir() {
+            format!("{name}/")
+        } else {
+            name
+        });
+    }
+    // By the shown name: `a.txt` before `a/`.
     names.sort();
     let mut out = format!("{rel}/:\n");
     for name in names {
@@ -236,7 +239,7 @@ fn list_dir(path: &Path, rel: &str) -> ToolOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Tree;
+    use crate::fixture_tree::Tree;
 
     fn sandbox_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Sandbox) {
         let fixture = tempfile::tempdir().expect("tempdir");

@@ -2,13 +2,13 @@
 //! an edit, whether a path is a test file, and which files a shell command changed.
 
 use std::collections::BTreeMap;
-use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::SystemTime;
 
 use schemas::EvidenceFootprint;
 
-use crate::scenario::IGNORED_DIRS;
+use crate::fixture_tree::walk;
 
 /// Lines removed plus lines added between two texts, after dropping the lines they share
 /// at the start and at the end (a one-hunk diff, enough for an edit's size).
@@ -62,12 +62,24 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Walks `root` (skipping [`IGNORED_DIRS`] and symlinks). Unreadable entries are
-    /// skipped: a footprint is evidence, not a reason to fail the call.
+    /// Walks `root` (skipping [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS) and
+    /// symlinks). Unreadable entries are skipped: a footprint is evidence, not a reason to
+    /// fail the call.
     pub fn take(root: &Path) -> Snapshot {
-        let mut snapshot = Snapshot::default();
-        walk(root, root, &mut snapshot.files);
-        snapshot
+        let files = walk(root)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_type().is_file())
+            .filter_map(|entry| {
+                let meta = entry.metadata().ok()?;
+                let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+                Some((
+                    rel.to_string_lossy().into_owned(),
+                    (meta.len(), meta.modified().ok(), meta.permissions().mode()),
+                ))
+            })
+            .collect();
+        Snapshot { files }
     }
 
     /// Files added or changed in `after`, and files removed, with their footprint:
@@ -97,33 +109,10 @@ impl Snapshot {
     }
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, (u64, Option<SystemTime>, u32)>) {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(entries) = fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Ok(meta) = fs::symlink_metadata(&path) else {
-            continue;
-        };
-        if meta.is_dir() {
-            if !IGNORED_DIRS.iter().any(|d| entry.file_name() == *d) {
-                walk(root, &path, out);
-            }
-        } else if meta.is_file() {
-            let rel = path.strip_prefix(root).unwrap_or(&path);
-            out.insert(
-                rel.to_string_lossy().into_owned(),
-                (meta.len(), meta.modified().ok(), meta.permissions().mode()),
-            );
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn counts_one_hunk() {

@@ -4,13 +4,13 @@
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use regex::Regex;
 use schemas::{EvidenceFootprint, ExitKind};
 
 use super::{Sandbox, ToolOutcome};
-use crate::scenario::IGNORED_DIRS;
+use crate::fixture_tree::{is_ignored, walk, FileEntry};
 
 /// Matching lines reported; the count of the rest is given.
 const MAX_MATCHES: usize = 200;
@@ -33,9 +33,7 @@ pub fn grep(sandbox: &Sandbox, pattern: &str, raw_path: Option<&str>) -> ToolOut
     if !base.exists() {
         return ToolOutcome::missing_path(raw_path);
     }
-    let mut files = Vec::new();
-    collect_files(&base, &mut files);
-    files.sort();
+    let files = collect_files(&base);
 
     let mut out = String::new();
     let mut footprint = EvidenceFootprint::default();
@@ -75,34 +73,39 @@ pub fn grep(sandbox: &Sandbox, pattern: &str, raw_path: Option<&str>) -> ToolOut
     ToolOutcome::done(out, footprint)
 }
 
-fn collect_files(path: &Path, out: &mut Vec<std::path::PathBuf>) {
+/// The files under `path` (or `path` itself) that grep reads, sorted. Unreadable
+/// entries are passed over; so are files named like one of the
+/// [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS) (a submodule's `.git` file).
+fn collect_files(path: &Path) -> Vec<PathBuf> {
     let Ok(meta) = fs::symlink_metadata(path) else {
-        return;
+        return Vec::new();
     };
-    if meta.is_file() {
-        // A hard link may be a file outside the workspace: not read, as by the file tools.
-        if meta.len() <= MAX_FILE_BYTES && meta.nlink() == 1 {
-            out.push(path.to_path_buf());
-        }
-        return;
-    }
     if !meta.is_dir() {
-        return;
+        return if searchable(&meta) {
+            vec![path.to_path_buf()]
+        } else {
+            Vec::new()
+        };
     }
-    let Ok(entries) = fs::read_dir(path) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if !IGNORED_DIRS.iter().any(|d| entry.file_name() == *d) {
-            collect_files(&entry.path(), out);
-        }
-    }
+    walk(path)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|entry| !is_ignored(entry.file_name()))
+        .filter(|entry| entry.metadata().is_ok_and(|meta| searchable(&meta)))
+        .map(FileEntry::into_path)
+        .collect()
+}
+
+/// A regular file of at most [`MAX_FILE_BYTES`] with one hard link: a hard link may be a
+/// file outside the workspace, not read, as by the file tools.
+fn searchable(meta: &fs::Metadata) -> bool {
+    meta.is_file() && meta.len() <= MAX_FILE_BYTES && meta.nlink() == 1
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::Tree;
+    use crate::fixture_tree::Tree;
 
     #[test]
     fn finds_lines_and_records_files() {

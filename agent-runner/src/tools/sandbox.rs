@@ -15,7 +15,7 @@ use std::path::{Component, Path, PathBuf};
 
 use tempfile::TempDir;
 
-use crate::scenario::Tree;
+use crate::fixture_tree::Tree;
 
 /// A private copy of a fixture; deleted on drop.
 #[derive(Debug)]

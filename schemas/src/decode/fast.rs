@@ -1,5 +1,6 @@
 //! The fast path of [`super::decode`]: one pass over the bytes straight into the typed
-//! event, `data` borrowed as raw JSON until `type` is known. It says only "yes" or "no":
+//! event. `data` is decoded where it stands when `type` came before it (as every
+//! producer here writes them), and borrowed as raw JSON until `type` is known otherwise. It says only "yes" or "no":
 //! on "no" the caller runs the precise path, which names the offending field. Both accept
 //! exactly the same events (the tests in `schemas/tests/wire.rs` run every case through
 //! [`super::decode`], and the fixtures check both paths agree).
@@ -7,7 +8,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -77,7 +78,7 @@ impl<'de> Visitor<'de> for EventVisitor {
         let mut seed: Option<u64> = None;
         let mut host: Option<String> = None;
         let mut event_type: Option<EventType> = None;
-        let mut data: Option<&'de RawValue> = None;
+        let mut data: Option<Data<'de>> = None;
         let mut extra = Map::new();
         while let Some(Key(key)) = map.next_key::<Key<'de>>()? {
             match key.as_ref() {
@@ -102,13 +103,25 @@ impl<'de> Visitor<'de> for EventVisitor {
                 "seed" => seed = Some(map.next_value()?),
                 "host" => host = Some(map.next_value()?),
                 "type" => {
+                    if event_type.is_some() {
+                        // A repeated `type` may retype a `data` already decoded: left to
+                        // the precise path.
+                        return Err(de::Error::custom("repeated type"));
+                    }
                     let name: Cow<'de, str> = map.next_value::<Key<'de>>()?.0;
                     event_type = Some(
                         EventType::from_wire(&name)
                             .ok_or_else(|| de::Error::custom("unknown type"))?,
                     );
                 }
-                "data" => data = Some(map.next_value()?),
+                "data" => {
+                    data = Some(match event_type {
+                        Some(event_type) => {
+                            Data::Decoded(map.next_value_seed(PayloadOf(event_type))?)
+                        }
+                        None => Data::Raw(map.next_value()?),
+                    });
+                }
                 _ => {
                     extra.insert(key.into_owned(), map.next_value::<Value>()?);
                 }
@@ -117,7 +130,12 @@ impl<'de> Visitor<'de> for EventVisitor {
         if version_ok != Some(true) {
             return Err(de::Error::custom("unknown schema_version"));
         }
-        let payload = payload(need(event_type)?, need(data)?.get()).map_err(de::Error::custom)?;
+        let payload = match need(data)? {
+            Data::Decoded(payload) => payload,
+            Data::Raw(raw) => PayloadOf(need(event_type)?)
+                .deserialize(&mut serde_json::Deserializer::from_str(raw.get()))
+                .map_err(de::Error::custom)?,
+        };
         Ok(BenchmarkEvent {
             schema_version: SCHEMA_VERSION,
             event_id: need(event_id)?,
@@ -137,15 +155,28 @@ impl<'de> Visitor<'de> for EventVisitor {
     }
 }
 
-fn payload(event_type: EventType, data: &str) -> Result<Payload, serde_json::Error> {
-    Ok(match event_type {
-        EventType::RunStart => Payload::RunStart(serde_json::from_str(data)?),
-        EventType::RunStop => Payload::RunStop(serde_json::from_str(data)?),
-        EventType::Step => Payload::Step(serde_json::from_str(data)?),
-        EventType::ToolCall => Payload::ToolCall(serde_json::from_str(data)?),
-        EventType::Deliberation => Payload::Deliberation(serde_json::from_str(data)?),
-        EventType::ContextDecision => Payload::ContextDecision(serde_json::from_str(data)?),
-        EventType::Failure => Payload::Failure(serde_json::from_str(data)?),
-        EventType::OptimizerUpdate => Payload::OptimizerUpdate(serde_json::from_str(data)?),
-    })
+/// `data` as met: decoded, or raw until `type` is known.
+enum Data<'de> {
+    Decoded(Payload),
+    Raw(&'de RawValue),
+}
+
+/// Decodes a `data` object into the payload of its event type.
+struct PayloadOf(EventType);
+
+impl<'de> DeserializeSeed<'de> for PayloadOf {
+    type Value = Payload;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Payload, D::Error> {
+        Ok(match self.0 {
+            EventType::RunStart => Payload::RunStart(Deserialize::deserialize(d)?),
+            EventType::RunStop => Payload::RunStop(Deserialize::deserialize(d)?),
+            EventType::Step => Payload::Step(Deserialize::deserialize(d)?),
+            EventType::ToolCall => Payload::ToolCall(Deserialize::deserialize(d)?),
+            EventType::Deliberation => Payload::Deliberation(Deserialize::deserialize(d)?),
+            EventType::ContextDecision => Payload::ContextDecision(Deserialize::deserialize(d)?),
+            EventType::Failure => Payload::Failure(Deserialize::deserialize(d)?),
+            EventType::OptimizerUpdate => Payload::OptimizerUpdate(Deserialize::deserialize(d)?),
+        })
+    }
 }

@@ -45,7 +45,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::decode::DecodeError;
+use crate::decode_error::DecodeError;
 use crate::payload::EventType;
 
 /// One Smith event, mapped onto this crate's types.

@@ -20,7 +20,7 @@ use schemas::{BenchmarkEvent, SubjectPrefix};
 
 use crate::common::{create_stream, jetstream, sink_args, wait_for};
 use crate::sink::setup::{sink_consumer, wait_ack_floor, RunningSink};
-use crate::sink::support::{publish_all, Run};
+use benchstream_tests::events::{publish_all, Run};
 
 /// Cluster tests run one at a time.
 static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

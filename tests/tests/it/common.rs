@@ -1,20 +1,7 @@
 //! What the runner, llm, fleet and analysis tests share: paths in the repository, runner
-//! configs publishing to a test's nats-server, the stream and the run artifacts read
-//! back, and the event-sink running in-process into its own ClickHouse.
-//!
-//! - [`stream`]: creating the events stream and reading it back.
-//! - [`runs`]: a run's `events.jsonl` and `summary.json`.
-//! - [`query`]: waiting for ClickHouse to give an answer.
-//! - [`spool`]: spools written with the runner's own code, to damage or flush.
-//!
-//! These are also included by path from `agent-runner/tests/process.rs` and
-//! `event-sink/tests/process.rs`, which cannot depend on this binary; the rest needs
-//! agent-runner and event-sink and stays here.
-
-pub mod query;
-pub mod runs;
-pub mod spool;
-pub mod stream;
+//! configs publishing to a test's nats-server, the run's events read back, and the
+//! event-sink running in-process into its own ClickHouse. (What the tests of the product
+//! binaries and the benchmarks share too is in the library: [`benchstream_tests`].)
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -31,8 +18,8 @@ use event_sink::SinkArgs;
 use schemas::{BenchmarkEvent, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
-pub use query::wait_for;
-pub use stream::{create_stream, jetstream, sorted_seqs, stream_messages};
+pub use benchstream_tests::query::wait_for;
+pub use benchstream_tests::stream::{create_stream, jetstream, sorted_seqs, stream_messages};
 
 /// A path in the repository.
 pub fn repo_path(relative: &str) -> PathBuf {
@@ -119,7 +106,7 @@ pub fn slow_steps_config(publish: PublishSetup, dir: &Path) -> RunnerConfig {
 
 /// The events of `run`'s `events.jsonl`, decoded.
 pub fn journal_events(run: &RunSummary) -> Vec<BenchmarkEvent> {
-    runs::journal_events(run.artifacts.as_deref().expect("artifacts kept"))
+    benchstream_tests::runs::journal_events(run.artifacts.as_deref().expect("artifacts kept"))
 }
 
 /// Settings of a sink reading the default stream at `nats_url` into the ClickHouse at

@@ -4,11 +4,13 @@
 //! - `raw`: everything.
 //! - `observation_masking`: the newest M observations (tool results) verbatim, older ones
 //!   replaced by a one-line placeholder ([`prompt::masked_observation`]); the model's own
-//!   replies stay. Default M = [`DEFAULT_OBSERVATION_WINDOW`].
+//!   replies stay. Default M = [`DEFAULT_OBSERVATION_WINDOW`](crate::context_plan::DEFAULT_OBSERVATION_WINDOW).
 //! - `llm_summary`: when N turns are unsummarised, the oldest of them but the last K are
 //!   condensed by a model call into one summary message (which also absorbs the previous
-//!   summary); the last K turns stay verbatim. Defaults N = [`DEFAULT_SUMMARY_INTERVAL`],
-//!   K = [`DEFAULT_SUMMARY_KEEP`]; K < N is checked when the config is loaded.
+//!   summary); the last K turns stay verbatim. Defaults
+//!   N = [`DEFAULT_SUMMARY_INTERVAL`](crate::context_plan::DEFAULT_SUMMARY_INTERVAL),
+//!   K = [`DEFAULT_SUMMARY_KEEP`](crate::context_plan::DEFAULT_SUMMARY_KEEP); K < N is
+//!   checked when the config is loaded ([`ContextPlan::from_config`]).
 //! - `hybrid`: both; masking applies to the turns the summary has not absorbed.
 //!
 //! The system prompt and the task message are never pruned. A segment gets one
@@ -19,84 +21,16 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use schemas::{ContextDecision, ContextStrategy, RunConfig, SegmentType};
+use schemas::{ContextDecision, ContextStrategy, SegmentType};
 
+use crate::context_plan::ContextPlan;
 use crate::provider::Message;
 
 use super::prompt;
 use super::transcript::Transcript;
 
-/// Default M of `observation_masking` and `hybrid`.
-pub const DEFAULT_OBSERVATION_WINDOW: u32 = 10;
-/// Default N of `llm_summary` and `hybrid`.
-pub const DEFAULT_SUMMARY_INTERVAL: u32 = 21;
-/// Default K of `llm_summary` and `hybrid`.
-pub const DEFAULT_SUMMARY_KEEP: u32 = 10;
 /// Chars of each observation the summariser is shown.
 const SUMMARY_OBSERVATION_CHARS: usize = 2000;
-
-/// A run's strategy with its parameters resolved and checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ContextPlan {
-    /// The strategy (`policy_id` suffix).
-    pub strategy: ContextStrategy,
-    /// M: observations kept verbatim; `None` = no masking.
-    pub observation_window: Option<usize>,
-    /// Summarisation; `None` = never.
-    pub summary: Option<SummaryPlan>,
-}
-
-/// When and how much to summarise.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SummaryPlan {
-    /// N: summarise when this many turns are unsummarised.
-    pub interval: usize,
-    /// K: turns kept verbatim after a summary (K < N).
-    pub keep: usize,
-    /// Summariser model; `None` = the agent's.
-    pub model: Option<String>,
-}
-
-impl ContextPlan {
-    /// The plan of `config`, or why its parameters are unusable.
-    pub fn from_config(config: &RunConfig) -> Result<ContextPlan, String> {
-        let params = &config.strategy_params;
-        let strategy = config.strategy;
-        let masks = matches!(
-            strategy,
-            ContextStrategy::ObservationMasking | ContextStrategy::Hybrid
-        );
-        let summarises = matches!(
-            strategy,
-            ContextStrategy::LlmSummary | ContextStrategy::Hybrid
-        );
-        let summary = if summarises {
-            let interval = params.summary_interval.unwrap_or(DEFAULT_SUMMARY_INTERVAL);
-            let keep = params.summary_keep.unwrap_or(DEFAULT_SUMMARY_KEEP);
-            if keep >= interval {
-                return Err(format!(
-                    "strategy_params.summary_keep (K = {keep}) must be less than summary_interval (N = {interval})"
-                ));
-            }
-            Some(SummaryPlan {
-                interval: interval as usize,
-                keep: keep as usize,
-                model: params.summarizer_model.clone(),
-            })
-        } else {
-            None
-        };
-        Ok(ContextPlan {
-            strategy,
-            observation_window: masks.then(|| {
-                params
-                    .observation_window
-                    .unwrap_or(DEFAULT_OBSERVATION_WINDOW) as usize
-            }),
-            summary,
-        })
-    }
-}
 
 /// What has been pruned so far.
 #[derive(Debug, Default)]
@@ -243,7 +177,7 @@ fn decision(
 
 #[cfg(test)]
 mod tests {
-    use schemas::StrategyParams;
+    use schemas::{RunConfig, StrategyParams};
 
     use super::super::transcript::{CallRecord, CallResult, TurnRecord};
     use super::*;

@@ -11,8 +11,8 @@
 //! - [`policy`]: [`LlmPolicy`] (the turn: context, call, parse, exit statuses) and its
 //!   [`LlmConfig`].
 //! - [`call`]: one model call with retries → its `deliberation`.
-//! - [`context`]: the strategies ([`ContextPlan`], checked at config load) and what they
-//!   prune.
+//! - [`context`]: the strategies (their [`ContextPlan`](crate::context_plan::ContextPlan),
+//!   checked at config load) and what they prune.
 //! - [`transcript`]: the conversation so far and its rendering into messages.
 //! - [`prompt`]: every text the runner puts in a prompt, and the tool definitions.
 //! - [`parse`]: replies (function calls, or JSON in text) → tool requests.
@@ -24,7 +24,6 @@ pub mod policy;
 pub mod prompt;
 pub mod transcript;
 
-pub use context::ContextPlan;
 pub use policy::{
     LlmConfig, LlmPolicy, LlmSetupError, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES,
 };

@@ -32,10 +32,11 @@ use schemas::{Action, DeliberationStatus, ExitStatus, FailureRoot, RunConfig};
 use serde_json::Value;
 
 use super::call::{set_summary, Called, Endpoint, AGENT, SUMMARIZER};
-use super::context::{ContextPlan, ContextState};
+use super::context::ContextState;
 use super::parse::{assign_call_ids, parse_reply, ParsedReply};
 use super::prompt;
 use super::transcript::{CallRecord, CallResult, Transcript, TurnRecord};
+use crate::context_plan::ContextPlan;
 use crate::policy::{Decision, Policy, PolicyEvents, PolicyStop, Turn};
 use crate::pricing::{Prices, Pricing};
 use crate::provider::{CallError, ChatClient, ChatRequest, Completion, Message, ProviderConfig};

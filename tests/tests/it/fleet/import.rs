@@ -2,7 +2,7 @@
 //! and importing it twice stores one copy; nobody judged it, so its success, score and
 //! test counts are NULL, and so are tokens and cost when the file has none.
 
-use agent_runner::import;
+use agent_runner::import::{self, Destination};
 use schemas::{sha256_hex, SubjectPrefix};
 
 use super::query;
@@ -24,10 +24,10 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
     let (nats, sink) = start_pipeline().await;
     let dir = tempfile::tempdir().expect("dir");
     let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
-    let first = import::import_dir(&fixtures, "importer", Some(&setup))
+    let first = import::import_dir(&fixtures, "importer", Destination::Publish(&setup))
         .await
         .expect("import");
-    let second = import::import_dir(&fixtures, "importer", Some(&setup))
+    let second = import::import_dir(&fixtures, "importer", Destination::Publish(&setup))
         .await
         .expect("again");
     assert_eq!((first.files, first.failed.len()), (1, 0));
@@ -95,7 +95,7 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
         serde_json::to_vec(&traj).expect("json"),
     )
     .expect("write trajectory");
-    let third = import::import_dir(untotalled.path(), "importer", Some(&setup))
+    let third = import::import_dir(untotalled.path(), "importer", Destination::Publish(&setup))
         .await
         .expect("import");
     assert_eq!((third.files, third.events), (1, 27));

@@ -6,9 +6,8 @@ use schemas::subject::{header_safe, headers};
 use schemas::{Canonical, Payload, StepType, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{
-    create_stream, publish_setup, repo_path, runner_config, runs, stream_messages,
-};
+use crate::common::{create_stream, publish_setup, repo_path, runner_config, stream_messages};
+use benchstream_tests::runs;
 use benchstream_tests::NatsServer;
 
 const TASK: &str = "py-slugify-unicode";

@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::spool::{ids, spool_with, step_messages};
 use crate::common::{
-    create_stream, journal_events, publish_setup, runs, slow_steps_config, sorted_seqs,
-    stream_messages, SinkToClickHouse,
+    create_stream, journal_events, publish_setup, slow_steps_config, sorted_seqs, stream_messages,
+    SinkToClickHouse,
 };
+use benchstream_tests::runs;
+use benchstream_tests::spool::{ids, spool_with, step_messages};
 use benchstream_tests::{ClickHouseServer, NatsServer};
 
 async fn wait_for_events(runs: &Path, at_least: usize) {

@@ -6,8 +6,8 @@ use schemas::{EventType, SubjectPrefix};
 use serde_json::Value;
 
 use super::setup::{RunningSink, World, LANDING};
-use super::support::{fixture, publish, publish_raw, Run};
 use crate::common::wait_for;
+use benchstream_tests::events::{fixture, publish, publish_raw, Run};
 
 /// A bad message: its expected class, a word its error must contain, and its bytes.
 struct Bad {

@@ -4,7 +4,7 @@
 use schemas::{BenchmarkEvent, EventType};
 
 use super::setup::{RunningSink, World};
-use super::support::{envelope, publish_raw, Run};
+use benchstream_tests::events::{envelope, publish_raw, Run};
 
 /// Publishes `event` without `Nats-Msg-Id`, as a replay after the duplicate window
 /// looks to JetStream: a new message with the same event.

@@ -13,8 +13,8 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::setup::{RunningSink, World, LANDING};
-use super::support::{envelope, fixture, publish, publish_all, publish_raw, Run};
 use crate::common::wait_for;
+use benchstream_tests::events::{envelope, fixture, publish, publish_all, publish_raw, Run};
 use benchstream_tests::ClickHouseServer;
 
 /// How many months the hostile producer spreads its events over.

@@ -5,7 +5,7 @@ use schemas::{BenchmarkEvent, EventType, Payload};
 use serde_json::Value;
 
 use super::setup::{RunningSink, World};
-use super::support::{fixture, publish, Run};
+use benchstream_tests::events::{fixture, publish, Run};
 
 /// The row of `event_id` in `table`, as JSON.
 fn row(world: &World, table: &str, event_id: uuid::Uuid) -> serde_json::Map<String, Value> {

@@ -14,7 +14,3 @@ pub(crate) mod setup;
 mod shutdown;
 mod smith;
 mod startup;
-// Shared with event-sink/tests/process.rs and tests/src/bin/sink-bench.rs, which do not
-// use every helper.
-#[allow(dead_code)]
-pub(crate) mod support;

@@ -8,8 +8,8 @@ use event_sink::config::MetricsArgs;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::setup::{RunningSink, World, LANDING};
-use super::support::{publish, Run};
 use crate::common::wait_for;
+use benchstream_tests::events::{publish, Run};
 
 /// `GET path` on 127.0.0.1:`port`, returning the body.
 async fn http_get(port: u16, path: &str) -> String {

@@ -10,8 +10,8 @@ use schemas::SubjectPrefix;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::support::Run;
 use crate::common::{create_stream, jetstream, sink_args, wait_for};
+use benchstream_tests::events::Run;
 
 /// How long a test waits for rows to land before failing.
 pub const LANDING: Duration = Duration::from_secs(30);

@@ -8,7 +8,7 @@ use event_sink::config::{BatchArgs, ConsumerArgs};
 use event_sink::SinkError;
 
 use super::setup::{RunningSink, World, LANDING};
-use super::support::{publish, Run};
+use benchstream_tests::events::{publish, Run};
 
 async fn publish_run(world: &World, run: &mut Run, count: usize) {
     for event in run.events(count) {

@@ -13,8 +13,8 @@ use schemas::{decode_message, Decoded, EventType, SubjectPrefix};
 use serde_json::{json, Map, Value};
 
 use super::setup::{RunningSink, World};
-use super::support::publish_raw;
 use crate::common::wait_for;
+use benchstream_tests::events::publish_raw;
 
 /// sha256 of the Smith fixture (also pinned by `schemas/tests/smith.rs`).
 const FIXTURE_SHA256: &str = "2a7171ad3a40e3eb9f84bfca24eab95f4e107c303598fadb3c74db10a389417a";

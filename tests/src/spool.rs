@@ -1,8 +1,5 @@
 //! Spools as a runner that lost the broker leaves them: events of a fresh run written with
 //! the runner's own spool code, for tests that then damage or flush them.
-//!
-//! Also included by path from `agent-runner/tests/process.rs`, so it only uses crates both
-//! have (agent-runner, bytes, schemas, uuid).
 
 use std::fs;
 use std::path::Path;

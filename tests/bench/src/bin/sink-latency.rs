@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo build --release -p event-sink
-//! cargo run --release -p benchstream-tests --bin sink-latency -- [--rate N] [--seconds S] [--sink PATH]
+//! cargo run --release -p benchstream-bench --bin sink-latency -- [--rate N] [--seconds S] [--sink PATH]
 //! ```
 //!
 //! Starts its own nats-server and ClickHouse and the real `event-sink` binary (default
@@ -14,7 +14,7 @@
 //! flushes per second (one insert per table each, from its `/metrics`), which is what
 //! ClickHouse's part count grows with.
 //!
-//! A binary of the tests crate for the same reason as `sink-bench`: it starts its
+//! A binary of the bench package for the same reason as `sink-bench`: it starts its
 //! servers with the test harness.
 
 use std::collections::HashMap;
@@ -26,24 +26,15 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
-use benchstream_tests::bench::{percentile, sink_binary};
+use benchstream_bench::{percentile, sink_binary};
+use benchstream_tests::events::{envelope, fixture, Run};
+use benchstream_tests::stream::create_stream;
 use benchstream_tests::{free_port, ClickHouseServer, NatsServer};
 use clap::Parser;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 use uuid::Uuid;
-
-// Shared with the sink's tests, which use more of them.
-#[allow(dead_code)]
-#[path = "../../tests/it/common/stream.rs"]
-mod stream;
-#[allow(dead_code)]
-#[path = "../../tests/it/sink/support.rs"]
-mod support;
-
-use stream::create_stream;
-use support::{envelope, fixture, Run};
 
 #[derive(Debug, Parser)]
 struct Args {

@@ -1,12 +1,9 @@
 //! A test's ClickHouse as the tests read it: polling a query until it gives the answer a
 //! guarantee promises.
-//!
-//! Included by path from `event-sink/tests/process.rs` too, so it only uses std and the
-//! harness.
 
 use std::time::{Duration, Instant};
 
-use benchstream_tests::ClickHouseServer;
+use crate::ClickHouseServer;
 
 /// Runs `sql` until it answers `expected` (trimmed), or panics after `timeout` with the
 /// last answer. Blocking: call it from a plain test or through `block_in_place`.

@@ -9,10 +9,10 @@
 //!    `events.jsonl` write, hand-off to the publisher) while the publisher runs. Target:
 //!    p99 <= 50 µs.
 //!
-//! `cargo run --release -p benchstream-tests --bin publish-bench -- [--events N] [--rounds R]`
+//! `cargo run --release -p benchstream-bench --bin publish-bench -- [--events N] [--rounds R]`
 //!
-//! It lives in the tests crate, not in agent-runner, because it starts its nats-server
-//! with the test harness, which the runner must not depend on.
+//! It lives in the bench package (`tests/bench/`), not in agent-runner, because it starts
+//! its nats-server with the test harness, which the runner must not depend on.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};

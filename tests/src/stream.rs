@@ -1,9 +1,5 @@
-//! The events stream as the tests see it: created on a test's nats-server, read back
-//! message by message.
-//!
-//! Included by path from `agent-runner/tests/process.rs`, `event-sink/tests/process.rs`
-//! and the `sink-bench` binary too, so it only uses crates all of them have (async-nats,
-//! bench-nats, bytes, schemas).
+//! The events stream as the tests and benches see it: created on a test's nats-server,
+//! read back message by message.
 
 use async_nats::jetstream;
 use async_nats::HeaderMap;
@@ -34,9 +30,13 @@ pub async fn create_stream(url: &str, prefix: &SubjectPrefix) -> StreamSpec {
 /// One message of the stream.
 #[derive(Debug)]
 pub struct Received {
+    /// The subject it was published on.
     pub subject: String,
+    /// Its headers (`Nats-Msg-Id`, the schema version, ...).
     pub headers: HeaderMap,
+    /// The bytes stored.
     pub payload: Bytes,
+    /// The payload, decoded.
     pub event: BenchmarkEvent,
 }
 

@@ -6,16 +6,17 @@
 //! p50/p99/max per call of each and what the sandbox adds to `bare`. Target: p50 added
 //! <= 20 ms.
 //!
-//! `cargo run --release -p benchstream-tests --bin sandbox-bench -- [--calls N] [--rounds R]`
+//! `cargo run --release -p benchstream-bench --bin sandbox-bench -- [--calls N] [--rounds R]`
 //!
-//! It sits with the other bench binaries in the tests crate; it needs `bwrap` on the host.
+//! It sits with the other bench binaries in the bench package; it needs `bwrap` on the
+//! host.
 
 use std::time::Duration;
 
 use agent_runner::tools::bwrap::{self, Confinement};
 use agent_runner::tools::exec::{run_shell, ExecSpec};
 use anyhow::Context as _;
-use benchstream_tests::bench::percentile;
+use benchstream_bench::percentile;
 use clap::Parser;
 use schemas::SandboxLimits;
 

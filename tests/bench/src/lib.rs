@@ -1,5 +1,16 @@
-//! Pieces the benchmark binaries (`src/bin/`) share: finding the `event-sink` binary they
-//! measure, and reading percentiles off their samples.
+//! The benchmarks of benchstream, on servers the test harness (`benchstream-tests`)
+//! starts; each is a binary of this package (`src/bin/`):
+//!
+//! - `publish-bench`: the runner's publisher against raw async-nats publishes.
+//! - `sandbox-bench`: what the agent sandbox adds to one tool call.
+//! - `sink-bench`: the `event-sink` binary's throughput against ClickHouse's own ingest.
+//! - `sink-latency`: how soon a published event can be queried in ClickHouse.
+//!
+//! `cargo run --release -p benchstream-bench --bin <name> -- --help`; the sink benches
+//! measure a release `event-sink` built first (`cargo build --release -p event-sink`).
+//!
+//! This library holds what they share: finding the `event-sink` binary they measure, and
+//! reading percentiles off their samples.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

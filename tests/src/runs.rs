@@ -1,8 +1,8 @@
 //! A run's artifacts on disk, as the runner writes them: `<out>/<run_id>/events.jsonl`
 //! and `summary.json`.
 //!
-//! Included by path from `agent-runner/tests/process.rs` too (which sees runs only as
-//! files, the runner being another process), so it only uses std, serde_json and schemas.
+//! Read as files only, so that the tests of the runner binary, which see runs from
+//! another process, read them the same way as the in-process tests.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,10 +1,6 @@
-//! What the sink's tests and benchmark share: the golden fixtures re-stamped as fresh
-//! runs, and publishing to JetStream the way a runner does. (Creating the stream and
-//! waiting for ClickHouse: `tests/tests/it/common/`.)
-//!
-//! Included by path from three places, so it only uses crates all of them have:
-//! `tests/tests/it/sink/` (in-process tests), `event-sink/tests/process.rs` (tests of the
-//! binary, which need `CARGO_BIN_EXE_event-sink`) and `tests/src/bin/sink-bench.rs`.
+//! Events as the sink's tests and benchmarks feed them: the golden fixtures re-stamped
+//! as fresh runs, and publishing to JetStream the way a runner does. (Creating the stream:
+//! [`crate::stream`].)
 
 use std::path::PathBuf;
 
@@ -14,8 +10,7 @@ use schemas::subject::{header_safe, headers};
 use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 use uuid::Uuid;
 
-/// `schemas/tests/fixtures/`: one golden event per type. Every includer's manifest sits
-/// one level below the workspace root.
+/// `schemas/tests/fixtures/`: one golden event per type.
 pub fn fixtures_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas/tests/fixtures")
 }
@@ -31,6 +26,7 @@ pub fn fixture(event_type: EventType) -> BenchmarkEvent {
 /// `event_id` and the next `seq`, so every test (and every bench run) has its own data.
 #[derive(Debug)]
 pub struct Run {
+    /// The run's id, on every event it stamps.
     pub run_id: Uuid,
     next_seq: u64,
 }

@@ -2,14 +2,15 @@
 //!
 //! ```sh
 //! cargo build --release -p event-sink
-//! cargo run --release -p benchstream-tests --bin sink-bench -- [--events N] [--sinks N] [--sink PATH]
+//! cargo run --release -p benchstream-bench --bin sink-bench -- [--events N] [--sinks N] [--worker-threads N] [--sink PATH]
 //! ```
 //!
 //! Starts its own nats-server and ClickHouse, pre-fills the stream with mixed, realistic
 //! events of about 1.2 KB (500 000 by default), then:
 //!
-//! 1. runs the real `event-sink` binary (`--sinks` processes sharing the durable
-//!    consumer) until every event is in ClickHouse, and reads each process's peak RSS
+//! 1. migrates the sink's database (not timed), runs the real `event-sink` binary
+//!    (`--sinks` processes of `--worker-threads` threads sharing the durable consumer)
+//!    until every event is in ClickHouse, and reads each process's peak RSS
 //!    (`VmHWM`) and CPU time before stopping it with SIGTERM;
 //! 2. sends the same rows (every `events_raw` row and every typed row) to a second
 //!    database as `INSERT ... FORMAT JSONEachRow` over HTTP, 20 000 events at a time,
@@ -24,17 +25,19 @@
 //! sink into it (`--cluster benchstream`: Replicated tables under Distributed ones,
 //! synchronous distributed inserts), and prints that next to the one-server drain.
 //!
-//! It lives in the tests crate, not in event-sink, because it starts its servers with the
-//! test harness, which the sink must not depend on. Cargo builds no binary of a
-//! dependency, hence the separate `cargo build` of the sink; by default the bench runs the
-//! `event-sink` beside its own executable (`target/release/`).
+//! It lives in the bench package (`tests/bench/`), not in event-sink, because it starts
+//! its servers with the test harness, which the sink must not depend on. Cargo builds no
+//! binary of a dependency, hence the separate `cargo build` of the sink; by default the
+//! bench runs the `event-sink` beside its own executable (`target/release/`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
-use benchstream_tests::bench::sink_binary;
+use benchstream_bench::sink_binary;
+use benchstream_tests::events::{fixture, publish_all};
+use benchstream_tests::stream::{create_stream, jetstream};
 use benchstream_tests::{ClickHouseCluster, ClickHouseServer, NatsServer};
 use clap::Parser;
 use event_sink::rows::{typed_table, Arrival, EventRawRow, RawEnvelope, TypedRow};
@@ -42,17 +45,6 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::{BenchmarkEvent, EventType, Payload, SubjectPrefix};
 use uuid::Uuid;
-
-// Shared with the sink's tests, which use more of them.
-#[allow(dead_code)]
-#[path = "../../tests/it/common/stream.rs"]
-mod stream;
-#[allow(dead_code)]
-#[path = "../../tests/it/sink/support.rs"]
-mod support;
-
-use stream::{create_stream, jetstream};
-use support::{fixture, publish_all};
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -68,6 +60,9 @@ struct Args {
     /// Sink processes sharing the durable consumer.
     #[arg(long, default_value_t = 1)]
     sinks: usize,
+    /// Worker threads of each sink process (its `--worker-threads`).
+    #[arg(long, default_value_t = 1)]
+    worker_threads: usize,
 }
 
 /// Events of one run.
@@ -220,6 +215,19 @@ struct SinkRun {
     cpu: f64,
 }
 
+/// Applies the migrations with `binary migrate` (`extra`: its database or cluster), then
+/// waits for ClickHouse to settle: creating tables is not part of any measurement.
+fn migrate(binary: &Path, clickhouse: &ClickHouseServer, extra: &[&str]) {
+    let migrate = Command::new(binary)
+        .args(["migrate", "--clickhouse-url", &clickhouse.http_url()])
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .status()
+        .expect("run event-sink migrate");
+    assert!(migrate.success(), "event-sink migrate: {migrate}");
+    wait_quiet(clickhouse);
+}
+
 /// Runs `args.sinks` sink processes until `count` events are in ClickHouse, then stops
 /// them with SIGTERM (each must exit 0).
 fn run_sinks(
@@ -272,14 +280,7 @@ fn run_sinks(
 /// 20 000 events at a time, one concurrent insert per table; returns the seconds spent
 /// in the inserts (building the JSON is not counted).
 fn run_reference(binary: &Path, clickhouse: &ClickHouseServer, count: usize) -> f64 {
-    let migrate = Command::new(binary)
-        .args(["migrate", "--clickhouse-url", &clickhouse.http_url()])
-        .args(["--clickhouse-database", "reference"])
-        .env("RUST_LOG", "warn")
-        .status()
-        .expect("migrate reference");
-    assert!(migrate.success());
-    wait_quiet(clickhouse);
+    migrate(binary, clickhouse, &["--clickhouse-database", "reference"]);
     let mut seconds = 0.0;
     for start in (0..count).step_by(REFERENCE_BATCH) {
         let inserts = reference_inserts(start..(start + REFERENCE_BATCH).min(count));
@@ -321,27 +322,28 @@ fn main() -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    wait_quiet(&clickhouse);
+    migrate(&sink_binary, &clickhouse, &[]);
+    let threads = args.worker_threads.to_string();
     let sink = run_sinks(
         args.sinks,
         &sink_binary,
         &nats.url(),
         &clickhouse,
         count,
-        &[],
+        &["--worker-threads", &threads],
     );
-    wait_quiet(&clickhouse);
     let reference_seconds = run_reference(&sink_binary, &clickhouse, count);
 
     let sink_rate = count as f64 / sink.seconds;
     let reference_rate = count as f64 / reference_seconds;
     println!(
         "sink:       {:6.1} s  {sink_rate:9.0} events/s  {:6.1} MB/s  peak RSS {:.1} MiB \
-         ({} process(es), from start, migrations included)",
+         ({} process(es) of {} worker thread(s), from process start, migrated before)",
         sink.seconds,
         mb / sink.seconds,
         sink.peak_rss as f64 / (1024.0 * 1024.0),
-        args.sinks
+        args.sinks,
+        args.worker_threads
     );
     println!(
         "clickhouse: {reference_seconds:6.1} s  {reference_rate:9.0} events/s  {:6.1} MB/s  \
@@ -366,16 +368,8 @@ fn main() -> anyhow::Result<()> {
 fn drain_into_cluster(sink_binary: &Path, nats_url: &str, count: usize, mb: f64, single_rate: f64) {
     let cluster = ClickHouseCluster::start();
     let entry = &cluster.servers()[0];
-    // Migrating a cluster waits for every server per statement (about half a minute):
-    // done before, not timed.
-    let migrate = Command::new(sink_binary)
-        .args(["migrate", "--clickhouse-url", &entry.http_url()])
-        .args(["--cluster", "benchstream"])
-        .env("RUST_LOG", "warn")
-        .status()
-        .expect("migrate the cluster");
-    assert!(migrate.success());
-    wait_quiet(entry);
+    // Migrating a cluster waits for every server per statement (about half a minute).
+    migrate(sink_binary, entry, &["--cluster", "benchstream"]);
     let SinkRun {
         seconds,
         peak_rss,

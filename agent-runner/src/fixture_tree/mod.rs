@@ -1,18 +1,28 @@
 //! A directory as a sorted list of files with their content hashes: what a fixture pin
-//! covers, what the scratch copy is made from, and how the files a run modified are found.
+//! covers, what the scratch copy is made from, and how the files a run modified are found;
+//! and [`walk()`], the one directory walk of the crate, which decides which entries count
+//! (every [`IGNORED_DIRS`] skipped, sorted order, what a symlink is).
 //!
 //! Tree hash (documented in `scenarios/README.md`): every regular file under the root,
 //! except those inside [`IGNORED_DIRS`], as one line `<sha256 of content> <x|-> <path>\n`
 //! (`x` when any execute bit is set; path relative, `/`-separated), lines sorted by path
 //! bytes, and the SHA-256 of their concatenation. Directories themselves, timestamps and
 //! owners do not count. Symlinks are refused: a fixture must not point outside itself.
+//!
+//! This module depends on nothing else in the crate: scenarios, tools and the judge's
+//! restore all build on it.
+
+mod walk;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use schemas::{sha256_hex, Hash256};
+
+pub use walk::{is_ignored, walk, FileEntry, Symlinks, Walk, WalkError, WalkIter};
 
 /// Directory names skipped everywhere: caches and build output that tools create while
 /// running (and that must not change a fixture's hash or count as a modified file).
@@ -45,10 +55,13 @@ pub struct Tree {
 /// Reading a tree failed.
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
+    /// A directory could not be read, or a fixture holds a symlink.
+    #[error(transparent)]
+    Walk(#[from] WalkError),
+    /// A file could not be read.
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
-    #[error("{0} is a symlink; fixtures may hold only regular files and directories")]
-    Symlink(PathBuf),
+    Read { path: PathBuf, source: io::Error },
+    /// A path that is no UTF-8, which the listing cannot hold.
     #[error("{0} is not valid UTF-8; fixture paths must be")]
     NonUtf8(PathBuf),
 }
@@ -66,8 +79,37 @@ impl Tree {
     }
 
     fn scan_with(root: &Path, refuse_symlinks: bool) -> Result<Tree, TreeError> {
+        let symlinks = if refuse_symlinks {
+            Symlinks::Refuse
+        } else {
+            Symlinks::List
+        };
         let mut entries = Vec::new();
-        scan_dir(root, root, refuse_symlinks, &mut entries)?;
+        for entry in walk(root).symlinks(symlinks) {
+            let entry = entry?;
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let path = entry.path();
+            let rel = path
+                .strip_prefix(root)
+                .unwrap_or(path)
+                .to_str()
+                .ok_or_else(|| TreeError::NonUtf8(path.to_path_buf()))?
+                .to_owned();
+            let read_err = |source| TreeError::Read {
+                path: path.to_path_buf(),
+                source,
+            };
+            let meta = fs::symlink_metadata(path).map_err(read_err)?;
+            let bytes = fs::read(path).map_err(read_err)?;
+            entries.push(TreeEntry {
+                path: rel,
+                executable: meta.permissions().mode() & 0o111 != 0,
+                sha256: sha256_hex(&bytes),
+            });
+        }
+        // Component order is not byte order (`a/b` < `a.txt` here, not in bytes).
         entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
         Ok(Tree { entries })
     }
@@ -109,57 +151,9 @@ impl Tree {
     }
 }
 
-fn scan_dir(
-    root: &Path,
-    dir: &Path,
-    refuse_symlinks: bool,
-    out: &mut Vec<TreeEntry>,
-) -> Result<(), TreeError> {
-    let io_err = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| TreeError::Io { path, source }
-    };
-    for item in fs::read_dir(dir).map_err(io_err(dir))? {
-        let item = item.map_err(io_err(dir))?;
-        let path = item.path();
-        let meta = fs::symlink_metadata(&path).map_err(io_err(&path))?;
-        let name = item.file_name();
-        if meta.file_type().is_symlink() {
-            if refuse_symlinks {
-                return Err(TreeError::Symlink(path));
-            }
-            continue;
-        }
-        if meta.is_dir() {
-            if !IGNORED_DIRS.iter().any(|ignored| name == *ignored) {
-                scan_dir(root, &path, refuse_symlinks, out)?;
-            }
-            continue;
-        }
-        if !meta.is_file() {
-            continue;
-        }
-        let rel = path
-            .strip_prefix(root)
-            .unwrap_or(&path)
-            .to_str()
-            .ok_or_else(|| TreeError::NonUtf8(path.clone()))?
-            .to_owned();
-        let bytes = fs::read(&path).map_err(io_err(&path))?;
-        use std::os::unix::fs::PermissionsExt;
-        out.push(TreeEntry {
-            path: rel,
-            executable: meta.permissions().mode() & 0o111 != 0,
-            sha256: sha256_hex(&bytes),
-        });
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn hash_is_the_documented_listing() {
