@@ -190,7 +190,7 @@ def stage_load_dataset(directory):
 
 
 # Query parameters: the same declarations and literals as
-# event-sink/src/analysis/queries.rs (see its module docs).
+# event-sink/analysis/src/queries.rs (see its module docs).
 PARAM_DECL = re.compile(r"^-- param (\w+) (\w+)(?: = '([^']*)')?:", re.MULTILINE)
 PLACEHOLDER = re.compile(r"\{(\w+):(\w+)\}")
 

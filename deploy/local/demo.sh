@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job of benchstream, end to end on local services:
 #
-#   1. install what is missing (deploy/local/install.sh) and build the two binaries
+#   1. install what is missing (deploy/local/install.sh) and build the three binaries
 #   2. start nats-server + clickhouse-server on loopback (deploy/local/services.sh up)
 #   3. apply the ClickHouse migrations and start event-sink in the background
 #   4. run a scenario with agent-runner (default `smoke`: the scripted reference solution of
@@ -30,8 +30,8 @@ say() { printf '\n==> %s\n' "$*"; }
 say "install what is missing"
 ./deploy/local/install.sh
 
-say "build agent-runner and event-sink"
-cargo build --quiet -p agent-runner -p event-sink --bins
+say "build agent-runner, event-sink and bench-analysis"
+cargo build --quiet -p agent-runner -p event-sink -p benchstream-analysis --bins
 bin=$PWD/target/debug
 
 say "start nats-server and clickhouse-server"
@@ -76,18 +76,18 @@ if [ "$landed" -lt "$expected" ]; then
 fi
 echo "$landed events in ClickHouse"
 
-say "runs (event-sink query runs)"
-"$bin/event-sink" query runs --param "since=$started_utc"
+say "runs (bench-analysis query runs)"
+"$bin/bench-analysis" query runs --param "since=$started_utc"
 
-say "leaderboard (event-sink query leaderboard)"
-"$bin/event-sink" query leaderboard --param "since=$started_utc"
+say "leaderboard (bench-analysis query leaderboard)"
+"$bin/bench-analysis" query leaderboard --param "since=$started_utc"
 
 say "events by type"
 ch "SELECT type, count() AS events FROM events_raw FINAL WHERE run_id IN ($run_ids)
     GROUP BY type ORDER BY events DESC FORMAT PrettyCompactNoEscapes"
 
-say "lost-event check (event-sink query lost_events): no rows = no gaps"
-"$bin/event-sink" query lost_events
+say "lost-event check (bench-analysis query lost_events): no rows = no gaps"
+"$bin/bench-analysis" query lost_events
 
 say "done: $bin/agent-runner tail shows live events (or nats sub 'bench.events.>' with the nats CLI); ./deploy/local/services.sh down stops the services"
 exit "$runner_status"

@@ -4,7 +4,7 @@
 #
 #   - clickhouse-server, clickhouse-client (apt; Debian ships 18.16.1, what CI targets)
 #   - curl (apt; readiness checks of deploy/local/services.sh)
-#   - chromium (apt; headless, renders the `event-sink report` page in the analysis tests)
+#   - chromium (apt; headless, renders the `bench-analysis report` page in the analysis tests)
 #   - bubblewrap (apt; `bwrap`, the sandbox every agent command runs in)
 #   - zookeeper (apt; with java, coordinates the ClickHouse cluster of
 #     deploy/clickhouse/cluster/ and its tests)

@@ -4,10 +4,12 @@
 #   1. deploy/local/install.sh          install what is missing (servers, chdb); stops on failure
 #   2. cargo fmt --all --check          formatting
 #   3. cargo clippy ... -D warnings     lints, all targets
-#   4. cargo test --workspace           unit + end-to-end tests (they start their own servers)
-#   5. deploy/clickhouse/chdb_check.py  DDL and shipped queries on current ClickHouse (if present)
+#   4. cargo build --workspace --bins   the binaries the end-to-end tests run as processes
+#                                       (event-sink, bench-analysis) from target/debug/
+#   5. cargo test --workspace           unit + end-to-end tests (they start their own servers)
+#   6. deploy/clickhouse/chdb_check.py  DDL and shipped queries on current ClickHouse (if present)
 #
-# Steps 2-5 all run even if one fails, so one run shows every problem; the exit status
+# Steps 2-6 all run even if one fails, so one run shows every problem; the exit status
 # is non-zero if any failed.
 set -euo pipefail
 
@@ -35,6 +37,7 @@ printf '==> install\n'
 
 step "cargo fmt" cargo fmt --all --check
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
+step "cargo build" cargo build --workspace --bins
 step "cargo test" cargo test --workspace --no-fail-fast
 if [ -f deploy/clickhouse/chdb_check.py ]; then
 	step "chdb check" python3 deploy/clickhouse/chdb_check.py

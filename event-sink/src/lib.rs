@@ -21,8 +21,10 @@
 //!   Distributed ones).
 //! - [`sql`]: which bytes of SQL text are code, quoted text or comments.
 //! - [`metrics`]: Prometheus metrics and the `/metrics` + `/healthz` endpoint.
-//! - [`analysis`]: the shipped SQL queries (`event-sink query`) and the HTML report
-//!   (`event-sink report`).
+//! - [`logging`]: `--log-format` and the tracing subscriber, shared with `bench-analysis`.
+//! - [`alias`]: `event-sink query` / `report`, handed over to the `bench-analysis` binary
+//!   (crate `benchstream-analysis`, `event-sink/analysis/`), which holds the shipped
+//!   queries and the HTML report and builds on [`sql`] and [`config`] from here.
 //!
 //! # Guarantees
 //!
@@ -33,12 +35,13 @@
 //! `deploy/clickhouse/README.md`).
 
 pub mod admission;
-pub mod analysis;
+pub mod alias;
 pub mod batch;
 pub mod classify;
 pub mod cluster;
 pub mod config;
 pub mod consumer;
+pub mod logging;
 pub mod metrics;
 pub mod migrations;
 pub mod rowbinary;

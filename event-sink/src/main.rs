@@ -1,18 +1,22 @@
 //! `event-sink [run]` consumes events into ClickHouse; `event-sink migrate` only applies
-//! the ClickHouse migrations; `query` and `report` read the answers back. Settings: `--config FILE` (TOML) < `BENCH_*` env < flags;
-//! see `event-sink --help` and event-sink/README.md.
+//! the ClickHouse migrations. Settings: `--config FILE` (TOML) < `BENCH_*` env < flags;
+//! see `event-sink --help` and event-sink/README.md. `event-sink query` and `event-sink
+//! report` run `bench-analysis query` / `report` ([`event_sink::alias`]).
 //!
 //! Exit status: 0 after a clean stop, 2 for unusable settings, 1 for anything else
 //! (unreachable or refusing servers at start, shutdown drain timed out).
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand, ValueEnum};
-use event_sink::analysis::command;
+use clap::parser::ValueSource;
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
+use event_sink::alias::exec_analysis;
+use event_sink::config::ClickHouseConfig;
+use event_sink::logging::{init_tracing, LogFormat};
 use event_sink::{ClickHouseConnectionArgs, SinkArgs};
 use tokio_util::sync::CancellationToken;
-use tracing_subscriber::EnvFilter;
 
 /// Most of the sink's work per event is small, short-lived allocations (message parts,
 /// decoded fields); mimalloc serves them in less CPU than the system allocator.
@@ -33,9 +37,8 @@ struct Cli {
     settings: SinkArgs,
 }
 
-/// Each subcommand takes only its own flags: `run` every sink setting, the others the
-/// ClickHouse connection (`--insert-timeout-ms` is accepted there but hidden: they
-/// insert nothing).
+/// Each subcommand takes only its own flags: `run` every sink setting, `migrate` the
+/// ClickHouse connection (`--insert-timeout-ms` is accepted there but hidden).
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Consume events into ClickHouse until SIGINT/SIGTERM (the default).
@@ -43,42 +46,47 @@ enum Command {
     /// Apply pending ClickHouse migrations and exit.
     #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
     Migrate(ClickHouseConnectionArgs),
-    /// Run a shipped query (deploy/clickhouse/queries/; `query list` lists them).
-    #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
-    Query(command::QueryArgs),
-    /// Write a self-contained HTML report with tables and charts.
-    #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
-    Report(command::ReportArgs),
+    /// Alias of `bench-analysis query`: run a shipped query (`query list` lists them).
+    #[command(disable_help_flag = true)]
+    Query(Passthrough),
+    /// Alias of `bench-analysis report`: write the HTML report.
+    #[command(disable_help_flag = true)]
+    Report(Passthrough),
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
+/// The arguments of an alias, handed to `bench-analysis` unread.
+#[derive(Debug, clap::Args)]
+struct Passthrough {
+    /// Arguments of `bench-analysis query` / `report` (`--help` shows them).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<OsString>,
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     init_tracing(cli.log_format);
-    let args = match cli.command {
-        None => cli.settings,
-        Some(Command::Run(args)) => *args,
-        Some(Command::Migrate(args)) => return analyse(Analysis::Migrate(args)),
-        Some(Command::Query(args)) => return analyse(Analysis::Query(args)),
-        Some(Command::Report(args)) => return analyse(Analysis::Report(args)),
+    let (alias, args) = match cli.command {
+        None => return serve(cli.settings),
+        Some(Command::Run(args)) => return serve(*args),
+        Some(Command::Migrate(args)) => return migrate(args),
+        Some(Command::Query(pass)) => ("query", pass.args),
+        Some(Command::Report(pass)) => ("report", pass.args),
     };
-    let config = match args.load() {
-        Ok(config) => config,
+    // A `--log-format` the sink read off its command line goes on; env and default are
+    // bench-analysis's own.
+    let given = matches.value_source("log_format") == Some(ValueSource::CommandLine);
+    let error = exec_analysis(alias, &args, given.then_some(cli.log_format));
+    tracing::error!("{error}");
+    ExitCode::FAILURE
+}
+
+fn serve(args: SinkArgs) -> ExitCode {
+    match args.load() {
+        Ok(config) => exit_status(consume(config)),
         Err(e) => {
             tracing::error!("invalid settings: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match serve(config) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("{e:#}");
-            ExitCode::FAILURE
+            ExitCode::from(2)
         }
     }
 }
@@ -87,7 +95,7 @@ fn main() -> ExitCode {
 /// runtime: the whole pipeline on one core, the least CPU per event. More is the
 /// multi-thread runtime: the NATS connection, the receiver's decoding and the writer's
 /// inserts then run on different cores at once (event-sink/README.md, "Benchmark").
-fn serve(config: event_sink::Config) -> anyhow::Result<()> {
+fn consume(config: event_sink::Config) -> anyhow::Result<()> {
     let runtime = match config.worker_threads {
         1 => tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -107,72 +115,31 @@ fn serve(config: event_sink::Config) -> anyhow::Result<()> {
     })
 }
 
-/// The subcommands that only talk to ClickHouse.
-enum Analysis {
-    /// `event-sink migrate`.
-    Migrate(ClickHouseConnectionArgs),
-    /// `event-sink query`.
-    Query(command::QueryArgs),
-    /// `event-sink report`.
-    Report(command::ReportArgs),
-}
-
-/// `migrate` logs what it applied; `query` prints its answer on stdout; `report` writes
-/// its file.
-#[tokio::main]
-async fn analyse(command: Analysis) -> ExitCode {
-    let done = match command {
-        Analysis::Migrate(args) => migrate(args).await,
-        Analysis::Query(args) => command::query(args)
-            .await
-            .map(|out| print!("{out}"))
-            .map_err(Failure::from),
-        Analysis::Report(args) => command::report(args)
-            .await
-            .map(|path| tracing::info!(path = %path.display(), "report written"))
-            .map_err(Failure::from),
-    };
-    match done {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Usage(e)) => {
-            tracing::error!("{e:#}");
+fn migrate(args: ClickHouseConnectionArgs) -> ExitCode {
+    match args.load() {
+        Ok(clickhouse) => exit_status(apply_migrations(clickhouse)),
+        Err(e) => {
+            tracing::error!("{:#}", anyhow::Error::new(e).context("invalid settings"));
             ExitCode::from(2)
         }
-        Err(Failure::Other(e)) => {
+    }
+}
+
+#[tokio::main]
+async fn apply_migrations(clickhouse: ClickHouseConfig) -> anyhow::Result<()> {
+    let applied = event_sink::migrate(&clickhouse).await.context("migrate")?;
+    tracing::info!(?applied, "migrations up to date");
+    Ok(())
+}
+
+fn exit_status(done: anyhow::Result<()>) -> ExitCode {
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
             tracing::error!("{e:#}");
             ExitCode::FAILURE
         }
     }
-}
-
-/// Why a ClickHouse-only subcommand failed: the command line (exit 2) or anything else.
-enum Failure {
-    /// Unusable settings, query name or parameters: exit 2.
-    Usage(anyhow::Error),
-    /// A server unreachable or refusing, a file not written: exit 1.
-    Other(anyhow::Error),
-}
-
-impl From<command::CommandError> for Failure {
-    fn from(e: command::CommandError) -> Self {
-        if e.is_usage() {
-            Failure::Usage(e.into())
-        } else {
-            Failure::Other(e.into())
-        }
-    }
-}
-
-async fn migrate(args: ClickHouseConnectionArgs) -> Result<(), Failure> {
-    let clickhouse = args
-        .load()
-        .map_err(|e| Failure::Usage(anyhow::Error::new(e).context("invalid settings")))?;
-    let applied = event_sink::migrate(&clickhouse)
-        .await
-        .context("migrate")
-        .map_err(Failure::Other)?;
-    tracing::info!(?applied, "migrations up to date");
-    Ok(())
 }
 
 /// Cancels `shutdown` on the first SIGINT or SIGTERM.
@@ -190,21 +157,6 @@ async fn cancel_on_signal(shutdown: CancellationToken) {
         _ = int.recv() => tracing::info!("SIGINT: draining"),
     }
     shutdown.cancel();
-}
-
-fn init_tracing(format: LogFormat) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    // Colour only on a terminal, and not with NO_COLOR set (https://no-color.org).
-    let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(colour)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
 }
 
 #[cfg(test)]

@@ -226,26 +226,6 @@ fn startup_failures_exit_non_zero_with_a_clear_error() {
 }
 
 #[test]
-fn invalid_query_parameters_are_usage_errors() {
-    let nowhere = format!("http://127.0.0.1:{}", free_port());
-    for params in [
-        &["run_timeline", "--param", "run_id=not-a-uuid"][..],
-        &["run_timeline"][..],
-        &["leaderboard", "--param", "no_such=1"][..],
-        &["leaderboard", "--param", "no-equals-sign"][..],
-    ] {
-        let out = run_to_exit(
-            Command::new(SINK)
-                .arg("query")
-                .args(params)
-                .args(["--clickhouse-url", &nowhere]),
-        );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{params:?}: {stderr}");
-    }
-}
-
-#[test]
 fn each_subcommand_shows_only_its_own_flags() {
     let help = |args: &[&str]| {
         let out = run_to_exit(Command::new(SINK).args(args).arg("--help"));
@@ -260,7 +240,8 @@ fn each_subcommand_shows_only_its_own_flags() {
         "--metrics-listen",
         "--insert-timeout-ms",
     ];
-    for command in ["query", "report", "migrate"] {
+    // `query` and `report`: tests/tests/it/analysis/cli.rs (bench-analysis).
+    for command in ["migrate"] {
         let text = help(&[command]);
         for flag in ["--clickhouse-url", "--clickhouse-database", "--config"] {
             assert!(
@@ -279,27 +260,6 @@ fn each_subcommand_shows_only_its_own_flags() {
     for flag in sink_only {
         assert!(run.contains(flag), "run --help lacks {flag}");
     }
-}
-
-#[test]
-fn query_list_shows_every_description_whole() {
-    let out = run_to_exit(Command::new(SINK).args(["query", "list"]));
-    assert!(out.status.success());
-    let listing = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        listing.lines().all(|l| l.chars().count() <= 88),
-        "{listing}"
-    );
-    let words = listing.split_whitespace().collect::<Vec<_>>().join(" ");
-    // The end of lost_events' description is its eighth line.
-    assert!(
-        words.contains("only checked for a missing run_stop; their last_seq is NULL."),
-        "{listing}"
-    );
-    assert!(words.contains(
-        "Buckets double from 250 ms; bucket 10 is 64 s and above (upper_ms NULL). \
-         Empty buckets are omitted."
-    ));
 }
 
 #[test]

@@ -13,16 +13,19 @@
 //!   Distributed tables.
 //! - [`report`]: the HTML report renders in headless Chromium with its charts, over the
 //!   hand-made dataset and over the 17-policy sweep (`fixtures/sweep/`, used only here).
+//! - [`cli`]: the `bench-analysis` binary, and `event-sink query` / `report` giving the
+//!   same answers through it.
 
+mod cli;
 mod queries;
 mod report;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use analysis::ParamValues;
 use benchstream_tests::harness::clickhouse_cluster::CLUSTER_NAME;
 use benchstream_tests::{ClickHouseCluster, ClickHouseServer};
-use event_sink::analysis::ParamValues;
 use event_sink::cluster::Target;
 
 use crate::common::{repo_path, wait_for};

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
+use analysis::{Format, Query, Table, QUERIES};
 use benchstream_tests::ClickHouseCluster;
-use event_sink::analysis::{Format, Query, Table, QUERIES};
 
 use super::{
     fixture_params, fixtures_dir, pipeline_dir, seed, seeded_clickhouse, seeded_clickhouse_from,

@@ -1,4 +1,4 @@
-//! `event-sink report` over the fixture datasets renders in headless Chromium (Debian's
+//! `bench-analysis report` over the fixture datasets renders in headless Chromium (Debian's
 //! `chromium`, installed by `deploy/local/install.sh`) with every chart; over the sweep
 //! of 17 policies it shows the per-instance table with the stored values, lists the
 //! policies the cost chart cannot place, puts costs on a log axis and splits latency by
@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use event_sink::analysis::{generate_report, ReportOptions};
+use analysis::{generate_report, ReportOptions};
 
 use super::{seeded_clickhouse, seeded_clickhouse_from, sweep_dir};
 

@@ -12,9 +12,9 @@ use std::time::Duration;
 use agent_runner::sweep::adaptive::ClickHouseSource;
 use agent_runner::sweep::claim::{ClaimBoard, ClaimConfig, ClaimRecord};
 use agent_runner::sweep::{self, Plan, SweepConfig, SweepReport};
+use analysis::queries::{ParamValues, Query};
 use bench_nats::NatsConfig;
 use benchstream_tests::{OpenAiServer, Reply};
-use event_sink::analysis::queries::{ParamValues, Query};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use benchstream_tests::processes_with;
 use schemas::{ExitKind, ExitStatus, FailureRoot, Payload};
 
-use event_sink::analysis::{ParamValues, Query};
+use analysis::{ParamValues, Query};
 use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeSet;
 
+use analysis::{ParamValues, Query, Table, QUERIES};
 use chrono::{DateTime, Datelike, Months, TimeZone, Utc};
-use event_sink::analysis::{ParamValues, Query, Table, QUERIES};
 use event_sink::migrations::{self, MIGRATIONS};
 use schemas::subject::headers;
 use schemas::{BenchmarkEvent, EventType, SubjectPrefix};

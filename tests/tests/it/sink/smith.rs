@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
+use analysis::{Query, Table};
 use async_nats::HeaderMap;
-use event_sink::analysis::{Query, Table};
 use schemas::subject::headers;
 use schemas::{decode_message, Decoded, EventType, SubjectPrefix};
 use serde_json::{json, Map, Value};
@@ -45,7 +45,7 @@ async fn publish_smith(world: &World, bytes: &[u8], msg_id: &str) -> (uuid::Uuid
     (event.event_id, event.event_type())
 }
 
-/// The shipped `lost_events` query's answer, as `event-sink query` runs it.
+/// The shipped `lost_events` query's answer, as `bench-analysis query` runs it.
 async fn lost_events(world: &World, stale_minutes: &str) -> Table {
     let client = clickhouse::Client::default()
         .with_url(world.clickhouse.http_url())

@@ -1,4 +1,4 @@
-//! `event-sink report`: one self-contained HTML page (inline CSS, inline SVG, a few lines
+//! `bench-analysis report`: one self-contained HTML page (inline CSS, inline SVG, a few lines
 //! of inline script, no external asset) with the shipped queries' answers as tables and
 //! charts.
 //!
@@ -35,12 +35,12 @@ use std::fmt::Write as _;
 use chrono::{DateTime, Utc};
 use clickhouse::Client;
 
-use super::charts::{self, Policies};
-use super::queries::{parse_datetime, ParamValues, Query, QueryError};
-use super::svg::escape;
-use super::table::Table;
+use crate::charts::{self, Policies};
+use crate::queries::{parse_datetime, ParamValues, Query, QueryError};
+use crate::svg::escape;
+use crate::table::Table;
 
-/// What `event-sink report` was asked for.
+/// What `bench-analysis report` was asked for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReportOptions {
     /// Only runs started at or after this time (`YYYY-MM-DD[ HH:MM:SS]` UTC or RFC
@@ -127,7 +127,7 @@ pub async fn generate_report(
                 parse_datetime(since).map_err(|reason| QueryError::InvalidParam {
                     name: "since".into(),
                     value: since.clone(),
-                    ty: super::queries::ParamType::DateTime,
+                    ty: crate::queries::ParamType::DateTime,
                     reason,
                 })?,
             )

@@ -18,10 +18,10 @@
 //! position (`data-cx`/`data-cy`) so the page can redraw the frontier over the policies
 //! left visible. A policy keeps its colour and marker in every chart ([`Policies`]).
 
-use super::svg::{
+use crate::svg::{
     colour, document, line, marker, policy_style, rect, text, Element, LogScale, Scale, Shape,
 };
-use super::table::Table;
+use crate::table::Table;
 
 const WIDTH: f64 = 720.0;
 const LEFT: f64 = 70.0;

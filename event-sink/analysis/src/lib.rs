@@ -1,4 +1,8 @@
-//! Answers from the stored events: the shipped SQL queries and the HTML report.
+//! benchstream-analysis: answers from the events the sink stored, the shipped SQL queries
+//! and the HTML report, run by the `bench-analysis` binary (and by `event-sink query` /
+//! `event-sink report`, which hand over to it). It reads the database through the sink's
+//! connection settings ([`event_sink::ClickHouseConnectionArgs`]) and reads SQL text with
+//! the sink's [`event_sink::sql`], so the ingest binary links none of this.
 //!
 //! # Layout
 //!
@@ -6,9 +10,9 @@
 //!   parameters substituted safely (ClickHouse 18.16 has no server-side parameters),
 //!   running a query ([`Query::run`]).
 //! - [`table`]: a query answer ([`Table`]) and its output formats ([`Format`]: aligned
-//!   table, JSON, CSV) for `event-sink query`.
-//! - [`report`]: `event-sink report`, one self-contained offline HTML page of tables and
-//!   charts with a time-range and a policy filter.
+//!   table, JSON, CSV) for `bench-analysis query`.
+//! - [`report`]: `bench-analysis report`, one self-contained offline HTML page of tables
+//!   and charts with a time-range and a policy filter.
 //! - [`charts`]: the report's charts, built from query answers.
 //! - [`svg`]: the few SVG primitives the charts use, written by hand.
 //! - [`command`]: the `query` and `report` subcommands (flags, output).
@@ -18,7 +22,7 @@
 //! on current ClickHouse (checked by `deploy/clickhouse/chdb_check.py` over the fixture
 //! dataset in `deploy/clickhouse/fixtures/`).
 //!
-//! This module only reads; it never writes to ClickHouse.
+//! This crate only reads; it never writes to ClickHouse.
 
 pub mod charts;
 pub mod command;

@@ -1,4 +1,4 @@
-//! The `event-sink query` and `event-sink report` subcommands: their flags, and turning
+//! The `bench-analysis query` and `bench-analysis report` subcommands: their flags, and turning
 //! them into a query run or a report file. `main.rs` only dispatches here.
 //!
 //! Both take only the ClickHouse connection ([`ClickHouseConnectionArgs`]: `--config`'s
@@ -7,13 +7,13 @@
 
 use std::path::PathBuf;
 
-use crate::config::{ClickHouseConnectionArgs, ConfigError};
+use event_sink::config::{ClickHouseConnectionArgs, ConfigError};
 
-use super::queries::{ParamValues, Query, QueryError, QUERIES};
-use super::report::{generate_report, ReportOptions};
-use super::table::Format;
+use crate::queries::{ParamValues, Query, QueryError, QUERIES};
+use crate::report::{generate_report, ReportOptions};
+use crate::table::Format;
 
-/// `event-sink query <name> [--param k=v ...] [--format table|json|csv]`.
+/// `bench-analysis query <name> [--param k=v ...] [--format table|json|csv]`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct QueryArgs {
     /// The shipped query (a file stem of deploy/clickhouse/queries/); `list` prints
@@ -26,11 +26,12 @@ pub struct QueryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ClickHouseConnectionArgs,
 }
 
-/// `event-sink report --out report.html [--since T] [--until T] [--policy P]`.
+/// `bench-analysis report --out report.html [--since T] [--until T] [--policy P]`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReportArgs {
     /// Where to write the HTML page.
@@ -45,6 +46,7 @@ pub struct ReportArgs {
     /// Only this policy_id.
     #[arg(long)]
     pub policy: Option<String>,
+    /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ClickHouseConnectionArgs,
 }
@@ -52,13 +54,18 @@ pub struct ReportArgs {
 /// Why a subcommand failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
+    /// The ClickHouse connection settings are unusable.
     #[error("invalid settings: {0}")]
     Config(#[from] ConfigError),
+    /// The query is unknown, its parameters bad, or ClickHouse failed it.
     #[error(transparent)]
     Query(#[from] QueryError),
+    /// The report could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
+        /// The `--out` file.
         path: PathBuf,
+        /// Why the write failed.
         #[source]
         source: std::io::Error,
     },

@@ -32,7 +32,7 @@ pub struct Table {
     pub rows: Vec<Vec<Option<String>>>,
 }
 
-/// The output formats of `event-sink query`.
+/// The output formats of `bench-analysis query`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
     /// Aligned columns for a terminal; NULL shown as `NULL`.

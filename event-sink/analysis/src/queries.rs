@@ -28,7 +28,7 @@ use std::fmt;
 use chrono::{DateTime, NaiveDate, NaiveDateTime};
 use clickhouse::Client;
 
-use super::table::Table;
+use crate::table::Table;
 
 /// Why a shipped query could not be prepared or run.
 #[derive(Debug, thiserror::Error)]
@@ -160,7 +160,7 @@ macro_rules! query {
             name: $name,
             sql: include_str!(concat!(
                 env!("CARGO_MANIFEST_DIR"),
-                "/../deploy/clickhouse/queries/",
+                "/../../deploy/clickhouse/queries/",
                 $name,
                 ".sql"
             )),
@@ -331,9 +331,9 @@ impl Query {
 }
 
 /// Byte offsets of the `{` that open a placeholder: those in code, never in string
-/// literals, quoted identifiers or comments ([`crate::sql`]).
+/// literals, quoted identifiers or comments ([`event_sink::sql`]).
 fn placeholder_starts(sql: &str) -> Vec<usize> {
-    crate::sql::code_positions(sql, '{')
+    event_sink::sql::code_positions(sql, '{')
 }
 
 /// Parses `name Type [= 'default']: help` (the default may hold `:`).
@@ -413,7 +413,10 @@ mod tests {
 
     #[test]
     fn every_query_file_is_embedded_and_renders_with_defaults() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/clickhouse/queries");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../deploy/clickhouse/queries"
+        );
         let mut files: Vec<String> = std::fs::read_dir(dir)
             .map(|entries| {
                 entries
