@@ -18,11 +18,6 @@ use event_sink::logging::{init_tracing, LogFormat};
 use event_sink::{ClickHouseConnectionArgs, SinkArgs};
 use tokio_util::sync::CancellationToken;
 
-/// Most of the sink's work per event is small, short-lived allocations (message parts,
-/// decoded fields); mimalloc serves them in less CPU than the system allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Debug, Parser)]
 #[command(version, about = "JetStream → ClickHouse sink of benchstream events")]
 #[command(args_conflicts_with_subcommands = true)]

@@ -259,8 +259,9 @@ impl Inserter for ClickHouseInserter {
     }
 
     async fn originals(&self, ids: &[Uuid]) -> Result<Originals, String> {
-        let mut originals = Originals::with_capacity(ids.len());
-        for chunk in ids.chunks(LOOKUP_CHUNK) {
+        // The chunks are looked up concurrently: ClickHouse parses and answers them on
+        // several cores, and the flush waits for the slowest, not for their sum.
+        let chunks = futures::future::try_join_all(ids.chunks(LOOKUP_CHUNK).map(|chunk| {
             let ids: Vec<String> = chunk.iter().map(Uuid::to_string).collect();
             let lookup = self
                 .client
@@ -272,24 +273,30 @@ impl Inserter for ClickHouseInserter {
                 .fetch_all::<OriginalRow>();
             // Bounded like the inserts: a connection to a restarting server can hang, and
             // a lookup that never answers would stall the flush instead of retrying it.
-            let rows = tokio::time::timeout(self.timeout, lookup)
-                .await
-                .map_err(|_| {
-                    format!(
-                        "cannot look up stored event ids: no answer within {:?}",
-                        self.timeout
-                    )
-                })?
-                .map_err(|e| format!("cannot look up stored event ids: {e}"))?;
-            originals.extend(rows.into_iter().map(|row| {
+            async move {
+                tokio::time::timeout(self.timeout, lookup)
+                    .await
+                    .map_err(|_| {
+                        format!(
+                            "cannot look up stored event ids: no answer within {:?}",
+                            self.timeout
+                        )
+                    })?
+                    .map_err(|e| format!("cannot look up stored event ids: {e}"))
+            }
+        }))
+        .await?;
+        Ok(chunks
+            .into_iter()
+            .flatten()
+            .map(|row| {
                 let original = Original {
                     body_hash: row.original_hash,
                     stream_seq: row.original_seq,
                 };
                 (row.event_id, original)
-            }));
-        }
-        Ok(originals)
+            })
+            .collect())
     }
 }
 
