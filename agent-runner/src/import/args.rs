@@ -12,9 +12,9 @@ use clap::{Args, Subcommand};
 
 use super::swe_agent::{self, TrajFile};
 use super::ImportError;
-use crate::cli::OptionalEventArgs;
 use crate::error::{Error, Exit, Outcome};
 use crate::fixture_tree::{walk, Symlinks};
+use crate::flags::OptionalEventArgs;
 use crate::publish::DeliveryReport;
 use crate::runner::{finish_optional_publisher, start_publisher, PublishSetup};
 
