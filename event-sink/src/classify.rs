@@ -116,6 +116,15 @@ fn exception_code(body: &str) -> Option<u32> {
     rest[..digits].parse().ok()
 }
 
+/// A message that is not an acceptable event: what `dead_letters` says about it.
+#[derive(Debug)]
+pub struct BadData {
+    /// `DecodeError::class`.
+    pub class: &'static str,
+    /// The error text.
+    pub error: String,
+}
+
 /// The dead-letter class and text of an undecodable message.
 pub fn bad_data(error: &DecodeError) -> (&'static str, String) {
     (error.class(), error.to_string())
