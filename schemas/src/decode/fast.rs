@@ -156,6 +156,9 @@ impl<'de> Visitor<'de> for EventVisitor {
 }
 
 /// `data` as met: decoded, or raw until `type` is known.
+// One value per decode, on the stack: boxing the payload would cost an allocation per
+// event to save bytes that are never many.
+#[allow(clippy::large_enum_variant)]
 enum Data<'de> {
     Decoded(Payload),
     Raw(&'de RawValue),
