@@ -31,6 +31,8 @@ pub struct ScenarioArgs {
     #[arg(long, env = "BENCH_RUNNER_ALLOW_UNPINNED")]
     pub allow_unpinned: bool,
     /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
+    // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
     pub out: PathBuf,
     /// Run agent commands as plain processes on this host, without the bubblewrap
@@ -99,6 +101,8 @@ pub struct PublishArgs {
     #[command(flatten)]
     pub nats: NatsArgs,
     /// Subject prefix: events go to <prefix>.events.<run_id>.<type>.
+    // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = "BENCH_SUBJECT_PREFIX", default_value = "bench")]
     pub subject_prefix: SubjectPrefix,
     /// Spool file for events the broker could not take: the first of its slots
@@ -166,6 +170,8 @@ impl PublishArgs {
 pub struct LlmArgs {
     /// Base URL of the chat-completions API, e.g. https://openrouter.ai/api/v1,
     /// http://localhost:8000/v1 (vLLM), http://localhost:11434/v1 (Ollama).
+    // This doc is the --help text, where a URL is plain text.
+    #[allow(rustdoc::bare_urls)]
     #[arg(long, env = "BENCH_LLM_BASE_URL")]
     pub llm_base_url: Option<String>,
     /// Environment variable holding the API key. Default: the first one set of

@@ -2,7 +2,7 @@
 //!
 //! | class | examples | action |
 //! |---|---|---|
-//! | bad data | anything [`schemas::decode`] rejects | one `dead_letters` row, then `Term` |
+//! | bad data | anything [`schemas::decode`](fn@schemas::decode) rejects | one `dead_letters` row, then `Term` |
 //! | rejected row | ClickHouse refuses a row's data (parse/type/size codes), or an insert touches too many partitions | split the insert, retry the halves, dead-letter only the row it narrows down to, `Term` it |
 //! | refused event | `implausible_ts`, `subject_mismatch`, `conflict` ([`crate::admission`]) | one `dead_letters` row, then `Term` |
 //! | transient | ClickHouse unreachable, 5xx, timeouts, any other server error, NATS reconnects | no ack, retry with capped exponential backoff, stop pulling meanwhile |

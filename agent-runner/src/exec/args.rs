@@ -32,6 +32,8 @@ pub struct ExecArgs {
     pub seed: Option<u64>,
     /// `policy_id` of the runs. Default: exec:<script file name> for an interpreter
     /// (python3 my_agent.py -> exec:my_agent.py), else exec:<program file name>.
+    // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = "BENCH_EXEC_POLICY_ID")]
     pub policy_id: Option<String>,
     #[command(flatten)]

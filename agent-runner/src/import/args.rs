@@ -22,6 +22,8 @@ use crate::runner::{finish_optional_publisher, start_publisher, PublishSetup};
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
     /// Import SWE-agent trajectories: every `*.traj` file under <dir> (recursively).
+    // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     SweAgent(Box<ImportArgs>),
 }
 

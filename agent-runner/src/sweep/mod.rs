@@ -2,7 +2,7 @@
 //! run by several worker processes, on several hosts, each configuration exactly once.
 //! Format and usage: `agent-runner/docs/sweeps.md`.
 //!
-//! - [`file`]: the sweep file ([`SweepFile`]): matrix, constraints, tasks, seeds, method.
+//! - [`file`](mod@file): the sweep file ([`SweepFile`]): matrix, constraints, tasks, seeds, method.
 //! - [`expand`]: the matrix → distinct configs (arms) → configurations with claim keys.
 //! - [`claim`]: the JetStream KV bucket through which workers claim configurations.
 //! - [`adaptive`]: the UCB1 bandit of the `adaptive` method and the ClickHouse query

@@ -4,7 +4,7 @@
 //!
 //! - [`filter`]: run ids and types become subject filters (JetStream sends only those);
 //!   task and policy are checked in the payload.
-//! - [`line`]: the readable line of an event.
+//! - [`line`](mod@line): the readable line of an event.
 //! - [`args`]: the `agent-runner tail` flags → [`TailConfig`].
 //!
 //! The events come through an *ordered* pull consumer: ephemeral, in memory, no acks,
