@@ -4,7 +4,7 @@
 //! The loop, per turn: check the limits ([`crate::limits`]), ask the policy for a
 //! [`Decision`] (bounded by the execution time left and by shutdown), then for each action
 //! emit `step` (act), run the tool, emit `tool_call`, a `failure` when the tool failed, and
-//! `step` (observe). A `submit` ends the loop; so do a limit, a [`PolicyStop`] and
+//! `step` (observe). A `submit` ends the loop; so do a limit, a [`PolicyStop`](crate::policy::PolicyStop) and
 //! shutdown. Then the judge runs in the scratch directory, a closing `step` (conclude), a
 //! `failure` for an unsuccessful run, and `run_stop` with the verdict. Every event of the
 //! turn shares its `step_id`.

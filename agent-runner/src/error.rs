@@ -3,23 +3,23 @@
 //!
 //! Every command (`run`, `sweep`, `exec`, `import`, `tail`, `scenarios`, `spool`) fails
 //! with [`Error`]; what only one command can meet is a variant holding that command's own
-//! error ([`SweepError`], [`ExecError`], [`ImportError`], [`TailError`]). [`Error::exit`]
-//! is the one mapping from errors to exit codes, and [`DeliveryReport::exit`] the one
-//! mapping from what a publisher did to an exit code.
+//! error ([`SweepError`], [`ExecError`], [`ImportError`], [`TailError`]). Those are
+//! declared here too (and re-exported by their commands), so that this module, which
+//! every command uses, uses no command. [`Error::exit`] is the one mapping from errors to
+//! exit codes, and [`DeliveryReport::exit`] the one mapping from what a publisher did to
+//! an exit code.
 
 use std::fmt;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::exec::ExecError;
-use crate::import::ImportError;
 use crate::policy::PolicyError;
 use crate::publish::{DeliveryReport, PublishFailure};
 use crate::recorder::RecordError;
 use crate::scenario::ScenarioError;
 use crate::spool::SpoolError;
-use crate::sweep::SweepError;
-use crate::tail::TailError;
 use crate::tools::bwrap::SandboxUnavailable;
+use crate::tools::SandboxError;
 
 /// Why a runner command failed.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +60,117 @@ pub enum Error {
     /// `tail`: the stream could not be read.
     #[error(transparent)]
     Tail(#[from] TailError),
+}
+
+/// What only a sweep can meet; everything else a sweep meets is a [`Error`] of its
+/// own.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// The sweep file cannot be read or parsed.
+    #[error("{path}: {message}")]
+    File {
+        /// The sweep file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The sweep is well-formed but describes no valid run (constraints, matrix values).
+    #[error("invalid sweep: {0}")]
+    Invalid(String),
+    /// The claim bucket could not be opened, read or written.
+    #[error("sweep claims: {0}")]
+    Claims(String),
+    /// Past results could not be read from ClickHouse.
+    #[error("reading past results from clickhouse: {0}")]
+    ClickHouse(String),
+}
+
+/// What only an external-agent run can meet; everything else it meets is a
+/// [`Error`] of its own. A misbehaving agent is not an error: its bad lines are
+/// skipped and its exit status recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The agent program does not exist or is not executable (checked before anything
+    /// is published).
+    #[error("agent program {program:?}: {why}")]
+    ProgramNotFound {
+        /// The program as given.
+        program: String,
+        /// Why it cannot run.
+        why: String,
+    },
+    /// The agent program could not be started.
+    #[error("cannot start agent {program}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The agent's exit could not be waited for.
+    #[error("cannot wait for the agent: {0}")]
+    Wait(std::io::Error),
+    /// The agent's scratch copy of the fixture could not be made.
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+}
+
+/// What only an import can meet: a trajectory that cannot be read or converted (the file
+/// is then skipped, or the import refused when the directory itself cannot be read).
+/// Everything else an import meets is a [`Error`] of its own.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// A file or directory cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A file is not a SWE-agent trajectory.
+    #[error("{path}: not a SWE-agent trajectory: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// An event of a trajectory is too large even after truncation.
+    #[error("{path}: event {seq}: {source}")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The event's `seq`.
+        seq: u64,
+        /// Why.
+        source: schemas::truncate::EventTooLarge,
+    },
+}
+
+/// What only a tail can meet: the stream or its consumer failed. An unreachable broker is
+/// a [`Error`] of its own.
+#[derive(Debug, thiserror::Error)]
+pub enum TailError {
+    /// The stream cannot be found or read.
+    #[error("stream {stream}: {source}")]
+    Stream {
+        /// The stream name.
+        stream: String,
+        /// The server's answer.
+        source: async_nats::jetstream::context::GetStreamError,
+    },
+    /// The tail's consumer cannot be created.
+    #[error("cannot create the tail's consumer on stream {stream}: {source}")]
+    Consumer {
+        /// The stream name.
+        stream: String,
+        /// The server's answer.
+        source: async_nats::jetstream::stream::ConsumerError,
+    },
+    /// The tail's consumer cannot be read.
+    #[error("cannot read from the tail's consumer: {0}")]
+    Messages(#[from] async_nats::jetstream::consumer::StreamError),
 }
 
 /// Process exit codes of `agent-runner`.
@@ -147,7 +258,8 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::scenario::{PinError, TreeError};
+    use crate::fixture_tree::TreeError;
+    use crate::scenario::PinError;
 
     fn io_error() -> io::Error {
         io::Error::new(io::ErrorKind::NotFound, "gone")
@@ -208,7 +320,7 @@ mod tests {
                 Exit::Usage,
             ),
             (
-                ScenarioError::Tree(TreeError::Io {
+                ScenarioError::Tree(TreeError::Read {
                     path: path(),
                     source: io_error(),
                 })

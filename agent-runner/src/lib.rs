@@ -34,14 +34,17 @@
 //! - [`tail`]: live events from the stream, filtered, one readable line each
 //!   (`agent-runner tail`).
 //! - [`maintenance`]: `scenarios hash|check` and `spool flush|status`.
-//! - [`cli`]: command-line flags and environment → validated configs.
+//! - [`cli`]: the command line ([`cli::Cli`]): every command, and the flags of `run`,
+//!   `scenarios` and `spool` → validated configs.
+//! - [`flags`]: the flag groups several commands share (scenarios, events and publishing,
+//!   the LLM provider), declared once and flattened into each.
 //! - [`error`]: the one error type, the process exit codes, and [`Outcome`]: what a
 //!   command reports and the exit code it ends with.
 //!
-//! Every subcommand has one shape: flags → validated config (`cli` and each command's
-//! `args`) → a function that runs it → an outcome (a report implementing [`Outcome`], or
-//! an [`Error`]) → an exit code. Only the binary (`src/main.rs`) prints outcomes and
-//! errors and exits.
+//! Every subcommand has one shape: flags → validated config (`cli`, `flags` and each
+//! command's `args`) → a function that runs it → an outcome (a report implementing
+//! [`Outcome`], or an [`Error`]) → an exit code. Only the binary (`src/main.rs`) prints
+//! outcomes and errors and exits.
 //!
 //! Running a scenario from code (what the tests and `agent-runner run` do):
 //!
@@ -62,6 +65,7 @@ pub mod context_plan;
 pub mod error;
 pub mod exec;
 pub mod fixture_tree;
+pub mod flags;
 pub mod import;
 pub mod judge;
 pub mod limits;

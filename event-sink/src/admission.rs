@@ -25,7 +25,7 @@ use std::hash::Hasher;
 use schemas::{Decoded, SubjectPrefix};
 use uuid::Uuid;
 
-use crate::batch::{BadData, Index};
+use crate::classify::BadData;
 
 /// `dead_letters.error_class` of an event whose `ts` is outside the accepted window.
 pub const IMPLAUSIBLE_TS: &str = "implausible_ts";
@@ -100,11 +100,12 @@ pub struct Original {
     pub stream_seq: u64,
 }
 
-/// One accepted event of a batch, as [`resolve`] needs it.
+/// One accepted event of a batch, as [`resolve`] needs it; `I` is how the batch names its
+/// items (first write wins only hands it back).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Candidate {
+pub struct Candidate<I> {
     /// Its index in the batch.
-    pub index: Index,
+    pub index: I,
     /// The event's id.
     pub event_id: Uuid,
     /// Its body hash.
@@ -114,26 +115,32 @@ pub struct Candidate {
 }
 
 /// What first write wins makes of a batch's accepted events.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Verdicts {
+#[derive(Debug, PartialEq, Eq)]
+pub struct Verdicts<I> {
     /// Copies of an original with the same body: acked, not written.
-    pub duplicates: Vec<Index>,
+    pub duplicates: Vec<I>,
     /// Different bodies under a known event_id, with the dead-letter text naming the
     /// original.
-    pub conflicts: Vec<(Index, String)>,
+    pub conflicts: Vec<(I, String)>,
 }
 
 /// Decides, per event_id, which copy is the original and what the others are. `stored`
 /// holds the originals already in ClickHouse; otherwise the candidate with the lowest
 /// stream sequence is the original (it is written, the others are not).
-pub fn resolve(candidates: &[Candidate], stored: &HashMap<Uuid, Original>) -> Verdicts {
-    let mut originals: HashMap<Uuid, (Original, Option<Index>)> = stored
+pub fn resolve<I: Copy>(
+    candidates: &[Candidate<I>],
+    stored: &HashMap<Uuid, Original>,
+) -> Verdicts<I> {
+    let mut originals: HashMap<Uuid, (Original, Option<I>)> = stored
         .iter()
         .map(|(id, original)| (*id, (*original, None)))
         .collect();
-    let mut by_stream: Vec<&Candidate> = candidates.iter().collect();
+    let mut by_stream: Vec<&Candidate<I>> = candidates.iter().collect();
     by_stream.sort_unstable_by_key(|c| c.stream_seq);
-    let mut verdicts = Verdicts::default();
+    let mut verdicts = Verdicts {
+        duplicates: Vec::new(),
+        conflicts: Vec::new(),
+    };
     for candidate in by_stream {
         let Some((original, in_batch)) = originals.get(&candidate.event_id) else {
             let original = Original {
@@ -175,7 +182,7 @@ mod tests {
         assert_eq!(body_hash(b"abc"), 4_596_069_200_710_135_518);
     }
 
-    fn candidate(index: Index, id: u128, body_hash: u64, stream_seq: u64) -> Candidate {
+    fn candidate(index: u32, id: u128, body_hash: u64, stream_seq: u64) -> Candidate<u32> {
         Candidate {
             index,
             event_id: Uuid::from_u128(id),

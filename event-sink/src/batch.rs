@@ -19,7 +19,7 @@ use schemas::subject::headers;
 use schemas::{Decoded, EventType, SubjectPrefix};
 
 use crate::admission::{self, Candidate};
-use crate::classify;
+use crate::classify::{self, BadData};
 use crate::config::BatchConfig;
 use crate::consumer::Delivery;
 use crate::rowbinary;
@@ -28,15 +28,6 @@ use crate::rows::{Arrival, DeadLetterRow, EventRawRow, RawBytes, RawEnvelope, Ty
 /// `dead_letters.error_class` of a valid event whose typed row has no RowBinary encoding
 /// (a sink defect, not the producer's: kept as a dead letter rather than lost).
 pub const UNENCODABLE: &str = "unencodable";
-
-/// A message that is not an acceptable event: what `dead_letters` says about it.
-#[derive(Debug)]
-pub struct BadData {
-    /// `DecodeError::class`.
-    pub class: &'static str,
-    /// The error text.
-    pub error: String,
-}
 
 /// One received message and what it decoded to.
 #[derive(Debug)]
@@ -105,7 +96,7 @@ impl Item {
     /// What first write wins needs of an accepted event, its body hashed; `None` for
     /// bad data. Only called for events whose id is already stored or repeated in the
     /// batch: a new event is never hashed.
-    pub fn candidate(&self, index: Index) -> Option<Candidate> {
+    pub fn candidate(&self, index: Index) -> Option<Candidate<Index>> {
         let env = self.decoded.as_ref().ok()?;
         Some(Candidate {
             index,

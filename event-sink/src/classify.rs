@@ -2,7 +2,7 @@
 //!
 //! | class | examples | action |
 //! |---|---|---|
-//! | bad data | anything [`schemas::decode`] rejects | one `dead_letters` row, then `Term` |
+//! | bad data | anything [`schemas::decode`](fn@schemas::decode) rejects | one `dead_letters` row, then `Term` |
 //! | rejected row | ClickHouse refuses a row's data (parse/type/size codes), or an insert touches too many partitions | split the insert, retry the halves, dead-letter only the row it narrows down to, `Term` it |
 //! | refused event | `implausible_ts`, `subject_mismatch`, `conflict` ([`crate::admission`]) | one `dead_letters` row, then `Term` |
 //! | transient | ClickHouse unreachable, 5xx, timeouts, any other server error, NATS reconnects | no ack, retry with capped exponential backoff, stop pulling meanwhile |
@@ -114,6 +114,15 @@ fn exception_code(body: &str) -> Option<u32> {
     let rest = &body[body.find("Code: ")? + "Code: ".len()..];
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
     rest[..digits].parse().ok()
+}
+
+/// A message that is not an acceptable event: what `dead_letters` says about it.
+#[derive(Debug)]
+pub struct BadData {
+    /// `DecodeError::class`.
+    pub class: &'static str,
+    /// The error text.
+    pub error: String,
 }
 
 /// The dead-letter class and text of an undecodable message.

@@ -69,7 +69,8 @@ pub struct OutcomeLabel {
     pub outcome: &'static str,
 }
 
-/// Every metric of one sink, registered in [`Metrics::registry`]. Clones share values.
+/// Every metric of one sink, registered in one registry ([`Metrics::encode`] renders it).
+/// Clones share values.
 #[derive(Debug, Clone)]
 pub struct Metrics {
     /// `bench_sink_messages_consumed_total`.

@@ -535,4 +535,18 @@ mod tests {
             .collect();
         assert_eq!(files, embedded);
     }
+
+    #[test]
+    fn every_shipped_migration_renders_for_a_cluster() {
+        let target = Target {
+            cluster: "benchstream",
+            database: "db",
+        };
+        for migration in MIGRATIONS {
+            for statement in migration.statements() {
+                cluster::render(statement, &target)
+                    .unwrap_or_else(|e| panic!("{}: {e}", migration.stem));
+            }
+        }
+    }
 }

@@ -95,7 +95,7 @@ pub mod ts_format {
         ts.to_rfc3339_opts(precision, true)
     }
 
-    /// Serializes with [`format`].
+    /// Serializes with [`format`](fn@format).
     pub fn serialize<S: Serializer>(ts: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&format(ts))
     }

@@ -10,7 +10,7 @@
 //!   enums for every closed set.
 //! - [`canonical`]: canonical JSON (sorted keys, no whitespace) and the SHA-256 digest
 //!   ([`Hash256`]) used for `cfg_hash` / `env_hash`.
-//! - [`decode`]: bytes → validated event, with a typed [`DecodeError`] per failure class;
+//! - [`decode`](mod@decode): bytes → validated event, with a typed [`DecodeError`] per failure class;
 //!   [`decode_message`] also reads the Smith protocol and says which protocol it was.
 //! - [`smith`]: the Smith protocol (the one this format grew from), mapped onto these
 //!   types without inventing what it does not send.

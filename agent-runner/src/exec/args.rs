@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::bridge::ExecConfig;
-use crate::cli::{OptionalEventArgs, ScenarioArgs};
 use crate::error::Error;
+use crate::flags::{resolve_scenario, OptionalEventArgs, ScenarioArgs};
 use crate::scenario::{LoadOptions, LoadedScenario};
 
 /// `agent-runner exec`.
@@ -32,6 +32,8 @@ pub struct ExecArgs {
     pub seed: Option<u64>,
     /// `policy_id` of the runs. Default: exec:<script file name> for an interpreter
     /// (python3 my_agent.py -> exec:my_agent.py), else exec:<program file name>.
+    // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = "BENCH_EXEC_POLICY_ID")]
     pub policy_id: Option<String>,
     #[command(flatten)]
@@ -55,7 +57,7 @@ impl ExecArgs {
     /// The validated config of every run, in order: one per task.
     pub fn into_configs(self) -> Result<Vec<ExecConfig>, Error> {
         let sandbox = self.scenarios.sandbox_mode();
-        let scenario = crate::cli::resolve_scenario(&self.scenario, &self.scenarios.scenarios_dir);
+        let scenario = resolve_scenario(&self.scenario, &self.scenarios.scenarios_dir);
         let tasks = match self.tasks {
             Some(tasks) => tasks,
             None => {
@@ -91,50 +93,5 @@ impl ExecArgs {
                 ..config.clone()
             })
             .collect())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cli::{Cli, Command};
-    use clap::Parser;
-
-    fn configs(args: &[&str]) -> Vec<ExecConfig> {
-        let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
-        let cli = Cli::try_parse_from(
-            [
-                "agent-runner",
-                "exec",
-                "--scenarios-dir",
-                scenarios,
-                "--no-publish",
-            ]
-            .iter()
-            .chain(args),
-        )
-        .expect("valid flags");
-        let Command::Exec(args) = cli.command else {
-            panic!("not exec")
-        };
-        args.into_configs().expect("valid config")
-    }
-
-    #[test]
-    fn without_scenario_and_task_every_smoke_task_runs() {
-        let runs = configs(&["--", "python3", "my_agent.py"]);
-        let smoke =
-            LoadedScenario::load(&runs[0].scenario, &LoadOptions::default()).expect("smoke loads");
-        assert!(runs[0].scenario.ends_with("scenarios/smoke.toml"));
-        let tasks: Vec<&str> = runs.iter().map(|r| r.task.as_str()).collect();
-        assert_eq!(tasks, smoke.scenario.tasks);
-        assert_eq!(tasks.len(), 8);
-    }
-
-    #[test]
-    fn task_picks_the_runs() {
-        let runs = configs(&["--task", "sh-ci-exit-status,py-slugify-unicode", "--", "a"]);
-        let tasks: Vec<&str> = runs.iter().map(|r| r.task.as_str()).collect();
-        assert_eq!(tasks, ["sh-ci-exit-status", "py-slugify-unicode"]);
     }
 }

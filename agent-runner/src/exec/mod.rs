@@ -19,6 +19,7 @@ pub mod bridge;
 pub mod program;
 pub mod protocol;
 
+pub use crate::error::ExecError;
 pub use args::ExecArgs;
 pub use bridge::{run, ExecConfig, ExecReport};
 
@@ -28,36 +29,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Exit};
 use crate::publish::DeliveryReport;
-
-/// What only an external-agent run can meet; everything else it meets is a
-/// [`crate::Error`] of its own. A misbehaving agent is not an error: its bad lines are
-/// skipped and its exit status recorded.
-#[derive(Debug, thiserror::Error)]
-pub enum ExecError {
-    /// The agent program does not exist or is not executable (checked before anything
-    /// is published).
-    #[error("agent program {program:?}: {why}")]
-    ProgramNotFound {
-        /// The program as given.
-        program: String,
-        /// Why it cannot run.
-        why: String,
-    },
-    /// The agent program could not be started.
-    #[error("cannot start agent {program}: {source}")]
-    Spawn {
-        /// The program.
-        program: String,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The agent's exit could not be waited for.
-    #[error("cannot wait for the agent: {0}")]
-    Wait(std::io::Error),
-    /// The agent's scratch copy of the fixture could not be made.
-    #[error(transparent)]
-    Sandbox(#[from] crate::tools::SandboxError),
-}
 
 /// What `agent-runner exec` did, after each run was handed to the caller as it ended.
 #[derive(Debug, Clone, Default)]

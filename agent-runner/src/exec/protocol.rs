@@ -4,7 +4,7 @@
 //! A line is a JSON object `{"type": ..., "data": {...}}` with an optional `"step"` (any
 //! string or integer naming the agent step; events with the same step share a `step_id`)
 //! or `"step_id"` (a UUID). The payload is validated exactly as the sink validates wire
-//! events ([`schemas::decode`]), on an envelope completed from the run's
+//! events ([`schemas::decode`](fn@schemas::decode)), on an envelope completed from the run's
 //! [`RunSequencer`]; the envelope itself (ids, `seq`, `ts`, hashes) is the runner's.
 //!
 //! Pure: no I/O. The bridge ([`super::bridge`]) decides what to do with each result.

@@ -12,9 +12,9 @@ use clap::{Args, Subcommand};
 
 use super::swe_agent::{self, TrajFile};
 use super::ImportError;
-use crate::cli::OptionalEventArgs;
 use crate::error::{Error, Exit, Outcome};
 use crate::fixture_tree::{walk, Symlinks};
+use crate::flags::OptionalEventArgs;
 use crate::publish::DeliveryReport;
 use crate::runner::{finish_optional_publisher, start_publisher, PublishSetup};
 
@@ -22,6 +22,8 @@ use crate::runner::{finish_optional_publisher, start_publisher, PublishSetup};
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
     /// Import SWE-agent trajectories: every `*.traj` file under <dir> (recursively).
+    // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     SweAgent(Box<ImportArgs>),
 }
 

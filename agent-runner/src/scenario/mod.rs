@@ -5,9 +5,9 @@
 //! [`LoadedScenario::load`] reads a scenario with the tasks it selects, hashes everything
 //! and checks the hashes against the pins. Nothing here runs a task.
 //!
-//! - [`file`]: the scenario file ([`Scenario`]).
-//! - [`task`]: `task.toml` ([`Task`]).
-//! - [`pins`]: `pins.toml` ([`Pins`]).
+//! - `file`: the scenario file ([`Scenario`]).
+//! - `task`: `task.toml` ([`Task`]).
+//! - `pins`: `pins.toml` ([`Pins`]).
 
 mod file;
 mod pins;

@@ -9,8 +9,8 @@ use clap::Args;
 use super::adaptive::ClickHouseSource;
 use super::claim::DEFAULT_BUCKET;
 use super::worker::{Plan, SweepConfig};
-use crate::cli::{EventArgs, LlmArgs, ScenarioArgs};
 use crate::error::Error;
+use crate::flags::{EventArgs, LlmArgs, ScenarioArgs};
 use crate::tools::DEFAULT_OUTPUT_CAP;
 
 /// `agent-runner sweep`.

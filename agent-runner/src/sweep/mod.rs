@@ -2,7 +2,7 @@
 //! run by several worker processes, on several hosts, each configuration exactly once.
 //! Format and usage: `agent-runner/docs/sweeps.md`.
 //!
-//! - [`file`]: the sweep file ([`SweepFile`]): matrix, constraints, tasks, seeds, method.
+//! - [`file`](mod@file): the sweep file ([`SweepFile`]): matrix, constraints, tasks, seeds, method.
 //! - [`expand`]: the matrix → distinct configs (arms) → configurations with claim keys.
 //! - [`claim`]: the JetStream KV bucket through which workers claim configurations.
 //! - [`adaptive`]: the UCB1 bandit of the `adaptive` method and the ClickHouse query
@@ -26,31 +26,7 @@ pub mod file;
 pub mod trials;
 pub mod worker;
 
-use std::path::PathBuf;
-
+pub use crate::error::SweepError;
 pub use args::SweepArgs;
 pub use file::{Method, SweepFile};
 pub use worker::{run, Plan, SweepConfig, SweepReport};
-
-/// What only a sweep can meet; everything else a sweep meets is a [`crate::Error`] of its
-/// own.
-#[derive(Debug, thiserror::Error)]
-pub enum SweepError {
-    /// The sweep file cannot be read or parsed.
-    #[error("{path}: {message}")]
-    File {
-        /// The sweep file.
-        path: PathBuf,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// The sweep is well-formed but describes no valid run (constraints, matrix values).
-    #[error("invalid sweep: {0}")]
-    Invalid(String),
-    /// The claim bucket could not be opened, read or written.
-    #[error("sweep claims: {0}")]
-    Claims(String),
-    /// Past results could not be read from ClickHouse.
-    #[error("reading past results from clickhouse: {0}")]
-    ClickHouse(String),
-}

@@ -38,6 +38,8 @@ pub struct TailArgs {
     #[command(flatten)]
     pub nats: NatsArgs,
     /// Subject prefix of the events (<prefix>.events.<run_id>.<type>).
+    // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = "BENCH_SUBJECT_PREFIX", default_value = "bench")]
     pub subject_prefix: SubjectPrefix,
     /// The events stream.

@@ -4,7 +4,7 @@
 //!
 //! - [`filter`]: run ids and types become subject filters (JetStream sends only those);
 //!   task and policy are checked in the payload.
-//! - [`line`]: the readable line of an event.
+//! - [`line`](mod@line): the readable line of an event.
 //! - [`args`]: the `agent-runner tail` flags → [`TailConfig`].
 //!
 //! The events come through an *ordered* pull consumer: ephemeral, in memory, no acks,
@@ -36,6 +36,7 @@ use futures::StreamExt;
 use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::error::TailError;
 pub use args::TailArgs;
 pub use filter::Filter;
 
@@ -56,31 +57,6 @@ pub struct TailConfig {
     pub since: Option<DateTime<Utc>>,
     /// Print each event's JSON as it is on the wire instead of a readable line.
     pub json: bool,
-}
-
-/// What only a tail can meet: the stream or its consumer failed. An unreachable broker is
-/// a [`crate::Error`] of its own.
-#[derive(Debug, thiserror::Error)]
-pub enum TailError {
-    /// The stream cannot be found or read.
-    #[error("stream {stream}: {source}")]
-    Stream {
-        /// The stream name.
-        stream: String,
-        /// The server's answer.
-        source: async_nats::jetstream::context::GetStreamError,
-    },
-    /// The tail's consumer cannot be created.
-    #[error("cannot create the tail's consumer on stream {stream}: {source}")]
-    Consumer {
-        /// The stream name.
-        stream: String,
-        /// The server's answer.
-        source: async_nats::jetstream::stream::ConsumerError,
-    },
-    /// The tail's consumer cannot be read.
-    #[error("cannot read from the tail's consumer: {0}")]
-    Messages(#[from] async_nats::jetstream::consumer::StreamError),
 }
 
 /// Shows the events of `config` on `out` until `shutdown` fires, the connection ends or

@@ -6,7 +6,7 @@
 //! - the host's system directories read-only (`/usr` and the `/bin`, `/sbin`, `/lib*`
 //!   links or directories), and of `/etc` only what toolchains read: the dynamic linker
 //!   cache, `alternatives`, user and group names, name-service config, time zone and TLS
-//!   roots ([`ETC_ENTRIES`]); the resolver files only when the network is enabled;
+//!   roots (`ETC_ENTRIES`); the resolver files only when the network is enabled;
 //! - toolchains that live outside the system directories, read-only: the Rust sysroot the
 //!   runner's `rustc` reports, and every directory in `BENCH_SANDBOX_TOOLCHAINS`
 //!   (colon-separated); their `bin/` goes first on `PATH`;

@@ -6,14 +6,14 @@
 //! `tool_call` event. A tool never fails the run: bad arguments, escaping paths and missing
 //! files are `user_error`, broken tools are `system_error`, time limits are `timeout`.
 //!
-//! - [`request`]: [`ToolRequest`] / [`ToolCommand`].
-//! - [`sandbox`]: the scratch copy and path confinement.
+//! - `request`: [`ToolRequest`] / [`ToolCommand`].
+//! - `sandbox`: the scratch copy and path confinement.
 //! - [`bwrap`]: the process sandbox and limits every command an agent causes runs in.
 //! - [`exec`]: shell commands in the sandbox, with timeout, tree kill and output cap (used
 //!   by `bash` and the judge).
-//! - [`files`]: `view`, `str_replace`, `write_file`: in-process, off the async runtime,
+//! - `files`: `view`, `str_replace`, `write_file`: in-process, off the async runtime,
 //!   never through a link and never on anything but regular files.
-//! - [`grep`]: the `grep` tool.
+//! - `grep`: the `grep` tool.
 //! - [`footprint`]: lines changed, test files, what a shell command changed.
 
 pub mod bwrap;

@@ -2,9 +2,9 @@
 //!
 //! # Layout
 //!
-//! - [`connect`]: [`NatsArgs`] (flags / env / config file, all optional) → validated
-//!   [`NatsConfig`] → [`connect()`], covering user/password, token, nkey, `.creds` file and
-//!   TLS.
+//! - [`connect`](mod@connect): [`NatsArgs`] (flags / env / config file, all optional) →
+//!   validated [`NatsConfig`] → [`connect()`], covering user/password, token, nkey,
+//!   `.creds` file and TLS.
 //! - [`stream`]: [`StreamSpec`], the `BENCH_EVENTS` stream definition (the same JSON as
 //!   `deploy/nats/stream-bench-events.json`, which the `nats` CLI can load), and creating or
 //!   verifying it.

@@ -2,7 +2,7 @@
 //! exactly why not. This is the one place that decides what is "bad data": the sink
 //! dead-letters anything this returns an error for, and nothing else.
 //!
-//! Two paths, same verdicts: [`fast`] decodes a valid event in one pass; when it says no,
+//! Two paths, same verdicts: the fast path (`fast`) decodes a valid event in one pass; when it says no,
 //! the precise path below re-reads the bytes through `serde_json::Value` to name the
 //! offending field.
 //!

@@ -1,0 +1,270 @@
+//! The flag groups several commands share, declared once and flattened into each:
+//! [`ScenarioArgs`] (scenarios directory, pins, artifacts, sandbox), [`EventArgs`]
+//! (`--host` and the publishing flags, [`PublishArgs`]), [`OptionalEventArgs`] (those and
+//! `--no-publish`), [`LlmArgs`]; and their conversion into validated settings. Nothing
+//! here runs anything.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bench_nats::{NatsArgs, StreamSpec};
+use clap::Args;
+use schemas::SubjectPrefix;
+
+use crate::error::Error;
+use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES};
+use crate::pricing::{Prices, TokenPrice};
+use crate::provider::{ProviderConfig, API_KEY_ENV_VARS};
+use crate::publish::{PublishConfig, DEFAULT_ACK_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_WINDOW};
+use crate::runner::PublishSetup;
+use crate::spool::{SpoolConfig, DEFAULT_MAX_BYTES};
+use crate::tools::bwrap::SandboxMode;
+
+/// Where scenarios are looked up and where run artifacts go: the same for `run`, `exec`
+/// and `sweep`.
+#[derive(Debug, Args)]
+pub struct ScenarioArgs {
+    /// Where scenario names are looked up.
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    pub scenarios_dir: PathBuf,
+    /// Run even if a scenario, task or fixture differs from pins.toml.
+    #[arg(long, env = "BENCH_RUNNER_ALLOW_UNPINNED")]
+    pub allow_unpinned: bool,
+    /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
+    // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
+    #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
+    pub out: PathBuf,
+    /// Run agent commands as plain processes on this host, without the bubblewrap
+    /// sandbox (hosts without user namespaces; run_start then records sandbox kind none).
+    #[arg(long, env = "BENCH_RUNNER_UNSANDBOXED")]
+    pub unsandboxed: bool,
+}
+
+impl ScenarioArgs {
+    /// The sandbox mode `--unsandboxed` selects.
+    pub fn sandbox_mode(&self) -> SandboxMode {
+        if self.unsandboxed {
+            SandboxMode::Off
+        } else {
+            SandboxMode::Required
+        }
+    }
+}
+
+/// The events a command emits: the `host` they carry, and the broker, subjects and spool
+/// they are published through (`run`, `exec`, `sweep`, `import`).
+#[derive(Debug, Args)]
+pub struct EventArgs {
+    /// `host` on every event. Default: the host name.
+    #[arg(long, env = "BENCH_RUNNER_HOST")]
+    pub host: Option<String>,
+    #[command(flatten)]
+    pub publish: PublishArgs,
+}
+
+impl EventArgs {
+    /// The `host` of the events and the validated publishing setup.
+    pub fn into_setup(self) -> Result<(String, PublishSetup), Error> {
+        let publish = self.publish.into_setup()?;
+        Ok((host_or_default(self.host), publish))
+    }
+}
+
+/// [`EventArgs`] of a command that can also keep its events local (`--no-publish`).
+#[derive(Debug, Args)]
+pub struct OptionalEventArgs {
+    #[command(flatten)]
+    pub events: EventArgs,
+    /// Do not publish: local artifacts only.
+    #[arg(long, env = "BENCH_RUNNER_NO_PUBLISH")]
+    pub no_publish: bool,
+}
+
+impl OptionalEventArgs {
+    /// The `host` of the events, and the validated publishing setup unless the command
+    /// was told not to publish (`--no-publish`; the publishing flags are then not
+    /// checked).
+    pub fn into_setup(self) -> Result<(String, Option<PublishSetup>), Error> {
+        let publish = if self.no_publish {
+            None
+        } else {
+            Some(self.events.publish.into_setup()?)
+        };
+        Ok((host_or_default(self.events.host), publish))
+    }
+}
+
+/// Broker, subjects and spool.
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    #[command(flatten)]
+    pub nats: NatsArgs,
+    /// Subject prefix: events go to <prefix>.events.<run_id>.<type>.
+    // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
+    #[arg(long, env = "BENCH_SUBJECT_PREFIX", default_value = "bench")]
+    pub subject_prefix: SubjectPrefix,
+    /// Spool file for events the broker could not take: the first of its slots
+    /// (`<stem>.1.spool`, ... are the others); each process takes a free one.
+    #[arg(
+        long,
+        env = "BENCH_RUNNER_SPOOL",
+        default_value = ".local/spool/agent-runner.spool"
+    )]
+    pub spool: PathBuf,
+    /// Size cap of the spool file, bytes.
+    #[arg(long, env = "BENCH_RUNNER_SPOOL_MAX_BYTES", default_value_t = DEFAULT_MAX_BYTES)]
+    pub spool_max_bytes: u64,
+    /// Publishes awaiting their ack at once.
+    #[arg(long, env = "BENCH_RUNNER_PUBLISH_WINDOW", default_value_t = DEFAULT_WINDOW)]
+    pub publish_window: usize,
+    /// Wait for one ack (and at start for the first connection) before spooling, ms.
+    #[arg(long, env = "BENCH_RUNNER_ACK_TIMEOUT_MS", default_value_t = DEFAULT_ACK_TIMEOUT.as_millis() as u64)]
+    pub ack_timeout_ms: u64,
+    /// At exit, how long to keep trying to empty the spool, ms.
+    #[arg(long, env = "BENCH_RUNNER_DRAIN_TIMEOUT_MS", default_value_t = DEFAULT_DRAIN_TIMEOUT.as_millis() as u64)]
+    pub drain_timeout_ms: u64,
+    /// Create the stream when it is missing (local use; in production the sink does).
+    #[arg(long, env = "BENCH_RUNNER_CREATE_STREAM")]
+    pub create_stream: bool,
+    /// Stream name used by --create-stream.
+    #[arg(long, env = "BENCH_STREAM", default_value = "BENCH_EVENTS")]
+    pub stream: String,
+}
+
+impl PublishArgs {
+    /// The validated publishing setup.
+    pub fn into_setup(self) -> Result<PublishSetup, Error> {
+        if self.publish_window == 0 {
+            return Err(Error::Config("--publish-window must be at least 1".into()));
+        }
+        let nats = self
+            .nats
+            .resolve()
+            .map_err(|e| Error::Config(e.to_string()))?;
+        let create_stream = self.create_stream.then(|| StreamSpec {
+            name: self.stream.clone(),
+            prefix: self.subject_prefix.clone(),
+            ..StreamSpec::default()
+        });
+        Ok(PublishSetup {
+            nats,
+            publish: PublishConfig {
+                prefix: self.subject_prefix,
+                window: self.publish_window,
+                ack_timeout: Duration::from_millis(self.ack_timeout_ms),
+                drain_timeout: Duration::from_millis(self.drain_timeout_ms),
+                spool: SpoolConfig {
+                    path: self.spool,
+                    max_bytes: self.spool_max_bytes,
+                },
+            },
+            create_stream,
+        })
+    }
+}
+
+/// The provider of `llm` policies (any OpenAI-compatible API) and its prices.
+#[derive(Debug, Args)]
+pub struct LlmArgs {
+    /// Base URL of the chat-completions API, e.g. https://openrouter.ai/api/v1,
+    /// http://localhost:8000/v1 (vLLM), http://localhost:11434/v1 (Ollama).
+    // This doc is the --help text, where a URL is plain text.
+    #[allow(rustdoc::bare_urls)]
+    #[arg(long, env = "BENCH_LLM_BASE_URL")]
+    pub llm_base_url: Option<String>,
+    /// Environment variable holding the API key. Default: the first one set of
+    /// BENCH_LLM_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY (none = no key).
+    #[arg(long, env = "BENCH_LLM_API_KEY_ENV")]
+    pub llm_api_key_env: Option<String>,
+    /// Per-call timeout of model calls, ms.
+    #[arg(long, env = "BENCH_LLM_TIMEOUT_MS", default_value_t = 60_000)]
+    pub llm_timeout_ms: u64,
+    /// max_tokens of each completion. Default: the provider's.
+    #[arg(long, env = "BENCH_LLM_MAX_TOKENS")]
+    pub llm_max_tokens: Option<u32>,
+    /// Unparseable model replies in a row that end a run with exit_format.
+    #[arg(long, env = "BENCH_LLM_MAX_FORMAT_ERRORS", default_value_t = DEFAULT_MAX_FORMAT_ERRORS)]
+    pub llm_max_format_errors: u32,
+    /// Model calls in a row that get no answer (timeout after retries) that end a run
+    /// with exit_api; an HTTP error or an unreachable provider after retries ends it at
+    /// once.
+    #[arg(long, env = "BENCH_LLM_MAX_PROVIDER_FAILURES", default_value_t = DEFAULT_MAX_PROVIDER_FAILURES)]
+    pub llm_max_provider_failures: u32,
+    /// Price of prompt tokens, USD per million, instead of the provider's listing (needs
+    /// --completion-price-per-mtok).
+    #[arg(long, env = "BENCH_LLM_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
+    pub prompt_price_per_mtok: Option<TokenPrice>,
+    /// Price of completion tokens (reasoning included), USD per million.
+    #[arg(long, env = "BENCH_LLM_COMPLETION_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
+    pub completion_price_per_mtok: Option<TokenPrice>,
+    /// Price of cached prompt tokens, USD per million. Default: the prompt price.
+    #[arg(long, env = "BENCH_LLM_CACHED_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
+    pub cached_prompt_price_per_mtok: Option<TokenPrice>,
+}
+
+impl LlmArgs {
+    /// The provider settings; `None` without a base URL.
+    pub fn into_config(self) -> Result<Option<LlmConfig>, Error> {
+        let Some(base_url) = self.llm_base_url else {
+            return Ok(None);
+        };
+        if self.llm_timeout_ms == 0 {
+            return Err(Error::Config("--llm-timeout-ms must be at least 1".into()));
+        }
+        if self.llm_max_provider_failures == 0 {
+            return Err(Error::Config(
+                "--llm-max-provider-failures must be at least 1".into(),
+            ));
+        }
+        let set = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let api_key =
+            match &self.llm_api_key_env {
+                Some(name) => Some(set(name).ok_or_else(|| {
+                    Error::Config(format!("--llm-api-key-env: {name} is not set"))
+                })?),
+                None => API_KEY_ENV_VARS.iter().find_map(|name| set(name)),
+            };
+        let price_overrides = Prices::from_overrides(
+            self.prompt_price_per_mtok,
+            self.completion_price_per_mtok,
+            self.cached_prompt_price_per_mtok,
+        )
+        .map_err(|e| Error::Config(e.to_string()))?;
+        Ok(Some(LlmConfig {
+            provider: ProviderConfig {
+                base_url,
+                api_key,
+                timeout: Duration::from_millis(self.llm_timeout_ms),
+                max_tokens: self.llm_max_tokens,
+            },
+            price_overrides,
+            max_format_errors: self.llm_max_format_errors,
+            max_provider_failures: self.llm_max_provider_failures,
+        }))
+    }
+}
+
+/// `host` on events (`--host`): the given name, else the machine's host name.
+fn host_or_default(host: Option<String>) -> String {
+    host.unwrap_or_else(|| {
+        nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "unknown-host".to_owned())
+    })
+}
+
+/// A path that exists is a file; anything else is a name in `dir`.
+pub fn resolve_scenario(arg: &str, dir: &Path) -> PathBuf {
+    let as_path = PathBuf::from(arg);
+    if as_path.is_file() {
+        return as_path;
+    }
+    let file = if arg.ends_with(".toml") {
+        arg.to_owned()
+    } else {
+        format!("{arg}.toml")
+    };
+    dir.join(file)
+}
