@@ -627,6 +627,7 @@ mod tests {
         assert_eq!(config.clickhouse.database, "benchstream");
         assert_eq!(config.batch.max_rows, 20_000);
         assert_eq!(config.batch.flush_interval, Duration::from_millis(500));
+        assert_eq!(config.worker_threads, 1);
         assert_eq!(
             config.metrics.listen,
             Some(SocketAddr::from(([127, 0, 0, 1], 9464)))
@@ -665,6 +666,7 @@ mod tests {
         let cases = [
             "[clickhouse]\nurl = \"tcp://x:9000\"\n",
             "[batch]\nmax_rows = 0\n",
+            "[runtime]\nworker_threads = 0\n",
             "[consumer]\nack_wait_ms = 10\n",
             "[consumer]\nname = \"a.b\"\n",
             "[consumer]\nmax_deliver = 0\n",

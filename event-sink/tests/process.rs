@@ -97,7 +97,14 @@ fn sink_crash_loses_nothing_and_counts_nothing_twice() {
         "crash came too late to test anything"
     );
 
-    let mut second = spawn(sink_command(&nats.url(), &clickhouse.http_url(), &flags));
+    // The restarted sink runs on two worker threads: the multi-thread runtime stores
+    // everything and drains on SIGTERM like the single-thread one.
+    let restart_flags = [&flags[..], &["--worker-threads", "2"]].concat();
+    let mut second = spawn(sink_command(
+        &nats.url(),
+        &clickhouse.http_url(),
+        &restart_flags,
+    ));
     wait_for(
         &clickhouse,
         &format!(

@@ -81,7 +81,7 @@ pub struct Window {
     pub key: &'static str,
     /// What the selector shows.
     pub label: &'static str,
-    /// Answer per query name (every one of [`WINDOW_QUERIES`]).
+    /// Answer per query name (every one of `WINDOW_QUERIES`).
     pub answers: BTreeMap<&'static str, Table>,
 }
 
