@@ -147,7 +147,8 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::scenario::{PinError, TreeError};
+    use crate::fixture_tree::TreeError;
+    use crate::scenario::PinError;
 
     fn io_error() -> io::Error {
         io::Error::new(io::ErrorKind::NotFound, "gone")
@@ -208,7 +209,7 @@ mod tests {
                 Exit::Usage,
             ),
             (
-                ScenarioError::Tree(TreeError::Io {
+                ScenarioError::Tree(TreeError::Read {
                     path: path(),
                     source: io_error(),
                 })
