@@ -496,14 +496,7 @@ startup_trials = 5
             let c = &p.config;
             let params = &c.strategy_params;
             assert!(c.temperature <= 0.8 && c.temperature >= 0.0, "{}", p.label);
-            let masks = matches!(
-                c.strategy,
-                ContextStrategy::ObservationMasking | ContextStrategy::Hybrid
-            );
-            let summarises = matches!(
-                c.strategy,
-                ContextStrategy::LlmSummary | ContextStrategy::Hybrid
-            );
+            let (masks, summarises) = (c.strategy.masks(), c.strategy.summarises());
             assert_eq!(params.observation_window.is_some(), masks, "{}", p.label);
             assert_eq!(params.summary_interval.is_some(), summarises, "{}", p.label);
             assert_eq!(params.summary_keep.is_some(), summarises, "{}", p.label);

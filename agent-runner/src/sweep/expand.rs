@@ -9,7 +9,7 @@
 //! refuse (e.g. `summary_keep >= summary_interval` without a constraint saying so) are
 //! reported as invalid and excluded.
 
-use schemas::{sha256_hex, Canonical, ContextStrategy, Hash256, RunConfig};
+use schemas::{sha256_hex, Canonical, Hash256, RunConfig};
 use serde_json::Value;
 
 use super::file::{Constraint, Method, Operand, SweepFile};
@@ -202,19 +202,11 @@ pub(super) fn apply(
 
 /// Clears the hyper-parameters `config.strategy` does not read.
 fn drop_unused_params(config: &mut RunConfig) {
-    let masks = matches!(
-        config.strategy,
-        ContextStrategy::ObservationMasking | ContextStrategy::Hybrid
-    );
-    let summarises = matches!(
-        config.strategy,
-        ContextStrategy::LlmSummary | ContextStrategy::Hybrid
-    );
     let params = &mut config.strategy_params;
-    if !masks {
+    if !config.strategy.masks() {
         params.observation_window = None;
     }
-    if !summarises {
+    if !config.strategy.summarises() {
         params.summary_interval = None;
         params.summary_keep = None;
         params.summarizer_model = None;
@@ -352,6 +344,8 @@ pub(super) fn splitmix64(state: &mut u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use schemas::ContextStrategy;
+
     use super::*;
     use crate::sweep::test_inputs::{smoke_config, sweep};
 
