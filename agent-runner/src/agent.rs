@@ -96,14 +96,21 @@ pub struct RunSummary {
 impl RunSummary {
     /// The summary of the run `rec` recorded, once its `run_stop` (`result`) is emitted;
     /// written to `summary.json` beside its `events.jsonl`.
+    /// `verdict` is the judge's that `result` reports, if any: the protected files it
+    /// restored are listed.
     pub fn record(
         rec: &RunRecorder,
         scenario: ScenarioRef,
         fixture_sha256: Hash256,
         result: RunStop,
-        protected_restored: Vec<String>,
+        verdict: Option<&Verdict>,
     ) -> Result<RunSummary, RecordError> {
         let seq = rec.sequencer();
+        let protected_restored = verdict
+            .iter()
+            .flat_map(|v| &v.restored)
+            .map(ToString::to_string)
+            .collect();
         let summary = RunSummary {
             run_id: seq.run_id,
             task_id: seq.task_id.clone(),
@@ -203,10 +210,6 @@ pub async fn execute(
         sandbox: &sandbox_info,
     }
     .canonical_hash();
-    let scenario_ref = ScenarioRef {
-        name: spec.scenario.scenario.name.clone(),
-        sha256: spec.scenario.sha256.clone(),
-    };
     let sequencer = RunSequencer::new(
         Uuid::now_v7(),
         task.task.id.clone(),
@@ -217,17 +220,14 @@ pub async fn execute(
         spec.host,
     );
     let mut rec = RunRecorder::new(sequencer, spec.publisher.clone(), spec.out_dir)?;
-    rec.emit(
-        None,
-        Payload::RunStart(RunStart {
-            config: config.clone(),
-            scenario: scenario_ref.clone(),
-            fixture_sha256: fixture_sha256.clone(),
-            scoring_version: SCORING_VERSION.to_owned(),
-            runner_version: RUNNER_VERSION.to_owned(),
-            sandbox: Some(sandbox_info),
-        }),
-    )?;
+    let start = run_start(
+        config.clone(),
+        spec.scenario,
+        fixture_sha256.clone(),
+        sandbox_info,
+    );
+    let scenario_ref = start.scenario.clone();
+    rec.emit(None, Payload::RunStart(start))?;
 
     let mut progress = Progress {
         history: Vec::new(),
@@ -317,40 +317,71 @@ pub async fn execute(
             Payload::Failure(run_failure(&end, verdict.as_ref(), &progress)),
         )?;
     }
-    let usage = rec.usage().clone();
-    let result = RunStop {
-        success,
-        final_score: verdict.as_ref().map(Verdict::score),
+    let result = run_stop(
+        &rec,
+        &end,
+        verdict.as_ref(),
+        files_modified,
+        started,
+        progress.tool_errors,
+        progress.turns,
+    );
+    rec.emit(None, Payload::RunStop(result.clone()))?;
+    RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())
+}
+
+/// The `run_start` of a run of `scenario` under `config`, on a scratch copy of the fixture
+/// hashed `fixture_sha256`, confined as `sandbox` says.
+pub(crate) fn run_start(
+    config: RunConfig,
+    scenario: &LoadedScenario,
+    fixture_sha256: Hash256,
+    sandbox: SandboxInfo,
+) -> RunStart {
+    RunStart {
+        config,
+        scenario: ScenarioRef {
+            name: scenario.scenario.name.clone(),
+            sha256: scenario.sha256.clone(),
+        },
+        fixture_sha256,
+        scoring_version: SCORING_VERSION.to_owned(),
+        runner_version: RUNNER_VERSION.to_owned(),
+        sandbox: Some(sandbox),
+    }
+}
+
+/// The `run_stop` of a run that ended as `end`, `started` ago, with the model usage `rec`
+/// counted: judged by `verdict` (`None`: no judge ran, so test counts and score are
+/// unknown), with `files_modified` paths changed in its scratch copy.
+pub(crate) fn run_stop(
+    rec: &RunRecorder,
+    end: &RunEnd,
+    verdict: Option<&Verdict>,
+    files_modified: usize,
+    started: Instant,
+    tool_errors: u32,
+    turns: u32,
+) -> RunStop {
+    let usage = rec.usage();
+    RunStop {
+        success: Verdict::run_success(verdict, end.status == ExitStatus::Submitted),
+        final_score: verdict.map(Verdict::score),
         wall_time_ms: millis(started.elapsed()),
         total_tokens: Some(usage.total_tokens()),
-        tool_errors: progress.tool_errors,
+        tool_errors,
         stability_variance: None,
-        failing_tests: verdict
-            .as_ref()
-            .map(|v| v.failing.clone())
-            .unwrap_or_default(),
-        tests_passed: verdict.as_ref().map(|v| v.passed),
-        tests_failed: verdict.as_ref().map(|v| v.failed),
-        files_modified: files_modified as u32,
+        failing_tests: verdict.map(|v| v.failing.clone()).unwrap_or_default(),
+        tests_passed: verdict.map(|v| v.passed),
+        tests_failed: verdict.map(|v| v.failed),
+        files_modified: u32::try_from(files_modified).unwrap_or(u32::MAX),
         early_stopped: end.early_stopped(),
         early_stop_reason: end.reason.clone(),
         exit_status: end.status,
         cost_usd: usage.cost_usd(),
         api_calls: usage.api_calls,
-        turns: progress.turns,
-    };
-    rec.emit(None, Payload::RunStop(result.clone()))?;
-    RunSummary::record(
-        &rec,
-        scenario_ref,
-        fixture_sha256,
-        result,
-        verdict
-            .iter()
-            .flat_map(|v| &v.restored)
-            .map(ToString::to_string)
-            .collect(),
-    )
+        turns,
+    }
 }
 
 /// The turns of the run, until something ends it.

@@ -41,15 +41,7 @@ impl ContextPlan {
     pub fn from_config(config: &RunConfig) -> Result<ContextPlan, String> {
         let params = &config.strategy_params;
         let strategy = config.strategy;
-        let masks = matches!(
-            strategy,
-            ContextStrategy::ObservationMasking | ContextStrategy::Hybrid
-        );
-        let summarises = matches!(
-            strategy,
-            ContextStrategy::LlmSummary | ContextStrategy::Hybrid
-        );
-        let summary = if summarises {
+        let summary = if strategy.summarises() {
             let interval = params.summary_interval.unwrap_or(DEFAULT_SUMMARY_INTERVAL);
             let keep = params.summary_keep.unwrap_or(DEFAULT_SUMMARY_KEEP);
             if keep >= interval {
@@ -67,7 +59,7 @@ impl ContextPlan {
         };
         Ok(ContextPlan {
             strategy,
-            observation_window: masks.then(|| {
+            observation_window: strategy.masks().then(|| {
                 params
                     .observation_window
                     .unwrap_or(DEFAULT_OBSERVATION_WINDOW) as usize

@@ -6,9 +6,10 @@
 //! to the integration tests and benchmarks of the package that builds it.
 
 use std::net::TcpStream;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use benchstream_tests::cli::{assert_clickhouse_only_help, help, run_to_exit, SINK_ONLY_FLAGS};
 use benchstream_tests::events::{publish_all, Run};
 use benchstream_tests::query::wait_for;
 use benchstream_tests::stream::{create_stream, jetstream};
@@ -144,17 +145,6 @@ fn sink_crash_loses_nothing_and_counts_nothing_twice() {
     assert_eq!(info.num_pending, 0);
 }
 
-/// Runs `event-sink` to completion (it must stop by itself).
-fn run_to_exit(command: &mut Command) -> Output {
-    command.stdin(Stdio::null());
-    let child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start event-sink");
-    child.wait_with_output().expect("event-sink output")
-}
-
 #[test]
 fn startup_failures_exit_non_zero_with_a_clear_error() {
     let nats = NatsServer::start_with(NatsOptions {
@@ -234,37 +224,11 @@ fn startup_failures_exit_non_zero_with_a_clear_error() {
 
 #[test]
 fn each_subcommand_shows_only_its_own_flags() {
-    let help = |args: &[&str]| {
-        let out = run_to_exit(Command::new(SINK).args(args).arg("--help"));
-        assert!(out.status.success(), "{args:?} --help");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let sink_only = [
-        "--nats-url",
-        "--stream",
-        "--consumer",
-        "--batch-max-rows",
-        "--metrics-listen",
-        "--insert-timeout-ms",
-    ];
     // `query` and `report`: tests/tests/it/analysis/cli.rs (bench-analysis).
-    for command in ["migrate"] {
-        let text = help(&[command]);
-        for flag in ["--clickhouse-url", "--clickhouse-database", "--config"] {
-            assert!(
-                text.contains(flag),
-                "{command} --help lacks {flag}:\n{text}"
-            );
-        }
-        for flag in sink_only {
-            assert!(
-                !text.contains(flag),
-                "{command} --help shows {flag}:\n{text}"
-            );
-        }
-    }
-    let run = help(&["run"]);
-    for flag in sink_only {
+    let migrate = help(Command::new(SINK), &["migrate"]);
+    assert_clickhouse_only_help("migrate", &migrate);
+    let run = help(Command::new(SINK), &["run"]);
+    for flag in SINK_ONLY_FLAGS {
         assert!(run.contains(flag), "run --help lacks {flag}");
     }
 }

@@ -13,12 +13,14 @@
 //! - [`query`]: waiting for ClickHouse to give an answer.
 //! - [`runs`]: a run's `events.jsonl` and `summary.json`.
 //! - [`spool`]: spools written with the runner's own code, to damage or flush.
+//! - [`cli`]: the product binaries run to their exit, and what their `--help` shows.
 //!
 //! The benchmarks that run on these servers are a package of their own, `bench/`
 //! (`benchstream-bench`), so that neither the product crates nor this one carry them.
 //!
 //! The servers must be installed first: `deploy/local/install.sh`.
 
+pub mod cli;
 pub mod events;
 pub mod harness;
 pub mod query;

@@ -20,8 +20,7 @@ use std::process::{ExitStatus as ProcessStatus, Stdio};
 use std::time::Instant;
 
 use schemas::{
-    Canonical, ExitKind, ExitStatus, Hash256, Payload, RunSequencer, RunStart, RunStop,
-    SandboxInfo, ScenarioRef,
+    Canonical, ExitKind, ExitStatus, Hash256, Payload, RunSequencer, RunStop, SandboxInfo,
 };
 use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
@@ -31,10 +30,11 @@ use uuid::Uuid;
 use super::program;
 use super::protocol::{parse_line, LineError, MAX_LINE_BYTES};
 use super::ExecError;
-use crate::agent::{RunSummary, RUNNER_VERSION};
+use crate::agent::{self, RunSummary, RUNNER_VERSION};
 use crate::error::Error;
 use crate::fixture_tree::Tree;
-use crate::judge::{self, SCORING_VERSION};
+use crate::judge::{self, Verdict, SCORING_VERSION};
+use crate::limits::RunEnd;
 use crate::publish::DeliveryReport;
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
@@ -168,22 +168,15 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         publisher.as_ref().map(|p| p.handle()),
         config.out_dir.as_deref(),
     )?;
-    let scenario_ref = ScenarioRef {
-        name: scenario.scenario.name.clone(),
-        sha256: scenario.sha256.clone(),
-    };
     let started = Instant::now();
-    rec.emit(
-        None,
-        Payload::RunStart(RunStart {
-            config: run_config.clone(),
-            scenario: scenario_ref.clone(),
-            fixture_sha256: fixture_sha256.clone(),
-            scoring_version: SCORING_VERSION.to_owned(),
-            runner_version: RUNNER_VERSION.to_owned(),
-            sandbox: Some(sandbox_info),
-        }),
-    )?;
+    let start = agent::run_start(
+        run_config.clone(),
+        &scenario,
+        fixture_sha256.clone(),
+        sandbox_info,
+    );
+    let scenario_ref = start.scenario.clone();
+    rec.emit(None, Payload::RunStart(start))?;
 
     let seq = rec.sequencer().clone();
     // Absolute: the agent starts in its scratch copy, not in the caller's directory.
@@ -291,10 +284,10 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         AgentEnd::Exited(status) => status.code(),
         AgentEnd::TimedOut | AgentEnd::Shutdown => None,
     };
-    let (result, restored) = match state.agent_stop.take() {
-        Some(stop) => (stop, Vec::new()),
+    let (result, verdict) = match state.agent_stop.take() {
+        Some(stop) => (stop, None),
         None => {
-            let (stop, restored) = close_run(
+            let (stop, verdict) = close_run(
                 &rec,
                 &end,
                 task,
@@ -305,10 +298,10 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
             )
             .await;
             rec.emit(None, Payload::RunStop(stop.clone()))?;
-            (stop, restored)
+            (stop, verdict)
         }
     };
-    let summary = RunSummary::record(&rec, scenario_ref, fixture_sha256, result, restored)?;
+    let summary = RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())?;
     drop(rec);
     let delivery = finish_optional_publisher(publisher).await?;
     Ok(ExecReport {
@@ -385,8 +378,8 @@ impl ReadState {
 }
 
 /// The `run_stop` of a run the agent did not close: the judge's final verdict on the
-/// scratch copy (protected files restored first), with how the agent ended; and what had
-/// to be restored (for `summary.json`).
+/// scratch copy (protected files restored first), with how the agent ended; and that
+/// verdict (`None` on shutdown: nobody judged), for `summary.json`.
 async fn close_run(
     rec: &RunRecorder,
     end: &AgentEnd,
@@ -395,18 +388,14 @@ async fn close_run(
     confinement: &Confinement,
     started: Instant,
     tool_errors: u32,
-) -> (RunStop, Vec<String>) {
-    let (exit_status, reason) = match end {
-        AgentEnd::Exited(status) if status.success() => (ExitStatus::Submitted, None),
-        AgentEnd::Exited(status) => (
-            ExitStatus::ExitError,
-            Some(format!("agent exited with {status}")),
-        ),
-        AgentEnd::TimedOut => (
-            ExitStatus::ExitTimeout,
-            Some("execution_timeout".to_owned()),
-        ),
-        AgentEnd::Shutdown => (ExitStatus::ExitError, Some("shutdown".to_owned())),
+) -> (RunStop, Option<Verdict>) {
+    let run_end = match end {
+        AgentEnd::Exited(status) if status.success() => RunEnd::submitted(),
+        AgentEnd::Exited(status) => {
+            RunEnd::early(ExitStatus::ExitError, format!("agent exited with {status}"))
+        }
+        AgentEnd::TimedOut => RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout"),
+        AgentEnd::Shutdown => RunEnd::early(ExitStatus::ExitError, "shutdown"),
     };
     let root = sandbox.root();
     // Shutdown ends the run now, unjudged: test counts and score unknown.
@@ -419,37 +408,21 @@ async fn close_run(
         .unwrap_or(0);
     let usage = rec.usage();
     let stop = RunStop {
-        success: judge::Verdict::run_success(
-            verdict.as_ref(),
-            exit_status == ExitStatus::Submitted,
-        ),
-        final_score: verdict.as_ref().map(judge::Verdict::score),
-        wall_time_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         // The runner sees only the calls the agent reports: an agent that reports none
         // may still have used a model, so its tokens and cost are unknown, not 0.
         total_tokens: Some(usage.total_tokens()).filter(|_| usage.api_calls > 0),
-        tool_errors,
-        stability_variance: None,
-        failing_tests: verdict
-            .as_ref()
-            .map(|v| v.failing.clone())
-            .unwrap_or_default(),
-        tests_passed: verdict.as_ref().map(|v| v.passed),
-        tests_failed: verdict.as_ref().map(|v| v.failed),
-        files_modified: u32::try_from(files_modified).unwrap_or(u32::MAX),
-        early_stopped: reason.is_some(),
-        early_stop_reason: reason,
-        exit_status,
         cost_usd: usage.cost_usd().filter(|_| usage.api_calls > 0),
-        api_calls: usage.api_calls,
-        turns: 0,
+        ..agent::run_stop(
+            rec,
+            &run_end,
+            verdict.as_ref(),
+            files_modified,
+            started,
+            tool_errors,
+            0,
+        )
     };
-    let restored = verdict
-        .iter()
-        .flat_map(|v| &v.restored)
-        .map(ToString::to_string)
-        .collect();
-    (stop, restored)
+    (stop, verdict)
 }
 
 /// Reads lines of at most [`MAX_LINE_BYTES`]; a longer line is consumed and reported as

@@ -238,17 +238,13 @@ impl<'a> Bandit<'a> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use schemas::Canonical;
 
     use super::*;
+    use crate::sweep::test_inputs::smoke_config;
 
     fn arms(n: usize) -> Vec<Arm> {
-        let text = include_str!("../../../scenarios/smoke.toml");
-        let base = crate::scenario::Scenario::parse(Path::new("smoke.toml"), text)
-            .expect("smoke")
-            .config;
+        let base = smoke_config();
         (0..n)
             .map(|i| {
                 let mut config = base.clone();

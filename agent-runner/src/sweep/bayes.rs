@@ -449,18 +449,10 @@ fn trial_seed(seed: u64, trial: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use schemas::ContextStrategy;
 
     use super::*;
-
-    fn base() -> RunConfig {
-        let text = include_str!("../../../scenarios/smoke.toml");
-        crate::scenario::Scenario::parse(Path::new("smoke.toml"), text)
-            .expect("smoke scenario")
-            .config
-    }
+    use crate::sweep::test_inputs::{smoke_config, sweep};
 
     /// The four context strategies with conditional, constrained hyper-parameters.
     const STRATEGIES: &str = r#"
@@ -482,8 +474,7 @@ startup_trials = 5
 "#;
 
     fn space(text: &str) -> SearchSpace {
-        let sweep = SweepFile::parse(Path::new("sweep.toml"), text).expect("valid sweep");
-        SearchSpace::new(&sweep, &base(), 7).expect("space")
+        SearchSpace::new(&sweep(text), &smoke_config(), 7).expect("space")
     }
 
     /// A made-up objective: best with hybrid, a window near 10 and a low temperature.
@@ -505,14 +496,7 @@ startup_trials = 5
             let c = &p.config;
             let params = &c.strategy_params;
             assert!(c.temperature <= 0.8 && c.temperature >= 0.0, "{}", p.label);
-            let masks = matches!(
-                c.strategy,
-                ContextStrategy::ObservationMasking | ContextStrategy::Hybrid
-            );
-            let summarises = matches!(
-                c.strategy,
-                ContextStrategy::LlmSummary | ContextStrategy::Hybrid
-            );
+            let (masks, summarises) = (c.strategy.masks(), c.strategy.summarises());
             assert_eq!(params.observation_window.is_some(), masks, "{}", p.label);
             assert_eq!(params.summary_interval.is_some(), summarises, "{}", p.label);
             assert_eq!(params.summary_keep.is_some(), summarises, "{}", p.label);
@@ -609,8 +593,7 @@ startup_trials = 8
              [matrix]\ntemperature = {{ min = 0.0, max = 1.0 }}\n\
              [bayes]\ntoken_weight = 1.0\nstartup_trials = {startup}\n"
         );
-        let sweep = SweepFile::parse(Path::new("band.toml"), &text).expect("valid sweep");
-        let space = SearchSpace::new(&sweep, &base(), seed).expect("space");
+        let space = SearchSpace::new(&sweep(&text), &smoke_config(), seed).expect("space");
         let mut observations = Vec::new();
         for trial in 0..budget {
             let p = space.propose(trial, &observations).expect("proposal");
@@ -655,8 +638,7 @@ startup_trials = 8
 
     #[test]
     fn unsatisfiable_constraints_are_an_error_not_a_run() {
-        let sweep = SweepFile::parse(
-            Path::new("s.toml"),
+        let sweep = sweep(
             r#"
 name = "never"
 scenario = "smoke"
@@ -666,9 +648,8 @@ constraints = ["temperature > 2"]
 [matrix]
 temperature = { min = 0.0, max = 1.0 }
 "#,
-        )
-        .expect("parses");
-        let err = SearchSpace::new(&sweep, &base(), 1).expect_err("no proposal");
+        );
+        let err = SearchSpace::new(&sweep, &smoke_config(), 1).expect_err("no proposal");
         assert!(err.to_string().contains("meets the constraints"), "{err}");
     }
 }

@@ -9,7 +9,7 @@
 //! refuse (e.g. `summary_keep >= summary_interval` without a constraint saying so) are
 //! reported as invalid and excluded.
 
-use schemas::{sha256_hex, Canonical, ContextStrategy, Hash256, RunConfig};
+use schemas::{sha256_hex, Canonical, Hash256, RunConfig};
 use serde_json::Value;
 
 use super::file::{Constraint, Method, Operand, SweepFile};
@@ -202,19 +202,11 @@ pub(super) fn apply(
 
 /// Clears the hyper-parameters `config.strategy` does not read.
 fn drop_unused_params(config: &mut RunConfig) {
-    let masks = matches!(
-        config.strategy,
-        ContextStrategy::ObservationMasking | ContextStrategy::Hybrid
-    );
-    let summarises = matches!(
-        config.strategy,
-        ContextStrategy::LlmSummary | ContextStrategy::Hybrid
-    );
     let params = &mut config.strategy_params;
-    if !masks {
+    if !config.strategy.masks() {
         params.observation_window = None;
     }
-    if !summarises {
+    if !config.strategy.summarises() {
         params.summary_interval = None;
         params.summary_keep = None;
         params.summarizer_model = None;
@@ -352,20 +344,10 @@ pub(super) fn splitmix64(state: &mut u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
+    use schemas::ContextStrategy;
 
     use super::*;
-
-    fn base() -> RunConfig {
-        let text = include_str!("../../../scenarios/smoke.toml");
-        crate::scenario::Scenario::parse(Path::new("smoke.toml"), text)
-            .expect("smoke scenario")
-            .config
-    }
-
-    fn sweep(text: &str) -> SweepFile {
-        SweepFile::parse(Path::new("sweep.toml"), text).expect("valid sweep")
-    }
+    use crate::sweep::test_inputs::{smoke_config, sweep};
 
     const MATRIX: &str = r#"
 name = "strategies"
@@ -384,7 +366,7 @@ strategy_params.summary_keep = [2, 6]
     #[test]
     fn expansion_honours_constraints_and_counts() {
         let tasks = ["t1".to_owned(), "t2".to_owned(), "t3".to_owned()];
-        let e = expand(&sweep(MATRIX), &base(), &tasks, 100).expect("expands");
+        let e = expand(&sweep(MATRIX), &smoke_config(), &tasks, 100).expect("expands");
         // Per model: raw 1 config, masking 2 (window), llm_summary (N,K) in
         // {(4,2),(8,2),(8,6)} = 3; (4,6) breaks K < N.
         assert_eq!(e.points, 2 * 3 * 2 * 2 * 2);
@@ -414,7 +396,7 @@ strategy_params.summary_keep = [2, 6]
     #[test]
     fn without_the_constraint_the_runner_rule_still_excludes_k_ge_n() {
         let text = MATRIX.replace("constraints = [\"summary_keep < summary_interval\"]", "");
-        let e = expand(&sweep(&text), &base(), &["t".to_owned()], 1).expect("expands");
+        let e = expand(&sweep(&text), &smoke_config(), &["t".to_owned()], 1).expect("expands");
         assert_eq!(e.arms.len(), 12);
         assert_eq!(e.invalid.len(), 2);
         assert_eq!(e.excluded, 0);
@@ -424,26 +406,26 @@ strategy_params.summary_keep = [2, 6]
     fn random_draws_the_same_sample_everywhere() {
         let text = MATRIX.replace("repeats = 2", "method = \"random\"\nsamples = 5");
         let tasks = ["t1".to_owned(), "t2".to_owned()];
-        let a = expand(&sweep(&text), &base(), &tasks, 9).expect("expands");
-        let b = expand(&sweep(&text), &base(), &tasks, 9).expect("expands");
+        let a = expand(&sweep(&text), &smoke_config(), &tasks, 9).expect("expands");
+        let b = expand(&sweep(&text), &smoke_config(), &tasks, 9).expect("expands");
         assert_eq!(a.configurations.len(), 5);
         assert_eq!(a.configurations, b.configurations);
-        let c = expand(&sweep(&text), &base(), &tasks, 10).expect("expands");
+        let c = expand(&sweep(&text), &smoke_config(), &tasks, 10).expect("expands");
         assert_ne!(a.configurations, c.configurations);
     }
 
     #[test]
     fn typos_are_errors() {
         let typo = MATRIX.replace("model = [", "modle = [");
-        assert!(expand(&sweep(&typo), &base(), &["t".to_owned()], 1).is_err());
+        assert!(expand(&sweep(&typo), &smoke_config(), &["t".to_owned()], 1).is_err());
         let bad = MATRIX.replace("summary_keep < summary_interval", "keep < summary_interval");
-        assert!(expand(&sweep(&bad), &base(), &["t".to_owned()], 1).is_err());
+        assert!(expand(&sweep(&bad), &smoke_config(), &["t".to_owned()], 1).is_err());
     }
 
     #[test]
     fn explicit_seeds_replace_repeats() {
         let text = MATRIX.replace("repeats = 2", "seeds = [7, 8, 9]");
-        let e = expand(&sweep(&text), &base(), &["t".to_owned()], 1).expect("expands");
+        let e = expand(&sweep(&text), &smoke_config(), &["t".to_owned()], 1).expect("expands");
         assert_eq!(e.configurations.len(), e.arms.len() * 3);
     }
 }

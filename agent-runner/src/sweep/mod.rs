@@ -30,3 +30,26 @@ pub use crate::error::SweepError;
 pub use args::SweepArgs;
 pub use file::{Method, SweepFile};
 pub use worker::{run, Plan, SweepConfig, SweepReport};
+
+/// Inputs the sweep modules' unit tests share.
+#[cfg(test)]
+mod test_inputs {
+    use std::path::Path;
+
+    use schemas::RunConfig;
+
+    use super::SweepFile;
+
+    /// The `[config]` of the shipped `smoke` scenario: the base every test sweep varies.
+    pub(super) fn smoke_config() -> RunConfig {
+        let text = include_str!("../../../scenarios/smoke.toml");
+        crate::scenario::Scenario::parse(Path::new("smoke.toml"), text)
+            .expect("smoke scenario")
+            .config
+    }
+
+    /// The sweep file `text`, which must be valid.
+    pub(super) fn sweep(text: &str) -> SweepFile {
+        SweepFile::parse(Path::new("sweep.toml"), text).expect("valid sweep")
+    }
+}

@@ -107,6 +107,20 @@ impl ContextStrategy {
             ContextStrategy::Hybrid => "hybrid",
         }
     }
+
+    /// Whether the strategy masks old observations (and reads `observation_window`).
+    pub const fn masks(self) -> bool {
+        matches!(
+            self,
+            ContextStrategy::ObservationMasking | ContextStrategy::Hybrid
+        )
+    }
+
+    /// Whether the strategy summarises old turns (and reads `summary_interval`,
+    /// `summary_keep` and `summarizer_model`).
+    pub const fn summarises(self) -> bool {
+        matches!(self, ContextStrategy::LlmSummary | ContextStrategy::Hybrid)
+    }
 }
 
 /// Hyper-parameters of the context strategy; absent ones do not apply to the strategy.

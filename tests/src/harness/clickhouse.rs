@@ -75,7 +75,9 @@ impl Error for QueryError {
     }
 }
 
-/// A running `clickhouse-server` on free loopback ports. Killed on drop.
+/// A running `clickhouse-server` on free loopback ports. Killed on drop. Its main log is
+/// `log/clickhouse-server.log` next to [`log_path`](Self::log_path); a graceful
+/// [`stop`](Self::stop) of 18.16 takes about 2 s.
 ///
 /// All methods take `&self`, so the server can sit in an `Arc` and be restarted while
 /// the code under test keeps running.
@@ -128,37 +130,7 @@ impl ClickHouseServer {
         self.dir.path().join("data")
     }
 
-    /// The file receiving the server's console output (the main log is next to it, in
-    /// `log/clickhouse-server.log`).
-    pub fn log_path(&self) -> &Path {
-        self.process.log_path()
-    }
-
-    /// Stops the server gracefully: SIGTERM, wait (SIGKILL after 30 s). No-op if stopped.
-    /// A graceful stop of 18.16 takes about 2 s.
-    pub fn stop(&self) {
-        self.process.stop();
-    }
-
-    /// Kills the server with SIGKILL, like a crash. No-op if stopped.
-    pub fn kill(&self) {
-        self.process.kill();
-    }
-
-    /// Stops the server if it runs, then starts it again with the same ports, config
-    /// and data, and waits until it is ready.
-    ///
-    /// # Panics
-    ///
-    /// If it does not come back within 20 s.
-    pub fn restart(&self) {
-        process::restart(self);
-    }
-
-    /// Whether the server process is alive.
-    pub fn is_running(&self) -> bool {
-        self.process.is_running()
-    }
+    process::life_cycle_methods!();
 
     /// Runs `sql` as user `default` and returns the response body (TabSeparated unless
     /// the SQL says `FORMAT ...`).

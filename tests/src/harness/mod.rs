@@ -22,7 +22,8 @@
 //!   listing), recording every request it receives.
 //! - `process`: the child-process life cycle every server shares (spawn, readiness wait,
 //!   retry on a port taken meanwhile, restart, SIGTERM/SIGKILL, log tail for panic
-//!   messages).
+//!   messages), and the public methods over it that every server offers (`stop`, `kill`,
+//!   `restart`, `is_running`, `log_path`).
 //! - `http`: the few lines of blocking HTTP/1.0 the readiness probes and `query` need, so
 //!   the harness needs no async runtime.
 //!

@@ -111,36 +111,7 @@ impl NatsServer {
         &self.store_dir
     }
 
-    /// The file receiving the server's output, across restarts.
-    pub fn log_path(&self) -> &Path {
-        self.process.log_path()
-    }
-
-    /// Stops the server gracefully: SIGTERM, wait (SIGKILL after 30 s). No-op if stopped.
-    pub fn stop(&self) {
-        self.process.stop();
-    }
-
-    /// Kills the server with SIGKILL, like a crash. No-op if stopped.
-    pub fn kill(&self) {
-        self.process.kill();
-    }
-
-    /// Stops the server if it runs, then starts it again with the same ports, store and
-    /// config, and waits until it is ready.
-    ///
-    /// # Panics
-    ///
-    /// If it does not come back within 20 s (for example because something else took
-    /// its port meanwhile).
-    pub fn restart(&self) {
-        process::restart(self);
-    }
-
-    /// Whether the server process is alive.
-    pub fn is_running(&self) -> bool {
-        self.process.is_running()
-    }
+    process::life_cycle_methods!();
 
     /// Creates the temp dir and config for one start attempt on fresh ports.
     fn prepare(binary: &Path, options: &NatsOptions) -> Self {

@@ -148,6 +148,46 @@ pub(crate) fn restart(server: &impl Server) {
     }
 }
 
+/// The life-cycle methods of a harness server, the same for every one: its log, stop,
+/// crash, restart and liveness. Expanded inside the server's `impl` block; the server
+/// implements [`Server`] and keeps its [`ServerProcess`] in the field `process`.
+macro_rules! life_cycle_methods {
+    () => {
+        /// The file receiving the server's console output, across restarts.
+        pub fn log_path(&self) -> &std::path::Path {
+            self.process.log_path()
+        }
+
+        /// Stops the server gracefully: SIGTERM, wait (SIGKILL after 30 s). No-op if
+        /// stopped.
+        pub fn stop(&self) {
+            self.process.stop();
+        }
+
+        /// Kills the server with SIGKILL, like a crash. No-op if stopped.
+        pub fn kill(&self) {
+            self.process.kill();
+        }
+
+        /// Stops the server if it runs, then starts it again with the same ports, config
+        /// and data, and waits until it is ready.
+        ///
+        /// # Panics
+        ///
+        /// If it does not come back within 60 s (for example because something else took
+        /// its port meanwhile).
+        pub fn restart(&self) {
+            $crate::harness::process::restart(self);
+        }
+
+        /// Whether the server process is alive.
+        pub fn is_running(&self) -> bool {
+            self.process.is_running()
+        }
+    };
+}
+pub(crate) use life_cycle_methods;
+
 impl ServerProcess {
     /// Describes the process; nothing runs until [`spawn`](Self::spawn).
     pub(crate) fn new(command: ServerCommand) -> Self {

@@ -179,6 +179,19 @@ impl SinkToClickHouse {
         });
     }
 
+    /// Waits until `events_raw` holds every event of the run `summary` describes (read
+    /// with FINAL, so each counts once).
+    pub async fn wait_for_run(&self, summary: &RunSummary) {
+        self.wait_for(
+            &format!(
+                "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
+                summary.run_id
+            ),
+            &summary.events.to_string(),
+        )
+        .await;
+    }
+
     /// Stops the sink; it must end cleanly.
     pub async fn stop(self) {
         self.shutdown.cancel();

@@ -5,8 +5,9 @@
 //! Both binaries come from the `cargo build` before the tests ([`workspace_binary`]).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
+use benchstream_tests::cli::{assert_clickhouse_only_help, help, run_to_exit};
 use benchstream_tests::free_port;
 
 use super::{seeded_clickhouse, DATABASE};
@@ -35,15 +36,6 @@ fn analysis() -> Command {
 
 fn sink() -> Command {
     Command::new(workspace_binary("event-sink"))
-}
-
-fn run_to_exit(command: &mut Command) -> Output {
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("start the binary")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,33 +143,9 @@ fn invalid_query_parameters_are_usage_errors_through_the_alias_too() {
 
 #[test]
 fn each_subcommand_shows_only_its_own_flags() {
-    let help = |mut command: Command, args: &[&str]| {
-        let out = run_to_exit(command.args(args).arg("--help"));
-        assert!(out.status.success(), "{args:?} --help");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    let sink_only = [
-        "--nats-url",
-        "--stream",
-        "--consumer",
-        "--batch-max-rows",
-        "--metrics-listen",
-        "--insert-timeout-ms",
-    ];
     for command in ["query", "report"] {
         let text = help(analysis(), &[command]);
-        for flag in ["--clickhouse-url", "--clickhouse-database", "--config"] {
-            assert!(
-                text.contains(flag),
-                "{command} --help lacks {flag}:\n{text}"
-            );
-        }
-        for flag in sink_only {
-            assert!(
-                !text.contains(flag),
-                "{command} --help shows {flag}:\n{text}"
-            );
-        }
+        assert_clickhouse_only_help(command, &text);
         // `event-sink query --help` is bench-analysis's.
         assert_eq!(help(sink(), &[command]), text);
     }

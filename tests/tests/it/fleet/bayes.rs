@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Duration;
 
-use agent_runner::sweep::adaptive::ClickHouseSource;
 use agent_runner::sweep::claim::{ClaimBoard, ClaimConfig, ClaimRecord};
 use agent_runner::sweep::{self, Plan, SweepConfig, SweepReport};
 use analysis::queries::{ParamValues, Query};
@@ -18,8 +17,8 @@ use benchstream_tests::{OpenAiServer, Reply};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::{fixture, query};
-use crate::common::{publish_setup, repo_path, start_pipeline, SinkToClickHouse};
+use super::{assert_split, clickhouse_source, fixture, query};
+use crate::common::{repo_path, start_pipeline, SinkToClickHouse};
 use crate::llm::{models, provider, reference_solution};
 
 /// The task of the band sweeps.
@@ -66,25 +65,10 @@ fn worker(
     sink: &SinkToClickHouse,
 ) -> SweepConfig {
     SweepConfig {
-        file: file.to_path_buf(),
-        scenarios_dir: repo_path("scenarios"),
-        allow_unpinned: false,
-        count: usize::MAX,
-        worker: name.to_owned(),
         out_dir: None,
-        output_cap: agent_runner::tools::DEFAULT_OUTPUT_CAP,
-        sandbox: Default::default(),
-        publish: publish_setup(nats_url, &Default::default(), dir),
         llm: Some(provider(model)),
-        bucket: "BENCH_SWEEPS".to_owned(),
-        bucket_replicas: 1,
-        lease: None,
-        clickhouse: Some(ClickHouseSource {
-            url: sink.clickhouse.http_url(),
-            user: "default".to_owned(),
-            password: String::new(),
-            database: "benchstream".to_owned(),
-        }),
+        clickhouse: Some(clickhouse_source(sink)),
+        ..super::worker(file, nats_url, name, dir)
     }
 }
 
@@ -110,32 +94,16 @@ async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
         "{dry_run}"
     );
 
-    let bayes = sweep::run(
-        worker(
-            &bayes_file,
-            &nats.url(),
-            "worker-a",
-            dir.path(),
-            &model,
-            &sink,
-        ),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("bayes sweep");
-    let random = sweep::run(
-        worker(
-            &fixture("random-band.toml"),
-            &nats.url(),
-            "worker-a",
-            dir.path(),
-            &model,
-            &sink,
-        ),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("random sweep");
+    let run_alone = |file: &Path| {
+        sweep::run(
+            worker(file, &nats.url(), "worker-a", dir.path(), &model, &sink),
+            CancellationToken::new(),
+        )
+    };
+    let bayes = run_alone(&bayes_file).await.expect("bayes sweep");
+    let random = run_alone(&fixture("random-band.toml"))
+        .await
+        .expect("random sweep");
     assert_eq!(
         (bayes.runs.len(), random.runs.len()),
         (10, 10),
@@ -296,26 +264,8 @@ async fn two_workers_share_a_bayes_sweep_and_a_dead_workers_trial_is_rerun() {
         sweep::run(b, CancellationToken::new())
     );
     let (a, b) = (a.expect("worker a"), b.expect("worker b"));
-    let keys =
-        |r: &SweepReport| -> HashSet<String> { r.runs.iter().map(|r| r.key.clone()).collect() };
-    let (ka, kb) = (keys(&a), keys(&b));
-    assert!(
-        ka.is_disjoint(&kb),
-        "a trial ran twice: {:?}",
-        ka.intersection(&kb)
-    );
-    assert!(
-        !ka.is_empty() && !kb.is_empty(),
-        "{} / {}",
-        ka.len(),
-        kb.len()
-    );
     let all: HashSet<String> = (0..8).map(|n| plan.trial_key(n)).collect();
-    assert_eq!(
-        ka.union(&kb).cloned().collect::<HashSet<_>>(),
-        all,
-        "the dead worker's trial too"
-    );
+    assert_split(&a, &b, &all);
 
     // One run and one proposal per trial reached ClickHouse, each run carrying the
     // config its proposal suggested, and no proposal broke the conditions or constraint.

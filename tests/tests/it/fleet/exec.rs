@@ -55,11 +55,7 @@ async fn example_agent_events_reach_clickhouse() {
     assert_eq!((delivery.published, delivery.left_in_spool), (events, 0));
 
     let run = report.summary.run_id;
-    sink.wait_for(
-        &format!("SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{run}'"),
-        &events.to_string(),
-    )
-    .await;
+    sink.wait_for_run(&report.summary).await;
     // The agent reported no model call: what it spent is unknown, not $0.
     sink.wait_for(
         &format!(

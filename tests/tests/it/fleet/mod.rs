@@ -12,9 +12,14 @@ mod exec;
 mod import;
 mod sweep;
 
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
-use crate::common::repo_path;
+use agent_runner::sweep::adaptive::ClickHouseSource;
+use agent_runner::sweep::{SweepConfig, SweepReport};
+use schemas::SubjectPrefix;
+
+use crate::common::{publish_setup, repo_path, SinkToClickHouse};
 
 /// A fleet fixture (`tests/fixtures/fleet/<name>`).
 fn fixture(name: &str) -> PathBuf {
@@ -26,4 +31,60 @@ fn query(clickhouse: &benchstream_tests::ClickHouseServer, sql: &str) -> String 
     tokio::task::block_in_place(|| clickhouse.query(sql))
         .trim()
         .to_owned()
+}
+
+/// A sweep worker of `file` named `name`, publishing to `url`, spool and artifacts in
+/// `dir`; scripted policies only and no ClickHouse (the tests that need a model or past
+/// results set `llm` and `clickhouse`).
+fn worker(file: &Path, url: &str, name: &str, dir: &Path) -> SweepConfig {
+    SweepConfig {
+        file: file.to_path_buf(),
+        scenarios_dir: repo_path("scenarios"),
+        allow_unpinned: false,
+        count: usize::MAX,
+        worker: name.to_owned(),
+        out_dir: Some(dir.join("runs")),
+        output_cap: agent_runner::tools::DEFAULT_OUTPUT_CAP,
+        sandbox: Default::default(),
+        publish: publish_setup(url, &SubjectPrefix::default(), dir),
+        llm: None,
+        bucket: "BENCH_SWEEPS".to_owned(),
+        bucket_replicas: 1,
+        lease: None,
+        clickhouse: None,
+    }
+}
+
+/// Where a sweep reads past results: `sink`'s ClickHouse.
+fn clickhouse_source(sink: &SinkToClickHouse) -> ClickHouseSource {
+    ClickHouseSource {
+        url: sink.clickhouse.http_url(),
+        user: "default".to_owned(),
+        password: String::new(),
+        database: "benchstream".to_owned(),
+    }
+}
+
+/// Checks that two workers split the sweep keys `all` between them: no key ran on both,
+/// both got work, and none was missed.
+fn assert_split(a: &SweepReport, b: &SweepReport, all: &HashSet<String>) {
+    let keys =
+        |r: &SweepReport| -> HashSet<String> { r.runs.iter().map(|run| run.key.clone()).collect() };
+    let (ka, kb) = (keys(a), keys(b));
+    assert!(
+        ka.is_disjoint(&kb),
+        "a key ran on both workers: {:?}",
+        ka.intersection(&kb)
+    );
+    assert!(
+        !ka.is_empty() && !kb.is_empty(),
+        "both workers got work: {} / {}",
+        ka.len(),
+        kb.len()
+    );
+    assert_eq!(
+        &ka.union(&kb).cloned().collect::<HashSet<_>>(),
+        all,
+        "nothing missed"
+    );
 }

@@ -3,39 +3,17 @@
 //! announces its picks as `optimizer_update` events.
 
 use std::collections::{BTreeSet, HashSet};
-use std::path::Path;
 use std::time::Duration;
 
-use agent_runner::sweep::adaptive::ClickHouseSource;
 use agent_runner::sweep::claim::{ClaimBoard, ClaimConfig, ClaimRecord};
-use agent_runner::sweep::{self, Plan, SweepConfig};
+use agent_runner::sweep::{self, Plan};
 use bench_nats::NatsConfig;
 use benchstream_tests::NatsServer;
 use schemas::{Payload, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
-use super::{fixture, query};
-use crate::common::{create_stream, publish_setup, repo_path, start_pipeline, stream_messages};
-
-/// A worker of `file` publishing to `url`, spool and artifacts in `dir`.
-fn worker(file: &Path, url: &str, name: &str, dir: &Path) -> SweepConfig {
-    SweepConfig {
-        file: file.to_path_buf(),
-        scenarios_dir: repo_path("scenarios"),
-        allow_unpinned: false,
-        count: usize::MAX,
-        worker: name.to_owned(),
-        out_dir: Some(dir.join("runs")),
-        output_cap: agent_runner::tools::DEFAULT_OUTPUT_CAP,
-        sandbox: Default::default(),
-        publish: publish_setup(url, &SubjectPrefix::default(), dir),
-        llm: None,
-        bucket: "BENCH_SWEEPS".to_owned(),
-        bucket_replicas: 1,
-        lease: None,
-        clickhouse: None,
-    }
-}
+use super::{assert_split, clickhouse_source, fixture, query, worker};
+use crate::common::{create_stream, repo_path, start_pipeline, stream_messages};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_workers_split_a_sweep_without_overlap_or_gaps() {
@@ -60,32 +38,13 @@ async fn two_workers_split_a_sweep_without_overlap_or_gaps() {
     let (a, b) = tokio::join!(a, b);
     let (a, b) = (a.expect("worker a"), b.expect("worker b"));
 
-    let keys = |r: &sweep::SweepReport| -> HashSet<String> {
-        r.runs.iter().map(|r| r.key.clone()).collect()
-    };
-    let (ka, kb) = (keys(&a), keys(&b));
-    assert!(
-        ka.is_disjoint(&kb),
-        "a configuration ran twice: {:?}",
-        ka.intersection(&kb)
-    );
-    assert!(
-        !ka.is_empty() && !kb.is_empty(),
-        "both workers got work: {} / {}",
-        ka.len(),
-        kb.len()
-    );
     let all: HashSet<String> = plan
         .expansion
         .configurations
         .iter()
         .map(|c| c.key.clone())
         .collect();
-    assert_eq!(
-        ka.union(&kb).cloned().collect::<HashSet<_>>(),
-        all,
-        "nothing missed"
-    );
+    assert_split(&a, &b, &all);
     assert_eq!(a.delivery.left_in_spool + b.delivery.left_in_spool, 0);
 
     // What reached JetStream: one run_start per configuration (cfg, task, seed).
@@ -174,12 +133,7 @@ async fn adaptive_sweep_reads_results_and_emits_optimizer_updates() {
     let (nats, sink) = start_pipeline().await;
     let file = fixture("adaptive.toml");
     let dir = tempfile::tempdir().expect("dir");
-    let clickhouse = ClickHouseSource {
-        url: sink.clickhouse.http_url(),
-        user: "default".to_owned(),
-        password: String::new(),
-        database: "benchstream".to_owned(),
-    };
+    let clickhouse = clickhouse_source(&sink);
     let mut first = worker(&file, &nats.url(), "worker-a", dir.path());
     first.count = 3;
     first.clickhouse = Some(clickhouse.clone());

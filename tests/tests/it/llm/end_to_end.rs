@@ -43,11 +43,7 @@ async fn model_solves_a_shipped_task_and_its_events_land_in_clickhouse() {
         .is_some_and(|t| t.len() == 6));
 
     let run_id = run.run_id;
-    sink.wait_for(
-        &format!("SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{run_id}'"),
-        &run.events.to_string(),
-    )
-    .await;
+    sink.wait_for_run(run).await;
     // 4 calls of 100 prompt + 20 completion tokens at $0.03 / $0.09 per Mtok.
     sink.wait_for(
         &format!(

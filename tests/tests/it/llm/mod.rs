@@ -147,14 +147,7 @@ pub(crate) async fn run_published(
         .expect("scenario runs");
     assert_eq!(report.undelivered(), 0);
     let [summary] = <[RunSummary; 1]>::try_from(report.runs).expect("one run");
-    sink.wait_for(
-        &format!(
-            "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{}'",
-            summary.run_id
-        ),
-        &summary.events.to_string(),
-    )
-    .await;
+    sink.wait_for_run(&summary).await;
     summary
 }
 

@@ -79,11 +79,7 @@ async fn a_failed_command_counts_once_in_events_run_stop_and_the_query() {
         .expect("scenario runs");
     let run = &report.runs[0];
     let run_id = run.run_id;
-    sink.wait_for(
-        &format!("SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = '{run_id}'"),
-        &run.events.to_string(),
-    )
-    .await;
+    sink.wait_for_run(run).await;
 
     // `exit 3` (deterministic, root `tool`) and the missing file (user_error, root
     // `path`), each with its failure.

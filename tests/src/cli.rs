@@ -1,0 +1,68 @@
+//! The product binaries run as processes, for the tests of their command lines: a run to
+//! its exit with its output captured, and the flags each subcommand's `--help` shows.
+//!
+//! `event-sink run` alone talks to NATS; its other subcommands (`migrate`, and `query` /
+//! `report`, the aliases of `bench-analysis`) only to ClickHouse, and their help must say
+//! so by showing none of the sink's own flags.
+
+use std::process::{Command, Output, Stdio};
+
+/// The flags of `event-sink run` alone: its stream, consumer, batching and metrics.
+pub const SINK_ONLY_FLAGS: [&str; 6] = [
+    "--nats-url",
+    "--stream",
+    "--consumer",
+    "--batch-max-rows",
+    "--metrics-listen",
+    "--insert-timeout-ms",
+];
+
+/// The flags every subcommand that connects to ClickHouse takes.
+const CLICKHOUSE_FLAGS: [&str; 3] = ["--clickhouse-url", "--clickhouse-database", "--config"];
+
+/// Runs `command` to its exit (it must stop by itself), with no stdin and its stdout and
+/// stderr captured.
+///
+/// # Panics
+///
+/// If the program cannot be started.
+pub fn run_to_exit(command: &mut Command) -> Output {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap_or_else(|e| panic!("start {}: {e}", command.get_program().to_string_lossy()))
+}
+
+/// What `command args --help` prints.
+///
+/// # Panics
+///
+/// If it does not exit successfully.
+pub fn help(mut command: Command, args: &[&str]) -> String {
+    let out = run_to_exit(command.args(args).arg("--help"));
+    assert!(out.status.success(), "{args:?} --help");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Checks `text`, the `--help` of `subcommand`, one that only talks to ClickHouse: it
+/// shows the ClickHouse connection flags and none of [`SINK_ONLY_FLAGS`].
+///
+/// # Panics
+///
+/// Naming the first flag that is missing or should not be there.
+pub fn assert_clickhouse_only_help(subcommand: &str, text: &str) {
+    for flag in CLICKHOUSE_FLAGS {
+        assert!(
+            text.contains(flag),
+            "{subcommand} --help lacks {flag}:\n{text}"
+        );
+    }
+    for flag in SINK_ONLY_FLAGS {
+        assert!(
+            !text.contains(flag),
+            "{subcommand} --help shows {flag}:\n{text}"
+        );
+    }
+}
