@@ -153,37 +153,45 @@ impl ClusterWorld {
 
 /// The two replicas of each shard reach the same row count in every local table (a
 /// restarted replica fetches what it missed in the background, so each table gets up to
-/// a minute of `SYSTEM SYNC REPLICA` rounds), and the shards together hold each event
-/// once.
+/// a minute of `SYSTEM SYNC REPLICA` rounds; a round a replica fails, e.g. with its
+/// ZooKeeper session expired by a ZooKeeper restart, counts as not converged yet), and
+/// the shards together hold each event once.
 fn assert_replicas_converge(cluster: &ClickHouseCluster, total: usize) {
     let mut distinct = 0;
     for shard in 1..=SHARDS {
         for table in std::iter::once("events_raw").chain(TYPED_TABLES) {
-            let counts = || -> Vec<String> {
+            let counts = || -> Result<Vec<String>, String> {
                 (1..=REPLICAS)
                     .map(|replica| {
                         let server = cluster.server(shard, replica);
-                        server.query(&format!("SYSTEM SYNC REPLICA benchstream.{table}_local"));
                         server
-                            .query(&format!(
-                                "SELECT count(), uniqExact(event_id) FROM benchstream.{table}_local"
-                            ))
-                            .trim()
-                            .to_owned()
+                            .try_query(&format!("SYSTEM SYNC REPLICA benchstream.{table}_local"))
+                            .and_then(|_| {
+                                server.try_query(&format!(
+                                    "SELECT count(), uniqExact(event_id) FROM benchstream.{table}_local"
+                                ))
+                            })
+                            .map(|answer| answer.trim().to_owned())
+                            .map_err(|e| format!("replica {replica}: {e}"))
                     })
                     .collect()
             };
+            let converged = |seen: &Result<Vec<String>, String>| {
+                seen.as_ref()
+                    .is_ok_and(|c| c.windows(2).all(|w| w[0] == w[1]))
+            };
             let deadline = Instant::now() + Duration::from_secs(60);
             let mut seen = counts();
-            while !seen.windows(2).all(|w| w[0] == w[1]) && Instant::now() < deadline {
+            while !converged(&seen) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(500));
                 seen = counts();
             }
             assert!(
-                seen.windows(2).all(|w| w[0] == w[1]),
+                converged(&seen),
                 "shard {shard} replicas still differ in {table}_local after a minute: {seen:?}"
             );
             if table == "events_raw" {
+                let seen = seen.expect("converged");
                 let (_, unique) = seen[0].split_once('\t').expect("two columns");
                 distinct += unique.parse::<usize>().expect("count");
             }
