@@ -127,11 +127,12 @@ async fn show(
                 None => break,
             },
         };
-        let event = serde_json::from_slice(&message.payload).unwrap_or(serde_json::Value::Null);
-        let line = config
-            .filter
-            .matches_payload(&event)
-            .then(|| render(config.json, &message.subject, &message.payload));
+        // The payload is parsed for the filter only when a filter needs it.
+        let matches = config.filter.subjects_only()
+            || config.filter.matches_payload(
+                &serde_json::from_slice(&message.payload).unwrap_or(serde_json::Value::Null),
+            );
+        let line = matches.then(|| render(config.json, &message.subject, &message.payload));
         let caught_up = message.info().map_or(true, |info| info.pending == 0);
         if output.take(line, caught_up).is_err() {
             // The reader went away (`| head`, a closed pager): nothing more to show.
