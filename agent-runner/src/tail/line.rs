@@ -10,6 +10,8 @@ const TEXT_CHARS: usize = 100;
 
 /// The line of the message on `subject` with body `payload`.
 pub fn render(subject: &str, payload: &[u8]) -> String {
+    // The subject is the producer's too: it may carry escapes.
+    let subject = one_line(subject);
     let Ok(event) = serde_json::from_slice::<Value>(payload) else {
         return format!("{subject}: {} bytes, not JSON", payload.len());
     };
@@ -138,5 +140,11 @@ mod tests {
             render("bench.events.r.step", b"\xff\xfe"),
             "bench.events.r.step: 2 bytes, not JSON"
         );
+        assert_eq!(
+            render("bench.events.r.st\u{1b}[2Jep", b"\xff"),
+            "bench.events.r.st [2Jep: 1 bytes, not JSON"
+        );
+        let line = render("bench.events.r.\u{1b}[2J", b"{}");
+        assert!(!line.contains('\u{1b}'), "{line}");
     }
 }

@@ -217,8 +217,10 @@ fn render(json: bool, subject: &str, payload: &[u8]) -> Vec<u8> {
     if !json {
         return line::render(subject, payload).into_bytes();
     }
-    // The wire JSON as it is; re-serialised compactly only when it spans lines.
-    if !payload.contains(&b'\n') {
+    // The wire JSON as it is; re-serialised compactly only when it holds a control byte
+    // (a newline, or an escape a producer slipped in), which then cannot reach the
+    // terminal: valid JSON escapes it, anything else shows it as a space.
+    if !payload.iter().any(|b| b.is_ascii_control()) {
         return payload.to_vec();
     }
     serde_json::from_slice::<serde_json::Value>(payload)
@@ -226,7 +228,7 @@ fn render(json: bool, subject: &str, payload: &[u8]) -> Vec<u8> {
         .unwrap_or_else(|_| {
             payload
                 .iter()
-                .map(|&b| if b == b'\n' { b' ' } else { b })
+                .map(|&b| if b.is_ascii_control() { b' ' } else { b })
                 .collect()
         })
 }
@@ -243,5 +245,25 @@ async fn delete_consumers(stream: &Stream, name: &str) {
         if let Err(e) = stream.delete_consumer(&consumer).await {
             tracing::debug!(consumer, error = %e, "tail consumer already gone");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_lines_carry_no_control_bytes() {
+        let subject = "bench.events.r.step";
+        let plain = br#"{"a":"b"}"#;
+        assert_eq!(render(true, subject, plain), plain.to_vec());
+        assert_eq!(
+            render(true, subject, b"{\"a\":\n \"b\"}"),
+            br#"{"a":"b"}"#.to_vec()
+        );
+        assert_eq!(
+            render(true, subject, b"not json\x1b[2J\r\nend"),
+            b"not json [2J  end".to_vec()
+        );
     }
 }
