@@ -116,7 +116,7 @@ impl<'a> Bandit<'a> {
             .reward(
                 stats.success_rate,
                 Some(stats.avg_cost_usd),
-                stats.avg_tokens,
+                Some(stats.avg_tokens),
                 stats.avg_wall_time_ms,
             )
             .unwrap_or_default()

@@ -32,15 +32,10 @@ impl TrialResult {
     /// Its reward under `weights`; `None` when unknown: an unjudged run, or an unknown
     /// cost or token count that weighs in (see [`RewardWeights::reward`]).
     pub fn reward(&self, weights: &RewardWeights) -> Option<f64> {
-        let tokens = match self.total_tokens {
-            Some(tokens) => tokens as f64,
-            None if weights.token_weight == 0.0 => 0.0,
-            None => return None,
-        };
         weights.reward(
             f64::from(self.success?),
             self.cost_usd,
-            tokens,
+            self.total_tokens.map(|tokens| tokens as f64),
             self.wall_time_ms as f64,
         )
     }
