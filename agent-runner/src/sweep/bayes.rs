@@ -385,7 +385,7 @@ impl SearchSpace {
                     format!(
                         "best so far is trial {} ({}) with reward {:.4}",
                         o.trial,
-                        label(&o.values),
+                        expand::label(o.values.iter().map(|(p, v)| (p.as_str(), v))),
                         o.reward
                     )
                 },
@@ -424,21 +424,6 @@ impl SearchSpace {
     pub fn describe(&self) -> Vec<String> {
         self.params.iter().map(Param::describe).collect()
     }
-}
-
-/// `path=value` pairs with `strategy_params.` dropped.
-pub fn label(values: &BTreeMap<String, Value>) -> String {
-    values
-        .iter()
-        .map(|(path, v)| {
-            let name = path.strip_prefix("strategy_params.").unwrap_or(path);
-            match v {
-                Value::String(s) => format!("{name}={s}"),
-                other => format!("{name}={other}"),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// The generator seed of trial `trial`: splitmix64 of the pair, the same everywhere.

@@ -190,14 +190,22 @@ pub(super) fn apply(
     let mut config = config;
     drop_unused_params(&mut config);
     let json = serde_json::to_value(&config).map_err(|e| SweepError::Invalid(e.to_string()))?;
-    let label = values
-        .iter()
-        .filter_map(|(path, _)| {
-            get_path(&json, path).map(|v| format!("{}={}", short_name(path), plain(v)))
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
+    let label = label(
+        values
+            .iter()
+            .filter_map(|(path, _)| get_path(&json, path).map(|v| (*path, v))),
+    );
     Ok((config, json, label))
+}
+
+/// `name=value` pairs of matrix values (`strategy_params.` dropped, strings bare), e.g.
+/// `strategy=hybrid summary_keep=3`.
+pub(super) fn label<'a>(values: impl IntoIterator<Item = (&'a str, &'a Value)>) -> String {
+    values
+        .into_iter()
+        .map(|(path, v)| format!("{}={}", short_name(path), plain(v)))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Clears the hyper-parameters `config.strategy` does not read.
