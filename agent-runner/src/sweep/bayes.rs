@@ -4,8 +4,9 @@
 //!
 //! What it optimises: the reward of one run, `success - cost_weight * cost_usd -
 //! token_weight * total_tokens / 1e6 - time_weight * wall_time_ms / 60000`
-//! ([`RewardWeights`](super::file::RewardWeights)); a trial whose reward is unknown (an unknown cost that weighs in)
-//! is not told to the optimizer.
+//! ([`RewardWeights`](super::file::RewardWeights)); a trial whose reward is unknown (an
+//! unjudged run, or an unknown cost or token count that weighs in) is not told to the
+//! optimizer.
 //!
 //! A proposal is a pure function of the sweep seed, the trial index and the finished
 //! trials it is given (sorted by trial index): the generator of trial `n` is seeded from
