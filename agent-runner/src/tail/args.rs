@@ -77,10 +77,16 @@ fn event_type(s: &str) -> Result<EventType, String> {
     })
 }
 
-/// `--since`: an RFC 3339 time, or an age before now (`90s`, `10m`, `2h`, `1d`).
+/// `--since`: an RFC 3339 time, or an age before now (`90s`, `10m`, `2h`, `1d`); a time
+/// JetStream cannot be asked for (outside 1677..2262) is an error, not a crash or a guess.
 fn since(s: &str) -> Result<DateTime<Utc>, String> {
+    let in_range = |t: DateTime<Utc>| {
+        t.timestamp_nanos_opt()
+            .map(|_| t)
+            .ok_or_else(|| format!("{s:?} is too far from now"))
+    };
     if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Ok(t.with_timezone(&Utc));
+        return in_range(t.with_timezone(&Utc));
     }
     let bad = || format!("{s:?} is neither an RFC 3339 time nor an age like 90s, 10m, 2h, 1d");
     let split = s.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
@@ -94,7 +100,10 @@ fn since(s: &str) -> Result<DateTime<Utc>, String> {
         _ => None,
     }
     .ok_or_else(bad)?;
-    Ok(Utc::now() - age)
+    let t = Utc::now()
+        .checked_sub_signed(age)
+        .ok_or_else(|| format!("{s:?} is too far from now"))?;
+    in_range(t)
 }
 
 #[cfg(test)]
@@ -112,7 +121,17 @@ mod tests {
         let ten_minutes_ago = since("10m").expect("age");
         let age = Utc::now() - ten_minutes_ago;
         assert!((599..=601).contains(&age.num_seconds()), "{age}");
-        for bad in ["", "10", "m", "10 m", "10w", "yesterday"] {
+        for bad in [
+            "",
+            "10",
+            "m",
+            "10 m",
+            "10w",
+            "yesterday",
+            "99999999999d",
+            "1000000d",
+            "9999-01-01T00:00:00Z",
+        ] {
             assert!(since(bad).is_err(), "{bad}");
         }
     }
