@@ -22,7 +22,8 @@ use super::expand::Arm;
 use super::file::AdaptiveSettings;
 use super::SweepError;
 
-/// The arm statistics query (`?` = cfg hashes, task ids).
+/// The arm statistics query (`?` = cfg hashes, task ids, whether the reward needs the
+/// cost, whether it needs the token count).
 const ARM_STATS_SQL: &str = include_str!("arm_stats.sql");
 
 /// Where past results are read.
@@ -60,26 +61,33 @@ pub struct ArmStats {
     pub runs: u64,
     /// Mean of `success`.
     pub success_rate: f64,
-    /// Mean `cost_usd`, unknown costs counted as 0.
-    pub avg_cost_usd: f64,
-    /// Mean `total_tokens`.
-    pub avg_tokens: f64,
+    /// Mean `cost_usd`; `None` when unknown (only read where the reward needs it, and
+    /// then every counted run's cost is known).
+    pub avg_cost_usd: Option<f64>,
+    /// Mean `total_tokens`, known on the same terms as `avg_cost_usd`.
+    pub avg_tokens: Option<f64>,
     /// Mean `wall_time_ms`.
     pub avg_wall_time_ms: f64,
 }
 
-/// Reads the statistics of `arms` on `tasks`, keyed by `cfg_hash`.
+/// Reads the statistics of `arms` on `tasks`, keyed by `cfg_hash`: only runs whose
+/// reward under `settings` is known count (judged, and with a known cost / token count
+/// where it weighs in).
 pub async fn read_stats(
     source: &ClickHouseSource,
     arms: &[Arm],
     tasks: &[String],
+    settings: &AdaptiveSettings,
 ) -> Result<HashMap<String, ArmStats>, SweepError> {
     let hashes: Vec<String> = arms.iter().map(|a| a.cfg_hash.to_string()).collect();
+    let weights = settings.weights();
     let rows = source
         .client()
         .query(ARM_STATS_SQL)
         .bind(hashes)
         .bind(tasks)
+        .bind(u8::from(weights.cost_weight != 0.0))
+        .bind(u8::from(weights.token_weight != 0.0))
         .fetch_all::<ArmStats>()
         .await
         .map_err(|e| SweepError::ClickHouse(format!("{}: {e}", source.url)))?;
@@ -108,18 +116,26 @@ impl<'a> Bandit<'a> {
         Bandit { arms, settings }
     }
 
-    /// The reward mean of an arm with `stats`.
-    pub fn mean_reward(&self, stats: &ArmStats) -> f64 {
-        // `avg_cost_usd` counts unknown costs as 0 (arm_stats.sql), so it is always known.
-        self.settings
-            .weights()
-            .reward(
-                stats.success_rate,
-                Some(stats.avg_cost_usd),
-                Some(stats.avg_tokens),
-                stats.avg_wall_time_ms,
-            )
-            .unwrap_or_default()
+    /// The reward mean of an arm with `stats`; `None` when a value it needs is unknown
+    /// ([`read_stats`] counts only runs whose reward is known, so only an arm without
+    /// such runs has none).
+    pub fn mean_reward(&self, stats: &ArmStats) -> Option<f64> {
+        self.settings.weights().reward(
+            stats.success_rate,
+            stats.avg_cost_usd,
+            stats.avg_tokens,
+            stats.avg_wall_time_ms,
+        )
+    }
+
+    /// The runs and mean reward of an arm with runs whose reward is known.
+    fn known<'s>(
+        &self,
+        stats: &'s HashMap<String, ArmStats>,
+        arm: &Arm,
+    ) -> Option<(&'s ArmStats, f64)> {
+        let stats = stats.get(arm.cfg_hash.as_str()).filter(|s| s.runs > 0)?;
+        Some((stats, self.mean_reward(stats)?))
     }
 
     /// The best eligible arm under UCB1; `None` when nothing is eligible. `local` counts
@@ -133,11 +149,9 @@ impl<'a> Bandit<'a> {
         local: &[u64],
     ) -> Option<Pick> {
         let plays = |i: usize| -> (u64, f64) {
-            let known = stats.get(self.arms[i].cfg_hash.as_str());
-            let runs = known.map_or(0, |s| s.runs);
-            let mean = known
-                .filter(|s| s.runs > 0)
-                .map_or(0.0, |s| self.mean_reward(s));
+            let (runs, mean) = self
+                .known(stats, &self.arms[i])
+                .map_or((0, 0.0), |(s, mean)| (s.runs, mean));
             (runs.max(local.get(i).copied().unwrap_or(0)), mean)
         };
         let total: u64 = (0..self.arms.len()).map(|i| plays(i).0).sum();
@@ -159,13 +173,8 @@ impl<'a> Bandit<'a> {
         let best_tried = self
             .arms
             .iter()
-            .filter_map(|a| {
-                stats
-                    .get(a.cfg_hash.as_str())
-                    .filter(|s| s.runs > 0)
-                    .map(|s| (a, s))
-            })
-            .max_by(|(_, a), (_, b)| self.mean_reward(a).total_cmp(&self.mean_reward(b)));
+            .filter_map(|a| self.known(stats, a).map(|(s, mean)| (a, s, mean)))
+            .max_by(|(_, _, a), (_, _, b)| a.total_cmp(b));
         let untried = eligible.iter().filter(|&&i| plays(i).0 == 0).count();
         let (n, mean) = plays(chosen);
         let (_, bonus) = score(chosen);
@@ -182,23 +191,20 @@ impl<'a> Bandit<'a> {
         runs: u64,
         mean: f64,
         bonus: f64,
-        best: Option<(&Arm, &ArmStats)>,
+        best: Option<(&Arm, &ArmStats, f64)>,
         untried: usize,
         total: u64,
     ) -> OptimizerUpdate {
         let arm = &self.arms[chosen];
         let objective = self.objective();
         let best_text = match best {
-            Some((b, s)) => format!(
-                "best so far is config #{} ({}) with mean reward {:.3} over {} runs",
-                b.index,
-                b.label,
-                self.mean_reward(s),
-                s.runs
+            Some((b, s, mean)) => format!(
+                "best so far is config #{} ({}) with mean reward {mean:.3} over {} runs",
+                b.index, b.label, s.runs
             ),
             None => "no config has finished runs yet".to_owned(),
         };
-        let best_mean = best.map_or(0.0, |(_, s)| self.mean_reward(s));
+        let best_mean = best.map_or(0.0, |(_, _, mean)| mean);
         let header = format!(
             "UCB1 maximising {objective} over {} configs ({total} finished or running runs)",
             self.arms.len()
@@ -266,7 +272,7 @@ mod tests {
                 cfg_hash: arm.cfg_hash.to_string(),
                 runs,
                 success_rate,
-                avg_cost_usd: cost,
+                avg_cost_usd: Some(cost),
                 ..ArmStats::default()
             },
         )
@@ -317,5 +323,36 @@ mod tests {
             .update
             .reasoning
             .contains("success - 1 * cost_usd"));
+    }
+
+    #[test]
+    fn an_arm_whose_needed_cost_is_unknown_is_never_ranked_as_free() {
+        let arms = arms(2);
+        let settings = AdaptiveSettings {
+            cost_weight: 1.0,
+            exploration: 0.0,
+            ..AdaptiveSettings::default()
+        };
+        let bandit = Bandit::new(&arms, &settings);
+        let (hash, mut unpriced) = stats(&arms[0], 10, 1.0, 0.0);
+        unpriced.avg_cost_usd = None;
+        let known: HashMap<_, _> = [(hash, unpriced.clone()), stats(&arms[1], 10, 0.5, 0.1)].into();
+        assert_eq!(bandit.mean_reward(&unpriced), None);
+        // Not a tried arm with reward 1.0: it has no run with a known reward.
+        let pick = bandit.pick(&known, &[0, 1], &[]).expect("a pick");
+        assert_eq!(pick.arm, 0);
+        assert!(
+            pick.update.reasoning.contains("no finished run"),
+            "{}",
+            pick.update.reasoning
+        );
+        assert!(
+            pick.update.reasoning.contains("best so far is config #1"),
+            "{}",
+            pick.update.reasoning
+        );
+        // Without a cost weight the same arm's reward needs no cost.
+        let free = AdaptiveSettings::default();
+        assert_eq!(Bandit::new(&arms, &free).mean_reward(&unpriced), Some(1.0));
     }
 }

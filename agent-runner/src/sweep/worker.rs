@@ -439,7 +439,9 @@ impl Worker<'_> {
         let mut stats: HashMap<String, ArmStats> = HashMap::new();
         let mut local = vec![0u64; plan.expansion.arms.len()];
         while !self.done() {
-            match adaptive::read_stats(source, &plan.expansion.arms, &tasks).await {
+            match adaptive::read_stats(source, &plan.expansion.arms, &tasks, &plan.sweep.adaptive)
+                .await
+            {
                 Ok(fresh) => stats = fresh,
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot read past results; using the last ones")
