@@ -159,3 +159,26 @@ fn cycles(graph: &Graph) -> BTreeSet<Vec<String>> {
         .filter(|cycle| cycle.len() > 1)
         .collect()
 }
+
+/// The reader itself: it sees plain and grouped `crate::` paths but not comments or other
+/// crates, and it finds a cycle that is there (else the checks above could never fail).
+#[test]
+fn the_reader_sees_crate_paths_and_cycles() {
+    let text = "use crate::{a, b::c::{D, E}, \n  d};\nlet x = crate::e::f(); // crate::g\n\
+                use my_crate::h;\n";
+    let found: Vec<String> = crate_paths(text).into_iter().collect();
+    assert_eq!(found, ["a", "b", "d", "e"]);
+
+    let edges = [("a", "b"), ("b", "c"), ("c", "a"), ("d", "a")];
+    let mut graph = Graph::new();
+    for (from, to) in edges {
+        graph.entry(to.to_owned()).or_default();
+        graph
+            .entry(from.to_owned())
+            .or_default()
+            .entry(to.to_owned())
+            .or_default();
+    }
+    let expected: BTreeSet<Vec<String>> = [vec!["a".into(), "b".into(), "c".into()]].into();
+    assert_eq!(cycles(&graph), expected);
+}

@@ -1,8 +1,10 @@
 //! The sink on a ClickHouse cluster (2 shards × 2 replicas and ZooKeeper, the harness's
 //! [`ClickHouseCluster`]) keeps the guarantees it has on one server: a replica killed, a
 //! whole shard stopped or ZooKeeper restarted under load loses nothing, doubles nothing
-//! in query results, dead-letters no good event, and the replicas of each shard end with
-//! the same rows. Migrations are idempotent and refuse an edited file, as on one server.
+//! in query results, dead-letters a malformed message and a forged copy of a stored event
+//! (whose first version stays the one queries show) and no good event, and the replicas
+//! of each shard end with the same rows. Migrations are idempotent and refuse an edited
+//! file, as on one server.
 //!
 //! Each test starts its own cluster (five processes); a lock runs them one at a time so
 //! the suite's other tests keep some of the machine.
@@ -16,17 +18,21 @@ use benchstream_tests::{ClickHouseCluster, NatsServer};
 use event_sink::cluster::Target;
 use event_sink::migrations::{self, Migration, MigrationError, MIGRATIONS};
 use event_sink::SinkArgs;
-use schemas::{BenchmarkEvent, SubjectPrefix};
+use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 
 use crate::common::{create_stream, jetstream, sink_args, wait_for};
+use crate::sink::integrity::{flipped, past_the_dedup_window, stop_exit_status, stop_success};
 use crate::sink::setup::{sink_consumer, wait_ack_floor, RunningSink};
-use benchstream_tests::events::{publish_all, Run};
+use benchstream_tests::events::{publish_all, publish_raw, Run};
 
 /// Cluster tests run one at a time.
 static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// How long rows may take to land once the disturbance is over.
 const LANDING: Duration = Duration::from_secs(120);
+
+/// The bad message published among the good ones (truncated JSON).
+const MALFORMED: &str = "{\"schema_version\": 1, \"type\": ";
 
 /// Runs in every test and events per run: 200 runs of 10 events.
 const RUNS: usize = 200;
@@ -87,19 +93,47 @@ impl ClusterWorld {
         let total = events.len();
         let (first, rest) = events.split_at(total / 4);
         publish_all(&self.js, first.to_vec(), 256).await;
+        // One undecodable message among the good ones: a dead letter on the cluster too.
+        let subject = SubjectPrefix::default().event_subject(first[0].run_id, EventType::Step);
+        let malformed = publish_raw(&self.js, subject, None, MALFORMED.as_bytes().to_vec()).await;
         // The sink has migrated the cluster (the disturbance is for the sink, not for the
-        // migrations, which need every server) and inserts.
-        self.wait_acked(1).await;
+        // migrations, which need every server) and inserted the first events.
+        self.wait_acked(malformed).await;
+        // A run_stop stored above, sent again with a flipped result past the dedup
+        // window: a conflict, and the stored version stays the one queries show.
+        let stop = first
+            .iter()
+            .find(|e| e.event_type() == EventType::RunStop)
+            .expect("a run_stop");
+        let (subject, headers) = past_the_dedup_window(stop);
+        publish_raw(&self.js, subject, Some(headers), flipped(stop)).await;
         let cluster = Arc::clone(&self.cluster);
         let disturbance = tokio::task::spawn_blocking(move || disturb(&cluster));
         publish_all(&self.js, rest.to_vec(), 64).await;
         disturbance.await.expect("disturbance");
         self.assert_each_event_once(total).await;
+        tokio::task::block_in_place(|| {
+            wait_for(
+                &self.cluster.servers()[0],
+                &format!(
+                    "SELECT count(), any(success), any(exit_status) \
+                     FROM benchstream.run_stops FINAL WHERE event_id = '{}'",
+                    stop.event_id
+                ),
+                &format!(
+                    "1\t{}\t{}",
+                    u8::from(stop_success(stop)),
+                    stop_exit_status(stop)
+                ),
+                LANDING,
+            );
+        });
         sink.stop().await.expect("sink stops cleanly");
         let info = self.consumer_info().await.expect("consumer");
         assert_eq!(info.num_pending, 0, "messages never delivered");
         assert_eq!(
-            info.ack_floor.stream_sequence, total as u64,
+            info.ack_floor.stream_sequence,
+            total as u64 + 2,
             "not all acked"
         );
     }
@@ -114,8 +148,9 @@ impl ClusterWorld {
         wait_ack_floor(&self.js, seq, LANDING).await;
     }
 
-    /// Every event counted once through the Distributed tables, none dead-lettered, and
-    /// both replicas of each shard holding the same rows.
+    /// Every event counted once through the Distributed tables, only the malformed message
+    /// and the forged run_stop dead-lettered, and both replicas of each shard holding the
+    /// same rows.
     async fn assert_each_event_once(&self, total: usize) {
         let typed = TYPED_TABLES
             .iter()
@@ -137,12 +172,17 @@ impl ClusterWorld {
                 &total.to_string(),
                 LANDING,
             );
-            assert_eq!(
-                first
-                    .query("SELECT count() FROM benchstream.dead_letters")
-                    .trim(),
-                "0",
-                "good events dead-lettered"
+            // Only the malformed message (once, with its bytes) and the forged run_stop
+            // are dead letters: no good event was dead-lettered.
+            wait_for(
+                first,
+                &format!(
+                    "SELECT count(), countIf(error_class = 'malformed_json' \
+                     AND raw = '{MALFORMED}'), countIf(error_class = 'conflict') \
+                     FROM benchstream.dead_letters FINAL"
+                ),
+                "2\t1\t1",
+                LANDING,
             );
             assert_replicas_converge(&cluster, total);
         })

@@ -235,7 +235,7 @@ async fn migration_moves_a_thousand_months_into_bounded_partitions_and_every_que
 }
 
 /// The run_stop fixture's JSON with its result flipped, as a forger would send it.
-fn flipped(run_stop: &BenchmarkEvent) -> Vec<u8> {
+pub(crate) fn flipped(run_stop: &BenchmarkEvent) -> Vec<u8> {
     let mut value: Value = serde_json::from_slice(&run_stop.to_json()).expect("JSON");
     let success = value["data"]["success"].as_bool().expect("success");
     value["data"]["success"] = Value::from(!success);
@@ -245,7 +245,7 @@ fn flipped(run_stop: &BenchmarkEvent) -> Vec<u8> {
 
 /// The headers of `event` under a fresh `Nats-Msg-Id`: what a publish after JetStream's
 /// duplicate window amounts to.
-fn past_the_dedup_window(event: &BenchmarkEvent) -> (String, async_nats::HeaderMap) {
+pub(crate) fn past_the_dedup_window(event: &BenchmarkEvent) -> (String, async_nats::HeaderMap) {
     let (subject, mut h) = envelope(event);
     h.insert(headers::MSG_ID, Uuid::now_v7().to_string().as_str());
     (subject, h)
@@ -336,12 +336,12 @@ async fn a_forged_run_stop_after_the_dedup_window_changes_nothing_and_is_listed(
     sink.stop().await.expect("clean stop");
 }
 
-fn stop_success(stop: &BenchmarkEvent) -> bool {
+pub(crate) fn stop_success(stop: &BenchmarkEvent) -> bool {
     let value: Value = serde_json::from_slice(&stop.to_json()).expect("JSON");
     value["data"]["success"].as_bool().expect("success")
 }
 
-fn stop_exit_status(stop: &BenchmarkEvent) -> String {
+pub(crate) fn stop_exit_status(stop: &BenchmarkEvent) -> String {
     let value: Value = serde_json::from_slice(&stop.to_json()).expect("JSON");
     value["data"]["exit_status"]
         .as_str()

@@ -7,7 +7,7 @@
 
 mod dead_letters;
 mod dedup;
-mod integrity;
+pub(crate) mod integrity;
 mod landing;
 mod outage;
 pub(crate) mod setup;
