@@ -33,6 +33,8 @@
 use clickhouse::{Client, Row};
 use serde::Deserialize;
 
+use crate::sql::{self, Piece};
+
 /// Suffix of the shard-local table behind each Distributed table.
 pub const LOCAL_SUFFIX: &str = "_local";
 
@@ -217,31 +219,25 @@ fn distributed_default(column: &Column) -> (&str, &str) {
 }
 
 /// The byte offset of the `)` closing the `(` that `text` starts with. Parentheses in
-/// `--` comments and quoted strings do not count.
+/// quotes and comments do not count ([`sql::pieces`]).
 fn matching_paren(text: &str) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let (mut depth, mut i) = (0usize, 0);
-    while i < bytes.len() {
-        match bytes[i] {
-            b'(' => depth += 1,
-            b')' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(i);
+    let mut depth = 0usize;
+    for (_, range) in sql::pieces(text)
+        .into_iter()
+        .filter(|(piece, _)| *piece == Piece::Code)
+    {
+        for (at, c) in text[range.clone()].char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return Some(range.start + at);
+                    }
                 }
+                _ => {}
             }
-            b'-' if bytes.get(i + 1) == Some(&b'-') => {
-                i = text[i..].find('\n').map_or(bytes.len(), |end| i + end);
-            }
-            quote @ (b'\'' | b'"' | b'`') => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != quote {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-            }
-            _ => {}
         }
-        i += 1;
     }
     None
 }
@@ -529,6 +525,13 @@ mod tests {
         );
         let insert = "-- only if: SELECT 1\nINSERT INTO a SELECT * FROM b";
         assert_eq!(render(insert, &TARGET).expect("renders"), vec![insert]);
+    }
+
+    #[test]
+    fn parentheses_in_quotes_and_comments_do_not_count() {
+        let text = "(a /* ) */, 'it''s )', -- )\n b) ENGINE";
+        assert_eq!(matching_paren(text), text.find(") ENGINE"));
+        assert_eq!(matching_paren("(a, (b)"), None);
     }
 
     #[test]

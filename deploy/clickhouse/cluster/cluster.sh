@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A local ClickHouse cluster on 127.0.0.1: 2 shards x 2 replicas of clickhouse-server and
-# one ZooKeeper, for trying the cluster layout (event-sink --clickhouse-cluster benchstream)
+# one ZooKeeper, for trying the cluster layout (event-sink --cluster benchstream)
 # on one machine. Configs are rendered into the state dir from
 # deploy/local/clickhouse/config.xml.in (what every local server runs), cluster.xml.in
 # (remote_servers, macros, ZooKeeper) and zoo.cfg.in.

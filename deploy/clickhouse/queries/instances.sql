@@ -1,7 +1,8 @@
 -- Per-instance results, as sweep studies report them: one row per task and policy with
--- the runs started, finished and solved (success in run_stop), the average cost of the
+-- the runs started, finished, judged (finished with a known success; NULL success: a
+-- submission nobody judged) and solved (success in run_stop), the average cost of the
 -- finished runs whose cost is known (NULL when none is) and the average turns of the
--- finished runs (NULL when none finished).
+-- finished runs whose turns are known (NULL when none is: a Smith run_stop may omit them).
 -- Dedup: both tables are read with FINAL; an unfinished run counts in runs only.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
@@ -11,12 +12,17 @@ SELECT
     policy_id,
     count() AS runs,
     sum(stopped) AS finished,
-    sumIf(succeeded, stopped = 1) AS solved,
+    countIf(stopped = 1 AND isNotNull(succeeded)) AS judged,
+    -- A comparison with the Nullable success would make 18.16's count NULL when no run
+    -- was judged (current ClickHouse counts 0): assumeNotNull after the isNotNull test.
+    countIf(stopped = 1 AND isNotNull(succeeded) AND assumeNotNull(succeeded) = 1) AS solved,
     countIf(stopped = 1 AND isNotNull(run_cost)) AS priced_runs,
     if(priced_runs = 0, NULL,
         round(sumIf(assumeNotNull(run_cost), stopped = 1 AND isNotNull(run_cost)) / priced_runs, 6))
         AS avg_cost_usd,
-    if(finished = 0, NULL, round(sumIf(run_turns, stopped = 1) / finished, 2)) AS avg_turns
+    if(countIf(stopped = 1 AND isNotNull(run_turns)) = 0, NULL,
+        round(sumIf(assumeNotNull(run_turns), stopped = 1 AND isNotNull(run_turns))
+            / countIf(stopped = 1 AND isNotNull(run_turns)), 2)) AS avg_turns
 FROM
 (
     SELECT run_id, task_id, policy_id

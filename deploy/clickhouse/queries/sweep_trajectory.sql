@@ -8,7 +8,8 @@
 -- cfg_hash of the config it proposes, which its run carries too: that is the link.
 -- objective = success - cost_weight * cost_usd - token_weight * total_tokens / 1e6 -
 -- time_weight * wall_time_ms / 60000, the sweep's [bayes] weights (agent-runner/docs/
--- sweeps.md); NULL when the run's cost is unknown and cost_weight is not 0.
+-- sweeps.md); NULL when nobody judged the run, or when its cost (token count) is unknown
+-- and cost_weight (token_weight) is not 0, as the optimizer's reward.
 -- 18.16 allows one JOIN per SELECT and no window functions, hence the arrays; current
 -- ClickHouse wants every joined subquery named, hence the aliases.
 -- param sweep String: the sweep's name
@@ -33,7 +34,9 @@ FROM
     SELECT
         rows,
         arrayMap(r -> if(
-            tupleElement(r, 6) IS NULL OR (tupleElement(r, 7) IS NULL AND {cost_weight:Float64} != 0),
+            tupleElement(r, 6) IS NULL
+                OR (tupleElement(r, 7) IS NULL AND {cost_weight:Float64} != 0)
+                OR (tupleElement(r, 8) IS NULL AND {token_weight:Float64} != 0),
             NULL,
             toNullable(toFloat64(assumeNotNull(tupleElement(r, 6))))
                 - {cost_weight:Float64} * ifNull(tupleElement(r, 7), 0)

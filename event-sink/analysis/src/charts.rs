@@ -382,7 +382,7 @@ pub fn pareto(id: &str, answer: &Table, policies: &Policies) -> Element {
 }
 
 /// The policies of `leaderboard` that [`pareto`] cannot place, each with the reason:
-/// no finished run, or no finished run with a known cost.
+/// no finished run, no finished run with a known cost, or none judged.
 pub fn unplaced(pareto_frontier: &Table, leaderboard: &Table) -> Vec<(String, String)> {
     let placed: Vec<&str> = points(pareto_frontier).iter().map(|p| p.policy).collect();
     let mut out: Vec<(String, String)> = Vec::new();
@@ -402,6 +402,8 @@ pub fn unplaced(pareto_frontier: &Table, leaderboard: &Table) -> Vec<(String, St
                 "cost unknown: none of its {finished} finished runs has a price \
                  (see \u{201c}Calls with an unknown price\u{201d})"
             )
+        } else if count("judged") == 0.0 {
+            format!("success unknown: none of its {finished} finished runs was judged")
         } else {
             "no usable cost or success rate in pareto_frontier".to_owned()
         };
@@ -928,6 +930,13 @@ mod tests {
         assert_eq!(list[0].0, "unpriced");
         assert!(list[0].1.starts_with("cost unknown"), "{list:?}");
         assert!(list[1].1.starts_with("no finished run"), "{list:?}");
+        let leaderboard = table(
+            "policy_id\truns\tfinished\tjudged\tpriced_runs\n\
+             String\tUInt64\tUInt64\tUInt64\tUInt64\nunjudged\t1\t1\t0\t1\n",
+        );
+        let list = unplaced(&frontier, &leaderboard);
+        assert_eq!(list.len(), 1);
+        assert!(list[0].1.starts_with("success unknown"), "{list:?}");
     }
 
     #[test]

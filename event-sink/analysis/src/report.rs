@@ -395,7 +395,8 @@ fn pareto_legend(
 }
 
 /// The per-instance table: one row per task, one column per policy (in the policies'
-/// order), each cell solved or not (`2/3` when runs disagree), average cost and turns.
+/// order), each cell solved or not over the judged runs (`2/3` when runs disagree,
+/// `unjudged` when none was judged), average cost and turns.
 fn instances_table(id: &str, instances: &Table, policies: &Policies) -> String {
     if instances.rows.is_empty() {
         return format!("<p class=\"empty\" id=\"{id}\">none</p>");
@@ -433,7 +434,7 @@ fn instances_table(id: &str, instances: &Table, policies: &Policies) -> String {
         );
     }
     out.push_str("</tr></thead><tbody>");
-    // Per policy: tasks with a solving run, tasks with a finished run.
+    // Per policy: tasks with a solving run, tasks with a judged run.
     let mut totals = vec![(0u32, 0u32); columns.len()];
     for task in &tasks {
         let _ = write!(out, "<tr><th>{}</th>", escape(task));
@@ -447,17 +448,22 @@ fn instances_table(id: &str, instances: &Table, policies: &Policies) -> String {
                 continue;
             };
             let count = |name| instances.number(row, name).unwrap_or(0.0);
-            let (runs, finished, solved) = (count("runs"), count("finished"), count("solved"));
+            let (runs, finished) = (count("runs"), count("finished"));
+            let (judged, solved) = (count("judged"), count("solved"));
+            // Runs nobody judged are neither solved nor unsolved: the mark is over the
+            // judged ones.
             let (class, mark) = if finished == 0.0 {
                 ("unfinished", "running".to_owned())
-            } else if solved == finished {
+            } else if judged == 0.0 {
+                ("unjudged", "unjudged".to_owned())
+            } else if solved == judged {
                 ("solved", "\u{2713}".to_owned())
             } else if solved == 0.0 {
                 ("unsolved", "\u{2717}".to_owned())
             } else {
-                ("partly", format!("{solved}/{finished}"))
+                ("partly", format!("{solved}/{judged}"))
             };
-            if finished > 0.0 {
+            if judged > 0.0 {
                 totals[column].1 += 1;
                 if solved > 0.0 {
                     totals[column].0 += 1;
@@ -472,7 +478,7 @@ fn instances_table(id: &str, instances: &Table, policies: &Policies) -> String {
             let _ = write!(
                 out,
                 "<td data-policy=\"{0}\" class=\"{class}\" title=\"{0} on {1}: {solved} of \
-                 {finished} finished runs solved ({runs} started)\"><b>{mark}</b> \
+                 {judged} judged runs solved ({finished} finished, {runs} started)\"><b>{mark}</b> \
                  <small>{cost}{turns}</small></td>",
                 escape(policy),
                 escape(task),
@@ -481,10 +487,10 @@ fn instances_table(id: &str, instances: &Table, policies: &Policies) -> String {
         out.push_str("</tr>");
     }
     out.push_str("</tbody><tfoot><tr><th>tasks solved</th>");
-    for (policy, (solved, finished)) in columns.iter().zip(&totals) {
+    for (policy, (solved, judged)) in columns.iter().zip(&totals) {
         let _ = write!(
             out,
-            "<td data-policy=\"{}\">{solved} / {finished}</td>",
+            "<td data-policy=\"{}\">{solved} / {judged}</td>",
             escape(policy)
         );
     }
@@ -595,7 +601,7 @@ table.instances td small { display: block; color: #555; }
 td.solved { background: #e3f4e1; } td.solved b { color: #1e7b1e; }
 td.unsolved { background: #fbe5e5; } td.unsolved b { color: #b22222; }
 td.partly { background: #fff3cd; }
-td.not-run, td.unfinished { color: #888; }
+td.not-run, td.unfinished, td.unjudged { color: #888; }
 h2 { font-size: 16px; margin: 24px 0 6px; }
 table { border-collapse: collapse; font-size: 12px; }
 th, td { border-bottom: 1px solid #e6e6e6; padding: 3px 8px; text-align: left; white-space: nowrap; }
@@ -664,6 +670,29 @@ const SCRIPT: &str = r#"<script>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instances_mark_the_judged_runs_and_leave_unjudged_ones_unknown() {
+        let instances = Table::from_tsv_with_names_and_types(
+            "task_id\tpolicy_id\truns\tfinished\tjudged\tsolved\n\
+             String\tString\tUInt64\tUInt64\tUInt64\tUInt64\n\
+             t1\tp\t1\t1\t0\t0\nt2\tp\t2\t2\t1\t1\n",
+        )
+        .expect("parses");
+        let html = instances_table("i", &instances, &Policies::default());
+        assert!(html.contains("class=\"unjudged\""), "{html}");
+        assert!(
+            html.contains("0 of 0 judged runs solved (1 finished, 1 started)"),
+            "{html}"
+        );
+        assert!(html.contains("<b>\u{2713}</b>"), "{html}");
+        assert!(
+            !html.contains("\u{2717}"),
+            "an unjudged run is not unsolved: {html}"
+        );
+        // Tasks solved, out of the tasks with a judged run.
+        assert!(html.contains(">1 / 1</td>"), "{html}");
+    }
 
     #[test]
     fn page_is_self_contained_and_escapes_data() {

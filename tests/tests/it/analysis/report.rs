@@ -157,7 +157,8 @@ async fn sweep_report_shows_instances_unplaced_policies_log_costs_and_latency_pe
     assert_eq!(finished, 2);
     let cell = element(
         &page,
-        &format!("title=\"{GPT4O_RAW} on {TASK}: {solved} of {finished} finished runs solved (2 started)\""),
+        // Every run of the sweep was judged: judged = finished.
+        &format!("title=\"{GPT4O_RAW} on {TASK}: {solved} of {finished} judged runs solved ({finished} finished, 2 started)\""),
         "</td>",
     );
     let mark = match solved {
