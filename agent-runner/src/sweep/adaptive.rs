@@ -302,14 +302,19 @@ mod tests {
         assert_eq!(bandit.pick(&known, &[2], &[]).map(|p| p.arm), Some(2));
     }
 
-    #[test]
-    fn cost_weight_changes_the_winner() {
-        let arms = arms(2);
-        let settings = AdaptiveSettings {
+    /// Reward `success - 1 * cost_usd`, no exploration bonus.
+    fn cost_weighted() -> AdaptiveSettings {
+        AdaptiveSettings {
             cost_weight: 1.0,
             exploration: 0.0,
             ..AdaptiveSettings::default()
-        };
+        }
+    }
+
+    #[test]
+    fn cost_weight_changes_the_winner() {
+        let arms = arms(2);
+        let settings = cost_weighted();
         let bandit = Bandit::new(&arms, &settings);
         let known: HashMap<_, _> = [
             stats(&arms[0], 10, 0.9, 0.5),
@@ -328,11 +333,7 @@ mod tests {
     #[test]
     fn an_arm_whose_needed_cost_is_unknown_is_never_ranked_as_free() {
         let arms = arms(2);
-        let settings = AdaptiveSettings {
-            cost_weight: 1.0,
-            exploration: 0.0,
-            ..AdaptiveSettings::default()
-        };
+        let settings = cost_weighted();
         let bandit = Bandit::new(&arms, &settings);
         let (hash, mut unpriced) = stats(&arms[0], 10, 1.0, 0.0);
         unpriced.avg_cost_usd = None;
