@@ -321,6 +321,34 @@ struct Progress {
     refused: Refused,
     /// Dead letters ClickHouse refused too, with the error; logged and terminated.
     unstorable: BTreeMap<Index, String>,
+    /// Where the flush waited.
+    waits: StageWaits,
+}
+
+/// Where a flush waited, retries included: logged at debug level once it is answered
+/// (`RUST_LOG=event_sink::writer=debug`).
+#[derive(Debug, Default)]
+struct StageWaits {
+    /// Looking up stored originals.
+    lookup: Duration,
+    /// The typed tables, `events_raw` and `dead_letters`, in that order.
+    stages: [Duration; 3],
+}
+
+impl StageWaits {
+    /// Logs the waits of a flush of `messages` messages, which took `answer` to answer.
+    fn log(&self, messages: usize, answer: Duration) {
+        let ms = |d: Duration| d.as_millis() as u64;
+        tracing::debug!(
+            messages,
+            lookup_ms = ms(self.lookup),
+            typed_ms = ms(self.stages[0]),
+            raw_ms = ms(self.stages[1]),
+            dead_letters_ms = ms(self.stages[2]),
+            answer_ms = ms(answer),
+            "batch flushed"
+        );
+    }
 }
 
 /// Flushes batches.
@@ -353,7 +381,9 @@ impl<I: Inserter> Writer<I> {
                 }
             }
         };
+        let answering = Instant::now();
         self.answer(batch, &progress).await;
+        progress.waits.log(batch.len(), answering.elapsed());
         self.metrics
             .batch_duration
             .observe(started.elapsed().as_secs_f64());
@@ -390,14 +420,18 @@ impl<I: Inserter> Writer<I> {
     /// `dead_letters`. Err = a transient failure.
     async fn try_insert_all(&self, batch: &Batch, progress: &mut Progress) -> Result<(), String> {
         if !progress.resolved {
-            self.resolve(batch, progress).await?;
+            let started = Instant::now();
+            let resolved = self.resolve(batch, progress).await;
+            progress.waits.lookup += started.elapsed();
+            resolved?;
         }
         let stages = [
             EventType::ALL.map(Table::Typed).to_vec(),
             vec![Table::EventsRaw],
             vec![Table::DeadLetters],
         ];
-        for stage in stages {
+        for (waited, stage) in stages.into_iter().enumerate() {
+            let started = Instant::now();
             let pending: Vec<(Table, Vec<Index>)> = stage
                 .into_iter()
                 .filter(|table| !progress.done.contains(table))
@@ -407,6 +441,7 @@ impl<I: Inserter> Writer<I> {
                 insert_isolating(&self.inserter, *table, batch, items, &progress.refused)
             }))
             .await;
+            progress.waits.stages[waited] += started.elapsed();
             let mut failure = None;
             for ((table, items), result) in pending.into_iter().zip(results) {
                 match result {

@@ -17,8 +17,13 @@
 //!    one concurrent insert per table, which is what ClickHouse ingests without any
 //!    sink in front;
 //!
-//! and prints events/s, MB/s (of event JSON), the sink's CPU per event and the ratio
-//! sink / ClickHouse.
+//! 3. drains the stream once more (a consumer of its own) with nothing but the NATS
+//!    client on one thread: the sink's pull requests, each message taken apart as the
+//!    sink does and acked. Its CPU per event is what the sink pays before any work of
+//!    its own;
+//!
+//! and prints events/s, MB/s (of event JSON), the sink's CPU per event against the NATS
+//! client's alone, and the ratio sink / ClickHouse.
 //!
 //! With `--cluster` it also starts the 2 shards × 2 replicas cluster of
 //! `deploy/clickhouse/cluster/` and drains the same stream (a second consumer) with one
@@ -35,12 +40,18 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
+use async_nats::jetstream::AckKind;
 use benchstream_bench::sink_binary;
 use benchstream_tests::events::{fixture, publish_all};
 use benchstream_tests::stream::{create_stream, jetstream};
 use benchstream_tests::{ClickHouseCluster, ClickHouseServer, NatsServer};
 use clap::Parser;
+use event_sink::config::ConsumerConfig;
+use event_sink::consumer::{self, Delivery};
 use event_sink::rows::{typed_table, Arrival, EventRawRow, RawEnvelope, TypedRow};
+use event_sink::SinkArgs;
+use futures::StreamExt;
+use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::{BenchmarkEvent, EventType, Payload, SubjectPrefix};
@@ -296,6 +307,65 @@ fn run_reference(binary: &Path, clickhouse: &ClickHouseServer, count: usize) -> 
     seconds
 }
 
+/// CPU seconds of the calling thread so far.
+fn thread_cpu_seconds() -> f64 {
+    let usage = getrusage(UsageWho::RUSAGE_THREAD).expect("getrusage");
+    let seconds = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    seconds(usage.user_time()) + seconds(usage.system_time())
+}
+
+/// Drains the `count` events of the stream at `nats_url` with a consumer of its own, the
+/// sink's pull requests and nothing but the NATS client, on one thread of its own: each
+/// message is taken apart into a [`Delivery`] and acked. Returns that thread's CPU
+/// seconds.
+fn drain_with_the_client_alone(nats_url: &str, count: usize) -> f64 {
+    let defaults = SinkArgs::default().resolve().expect("default settings");
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                let cpu = thread_cpu_seconds();
+                runtime.block_on(async {
+                    let js = jetstream(nats_url).await;
+                    let stream = js
+                        .get_stream(&defaults.stream.name)
+                        .await
+                        .expect("the stream");
+                    let config = ConsumerConfig {
+                        name: "client-alone".to_owned(),
+                        ..defaults.consumer.clone()
+                    };
+                    let wanted = consumer::consumer_config(&config, String::new());
+                    let consumer = consumer::ensure_consumer(&stream, wanted, true)
+                        .await
+                        .expect("consumer");
+                    let mut acked = 0;
+                    while acked < count {
+                        let mut pull = consumer::pull(
+                            &consumer,
+                            config.fetch_batch,
+                            defaults.batch.max_bytes,
+                            Duration::from_secs(1),
+                        )
+                        .await
+                        .expect("pull request");
+                        while let Some(Ok(message)) = pull.next().await {
+                            Delivery::new(message).answer(AckKind::Ack).await;
+                            acked += 1;
+                        }
+                    }
+                    js.client().flush().await.expect("flush acks");
+                });
+                thread_cpu_seconds() - cpu
+            })
+            .join()
+            .expect("client-alone drain")
+    })
+}
+
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     ensure!(args.sinks >= 1, "--sinks must be at least 1");
@@ -333,6 +403,7 @@ fn main() -> anyhow::Result<()> {
         &["--worker-threads", &threads],
     );
     let reference_seconds = run_reference(&sink_binary, &clickhouse, count);
+    let client_cpu = drain_with_the_client_alone(&nats.url(), count);
 
     let sink_rate = count as f64 / sink.seconds;
     let reference_rate = count as f64 / reference_seconds;
@@ -352,9 +423,11 @@ fn main() -> anyhow::Result<()> {
         mb / reference_seconds
     );
     println!(
-        "sink CPU: {:.2} s user+system, {:.2} us/event",
+        "sink CPU: {:.2} s user+system, {:.2} us/event; the NATS client alone (pull, take \
+         apart, ack): {:.2} us/event",
         sink.cpu,
-        sink.cpu * 1e6 / count as f64
+        sink.cpu * 1e6 / count as f64,
+        client_cpu * 1e6 / count as f64
     );
     println!("ratio sink / clickhouse: {:.2}", sink_rate / reference_rate);
     if args.cluster {
