@@ -184,6 +184,11 @@ macro_rules! life_cycle_methods {
         pub fn is_running(&self) -> bool {
             self.process.is_running()
         }
+
+        /// The server's process id while it runs.
+        pub fn pid(&self) -> Option<u32> {
+            self.process.pid()
+        }
     };
 }
 pub(crate) use life_cycle_methods;
@@ -262,6 +267,16 @@ impl ServerProcess {
     /// Whether the process runs (spawned and not yet exited).
     pub(crate) fn is_running(&self) -> bool {
         Self::running(&mut self.lock())
+    }
+
+    /// The process id while it runs.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        let mut slot = self.lock();
+        if Self::running(&mut slot) {
+            slot.as_ref().map(Child::id)
+        } else {
+            None
+        }
     }
 
     /// Sends SIGTERM and waits up to [`STOP_TIMEOUT`]; then SIGKILL. No-op if not running.

@@ -23,7 +23,8 @@
 //!    its own;
 //!
 //! and prints events/s, MB/s (of event JSON), the sink's CPU per event against the NATS
-//! client's alone, and the ratio sink / ClickHouse.
+//! client's alone, the CPU the sink, ClickHouse and nats-server used during the drain
+//! (they share the machine's cores), and the ratio sink / ClickHouse.
 //!
 //! With `--cluster` it also starts the 2 shards × 2 replicas cluster of
 //! `deploy/clickhouse/cluster/` and drains the same stream (a second consumer) with one
@@ -394,6 +395,8 @@ fn main() -> anyhow::Result<()> {
 
     migrate(&sink_binary, &clickhouse, &[]);
     let threads = args.worker_threads.to_string();
+    let servers = [clickhouse.pid(), nats.pid()].map(|pid| pid.expect("server running"));
+    let servers_before = servers.map(cpu_seconds);
     let sink = run_sinks(
         args.sinks,
         &sink_binary,
@@ -402,7 +405,9 @@ fn main() -> anyhow::Result<()> {
         count,
         &["--worker-threads", &threads],
     );
+    let servers_during = servers.map(cpu_seconds);
     let reference_seconds = run_reference(&sink_binary, &clickhouse, count);
+    let reference_cpu = cpu_seconds(servers[0]) - servers_during[0];
     let client_cpu = drain_with_the_client_alone(&nats.url(), count);
 
     let sink_rate = count as f64 / sink.seconds;
@@ -428,6 +433,16 @@ fn main() -> anyhow::Result<()> {
         sink.cpu,
         sink.cpu * 1e6 / count as f64,
         client_cpu * 1e6 / count as f64
+    );
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    println!(
+        "CPU during the drain: sink {:.2} s, ClickHouse {:.2} s, nats-server {:.2} s, of \
+         {:.1} s ({cores} cores x {:.1} s); during the reference: ClickHouse {reference_cpu:.2} s",
+        sink.cpu,
+        servers_during[0] - servers_before[0],
+        servers_during[1] - servers_before[1],
+        cores as f64 * sink.seconds,
+        sink.seconds
     );
     println!("ratio sink / clickhouse: {:.2}", sink_rate / reference_rate);
     if args.cluster {
