@@ -38,6 +38,22 @@ pub fn sink_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
+/// Where the harness keeps the servers' data (the temporary directory), for the bench's
+/// output: ClickHouse writes every insert there as a new part, so its disk is part of
+/// what a bench measures. `TMPDIR` moves it, e.g. to `/dev/shm` (memory).
+pub fn data_dir_line() -> String {
+    let dir = std::env::temp_dir();
+    let medium = match nix::sys::statfs::statfs(&dir) {
+        Ok(fs) if fs.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC => "in memory (tmpfs)",
+        Ok(_) => "on disk",
+        Err(_) => "on an unknown file system",
+    };
+    format!(
+        "servers' data under {} ({medium}; TMPDIR moves it)",
+        dir.display()
+    )
+}
+
 /// The nearest-rank `q`-quantile (0..=1) of `sorted` (ascending); zero when empty.
 pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
     if sorted.is_empty() {

@@ -35,6 +35,9 @@
 //! its servers with the test harness, which the sink must not depend on. Cargo builds no
 //! binary of a dependency, hence the separate `cargo build` of the sink; by default the
 //! bench runs the `event-sink` beside its own executable (`target/release/`).
+//!
+//! The servers keep their data in the temporary directory, which it prints (`TMPDIR`
+//! moves it): every insert is a new part there, so that disk is part of the measure.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -42,7 +45,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::ensure;
 use async_nats::jetstream::AckKind;
-use benchstream_bench::sink_binary;
+use benchstream_bench::{data_dir_line, sink_binary};
 use benchstream_tests::events::{fixture, publish_all};
 use benchstream_tests::stream::{create_stream, jetstream};
 use benchstream_tests::{ClickHouseCluster, ClickHouseServer, NatsServer};
@@ -372,6 +375,7 @@ fn main() -> anyhow::Result<()> {
     ensure!(args.sinks >= 1, "--sinks must be at least 1");
     let count = args.events;
     let sink_binary = sink_binary(args.sink.as_deref())?;
+    println!("{}", data_dir_line());
     println!("measuring {}", sink_binary.display());
     let nats = NatsServer::start();
     let clickhouse = ClickHouseServer::start();

@@ -12,7 +12,8 @@
 //! `latency-probe`); a poller looks for the probes in `events_raw` every 50 ms and records
 //! publish-to-queryable time. Prints p50, p99 and max of that time, and the sink's
 //! flushes per second (one insert per table each, from its `/metrics`), which is what
-//! ClickHouse's part count grows with.
+//! ClickHouse's part count grows with. The servers keep their data in the temporary
+//! directory, which it prints (`TMPDIR` moves it, e.g. to `/dev/shm`).
 //!
 //! A binary of the bench package for the same reason as `sink-bench`: it starts its
 //! servers with the test harness.
@@ -26,7 +27,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
-use benchstream_bench::{percentile, sink_binary};
+use benchstream_bench::{data_dir_line, percentile, sink_binary};
 use benchstream_tests::events::{envelope, fixture, Run};
 use benchstream_tests::stream::create_stream;
 use benchstream_tests::{free_port, ClickHouseServer, NatsServer};
@@ -173,6 +174,7 @@ fn main() -> anyhow::Result<()> {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    println!("{}", data_dir_line());
     println!(
         "measuring {}: {} events/s for {} s, {PROBES_PER_SECOND} probes/s",
         sink_binary.display(),
