@@ -47,14 +47,14 @@ pub struct NatsArgs {
     /// CA certificate (PEM) to verify the server with; implies TLS.
     #[arg(id = "nats_tls_ca", long = "nats-tls-ca", env = "BENCH_NATS_TLS_CA")]
     pub tls_ca: Option<PathBuf>,
-    /// Client certificate (PEM) for mutual TLS; needs `tls_key`.
+    /// Client certificate (PEM) for mutual TLS; needs its key (`--nats-tls-key`).
     #[arg(
         id = "nats_tls_cert",
         long = "nats-tls-cert",
         env = "BENCH_NATS_TLS_CERT"
     )]
     pub tls_cert: Option<PathBuf>,
-    /// Client key (PEM) for mutual TLS; needs `tls_cert`.
+    /// Client key (PEM) for mutual TLS; needs its certificate (`--nats-tls-cert`).
     #[arg(id = "nats_tls_key", long = "nats-tls-key", env = "BENCH_NATS_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
     /// Refuse to connect without TLS. Default false (true when a CA or client cert is set).
