@@ -255,6 +255,70 @@ fn migrate_subcommand_applies_migrations_and_exits() {
     assert_eq!(tables.trim(), "13");
 }
 
+#[test]
+fn each_flush_logs_where_it_waited_at_debug_level() {
+    const EVENTS: usize = 300;
+    let nats = NatsServer::start();
+    let clickhouse = ClickHouseServer::start();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let mut run = Run::default();
+    let events = run.events(EVENTS);
+    runtime.block_on(async {
+        create_stream(&nats.url(), &SubjectPrefix::default()).await;
+        publish_all(&jetstream(&nats.url()).await, events, 64).await;
+    });
+    let mut command = sink_command(
+        &nats.url(),
+        &clickhouse.http_url(),
+        &["--batch-max-rows", "100", "--log-format", "json"],
+    );
+    command
+        .env("RUST_LOG", "warn,event_sink::writer=debug")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let sink = command.spawn().expect("start event-sink");
+    wait_for(
+        &clickhouse,
+        &format!(
+            "SELECT count() FROM benchstream.events_raw WHERE run_id = '{}'",
+            run.run_id
+        ),
+        &EVENTS.to_string(),
+        Duration::from_secs(60),
+    );
+    let pid = Pid::from_raw(i32::try_from(sink.id()).expect("pid"));
+    kill(pid, Signal::SIGTERM).expect("SIGTERM");
+    let out = sink.wait_with_output().expect("event-sink output");
+    assert!(out.status.success(), "SIGTERM exit: {}", out.status);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let flushes: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l["fields"]["message"] == "batch flushed")
+        .collect();
+    // Batches of at most 100 messages: at least three flushes, holding every event once.
+    assert!(flushes.len() >= 3, "{stderr}");
+    let field = |flush: &serde_json::Value, name: &str| {
+        flush["fields"][name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no {name} in {flush}"))
+    };
+    let messages: u64 = flushes.iter().map(|f| field(f, "messages")).sum();
+    assert_eq!(messages, EVENTS as u64, "{stderr}");
+    for flush in &flushes {
+        assert!(field(flush, "messages") <= 100, "{flush}");
+        for wait in [
+            "lookup_ms",
+            "typed_ms",
+            "raw_ms",
+            "dead_letters_ms",
+            "answer_ms",
+        ] {
+            field(flush, wait);
+        }
+    }
+}
+
 /// One `GET path` over HTTP/1.0 to `127.0.0.1:port`; the whole response, or the error.
 fn http_get(port: u16, path: &str, timeout: Duration) -> std::io::Result<String> {
     use std::io::{Read, Write};
