@@ -155,9 +155,14 @@ struct AppliedRow {
     applied_at: u32,
 }
 
-/// Creates `database` if it does not exist (on a cluster: on every server, which
-/// `ON CLUSTER` does whether or not this one has it). `server` must not select a database
-/// (the HTTP interface refuses requests naming a database that does not exist yet).
+/// Creates `database` if this server does not have it (on a cluster: on every server,
+/// with `ON CLUSTER`). `server` must not select a database (the HTTP interface refuses
+/// requests naming a database that does not exist yet).
+///
+/// When this server has it, nothing is sent: an `ON CLUSTER` statement waits for every
+/// server of the cluster (up to `distributed_ddl_task_timeout`, 180 s by default), so a
+/// sink restarting while one replica is down would not start at all. A server added to
+/// the cluster later gets the database from the first sink that talks to it.
 pub async fn ensure_database(
     server: &Client,
     database: &str,
@@ -173,7 +178,7 @@ pub async fn ensure_database(
         .fetch_one::<u64>()
         .await
         .map_err(error)?;
-    if exists == 0 || cluster.is_some() {
+    if exists == 0 {
         let on_cluster = cluster.map_or(String::new(), |c| format!(" ON CLUSTER {c}"));
         server
             .query(&format!(

@@ -4,7 +4,8 @@
 //! in query results, dead-letters a malformed message and a forged copy of a stored event
 //! (whose first version stays the one queries show) and no good event, and the replicas
 //! of each shard end with the same rows. Migrations are idempotent and refuse an edited
-//! file, as on one server.
+//! file, as on one server, and a sink with nothing to migrate starts while a replica is
+//! down.
 //!
 //! Each test starts its own cluster (five processes); a lock runs them one at a time so
 //! the suite's other tests keep some of the machine.
@@ -389,4 +390,37 @@ async fn cluster_migrations_are_idempotent_and_refuse_an_edited_file() {
         matches!(refused, Err(MigrationError::ChecksumMismatch { stem, .. }) if stem == alter.stem),
         "{refused:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sink_starts_and_ingests_while_a_replica_is_down() {
+    let _serial = serially().await;
+    let world = ClusterWorld::start().await;
+    let mut run = Run::default();
+    let run_id = run.run_id;
+    let stored = |count: usize| {
+        let entry = &world.cluster.servers()[0];
+        let sql = format!(
+            "SELECT uniqExact(event_id) FROM benchstream.events_raw WHERE run_id = '{run_id}'"
+        );
+        // Well under ClickHouse's `distributed_ddl_task_timeout` (180 s), which is how long
+        // an `ON CLUSTER` statement waits for a server that is down.
+        tokio::task::block_in_place(|| {
+            wait_for(entry, &sql, &count.to_string(), Duration::from_secs(60));
+        });
+    };
+    // The first start migrates the cluster, every server up.
+    let sink = RunningSink::start(world.args().resolve().expect("valid settings"));
+    publish_all(&world.js, run.events(EVENTS_PER_RUN), 64).await;
+    stored(EVENTS_PER_RUN);
+    sink.stop().await.expect("sink stops cleanly");
+
+    // A replica other than the one the sink talks to goes away; the sink restarts (a
+    // deploy, a crash) and has nothing to migrate: it must not wait for that replica.
+    let replica = world.cluster.server(2, 1);
+    tokio::task::block_in_place(|| replica.stop());
+    let sink = RunningSink::start(world.args().resolve().expect("valid settings"));
+    publish_all(&world.js, run.events(EVENTS_PER_RUN), 64).await;
+    stored(2 * EVENTS_PER_RUN);
+    sink.stop().await.expect("sink stops cleanly");
 }
