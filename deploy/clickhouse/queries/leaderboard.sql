@@ -4,11 +4,11 @@
 -- success is known (NULL success: a submission nobody judged, e.g. an imported
 -- trajectory); success_rate = successes / judged, NULL when none is. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
 -- NULL when none is. avg_turns and avg_wall_time_s average finished runs. Tokens are
--- summed over every LLM call of the runs whose tokens are known (token_runs): a run with
--- a call whose tokens are unknown (NULL: no answer, or no usage in it), or a finished
--- run whose total_tokens is NULL (an exec agent that reported no call, an imported
--- trajectory without counts), is left out of the sums, never counted as 0; the sums are
--- NULL when no run is left.
+-- summed over every LLM call of the runs whose tokens are known (token_runs; a run not
+-- finished yet counts with its calls so far): a run with a call whose tokens are unknown
+-- (NULL: no answer, or no usage in it), or a finished run whose total_tokens is NULL (an
+-- exec agent that reported no call, an imported trajectory without counts), is left out
+-- of the sums, never counted as 0; the sums are NULL when no run is left.
 -- input_tokens INCLUDES cached_input_tokens, output_tokens INCLUDES reasoning_tokens;
 -- cache_hit_rate = cached / input. Token sums are Float64 (exact up to 2^53, never
 -- wrapping): sum() over UInt64 wraps past 2^64, which any producer's token counts could
