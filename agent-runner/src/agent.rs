@@ -368,7 +368,7 @@ pub(crate) fn run_stop(
         success: Verdict::run_success(verdict, end.status == ExitStatus::Submitted),
         final_score: verdict.map(Verdict::score),
         wall_time_ms: millis(started.elapsed()),
-        total_tokens: Some(usage.total_tokens()),
+        total_tokens: usage.total_tokens(),
         tool_errors,
         stability_variance: None,
         failing_tests: verdict.map(|v| v.failing.clone()).unwrap_or_default(),
@@ -450,8 +450,8 @@ async fn turns(
             rec.emit(
                 Some(step_id),
                 Payload::Step(Step {
-                    tokens_in: usage.input_tokens - usage_before.input_tokens,
-                    tokens_out: usage.output_tokens - usage_before.output_tokens,
+                    tokens_in: usage.known_input_tokens - usage_before.known_input_tokens,
+                    tokens_out: usage.known_output_tokens - usage_before.known_output_tokens,
                     planned_step: decision.planned_step,
                     context_kb,
                     ..step(StepType::Reason, thought)

@@ -12,6 +12,9 @@
 //!    logged when the price is looked up. A listed price of `"0"` is a free model and
 //!    costs 0; a negative one (OpenRouter's `"-1"` for routers) is unknown.
 //!
+//! A call whose token counts are unknown (no answer, or an answer without usage) has a
+//! null `cost_usd` and `pricing_source` `unknown` whatever the prices; they stay recorded.
+//!
 //! Prices are exact fixed-point numbers ([`TokenPrice`], 1e-18 USD units) parsed from
 //! their decimal text, and a call's cost is summed in those units as integers ([`Usd`]);
 //! the only rounding is the final conversion to the `f64` of `cost_usd`. A run's cost is
@@ -301,19 +304,18 @@ impl Pricing {
     }
 
     /// Fills the pricing fields of a call's `deliberation`: source, prices, and
-    /// `cost_usd` of its token counts (null when unknown).
+    /// `cost_usd` of its token counts. The cost is null, with source `unknown`, when the
+    /// price or the call's tokens are unknown (the prices, when known, stay recorded).
     pub fn stamp(&self, d: &mut Deliberation) {
         match self {
             Pricing::Known { source, prices } => {
-                let usage = TokenUsage {
-                    input: d.input_tokens,
-                    cached_input: d.cached_input_tokens,
-                    cache_write: d.cache_write_tokens,
-                    output: d.output_tokens,
-                    reasoning: d.reasoning_tokens,
+                let usage = reported_usage(d);
+                d.cost_usd = usage.map(|u| prices.cost(&u).to_number());
+                d.pricing_source = if usage.is_some() {
+                    *source
+                } else {
+                    PricingSource::Unknown
                 };
-                d.cost_usd = Some(prices.cost(&usage).to_number());
-                d.pricing_source = *source;
                 d.prompt_price_per_mtok = Some(prices.prompt.usd_per_mtok());
                 d.completion_price_per_mtok = Some(prices.completion.usd_per_mtok());
                 d.cached_prompt_price_per_mtok = prices.cached_prompt.map(TokenPrice::usd_per_mtok);
@@ -327,6 +329,17 @@ impl Pricing {
             }
         }
     }
+}
+
+/// The token counts `d` reports, when it reports all of them.
+fn reported_usage(d: &Deliberation) -> Option<TokenUsage> {
+    Some(TokenUsage {
+        input: d.input_tokens?,
+        cached_input: d.cached_input_tokens?,
+        cache_write: d.cache_write_tokens?,
+        output: d.output_tokens?,
+        reasoning: d.reasoning_tokens?,
+    })
 }
 
 #[cfg(test)]

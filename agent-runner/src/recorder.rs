@@ -32,15 +32,19 @@ pub struct RecordError {
     source: io::Error,
 }
 
-/// Model usage of a run, summed over its `deliberation` events.
+/// Model usage of a run, summed over its `deliberation` events. Tokens and cost follow
+/// one rule: the sums are of what is known, and a run with any unknown count or cost has
+/// an unknown total (`None`), never a made-up one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Usage {
     /// Model calls.
     pub api_calls: u32,
-    /// Prompt tokens (cached included).
-    pub input_tokens: u64,
-    /// Completion tokens (reasoning included).
-    pub output_tokens: u64,
+    /// Prompt tokens (cached included) of the calls whose counts are known.
+    pub known_input_tokens: u64,
+    /// Completion tokens (reasoning included) of the calls whose counts are known.
+    pub known_output_tokens: u64,
+    /// Some call's input or output tokens are unknown: so are the run's.
+    pub tokens_unknown: bool,
     /// Exact sum of the known costs.
     pub known_cost: Usd,
     /// Some call's cost is unknown: so is the run's.
@@ -50,18 +54,26 @@ pub struct Usage {
 impl Usage {
     fn add(&mut self, d: &Deliberation) {
         self.api_calls += 1;
-        // Token counts come from providers: a huge one saturates instead of wrapping.
-        self.input_tokens = self.input_tokens.saturating_add(d.input_tokens);
-        self.output_tokens = self.output_tokens.saturating_add(d.output_tokens);
+        match (d.input_tokens, d.output_tokens) {
+            (Some(input), Some(output)) => {
+                // Token counts come from providers: a huge one saturates instead of wrapping.
+                self.known_input_tokens = self.known_input_tokens.saturating_add(input);
+                self.known_output_tokens = self.known_output_tokens.saturating_add(output);
+            }
+            _ => self.tokens_unknown = true,
+        }
         match d.cost_usd.and_then(Usd::from_number) {
             Some(cost) => self.known_cost = self.known_cost.saturating_add(cost),
             None => self.cost_unknown = true,
         }
     }
 
-    /// Input plus output tokens.
-    pub fn total_tokens(&self) -> u64 {
-        self.input_tokens.saturating_add(self.output_tokens)
+    /// Input plus output tokens of the run; `None` when some call's were unknown.
+    pub fn total_tokens(&self) -> Option<u64> {
+        (!self.tokens_unknown).then(|| {
+            self.known_input_tokens
+                .saturating_add(self.known_output_tokens)
+        })
     }
 
     /// The run's cost, converted once from the exact sum; `None` when some call's cost
@@ -202,4 +214,70 @@ fn oversize_failure(event: &BenchmarkEvent, size: usize) -> Payload {
         contributing_factors: Vec::new(),
         remediation_suggestions: vec!["keep tool outputs and file lists smaller".to_owned()],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A call with these token counts and cost.
+    fn call(input: Option<u64>, output: Option<u64>, cost_usd: Option<f64>) -> Deliberation {
+        serde_json::from_value(json!({
+            "agent": "agent", "provider": "local", "model": "m", "status": "ok",
+            "latency_ms": 1, "input_tokens": input, "cached_input_tokens": input.map(|_| 0),
+            "cache_write_tokens": input.map(|_| 0), "output_tokens": output,
+            "reasoning_tokens": output.map(|_| 0), "cost_usd": cost_usd,
+            "pricing_source": if cost_usd.is_some() { "override" } else { "unknown" },
+            "prompt_price_per_mtok": null, "completion_price_per_mtok": null,
+            "actions": [], "summary": "", "confidence": null, "raw_output": "",
+            "raw_output_truncated": false
+        }))
+        .expect("a deliberation")
+    }
+
+    fn usage_of(calls: &[Deliberation]) -> Usage {
+        let mut usage = Usage::default();
+        calls.iter().for_each(|d| usage.add(d));
+        usage
+    }
+
+    #[test]
+    fn known_tokens_sum_exactly() {
+        let usage = usage_of(&[
+            call(Some(1000), Some(20), Some(0.01)),
+            call(Some(0), Some(0), Some(0.0)),
+            call(Some(u64::MAX), Some(1), Some(0.0)),
+        ]);
+        assert_eq!(usage.total_tokens(), Some(u64::MAX), "saturates");
+        let usage = usage_of(&[
+            call(Some(1000), Some(20), Some(0.01)),
+            call(Some(5), Some(7), Some(0.02)),
+        ]);
+        assert_eq!(usage.total_tokens(), Some(1032));
+        assert_eq!(usage.cost_usd(), Some(0.03));
+    }
+
+    #[test]
+    fn one_call_with_unknown_tokens_makes_the_run_total_unknown_not_a_smaller_sum() {
+        for unknown in [
+            call(None, None, None),
+            call(Some(10), None, None),
+            call(None, Some(10), None),
+        ] {
+            let usage = usage_of(&[call(Some(1000), Some(20), Some(0.01)), unknown]);
+            assert_eq!(usage.api_calls, 2);
+            assert_eq!(usage.total_tokens(), None);
+            assert_eq!(usage.cost_usd(), None);
+            // What is known stays counted: the cost limit reads a lower bound.
+            assert_eq!(usage.known_input_tokens, 1000);
+            assert_eq!(usage.known_cost.to_number(), 0.01);
+        }
+    }
+
+    #[test]
+    fn no_call_is_zero_tokens() {
+        assert_eq!(Usage::default().total_tokens(), Some(0));
+    }
 }

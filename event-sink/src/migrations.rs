@@ -66,6 +66,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(5, "0005_bounded_first_write_wins"),
     migration!(6, "0006_smith_nullable"),
     migration!(7, "0007_unknown_run_results"),
+    migration!(8, "0008_unknown_call_tokens"),
 ];
 
 impl Migration {

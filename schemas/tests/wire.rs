@@ -29,6 +29,44 @@ fn every_event_type_round_trips_through_its_golden_fixture() {
     }
 }
 
+#[test]
+fn unknown_token_counts_are_null_and_reported_ones_stay_exact() {
+    const TOKENS: [&str; 5] = [
+        "input_tokens",
+        "cached_input_tokens",
+        "cache_write_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+    ];
+    let counts = |event: &BenchmarkEvent| match &event.payload {
+        schemas::Payload::Deliberation(d) => [
+            d.input_tokens,
+            d.cached_input_tokens,
+            d.cache_write_tokens,
+            d.output_tokens,
+            d.reasoning_tokens,
+        ],
+        other => panic!("not a deliberation: {other:?}"),
+    };
+    let reported = decode(fixture("deliberation.json").as_bytes()).expect("fixture decodes");
+    assert_eq!(
+        counts(&reported),
+        [Some(5200), Some(4096), Some(0), Some(420), Some(128)]
+    );
+
+    let mut unknown: serde_json::Value =
+        serde_json::from_str(&fixture("deliberation.json")).expect("fixture json");
+    for field in TOKENS {
+        unknown["data"][field] = serde_json::Value::Null;
+    }
+    let event = decode(&serde_json::to_vec(&unknown).expect("json")).expect("null counts decode");
+    assert_eq!(counts(&event), [None; 5]);
+    let wire: serde_json::Value = serde_json::from_slice(&event.to_json()).expect("json");
+    for field in TOKENS {
+        assert_eq!(wire["data"][field], serde_json::Value::Null, "{field}");
+    }
+}
+
 fn with_field(name: &str, pointer: &str, value: serde_json::Value) -> Vec<u8> {
     let mut v: serde_json::Value = serde_json::from_str(&fixture(name)).expect("fixture json");
     *v.pointer_mut(pointer)

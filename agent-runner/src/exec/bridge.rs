@@ -410,7 +410,7 @@ async fn close_run(
     let stop = RunStop {
         // The runner sees only the calls the agent reports: an agent that reports none
         // may still have used a model, so its tokens and cost are unknown, not 0.
-        total_tokens: Some(usage.total_tokens()).filter(|_| usage.api_calls > 0),
+        total_tokens: usage.total_tokens().filter(|_| usage.api_calls > 0),
         cost_usd: usage.cost_usd().filter(|_| usage.api_calls > 0),
         ..agent::run_stop(
             rec,

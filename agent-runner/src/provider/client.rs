@@ -142,8 +142,8 @@ pub struct Completion {
     pub content: Option<String>,
     /// Function calls, in order.
     pub tool_calls: Vec<ToolCall>,
-    /// Token counts.
-    pub usage: TokenUsage,
+    /// Token counts; `None` when the reply reported none (unknown, never 0).
+    pub usage: Option<TokenUsage>,
     /// The reply as the model produced it (the `message` object's JSON), for
     /// `deliberation.raw_output`.
     pub raw: String,
@@ -386,7 +386,8 @@ mod tests {
             ),
             ("", "{}")
         );
-        assert_eq!((c.usage.input, c.usage.output), (10, 5));
+        let usage = c.usage.expect("usage reported");
+        assert_eq!((usage.input, usage.output), (10, 5));
     }
 
     #[test]

@@ -15,6 +15,13 @@
 //! never the sum. A `prompt_tokens` smaller than the cached and written tokens it must
 //! include means the provider counted them apart: they are added, so that the invariant
 //! `input ≥ cached + writes` holds. Likewise `output ≥ reasoning`.
+//!
+//! A call's usage is known only when the block gives both a prompt count (`prompt_tokens`
+//! or `input_tokens`) and a completion count (`completion_tokens` or `output_tokens`);
+//! otherwise (no `usage` block, or one without those counts) it is unknown and the call's
+//! token counts are recorded as null, never as 0. Within a known usage, a cache or
+//! reasoning detail the provider leaves out is 0: providers omit the details of what
+//! did not happen.
 
 use serde_json::Value;
 
@@ -34,8 +41,9 @@ pub struct TokenUsage {
 }
 
 impl TokenUsage {
-    /// Reads a `usage` object; missing or ill-typed fields count as absent.
-    pub fn from_usage(usage: &Value) -> TokenUsage {
+    /// Reads a `usage` object; `None` when it reports no prompt or no completion count
+    /// (missing or ill-typed fields count as absent).
+    pub fn from_usage(usage: &Value) -> Option<TokenUsage> {
         let count = |path: &[&str]| -> Option<u64> {
             path.iter()
                 .try_fold(usage, |v, key| v.get(key))
@@ -61,8 +69,7 @@ impl TokenUsage {
                 .saturating_add(cached_input)
                 .saturating_add(cache_write),
             // Anthropic's own `input_tokens` leaves cache reads and writes out.
-            None => count(&["input_tokens"])
-                .unwrap_or(0)
+            None => count(&["input_tokens"])?
                 .saturating_add(cached_input)
                 .saturating_add(cache_write),
         };
@@ -71,19 +78,19 @@ impl TokenUsage {
             &["reasoning_tokens"],
         ])
         .unwrap_or(0);
-        let completion = first(&[&["completion_tokens"], &["output_tokens"]]).unwrap_or(0);
+        let completion = first(&[&["completion_tokens"], &["output_tokens"]])?;
         let output = if completion >= reasoning {
             completion
         } else {
             completion + reasoning
         };
-        TokenUsage {
+        Some(TokenUsage {
             input,
             cached_input,
             cache_write,
             output,
             reasoning,
-        }
+        })
     }
 
     /// Prompt tokens billed at the full prompt price.
@@ -98,7 +105,7 @@ mod tests {
     use serde_json::json;
 
     fn usage(v: Value) -> TokenUsage {
-        TokenUsage::from_usage(&v)
+        TokenUsage::from_usage(&v).expect("a known usage")
     }
 
     #[test]
@@ -169,8 +176,31 @@ mod tests {
     }
 
     #[test]
-    fn missing_usage_is_zero() {
-        assert_eq!(usage(Value::Null), TokenUsage::default());
-        assert_eq!(usage(json!({"prompt_tokens": "12"})), TokenUsage::default());
+    fn missing_usage_is_unknown_not_zero() {
+        for unknown in [
+            Value::Null,
+            json!({}),
+            json!({"prompt_tokens": "12", "completion_tokens": 3}),
+            json!({"prompt_tokens": 12}),
+            json!({"completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 5}}),
+        ] {
+            assert_eq!(TokenUsage::from_usage(&unknown), None, "{unknown}");
+        }
+    }
+
+    #[test]
+    fn reported_zeros_and_absent_details_are_exact() {
+        assert_eq!(
+            usage(json!({"prompt_tokens": 0, "completion_tokens": 0})),
+            TokenUsage::default()
+        );
+        assert_eq!(
+            usage(json!({"input_tokens": 7, "output_tokens": 2})),
+            TokenUsage {
+                input: 7,
+                output: 2,
+                ..TokenUsage::default()
+            }
+        );
     }
 }

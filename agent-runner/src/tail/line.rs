@@ -1,7 +1,8 @@
 //! One readable line per event (`agent-runner tail` without `--json`): time, type, run,
 //! seq, task, policy, then the few facts of its type that say what happened. Works on
-//! the raw JSON, so any producer's event prints (a field it lacks shows as `-`), and
-//! bytes that are not JSON print as their subject and size. No I/O.
+//! the raw JSON, so any producer's event prints (a field it lacks shows as `-`, and so
+//! does a null one: unknown tokens or cost read `-`, never 0), and bytes that are not
+//! JSON print as their subject and size. No I/O.
 
 use serde_json::Value;
 
@@ -126,6 +127,20 @@ mod tests {
             line,
             "2026-01-02T03:04:05.678Z run_stop         run r1 #9 task t policy p  \
              solved submitted score 1.0 tests 3 passed 0 failed tokens 10 cost -"
+        );
+    }
+
+    #[test]
+    fn a_call_with_unknown_tokens_shows_them_unknown_not_zero() {
+        let event = serde_json::json!({
+            "ts": "t", "run_id": "r1", "seq": 4, "task_id": "t", "policy_id": "p",
+            "data": {"agent": "agent", "model": "m", "status": "timeout", "latency_ms": 30000,
+                     "input_tokens": null, "output_tokens": null, "cost_usd": null}
+        });
+        let line = render("bench.events.r1.deliberation", event.to_string().as_bytes());
+        assert!(
+            line.ends_with("agent m timeout 30000 ms in - out - tokens cost -"),
+            "{line}"
         );
     }
 

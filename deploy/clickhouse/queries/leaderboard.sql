@@ -4,10 +4,15 @@
 -- success is known (NULL success: a submission nobody judged, e.g. an imported
 -- trajectory); success_rate = successes / judged, NULL when none is. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
 -- NULL when none is. avg_turns and avg_wall_time_s average finished runs. Tokens are
--- summed over every LLM call of the runs: input_tokens INCLUDES cached_input_tokens,
--- output_tokens INCLUDES reasoning_tokens; cache_hit_rate = cached / input. Token sums
--- are Float64 (exact up to 2^53, never wrapping): sum() over UInt64 wraps past 2^64,
--- which any producer's token counts could reach.
+-- summed over every LLM call of the runs whose tokens are known (token_runs; a run not
+-- finished yet counts with its calls so far): a run with a call whose tokens are unknown
+-- (NULL: no answer, or no usage in it), or a finished run whose total_tokens is NULL (an
+-- exec agent that reported no call, an imported trajectory without counts), is left out
+-- of the sums, never counted as 0; the sums are NULL when no run is left.
+-- input_tokens INCLUDES cached_input_tokens, output_tokens INCLUDES reasoning_tokens;
+-- cache_hit_rate = cached / input. Token sums are Float64 (exact up to 2^53, never
+-- wrapping): sum() over UInt64 wraps past 2^64, which any producer's token counts could
+-- reach.
 -- Dedup: every table is read with FINAL. 18.16 allows one JOIN per SELECT, hence the
 -- nesting; current ClickHouse wants every joined subquery named, hence the aliases.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
@@ -28,16 +33,21 @@ SELECT
         AS avg_cost_usd,
     round(sumIf(run_turns, stopped = 1) / greatest(finished, 1), 2) AS avg_turns,
     sum(run_api_calls) AS api_calls,
-    sum(call_input) AS input_tokens,
-    sum(call_cached) AS cached_input_tokens,
-    sum(call_output) AS output_tokens,
-    sum(call_reasoning) AS reasoning_tokens,
+    countIf(tokens_unknown = 0 AND total_unknown = 0) AS token_runs,
+    if(token_runs = 0, NULL,
+        sumIf(call_input, tokens_unknown = 0 AND total_unknown = 0)) AS input_tokens,
+    if(token_runs = 0, NULL,
+        sumIf(call_cached, tokens_unknown = 0 AND total_unknown = 0)) AS cached_input_tokens,
+    if(token_runs = 0, NULL,
+        sumIf(call_output, tokens_unknown = 0 AND total_unknown = 0)) AS output_tokens,
+    if(token_runs = 0, NULL,
+        sumIf(call_reasoning, tokens_unknown = 0 AND total_unknown = 0)) AS reasoning_tokens,
     round(cached_input_tokens / greatest(input_tokens, 1), 4) AS cache_hit_rate,
     round(sumIf(run_wall_ms, stopped = 1) / greatest(finished, 1) / 1000, 2) AS avg_wall_time_s
 FROM
 (
     SELECT run_id, policy_id, model, strategy,
-        stopped, succeeded, run_cost, run_turns, run_api_calls, run_wall_ms
+        stopped, succeeded, run_cost, run_turns, run_api_calls, run_wall_ms, total_unknown
     FROM
     (
         SELECT run_id, policy_id, model, strategy
@@ -48,17 +58,21 @@ FROM
     ANY LEFT JOIN
     (
         SELECT run_id, toUInt8(1) AS stopped, success AS succeeded, cost_usd AS run_cost,
-            turns AS run_turns, api_calls AS run_api_calls, wall_time_ms AS run_wall_ms
+            turns AS run_turns, api_calls AS run_api_calls, wall_time_ms AS run_wall_ms,
+            toUInt8(isNull(total_tokens)) AS total_unknown
         FROM run_stops FINAL
     ) AS stopped_runs USING run_id
 ) AS selected_runs
 ANY LEFT JOIN
 (
+    -- A run without calls joins no row here: 0 tokens, known (tokens_unknown = 0).
     SELECT run_id,
-        sum(toFloat64(input_tokens)) AS call_input,
-        sum(toFloat64(cached_input_tokens)) AS call_cached,
-        sum(toFloat64(output_tokens)) AS call_output,
-        sum(toFloat64(reasoning_tokens)) AS call_reasoning
+        sum(toFloat64(ifNull(input_tokens, 0))) AS call_input,
+        sum(toFloat64(ifNull(cached_input_tokens, 0))) AS call_cached,
+        sum(toFloat64(ifNull(output_tokens, 0))) AS call_output,
+        sum(toFloat64(ifNull(reasoning_tokens, 0))) AS call_reasoning,
+        toUInt8(countIf(isNull(input_tokens) OR isNull(cached_input_tokens)
+            OR isNull(output_tokens) OR isNull(reasoning_tokens)) > 0) AS tokens_unknown
     FROM deliberations FINAL
     GROUP BY run_id
 ) AS run_tokens USING run_id

@@ -1,7 +1,8 @@
 -- Pricing-source audit: every LLM call whose cost is unknown (cost_usd NULL or
 -- pricing_source 'unknown'), so that prices can be added (or overridden) for them. A
--- call that got no completion (status timeout, api_error, parse_failure) is listed with
--- its model's prices when they are known: its tokens, not its price, are unknown.
+-- call that got no completion (status timeout, api_error, parse_failure), or whose
+-- reply reported no usage, is listed with its model's prices when they are known and
+-- NULL tokens: its tokens, not its price, are unknown.
 -- Runs holding one have a NULL run cost and are left out of cost averages.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)

@@ -2,8 +2,8 @@
 -- its tokens, cost and latency. t_ms is milliseconds since the run's first event.
 -- A seq missing from the list is a lost event (see lost_events).
 --
--- tokens/cost/latency by type: deliberation = the LLM call (cost NULL when the price
--- is unknown); step = tokens_in/out and wall time; tool_call = latency; run_stop = total
+-- tokens/cost/latency by type: deliberation = the LLM call (tokens NULL when unknown,
+-- cost NULL when the price or the tokens are unknown); step = tokens_in/out and wall time; tool_call = latency; run_stop = total
 -- tokens (NULL when unknown), run cost (NULL when unknown) and wall time; its detail
 -- says `unjudged` when nobody judged the run's submission. Other types have only a detail. A fact the producer
 -- did not send (model, strategy, exit_status of Smith protocol events) reads `unknown`.

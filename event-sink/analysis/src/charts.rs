@@ -469,10 +469,13 @@ const EXIT_STATUSES: [&str; 10] = [
 const TOKEN_KINDS: [&str; 4] = ["uncached input", "cached input", "output", "reasoning"];
 
 /// LLM tokens per policy as 100 % bars: uncached input, cached input, output without
-/// reasoning, reasoning (input INCLUDES cached, output INCLUDES reasoning).
+/// reasoning, reasoning (input INCLUDES cached, output INCLUDES reasoning), over the
+/// leaderboard's runs whose tokens are known. A policy with no such run (NULL sums) has
+/// no bar, never an empty one.
 pub fn token_mix(id: &str, leaderboard: &Table) -> Element {
     let mut bars: Vec<Bar> = (0..leaderboard.rows.len())
         .filter_map(|row| {
+            leaderboard.get(row, "input_tokens")?;
             let n = |name| leaderboard.number(row, name).unwrap_or(0.0);
             let (input, cached) = (n("input_tokens"), n("cached_input_tokens"));
             let (output, reasoning) = (n("output_tokens"), n("reasoning_tokens"));
@@ -955,6 +958,20 @@ mod tests {
         assert_eq!(bucket_label(2), "250 ms");
         assert_eq!(bucket_label(5), "2 s");
         assert_eq!(compact(40500.0), "40k");
+    }
+
+    #[test]
+    fn a_policy_whose_tokens_are_unknown_gets_no_bar() {
+        let leaderboard = table(
+            "policy_id\tinput_tokens\tcached_input_tokens\toutput_tokens\treasoning_tokens\n\
+             String\tNullable(Float64)\tNullable(Float64)\tNullable(Float64)\tNullable(Float64)\n\
+             known\t100\t0\t100\t0\n\
+             unknown\t\\N\t\\N\t\\N\t\\N\n",
+        );
+        let svg = token_mix("chart-token-mix", &leaderboard).to_string();
+        assert_eq!(svg.matches("class=\"bar\"").count(), 1, "{svg}");
+        assert!(svg.contains("data-policy=\"known\""), "{svg}");
+        assert!(!svg.contains("data-policy=\"unknown\""), "{svg}");
     }
 
     #[test]

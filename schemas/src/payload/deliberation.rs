@@ -9,7 +9,8 @@ use super::is_false;
 ///
 /// Token fields follow one convention so that nothing is double counted:
 /// `input_tokens` INCLUDES `cached_input_tokens` and `cache_write_tokens`,
-/// `output_tokens` INCLUDES `reasoning_tokens`.
+/// `output_tokens` INCLUDES `reasoning_tokens`. A count nobody reported is null, never
+/// a made-up 0.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Deliberation {
     /// Role of the caller: `agent`, `summarizer`, `planner`, ...
@@ -22,16 +23,21 @@ pub struct Deliberation {
     pub status: DeliberationStatus,
     /// Wall time of the call, retries and their waits included, ms.
     pub latency_ms: u64,
-    /// Prompt tokens, cached and cache-written ones included.
-    pub input_tokens: u64,
-    /// Prompt tokens served from the provider's cache (part of `input_tokens`).
-    pub cached_input_tokens: u64,
-    /// Prompt tokens written to the provider's cache (part of `input_tokens`).
-    pub cache_write_tokens: u64,
-    /// Completion tokens, reasoning ones included.
-    pub output_tokens: u64,
-    /// Hidden reasoning tokens (part of `output_tokens`).
-    pub reasoning_tokens: u64,
+    /// Prompt tokens, cached and cache-written ones included. Null when unknown (never 0
+    /// for "unknown"): a call that got no answer (timeout, HTTP error, unreadable reply)
+    /// or whose answer reported no usage.
+    pub input_tokens: Option<u64>,
+    /// Prompt tokens served from the provider's cache (part of `input_tokens`); null
+    /// when the call's tokens are unknown.
+    pub cached_input_tokens: Option<u64>,
+    /// Prompt tokens written to the provider's cache (part of `input_tokens`); null when
+    /// the call's tokens are unknown.
+    pub cache_write_tokens: Option<u64>,
+    /// Completion tokens, reasoning ones included. Null when unknown, as `input_tokens`.
+    pub output_tokens: Option<u64>,
+    /// Hidden reasoning tokens (part of `output_tokens`); null when the call's tokens are
+    /// unknown.
+    pub reasoning_tokens: Option<u64>,
     /// The call's cost, USD, exact to the number nearest it. Null when it is unknown
     /// (never 0 for "unknown"): no price, or a call that got no completion (timeout,
     /// HTTP error, unreadable reply), whose tokens the provider never reported.

@@ -80,8 +80,10 @@ pub struct RunStop {
     pub final_score: Option<f64>,
     /// Wall time of the run, ms.
     pub wall_time_ms: u64,
-    /// Input + output tokens of every model call of the run; null when unknown (an
-    /// imported trajectory that records none).
+    /// Input + output tokens of every model call of the run; null when unknown: some
+    /// call's tokens are unknown (a call that got no answer, or no usage in it), the agent
+    /// reported no call at all (an `exec` agent that sends no `deliberation`), or an
+    /// imported trajectory records none.
     pub total_tokens: Option<u64>,
     /// Tool errors: tool calls whose `exit_kind` is not `ok` (a command exiting
     /// non-zero is one, `deterministic`). Each one also has a `failure` event of the

@@ -16,9 +16,11 @@ pub struct Step {
     /// Whether `content` was cut to its limit; absent means false.
     #[serde(default, skip_serializing_if = "is_false")]
     pub content_truncated: bool,
-    /// Prompt tokens of the model calls of this step (0 when it made none).
+    /// Prompt tokens of the model calls of this step (0 when it made none); a call whose
+    /// tokens are unknown adds none (its `deliberation` has them null).
     pub tokens_in: u64,
-    /// Completion tokens of the model calls of this step (0 when it made none).
+    /// Completion tokens of the model calls of this step (0 when it made none); a call
+    /// whose tokens are unknown adds none, as for `tokens_in`.
     pub tokens_out: u64,
     /// Wall time of the step, ms (0 when not measured separately).
     pub wall_time_ms: u64,

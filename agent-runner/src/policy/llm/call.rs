@@ -3,9 +3,9 @@
 //! or the summariser) then adds what it parsed from the reply (actions, summary,
 //! confidence) and may downgrade the status to `parse_failure`.
 //!
-//! A call that got no completion (timeout, HTTP error, unreadable reply) reports no
-//! tokens, so its cost is unknown: `cost_usd` null and `pricing_source` `unknown`, never
-//! $0.
+//! A call that got no completion (timeout, HTTP error, unreadable reply), or whose reply
+//! reported no usage, has unknown tokens: its token counts are null, and so is its cost
+//! (`cost_usd` null and `pricing_source` `unknown`), never 0 or $0.
 
 use schemas::truncate::{truncate_chars, RAW_OUTPUT_MAX_CHARS, SUMMARY_MAX_CHARS};
 use schemas::{Deliberation, DeliberationStatus, PricingSource, RetryPolicy};
@@ -42,6 +42,7 @@ impl Endpoint {
         let attempts = with_retries(&self.retry, || self.client.chat(request)).await;
         let (status, usage, raw, error) = match &attempts.result {
             Ok(c) => (DeliberationStatus::Ok, c.usage, c.raw.clone(), None),
+            // No answer, so no usage: what the provider counted (and billed) is unknown.
             Err(e) => {
                 let status = match e {
                     CallError::Timeout(_) => DeliberationStatus::Timeout,
@@ -52,7 +53,7 @@ impl Endpoint {
                     CallError::Malformed { body, .. } => body.clone(),
                     _ => String::new(),
                 };
-                (status, Default::default(), raw, Some(e.to_string()))
+                (status, None, raw, Some(e.to_string()))
             }
         };
         let mut deliberation = Deliberation {
@@ -61,11 +62,11 @@ impl Endpoint {
             model: self.model.clone(),
             status,
             latency_ms: u64::try_from(attempts.latency.as_millis()).unwrap_or(u64::MAX),
-            input_tokens: usage.input,
-            cached_input_tokens: usage.cached_input,
-            cache_write_tokens: usage.cache_write,
-            output_tokens: usage.output,
-            reasoning_tokens: usage.reasoning,
+            input_tokens: usage.map(|u| u.input),
+            cached_input_tokens: usage.map(|u| u.cached_input),
+            cache_write_tokens: usage.map(|u| u.cache_write),
+            output_tokens: usage.map(|u| u.output),
+            reasoning_tokens: usage.map(|u| u.reasoning),
             cost_usd: None,
             pricing_source: PricingSource::Unknown,
             prompt_price_per_mtok: None,
@@ -82,12 +83,6 @@ impl Endpoint {
         };
         set_raw_output(&mut deliberation, raw);
         self.pricing.stamp(&mut deliberation);
-        if attempts.result.is_err() {
-            // No usage came back: what the provider billed for the call is unknown, so is
-            // its cost (the prices stay recorded).
-            deliberation.cost_usd = None;
-            deliberation.pricing_source = PricingSource::Unknown;
-        }
         Called {
             deliberation,
             result: attempts.result,

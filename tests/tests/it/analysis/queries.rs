@@ -86,6 +86,11 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         "duplicate call counted once"
     );
     assert_eq!(board.get(a, "cached_input_tokens"), Some("5400"));
+    assert_eq!(
+        board.get(a, "token_runs"),
+        Some("3"),
+        "a4's tokens are unknown: left out, not counted as 0"
+    );
     let b = row(board, "policy_id", B);
     assert_eq!(
         (board.get(b, "runs"), board.get(b, "finished")),
@@ -98,6 +103,15 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         board.get(c, "avg_cost_usd"),
         None,
         "unknown prices give no average"
+    );
+    assert_eq!(
+        (
+            board.get(c, "token_runs"),
+            board.get(c, "input_tokens"),
+            board.get(c, "output_tokens")
+        ),
+        (Some("1"), Some("1500"), Some("300")),
+        "c1 has a call whose tokens are unknown: its run is left out of the sums"
     );
     assert_eq!(
         board.get(0, "policy_id"),
@@ -157,6 +171,21 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         timeline.get(0, "detail"),
         Some("qwen2.5-coder raw"),
         "duplicate run_start once"
+    );
+    let unreported = row(timeline, "seq", "4");
+    assert_eq!(
+        (
+            timeline.get(unreported, "tokens_in"),
+            timeline.get(unreported, "tokens_out")
+        ),
+        (None, None),
+        "a call whose tokens nobody reported shows NULL, not 0"
+    );
+    let stop = row(timeline, "seq", "10");
+    assert_eq!(
+        timeline.get(stop, "tokens_in"),
+        None,
+        "so does the run's total"
     );
 
     let tools = answer(&answers, "tool_errors");

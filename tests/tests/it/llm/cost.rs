@@ -1,10 +1,14 @@
 //! Honest cost accounting: token counts from every provider's usage shape, never double
 //! counted; costs exact (to 1e-9 USD, so to the cent) with override prices and with the
-//! provider's listed prices; an unknown price gives a null cost, never $0; the cost limit
-//! ends the run with `exit_cost`.
+//! provider's listed prices; an unknown price gives a null cost, never $0; a call that got
+//! no answer, or an answer without usage, has null tokens (never 0) and makes the run's
+//! `total_tokens` null, while answered calls keep their exact counts, checked in
+//! ClickHouse; the cost limit ends the run with `exit_cost`.
+
+use std::time::Duration;
 
 use agent_runner::pricing::{Prices, TokenPrice};
-use benchstream_tests::OpenAiServer;
+use benchstream_tests::{OpenAiServer, Reply};
 use schemas::{ExitStatus, PricingSource};
 use serde_json::{json, Value};
 
@@ -123,7 +127,13 @@ async fn assert_exact_costs(
                 d.output_tokens,
                 d.reasoning_tokens
             ),
-            (b.input, b.cached, b.written, b.output, b.reasoning),
+            (
+                Some(b.input),
+                Some(b.cached),
+                Some(b.written),
+                Some(b.output),
+                Some(b.reasoning)
+            ),
             "tokens of {}",
             d.raw_output
         );
@@ -224,10 +234,67 @@ async fn run_cost_in_clickhouse_is_the_exact_sum_of_its_calls() {
     .await;
     sink.wait_for(
         &format!(
-            "SELECT toString(cost_usd), success FROM benchstream.run_stops FINAL \
+            "SELECT toString(cost_usd), success, total_tokens FROM benchstream.run_stops FINAL \
              WHERE run_id = '{run_id}' FORMAT TSV"
         ),
-        "0.217992\t1",
+        // 9805 + 1175 + 5135 + 532 + 8727 + 1024 + 30457 + 977 tokens, exact.
+        "0.217992\t1\t57832",
+    )
+    .await;
+    sink.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_whose_tokens_nobody_reported_is_null_in_clickhouse_and_so_is_the_run_total() {
+    let (nats, sink) = start_pipeline().await;
+    // Call 1 hangs past the per-call timeout (no answer); call 2 is answered without a
+    // usage block; calls 3 to 5 report their usage.
+    let hung = Reply::text("too late").delayed(Duration::from_secs(5));
+    let mut reference = reference_replies(TASK).into_iter();
+    let unmetered = reference.next().expect("a first step").usage(Value::Null);
+    let metered = reference
+        .zip([(5135, 532), (8727, 1024), (30457, 977)])
+        .map(|(reply, (prompt, completion))| {
+            reply.usage(json!({"prompt_tokens": prompt, "completion_tokens": completion}))
+        });
+    let server = OpenAiServer::with_replies(models(), [hung, unmetered].into_iter().chain(metered));
+    let mut llm = provider(&server);
+    llm.provider.timeout = Duration::from_millis(300);
+
+    let summary = run_published(fixture("raw"), llm, &nats, &sink).await;
+
+    let result = &summary.result;
+    assert_eq!(result.success, Some(true), "{result:?}");
+    assert_eq!(
+        (result.api_calls, result.total_tokens, result.cost_usd),
+        (5, None, None)
+    );
+    let run_id = summary.run_id;
+    // At $3 / $15 per Mtok the known calls cost what their tokens say; the two others
+    // have NULL tokens and cost, with their model's prices still recorded.
+    sink.wait_for(
+        &format!(
+            "SELECT status, input_tokens, cached_input_tokens, cache_write_tokens, \
+             output_tokens, reasoning_tokens, toString(cost_usd), pricing_source, \
+             prompt_price_per_mtok FROM benchstream.deliberations FINAL \
+             WHERE run_id = '{run_id}' ORDER BY seq FORMAT TSV"
+        ),
+        &[
+            "timeout\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\tunknown\t3",
+            "ok\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\tunknown\t3",
+            "ok\t5135\t0\t0\t532\t0\t0.023385\tprovider_api\t3",
+            "ok\t8727\t0\t0\t1024\t0\t0.041541\tprovider_api\t3",
+            "ok\t30457\t0\t0\t977\t0\t0.106026\tprovider_api\t3",
+        ]
+        .join("\n"),
+    )
+    .await;
+    sink.wait_for(
+        &format!(
+            "SELECT total_tokens, cost_usd, api_calls, success FROM benchstream.run_stops FINAL \
+             WHERE run_id = '{run_id}' FORMAT TSV"
+        ),
+        "\\N\t\\N\t5\t1",
     )
     .await;
     sink.stop().await;
@@ -243,7 +310,10 @@ async fn unknown_price_gives_a_null_cost_not_zero() {
     for d in deliberations {
         assert_eq!(d.pricing_source, PricingSource::Unknown);
         assert_eq!((d.cost_usd, d.prompt_price_per_mtok), (None, None));
-        assert!(d.input_tokens > 0, "tokens are still counted");
+        assert!(
+            d.input_tokens.is_some_and(|t| t > 0),
+            "tokens are still counted"
+        );
     }
     assert_eq!(finished.summary.result.cost_usd, None);
 }

@@ -2,9 +2,9 @@
 //! 5xx are retried per `retry_policy` (honouring `Retry-After`) and the retries counted;
 //! errors that outlast the retries end the run with `exit_api`, and so does a provider
 //! that leaves `max_provider_failures` calls in a row unanswered, both with a `failure`
-//! rooted in the provider and calls whose cost is unknown (NULL), checked in ClickHouse;
-//! a prompt over the context window ends it with `exit_context`, whether the provider or
-//! the estimate says so.
+//! rooted in the provider and calls whose tokens and cost are unknown (NULL), checked in
+//! ClickHouse; a prompt over the context window ends it with `exit_context`, whether the
+//! provider or the estimate says so.
 
 use std::time::Duration;
 
@@ -93,11 +93,13 @@ async fn provider_errors_after_retries_end_the_run_with_exit_api() {
     assert_eq!(server.chat_requests().len(), 3);
     sink.wait_for(
         &format!(
-            "SELECT status, retries, position(error, 'HTTP 503') > 0 \
+            "SELECT status, retries, position(error, 'HTTP 503') > 0, \
+             isNull(input_tokens) AND isNull(output_tokens) \
              FROM benchstream.deliberations FINAL WHERE run_id = '{}' FORMAT TSV",
             summary.run_id
         ),
-        "api_error\t2\t1",
+        // No answer: its tokens are unknown (NULL), not 0.
+        "api_error\t2\t1\t1",
     )
     .await;
     assert_provider_ended_the_run(&sink, &summary, 1).await;

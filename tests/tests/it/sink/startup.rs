@@ -52,22 +52,32 @@ async fn migrations_are_applied_once_and_recorded() {
     assert_eq!(
         recorded.trim(),
         "['schema_migrations','events_raw','dead_letters','typed_events',\
-         'bounded_first_write_wins','smith_nullable','unknown_run_results']"
+         'bounded_first_write_wins','smith_nullable','unknown_run_results',\
+         'unknown_call_tokens']"
     );
     let tables =
         clickhouse.query("SELECT count() FROM system.tables WHERE database = 'benchstream'");
     // The 11 of 0001-0004 plus event_ids and its feed view; no `_0004`/`_0005` copy and
     // no lock left.
     assert_eq!(tables.trim(), "13");
-    // Facts a protocol may not send are Nullable; `planned` exists.
+    // Facts a protocol may not send are Nullable; `planned` exists; a call's token counts
+    // may be unknown.
     let columns = clickhouse.query(
         "SELECT groupArray(concat(table, '.', name, ' ', type)) FROM (SELECT table, name, type \
          FROM system.columns WHERE database = 'benchstream' AND name IN ('exit_status', \
-         'host', 'planned') AND table IN ('run_stops', 'steps') ORDER BY table, name)",
+         'host', 'planned', 'input_tokens', 'cached_input_tokens', 'cache_write_tokens', \
+         'output_tokens', 'reasoning_tokens') \
+         AND table IN ('run_stops', 'steps', 'deliberations') ORDER BY table, name)",
     );
     assert_eq!(
         columns.trim(),
-        "['run_stops.exit_status Nullable(String)','run_stops.host Nullable(String)',\
+        "['deliberations.cache_write_tokens Nullable(UInt64)',\
+         'deliberations.cached_input_tokens Nullable(UInt64)',\
+         'deliberations.host Nullable(String)',\
+         'deliberations.input_tokens Nullable(UInt64)',\
+         'deliberations.output_tokens Nullable(UInt64)',\
+         'deliberations.reasoning_tokens Nullable(UInt64)',\
+         'run_stops.exit_status Nullable(String)','run_stops.host Nullable(String)',\
          'steps.host Nullable(String)','steps.planned UInt8']"
     );
 
@@ -85,7 +95,7 @@ async fn migrations_are_applied_once_and_recorded() {
         ),
         "got {refused:?}"
     );
-    assert_eq!(MIGRATIONS.len(), 7);
+    assert_eq!(MIGRATIONS.len(), 8);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
