@@ -64,18 +64,45 @@ fn count(clickhouse: &ClickHouseServer, sql: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Servers of their own, and a stream holding the events of one run.
+struct Prefilled {
+    nats: NatsServer,
+    clickhouse: ClickHouseServer,
+    /// The runtime that published them, for later JetStream calls.
+    runtime: tokio::runtime::Runtime,
+    run: Run,
+}
+
+impl Prefilled {
+    /// Starts nats-server and ClickHouse, and publishes `events` events of one run.
+    fn start(events: usize) -> Prefilled {
+        let nats = NatsServer::start();
+        let clickhouse = ClickHouseServer::start();
+        let runtime = tokio::runtime::Runtime::new().expect("runtime");
+        let mut run = Run::default();
+        let events = run.events(events);
+        runtime.block_on(async {
+            create_stream(&nats.url(), &SubjectPrefix::default()).await;
+            publish_all(&jetstream(&nats.url()).await, events, 512).await;
+        });
+        Prefilled {
+            nats,
+            clickhouse,
+            runtime,
+            run,
+        }
+    }
+}
+
 #[test]
 fn sink_crash_loses_nothing_and_counts_nothing_twice() {
     const EVENTS: usize = 20_000;
-    let nats = NatsServer::start();
-    let clickhouse = ClickHouseServer::start();
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let mut run = Run::default();
-    let events = run.events(EVENTS);
-    runtime.block_on(async {
-        create_stream(&nats.url(), &SubjectPrefix::default()).await;
-        publish_all(&jetstream(&nats.url()).await, events, 512).await;
-    });
+    let Prefilled {
+        nats,
+        clickhouse,
+        runtime,
+        run,
+    } = Prefilled::start(EVENTS);
 
     // Small batches and a short ack_wait: the crash hits between flushes, and the
     // restarted sink gets the dead one's unacked messages within seconds.
@@ -258,15 +285,12 @@ fn migrate_subcommand_applies_migrations_and_exits() {
 #[test]
 fn each_flush_logs_where_it_waited_at_debug_level() {
     const EVENTS: usize = 300;
-    let nats = NatsServer::start();
-    let clickhouse = ClickHouseServer::start();
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    let mut run = Run::default();
-    let events = run.events(EVENTS);
-    runtime.block_on(async {
-        create_stream(&nats.url(), &SubjectPrefix::default()).await;
-        publish_all(&jetstream(&nats.url()).await, events, 64).await;
-    });
+    let Prefilled {
+        nats,
+        clickhouse,
+        run,
+        ..
+    } = Prefilled::start(EVENTS);
     let mut command = sink_command(
         &nats.url(),
         &clickhouse.http_url(),
