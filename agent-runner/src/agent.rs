@@ -324,7 +324,7 @@ pub async fn execute(
         files_modified,
         started,
         progress.tool_errors,
-        progress.turns,
+        Some(progress.turns),
     );
     rec.emit(None, Payload::RunStop(result.clone()))?;
     RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())
@@ -353,7 +353,8 @@ pub(crate) fn run_start(
 
 /// The `run_stop` of a run that ended as `end`, `started` ago, with the model usage `rec`
 /// counted: judged by `verdict` (`None`: no judge ran, so test counts and score are
-/// unknown), with `files_modified` paths changed in its scratch copy.
+/// unknown), with `files_modified` paths changed in its scratch copy, after `turns` turns
+/// (`None`: nobody counted them).
 pub(crate) fn run_stop(
     rec: &RunRecorder,
     end: &RunEnd,
@@ -361,7 +362,7 @@ pub(crate) fn run_stop(
     files_modified: usize,
     started: Instant,
     tool_errors: u32,
-    turns: u32,
+    turns: Option<u32>,
 ) -> RunStop {
     let usage = rec.usage();
     RunStop {

@@ -85,7 +85,7 @@ impl fmt::Display for ScenarioReport {
                 "  {:<32} {outcome:<8} {:<15} score {score:<4}  tests {tests:<5}  turns {:>2}  events {:>3}  run {}",
                 run.task_id,
                 r.exit_status.as_str(),
-                r.turns,
+                r.turns.map_or_else(|| "-".to_owned(), |t| t.to_string()),
                 run.events,
                 run.run_id
             )?;

@@ -727,7 +727,7 @@ fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
         exit_status: Some(p.exit_status.as_str()),
         cost_usd: p.cost_usd,
         api_calls: Some(p.api_calls),
-        turns: Some(p.turns),
+        turns: p.turns,
     })
 }
 

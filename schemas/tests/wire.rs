@@ -67,6 +67,37 @@ fn unknown_token_counts_are_null_and_reported_ones_stay_exact() {
     }
 }
 
+#[test]
+fn turns_nobody_counted_decode_as_null_and_counted_ones_stay_exact() {
+    let turns = |bytes: &[u8]| match decode(bytes).expect("run_stop decodes").payload {
+        schemas::Payload::RunStop(stop) => stop.turns,
+        other => panic!("not a run_stop: {other:?}"),
+    };
+    assert_eq!(turns(fixture("run_stop.json").as_bytes()), Some(3));
+    assert_eq!(
+        turns(&with_field("run_stop.json", "/data/turns", 0.into())),
+        Some(0)
+    );
+    assert_eq!(
+        turns(&with_field(
+            "run_stop.json",
+            "/data/turns",
+            serde_json::Value::Null
+        )),
+        None
+    );
+    let mut absent: serde_json::Value =
+        serde_json::from_str(&fixture("run_stop.json")).expect("fixture json");
+    absent["data"]
+        .as_object_mut()
+        .expect("data")
+        .remove("turns");
+    let event = decode(&serde_json::to_vec(&absent).expect("json")).expect("absent decodes");
+    let wire: serde_json::Value = serde_json::from_slice(&event.to_json()).expect("json");
+    assert_eq!(wire["data"]["turns"], serde_json::Value::Null);
+    assert_eq!(turns(&serde_json::to_vec(&absent).expect("json")), None);
+}
+
 fn with_field(name: &str, pointer: &str, value: serde_json::Value) -> Vec<u8> {
     let mut v: serde_json::Value = serde_json::from_str(&fixture(name)).expect("fixture json");
     *v.pointer_mut(pointer)

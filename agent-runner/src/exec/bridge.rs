@@ -419,7 +419,8 @@ async fn close_run(
             files_modified,
             started,
             tool_errors,
-            0,
+            // The runner sees the agent's events, not its turns: nobody counted them.
+            None,
         )
     };
     (stop, verdict)

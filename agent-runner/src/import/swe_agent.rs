@@ -191,7 +191,7 @@ pub fn events(
             exit_status,
             cost_usd: stats.instance_cost,
             api_calls: traj.api_calls(),
-            turns: u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX),
+            turns: Some(u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX)),
         }),
     )?;
     Ok(out.events)

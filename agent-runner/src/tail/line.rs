@@ -1,7 +1,7 @@
 //! One readable line per event (`agent-runner tail` without `--json`): time, type, run,
 //! seq, task, policy, then the few facts of its type that say what happened. Works on
 //! the raw JSON, so any producer's event prints (a field it lacks shows as `-`, and so
-//! does a null one: unknown tokens or cost read `-`, never 0), and bytes that are not
+//! does a null one: unknown turns, tokens or cost read `-`, never 0), and bytes that are not
 //! JSON print as their subject and size. No I/O.
 
 use serde_json::Value;
@@ -27,7 +27,7 @@ pub fn render(subject: &str, payload: &[u8]) -> String {
             at("/scenario/name")
         ),
         "run_stop" => format!(
-            "{} {} score {} tests {} passed {} failed tokens {} cost {}",
+            "{} {} score {} tests {} passed {} failed turns {} tokens {} cost {}",
             match data.get("success").and_then(Value::as_bool) {
                 Some(true) => "solved",
                 Some(false) => "unsolved",
@@ -37,6 +37,7 @@ pub fn render(subject: &str, payload: &[u8]) -> String {
             at("/final_score"),
             at("/tests_passed"),
             at("/tests_failed"),
+            at("/turns"),
             at("/total_tokens"),
             at("/cost_usd")
         ),
@@ -120,14 +121,25 @@ mod tests {
             "ts": "2026-01-02T03:04:05.678Z", "run_id": "r1", "seq": 9, "task_id": "t",
             "policy_id": "p", "type": "run_stop",
             "data": {"success": true, "exit_status": "submitted", "final_score": 1.0,
-                     "tests_passed": 3, "tests_failed": 0, "total_tokens": 10, "cost_usd": null}
+                     "tests_passed": 3, "tests_failed": 0, "turns": 4, "total_tokens": 10,
+                     "cost_usd": null}
         });
         let line = render("bench.events.r1.run_stop", event.to_string().as_bytes());
         assert_eq!(
             line,
             "2026-01-02T03:04:05.678Z run_stop         run r1 #9 task t policy p  \
-             solved submitted score 1.0 tests 3 passed 0 failed tokens 10 cost -"
+             solved submitted score 1.0 tests 3 passed 0 failed turns 4 tokens 10 cost -"
         );
+    }
+
+    #[test]
+    fn a_run_whose_turns_nobody_counted_shows_them_unknown_not_zero() {
+        let event = serde_json::json!({
+            "data": {"success": false, "exit_status": "exit_error", "turns": null,
+                     "total_tokens": null, "cost_usd": null}
+        });
+        let line = render("bench.events.r1.run_stop", event.to_string().as_bytes());
+        assert!(line.contains(" turns - tokens - cost -"), "{line}");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 -- runs = runs started; finished = runs with a run_stop; judged = finished runs whose
 -- success is known (NULL success: a submission nobody judged, e.g. an imported
 -- trajectory); success_rate = successes / judged, NULL when none is. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
--- NULL when none is. avg_turns and avg_wall_time_s average finished runs. Tokens are
+-- NULL when none is. avg_turns averages the finished runs whose turns are known (NULL
+-- turns: an exec agent's run, whose turns nobody counted, or a Smith run_stop), NULL when
+-- none is, never counting unknown turns as 0. avg_wall_time_s averages finished runs. Tokens are
 -- summed over every LLM call of the runs whose tokens are known (token_runs; a run not
 -- finished yet counts with its calls so far): a run with a call whose tokens are unknown
 -- (NULL: no answer, or no usage in it), or a finished run whose total_tokens is NULL (an
@@ -31,7 +33,9 @@ SELECT
     if(priced_runs = 0, NULL,
         round(sumIf(assumeNotNull(run_cost), stopped = 1 AND isNotNull(run_cost)) / priced_runs, 6))
         AS avg_cost_usd,
-    round(sumIf(run_turns, stopped = 1) / greatest(finished, 1), 2) AS avg_turns,
+    if(countIf(stopped = 1 AND isNotNull(run_turns)) = 0, NULL,
+        round(sumIf(assumeNotNull(run_turns), stopped = 1 AND isNotNull(run_turns))
+            / countIf(stopped = 1 AND isNotNull(run_turns)), 2)) AS avg_turns,
     sum(run_api_calls) AS api_calls,
     countIf(tokens_unknown = 0 AND total_unknown = 0) AS token_runs,
     if(token_runs = 0, NULL,

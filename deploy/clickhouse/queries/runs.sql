@@ -1,6 +1,7 @@
 -- Runs: one row per run started in the range, newest first, with its result (NULL
 -- columns: no run_stop yet; success is also NULL for a submission nobody judged, and
--- cost_usd for a run whose cost is unknown). The report's run list and time range come from here.
+-- cost_usd and turns for a run whose cost or turn count is unknown). The report's run list
+-- and time range come from here.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
 -- param policy String = '': only this policy_id; empty = every policy

@@ -68,7 +68,8 @@ pub struct ScenarioRef {
 /// A fact nobody established is null, never a made-up 0 or `false`: a run stopped
 /// before its judge ran (shutdown, a sandbox that could not be set up) has null test
 /// counts and score, an imported run nobody judged has null `success`, and a run whose
-/// model usage is unknown has null `total_tokens` and `cost_usd`.
+/// model usage is unknown has null `total_tokens` and `cost_usd`; a run whose turns
+/// nobody counted (an `exec` agent's) has null `turns`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunStop {
     /// Whether the run solved the task: it submitted and the judge accepted the
@@ -113,9 +114,10 @@ pub struct RunStop {
     pub cost_usd: Option<f64>,
     /// Model calls of the run (a call with retries counts once).
     pub api_calls: u32,
-    /// Agent turns taken; absent means 0.
-    #[serde(default)]
-    pub turns: u32,
+    /// Agent turns taken; null (or absent) when nobody counted them: an `exec` agent's
+    /// run (the runner sees the agent's events, not its turns) unless the agent ends the
+    /// run with its own `run_stop` that says how many it took.
+    pub turns: Option<u32>,
 }
 
 /// Why a run ended.

@@ -113,10 +113,21 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         (Some("1"), Some("1500"), Some("300")),
         "c1 has a call whose tokens are unknown: its run is left out of the sums"
     );
+    assert!(
+        close(board.number(c, "avg_turns"), 3.0),
+        "c2's turns nobody counted: c1's 3 alone, not (3 + 0) / 2"
+    );
     assert_eq!(
         board.get(0, "policy_id"),
         Some(B),
         "best success rate first"
+    );
+
+    let instances = answer(&answers, "instances");
+    assert_eq!(
+        instances.get(row(instances, "task_id", "task-c2"), "avg_turns"),
+        None,
+        "no finished run of the instance has known turns"
     );
 
     let exits = answer(&answers, "exit_status");

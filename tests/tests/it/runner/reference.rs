@@ -98,7 +98,7 @@ async fn empty_submit_fails_every_task_as_submitted() {
         );
         assert_eq!(r.exit_status, ExitStatus::Submitted, "{}", run.task_id);
         assert!(!r.early_stopped);
-        assert_eq!((r.files_modified, r.turns), (0, 1));
+        assert_eq!((r.files_modified, r.turns), (0, Some(1)));
         assert!(r.tests_failed > Some(0) && Some(r.failing_tests.len() as u32) == r.tests_failed);
         assert!(r.final_score.is_some_and(|s| s < 1.0));
 
