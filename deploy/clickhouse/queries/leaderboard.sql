@@ -5,7 +5,8 @@
 -- trajectory); success_rate = successes / judged, NULL when none is. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
 -- NULL when none is. avg_turns averages the finished runs whose turns are known (NULL
 -- turns: an exec agent's run, whose turns nobody counted, or a Smith run_stop), NULL when
--- none is, never counting unknown turns as 0. avg_wall_time_s averages finished runs. Tokens are
+-- none is, never counting unknown turns as 0. avg_wall_time_s averages finished runs (NULL
+-- when none is). Tokens are
 -- summed over every LLM call of the runs whose tokens are known (token_runs; a run not
 -- finished yet counts with its calls so far): a run with a call whose tokens are unknown
 -- (NULL: no answer, or no usage in it), or a finished run whose total_tokens is NULL (an
@@ -47,7 +48,8 @@ SELECT
     if(token_runs = 0, NULL,
         sumIf(call_reasoning, tokens_unknown = 0 AND total_unknown = 0)) AS reasoning_tokens,
     round(cached_input_tokens / greatest(input_tokens, 1), 4) AS cache_hit_rate,
-    round(sumIf(run_wall_ms, stopped = 1) / greatest(finished, 1) / 1000, 2) AS avg_wall_time_s
+    if(finished = 0, NULL, round(sumIf(run_wall_ms, stopped = 1) / finished / 1000, 2))
+        AS avg_wall_time_s
 FROM
 (
     SELECT run_id, policy_id, model, strategy,

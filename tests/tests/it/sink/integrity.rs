@@ -1,6 +1,7 @@
 //! Valid-looking input that must not change what users read: timestamps that would
 //! explode the partitions, a different body under a stored event_id (first write wins),
-//! and subjects that disagree with the body.
+//! subjects that disagree with the body, and a policy with no finished run (no made-up
+//! averages).
 
 use std::collections::BTreeSet;
 
@@ -391,5 +392,33 @@ async fn a_subject_that_disagrees_with_the_body_is_dead_lettered() {
         "1",
         "only the event on its own subject is stored"
     );
+    sink.stop().await.expect("clean stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_whose_runs_have_not_finished_shows_no_made_up_averages() {
+    let world = World::start().await;
+    let sink = RunningSink::start_in(&world);
+    let mut run = Run::default();
+    let start = run.stamp(fixture(EventType::RunStart));
+    publish(&world.js, &start).await;
+    world.wait_landed(&run, 1);
+    let board = Query::find("leaderboard")
+        .expect("shipped")
+        .run(&client(&world.clickhouse), &ParamValues::new())
+        .await
+        .expect("leaderboard");
+    assert_eq!(board.rows.len(), 1);
+    assert_eq!(board.get(0, "runs"), Some("1"));
+    assert_eq!(board.get(0, "finished"), Some("0"));
+    // Nothing finished: every average over finished runs is unknown, not 0.
+    for column in [
+        "success_rate",
+        "avg_cost_usd",
+        "avg_turns",
+        "avg_wall_time_s",
+    ] {
+        assert_eq!(board.get(0, column), None, "{column}");
+    }
     sink.stop().await.expect("clean stop");
 }
