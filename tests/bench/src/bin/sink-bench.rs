@@ -347,7 +347,13 @@ fn drain_with_the_client_alone(nats_url: &str, count: usize) -> f64 {
                         .await
                         .expect("consumer");
                     let mut acked = 0;
+                    let mut progressed = Instant::now();
                     while acked < count {
+                        assert!(
+                            progressed.elapsed() < Duration::from_secs(30),
+                            "the client-alone drain got {acked} of {count} events and no \
+                             more for 30 s"
+                        );
                         let mut pull = consumer::pull(
                             &consumer,
                             config.fetch_batch,
@@ -359,6 +365,7 @@ fn drain_with_the_client_alone(nats_url: &str, count: usize) -> f64 {
                         while let Some(Ok(message)) = pull.next().await {
                             Delivery::new(message).answer(AckKind::Ack).await;
                             acked += 1;
+                            progressed = Instant::now();
                         }
                     }
                     js.client().flush().await.expect("flush acks");
