@@ -9,13 +9,14 @@
 -- when none is). Tokens are
 -- summed over every LLM call of the runs whose tokens are known (token_runs; a run not
 -- finished yet counts with its calls so far): a run with a call whose tokens are unknown
--- (NULL: no answer, or no usage in it), or a finished run whose total_tokens is NULL (an
--- exec agent that reported no call, an imported trajectory without counts), is left out
--- of the sums, never counted as 0; the sums are NULL when no run is left.
--- input_tokens INCLUDES cached_input_tokens, output_tokens INCLUDES reasoning_tokens;
--- cache_hit_rate = cached / input. Token sums are Float64 (exact up to 2^53, never
--- wrapping): sum() over UInt64 wraps past 2^64, which any producer's token counts could
--- reach.
+-- (NULL: no answer, or no usage in it), or a finished run whose calls do not add up to
+-- its total_tokens (NULL total: an exec agent that reported no call; a total without its
+-- calls: an imported trajectory, a Smith run), is left out of the sums, never counted
+-- as 0; the sums are NULL when no run is left. input_tokens INCLUDES
+-- cached_input_tokens, output_tokens INCLUDES reasoning_tokens; cache_hit_rate = cached
+-- / input, NULL when there are no input tokens. Token sums are Float64 (exact up to
+-- 2^53, never wrapping): sum() over UInt64 wraps past 2^64, which any producer's token
+-- counts could reach.
 -- Dedup: every table is read with FINAL. 18.16 allows one JOIN per SELECT, hence the
 -- nesting; current ClickHouse wants every joined subquery named, hence the aliases.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
@@ -38,49 +39,56 @@ SELECT
         round(sumIf(assumeNotNull(run_turns), stopped = 1 AND isNotNull(run_turns))
             / countIf(stopped = 1 AND isNotNull(run_turns)), 2)) AS avg_turns,
     sum(run_api_calls) AS api_calls,
-    countIf(tokens_unknown = 0 AND total_unknown = 0) AS token_runs,
-    if(token_runs = 0, NULL,
-        sumIf(call_input, tokens_unknown = 0 AND total_unknown = 0)) AS input_tokens,
-    if(token_runs = 0, NULL,
-        sumIf(call_cached, tokens_unknown = 0 AND total_unknown = 0)) AS cached_input_tokens,
-    if(token_runs = 0, NULL,
-        sumIf(call_output, tokens_unknown = 0 AND total_unknown = 0)) AS output_tokens,
-    if(token_runs = 0, NULL,
-        sumIf(call_reasoning, tokens_unknown = 0 AND total_unknown = 0)) AS reasoning_tokens,
-    round(cached_input_tokens / greatest(input_tokens, 1), 4) AS cache_hit_rate,
+    countIf(tokens_known = 1) AS token_runs,
+    if(token_runs = 0, NULL, sumIf(call_input, tokens_known = 1)) AS input_tokens,
+    if(token_runs = 0, NULL, sumIf(call_cached, tokens_known = 1)) AS cached_input_tokens,
+    if(token_runs = 0, NULL, sumIf(call_output, tokens_known = 1)) AS output_tokens,
+    if(token_runs = 0, NULL, sumIf(call_reasoning, tokens_known = 1)) AS reasoning_tokens,
+    if(input_tokens > 0, round(cached_input_tokens / input_tokens, 4), NULL) AS cache_hit_rate,
     if(finished = 0, NULL, round(sumIf(run_wall_ms, stopped = 1) / finished / 1000, 2))
         AS avg_wall_time_s
 FROM
 (
-    SELECT run_id, policy_id, model, strategy,
-        stopped, succeeded, run_cost, run_turns, run_api_calls, run_wall_ms, total_unknown
+    SELECT policy_id, model, strategy,
+        stopped, succeeded, run_cost, run_turns, run_api_calls, run_wall_ms,
+        call_input, call_cached, call_output, call_reasoning,
+        -- Every call's counts known, and (once finished) its calls add up to the run's
+        -- total: a run whose calls are not in the stream (an imported trajectory, a Smith
+        -- run) or whose total is NULL is left out rather than counted as 0 tokens.
+        toUInt8(tokens_unknown = 0 AND (stopped = 0
+            OR ifNull(toFloat64(run_total) = call_input + call_output, 0))) AS tokens_known
     FROM
     (
-        SELECT run_id, policy_id, model, strategy
-        FROM run_starts FINAL
-        WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
-            AND ({policy:String} = '' OR policy_id = {policy:String})
-    ) AS started
+        SELECT run_id, policy_id, model, strategy,
+            stopped, succeeded, run_cost, run_turns, run_api_calls, run_wall_ms, run_total
+        FROM
+        (
+            SELECT run_id, policy_id, model, strategy
+            FROM run_starts FINAL
+            WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
+                AND ({policy:String} = '' OR policy_id = {policy:String})
+        ) AS started
+        ANY LEFT JOIN
+        (
+            SELECT run_id, toUInt8(1) AS stopped, success AS succeeded, cost_usd AS run_cost,
+                turns AS run_turns, api_calls AS run_api_calls, wall_time_ms AS run_wall_ms,
+                total_tokens AS run_total
+            FROM run_stops FINAL
+        ) AS stopped_runs USING run_id
+    ) AS selected_runs
     ANY LEFT JOIN
     (
-        SELECT run_id, toUInt8(1) AS stopped, success AS succeeded, cost_usd AS run_cost,
-            turns AS run_turns, api_calls AS run_api_calls, wall_time_ms AS run_wall_ms,
-            toUInt8(isNull(total_tokens)) AS total_unknown
-        FROM run_stops FINAL
-    ) AS stopped_runs USING run_id
-) AS selected_runs
-ANY LEFT JOIN
-(
-    -- A run without calls joins no row here: 0 tokens, known (tokens_unknown = 0).
-    SELECT run_id,
-        sum(toFloat64(ifNull(input_tokens, 0))) AS call_input,
-        sum(toFloat64(ifNull(cached_input_tokens, 0))) AS call_cached,
-        sum(toFloat64(ifNull(output_tokens, 0))) AS call_output,
-        sum(toFloat64(ifNull(reasoning_tokens, 0))) AS call_reasoning,
-        toUInt8(countIf(isNull(input_tokens) OR isNull(cached_input_tokens)
-            OR isNull(output_tokens) OR isNull(reasoning_tokens)) > 0) AS tokens_unknown
-    FROM deliberations FINAL
-    GROUP BY run_id
-) AS run_tokens USING run_id
+        -- A run without calls joins no row here: 0 tokens, none unknown.
+        SELECT run_id,
+            sum(toFloat64(ifNull(input_tokens, 0))) AS call_input,
+            sum(toFloat64(ifNull(cached_input_tokens, 0))) AS call_cached,
+            sum(toFloat64(ifNull(output_tokens, 0))) AS call_output,
+            sum(toFloat64(ifNull(reasoning_tokens, 0))) AS call_reasoning,
+            toUInt8(countIf(isNull(input_tokens) OR isNull(cached_input_tokens)
+                OR isNull(output_tokens) OR isNull(reasoning_tokens)) > 0) AS tokens_unknown
+        FROM deliberations FINAL
+        GROUP BY run_id
+    ) AS run_tokens USING run_id
+) AS runs_with_tokens
 GROUP BY policy_id, model, strategy
 ORDER BY success_rate DESC, avg_cost_usd ASC, policy_id

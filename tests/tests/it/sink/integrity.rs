@@ -403,22 +403,56 @@ async fn a_policy_whose_runs_have_not_finished_shows_no_made_up_averages() {
     let start = run.stamp(fixture(EventType::RunStart));
     publish(&world.js, &start).await;
     world.wait_landed(&run, 1);
-    let board = Query::find("leaderboard")
-        .expect("shipped")
-        .run(&client(&world.clickhouse), &ParamValues::new())
-        .await
-        .expect("leaderboard");
+    let board = leaderboard(&world).await;
     assert_eq!(board.rows.len(), 1);
     assert_eq!(board.get(0, "runs"), Some("1"));
     assert_eq!(board.get(0, "finished"), Some("0"));
-    // Nothing finished: every average over finished runs is unknown, not 0.
-    for column in [
-        "success_rate",
-        "avg_cost_usd",
-        "avg_turns",
-        "avg_wall_time_s",
-    ] {
+    // Nothing finished and no call made: every average over finished runs is unknown,
+    // not 0, and so is a cache hit rate without input tokens.
+    assert_unknown(
+        &board,
+        &[
+            "success_rate",
+            "avg_cost_usd",
+            "avg_turns",
+            "avg_wall_time_s",
+            "cache_hit_rate",
+        ],
+    );
+    sink.stop().await.expect("clean stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_total_without_its_calls_is_not_summed_as_zero_tokens() {
+    let world = World::start().await;
+    let sink = RunningSink::start_in(&world);
+    // A finished run with a known total_tokens but no deliberation in the stream, as an
+    // imported trajectory sends it.
+    let mut run = Run::default();
+    for event_type in [EventType::RunStart, EventType::RunStop] {
+        publish(&world.js, &run.stamp(fixture(event_type))).await;
+    }
+    world.wait_landed(&run, 2);
+    let board = leaderboard(&world).await;
+    assert_eq!(board.get(0, "finished"), Some("1"));
+    assert_eq!(board.get(0, "token_runs"), Some("0"));
+    assert_unknown(&board, &["input_tokens", "output_tokens", "cache_hit_rate"]);
+    sink.stop().await.expect("clean stop");
+}
+
+/// The shipped leaderboard over the world's database.
+async fn leaderboard(world: &World) -> Table {
+    Query::find("leaderboard")
+        .expect("shipped")
+        .run(&client(&world.clickhouse), &ParamValues::new())
+        .await
+        .expect("leaderboard")
+}
+
+/// Each of `columns` exists in `board` and is NULL in its first row.
+fn assert_unknown(board: &Table, columns: &[&str]) {
+    for column in columns {
+        assert!(board.column(column).is_some(), "no column {column}");
         assert_eq!(board.get(0, column), None, "{column}");
     }
-    sink.stop().await.expect("clean stop");
 }
