@@ -39,8 +39,9 @@ pub struct Deliberation {
     /// unknown.
     pub reasoning_tokens: Option<u64>,
     /// The call's cost, USD, exact to the number nearest it. Null when it is unknown
-    /// (never 0 for "unknown"): no price, or a call that got no completion (timeout,
-    /// HTTP error, unreadable reply), whose tokens the provider never reported.
+    /// (never 0 for "unknown"): no price, or a call whose tokens the provider never
+    /// reported (no completion: timeout, HTTP error, unreadable reply; or an answer
+    /// without usage).
     pub cost_usd: Option<f64>,
     /// Where `cost_usd` came from: `provider_api` or `override` prices, or `unknown`
     /// whenever `cost_usd` is null (the prices, when known, are still given below).
