@@ -40,7 +40,7 @@ use uuid::Uuid;
 
 use crate::admission::{self, Original};
 use crate::batch::{Batch, Index};
-use crate::classify::{self, Backoff, InsertFailure};
+use crate::classify::{self, Backoff, Confirmation, InsertFailure};
 use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rowbinary;
 use crate::rows::{
@@ -358,6 +358,8 @@ pub struct Writer<I> {
     pub nats: async_nats::Client,
     pub metrics: Metrics,
     pub retry: Backoff,
+    /// When a row refused on its own is dead-lettered ([`Confirmation::DEFAULT`]).
+    pub confirm: Confirmation,
     /// Progress acks are sent this often while a batch waits.
     pub progress_every: Duration,
 }
@@ -394,6 +396,7 @@ impl<I: Inserter> Writer<I> {
     async fn insert_all(&self, batch: &Batch) -> Progress {
         let mut progress = Progress::default();
         let mut attempt = 0;
+        let started = Instant::now();
         while let Err(error) = self.try_insert_all(batch, &mut progress).await {
             attempt += 1;
             let delay = self.retry.delay(attempt);
@@ -411,6 +414,15 @@ impl<I: Inserter> Writer<I> {
                 "insert failed; retrying"
             );
             tokio::time::sleep(delay).await;
+        }
+        if attempt > 0 {
+            self.metrics.flush_recoveries.inc();
+            tracing::warn!(
+                failed_attempts = attempt,
+                waited_ms = started.elapsed().as_millis() as u64,
+                messages = batch.len(),
+                "insert recovered after retries"
+            );
         }
         progress
     }
@@ -438,7 +450,14 @@ impl<I: Inserter> Writer<I> {
                 .map(|table| (table, self.items_of(table, batch, progress)))
                 .collect();
             let results = futures::future::join_all(pending.iter().map(|(table, items)| {
-                insert_isolating(&self.inserter, *table, batch, items, &progress.refused)
+                insert_isolating(
+                    &self.inserter,
+                    *table,
+                    batch,
+                    items,
+                    &progress.refused,
+                    self.confirm,
+                )
             }))
             .await;
             progress.waits.stages[waited] += started.elapsed();
@@ -518,21 +537,44 @@ impl<I: Inserter> Writer<I> {
         }
     }
 
-    /// Marks `table` written, counting its rows and remembering the refused ones.
+    /// Marks `table` written, counting its rows, splits and recovered rows, and
+    /// remembering the refused ones.
     fn record(
         &self,
         table: Table,
         batch: &Batch,
         written: usize,
-        refused: Vec<(Index, String)>,
+        isolated: Isolated,
         progress: &mut Progress,
     ) {
+        let label = TableLabel {
+            table: table.name(),
+        };
+        let Isolated {
+            refused,
+            splits,
+            recovered,
+        } = isolated;
         self.metrics
             .inserted
-            .get_or_create(&TableLabel {
-                table: table.name(),
-            })
+            .get_or_create(&label)
             .inc_by((written - refused.len()) as u64);
+        if splits > 0 || recovered > 0 {
+            self.metrics.splits.get_or_create(&label).inc_by(splits);
+            self.metrics
+                .rows_recovered
+                .get_or_create(&label)
+                .inc_by(recovered);
+            tracing::warn!(
+                table = table.name(),
+                rows = written,
+                splits,
+                refused_alone = refused.len() as u64 + recovered,
+                recovered,
+                dead_lettered = refused.len(),
+                "clickhouse refused data of an insert; split it and retried refused rows alone"
+            );
+        }
         for (index, error) in refused {
             let item = batch.item(index);
             tracing::warn!(
@@ -618,17 +660,41 @@ pub fn progress_ticker(every: Duration) -> tokio::time::Interval {
     ticker
 }
 
+/// What [`insert_isolating`] did besides writing rows.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Isolated {
+    /// Rows refused on their own, every time, with the last error: to dead-letter.
+    pub refused: Vec<(Index, String)>,
+    /// Inserts split in halves because ClickHouse refused their data.
+    pub splits: u64,
+    /// Rows refused on their own once, then stored by a later attempt.
+    pub recovered: u64,
+}
+
+/// A row refused on its own, not yet confirmed.
+struct Suspect {
+    index: Index,
+    /// The last refusal.
+    error: String,
+    /// Attempts in a row that failed with that refusal.
+    attempts: u32,
+}
+
 /// Inserts `items`; when ClickHouse rejects the data, splits the insert in halves and
-/// retries each, down to single rows. Returns the rows refused on their own. A transient
-/// failure ends it (Err), whatever was already written.
+/// retries each, down to single rows. A row refused on its own is tried again, alone,
+/// until `confirm` holds (the same refusal `confirm.attempts` times over `confirm.over`);
+/// only then is it returned as refused. A row stored by a later attempt is counted as
+/// recovered. A transient failure ends it (Err), whatever was already written.
 pub async fn insert_isolating<I: Inserter>(
     inserter: &I,
     table: Table,
     batch: &Batch,
     items: &[Index],
     refused: &Refused,
-) -> Result<Vec<(Index, String)>, String> {
-    let mut alone = Vec::new();
+    confirm: Confirmation,
+) -> Result<Isolated, String> {
+    let mut outcome = Isolated::default();
+    let mut suspects = Vec::new();
     let mut pending: Vec<Range<usize>> = Vec::new();
     pending.push(0..items.len());
     while let Some(range) = pending.pop() {
@@ -642,9 +708,14 @@ pub async fn insert_isolating<I: Inserter>(
             Ok(()) => {}
             Err(InsertFailure::Transient(error)) => return Err(error),
             Err(InsertFailure::Rejected(error)) if range.len() == 1 => {
-                alone.push((items[range.start], error));
+                suspects.push(Suspect {
+                    index: items[range.start],
+                    error,
+                    attempts: 1,
+                });
             }
             Err(InsertFailure::Rejected(_)) => {
+                outcome.splits += 1;
                 let middle = range.start + range.len() / 2;
                 // Popped first half first, so refused rows come out in order.
                 pending.push(middle..range.end);
@@ -652,7 +723,39 @@ pub async fn insert_isolating<I: Inserter>(
             }
         }
     }
-    Ok(alone)
+    // All suspects are retried together, each round one spacing after the last: a
+    // batch with refused rows waits `confirm.over` once, not once per row.
+    while suspects.iter().any(|s| s.attempts < confirm.attempts) {
+        tokio::time::sleep(confirm.spacing()).await;
+        let mut still = Vec::with_capacity(suspects.len());
+        for mut suspect in suspects {
+            if suspect.attempts >= confirm.attempts {
+                still.push(suspect);
+                continue;
+            }
+            match inserter
+                .insert(table, batch, &[suspect.index], refused)
+                .await
+            {
+                Ok(()) => outcome.recovered += 1,
+                Err(InsertFailure::Transient(error)) => return Err(error),
+                Err(InsertFailure::Rejected(error)) => {
+                    // A different refusal starts the count again: a row is dead-lettered
+                    // for an error that repeats, not for a run of different ones.
+                    if classify::same_refusal(&error, &suspect.error) {
+                        suspect.attempts += 1;
+                    } else {
+                        suspect.attempts = 1;
+                    }
+                    suspect.error = error;
+                    still.push(suspect);
+                }
+            }
+        }
+        suspects = still;
+    }
+    outcome.refused = suspects.into_iter().map(|s| (s.index, s.error)).collect();
+    Ok(outcome)
 }
 
 #[cfg(test)]
@@ -661,10 +764,18 @@ mod tests {
 
     use super::*;
 
-    /// Rejects any insert holding one of `poison`; fails transiently `transient` times
-    /// first. Records the item lists it accepted.
+    /// Confirms a refusal in three attempts without waiting long.
+    const QUICK: Confirmation = Confirmation {
+        attempts: 3,
+        over: Duration::from_millis(20),
+    };
+
+    /// Rejects any insert holding one of `poison`, and an insert holding a `flaky` row
+    /// as many times as the map says; fails transiently `transient` times first.
+    /// Records the item lists it accepted.
     struct FakeInserter {
         poison: Vec<Index>,
+        flaky: Mutex<HashMap<Index, u32>>,
         transient: Mutex<u32>,
         calls: Mutex<u32>,
         written: Mutex<Vec<Index>>,
@@ -674,6 +785,7 @@ mod tests {
         fn new(poison: Vec<Index>, transient: u32) -> Self {
             FakeInserter {
                 poison,
+                flaky: Mutex::new(HashMap::new()),
                 transient: Mutex::new(transient),
                 calls: Mutex::new(0),
                 written: Mutex::new(Vec::new()),
@@ -698,6 +810,14 @@ mod tests {
             if let Some(bad) = items.iter().find(|i| self.poison.contains(i)) {
                 return Err(InsertFailure::Rejected(format!("row {bad} refused")));
             }
+            let mut flaky = self.flaky.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(left) = flaky
+                .iter_mut()
+                .find_map(|(i, left)| (items.contains(i) && *left > 0).then_some(left))
+            {
+                *left -= 1;
+                return Err(InsertFailure::Rejected("Code: 6, refused for now".into()));
+            }
             self.written
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -712,6 +832,7 @@ mod tests {
 
     fn run<F: std::future::Future>(future: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .expect("runtime")
             .block_on(future)
@@ -721,22 +842,71 @@ mod tests {
     fn a_rejected_row_is_isolated_and_the_rest_written() {
         let inserter = FakeInserter::new(vec![37, 90], 0);
         let items: Vec<Index> = (0..100).collect();
-        let refused = run(insert_isolating(
+        let isolated = run(insert_isolating(
             &inserter,
             Table::EventsRaw,
             &Batch::default(),
             &items,
             &Refused::new(),
+            QUICK,
         ))
         .expect("no transient failure");
-        let refused: Vec<Index> = refused.into_iter().map(|(i, _)| i).collect();
+        let refused: Vec<Index> = isolated.refused.iter().map(|(i, _)| *i).collect();
         assert_eq!(refused, vec![37, 90]);
         let mut written = inserter.written.into_inner().unwrap_or_default();
         written.sort_unstable();
         let expected: Vec<Index> = (0..100).filter(|i| *i != 37 && *i != 90).collect();
         assert_eq!(written, expected);
-        // log2(100) levels for each bad row, not one insert per row.
-        assert!(inserter.calls.into_inner().unwrap_or_default() < 40);
+        // log2(100) levels for each bad row, not one insert per row, plus the two
+        // confirmations of each.
+        assert!(inserter.calls.into_inner().unwrap_or_default() < 44);
+        assert_eq!(isolated.splits, 11);
+        assert_eq!(isolated.recovered, 0);
+    }
+
+    #[test]
+    fn a_row_refused_alone_once_or_twice_is_stored_not_dead_lettered() {
+        for refusals in [1, 2] {
+            let inserter = FakeInserter::new(vec![], 0);
+            // Refused in the whole insert and the two halves holding it, then alone
+            // `refusals` times.
+            inserter
+                .flaky
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(5, 3 + refusals);
+            let items: Vec<Index> = (0..10).collect();
+            let isolated = run(insert_isolating(
+                &inserter,
+                Table::EventsRaw,
+                &Batch::default(),
+                &items,
+                &Refused::new(),
+                QUICK,
+            ))
+            .expect("no transient failure");
+            assert_eq!(isolated.refused, vec![], "refused alone {refusals} times");
+            assert_eq!(isolated.recovered, 1);
+            let mut written = inserter.written.into_inner().unwrap_or_default();
+            written.sort_unstable();
+            assert_eq!(written, items);
+        }
+    }
+
+    #[test]
+    fn a_row_is_dead_lettered_only_after_the_same_refusal_three_times_alone() {
+        let inserter = FakeInserter::new(vec![3], 0);
+        let isolated = run(insert_isolating(
+            &inserter,
+            Table::EventsRaw,
+            &Batch::default(),
+            &[3],
+            &Refused::new(),
+            QUICK,
+        ))
+        .expect("no transient failure");
+        assert_eq!(isolated.refused, vec![(3, "row 3 refused".to_owned())]);
+        assert_eq!(inserter.calls.into_inner().unwrap_or_default(), 3);
     }
 
     #[test]
@@ -749,6 +919,7 @@ mod tests {
             &Batch::default(),
             &items,
             &Refused::new(),
+            QUICK,
         ));
         assert_eq!(result, Err("server away".to_owned()));
         assert!(inserter.written.into_inner().unwrap_or_default().is_empty());
