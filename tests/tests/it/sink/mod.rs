@@ -14,3 +14,4 @@ pub(crate) mod setup;
 mod shutdown;
 mod smith;
 mod startup;
+mod transient;

@@ -5,35 +5,10 @@ use std::time::Duration;
 
 use benchstream_tests::free_port;
 use event_sink::config::MetricsArgs;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::setup::{RunningSink, World, LANDING};
+use super::setup::{http_get, sample, RunningSink, World, LANDING};
 use crate::common::wait_for;
 use benchstream_tests::events::{publish, Run};
-
-/// `GET path` on 127.0.0.1:`port`, returning the body.
-async fn http_get(port: u16, path: &str) -> String {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect to metrics endpoint");
-    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("send");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("read");
-    assert!(response.starts_with("HTTP/1.0 200"), "{response}");
-    response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default()
-}
-
-/// The value of one sample line of the metrics text.
-fn sample(metrics: &str, name: &str) -> f64 {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no sample {name} in\n{metrics}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clickhouse_stopped_under_load_the_sink_waits_then_everything_lands() {
