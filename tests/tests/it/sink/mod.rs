@@ -10,6 +10,7 @@ mod dedup;
 pub(crate) mod integrity;
 mod landing;
 mod outage;
+mod replay;
 pub(crate) mod setup;
 mod shutdown;
 mod smith;
