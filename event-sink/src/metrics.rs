@@ -9,6 +9,7 @@
 //! | `bench_sink_dead_letters_total{class}` | counter | dead-lettered messages per `error_class` |
 //! | `bench_sink_retries_total{cause}` | counter | transient failures retried: `clickhouse` (flush) or `nats` (pull) |
 //! | `bench_sink_flush_recoveries_total` | counter | flushes that succeeded after at least one retry |
+//! | `bench_sink_probes_answered_total` | counter | waits for a retry cut short because ClickHouse answered a probe again after failing it |
 //! | `bench_sink_insert_splits_total{table}` | counter | inserts split in halves because ClickHouse refused their data |
 //! | `bench_sink_rows_recovered_total{table}` | counter | rows refused on their own, then stored by a later attempt (not dead-lettered) |
 //! | `bench_sink_batch_duration_seconds` | histogram | time to flush one batch: inserts, retries and acks |
@@ -88,6 +89,8 @@ pub struct Metrics {
     pub retries: Family<CauseLabel, Counter>,
     /// `bench_sink_flush_recoveries_total`.
     pub flush_recoveries: Counter,
+    /// `bench_sink_probes_answered_total`.
+    pub probes_answered: Counter,
     /// `bench_sink_insert_splits_total{table}`.
     pub splits: Family<TableLabel, Counter>,
     /// `bench_sink_rows_recovered_total{table}`.
@@ -119,6 +122,7 @@ impl Metrics {
         let dead_lettered = Family::<ClassLabel, Counter>::default();
         let retries = Family::<CauseLabel, Counter>::default();
         let flush_recoveries = Counter::default();
+        let probes_answered = Counter::default();
         let splits = Family::<TableLabel, Counter>::default();
         let rows_recovered = Family::<TableLabel, Counter>::default();
         // 5 ms .. ~80 s.
@@ -159,6 +163,11 @@ impl Metrics {
             flush_recoveries.clone(),
         );
         registry.register(
+            "probes_answered",
+            "Retry waits cut short because ClickHouse answered a probe after failing one",
+            probes_answered.clone(),
+        );
+        registry.register(
             "insert_splits",
             "Inserts split in halves because ClickHouse refused their data, per table",
             splits.clone(),
@@ -195,6 +204,7 @@ impl Metrics {
             dead_lettered,
             retries,
             flush_recoveries,
+            probes_answered,
             splits,
             rows_recovered,
             batch_duration,

@@ -12,11 +12,17 @@
 //!   typed rows: an id found there has its rows stored, so a duplicate of it can be
 //!   skipped safely.
 //! - A rejected insert ([`InsertFailure::Rejected`]) is split in halves, recursively,
-//!   until the refused rows stand alone; only those are dead-lettered.
+//!   until the refused rows stand alone; a row refused alone is tried again, alone, and
+//!   dead-lettered only when the same refusal repeats ([`classify::Confirmation`]: 3
+//!   attempts over at least 2 s). Splits, rows stored on a later attempt and flushes
+//!   that needed retries are counted and logged at WARN.
 //! - A transient failure retries the tables not yet written, after a capped exponential
-//!   backoff, for as long as it takes (or until the caller gives up on shutdown). Tables
-//!   written before the failure are not written again; an insert that failed midway may
-//!   have landed anyway, and dedup (ReplacingMergeTree + FINAL) absorbs the copy.
+//!   backoff, for as long as it takes (or until the caller gives up on shutdown). During
+//!   the backoff ClickHouse is probed every [`PROBE_EVERY`]; a probe answering after one
+//!   failed ends the wait, so a server or shard that is back is used within a second.
+//!   Tables written before the failure are not written again; an insert that failed
+//!   midway may have landed anyway, and dedup (ReplacingMergeTree + FINAL) absorbs the
+//!   copy.
 //! - While a batch waits, every message gets a progress ack each third of `ack_wait`, so
 //!   JetStream neither redelivers it nor counts a delivery against `max_deliver`.
 //! - Only after every table is written: `Ack` for accepted events, `Term` for dead
@@ -85,7 +91,14 @@ pub trait Inserter {
         &self,
         ids: &[Uuid],
     ) -> impl std::future::Future<Output = Result<Originals, String>> + Send;
+
+    /// Whether ClickHouse answers a cheap query touching what inserts and lookups touch
+    /// (every shard, on a cluster), within a [`PROBE_EVERY`].
+    fn probe(&self) -> impl std::future::Future<Output = bool> + Send;
 }
+
+/// How often a flush waiting out its backoff probes ClickHouse ([`Inserter::probe`]).
+pub const PROBE_EVERY: Duration = Duration::from_millis(500);
 
 /// A row of `deploy/clickhouse/sink/originals.sql`.
 #[derive(Debug, Row, Deserialize)]
@@ -258,6 +271,17 @@ impl Inserter for ClickHouseInserter {
         })
     }
 
+    async fn probe(&self) -> bool {
+        let probe = self
+            .client
+            .query(include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../deploy/clickhouse/sink/probe.sql"
+            )))
+            .fetch_one::<u64>();
+        matches!(tokio::time::timeout(PROBE_EVERY, probe).await, Ok(Ok(_)))
+    }
+
     async fn originals(&self, ids: &[Uuid]) -> Result<Originals, String> {
         // The chunks are looked up concurrently: ClickHouse parses and answers them on
         // several cores, and the flush waits for the slowest, not for their sum.
@@ -413,7 +437,7 @@ impl<I: Inserter> Writer<I> {
                 messages = batch.len(),
                 "insert failed; retrying"
             );
-            tokio::time::sleep(delay).await;
+            self.wait_or_probe(delay).await;
         }
         if attempt > 0 {
             self.metrics.flush_recoveries.inc();
@@ -425,6 +449,33 @@ impl<I: Inserter> Writer<I> {
             );
         }
         progress
+    }
+
+    /// Waits `delay`, or less when ClickHouse comes back meanwhile: it is probed every
+    /// [`PROBE_EVERY`], and a probe answering after one failed ends the wait, so a server
+    /// or shard back after a long outage is used within a second, not after the rest of
+    /// a backoff of up to `retry_max_ms`. A probe that answers from the start says the
+    /// failure is not about reaching ClickHouse (too many parts, say): the backoff then
+    /// runs its course.
+    async fn wait_or_probe(&self, delay: Duration) {
+        let deadline = tokio::time::Instant::now() + delay;
+        let mut seen_down = false;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            tokio::time::sleep(left.min(PROBE_EVERY)).await;
+            if tokio::time::Instant::now() >= deadline {
+                return;
+            }
+            let up = self.inserter.probe().await;
+            if up && seen_down {
+                self.metrics.probes_answered.inc();
+                return;
+            }
+            seen_down |= !up;
+        }
     }
 
     /// One pass over the tables not yet written, in three stages: the typed tables
@@ -827,6 +878,10 @@ mod tests {
 
         async fn originals(&self, _ids: &[Uuid]) -> Result<Originals, String> {
             Ok(Originals::new())
+        }
+
+        async fn probe(&self) -> bool {
+            true
         }
     }
 

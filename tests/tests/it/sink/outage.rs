@@ -83,3 +83,40 @@ async fn nats_restart_loses_nothing() {
     ));
     assert_eq!(seqs.trim(), "600\t0\t599\t600");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clickhouse_back_after_an_outage_is_used_at_the_next_probe_not_after_the_backoff() {
+    let world = World::start().await;
+    let metrics_port = free_port();
+    let mut args = world.args();
+    // A backoff far longer than the outage: only a probe can end the wait early.
+    args.batch.retry_initial_ms = Some(60_000);
+    args.batch.retry_max_ms = Some(60_000);
+    args.metrics = MetricsArgs {
+        listen: Some(format!("127.0.0.1:{metrics_port}")),
+        ..MetricsArgs::default()
+    };
+    let sink = RunningSink::start(args.resolve().expect("valid settings"));
+    let mut run = Run::default();
+    let events = run.events(20);
+    publish(&world.js, &events[0]).await;
+    world.wait_acked(1).await;
+    tokio::task::block_in_place(|| world.clickhouse.stop());
+    for event in &events[1..] {
+        publish(&world.js, event).await;
+    }
+    // The flush fails and starts its minute of backoff.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::task::block_in_place(|| world.clickhouse.restart());
+    let restarted = std::time::Instant::now();
+    world.wait_landed(&run, events.len());
+    eprintln!(
+        "events stored {:.1} s after ClickHouse answered again (backoff 60 s)",
+        restarted.elapsed().as_secs_f64()
+    );
+    let metrics = http_get(metrics_port, "/metrics").await;
+    assert!(sample(&metrics, "bench_sink_probes_answered_total") >= 1.0);
+    assert_eq!(sample(&metrics, "bench_sink_flush_recoveries_total"), 1.0);
+    world.wait_acked(events.len() as u64).await;
+    sink.stop().await.expect("clean stop");
+}
