@@ -9,6 +9,7 @@
 //! | `bench_sink_dead_letters_total{class}` | counter | dead-lettered messages per `error_class` |
 //! | `bench_sink_retries_total{cause}` | counter | transient failures retried: `clickhouse` (flush) or `nats` (pull) |
 //! | `bench_sink_flush_recoveries_total` | counter | flushes that succeeded after at least one retry |
+//! | `bench_sink_messages_waiting` | gauge | messages of a flush that failed and waits to be retried (0 while inserts succeed) |
 //! | `bench_sink_probes_answered_total` | counter | waits for a retry cut short because ClickHouse answered a probe again after failing it |
 //! | `bench_sink_insert_splits_total{table}` | counter | inserts split in halves because ClickHouse refused their data |
 //! | `bench_sink_rows_recovered_total{table}` | counter | rows refused on their own, then stored by a later attempt (not dead-lettered) |
@@ -91,6 +92,8 @@ pub struct Metrics {
     pub flush_recoveries: Counter,
     /// `bench_sink_probes_answered_total`.
     pub probes_answered: Counter,
+    /// `bench_sink_messages_waiting`.
+    pub waiting: Gauge,
     /// `bench_sink_insert_splits_total{table}`.
     pub splits: Family<TableLabel, Counter>,
     /// `bench_sink_rows_recovered_total{table}`.
@@ -123,6 +126,7 @@ impl Metrics {
         let retries = Family::<CauseLabel, Counter>::default();
         let flush_recoveries = Counter::default();
         let probes_answered = Counter::default();
+        let waiting = Gauge::default();
         let splits = Family::<TableLabel, Counter>::default();
         let rows_recovered = Family::<TableLabel, Counter>::default();
         // 5 ms .. ~80 s.
@@ -168,6 +172,11 @@ impl Metrics {
             probes_answered.clone(),
         );
         registry.register(
+            "messages_waiting",
+            "Messages of a flush that failed and waits to be retried",
+            waiting.clone(),
+        );
+        registry.register(
             "insert_splits",
             "Inserts split in halves because ClickHouse refused their data, per table",
             splits.clone(),
@@ -205,6 +214,7 @@ impl Metrics {
             retries,
             flush_recoveries,
             probes_answered,
+            waiting,
             splits,
             rows_recovered,
             batch_duration,

@@ -423,6 +423,9 @@ impl<I: Inserter> Writer<I> {
         let started = Instant::now();
         while let Err(error) = self.try_insert_all(batch, &mut progress).await {
             attempt += 1;
+            self.metrics
+                .waiting
+                .set(i64::try_from(batch.len()).unwrap_or(i64::MAX));
             let delay = self.retry.delay(attempt);
             self.metrics
                 .retries
@@ -440,6 +443,7 @@ impl<I: Inserter> Writer<I> {
             self.wait_or_probe(delay).await;
         }
         if attempt > 0 {
+            self.metrics.waiting.set(0);
             self.metrics.flush_recoveries.inc();
             tracing::warn!(
                 failed_attempts = attempt,

@@ -38,6 +38,7 @@ async fn clickhouse_stopped_under_load_the_sink_waits_then_everything_lands() {
     assert_eq!(http_get(metrics_port, "/healthz").await, "ok\n");
     let waiting = http_get(metrics_port, "/metrics").await;
     assert!(sample(&waiting, "bench_sink_retries_total{cause=\"clickhouse\"}") >= 1.0);
+    assert!(sample(&waiting, "bench_sink_messages_waiting") >= 1.0);
     tokio::task::block_in_place(|| world.clickhouse.restart());
 
     wait_for(
@@ -54,6 +55,7 @@ async fn clickhouse_stopped_under_load_the_sink_waits_then_everything_lands() {
     let done = http_get(metrics_port, "/metrics").await;
     assert!(sample(&done, "bench_sink_messages_acked_total{outcome=\"ack\"}") >= 3000.0);
     assert!(sample(&done, "bench_sink_rows_inserted_total{table=\"steps\"}") >= 375.0);
+    assert_eq!(sample(&done, "bench_sink_messages_waiting"), 0.0);
     sink.stop().await.expect("clean stop");
 }
 
@@ -92,6 +94,8 @@ async fn a_clickhouse_back_after_an_outage_is_used_at_the_next_probe_not_after_t
     // A backoff far longer than the outage: only a probe can end the wait early.
     args.batch.retry_initial_ms = Some(60_000);
     args.batch.retry_max_ms = Some(60_000);
+    // An insert caught by the shutdown must not hang for the default 30 s.
+    args.clickhouse.insert_timeout_ms = Some(5000);
     args.metrics = MetricsArgs {
         listen: Some(format!("127.0.0.1:{metrics_port}")),
         ..MetricsArgs::default()
@@ -114,9 +118,11 @@ async fn a_clickhouse_back_after_an_outage_is_used_at_the_next_probe_not_after_t
         "events stored {:.1} s after ClickHouse answered again (backoff 60 s)",
         restarted.elapsed().as_secs_f64()
     );
+    // Acked once the flush is done: its counts are final.
+    world.wait_acked(events.len() as u64).await;
     let metrics = http_get(metrics_port, "/metrics").await;
     assert!(sample(&metrics, "bench_sink_probes_answered_total") >= 1.0);
     assert_eq!(sample(&metrics, "bench_sink_flush_recoveries_total"), 1.0);
-    world.wait_acked(events.len() as u64).await;
+    assert_eq!(sample(&metrics, "bench_sink_messages_waiting"), 0.0);
     sink.stop().await.expect("clean stop");
 }
