@@ -343,6 +343,57 @@ fn migrate_subcommand_applies_migrations_and_exits() {
 }
 
 #[test]
+fn dead_letters_replay_prints_its_report_and_refuses_a_bad_since() {
+    let clickhouse = ClickHouseServer::start();
+    let url = clickhouse.http_url();
+    let migrated = run_to_exit(Command::new(SINK).args(["migrate", "--clickhouse-url", &url]));
+    assert!(migrated.status.success());
+    clickhouse.query(
+        "INSERT INTO benchstream.dead_letters (received_at, stream, stream_seq, subject, \
+         headers, raw, error_class, error, delivered) VALUES (now(), 'BENCH_EVENTS', 7, \
+         'bench.events.x.step', '', '{\"type\": ', 'malformed_json', 'EOF', 1)",
+    );
+    // A dry run needs no NATS: nothing is published.
+    let replay = |extra: &[&str]| {
+        run_to_exit(
+            Command::new(SINK)
+                .args([
+                    "dead-letters",
+                    "replay",
+                    "--dry-run",
+                    "--clickhouse-url",
+                    &url,
+                ])
+                .args(["--nats-url", "nats://127.0.0.1:1"])
+                .args(extra),
+        )
+    };
+    let out = replay(&[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("skipped\t7\tmalformed_json\t\tstill refused (malformed_json)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("1 dead letters: would replay 0, skipped 1\n"),
+        "{stdout}"
+    );
+    let other_class = replay(&["--class", "conflict", "--since", "2020-01-01"]);
+    assert_eq!(
+        String::from_utf8_lossy(&other_class.stdout),
+        "0 dead letters: would replay 0, skipped 0\n"
+    );
+    let bad_since = replay(&["--since", "yesterday"]);
+    assert_eq!(bad_since.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad_since.stderr).contains("RFC 3339"));
+}
+
+#[test]
 fn each_flush_logs_where_it_waited_at_debug_level() {
     const EVENTS: usize = 300;
     let Prefilled {
