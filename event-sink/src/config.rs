@@ -75,9 +75,10 @@ section! {
         /// Durable consumer name; sinks with the same name share the work. Default
         /// `event-sink`.
         pub name: Option<String> = ("consumer", "BENCH_SINK_CONSUMER"),
-        /// Time JetStream waits for an ack before redelivering, ms. Default 60000. The sink
-        /// sends progress acks every third of it while a batch waits, so it need not cover
-        /// ClickHouse outages.
+        /// Time JetStream waits for an ack before redelivering, ms. Default 10000. The sink
+        /// sends progress acks every third of it while it holds a message (filling a batch,
+        /// waiting for the writer, inserting, retrying), so it need not cover ClickHouse
+        /// outages; it is how soon the messages of a crashed sink come back.
         pub ack_wait_ms: Option<u64> = ("ack-wait-ms", "BENCH_SINK_ACK_WAIT_MS"),
         /// Messages delivered but not yet acked, over all sinks, before JetStream pauses
         /// delivery. Default 100000 (a sink holds up to 2 batches).
@@ -324,7 +325,7 @@ impl SinkArgs {
         let c = self.consumer;
         let consumer = ConsumerConfig {
             name: nonempty("consumer.name", c.name)?.unwrap_or_else(|| "event-sink".into()),
-            ack_wait: Duration::from_millis(c.ack_wait_ms.unwrap_or(60_000)),
+            ack_wait: Duration::from_millis(c.ack_wait_ms.unwrap_or(10_000)),
             max_ack_pending: c.max_ack_pending.unwrap_or(100_000),
             max_deliver: c.max_deliver.unwrap_or(-1),
             fetch_batch: positive("consumer.fetch_batch", c.fetch_batch)?.unwrap_or(1000),
@@ -622,7 +623,7 @@ mod tests {
         assert_eq!(config.stream.prefix.as_str(), "bench");
         assert!(config.create);
         assert_eq!(config.consumer.name, "event-sink");
-        assert_eq!(config.consumer.ack_wait, Duration::from_secs(60));
+        assert_eq!(config.consumer.ack_wait, Duration::from_secs(10));
         assert_eq!(config.consumer.max_deliver, -1);
         assert_eq!(config.clickhouse.database, "benchstream");
         assert_eq!(config.batch.max_rows, 20_000);

@@ -17,6 +17,8 @@
 //! - [`rows`]: the ClickHouse row of each table, built from a decoded event.
 //! - [`rowbinary`]: encoding rows in ClickHouse's RowBinary format, once, on arrival.
 //! - [`migrations`]: the embedded DDL of `deploy/clickhouse/migrations/` and applying it.
+//! - [`replay`]: `event-sink dead-letters replay`, dead letters published again once
+//!   their cause is fixed, through the same path as every message.
 //! - [`cluster`]: the same DDL rendered for a ClickHouse cluster (Replicated tables under
 //!   Distributed ones).
 //! - [`sql`]: which bytes of SQL text are code, quoted text or comments.
@@ -44,6 +46,7 @@ pub mod consumer;
 pub mod logging;
 pub mod metrics;
 pub mod migrations;
+pub mod replay;
 pub mod rowbinary;
 pub mod rows;
 pub mod service;

@@ -1,5 +1,6 @@
 //! `event-sink [run]` consumes events into ClickHouse; `event-sink migrate` only applies
-//! the ClickHouse migrations. Settings: `--config FILE` (TOML) < `BENCH_*` env < flags;
+//! the ClickHouse migrations; `event-sink dead-letters replay` publishes dead letters
+//! again ([`event_sink::replay`]). Settings: `--config FILE` (TOML) < `BENCH_*` env < flags;
 //! see `event-sink --help` and event-sink/README.md. `event-sink query` and `event-sink
 //! report` run `bench-analysis query` / `report` ([`event_sink::alias`]).
 //!
@@ -41,12 +42,40 @@ enum Command {
     /// Apply pending ClickHouse migrations and exit.
     #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
     Migrate(ClickHouseConnectionArgs),
+    /// Dead letters: `replay` publishes them again once their cause is fixed.
+    #[command(subcommand)]
+    DeadLetters(DeadLetters),
     /// Alias of `bench-analysis query`: run a shipped query (`query list` lists them).
     #[command(disable_help_flag = true)]
     Query(Passthrough),
     /// Alias of `bench-analysis report`: write the HTML report.
     #[command(disable_help_flag = true)]
     Report(Passthrough),
+}
+
+/// What can be done with dead letters.
+#[derive(Debug, Subcommand)]
+enum DeadLetters {
+    /// Publish dead letters again, through the sink's decode, admission and first write
+    /// wins, skipping (with the reason) what still cannot land or is stored already.
+    Replay(Box<ReplayArgs>),
+}
+
+/// `dead-letters replay`: which dead letters, and the sink's settings.
+#[derive(Debug, clap::Args)]
+struct ReplayArgs {
+    /// Only this `error_class` (e.g. `rejected_by_clickhouse`); default every class.
+    #[arg(long)]
+    class: Option<String>,
+    /// Only dead letters received at or after this time: RFC 3339 or `YYYY-MM-DD` (UTC).
+    #[arg(long, value_parser = event_sink::replay::parse_since)]
+    since: Option<u32>,
+    /// Report what would be replayed; publish nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// NATS, stream and ClickHouse: the sink's settings.
+    #[command(flatten)]
+    settings: SinkArgs,
 }
 
 /// The arguments of an alias, handed to `bench-analysis` unread.
@@ -65,6 +94,7 @@ fn main() -> ExitCode {
         None => return serve(cli.settings),
         Some(Command::Run(args)) => return serve(*args),
         Some(Command::Migrate(args)) => return migrate(args),
+        Some(Command::DeadLetters(DeadLetters::Replay(args))) => return replay(*args),
         Some(Command::Query(pass)) => ("query", pass.args),
         Some(Command::Report(pass)) => ("report", pass.args),
     };
@@ -124,6 +154,33 @@ fn migrate(args: ClickHouseConnectionArgs) -> ExitCode {
 async fn apply_migrations(clickhouse: ClickHouseConfig) -> anyhow::Result<()> {
     let applied = event_sink::migrate(&clickhouse).await.context("migrate")?;
     tracing::info!(?applied, "migrations up to date");
+    Ok(())
+}
+
+fn replay(args: ReplayArgs) -> ExitCode {
+    let selection = event_sink::replay::Selection {
+        class: args.class,
+        since: args.since,
+        dry_run: args.dry_run,
+    };
+    match args.settings.load() {
+        Ok(config) => exit_status(replay_dead_letters(config, selection)),
+        Err(e) => {
+            tracing::error!("invalid settings: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn replay_dead_letters(
+    config: event_sink::Config,
+    selection: event_sink::replay::Selection,
+) -> anyhow::Result<()> {
+    let report = event_sink::replay::replay(&config, &selection)
+        .await
+        .context("dead-letters replay")?;
+    print!("{report}");
     Ok(())
 }
 

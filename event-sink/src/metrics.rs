@@ -8,6 +8,11 @@
 //! | `bench_sink_rows_inserted_total{table}` | counter | rows ClickHouse accepted, per table |
 //! | `bench_sink_dead_letters_total{class}` | counter | dead-lettered messages per `error_class` |
 //! | `bench_sink_retries_total{cause}` | counter | transient failures retried: `clickhouse` (flush) or `nats` (pull) |
+//! | `bench_sink_flush_recoveries_total` | counter | flushes that succeeded after at least one retry |
+//! | `bench_sink_messages_waiting` | gauge | messages of a flush that failed and waits to be retried (0 while inserts succeed) |
+//! | `bench_sink_probes_answered_total` | counter | waits for a retry cut short because ClickHouse answered a probe again after failing it |
+//! | `bench_sink_insert_splits_total{table}` | counter | inserts split in halves because ClickHouse refused their data |
+//! | `bench_sink_rows_recovered_total{table}` | counter | rows refused on their own, then stored by a later attempt (not dead-lettered) |
 //! | `bench_sink_batch_duration_seconds` | histogram | time to flush one batch: inserts, retries and acks |
 //! | `bench_sink_consumer_pending_messages` | gauge | messages in the stream not yet delivered to the consumer (lag) |
 //! | `bench_sink_consumer_ack_pending_messages` | gauge | delivered, not yet acked (all sinks) |
@@ -83,6 +88,16 @@ pub struct Metrics {
     pub dead_lettered: Family<ClassLabel, Counter>,
     /// `bench_sink_retries_total{cause}`.
     pub retries: Family<CauseLabel, Counter>,
+    /// `bench_sink_flush_recoveries_total`.
+    pub flush_recoveries: Counter,
+    /// `bench_sink_probes_answered_total`.
+    pub probes_answered: Counter,
+    /// `bench_sink_messages_waiting`.
+    pub waiting: Gauge,
+    /// `bench_sink_insert_splits_total{table}`.
+    pub splits: Family<TableLabel, Counter>,
+    /// `bench_sink_rows_recovered_total{table}`.
+    pub rows_recovered: Family<TableLabel, Counter>,
     /// `bench_sink_batch_duration_seconds`.
     pub batch_duration: Histogram,
     /// `bench_sink_consumer_pending_messages`.
@@ -109,6 +124,11 @@ impl Metrics {
         let inserted = Family::<TableLabel, Counter>::default();
         let dead_lettered = Family::<ClassLabel, Counter>::default();
         let retries = Family::<CauseLabel, Counter>::default();
+        let flush_recoveries = Counter::default();
+        let probes_answered = Counter::default();
+        let waiting = Gauge::default();
+        let splits = Family::<TableLabel, Counter>::default();
+        let rows_recovered = Family::<TableLabel, Counter>::default();
         // 5 ms .. ~80 s.
         let batch_duration = Histogram::new(exponential_buckets(0.005, 2.0, 15));
         let pending = Gauge::default();
@@ -142,6 +162,31 @@ impl Metrics {
             retries.clone(),
         );
         registry.register(
+            "flush_recoveries",
+            "Flushes that succeeded after at least one retry",
+            flush_recoveries.clone(),
+        );
+        registry.register(
+            "probes_answered",
+            "Retry waits cut short because ClickHouse answered a probe after failing one",
+            probes_answered.clone(),
+        );
+        registry.register(
+            "messages_waiting",
+            "Messages of a flush that failed and waits to be retried",
+            waiting.clone(),
+        );
+        registry.register(
+            "insert_splits",
+            "Inserts split in halves because ClickHouse refused their data, per table",
+            splits.clone(),
+        );
+        registry.register(
+            "rows_recovered",
+            "Rows refused on their own, then stored by a later attempt, per table",
+            rows_recovered.clone(),
+        );
+        registry.register(
             "batch_duration_seconds",
             "Time to flush one batch: inserts, retries and acks",
             batch_duration.clone(),
@@ -167,6 +212,11 @@ impl Metrics {
             inserted,
             dead_lettered,
             retries,
+            flush_recoveries,
+            probes_answered,
+            waiting,
+            splits,
+            rows_recovered,
             batch_duration,
             pending,
             ack_pending,

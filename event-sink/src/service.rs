@@ -172,6 +172,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sink
         nats: nats.clone(),
         metrics: metrics.clone(),
         retry: config.batch.retry,
+        confirm: classify::Confirmation::DEFAULT,
         progress_every,
     };
     let writing = tokio::spawn(async move {

@@ -12,11 +12,17 @@
 //!   typed rows: an id found there has its rows stored, so a duplicate of it can be
 //!   skipped safely.
 //! - A rejected insert ([`InsertFailure::Rejected`]) is split in halves, recursively,
-//!   until the refused rows stand alone; only those are dead-lettered.
+//!   until the refused rows stand alone; a row refused alone is tried again, alone, and
+//!   dead-lettered only when the same refusal repeats ([`classify::Confirmation`]: 3
+//!   attempts over at least 2 s). Splits, rows stored on a later attempt and flushes
+//!   that needed retries are counted and logged at WARN.
 //! - A transient failure retries the tables not yet written, after a capped exponential
-//!   backoff, for as long as it takes (or until the caller gives up on shutdown). Tables
-//!   written before the failure are not written again; an insert that failed midway may
-//!   have landed anyway, and dedup (ReplacingMergeTree + FINAL) absorbs the copy.
+//!   backoff, for as long as it takes (or until the caller gives up on shutdown). During
+//!   the backoff ClickHouse is probed every [`PROBE_EVERY`]; a probe answering after one
+//!   failed ends the wait, so a server or shard that is back is used within a second.
+//!   Tables written before the failure are not written again; an insert that failed
+//!   midway may have landed anyway, and dedup (ReplacingMergeTree + FINAL) absorbs the
+//!   copy.
 //! - While a batch waits, every message gets a progress ack each third of `ack_wait`, so
 //!   JetStream neither redelivers it nor counts a delivery against `max_deliver`.
 //! - Only after every table is written: `Ack` for accepted events, `Term` for dead
@@ -40,7 +46,7 @@ use uuid::Uuid;
 
 use crate::admission::{self, Original};
 use crate::batch::{Batch, Index};
-use crate::classify::{self, Backoff, InsertFailure};
+use crate::classify::{self, Backoff, Confirmation, InsertFailure};
 use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rowbinary;
 use crate::rows::{
@@ -85,7 +91,14 @@ pub trait Inserter {
         &self,
         ids: &[Uuid],
     ) -> impl std::future::Future<Output = Result<Originals, String>> + Send;
+
+    /// Whether ClickHouse answers a cheap query touching what inserts and lookups touch
+    /// (every shard, on a cluster), within a [`PROBE_EVERY`].
+    fn probe(&self) -> impl std::future::Future<Output = bool> + Send;
 }
+
+/// How often a flush waiting out its backoff probes ClickHouse ([`Inserter::probe`]).
+pub const PROBE_EVERY: Duration = Duration::from_millis(500);
 
 /// A row of `deploy/clickhouse/sink/originals.sql`.
 #[derive(Debug, Row, Deserialize)]
@@ -258,6 +271,17 @@ impl Inserter for ClickHouseInserter {
         })
     }
 
+    async fn probe(&self) -> bool {
+        let probe = self
+            .client
+            .query(include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../deploy/clickhouse/sink/probe.sql"
+            )))
+            .fetch_one::<u64>();
+        matches!(tokio::time::timeout(PROBE_EVERY, probe).await, Ok(Ok(_)))
+    }
+
     async fn originals(&self, ids: &[Uuid]) -> Result<Originals, String> {
         // The chunks are looked up concurrently: ClickHouse parses and answers them on
         // several cores, and the flush waits for the slowest, not for their sum.
@@ -358,6 +382,8 @@ pub struct Writer<I> {
     pub nats: async_nats::Client,
     pub metrics: Metrics,
     pub retry: Backoff,
+    /// When a row refused on its own is dead-lettered ([`Confirmation::DEFAULT`]).
+    pub confirm: Confirmation,
     /// Progress acks are sent this often while a batch waits.
     pub progress_every: Duration,
 }
@@ -394,8 +420,12 @@ impl<I: Inserter> Writer<I> {
     async fn insert_all(&self, batch: &Batch) -> Progress {
         let mut progress = Progress::default();
         let mut attempt = 0;
+        let started = Instant::now();
         while let Err(error) = self.try_insert_all(batch, &mut progress).await {
             attempt += 1;
+            self.metrics
+                .waiting
+                .set(i64::try_from(batch.len()).unwrap_or(i64::MAX));
             let delay = self.retry.delay(attempt);
             self.metrics
                 .retries
@@ -410,9 +440,46 @@ impl<I: Inserter> Writer<I> {
                 messages = batch.len(),
                 "insert failed; retrying"
             );
-            tokio::time::sleep(delay).await;
+            self.wait_or_probe(delay).await;
+        }
+        if attempt > 0 {
+            self.metrics.waiting.set(0);
+            self.metrics.flush_recoveries.inc();
+            tracing::warn!(
+                failed_attempts = attempt,
+                waited_ms = started.elapsed().as_millis() as u64,
+                messages = batch.len(),
+                "insert recovered after retries"
+            );
         }
         progress
+    }
+
+    /// Waits `delay`, or less when ClickHouse comes back meanwhile: it is probed every
+    /// [`PROBE_EVERY`], and a probe answering after one failed ends the wait, so a server
+    /// or shard back after a long outage is used within a second, not after the rest of
+    /// a backoff of up to `retry_max_ms`. A probe that answers from the start says the
+    /// failure is not about reaching ClickHouse (too many parts, say): the backoff then
+    /// runs its course.
+    async fn wait_or_probe(&self, delay: Duration) {
+        let deadline = tokio::time::Instant::now() + delay;
+        let mut seen_down = false;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return;
+            }
+            tokio::time::sleep(left.min(PROBE_EVERY)).await;
+            if tokio::time::Instant::now() >= deadline {
+                return;
+            }
+            let up = self.inserter.probe().await;
+            if up && seen_down {
+                self.metrics.probes_answered.inc();
+                return;
+            }
+            seen_down |= !up;
+        }
     }
 
     /// One pass over the tables not yet written, in three stages: the typed tables
@@ -438,7 +505,14 @@ impl<I: Inserter> Writer<I> {
                 .map(|table| (table, self.items_of(table, batch, progress)))
                 .collect();
             let results = futures::future::join_all(pending.iter().map(|(table, items)| {
-                insert_isolating(&self.inserter, *table, batch, items, &progress.refused)
+                insert_isolating(
+                    &self.inserter,
+                    *table,
+                    batch,
+                    items,
+                    &progress.refused,
+                    self.confirm,
+                )
             }))
             .await;
             progress.waits.stages[waited] += started.elapsed();
@@ -518,21 +592,44 @@ impl<I: Inserter> Writer<I> {
         }
     }
 
-    /// Marks `table` written, counting its rows and remembering the refused ones.
+    /// Marks `table` written, counting its rows, splits and recovered rows, and
+    /// remembering the refused ones.
     fn record(
         &self,
         table: Table,
         batch: &Batch,
         written: usize,
-        refused: Vec<(Index, String)>,
+        isolated: Isolated,
         progress: &mut Progress,
     ) {
+        let label = TableLabel {
+            table: table.name(),
+        };
+        let Isolated {
+            refused,
+            splits,
+            recovered,
+        } = isolated;
         self.metrics
             .inserted
-            .get_or_create(&TableLabel {
-                table: table.name(),
-            })
+            .get_or_create(&label)
             .inc_by((written - refused.len()) as u64);
+        if splits > 0 || recovered > 0 {
+            self.metrics.splits.get_or_create(&label).inc_by(splits);
+            self.metrics
+                .rows_recovered
+                .get_or_create(&label)
+                .inc_by(recovered);
+            tracing::warn!(
+                table = table.name(),
+                rows = written,
+                splits,
+                refused_alone = refused.len() as u64 + recovered,
+                recovered,
+                dead_lettered = refused.len(),
+                "clickhouse refused data of an insert; split it and retried refused rows alone"
+            );
+        }
         for (index, error) in refused {
             let item = batch.item(index);
             tracing::warn!(
@@ -618,17 +715,41 @@ pub fn progress_ticker(every: Duration) -> tokio::time::Interval {
     ticker
 }
 
+/// What [`insert_isolating`] did besides writing rows.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Isolated {
+    /// Rows refused on their own, every time, with the last error: to dead-letter.
+    pub refused: Vec<(Index, String)>,
+    /// Inserts split in halves because ClickHouse refused their data.
+    pub splits: u64,
+    /// Rows refused on their own once, then stored by a later attempt.
+    pub recovered: u64,
+}
+
+/// A row refused on its own, not yet confirmed.
+struct Suspect {
+    index: Index,
+    /// The last refusal.
+    error: String,
+    /// Attempts in a row that failed with that refusal.
+    attempts: u32,
+}
+
 /// Inserts `items`; when ClickHouse rejects the data, splits the insert in halves and
-/// retries each, down to single rows. Returns the rows refused on their own. A transient
-/// failure ends it (Err), whatever was already written.
+/// retries each, down to single rows. A row refused on its own is tried again, alone,
+/// until `confirm` holds (the same refusal `confirm.attempts` times over `confirm.over`);
+/// only then is it returned as refused. A row stored by a later attempt is counted as
+/// recovered. A transient failure ends it (Err), whatever was already written.
 pub async fn insert_isolating<I: Inserter>(
     inserter: &I,
     table: Table,
     batch: &Batch,
     items: &[Index],
     refused: &Refused,
-) -> Result<Vec<(Index, String)>, String> {
-    let mut alone = Vec::new();
+    confirm: Confirmation,
+) -> Result<Isolated, String> {
+    let mut outcome = Isolated::default();
+    let mut suspects = Vec::new();
     let mut pending: Vec<Range<usize>> = Vec::new();
     pending.push(0..items.len());
     while let Some(range) = pending.pop() {
@@ -642,9 +763,14 @@ pub async fn insert_isolating<I: Inserter>(
             Ok(()) => {}
             Err(InsertFailure::Transient(error)) => return Err(error),
             Err(InsertFailure::Rejected(error)) if range.len() == 1 => {
-                alone.push((items[range.start], error));
+                suspects.push(Suspect {
+                    index: items[range.start],
+                    error,
+                    attempts: 1,
+                });
             }
             Err(InsertFailure::Rejected(_)) => {
+                outcome.splits += 1;
                 let middle = range.start + range.len() / 2;
                 // Popped first half first, so refused rows come out in order.
                 pending.push(middle..range.end);
@@ -652,7 +778,39 @@ pub async fn insert_isolating<I: Inserter>(
             }
         }
     }
-    Ok(alone)
+    // All suspects are retried together, each round one spacing after the last: a
+    // batch with refused rows waits `confirm.over` once, not once per row.
+    while suspects.iter().any(|s| s.attempts < confirm.attempts) {
+        tokio::time::sleep(confirm.spacing()).await;
+        let mut still = Vec::with_capacity(suspects.len());
+        for mut suspect in suspects {
+            if suspect.attempts >= confirm.attempts {
+                still.push(suspect);
+                continue;
+            }
+            match inserter
+                .insert(table, batch, &[suspect.index], refused)
+                .await
+            {
+                Ok(()) => outcome.recovered += 1,
+                Err(InsertFailure::Transient(error)) => return Err(error),
+                Err(InsertFailure::Rejected(error)) => {
+                    // A different refusal starts the count again: a row is dead-lettered
+                    // for an error that repeats, not for a run of different ones.
+                    if classify::same_refusal(&error, &suspect.error) {
+                        suspect.attempts += 1;
+                    } else {
+                        suspect.attempts = 1;
+                    }
+                    suspect.error = error;
+                    still.push(suspect);
+                }
+            }
+        }
+        suspects = still;
+    }
+    outcome.refused = suspects.into_iter().map(|s| (s.index, s.error)).collect();
+    Ok(outcome)
 }
 
 #[cfg(test)]
@@ -661,10 +819,18 @@ mod tests {
 
     use super::*;
 
-    /// Rejects any insert holding one of `poison`; fails transiently `transient` times
-    /// first. Records the item lists it accepted.
+    /// Confirms a refusal in three attempts without waiting long.
+    const QUICK: Confirmation = Confirmation {
+        attempts: 3,
+        over: Duration::from_millis(20),
+    };
+
+    /// Rejects any insert holding one of `poison`, and an insert holding a `flaky` row
+    /// as many times as the map says; fails transiently `transient` times first.
+    /// Records the item lists it accepted.
     struct FakeInserter {
         poison: Vec<Index>,
+        flaky: Mutex<HashMap<Index, u32>>,
         transient: Mutex<u32>,
         calls: Mutex<u32>,
         written: Mutex<Vec<Index>>,
@@ -674,6 +840,7 @@ mod tests {
         fn new(poison: Vec<Index>, transient: u32) -> Self {
             FakeInserter {
                 poison,
+                flaky: Mutex::new(HashMap::new()),
                 transient: Mutex::new(transient),
                 calls: Mutex::new(0),
                 written: Mutex::new(Vec::new()),
@@ -698,6 +865,14 @@ mod tests {
             if let Some(bad) = items.iter().find(|i| self.poison.contains(i)) {
                 return Err(InsertFailure::Rejected(format!("row {bad} refused")));
             }
+            let mut flaky = self.flaky.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(left) = flaky
+                .iter_mut()
+                .find_map(|(i, left)| (items.contains(i) && *left > 0).then_some(left))
+            {
+                *left -= 1;
+                return Err(InsertFailure::Rejected("Code: 6, refused for now".into()));
+            }
             self.written
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -708,10 +883,15 @@ mod tests {
         async fn originals(&self, _ids: &[Uuid]) -> Result<Originals, String> {
             Ok(Originals::new())
         }
+
+        async fn probe(&self) -> bool {
+            true
+        }
     }
 
     fn run<F: std::future::Future>(future: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .expect("runtime")
             .block_on(future)
@@ -721,22 +901,71 @@ mod tests {
     fn a_rejected_row_is_isolated_and_the_rest_written() {
         let inserter = FakeInserter::new(vec![37, 90], 0);
         let items: Vec<Index> = (0..100).collect();
-        let refused = run(insert_isolating(
+        let isolated = run(insert_isolating(
             &inserter,
             Table::EventsRaw,
             &Batch::default(),
             &items,
             &Refused::new(),
+            QUICK,
         ))
         .expect("no transient failure");
-        let refused: Vec<Index> = refused.into_iter().map(|(i, _)| i).collect();
+        let refused: Vec<Index> = isolated.refused.iter().map(|(i, _)| *i).collect();
         assert_eq!(refused, vec![37, 90]);
         let mut written = inserter.written.into_inner().unwrap_or_default();
         written.sort_unstable();
         let expected: Vec<Index> = (0..100).filter(|i| *i != 37 && *i != 90).collect();
         assert_eq!(written, expected);
-        // log2(100) levels for each bad row, not one insert per row.
-        assert!(inserter.calls.into_inner().unwrap_or_default() < 40);
+        // log2(100) levels for each bad row, not one insert per row, plus the two
+        // confirmations of each.
+        assert!(inserter.calls.into_inner().unwrap_or_default() < 44);
+        assert_eq!(isolated.splits, 11);
+        assert_eq!(isolated.recovered, 0);
+    }
+
+    #[test]
+    fn a_row_refused_alone_once_or_twice_is_stored_not_dead_lettered() {
+        for refusals in [1, 2] {
+            let inserter = FakeInserter::new(vec![], 0);
+            // Refused in the whole insert and the two halves holding it, then alone
+            // `refusals` times.
+            inserter
+                .flaky
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(5, 3 + refusals);
+            let items: Vec<Index> = (0..10).collect();
+            let isolated = run(insert_isolating(
+                &inserter,
+                Table::EventsRaw,
+                &Batch::default(),
+                &items,
+                &Refused::new(),
+                QUICK,
+            ))
+            .expect("no transient failure");
+            assert_eq!(isolated.refused, vec![], "refused alone {refusals} times");
+            assert_eq!(isolated.recovered, 1);
+            let mut written = inserter.written.into_inner().unwrap_or_default();
+            written.sort_unstable();
+            assert_eq!(written, items);
+        }
+    }
+
+    #[test]
+    fn a_row_is_dead_lettered_only_after_the_same_refusal_three_times_alone() {
+        let inserter = FakeInserter::new(vec![3], 0);
+        let isolated = run(insert_isolating(
+            &inserter,
+            Table::EventsRaw,
+            &Batch::default(),
+            &[3],
+            &Refused::new(),
+            QUICK,
+        ))
+        .expect("no transient failure");
+        assert_eq!(isolated.refused, vec![(3, "row 3 refused".to_owned())]);
+        assert_eq!(inserter.calls.into_inner().unwrap_or_default(), 3);
     }
 
     #[test]
@@ -749,6 +978,7 @@ mod tests {
             &Batch::default(),
             &items,
             &Refused::new(),
+            QUICK,
         ));
         assert_eq!(result, Err("server away".to_owned()));
         assert!(inserter.written.into_inner().unwrap_or_default().is_empty());

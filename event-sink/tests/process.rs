@@ -172,6 +172,66 @@ fn sink_crash_loses_nothing_and_counts_nothing_twice() {
     assert_eq!(info.num_pending, 0);
 }
 
+/// How soon a crashed sink's messages come back: a sink holding a batch is killed with
+/// SIGKILL and a new one started; every event lands once, and the time from the kill
+/// until the last one is stored is printed (a measurement, not an assertion). The
+/// consumer's `ack_wait` is the sink's default unless `BENCH_SINK_ACK_WAIT_MS` says
+/// otherwise, so the same test measures other settings:
+/// `BENCH_SINK_ACK_WAIT_MS=60000 cargo test -p event-sink --test process catch_up -- --nocapture`.
+#[test]
+fn catch_up_after_a_sink_kill_waits_only_for_ack_wait() {
+    const EVENTS: usize = 20_000;
+    let Prefilled {
+        nats,
+        clickhouse,
+        runtime,
+        run,
+    } = Prefilled::start(EVENTS);
+    let mut first = spawn(sink_command(&nats.url(), &clickhouse.http_url(), &[]));
+    let stored = format!(
+        "SELECT uniqExact(event_id) FROM benchstream.events_raw WHERE run_id = '{}'",
+        run.run_id
+    );
+    let start = Instant::now();
+    while count(&clickhouse, &stored) < 2000 {
+        assert!(start.elapsed() < Duration::from_secs(60), "nothing landed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    first.kill().expect("SIGKILL");
+    first.wait().expect("reap");
+    let killed = Instant::now();
+    let at_crash = count(&clickhouse, &stored);
+    let held = runtime.block_on(async {
+        let js = jetstream(&nats.url()).await;
+        let stream = js.get_stream("BENCH_EVENTS").await.expect("stream");
+        stream.consumer_info("event-sink").await.expect("consumer")
+    });
+
+    let mut second = spawn(sink_command(&nats.url(), &clickhouse.http_url(), &[]));
+    wait_for(
+        &clickhouse,
+        &format!(
+            "SELECT count(), uniqExact(event_id) FROM benchstream.events_raw FINAL \
+             WHERE run_id = '{}'",
+            run.run_id
+        ),
+        &format!("{EVENTS}\t{EVENTS}"),
+        Duration::from_secs(180),
+    );
+    let catch_up = killed.elapsed();
+    eprintln!(
+        "catch-up after kill -9: {EVENTS} events, {at_crash} stored and {} held unacked at \
+         the kill, ack_wait {:?}: all stored {:.1} s after the kill",
+        held.num_ack_pending,
+        held.config.ack_wait,
+        catch_up.as_secs_f64()
+    );
+    let pid = Pid::from_raw(i32::try_from(second.id()).expect("pid"));
+    kill(pid, Signal::SIGTERM).expect("SIGTERM");
+    let status = wait_exit(&mut second, Duration::from_secs(15));
+    assert!(status.success(), "SIGTERM exit: {status}");
+}
+
 #[test]
 fn startup_failures_exit_non_zero_with_a_clear_error() {
     let nats = NatsServer::start_with(NatsOptions {
@@ -280,6 +340,57 @@ fn migrate_subcommand_applies_migrations_and_exits() {
     // Eight typed tables, events_raw, event_ids and the view feeding it, dead_letters,
     // schema_migrations.
     assert_eq!(tables.trim(), "13");
+}
+
+#[test]
+fn dead_letters_replay_prints_its_report_and_refuses_a_bad_since() {
+    let clickhouse = ClickHouseServer::start();
+    let url = clickhouse.http_url();
+    let migrated = run_to_exit(Command::new(SINK).args(["migrate", "--clickhouse-url", &url]));
+    assert!(migrated.status.success());
+    clickhouse.query(
+        "INSERT INTO benchstream.dead_letters (received_at, stream, stream_seq, subject, \
+         headers, raw, error_class, error, delivered) VALUES (now(), 'BENCH_EVENTS', 7, \
+         'bench.events.x.step', '', '{\"type\": ', 'malformed_json', 'EOF', 1)",
+    );
+    // A dry run needs no NATS: nothing is published.
+    let replay = |extra: &[&str]| {
+        run_to_exit(
+            Command::new(SINK)
+                .args([
+                    "dead-letters",
+                    "replay",
+                    "--dry-run",
+                    "--clickhouse-url",
+                    &url,
+                ])
+                .args(["--nats-url", "nats://127.0.0.1:1"])
+                .args(extra),
+        )
+    };
+    let out = replay(&[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("skipped\t7\tmalformed_json\t\tstill refused (malformed_json)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("1 dead letters: would replay 0, skipped 1\n"),
+        "{stdout}"
+    );
+    let other_class = replay(&["--class", "conflict", "--since", "2020-01-01"]);
+    assert_eq!(
+        String::from_utf8_lossy(&other_class.stdout),
+        "0 dead letters: would replay 0, skipped 0\n"
+    );
+    let bad_since = replay(&["--since", "yesterday"]);
+    assert_eq!(bad_since.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad_since.stderr).contains("RFC 3339"));
 }
 
 #[test]

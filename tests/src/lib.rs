@@ -29,6 +29,6 @@ pub mod spool;
 pub mod stream;
 
 pub use harness::{
-    free_port, processes_with, ClickHouseCluster, ClickHouseServer, NatsAuth, NatsOptions,
-    NatsServer, OpenAiServer, QueryError, Reply,
+    free_port, processes_with, ClickHouseCluster, ClickHouseServer, Fault, FaultProxy, NatsAuth,
+    NatsOptions, NatsServer, OpenAiServer, QueryError, Reply,
 };

@@ -17,6 +17,10 @@
 //! - [`clickhouse_cluster`]: [`ClickHouseCluster`], ZooKeeper and 2 shards × 2 replicas
 //!   configured from `deploy/clickhouse/cluster/`, for Replicated and Distributed tables
 //!   and server, shard and ZooKeeper failures.
+//! - [`fault_proxy`]: [`FaultProxy`], an HTTP proxy in front of a real ClickHouse that
+//!   answers chosen requests with the failures a dying replica, ZooKeeper or the network
+//!   give (an error answer, a closed connection, a stall, an error after the rows
+//!   landed), and forwards the rest.
 //! - [`openai`]: [`OpenAiServer`], a scripted stand-in for an OpenAI-compatible model
 //!   provider (chat completions with tool calls, usage blocks, delays, errors, a model
 //!   listing), recording every request it receives.
@@ -40,6 +44,7 @@
 pub mod clickhouse;
 pub mod clickhouse_cluster;
 pub mod cluster;
+pub mod fault_proxy;
 mod http;
 pub mod nats;
 pub mod openai;
@@ -49,6 +54,7 @@ mod process;
 pub use clickhouse::{ClickHouseServer, QueryError};
 pub use clickhouse_cluster::{ClickHouseCluster, ZooKeeper};
 pub use cluster::NatsCluster;
+pub use fault_proxy::{Fault, FaultProxy};
 pub use nats::{NatsAuth, NatsOptions, NatsServer};
 pub use openai::{OpenAiServer, Recorded, Reply};
 pub use port::free_port;

@@ -24,7 +24,7 @@ use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 use crate::common::{create_stream, jetstream, sink_args, wait_for};
 use crate::sink::integrity::{flipped, past_the_dedup_window, stop_exit_status, stop_success};
 use crate::sink::setup::{sink_consumer, wait_ack_floor, RunningSink};
-use benchstream_tests::events::{publish_all, publish_raw, Run};
+use benchstream_tests::events::{publish, publish_all, publish_raw, Run};
 
 /// Cluster tests run one at a time.
 static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -422,5 +422,99 @@ async fn a_sink_starts_and_ingests_while_a_replica_is_down() {
     let sink = RunningSink::start(world.args().resolve().expect("valid settings"));
     publish_all(&world.js, run.events(EVENTS_PER_RUN), 64).await;
     stored(2 * EVENTS_PER_RUN);
+    sink.stop().await.expect("sink stops cleanly");
+}
+
+/// Kill cycles of [`both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_and_reject_nothing`].
+const KILL_CYCLES: usize = 8;
+
+/// Pause between two events of the slow publisher: about 70 events/s with the publish
+/// round trip, where inserts hold one or a few rows and every refusal meets a single row.
+const SLOW_PUBLISH_GAP: Duration = Duration::from_millis(13);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_and_reject_nothing()
+{
+    let _serial = serially().await;
+    let world = ClusterWorld::start().await;
+    let sink = RunningSink::start(world.args().resolve().expect("valid settings"));
+    // Migrated and ingesting before the first kill.
+    let mut warm_up = Run::default();
+    publish_all(&world.js, warm_up.events(EVENTS_PER_RUN), 64).await;
+    world.wait_acked(EVENTS_PER_RUN as u64).await;
+
+    let stop = tokio_util::sync::CancellationToken::new();
+    let publisher = tokio::spawn({
+        let (js, stop) = (world.js.clone(), stop.clone());
+        async move {
+            let started = Instant::now();
+            let mut published = 0usize;
+            while !stop.is_cancelled() {
+                let mut run = Run::default();
+                for event in run.events(EVENTS_PER_RUN) {
+                    publish(&js, &event).await;
+                    published += 1;
+                    tokio::time::sleep(SLOW_PUBLISH_GAP).await;
+                }
+            }
+            (published, started.elapsed())
+        }
+    });
+    let cluster = Arc::clone(&world.cluster);
+    tokio::task::spawn_blocking(move || {
+        for _ in 0..KILL_CYCLES {
+            std::thread::sleep(Duration::from_secs(2));
+            for replica in 1..=REPLICAS {
+                cluster.server(2, replica).kill();
+            }
+            std::thread::sleep(Duration::from_secs(2));
+            for replica in 1..=REPLICAS {
+                cluster.server(2, replica).restart();
+            }
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    })
+    .await
+    .expect("kill cycles");
+    stop.cancel();
+    let (published, took) = publisher.await.expect("publisher");
+    eprintln!(
+        "{published} events at {:.0} events/s through {KILL_CYCLES} kills of both replicas of \
+         shard 2",
+        published as f64 / took.as_secs_f64()
+    );
+    let total = published + EVENTS_PER_RUN;
+    world.wait_acked(total as u64).await;
+    let cluster = Arc::clone(&world.cluster);
+    tokio::task::spawn_blocking(move || {
+        let first = &cluster.servers()[0];
+        wait_for(
+            first,
+            "SELECT count(), uniqExact(event_id) FROM benchstream.events_raw FINAL",
+            &format!("{total}\t{total}"),
+            LANDING,
+        );
+        let typed = TYPED_TABLES
+            .iter()
+            .map(|t| format!("(SELECT count() FROM benchstream.{t} FINAL)"))
+            .collect::<Vec<_>>()
+            .join(" + ");
+        wait_for(
+            first,
+            &format!("SELECT {typed}"),
+            &total.to_string(),
+            LANDING,
+        );
+        assert_eq!(
+            first
+                .query("SELECT count() FROM benchstream.dead_letters")
+                .trim(),
+            "0",
+            "good events were dead-lettered"
+        );
+        assert_replicas_converge(&cluster, total);
+    })
+    .await
+    .expect("checks");
     sink.stop().await.expect("sink stops cleanly");
 }

@@ -5,35 +5,10 @@ use std::time::Duration;
 
 use benchstream_tests::free_port;
 use event_sink::config::MetricsArgs;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use super::setup::{RunningSink, World, LANDING};
+use super::setup::{http_get, sample, RunningSink, World, LANDING};
 use crate::common::wait_for;
 use benchstream_tests::events::{publish, Run};
-
-/// `GET path` on 127.0.0.1:`port`, returning the body.
-async fn http_get(port: u16, path: &str) -> String {
-    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect to metrics endpoint");
-    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.expect("send");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await.expect("read");
-    assert!(response.starts_with("HTTP/1.0 200"), "{response}");
-    response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default()
-}
-
-/// The value of one sample line of the metrics text.
-fn sample(metrics: &str, name: &str) -> f64 {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no sample {name} in\n{metrics}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clickhouse_stopped_under_load_the_sink_waits_then_everything_lands() {
@@ -63,6 +38,7 @@ async fn clickhouse_stopped_under_load_the_sink_waits_then_everything_lands() {
     assert_eq!(http_get(metrics_port, "/healthz").await, "ok\n");
     let waiting = http_get(metrics_port, "/metrics").await;
     assert!(sample(&waiting, "bench_sink_retries_total{cause=\"clickhouse\"}") >= 1.0);
+    assert!(sample(&waiting, "bench_sink_messages_waiting") >= 1.0);
     tokio::task::block_in_place(|| world.clickhouse.restart());
 
     wait_for(
@@ -79,6 +55,7 @@ async fn clickhouse_stopped_under_load_the_sink_waits_then_everything_lands() {
     let done = http_get(metrics_port, "/metrics").await;
     assert!(sample(&done, "bench_sink_messages_acked_total{outcome=\"ack\"}") >= 3000.0);
     assert!(sample(&done, "bench_sink_rows_inserted_total{table=\"steps\"}") >= 375.0);
+    assert_eq!(sample(&done, "bench_sink_messages_waiting"), 0.0);
     sink.stop().await.expect("clean stop");
 }
 
@@ -107,4 +84,45 @@ async fn nats_restart_loses_nothing() {
         run.run_id
     ));
     assert_eq!(seqs.trim(), "600\t0\t599\t600");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clickhouse_back_after_an_outage_is_used_at_the_next_probe_not_after_the_backoff() {
+    let world = World::start().await;
+    let metrics_port = free_port();
+    let mut args = world.args();
+    // A backoff far longer than the outage: only a probe can end the wait early.
+    args.batch.retry_initial_ms = Some(60_000);
+    args.batch.retry_max_ms = Some(60_000);
+    // An insert caught by the shutdown must not hang for the default 30 s.
+    args.clickhouse.insert_timeout_ms = Some(5000);
+    args.metrics = MetricsArgs {
+        listen: Some(format!("127.0.0.1:{metrics_port}")),
+        ..MetricsArgs::default()
+    };
+    let sink = RunningSink::start(args.resolve().expect("valid settings"));
+    let mut run = Run::default();
+    let events = run.events(20);
+    publish(&world.js, &events[0]).await;
+    world.wait_acked(1).await;
+    tokio::task::block_in_place(|| world.clickhouse.stop());
+    for event in &events[1..] {
+        publish(&world.js, event).await;
+    }
+    // The flush fails and starts its minute of backoff.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    tokio::task::block_in_place(|| world.clickhouse.restart());
+    let restarted = std::time::Instant::now();
+    world.wait_landed(&run, events.len());
+    eprintln!(
+        "events stored {:.1} s after ClickHouse answered again (backoff 60 s)",
+        restarted.elapsed().as_secs_f64()
+    );
+    // Acked once the flush is done: its counts are final.
+    world.wait_acked(events.len() as u64).await;
+    let metrics = http_get(metrics_port, "/metrics").await;
+    assert!(sample(&metrics, "bench_sink_probes_answered_total") >= 1.0);
+    assert_eq!(sample(&metrics, "bench_sink_flush_recoveries_total"), 1.0);
+    assert_eq!(sample(&metrics, "bench_sink_messages_waiting"), 0.0);
+    sink.stop().await.expect("clean stop");
 }

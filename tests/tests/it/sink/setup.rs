@@ -7,6 +7,7 @@ use async_nats::jetstream::{self, consumer};
 use benchstream_tests::{ClickHouseServer, NatsServer};
 use event_sink::{Config, SinkArgs, SinkError};
 use schemas::SubjectPrefix;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -155,4 +156,28 @@ impl RunningSink {
         self.shutdown.cancel();
         self.task.await.expect("sink task")
     }
+}
+
+/// `GET path` on 127.0.0.1:`port`, returning the body.
+pub(crate) async fn http_get(port: u16, path: &str) -> String {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect to metrics endpoint");
+    let request = format!("GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    assert!(response.starts_with("HTTP/1.0 200"), "{response}");
+    response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default()
+}
+
+/// The value of one sample line of the metrics text.
+pub(crate) fn sample(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no sample {name} in\n{metrics}"))
 }
