@@ -304,7 +304,7 @@ impl<'a> Envelope<'a> {
             run_id: e.run_id,
             task_id: &e.task_id,
             step_id: e.step_id,
-            seq: Some(e.seq),
+            seq: e.seq,
             ts: &e.ts,
             policy_id: &e.policy_id,
             cfg_hash: e.cfg_hash.as_str(),

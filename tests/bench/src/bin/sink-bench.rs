@@ -114,7 +114,7 @@ fn event(i: usize) -> BenchmarkEvent {
     let mut event = fixture(event_type);
     event.run_id = Uuid::from_u64_pair(0x0193_a5c2_7e1f_7000 | run as u64, 0x8000_0000_0000_0000);
     event.event_id = Uuid::from_u64_pair(0x0193_a5c2_7e20_7000, 0x8000_0000_0000_0000 | i as u64);
-    event.seq = seq as u64;
+    event.seq = Some(seq as u64);
     event.ts += chrono::Duration::milliseconds(i as i64);
     let start = (i * 7) % 200;
     match &mut event.payload {
