@@ -116,8 +116,9 @@ pub fn decode(
     match encoding {
         Encoding::Protobuf => ExportTraceServiceRequest::decode(bytes)
             .map_err(|e| BodyError::Malformed(format!("protobuf: {e}"))),
-        Encoding::Json => serde_json::from_slice(bytes)
-            .map_err(|e| BodyError::Malformed(format!("json: {e}"))),
+        Encoding::Json => {
+            serde_json::from_slice(bytes).map_err(|e| BodyError::Malformed(format!("json: {e}")))
+        }
     }
 }
 
@@ -144,7 +145,10 @@ mod tests {
 
     fn headers(content_type: &str, encoding: Option<&str>) -> HeaderMap {
         let mut h = HeaderMap::new();
-        h.insert(CONTENT_TYPE, HeaderValue::from_str(content_type).expect("ascii"));
+        h.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_str(content_type).expect("ascii"),
+        );
         if let Some(e) = encoding {
             h.insert(CONTENT_ENCODING, HeaderValue::from_str(e).expect("ascii"));
         }
@@ -165,8 +169,8 @@ mod tests {
             "name":"chat","startTimeUnixNano":"1700000000000000000",
             "endTimeUnixNano":"1700000001000000000"}]}]}]}"#;
         let h = headers("application/json; charset=utf-8", Some("gzip"));
-        let request = decode(&h, encoding(&h).expect("json"), &gzip(json), 1 << 20)
-            .expect("valid OTLP/JSON");
+        let request =
+            decode(&h, encoding(&h).expect("json"), &gzip(json), 1 << 20).expect("valid OTLP/JSON");
         let span = &request.resource_spans[0].scope_spans[0].spans[0];
         assert_eq!(span.trace_id[..2], [0x5b, 0x8e]);
         assert_eq!(span.span_id.len(), 8);

@@ -26,8 +26,8 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use schemas::{
     BenchmarkEvent, Canonical, ContextStrategy, Deliberation, DeliberationStatus,
     EvidenceFootprint, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256,
-    Payload, PricingSource, RetryPolicy, RunConfig, RunStart, RunStop, SandboxLimits,
-    ScenarioRef, Step, StepType, StrategyParams, ToolCall, SCHEMA_VERSION,
+    Payload, PricingSource, RetryPolicy, RunConfig, RunStart, RunStop, SandboxLimits, ScenarioRef,
+    Step, StepType, StrategyParams, ToolCall, SCHEMA_VERSION,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -128,15 +128,15 @@ impl Mapper {
                     Err(reason) => {
                         mapped.rejected += 1;
                         if mapped.reasons.len() < MAX_REASONS {
-                            mapped.reasons.push(format!("span {:?}: {reason}", span.name));
+                            mapped
+                                .reasons
+                                .push(format!("span {:?}: {reason}", span.name));
                         }
                         continue;
                     }
                 };
                 let key = ContextKey::of(&view);
-                let context = contexts
-                    .entry(key)
-                    .or_insert_with(|| RunContext::of(&view));
+                let context = contexts.entry(key).or_insert_with(|| RunContext::of(&view));
                 let run_id = run_id(&view, &context.service, &ids.trace);
                 let mut out = SpanEvents {
                     mapper: self,

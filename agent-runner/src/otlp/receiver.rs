@@ -240,7 +240,11 @@ fn note(reasons: &mut Vec<String>, reason: String) {
     }
 }
 
-fn reply(status: StatusCode, encoding: Encoding, response: &ExportTraceServiceResponse) -> Response {
+fn reply(
+    status: StatusCode,
+    encoding: Encoding,
+    response: &ExportTraceServiceResponse,
+) -> Response {
     (
         status,
         [(CONTENT_TYPE, encoding.content_type())],

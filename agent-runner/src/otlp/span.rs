@@ -53,9 +53,8 @@ pub struct SpanView<'a> {
 impl<'a> SpanView<'a> {
     /// The value of the first of `keys` the span (or, failing that, its resource) has.
     fn value(&self, keys: &[&str]) -> Option<&'a Value> {
-        keys.iter().find_map(|key| {
-            find(&self.span.attributes, key).or_else(|| find(self.resource, key))
-        })
+        keys.iter()
+            .find_map(|key| find(&self.span.attributes, key).or_else(|| find(self.resource, key)))
     }
 
     /// A string attribute (the first of `keys` present as a non-empty string).
