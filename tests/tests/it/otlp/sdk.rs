@@ -1,6 +1,7 @@
 //! The OpenTelemetry Python SDK's own OTLP/HTTP exporter sends an agent trace, and the
 //! same batch again: every fact lands in ClickHouse exactly as the trace states it, once.
 
+use analysis::Query;
 use bench_nats::StreamSpec;
 use schemas::Canonical;
 
@@ -125,5 +126,32 @@ async fn a_trace_exported_twice_lands_exactly_and_once() {
         "2\t1700\t350\t2",
         "each inference span starts the step its deliberation belongs to"
     );
+    sink.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_trace_whose_root_never_came_is_lost_with_its_missing_count_unknown() {
+    let (nats, sink) = start_pipeline().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let receiver = Receiver::start(&nats.url(), dir.path(), &[]).await;
+    let lines = export(&receiver.endpoint, &["orphans"], &[]).await;
+    assert_eq!(lines.len(), 1);
+    receiver.stop().await;
+    // The children only: 2 x (step, deliberation), 2 tool calls, 1 failure.
+    sink.wait_for("SELECT count() FROM benchstream.events_raw FINAL", "7")
+        .await;
+    let client = clickhouse::Client::default()
+        .with_url(sink.clickhouse.http_url())
+        .with_database("benchstream");
+    let params = [("stale_minutes".to_owned(), "0".to_owned())].into();
+    let lost = Query::find("lost_events")
+        .expect("shipped query")
+        .run(&client, &params)
+        .await
+        .expect("lost_events answers");
+    assert_eq!(lost.rows.len(), 1, "{lost:?}");
+    assert_eq!(lost.get(0, "problem"), Some("no_run_stop"));
+    assert_eq!(lost.get(0, "missing"), None, "no seq: unknown, not 0");
+    assert_eq!(lost.get(0, "last_seq"), None);
     sink.stop().await;
 }
