@@ -716,3 +716,147 @@ fn time(unix_nano: u64) -> Option<DateTime<Utc>> {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
+
+    use super::*;
+
+    const T0: u64 = 1_760_000_000_000_000_000;
+
+    fn kv(key: &str, value: any_value::Value) -> KeyValue {
+        KeyValue {
+            key: key.to_owned(),
+            value: Some(AnyValue { value: Some(value) }),
+            ..KeyValue::default()
+        }
+    }
+
+    fn text(key: &str, value: &str) -> KeyValue {
+        kv(key, any_value::Value::StringValue(value.to_owned()))
+    }
+
+    fn int(key: &str, value: i64) -> KeyValue {
+        kv(key, any_value::Value::IntValue(value))
+    }
+
+    fn span(id: u8, parent: Option<u8>, attributes: Vec<KeyValue>) -> Span {
+        Span {
+            trace_id: vec![7; 16],
+            span_id: vec![id; 8],
+            parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+            name: format!("span {id}"),
+            start_time_unix_nano: T0,
+            end_time_unix_nano: T0 + 1_500_000_000,
+            attributes,
+            ..Span::default()
+        }
+    }
+
+    fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+        ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(Resource {
+                    attributes: vec![text("service.name", "svc")],
+                    ..Resource::default()
+                }),
+                scope_spans: vec![ScopeSpans {
+                    spans,
+                    ..ScopeSpans::default()
+                }],
+                ..ResourceSpans::default()
+            }],
+        }
+    }
+
+    fn mapper() -> Mapper {
+        Mapper {
+            host: "h".to_owned(),
+            prices: None,
+        }
+    }
+
+    fn chat(id: u8) -> Span {
+        span(
+            id,
+            Some(1),
+            vec![
+                text("gen_ai.operation.name", "chat"),
+                text("gen_ai.system", "openai"),
+                int("gen_ai.usage.prompt_tokens", 10),
+                int("gen_ai.usage.completion_tokens", 5),
+                int("gen_ai.usage.details.cache_read_tokens", 4),
+                int("gen_ai.usage.reasoning_tokens", 2),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_span_gives_the_same_events_alone_or_in_any_batch() {
+        let alone = mapper().map(&request(vec![chat(2)]));
+        let together = mapper().map(&request(vec![span(1, None, vec![]), chat(2)]));
+        let chat_events = |m: &Mapped| -> Vec<BenchmarkEvent> {
+            m.events
+                .iter()
+                .map(|(_, e)| e.clone())
+                .filter(|e| e.step_id.is_some())
+                .collect()
+        };
+        assert_eq!(chat_events(&alone), chat_events(&together));
+        assert_eq!(chat_events(&alone).len(), 2, "step + deliberation");
+        let types: Vec<&str> = together
+            .events
+            .iter()
+            .map(|(_, e)| e.event_type().as_str())
+            .collect();
+        assert_eq!(
+            types,
+            ["run_start", "run_stop", "step", "deliberation"],
+            "the root is a run"
+        );
+        assert!(together.events.iter().all(|(_, e)| e.seq.is_none()));
+    }
+
+    #[test]
+    fn alias_token_attributes_are_read_and_unstated_ones_are_null() {
+        let mapped = mapper().map(&request(vec![chat(2)]));
+        let Some(Payload::Deliberation(d)) = mapped
+            .events
+            .iter()
+            .map(|(_, e)| &e.payload)
+            .find(|p| matches!(p, Payload::Deliberation(_)))
+            .cloned()
+        else {
+            panic!("no deliberation");
+        };
+        assert_eq!(d.provider, "openai");
+        assert_eq!(d.model, "unknown");
+        assert_eq!(
+            (
+                d.input_tokens,
+                d.cached_input_tokens,
+                d.cache_write_tokens,
+                d.output_tokens,
+                d.reasoning_tokens
+            ),
+            (Some(10), Some(4), None, Some(5), Some(2))
+        );
+        assert_eq!(d.latency_ms, 1500);
+        assert_eq!((d.cost_usd, d.pricing_source), (None, PricingSource::Unknown));
+    }
+
+    #[test]
+    fn spans_with_bad_ids_or_times_are_rejected_with_a_reason() {
+        let mut short = chat(2);
+        short.span_id = vec![1, 2];
+        let mut backwards = chat(3);
+        backwards.end_time_unix_nano = T0 - 1;
+        let mapped = mapper().map(&request(vec![short, backwards, chat(4)]));
+        assert_eq!((mapped.spans, mapped.rejected), (3, 2));
+        assert_eq!(mapped.reasons.len(), 2);
+        assert!(mapped.events.iter().all(|(span, _)| *span == 2));
+    }
+}
