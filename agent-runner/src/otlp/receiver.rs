@@ -92,11 +92,12 @@ pub async fn run(config: OtlpConfig, shutdown: CancellationToken) -> Result<Otlp
     let stop = shutdown.child_token();
     let failed = publisher.failed();
     let stop_on_failure = stop.clone();
-    tokio::spawn(async move {
+    let watch = tokio::spawn(async move {
         failed.cancelled().await;
         stop_on_failure.cancel();
     });
     let counts = serve(listener, &config, publisher.handle(), stop).await;
+    watch.abort();
     let delivery = publisher.finish().await?;
     Ok(OtlpReport {
         counts: counts?,
