@@ -845,7 +845,10 @@ mod tests {
             (Some(10), Some(4), None, Some(5), Some(2))
         );
         assert_eq!(d.latency_ms, 1500);
-        assert_eq!((d.cost_usd, d.pricing_source), (None, PricingSource::Unknown));
+        assert_eq!(
+            (d.cost_usd, d.pricing_source),
+            (None, PricingSource::Unknown)
+        );
     }
 
     #[test]
