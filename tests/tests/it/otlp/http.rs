@@ -1,5 +1,6 @@
-//! What the receiver answers to bodies an exporter should not send, to OTLP/JSON, and
-//! without its bearer token; nothing refused is published.
+//! What the receiver answers to bodies an exporter should not send, to OTLP/JSON, without
+//! its bearer token, and while the broker is away; nothing refused is published, nothing
+//! answered 200 is lost.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -236,4 +237,29 @@ async fn with_a_bearer_token_only_requests_carrying_it_are_taken() {
             .len(),
         9
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_the_broker_is_away_exports_are_spooled_answered_and_delivered_later() {
+    let nats = nats_with_stream().await;
+    tokio::task::block_in_place(|| nats.stop());
+    let dir = tempfile::tempdir().expect("dir");
+    let receiver = Receiver::start(&nats.url(), dir.path(), &["--ack-timeout-ms", "500"]).await;
+    let now = chrono::Utc::now().timestamp_nanos_opt().expect("in range");
+    let body = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+         "name": "agent", "startTimeUnixNano": (now - 1_000_000_000).to_string(),
+         "endTimeUnixNano": now.to_string()}]}]}]});
+    let body = serde_json::to_vec(&body).expect("json");
+    let (status, reply) = post(&receiver.endpoint, "application/json", false, body, None).await;
+    assert_eq!(status, 200, "answered once spooled: {reply}");
+    tokio::task::block_in_place(|| nats.restart());
+    let report = receiver.stop().await;
+    assert_eq!(
+        report.delivery.spooled, 2,
+        "run_start and run_stop waited in the spool"
+    );
+    assert_eq!(report.delivery.left_in_spool, 0);
+    let stored = stream_messages(&nats.url(), &StreamSpec::default()).await;
+    assert_eq!(stored.len(), 2, "delivered once the broker came back");
 }
