@@ -44,6 +44,9 @@ pub enum Command {
     /// filtered by run, type, task and policy; --last N / --since replay stored ones
     /// first. Ends on Ctrl-C with exit 0.
     Tail(Box<crate::tail::TailArgs>),
+    /// Receive OpenTelemetry traces (OTLP/HTTP, GenAI conventions) from any agent and
+    /// publish them as benchmark events, until Ctrl-C.
+    Otlp(Box<crate::otlp::OtlpArgs>),
 }
 
 /// `agent-runner scenarios ...`

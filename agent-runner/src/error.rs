@@ -1,9 +1,10 @@
 //! The runner's one error type, the process exit codes (documented in `README.md`), and
 //! [`Outcome`]: what a command that ran reports and the exit code it ends with.
 //!
-//! Every command (`run`, `sweep`, `exec`, `import`, `tail`, `scenarios`, `spool`) fails
-//! with [`Error`]; what only one command can meet is a variant holding that command's own
-//! error ([`SweepError`], [`ExecError`], [`ImportError`], [`TailError`]). Those are
+//! Every command (`run`, `sweep`, `exec`, `import`, `tail`, `otlp`, `scenarios`, `spool`)
+//! fails with [`Error`]; what only one command can meet is a variant holding that
+//! command's own error ([`SweepError`], [`ExecError`], [`ImportError`], [`TailError`],
+//! [`OtlpError`]). Those are
 //! declared here too (and re-exported by their commands), so that this module, which
 //! every command uses, uses no command. [`Error::exit`] is the one mapping from errors to
 //! exit codes, and [`DeliveryReport::exit`] the one mapping from what a publisher did to
@@ -60,6 +61,26 @@ pub enum Error {
     /// `tail`: the stream could not be read.
     #[error(transparent)]
     Tail(#[from] TailError),
+    /// `otlp`: the receiver could not listen or serve.
+    #[error(transparent)]
+    Otlp(#[from] OtlpError),
+}
+
+/// What only the OTLP receiver can meet; a bad request is not an error (it gets its HTTP
+/// status), and everything else it meets is a [`Error`] of its own.
+#[derive(Debug, thiserror::Error)]
+pub enum OtlpError {
+    /// The listen address cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The HTTP server failed.
+    #[error("serving OTLP/HTTP: {0}")]
+    Serve(std::io::Error),
 }
 
 /// What only a sweep can meet; everything else a sweep meets is a [`Error`] of its
@@ -225,7 +246,8 @@ impl Error {
             | Error::Publish(PublishFailure::Task(_))
             | Error::Sweep(SweepError::Claims(_) | SweepError::ClickHouse(_))
             | Error::Exec(ExecError::Sandbox(_) | ExecError::Wait(_))
-            | Error::Tail(_) => Exit::Failure,
+            | Error::Tail(_)
+            | Error::Otlp(_) => Exit::Failure,
         }
     }
 }

@@ -33,6 +33,8 @@
 //! - [`import`]: runs recorded by other frameworks (`agent-runner import swe-agent`).
 //! - [`tail`]: live events from the stream, filtered, one readable line each
 //!   (`agent-runner tail`).
+//! - [`otlp`]: an OTLP/HTTP receiver turning OpenTelemetry GenAI traces into events
+//!   (`agent-runner otlp`).
 //! - [`maintenance`]: `scenarios hash|check` and `spool flush|status`.
 //! - [`cli`]: the command line ([`cli::Cli`]): every command, and the flags of `run`,
 //!   `scenarios` and `spool` → validated configs.
@@ -70,6 +72,7 @@ pub mod import;
 pub mod judge;
 pub mod limits;
 pub mod maintenance;
+pub mod otlp;
 pub mod outgoing;
 pub mod policy;
 pub mod pricing;

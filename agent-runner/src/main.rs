@@ -5,7 +5,7 @@ use std::io;
 use std::process::ExitCode;
 
 use agent_runner::cli::{Cli, Command, ScenariosCommand as Scenarios, SpoolCommand as Spool};
-use agent_runner::{exec, import, maintenance, sweep, tail, Error, Exit, Outcome};
+use agent_runner::{exec, import, maintenance, otlp, sweep, tail, Error, Exit, Outcome};
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio_util::sync::CancellationToken;
@@ -22,8 +22,8 @@ async fn main() -> ExitCode {
         .with_writer(io::stderr)
         .init();
     let command = Cli::parse().command;
-    // Ctrl-C is how a tail ends, not an interruption.
-    let interruptible = !matches!(command, Command::Tail(_));
+    // Ctrl-C is how a tail or a receiver ends, not an interruption.
+    let interruptible = !matches!(command, Command::Tail(_) | Command::Otlp(_));
     let shutdown = shutdown_signal(interruptible);
     let exit = match execute(command, shutdown.clone()).await {
         Ok(_) if interruptible && shutdown.is_cancelled() => Exit::Interrupted,
@@ -56,6 +56,7 @@ async fn execute(command: Command, shutdown: CancellationToken) -> Result<Exit, 
             eprint!("{report}");
             report.exit()
         }
+        Command::Otlp(a) => print(otlp::run(a.into_config()?, shutdown).await?),
         Command::Tail(a) => {
             tail::run(a.into_config()?, &mut io::stdout(), shutdown).await?;
             Exit::Ok

@@ -32,6 +32,11 @@
 //!
 //! Delivery is at least once: a message whose ack was lost is published again with the
 //! same `Nats-Msg-Id`, which JetStream's duplicate window and the sink's dedup absorb.
+//!
+//! A producer that must not report success before its events are safe (the OTLP receiver,
+//! which answers its exporter only then) sends with [`PublisherHandle::send_tracked`]: the
+//! [`Receipt`] resolves once the message is acknowledged by JetStream, fsync'd into the
+//! spool, or quarantined ([`Settled`]).
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -46,7 +51,7 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
 use schemas::{BenchmarkEvent, SubjectPrefix};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -156,10 +161,42 @@ pub enum PublishFailure {
     Task(String),
 }
 
+/// Where a tracked message ended up: each of these is final for this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// Acknowledged by JetStream.
+    Acked,
+    /// Written to the spool and fsync'd: delivered by this process or the next start.
+    Spooled,
+    /// Can never be delivered (refused for good); kept in the quarantine file.
+    Quarantined,
+}
+
+/// Resolves with where a message sent by [`PublisherHandle::send_tracked`] ended up; an
+/// error (the sender dropped) means the publisher stopped on a fatal error first.
+pub type Receipt = oneshot::Receiver<Settled>;
+
+/// A message on its way to the worker, with the producer waiting for it, if any.
+#[derive(Debug)]
+struct Queued {
+    message: Outgoing,
+    ticket: Option<oneshot::Sender<Settled>>,
+}
+
+impl Queued {
+    /// Tells the waiting producer, if any, where the message ended up.
+    fn settle(self, settled: Settled) {
+        if let Some(ticket) = self.ticket {
+            // The producer may have stopped waiting (its request was cancelled): fine.
+            let _ = ticket.send(settled);
+        }
+    }
+}
+
 /// The sending side, cloned into every run.
 #[derive(Debug, Clone)]
 pub struct PublisherHandle {
-    tx: mpsc::UnboundedSender<Outgoing>,
+    tx: mpsc::UnboundedSender<Queued>,
     prefix: SubjectPrefix,
 }
 
@@ -168,8 +205,24 @@ impl PublisherHandle {
     /// Returns false when the publisher has stopped (after a fatal spool error).
     pub fn send(&self, event: &BenchmarkEvent, payload: Bytes) -> bool {
         self.tx
-            .send(Outgoing::new(&self.prefix, event, payload))
+            .send(Queued {
+                message: Outgoing::new(&self.prefix, event, payload),
+                ticket: None,
+            })
             .is_ok()
+    }
+
+    /// Like [`send`](Self::send), and says when the event is safe: acknowledged, spooled
+    /// or quarantined. `None` when the publisher has stopped.
+    pub fn send_tracked(&self, event: &BenchmarkEvent, payload: Bytes) -> Option<Receipt> {
+        let (ticket, receipt) = oneshot::channel();
+        self.tx
+            .send(Queued {
+                message: Outgoing::new(&self.prefix, event, payload),
+                ticket: Some(ticket),
+            })
+            .ok()
+            .map(|()| receipt)
     }
 }
 
@@ -256,14 +309,14 @@ type AckFuture = BoxFuture<'static, Result<PublishAck, PublishError>>;
 struct Worker {
     client: async_nats::Client,
     js: jetstream::Context,
-    rx: mpsc::UnboundedReceiver<Outgoing>,
+    rx: mpsc::UnboundedReceiver<Queued>,
     spool: Spool,
     window: usize,
     drain_timeout: Duration,
     /// Ack futures of direct publishes, in publish order...
     inflight: FuturesOrdered<AckFuture>,
     /// ...and their messages, in the same order (popped as acks come in).
-    pending: VecDeque<Outgoing>,
+    pending: VecDeque<Queued>,
     /// This runner's prefix: a stream for it tells "no stream for that old subject" from
     /// "no stream yet" ([`classify::no_responders`]).
     prefix: SubjectPrefix,
@@ -325,10 +378,9 @@ impl Worker {
         }
         // Drain deadline: whatever still waits for an ack goes to the spool, so it is
         // delivered (perhaps twice, deduplicated) by the next start.
-        let unacked: Vec<Outgoing> = self.pending.drain(..).collect();
+        let unacked: Vec<Queued> = self.pending.drain(..).collect();
         if !unacked.is_empty() {
-            self.spool.append(&unacked)?;
-            self.report.spooled += unacked.len() as u64;
+            self.spool_queued(unacked)?;
         }
         self.report.left_in_spool = self.spool.pending();
         self.report.quarantined = self.spool.quarantined();
@@ -340,30 +392,30 @@ impl Worker {
 
     /// A message from a producer: publish it, or spool it (and what else is queued) when
     /// the spool already holds older messages or the broker is away.
-    async fn accept(&mut self, message: Outgoing) -> Result<(), PublishFailure> {
+    async fn accept(&mut self, queued: Queued) -> Result<(), PublishFailure> {
         if self.spool.is_empty() && self.connected().await {
-            match publish(&self.js, &message).await {
+            match publish(&self.js, &queued.message).await {
                 Ok(ack) => {
-                    self.pending.push_back(message);
+                    self.pending.push_back(queued);
                     self.inflight.push_back(ack);
                     return Ok(());
                 }
                 Err(e) => match classify::classify(&e) {
                     Verdict::Permanent(kind, reason) => {
-                        return self.quarantine_message(&message, kind, &reason)
+                        return self.quarantine_message(queued, kind, &reason)
                     }
                     _ => self.failed_attempt(&e.to_string()),
                 },
             }
         }
-        let mut batch = vec![message];
+        let mut batch = vec![queued];
         while batch.len() < SPOOL_BATCH {
             match self.rx.try_recv() {
                 Ok(m) => batch.push(m),
                 Err(_) => break,
             }
         }
-        self.spool(&batch)
+        self.spool_queued(batch)
     }
 
     /// Whether the client is connected; before its first connection, waits for it up to
@@ -380,32 +432,36 @@ impl Worker {
         self.client.connection_state() == State::Connected
     }
 
-    fn spool(&mut self, messages: &[Outgoing]) -> Result<(), PublishFailure> {
+    /// Appends `batch` to the spool (fsync'd), then tells each waiting producer.
+    fn spool_queued(&mut self, batch: Vec<Queued>) -> Result<(), PublishFailure> {
         if self.spool.is_empty() {
             tracing::warn!(spool = %self.spool.path().display(), "broker unreachable; spooling events");
         }
-        self.spool.append(messages)?;
+        let messages: Vec<Outgoing> = batch.iter().map(|q| q.message.clone()).collect();
+        self.spool.append(&messages)?;
         self.report.spooled += messages.len() as u64;
+        for queued in batch {
+            queued.settle(Settled::Spooled);
+        }
         Ok(())
     }
 
     fn on_ack(&mut self, result: Result<PublishAck, PublishError>) -> Result<(), PublishFailure> {
-        let Some(message) = self.pending.pop_front() else {
+        let Some(queued) = self.pending.pop_front() else {
             return Ok(());
         };
         match result {
             Ok(ack) => {
                 self.count_ack(&ack);
+                queued.settle(Settled::Acked);
                 Ok(())
             }
             Err(e) => match classify::classify(&e) {
-                Verdict::Permanent(kind, reason) => {
-                    self.quarantine_message(&message, kind, &reason)
-                }
+                Verdict::Permanent(kind, reason) => self.quarantine_message(queued, kind, &reason),
                 // "No responders" is decided at replay, where JetStream is asked.
                 _ => {
                     self.failed_attempt(&e.to_string());
-                    self.spool(&[message])
+                    self.spool_queued(vec![queued])
                 }
             },
         }
@@ -499,7 +555,7 @@ impl Worker {
     /// A message never spooled that can never be delivered: into the quarantine.
     fn quarantine_message(
         &mut self,
-        message: &Outgoing,
+        queued: Queued,
         kind: QuarantineKind,
         reason: &str,
     ) -> Result<(), PublishFailure> {
@@ -507,10 +563,12 @@ impl Worker {
             kind,
             reason,
             None,
-            Some(message.identity()),
-            &spool::record_line(message),
+            Some(queued.message.identity()),
+            &spool::record_line(&queued.message),
         );
-        Ok(self.spool.quarantine(&[entry])?)
+        self.spool.quarantine(&[entry])?;
+        queued.settle(Settled::Quarantined);
+        Ok(())
     }
 
     /// A delivery attempt failed for a reason a retry may fix: say why, wait longer.

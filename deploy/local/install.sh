@@ -139,6 +139,14 @@ if ! python3 -c 'import chdb' >/dev/null 2>&1; then
 	python3 -c 'import chdb' || die "chdb-core installed but 'import chdb' fails"
 fi
 
+# The OTLP receiver's tests (tests/tests/it/otlp/): a real OpenTelemetry client, the SDK and
+# its OTLP/HTTP exporter, builds and exports agent traces.
+if ! python3 -c 'import opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http' >/dev/null 2>&1; then
+	pip_install opentelemetry-sdk opentelemetry-exporter-otlp-proto-http
+	python3 -c 'import opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http' ||
+		die "opentelemetry-sdk installed but the OTLP/HTTP exporter does not import"
+fi
+
 # --- report ---------------------------------------------------------------------------
 log "cargo:             $(cargo --version)"
 log "nats-server:       $(nats-server --version) ($(command -v nats-server))"
@@ -148,6 +156,7 @@ log "clickhouse-client: $(clickhouse-client --version)"
 log "chromium:          $(chromium --version 2>/dev/null || echo '?') ($(command -v chromium))"
 log "bubblewrap:        $(bwrap --version 2>/dev/null || echo '?') ($(command -v bwrap))"
 log "chdb:              $(python3 -c 'import chdb; print(chdb.__version__)') ($(python3 -c 'import sys; print(sys.executable)'))"
+log "opentelemetry-sdk: $(python3 -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"))')"
 if have systemctl && systemctl is-active --quiet clickhouse-server 2>/dev/null; then
 	log "note: the system clickhouse-server service runs and holds ports 8123/9000;"
 	log "      services.sh needs other ports then (BENCH_CH_HTTP_PORT, BENCH_CH_TCP_PORT)."

@@ -8,7 +8,7 @@
 //! integration tests read every column back to catch drift. Encodings: enums as their wire
 //! names (String), booleans as UInt8, `ts` as DateTime (seconds) plus `ts_ms` (epoch
 //! milliseconds), absent optionals as NULL (`seq` too: it is Nullable because the Smith
-//! protocol has none), `protocol` naming the wire protocol of the row.
+//! protocol has none, and runs received as OpenTelemetry traces send it null), `protocol` naming the wire protocol of the row.
 //!
 //! Events of both wire protocols map onto the same rows. A Smith protocol event
 //! ([`schemas::smith`]) fills what it sends and leaves NULL what it does not (host, model,
@@ -112,7 +112,8 @@ pub struct RawEnvelope {
     pub event_type: EventType,
     /// The benchmark task.
     pub task_id: String,
-    /// Per-run sequence number; `None` when the protocol has none (Smith).
+    /// Per-run sequence number; `None` when the protocol has none (Smith) or the
+    /// producer sent null (runs received as OpenTelemetry traces).
     pub seq: Option<u64>,
     /// When it happened, epoch seconds (DateTime).
     pub ts: u32,
@@ -304,7 +305,7 @@ impl<'a> Envelope<'a> {
             run_id: e.run_id,
             task_id: &e.task_id,
             step_id: e.step_id,
-            seq: Some(e.seq),
+            seq: e.seq,
             ts: &e.ts,
             policy_id: &e.policy_id,
             cfg_hash: e.cfg_hash.as_str(),

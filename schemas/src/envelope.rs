@@ -35,8 +35,12 @@ pub struct BenchmarkEvent {
     #[schemars(required, extend("type" = ["string", "null"]))]
     pub step_id: Option<Uuid>,
     /// Per-run sequence number: 0 at the run's first event (`run_start`), +1 per event, no
-    /// gaps.
-    pub seq: u64,
+    /// gaps. Null when the producer cannot number a run's events in advance (runs received
+    /// as OpenTelemetry traces, whose spans arrive in any order): such a run cannot be
+    /// checked for gaps. Must be present (a number or null): an event without it is
+    /// refused.
+    #[schemars(required, extend("type" = ["integer", "null"]))]
+    pub seq: Option<u64>,
     /// When it happened on the runner (RFC 3339, UTC, at least millisecond precision).
     #[serde(with = "ts_format")]
     #[schemars(with = "String", extend("format" = "date-time"))]

@@ -80,7 +80,7 @@ impl RunSequencer {
             run_id: self.run_id,
             task_id: self.task_id.clone(),
             step_id,
-            seq,
+            seq: Some(seq),
             ts,
             policy_id: self.policy_id.clone(),
             cfg_hash: self.cfg_hash.clone(),

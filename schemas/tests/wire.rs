@@ -98,6 +98,17 @@ fn turns_nobody_counted_decode_as_null_and_counted_ones_stay_exact() {
     assert_eq!(turns(&serde_json::to_vec(&absent).expect("json")), None);
 }
 
+#[test]
+fn a_null_seq_is_read_as_unknown_and_written_back_as_null() {
+    let event = decode(&with_field("step.json", "/seq", serde_json::Value::Null))
+        .expect("a null seq decodes");
+    assert_eq!(event.seq, None);
+    let wire: serde_json::Value = serde_json::from_slice(&event.to_json()).expect("json");
+    assert_eq!(wire["seq"], serde_json::Value::Null, "present, null");
+    let numbered = decode(fixture("step.json").as_bytes()).expect("golden");
+    assert!(numbered.seq.is_some());
+}
+
 fn with_field(name: &str, pointer: &str, value: serde_json::Value) -> Vec<u8> {
     let mut v: serde_json::Value = serde_json::from_str(&fixture(name)).expect("fixture json");
     *v.pointer_mut(pointer)

@@ -45,7 +45,7 @@ impl Run {
     pub fn stamp(&mut self, mut event: BenchmarkEvent) -> BenchmarkEvent {
         event.run_id = self.run_id;
         event.event_id = Uuid::now_v7();
-        event.seq = self.next_seq;
+        event.seq = Some(self.next_seq);
         self.next_seq += 1;
         event
     }

@@ -23,7 +23,7 @@ pub fn step_messages(prefix: &str, n: u64) -> Vec<Outgoing> {
     (0..n)
         .map(|seq| {
             event.event_id = uuid::Uuid::new_v4();
-            event.seq = seq;
+            event.seq = Some(seq);
             Outgoing::new(&prefix, &event, Bytes::from(event.to_json()))
         })
         .collect()

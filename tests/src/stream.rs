@@ -74,7 +74,7 @@ pub fn sorted_seqs(messages: &[Received], run_id: uuid::Uuid) -> Vec<u64> {
     let mut seqs: Vec<u64> = messages
         .iter()
         .filter(|m| m.event.run_id == run_id)
-        .map(|m| m.event.seq)
+        .map(|m| m.event.seq.expect("runner events carry a seq"))
         .collect();
     seqs.sort_unstable();
     seqs

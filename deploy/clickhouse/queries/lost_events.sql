@@ -4,8 +4,10 @@
 -- run_stop was lost). Reads events_raw, which holds every accepted event once (FINAL).
 -- A sweep optimizer's stream (only optimizer_update events, no run_start/run_stop by
 -- design) is checked for gaps but never reported as a run without run_stop. Runs whose
--- events carry no seq (seq NULL: the Smith protocol has none) cannot have a gap and are
--- only checked for a missing run_stop; their last_seq is NULL.
+-- events carry no seq (seq NULL: the Smith protocol has none, and runs received as
+-- OpenTelemetry traces cannot be numbered in advance) cannot be checked for gaps: their
+-- last_seq and missing are NULL (unknown, not 0), and they are only checked for a
+-- missing run_stop.
 --
 -- gaps lists the missing seqs as ranges ('3', '7-9'); missing = how many.
 -- param stale_minutes UInt32 = '30': minutes without an event before an unstopped run counts as lost
@@ -14,7 +16,7 @@ SELECT
     policy_id,
     events,
     if(sequenced = 0, NULL, max_seq) AS last_seq,
-    toUInt64(if(sequenced = 0, 0, max_seq + 1 - distinct_seqs)) AS missing,
+    if(sequenced = 0, NULL, toUInt64(max_seq + 1 - distinct_seqs)) AS missing,
     arrayMap((before, after) -> if(after - before = 2, toString(before + 1),
             concat(toString(before + 1), '-', toString(after - 1))),
         arrayFilter((before, after) -> after - before > 1, arrayPopBack(seqs), arrayPopFront(seqs)),
@@ -23,7 +25,7 @@ SELECT
     has_run_stop,
     toString(last_ts, 'UTC') AS last_event_utc,
     arrayStringConcat(arrayFilter(p -> p != '',
-        [if(missing > 0, 'seq_gap', ''), if(stale = 1, 'no_run_stop', '')]), ',') AS problem
+        [if(ifNull(missing, 0) > 0, 'seq_gap', ''), if(stale = 1, 'no_run_stop', '')]), ',') AS problem
 FROM
 (
     SELECT
@@ -44,5 +46,5 @@ FROM
     FROM events_raw FINAL
     GROUP BY run_id
 )
-WHERE missing > 0 OR stale = 1
+WHERE ifNull(missing, 0) > 0 OR stale = 1
 ORDER BY toString(run_id)

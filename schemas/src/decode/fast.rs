@@ -70,7 +70,7 @@ impl<'de> Visitor<'de> for EventVisitor {
         let mut run_id: Option<Uuid> = None;
         let mut task_id: Option<String> = None;
         let mut step_id: Option<Option<Uuid>> = None;
-        let mut seq: Option<u64> = None;
+        let mut seq: Option<Option<u64>> = None;
         let mut ts: Option<Timestamp> = None;
         let mut policy_id: Option<String> = None;
         let mut cfg_hash: Option<Hash256> = None;

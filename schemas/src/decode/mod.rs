@@ -165,7 +165,7 @@ fn precise(mut object: Map<String, Value>) -> Result<BenchmarkEvent, DecodeError
         run_id: take(&mut object, "run_id")?,
         task_id: take(&mut object, "task_id")?,
         step_id: take_nullable(&mut object, "step_id")?,
-        seq: take(&mut object, "seq")?,
+        seq: take_nullable(&mut object, "seq")?,
         ts: take::<Timestamp>(&mut object, "ts")?.0,
         policy_id: take(&mut object, "policy_id")?,
         cfg_hash: take(&mut object, "cfg_hash")?,

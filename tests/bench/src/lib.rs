@@ -5,12 +5,15 @@
 //! - `sandbox-bench`: what the agent sandbox adds to one tool call.
 //! - `sink-bench`: the `event-sink` binary's throughput against ClickHouse's own ingest.
 //! - `sink-latency`: how soon a published event can be queried in ClickHouse.
+//! - `otlp-bench`: spans per second through `agent-runner otlp` into the stream, and its
+//!   memory.
 //!
 //! `cargo run --release -p benchstream-bench --bin <name> -- --help`; the sink benches
-//! measure a release `event-sink` built first (`cargo build --release -p event-sink`).
+//! measure a release `event-sink` built first (`cargo build --release -p event-sink`),
+//! `otlp-bench` a release `agent-runner`.
 //!
-//! This library holds what they share: finding the `event-sink` binary they measure, and
-//! reading percentiles off their samples.
+//! This library holds what they share: finding the product binary they measure, its peak
+//! memory, and reading percentiles off their samples.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,18 +27,38 @@ use anyhow::{ensure, Context as _};
 ///
 /// When there is no file there, with the command that builds it.
 pub fn sink_binary(given: Option<&Path>) -> anyhow::Result<PathBuf> {
+    product_binary("event-sink", "--sink", given)
+}
+
+/// The product binary `name` to measure: `given` (passed with the bench's `flag`), or the
+/// one beside the running executable (`target/release/` for a release bench).
+///
+/// # Errors
+///
+/// When there is no file there, with the command that builds it.
+pub fn product_binary(name: &str, flag: &str, given: Option<&Path>) -> anyhow::Result<PathBuf> {
     let path = match given {
         Some(path) => path.to_path_buf(),
         None => std::env::current_exe()
             .context("own path")?
-            .with_file_name("event-sink"),
+            .with_file_name(name),
     };
     ensure!(
         path.is_file(),
-        "no event-sink at {}: build it first (`cargo build --release -p event-sink`) or pass --sink",
+        "no {name} at {}: build it first (`cargo build --release -p {name}`) or pass {flag}",
         path.display()
     );
     Ok(path)
+}
+
+/// Peak resident set of a live process, bytes (0 when it cannot be read).
+pub fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// Where the harness keeps the servers' data (the temporary directory), for the bench's

@@ -10,6 +10,7 @@ mod common;
 mod fleet;
 mod harness_smoke;
 mod llm;
+mod otlp;
 mod runner;
 mod services;
 mod sink;

@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::ensure;
 use async_nats::jetstream::AckKind;
-use benchstream_bench::{data_dir_line, sink_binary};
+use benchstream_bench::{data_dir_line, peak_rss, sink_binary};
 use benchstream_tests::events::{fixture, publish_all};
 use benchstream_tests::stream::{create_stream, jetstream};
 use benchstream_tests::{ClickHouseCluster, ClickHouseServer, NatsServer};
@@ -114,7 +114,7 @@ fn event(i: usize) -> BenchmarkEvent {
     let mut event = fixture(event_type);
     event.run_id = Uuid::from_u64_pair(0x0193_a5c2_7e1f_7000 | run as u64, 0x8000_0000_0000_0000);
     event.event_id = Uuid::from_u64_pair(0x0193_a5c2_7e20_7000, 0x8000_0000_0000_0000 | i as u64);
-    event.seq = seq as u64;
+    event.seq = Some(seq as u64);
     event.ts += chrono::Duration::milliseconds(i as i64);
     let start = (i * 7) % 200;
     match &mut event.payload {
@@ -132,16 +132,6 @@ fn event(i: usize) -> BenchmarkEvent {
 
 fn events(count: usize) -> impl Iterator<Item = BenchmarkEvent> {
     (0..count).map(event)
-}
-
-/// Peak resident set of a live process, bytes.
-fn peak_rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
 }
 
 /// CPU time (user + system) a live process has used, seconds.

@@ -1,0 +1,135 @@
+//! `agent-runner otlp`: its flags ([`OtlpArgs`]) and the validated config they become
+//! ([`OtlpConfig`]).
+
+use std::fmt;
+use std::net::SocketAddr;
+
+use clap::Args;
+
+use crate::error::Error;
+use crate::flags::EventArgs;
+use crate::pricing::{Prices, TokenPrice};
+use crate::runner::PublishSetup;
+
+/// Default cap on a request body, compressed or inflated: 16 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 16 << 20;
+
+/// `agent-runner otlp`.
+#[derive(Debug, Args)]
+pub struct OtlpArgs {
+    /// Address to serve OTLP/HTTP on (`POST /v1/traces`); 4318 is the OTLP/HTTP port.
+    #[arg(long, env = "BENCH_OTLP_LISTEN", default_value = "127.0.0.1:4318")]
+    pub listen: SocketAddr,
+    /// Require `Authorization: Bearer <token>` with this token. Give it through the
+    /// environment: a command line is visible to every user of the host.
+    // This doc is the --help text: `<token>` is a placeholder, not an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
+    #[arg(long, env = "BENCH_OTLP_BEARER_TOKEN", hide_env_values = true)]
+    pub bearer_token: Option<String>,
+    /// Largest request body accepted, bytes, compressed and once inflated (413 above).
+    #[arg(long, env = "BENCH_OTLP_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
+    pub max_body_bytes: usize,
+    /// Price of prompt tokens, USD per million, for every model the traces name (needs
+    /// --completion-price-per-mtok). Without prices, costs are null.
+    #[arg(long, env = "BENCH_LLM_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
+    pub prompt_price_per_mtok: Option<TokenPrice>,
+    /// Price of completion tokens (reasoning included), USD per million.
+    #[arg(long, env = "BENCH_LLM_COMPLETION_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
+    pub completion_price_per_mtok: Option<TokenPrice>,
+    /// Price of cached prompt tokens, USD per million. Default: the prompt price.
+    #[arg(long, env = "BENCH_LLM_CACHED_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
+    pub cached_prompt_price_per_mtok: Option<TokenPrice>,
+    #[command(flatten)]
+    pub events: EventArgs,
+}
+
+/// A bearer token; its `Debug` does not show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken(String);
+
+impl BearerToken {
+    /// Whether an `Authorization` header value carries this token. Compares every byte
+    /// whatever the first difference, so the time taken does not tell how much matched.
+    pub fn admits(&self, authorization: &[u8]) -> bool {
+        let Some(given) = authorization.strip_prefix(b"Bearer ") else {
+            return false;
+        };
+        let expected = self.0.as_bytes();
+        given.len() == expected.len()
+            && given
+                .iter()
+                .zip(expected)
+                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+                == 0
+    }
+}
+
+impl fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BearerToken(<hidden>)")
+    }
+}
+
+/// What the receiver runs with.
+#[derive(Debug, Clone)]
+pub struct OtlpConfig {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The token requests must carry; `None`: no authentication.
+    pub bearer_token: Option<BearerToken>,
+    /// Largest body, bytes, compressed and inflated.
+    pub max_body_bytes: usize,
+    /// `host` on every event.
+    pub host: String,
+    /// Prices of every model; `None`: costs are null.
+    pub prices: Option<Prices>,
+    /// Broker, subjects and spool.
+    pub publish: PublishSetup,
+}
+
+impl OtlpArgs {
+    /// The validated config.
+    pub fn into_config(self) -> Result<OtlpConfig, Error> {
+        if self.max_body_bytes == 0 {
+            return Err(Error::Config("--max-body-bytes must be at least 1".into()));
+        }
+        let bearer_token = match self.bearer_token {
+            Some(t) if t.is_empty() || !t.is_ascii() || t.contains(char::is_whitespace) => {
+                return Err(Error::Config(
+                    "--bearer-token must be non-empty printable ASCII without spaces".into(),
+                ))
+            }
+            token => token.map(BearerToken),
+        };
+        let prices = Prices::from_overrides(
+            self.prompt_price_per_mtok,
+            self.completion_price_per_mtok,
+            self.cached_prompt_price_per_mtok,
+        )
+        .map_err(|e| Error::Config(e.to_string()))?;
+        let (host, publish) = self.events.into_setup()?;
+        Ok(OtlpConfig {
+            listen: self.listen,
+            bearer_token,
+            max_body_bytes: self.max_body_bytes,
+            host,
+            prices,
+            publish,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_exact_bearer_token_is_admitted() {
+        let token = BearerToken("s3cret".to_owned());
+        assert!(token.admits(b"Bearer s3cret"));
+        assert!(!token.admits(b"Bearer s3cre"));
+        assert!(!token.admits(b"Bearer s3cretx"));
+        assert!(!token.admits(b"Basic s3cret"));
+        assert!(!format!("{token:?}").contains("s3cret"));
+    }
+}

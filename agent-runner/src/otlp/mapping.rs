@@ -1,0 +1,865 @@
+//! OpenTelemetry spans → benchmark events, following the GenAI semantic conventions and
+//! the aliases common instrumentation libraries use. The mapping is documented as a table
+//! in `schemas/README.md` ("OpenTelemetry traces"); this module is pure (no I/O).
+//!
+//! Every event depends on one span (and its resource) only, never on which other spans
+//! came in the same request: an exporter that sends a batch twice, or spans that arrive
+//! in any order across batches, give the same events with the same ids, so each fact is
+//! stored once. Hence:
+//!
+//! - event ids are UUIDs derived from (trace id, span id, event type);
+//! - `seq` is null: a run's events cannot be numbered in advance;
+//! - run, task and policy come from `benchstream.*` attributes of the resource or of the
+//!   span itself, else are derived from the trace id and `service.name`;
+//! - `run_stop` is built from the root span alone, so its run-wide counts that only the
+//!   children know (tokens, cost, turns) are null, and `api_calls`, `tool_errors` and
+//!   `files_modified` are 0 (not counted here: the `deliberations`, `tool_calls` and
+//!   `failures` rows of the run are the facts).
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::trace::v1::span::Event;
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+use opentelemetry_proto::tonic::trace::v1::Span;
+use schemas::{
+    BenchmarkEvent, Canonical, ContextStrategy, Deliberation, DeliberationStatus,
+    EvidenceFootprint, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256,
+    Payload, PricingSource, RetryPolicy, RunConfig, RunStart, RunStop, SandboxLimits, ScenarioRef,
+    Step, StepType, StrategyParams, ToolCall, SCHEMA_VERSION,
+};
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::span::{attribute_str, event_number, event_str, tokens, SpanView};
+use crate::exec::protocol::derived_uuid;
+use crate::pricing::Prices;
+use crate::provider::TokenUsage;
+
+/// `run_start.scoring_version` of runs received as traces: nobody judged them here.
+pub const SCORING_VERSION: &str = "otlp-unevaluated";
+/// `scenario.name` when no `benchstream.scenario` attribute names one.
+pub const DEFAULT_SCENARIO: &str = "otlp";
+/// The service name of a resource without `service.name` (the SDKs' own default).
+const UNKNOWN_SERVICE: &str = "unknown_service";
+/// Model, provider and agent role nobody named.
+const UNKNOWN: &str = "unknown";
+/// `SpanFlags`: the parent's "is remote" bit is known, and set.
+const PARENT_IS_REMOTE_KNOWN: u32 = 0x100;
+const PARENT_IS_REMOTE: u32 = 0x200;
+/// Reasons for rejected spans kept in the reply, at most.
+const MAX_REASONS: usize = 5;
+
+/// What a span is, by `gen_ai.operation.name` or the aliases of other conventions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpanKind {
+    /// An LLM call (`chat`, `text_completion`, `generate_content`).
+    Inference,
+    /// A tool call (`execute_tool`).
+    Tool,
+    /// An agent or workflow (`invoke_agent`, `invoke_workflow`).
+    Agent,
+    /// Anything else (only its errors are mapped).
+    Other,
+}
+
+impl SpanKind {
+    /// The kind of `view`'s span.
+    pub fn of(view: &SpanView<'_>) -> SpanKind {
+        let operation = view
+            .own_str("gen_ai.operation.name")
+            // OpenLLMetry's older names.
+            .or_else(|| view.own_str("llm.request.type"))
+            .or_else(|| view.own_str("traceloop.span.kind"));
+        match operation {
+            Some("chat" | "text_completion" | "generate_content" | "completion") => {
+                SpanKind::Inference
+            }
+            Some("execute_tool" | "tool") => SpanKind::Tool,
+            Some("invoke_agent" | "invoke_workflow" | "create_agent" | "agent" | "workflow") => {
+                SpanKind::Agent
+            }
+            _ => SpanKind::Other,
+        }
+    }
+}
+
+/// The events of one export request, and the spans refused.
+#[derive(Debug, Default)]
+pub struct Mapped {
+    /// The events, in span order, each with the index of its span in the request.
+    pub events: Vec<(usize, BenchmarkEvent)>,
+    /// Spans in the request.
+    pub spans: u64,
+    /// Spans refused (bad ids or times): the reply's `partial_success.rejected_spans`.
+    pub rejected: u64,
+    /// Why, for the first few.
+    pub reasons: Vec<String>,
+}
+
+/// Turns export requests into events.
+#[derive(Debug, Clone)]
+pub struct Mapper {
+    /// `host` on every event: this receiver.
+    pub host: String,
+    /// Prices of every model named in the traces (the price overrides); `None`: costs
+    /// are null.
+    pub prices: Option<Prices>,
+}
+
+impl Mapper {
+    /// The events of `request`.
+    pub fn map(&self, request: &ExportTraceServiceRequest) -> Mapped {
+        let mut mapped = Mapped::default();
+        let mut contexts: HashMap<ContextKey<'_>, RunContext> = HashMap::new();
+        for resource_spans in &request.resource_spans {
+            let resource = resource_spans
+                .resource
+                .as_ref()
+                .map_or(&[][..], |r| &r.attributes[..]);
+            for span in resource_spans.scope_spans.iter().flat_map(|s| &s.spans) {
+                let index = mapped.spans as usize;
+                mapped.spans += 1;
+                let view = SpanView { span, resource };
+                let ids = match SpanIds::of(span) {
+                    Ok(ids) => ids,
+                    Err(reason) => {
+                        mapped.rejected += 1;
+                        if mapped.reasons.len() < MAX_REASONS {
+                            mapped
+                                .reasons
+                                .push(format!("span {:?}: {reason}", span.name));
+                        }
+                        continue;
+                    }
+                };
+                let key = ContextKey::of(&view);
+                let context = contexts.entry(key).or_insert_with(|| RunContext::of(&view));
+                let run_id = run_id(&view, &context.service, &ids.trace);
+                let mut out = SpanEvents {
+                    mapper: self,
+                    context,
+                    run_id,
+                    index,
+                    ids: &ids,
+                    view,
+                    events: &mut mapped.events,
+                };
+                out.map();
+            }
+        }
+        mapped
+    }
+}
+
+/// A span's validated ids and times.
+#[derive(Debug)]
+struct SpanIds {
+    /// Lower-case hex, as in the OTLP/JSON encoding.
+    trace: String,
+    span: String,
+    /// Whether it starts a run: a trace root, or an agent span whose parent is in another
+    /// process.
+    root: bool,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+}
+
+impl SpanIds {
+    fn of(span: &Span) -> Result<SpanIds, String> {
+        if span.trace_id.len() != 16 || span.trace_id.iter().all(|&b| b == 0) {
+            return Err("trace id is not 16 bytes, or all zero".to_owned());
+        }
+        if span.span_id.len() != 8 || span.span_id.iter().all(|&b| b == 0) {
+            return Err("span id is not 8 bytes, or all zero".to_owned());
+        }
+        let start = time(span.start_time_unix_nano).ok_or("no start time")?;
+        let end = time(span.end_time_unix_nano).ok_or("no end time")?;
+        if end < start {
+            return Err("ends before it starts".to_owned());
+        }
+        let remote_parent = span.flags & PARENT_IS_REMOTE_KNOWN != 0
+            && span.flags & PARENT_IS_REMOTE != 0
+            && SpanKind::of(&SpanView {
+                span,
+                resource: &[],
+            }) == SpanKind::Agent;
+        Ok(SpanIds {
+            trace: hex(&span.trace_id),
+            span: hex(&span.span_id),
+            root: span.parent_span_id.iter().all(|&b| b == 0) || remote_parent,
+            start,
+            end,
+        })
+    }
+
+    /// The id of this span's event of `kind` (`run_start`, `step`, `failure/0`, ...).
+    fn derived(&self, kind: &str) -> Uuid {
+        derived_uuid(&format!("otlp/{}/{}/{kind}", self.trace, self.span))
+    }
+
+    fn latency_ms(&self) -> u64 {
+        u64::try_from((self.end - self.start).num_milliseconds()).unwrap_or(0)
+    }
+}
+
+/// What picks a run's task, policy and scenario: the `benchstream.*` attributes a span
+/// (or its resource) gives, and the service.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ContextKey<'a> {
+    service: &'a str,
+    task: Option<&'a str>,
+    policy: Option<&'a str>,
+    scenario: Option<&'a str>,
+}
+
+impl<'a> ContextKey<'a> {
+    fn of(view: &SpanView<'a>) -> Self {
+        ContextKey {
+            service: service(view),
+            task: view.str(&["benchstream.task_id"]),
+            policy: view.str(&["benchstream.policy_id"]),
+            scenario: view.str(&["benchstream.scenario"]),
+        }
+    }
+}
+
+/// The envelope fields every event of a run shares except its id.
+#[derive(Debug)]
+struct RunContext {
+    service: String,
+    task_id: String,
+    policy_id: String,
+    scenario: String,
+    config: RunConfig,
+    cfg_hash: Hash256,
+    env_hash: Hash256,
+}
+
+/// What `env_hash` covers for a run received as a trace: where it came from.
+#[derive(Debug, Serialize)]
+struct TraceEnvironment<'a> {
+    source: &'static str,
+    service: &'a str,
+    service_version: Option<&'a str>,
+    sdk: Option<&'a str>,
+    sdk_version: Option<&'a str>,
+}
+
+impl RunContext {
+    fn of(view: &SpanView<'_>) -> RunContext {
+        let key = ContextKey::of(view);
+        let service = key.service.to_owned();
+        let config = run_config(&service);
+        let env = TraceEnvironment {
+            source: "otlp",
+            service: &service,
+            service_version: attribute_str(view.resource, "service.version"),
+            sdk: attribute_str(view.resource, "telemetry.sdk.name"),
+            sdk_version: attribute_str(view.resource, "telemetry.sdk.version"),
+        };
+        RunContext {
+            task_id: key.task.unwrap_or(&service).to_owned(),
+            policy_id: key
+                .policy
+                .map_or_else(|| format!("otlp:{service}"), str::to_owned),
+            scenario: key.scenario.unwrap_or(DEFAULT_SCENARIO).to_owned(),
+            cfg_hash: config.canonical_hash(),
+            env_hash: env.canonical_hash(),
+            config,
+            service,
+        }
+    }
+}
+
+fn service<'a>(view: &SpanView<'a>) -> &'a str {
+    attribute_str(view.resource, "service.name").unwrap_or(UNKNOWN_SERVICE)
+}
+
+/// `benchstream.run_id` (a UUID as is, any other text through a derived UUID), else a
+/// UUID derived from the service and the trace id.
+fn run_id(view: &SpanView<'_>, service: &str, trace: &str) -> Uuid {
+    match view.str(&["benchstream.run_id"]) {
+        Some(given) => {
+            Uuid::try_parse(given).unwrap_or_else(|_| derived_uuid(&format!("otlp/run/{given}")))
+        }
+        None => derived_uuid(&format!("otlp/{service}/{trace}")),
+    }
+}
+
+/// The run config of a run received as a trace: what the trace states about the whole
+/// run is only who ran it, so everything else holds the values meaning "not applicable"
+/// (as for imported runs), and `cfg_hash` is the same for every run of a service.
+fn run_config(service: &str) -> RunConfig {
+    RunConfig {
+        model: UNKNOWN.to_owned(),
+        provider: UNKNOWN.to_owned(),
+        strategy: ContextStrategy::Raw,
+        strategy_params: StrategyParams::default(),
+        max_iterations: 0,
+        temperature: 0.0,
+        context_window: 0,
+        pruning_threshold: 0.0,
+        planner_depth: 0,
+        debate_rounds: 0,
+        available_tools: Vec::new(),
+        tool_timeout_ms: 0,
+        retry_policy: RetryPolicy {
+            max_retries: 0,
+            backoff_ms: 0,
+            exponential_backoff: false,
+            retry_on_flake: false,
+            retry_on_timeout: false,
+        },
+        execution_timeout_ms: 0,
+        failing_tests_patience: 0,
+        no_progress_timeout_ms: 0,
+        docker_image: format!("otlp:{service}"),
+        tools_commit: UNKNOWN.to_owned(),
+        sandbox_limits: SandboxLimits {
+            memory_mb: 0,
+            cpu_cores: 0.0,
+            disk_mb: 0,
+            network_enabled: false,
+            execution_timeout_ms: 0,
+        },
+        cost_limit_usd: None,
+    }
+}
+
+/// The events of one span.
+struct SpanEvents<'a, 'm> {
+    mapper: &'m Mapper,
+    context: &'m RunContext,
+    run_id: Uuid,
+    /// The span's index in the request.
+    index: usize,
+    ids: &'m SpanIds,
+    view: SpanView<'a>,
+    events: &'m mut Vec<(usize, BenchmarkEvent)>,
+}
+
+impl SpanEvents<'_, '_> {
+    fn map(&mut self) {
+        let kind = SpanKind::of(&self.view);
+        if self.ids.root {
+            self.push("run_start", self.ids.start, None, self.run_start());
+        }
+        let mut step_id = None;
+        match kind {
+            SpanKind::Inference => {
+                let id = self.ids.derived("step");
+                step_id = Some(id);
+                let deliberation = self.deliberation();
+                let step = Step {
+                    step_type: StepType::Reason,
+                    content: self.view.span.name.clone(),
+                    content_truncated: false,
+                    tokens_in: deliberation.input_tokens.unwrap_or(0),
+                    tokens_out: deliberation.output_tokens.unwrap_or(0),
+                    wall_time_ms: self.ids.latency_ms(),
+                    planned_step: None,
+                    context_kb: 0.0,
+                };
+                self.push("step", self.ids.start, step_id, Payload::Step(step));
+                self.push(
+                    "deliberation",
+                    self.ids.end,
+                    step_id,
+                    Payload::Deliberation(deliberation),
+                );
+            }
+            SpanKind::Tool => {
+                let call = self.tool_call();
+                self.push("tool_call", self.ids.end, None, Payload::ToolCall(call));
+            }
+            SpanKind::Agent | SpanKind::Other => {}
+        }
+        self.failures(kind, step_id);
+        if self.ids.root {
+            self.push("run_stop", self.ids.end, None, self.run_stop());
+        }
+    }
+
+    fn push(&mut self, kind: &str, ts: DateTime<Utc>, step_id: Option<Uuid>, payload: Payload) {
+        let event = BenchmarkEvent {
+            schema_version: SCHEMA_VERSION,
+            event_id: self.ids.derived(kind),
+            run_id: self.run_id,
+            task_id: self.context.task_id.clone(),
+            step_id,
+            seq: None,
+            ts,
+            policy_id: self.context.policy_id.clone(),
+            cfg_hash: self.context.cfg_hash.clone(),
+            env_hash: self.context.env_hash.clone(),
+            // Not stated by a trace; 0 as for imported runs.
+            seed: 0,
+            host: self.mapper.host.clone(),
+            payload,
+            extra: serde_json::Map::new(),
+        };
+        self.events.push((self.index, event));
+    }
+
+    fn run_start(&self) -> Payload {
+        Payload::RunStart(RunStart {
+            config: self.context.config.clone(),
+            scenario: ScenarioRef {
+                name: self.context.scenario.clone(),
+                sha256: self.context.scenario.canonical_hash(),
+            },
+            fixture_sha256: self.context.env_hash.clone(),
+            scoring_version: SCORING_VERSION.to_owned(),
+            runner_version: format!("agent-runner {} otlp", env!("CARGO_PKG_VERSION")),
+            sandbox: None,
+        })
+    }
+
+    fn run_stop(&self) -> Payload {
+        let error = self.error();
+        let exit_status = self
+            .view
+            .str(&["benchstream.exit_status"])
+            .and_then(|s| serde_json::from_value(Value::from(s)).ok())
+            .unwrap_or(match &error {
+                None => ExitStatus::Submitted,
+                Some(e) => exit_status_of(e.kind.as_deref()),
+            });
+        let evaluation = self.view.events("gen_ai.evaluation.result").next();
+        let success = self.view.bool("benchstream.success").or_else(|| {
+            evaluation
+                .and_then(|e| event_str(e, "gen_ai.evaluation.score.label"))
+                .and_then(verdict_of_label)
+        });
+        let final_score = evaluation
+            .and_then(|e| event_number(e, "gen_ai.evaluation.score.value"))
+            .filter(|s| (0.0..=1.0).contains(s));
+        Payload::RunStop(RunStop {
+            success,
+            final_score,
+            wall_time_ms: self.ids.latency_ms(),
+            total_tokens: None,
+            tool_errors: 0,
+            stability_variance: None,
+            failing_tests: Vec::new(),
+            tests_passed: None,
+            tests_failed: None,
+            files_modified: 0,
+            early_stopped: error.is_some(),
+            early_stop_reason: error.map(|e| e.describe()),
+            exit_status,
+            cost_usd: None,
+            api_calls: 0,
+            turns: None,
+        })
+    }
+
+    fn deliberation(&self) -> Deliberation {
+        let v = &self.view;
+        let error = self.error();
+        let input = v.count(tokens::INPUT);
+        let output = v.count(tokens::OUTPUT);
+        let known = |n: Option<u64>| input.and(output).and(n);
+        let finish = v.strings("gen_ai.response.finish_reasons");
+        let raw_output = v
+            .str(&["gen_ai.output.messages", "gen_ai.completion.0.content"])
+            .unwrap_or_default()
+            .to_owned();
+        let mut d = Deliberation {
+            agent: v.str(&["gen_ai.agent.name"]).unwrap_or("agent").to_owned(),
+            provider: v
+                .str(&["gen_ai.provider.name", "gen_ai.system"])
+                .unwrap_or(UNKNOWN)
+                .to_owned(),
+            model: v
+                .str(&["gen_ai.response.model", "gen_ai.request.model"])
+                .unwrap_or(UNKNOWN)
+                .to_owned(),
+            status: match &error {
+                None => DeliberationStatus::Ok,
+                Some(e) if e.mentions("timeout") => DeliberationStatus::Timeout,
+                Some(_) => DeliberationStatus::ApiError,
+            },
+            latency_ms: self.ids.latency_ms(),
+            input_tokens: input,
+            cached_input_tokens: known(v.count(tokens::CACHE_READ)),
+            cache_write_tokens: known(v.count(tokens::CACHE_WRITE)),
+            output_tokens: output,
+            reasoning_tokens: known(v.count(tokens::REASONING)),
+            cost_usd: None,
+            pricing_source: PricingSource::Unknown,
+            prompt_price_per_mtok: None,
+            completion_price_per_mtok: None,
+            cached_prompt_price_per_mtok: None,
+            retries: 0,
+            actions: Vec::new(),
+            summary: if finish.is_empty() {
+                String::new()
+            } else {
+                format!("finish_reasons: {}", finish.join(","))
+            },
+            confidence: None,
+            raw_output,
+            raw_output_truncated: false,
+            error: error.map(|e| e.describe()),
+            summary_truncated: false,
+        };
+        if let Some(prices) = &self.mapper.prices {
+            price(prices, &mut d);
+        }
+        d
+    }
+
+    fn tool_call(&self) -> ToolCall {
+        let v = &self.view;
+        let name = v.str(&["gen_ai.tool.name"]).unwrap_or_else(|| {
+            let name = v.span.name.as_str();
+            name.strip_prefix("execute_tool ").unwrap_or(name)
+        });
+        // Arguments as JSON when they are JSON text, so that the hash does not depend on
+        // the producer's whitespace.
+        let arguments = v
+            .str(&["gen_ai.tool.call.arguments", "traceloop.entity.input"])
+            .map(|a| serde_json::from_str::<Value>(a).unwrap_or_else(|_| Value::from(a)))
+            .unwrap_or(Value::Null);
+        let error = self.error();
+        let exit_kind = match &error {
+            None => ExitKind::Ok,
+            Some(e) if e.mentions("timeout") => ExitKind::Timeout,
+            Some(e) if e.mentions("memory") || e.mentions("oom") => ExitKind::Oom,
+            Some(e) if e.mentions("argument") || e.mentions("validation") => ExitKind::UserError,
+            Some(_) => ExitKind::Deterministic,
+        };
+        ToolCall {
+            tool_name: name.to_owned(),
+            tool_args_hash: arguments.canonical_hash(),
+            latency_ms: self.ids.latency_ms(),
+            retries: 0,
+            exit_kind,
+            exit_message: error.map(|e| e.describe()),
+            evidence_footprint: EvidenceFootprint::default(),
+            user_feedback_score: None,
+            intent_accuracy: None,
+        }
+    }
+
+    /// One `failure` per `exception` event, or one for an error status without any.
+    fn failures(&mut self, kind: SpanKind, step_id: Option<Uuid>) {
+        let exceptions: Vec<&Event> = self.view.events("exception").collect();
+        let failures: Vec<(DateTime<Utc>, SpanError)> = if exceptions.is_empty() {
+            self.error()
+                .map(|e| (self.ids.end, e))
+                .into_iter()
+                .collect()
+        } else {
+            exceptions
+                .iter()
+                .map(|e| {
+                    let at = time(e.time_unix_nano).unwrap_or(self.ids.end);
+                    let error = SpanError {
+                        kind: event_str(e, "exception.type").map(str::to_owned),
+                        message: event_str(e, "exception.message")
+                            .unwrap_or_default()
+                            .to_owned(),
+                    };
+                    (at, error)
+                })
+                .collect()
+        };
+        for (index, (at, error)) in failures.into_iter().enumerate() {
+            let failure = self.failure(kind, &error);
+            self.push(
+                &format!("failure/{index}"),
+                at,
+                step_id,
+                Payload::Failure(failure),
+            );
+        }
+    }
+
+    fn failure(&self, kind: SpanKind, error: &SpanError) -> Failure {
+        let v = &self.view;
+        let root = match kind {
+            SpanKind::Tool => FailureRoot::Tool {
+                tool_name: v
+                    .str(&["gen_ai.tool.name"])
+                    .unwrap_or(&v.span.name)
+                    .to_owned(),
+                usage_error: error.describe(),
+            },
+            SpanKind::Inference => FailureRoot::Provider {
+                provider: v
+                    .str(&["gen_ai.provider.name", "gen_ai.system"])
+                    .unwrap_or(UNKNOWN)
+                    .to_owned(),
+                api_error: error.describe(),
+                failed_calls: 1,
+            },
+            SpanKind::Agent | SpanKind::Other => FailureRoot::Planning {
+                reasoning_error: format!("{}: {}", v.span.name, error.describe()),
+                step_number: 0,
+            },
+        };
+        Failure {
+            first_failure_root: root,
+            recovery_attempts: Vec::new(),
+            final_error_state: FinalErrorState {
+                // The run goes on after a failed call or tool; not after its root failed.
+                recoverable: !self.ids.root,
+                error_category: error.kind.clone().unwrap_or_else(|| "error".to_owned()),
+                confidence: 1.0,
+                similar_failures: 0,
+            },
+            contributing_factors: Vec::new(),
+            remediation_suggestions: Vec::new(),
+        }
+    }
+
+    /// The span's error: an error status, or an `error.type` attribute.
+    fn error(&self) -> Option<SpanError> {
+        let status = self.view.span.status.as_ref();
+        let failed = status.is_some_and(|s| s.code == StatusCode::Error as i32);
+        let kind = self.view.own_str("error.type").map(str::to_owned);
+        (failed || kind.is_some()).then(|| SpanError {
+            kind,
+            message: status.map(|s| s.message.clone()).unwrap_or_default(),
+        })
+    }
+}
+
+/// What went wrong in a span.
+#[derive(Debug, Clone)]
+struct SpanError {
+    /// `error.type` or `exception.type`.
+    kind: Option<String>,
+    /// The status or exception message.
+    message: String,
+}
+
+impl SpanError {
+    fn describe(&self) -> String {
+        match (&self.kind, self.message.is_empty()) {
+            (Some(kind), true) => kind.clone(),
+            (Some(kind), false) => format!("{kind}: {}", self.message),
+            (None, false) => self.message.clone(),
+            (None, true) => "error status".to_owned(),
+        }
+    }
+
+    fn mentions(&self, word: &str) -> bool {
+        self.describe().to_ascii_lowercase().contains(word)
+    }
+}
+
+/// A run's exit status from its root span's `error.type`.
+fn exit_status_of(kind: Option<&str>) -> ExitStatus {
+    let kind = kind.unwrap_or_default().to_ascii_lowercase();
+    if kind.contains("timeout") {
+        ExitStatus::ExitTimeout
+    } else if kind.contains("context") {
+        ExitStatus::ExitContext
+    } else if kind.contains("cost") || kind.contains("budget") {
+        ExitStatus::ExitCost
+    } else {
+        ExitStatus::ExitError
+    }
+}
+
+/// `gen_ai.evaluation.score.label` → success, when the label says.
+fn verdict_of_label(label: &str) -> Option<bool> {
+    match label.to_ascii_lowercase().as_str() {
+        "pass" | "passed" | "success" | "succeeded" | "true" | "correct" | "resolved" => Some(true),
+        "fail" | "failed" | "failure" | "false" | "incorrect" | "unresolved" => Some(false),
+        _ => None,
+    }
+}
+
+/// Fills `d`'s prices and cost. The cost is known when the prompt and completion counts
+/// are, and the cache counts are known wherever their price differs from the prompt's
+/// (an unstated cache count cannot change the cost then).
+fn price(prices: &Prices, d: &mut Deliberation) {
+    d.prompt_price_per_mtok = Some(prices.prompt.usd_per_mtok());
+    d.completion_price_per_mtok = Some(prices.completion.usd_per_mtok());
+    d.cached_prompt_price_per_mtok = prices.cached_prompt.map(|p| p.usd_per_mtok());
+    let split = |count: Option<u64>, separate_price: bool| match (count, separate_price) {
+        (Some(n), _) => Some(n),
+        (None, false) => Some(0),
+        (None, true) => None,
+    };
+    let usage = (|| {
+        Some(TokenUsage {
+            input: d.input_tokens?,
+            cached_input: split(d.cached_input_tokens, prices.cached_prompt.is_some())?,
+            cache_write: split(d.cache_write_tokens, prices.cache_write.is_some())?,
+            output: d.output_tokens?,
+            reasoning: d.reasoning_tokens.unwrap_or(0),
+        })
+    })();
+    if let Some(usage) = usage {
+        d.cost_usd = Some(prices.cost(&usage).to_number());
+        d.pricing_source = PricingSource::Override;
+    }
+}
+
+/// Nanoseconds since the epoch → a time; 0 (unset) is none.
+fn time(unix_nano: u64) -> Option<DateTime<Utc>> {
+    if unix_nano == 0 {
+        return None;
+    }
+    let nanos = i64::try_from(unix_nano).ok()?;
+    Some(DateTime::from_timestamp_nanos(nanos))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::resource::v1::Resource;
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans};
+
+    use super::*;
+
+    const T0: u64 = 1_760_000_000_000_000_000;
+
+    fn kv(key: &str, value: any_value::Value) -> KeyValue {
+        KeyValue {
+            key: key.to_owned(),
+            value: Some(AnyValue { value: Some(value) }),
+            ..KeyValue::default()
+        }
+    }
+
+    fn text(key: &str, value: &str) -> KeyValue {
+        kv(key, any_value::Value::StringValue(value.to_owned()))
+    }
+
+    fn int(key: &str, value: i64) -> KeyValue {
+        kv(key, any_value::Value::IntValue(value))
+    }
+
+    fn span(id: u8, parent: Option<u8>, attributes: Vec<KeyValue>) -> Span {
+        Span {
+            trace_id: vec![7; 16],
+            span_id: vec![id; 8],
+            parent_span_id: parent.map(|p| vec![p; 8]).unwrap_or_default(),
+            name: format!("span {id}"),
+            start_time_unix_nano: T0,
+            end_time_unix_nano: T0 + 1_500_000_000,
+            attributes,
+            ..Span::default()
+        }
+    }
+
+    fn request(spans: Vec<Span>) -> ExportTraceServiceRequest {
+        ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                resource: Some(Resource {
+                    attributes: vec![text("service.name", "svc")],
+                    ..Resource::default()
+                }),
+                scope_spans: vec![ScopeSpans {
+                    spans,
+                    ..ScopeSpans::default()
+                }],
+                ..ResourceSpans::default()
+            }],
+        }
+    }
+
+    fn mapper() -> Mapper {
+        Mapper {
+            host: "h".to_owned(),
+            prices: None,
+        }
+    }
+
+    fn chat(id: u8) -> Span {
+        span(
+            id,
+            Some(1),
+            vec![
+                text("gen_ai.operation.name", "chat"),
+                text("gen_ai.system", "openai"),
+                int("gen_ai.usage.prompt_tokens", 10),
+                int("gen_ai.usage.completion_tokens", 5),
+                int("gen_ai.usage.details.cache_read_tokens", 4),
+                int("gen_ai.usage.reasoning_tokens", 2),
+            ],
+        )
+    }
+
+    #[test]
+    fn a_span_gives_the_same_events_alone_or_in_any_batch() {
+        let alone = mapper().map(&request(vec![chat(2)]));
+        let together = mapper().map(&request(vec![span(1, None, vec![]), chat(2)]));
+        let chat_events = |m: &Mapped| -> Vec<BenchmarkEvent> {
+            m.events
+                .iter()
+                .map(|(_, e)| e.clone())
+                .filter(|e| e.step_id.is_some())
+                .collect()
+        };
+        assert_eq!(chat_events(&alone), chat_events(&together));
+        assert_eq!(chat_events(&alone).len(), 2, "step + deliberation");
+        let types: Vec<&str> = together
+            .events
+            .iter()
+            .map(|(_, e)| e.event_type().as_str())
+            .collect();
+        assert_eq!(
+            types,
+            ["run_start", "run_stop", "step", "deliberation"],
+            "the root is a run"
+        );
+        assert!(together.events.iter().all(|(_, e)| e.seq.is_none()));
+    }
+
+    #[test]
+    fn alias_token_attributes_are_read_and_unstated_ones_are_null() {
+        let mapped = mapper().map(&request(vec![chat(2)]));
+        let Some(Payload::Deliberation(d)) = mapped
+            .events
+            .iter()
+            .map(|(_, e)| &e.payload)
+            .find(|p| matches!(p, Payload::Deliberation(_)))
+            .cloned()
+        else {
+            panic!("no deliberation");
+        };
+        assert_eq!(d.provider, "openai");
+        assert_eq!(d.model, "unknown");
+        assert_eq!(
+            (
+                d.input_tokens,
+                d.cached_input_tokens,
+                d.cache_write_tokens,
+                d.output_tokens,
+                d.reasoning_tokens
+            ),
+            (Some(10), Some(4), None, Some(5), Some(2))
+        );
+        assert_eq!(d.latency_ms, 1500);
+        assert_eq!(
+            (d.cost_usd, d.pricing_source),
+            (None, PricingSource::Unknown)
+        );
+    }
+
+    #[test]
+    fn spans_with_bad_ids_or_times_are_rejected_with_a_reason() {
+        let mut short = chat(2);
+        short.span_id = vec![1, 2];
+        let mut backwards = chat(3);
+        backwards.end_time_unix_nano = T0 - 1;
+        let mapped = mapper().map(&request(vec![short, backwards, chat(4)]));
+        assert_eq!((mapped.spans, mapped.rejected), (3, 2));
+        assert_eq!(mapped.reasons.len(), 2);
+        assert!(mapped.events.iter().all(|(span, _)| *span == 2));
+    }
+}

@@ -1,0 +1,31 @@
+//! `agent-runner otlp`: an OTLP/HTTP receiver that turns OpenTelemetry traces written under
+//! the GenAI semantic conventions into benchmark events, and publishes them through the
+//! runner's own publisher (acknowledged JetStream publishes, the spool while the broker is
+//! away).
+//!
+//! # Layout
+//!
+//! - [`args`]: the command's flags → a validated [`OtlpConfig`].
+//! - [`body`]: an HTTP request body → an `ExportTraceServiceRequest` (protobuf or JSON,
+//!   gzip or not, size-capped), and the reply in the request's encoding.
+//! - [`span`]: attribute lookup on a span and its resource, with the aliases
+//!   instrumentation libraries use.
+//! - [`mapping`]: spans → events (the table in `schemas/README.md`, "OpenTelemetry
+//!   traces"); pure, no I/O.
+//! - [`receiver`]: the HTTP server: auth, decoding, mapping, publishing, and the reply
+//!   once every event is acknowledged or spooled.
+//!
+//! Delivery is at least once and each fact counts once: the receiver answers 200 only
+//! after every event of the request is acknowledged by JetStream or fsync'd into the
+//! spool, so an exporter that got no answer sends again; every event id derives from
+//! (trace id, span id, event type), so the copy is dropped by JetStream's duplicate window
+//! or merged by the sink.
+
+pub mod args;
+pub mod body;
+pub mod mapping;
+pub mod receiver;
+pub mod span;
+
+pub use args::{OtlpArgs, OtlpConfig};
+pub use receiver::{run, serve, OtlpReport};
