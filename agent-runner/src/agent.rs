@@ -39,7 +39,7 @@ use crate::judge::{self, Verdict, SCORING_VERSION};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
 use crate::publish::PublisherHandle;
-use crate::recorder::{RecordError, RunRecorder};
+use crate::recorder::{RecordError, RunRecorder, Usage};
 use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::tools::bwrap::{Confinement, SandboxMode};
 use crate::tools::{Sandbox, ToolLimits, ToolOutcome, ToolRequest, Toolbox};
@@ -272,16 +272,22 @@ pub async fn execute(
         }
     };
 
+    let infrastructure_failure = end.is_infrastructure_failure(rec.usage());
     // `None`: no judge ran, so no test count or score is known.
     let (verdict, files_modified) = match &toolbox {
         Some(toolbox) => {
             let root = toolbox.sandbox().root();
             // On shutdown the run ends now, unjudged, and the workspace is removed within
-            // seconds.
-            let verdict = tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => None,
-                verdict = judge::judge_submission(task, root, toolbox.confinement()) => Some(verdict),
+            // seconds. A run the infrastructure ended before the agent acted is not
+            // judged: the untouched fixture would score the task, not the agent.
+            let verdict = if infrastructure_failure {
+                None
+            } else {
+                tokio::select! {
+                    biased;
+                    _ = shutdown.cancelled() => None,
+                    verdict = judge::judge_submission(task, root, toolbox.confinement()) => Some(verdict),
+                }
             };
             let modified = Tree::scan_workspace(root)
                 .map(|now| task.fixture.changed_paths(&now).len())
@@ -293,7 +299,7 @@ pub async fn execute(
         }
         None => (None, 0),
     };
-    let success = Verdict::run_success(verdict.as_ref(), end.status == ExitStatus::Submitted);
+    let success = run_success(&end, verdict.as_ref(), rec.usage());
     let judged = match &verdict {
         Some(v) => format!(
             "judge: {} of {} tests pass{}",
@@ -310,8 +316,9 @@ pub async fn execute(
             format!("{}; {judged}", end.reason.as_deref().unwrap_or("submitted")),
         )),
     )?;
-    // A submission nobody judged (success unknown) has no `failure`: it may be right.
-    if success == Some(false) {
+    // A submission nobody judged (success unknown) has no `failure`: it may be right. An
+    // infrastructure failure has one, rooted in what failed.
+    if success == Some(false) || infrastructure_failure {
         rec.emit(
             None,
             Payload::Failure(run_failure(&end, verdict.as_ref(), &progress)),
@@ -366,7 +373,7 @@ pub(crate) fn run_stop(
 ) -> RunStop {
     let usage = rec.usage();
     RunStop {
-        success: Verdict::run_success(verdict, end.status == ExitStatus::Submitted),
+        success: run_success(end, verdict, usage),
         final_score: verdict.map(Verdict::score),
         wall_time_ms: millis(started.elapsed()),
         total_tokens: usage.total_tokens(),
@@ -382,6 +389,17 @@ pub(crate) fn run_stop(
         cost_usd: usage.cost_usd(),
         api_calls: usage.api_calls,
         turns,
+    }
+}
+
+/// `run_stop.success` of a run that ended as `end` after the model usage `usage`, judged
+/// by `verdict`: null for an infrastructure failure (not a result), else as
+/// [`Verdict::run_success`] reads the verdict.
+fn run_success(end: &RunEnd, verdict: Option<&Verdict>, usage: &Usage) -> Option<bool> {
+    if end.is_infrastructure_failure(usage) {
+        None
+    } else {
+        Verdict::run_success(verdict, end.status == ExitStatus::Submitted)
     }
 }
 
@@ -437,6 +455,10 @@ async fn turns(
             }
             Some(Ok(Ok(decision))) => decision,
         };
+        // A turn whose model call got no answer is not one of the agent's.
+        if decision.unanswered {
+            continue;
+        }
         progress.turns += 1;
         let usage = rec.usage();
         let context_kb = decision.context_kb.unwrap_or_else(|| {
@@ -447,12 +469,16 @@ async fn turns(
                 .sum();
             bytes as f64 / 1024.0
         });
+        // The turn's model calls go on its first step (the reason step, else the first
+        // act), so summing a run's steps counts each call once.
+        let mut turn_tokens = usage.tokens_since(&usage_before);
         if let Some(thought) = decision.thought {
+            let (tokens_in, tokens_out) = turn_tokens.take().unzip();
             rec.emit(
                 Some(step_id),
                 Payload::Step(Step {
-                    tokens_in: usage.known_input_tokens - usage_before.known_input_tokens,
-                    tokens_out: usage.known_output_tokens - usage_before.known_output_tokens,
+                    tokens_in,
+                    tokens_out,
                     planned_step: decision.planned_step,
                     context_kb,
                     ..step(StepType::Reason, thought)
@@ -461,9 +487,12 @@ async fn turns(
         }
         let mut modified = false;
         for request in decision.actions {
+            let (tokens_in, tokens_out) = turn_tokens.take().unzip();
             rec.emit(
                 Some(step_id),
                 Payload::Step(Step {
+                    tokens_in,
+                    tokens_out,
                     planned_step: decision.planned_step,
                     context_kb,
                     ..step(StepType::Act, request.describe())
@@ -666,14 +695,14 @@ fn restored_note(verdict: &Verdict) -> String {
     }
 }
 
-/// A `step` payload with no tokens, timing or plan.
+/// A `step` payload that made no model call, with no timing or plan.
 pub(crate) fn step(step_type: StepType, content: String) -> Step {
     Step {
         step_type,
         content,
         content_truncated: false,
-        tokens_in: 0,
-        tokens_out: 0,
+        tokens_in: None,
+        tokens_out: None,
         wall_time_ms: 0,
         planned_step: None,
         context_kb: 0.0,

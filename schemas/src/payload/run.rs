@@ -75,7 +75,9 @@ pub struct RunStop {
     /// Whether the run solved the task: it submitted and the judge accepted the
     /// submission. False when it ended without a submission (it did not solve the task
     /// within its run); null when a submission was never judged (e.g. an imported
-    /// trajectory nobody judged).
+    /// trajectory nobody judged), and for an infrastructure failure, which is no result:
+    /// the sandbox could not be set up (`exit_environment`), or the provider failed
+    /// (`exit_api`) before answering any model call with a usable completion.
     pub success: Option<bool>,
     /// Score in 0..1 (fraction of judge tests passing); null when no judge ran.
     pub final_score: Option<f64>,
@@ -114,7 +116,9 @@ pub struct RunStop {
     pub cost_usd: Option<f64>,
     /// Model calls of the run (a call with retries counts once).
     pub api_calls: u32,
-    /// Agent turns taken; null (or absent) when nobody counted them: an `exec` agent's
+    /// Agent turns taken: turns whose model call got no completion do not count (the
+    /// agent did not act), so a run the provider never answered took 0. Null (or absent)
+    /// when nobody counted them: an `exec` agent's
     /// run (the runner sees the agent's events, not its turns) unless the agent ends the
     /// run with its own `run_stop` that says how many it took.
     pub turns: Option<u32>,
