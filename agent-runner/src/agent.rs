@@ -563,7 +563,10 @@ fn record_tool_call(
         return Ok(());
     }
     progress.tool_errors += 1;
-    let message = outcome.message.clone().unwrap_or_default();
+    let said = failure_text(outcome);
+    let message = said
+        .clone()
+        .unwrap_or_else(|| format!("{} with no output", outcome.exit_kind.as_str()));
     let root = match &outcome.bad_path {
         Some(path) => FailureRoot::Path {
             invalid_path: path.clone(),
@@ -597,10 +600,29 @@ fn record_tool_call(
                 confidence: 1.0,
                 similar_failures: progress.tool_errors - 1,
             },
-            contributing_factors: vec![message],
+            contributing_factors: said.into_iter().collect(),
             remediation_suggestions: vec![remedy(outcome.exit_kind).to_owned()],
         }),
     )
+}
+
+/// Characters of a failed command's output kept as its error.
+const FAILURE_TEXT_MAX_CHARS: usize = 1000;
+
+/// What a failed tool call said about its failure: the runner's message, else the end of
+/// its output, where a command exiting non-zero says why (`cp: cannot stat …`) before the
+/// runner's `[exit code N]` line; `None` when it said nothing.
+fn failure_text(outcome: &ToolOutcome) -> Option<String> {
+    if let Some(message) = outcome.message.as_ref().filter(|m| !m.trim().is_empty()) {
+        return Some(message.clone());
+    }
+    let text = outcome.observation.trim();
+    let chars = text.chars().count();
+    let tail: String = text
+        .chars()
+        .skip(chars.saturating_sub(FAILURE_TEXT_MAX_CHARS))
+        .collect();
+    (!tail.is_empty()).then_some(tail)
 }
 
 fn remedy(kind: ExitKind) -> &'static str {
