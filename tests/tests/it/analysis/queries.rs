@@ -224,9 +224,36 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     );
     let stop = row(timeline, "seq", "10");
     assert_eq!(
-        timeline.get(stop, "tokens_in"),
-        None,
-        "so does the run's total"
+        (
+            timeline.get(stop, "tokens_in"),
+            timeline.get(stop, "total_tokens")
+        ),
+        (None, None),
+        "so does the run's total, in its own column"
+    );
+    assert_eq!(
+        timeline.get(stop, "message"),
+        Some("3 unparseable model replies in a row; last: no tool call in the reply"),
+        "why the run stopped"
+    );
+    let start = row(timeline, "seq", "0");
+    assert_eq!(
+        (
+            timeline.get(start, "tokens_in"),
+            timeline.get(start, "latency_ms")
+        ),
+        (None, None),
+        "a run_start has no tokens or latency: NULL, not 0"
+    );
+    let failure = (0..timeline.rows.len())
+        .find(|&r| timeline.get(r, "type") == Some("failure"))
+        .expect("c1's failure");
+    assert_eq!(
+        (
+            timeline.get(failure, "tokens_in"),
+            timeline.get(failure, "latency_ms")
+        ),
+        (None, None)
     );
 
     let tools = answer(&answers, "tool_errors");
