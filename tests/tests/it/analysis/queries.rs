@@ -167,9 +167,25 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     assert!(close(costs.number(b, "agent_cost_usd"), 0.077));
     assert!(close(costs.number(b, "summariser_cost_usd"), 0.017));
     assert!(close(costs.number(b, "retry_cost_usd"), 0.02));
+    let c = row(costs, "policy_id", C);
     assert_eq!(
-        costs.get(row(costs, "policy_id", C), "unpriced_calls"),
-        Some("4")
+        (
+            costs.get(c, "unpriced_calls"),
+            costs.get(c, "total_cost_usd"),
+            costs.get(c, "agent_share")
+        ),
+        (Some("4"), None, None),
+        "no call priced: the cost and its shares are unknown, not $0 and 0"
+    );
+    let d = row(costs, "policy_id", D);
+    assert_eq!(
+        (
+            costs.get(d, "agent_cost_usd"),
+            costs.get(d, "retry_cost_usd"),
+            costs.get(d, "total_cost_usd")
+        ),
+        (Some("0.03"), None, None),
+        "d2's unanswered calls cost an unknown amount: the retries and the total are unknown"
     );
 
     let latency = answer(&answers, "deliberation_latency");
