@@ -114,6 +114,22 @@ pub async fn generate_report(
             base.insert(name.to_owned(), value.clone());
         }
     }
+    if let Some(policy) = &options.policy {
+        // A misspelt policy would give an empty page that looks like "no runs yet".
+        let any_time: ParamValues = [("policy".to_owned(), policy.clone())]
+            .into_iter()
+            .collect();
+        if Query::find("runs")?
+            .run(client, &any_time)
+            .await?
+            .rows
+            .is_empty()
+        {
+            return Err(QueryError::UnknownPolicy {
+                policy: policy.clone(),
+            });
+        }
+    }
     let runs = Query::find("runs")?.run(client, &base).await?;
     let latest_start = (0..runs.rows.len())
         .filter_map(|row| runs.number(row, "started_ms"))
