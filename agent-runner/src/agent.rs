@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use schemas::{
     Canonical, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
     RecoveryAttempt, RunConfig, RunSequencer, RunStart, RunStop, SandboxInfo, SandboxLimits,
-    ScenarioRef, Step, StepType, ToolCall,
+    ScenarioRef, Step, StepType, SweepRef, ToolCall,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -66,6 +66,8 @@ pub struct RunSpec<'a> {
     pub out_dir: Option<&'a Path>,
     /// Where the events go; `None` = local artifacts only.
     pub publisher: Option<PublisherHandle>,
+    /// The sweep job this run is (`run_start.sweep`); `None` outside a sweep.
+    pub sweep: Option<SweepRef>,
 }
 
 /// `summary.json`: the run's identity and result.
@@ -220,12 +222,15 @@ pub async fn execute(
         spec.host,
     );
     let mut rec = RunRecorder::new(sequencer, spec.publisher.clone(), spec.out_dir)?;
-    let start = run_start(
-        config.clone(),
-        spec.scenario,
-        fixture_sha256.clone(),
-        sandbox_info,
-    );
+    let start = RunStart {
+        sweep: spec.sweep.clone(),
+        ..run_start(
+            config.clone(),
+            spec.scenario,
+            fixture_sha256.clone(),
+            sandbox_info,
+        )
+    };
     let scenario_ref = start.scenario.clone();
     rec.emit(None, Payload::RunStart(start))?;
 
@@ -355,6 +360,7 @@ pub(crate) fn run_start(
         scoring_version: SCORING_VERSION.to_owned(),
         runner_version: RUNNER_VERSION.to_owned(),
         sandbox: Some(sandbox),
+        sweep: None,
     }
 }
 

@@ -407,6 +407,9 @@ typed_row! {
         fixture_sha256: Option<&'a str>,
         scoring_version: Option<&'a str>,
         runner_version: Option<&'a str>,
+        sweep_name: Option<&'a str>,
+        sweep_key: Option<&'a str>,
+        sweep_trial: Option<u64>,
     }
 }
 
@@ -693,6 +696,9 @@ fn run_start<'a>(received: &Received<'a>, p: &'a RunStart) -> RunStartRow<'a> {
         fixture_sha256: Some(p.fixture_sha256.as_str()),
         scoring_version: Some(&p.scoring_version),
         runner_version: Some(&p.runner_version),
+        sweep_name: p.sweep.as_ref().map(|s| s.name.as_str()),
+        sweep_key: p.sweep.as_ref().map(|s| s.key.as_str()),
+        sweep_trial: p.sweep.as_ref().and_then(|s| s.trial),
     })
 }
 
@@ -713,6 +719,9 @@ fn smith_run_start<'a>(received: &Received<'a>, c: &'a SmithRunConfig) -> RunSta
         fixture_sha256: None,
         scoring_version: None,
         runner_version: None,
+        sweep_name: None,
+        sweep_key: None,
+        sweep_trial: None,
     })
 }
 

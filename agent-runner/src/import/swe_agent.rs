@@ -117,6 +117,7 @@ pub fn events(
             runner_version: version_or_unknown(&traj.info.swe_agent_version),
             // Not known for a run recorded elsewhere.
             sandbox: None,
+            sweep: None,
         }),
     )?;
     let mut elapsed = 0i64;

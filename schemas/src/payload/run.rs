@@ -24,6 +24,22 @@ pub struct RunStart {
     /// absent for runs imported from elsewhere (unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxInfo>,
+    /// The sweep the run belongs to; absent for a run outside any sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepRef>,
+}
+
+/// The sweep a run belongs to, and which of its jobs the run is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SweepRef {
+    /// The sweep's name (`[sweep] name` of its file).
+    pub name: String,
+    /// The claim key of the run's job: `<sweep>.trial.<n>` for a bayes trial, the
+    /// configuration × task × seed key for a grid sweep.
+    pub key: String,
+    /// The bayes trial the run is, numbered from 0 as claims and logs number them; null
+    /// for a grid sweep, whose jobs are configurations, not trials.
+    pub trial: Option<u64>,
 }
 
 /// The isolation a run's processes had: part of `env_hash`, so results from differently
