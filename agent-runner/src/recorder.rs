@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use schemas::{
-    BenchmarkEvent, Deliberation, DeliberationStatus, Failure, FailureRoot, FinalErrorState, Payload, RunSequencer,
+    BenchmarkEvent, Deliberation, DeliberationStatus, Failure, FailureRoot, FinalErrorState,
+    Payload, RunSequencer,
 };
 use uuid::Uuid;
 

@@ -122,7 +122,11 @@ async fn by_cfg_splits_the_leaderboard_from_the_flag_or_its_variable() {
     let connection = ["--clickhouse-url", &url, "--clickhouse-database", DATABASE];
     let policy = ["--param", "policy=openai/gpt-4o-mini:observation_masking"];
     let rows = |out: &std::process::Output| {
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).lines().count() - 1
     };
     let query = || {

@@ -70,7 +70,13 @@ async fn two_workers_split_a_sweep_without_overlap_or_gaps() {
         .collect();
     let started: Vec<(String, String, u64)> = starts
         .iter()
-        .map(|(event, _)| (event.cfg_hash.to_string(), event.task_id.clone(), event.seed))
+        .map(|(event, _)| {
+            (
+                event.cfg_hash.to_string(),
+                event.task_id.clone(),
+                event.seed,
+            )
+        })
         .collect();
     assert_eq!(started.len(), expected.len(), "one run per configuration");
     assert_eq!(started.into_iter().collect::<BTreeSet<_>>(), expected);
@@ -79,7 +85,10 @@ async fn two_workers_split_a_sweep_without_overlap_or_gaps() {
         .iter()
         .map(|(_, start)| {
             let sweep = start.sweep.as_ref().expect("a sweep's run says so");
-            assert_eq!((sweep.name.as_str(), sweep.trial), (plan.sweep.name.as_str(), None));
+            assert_eq!(
+                (sweep.name.as_str(), sweep.trial),
+                (plan.sweep.name.as_str(), None)
+            );
             sweep.key.clone()
         })
         .collect();
