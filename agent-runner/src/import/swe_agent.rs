@@ -17,7 +17,8 @@
 //! its patch, so nobody judged the run: a run that submitted a non-empty patch has
 //! `success` null (unknown), one that did not has `success` false (and a `failure`), and
 //! `final_score`, `tests_passed`, `tests_failed` and `stability_variance` are null. Token
-//! totals and cost are the file's `model_stats`, null where it has none; per-call token
+//! totals and cost are the file's `model_stats`, null where it has none or says 0 for a
+//! run that made model calls (SWE-agent's "not counted", "no price"); per-call token
 //! counts are not in the file, so there are no `deliberation` events (the totals are on
 //! `run_stop`).
 
@@ -180,7 +181,7 @@ pub fn events(
             success,
             final_score: None,
             wall_time_ms: u64::try_from(total_ms).unwrap_or(0),
-            total_tokens: stats.total_tokens(),
+            total_tokens: stats.total_tokens(traj.api_calls()),
             tool_errors: 0,
             stability_variance: None,
             failing_tests: Vec::new(),
@@ -190,7 +191,7 @@ pub fn events(
             early_stopped: early_reason.is_some(),
             early_stop_reason: early_reason,
             exit_status,
-            cost_usd: stats.instance_cost,
+            cost_usd: stats.cost_usd(traj.api_calls()),
             api_calls: traj.api_calls(),
             turns: Some(u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX)),
         }),
