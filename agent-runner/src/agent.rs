@@ -223,7 +223,7 @@ pub async fn execute(
     );
     let mut rec = RunRecorder::new(sequencer, spec.publisher.clone(), spec.out_dir)?;
     let start = RunStart {
-        sweep: spec.sweep.clone(),
+        sweep: spec.sweep.clone().map(Box::new),
         ..run_start(
             config.clone(),
             spec.scenario,

@@ -26,7 +26,7 @@ pub struct RunStart {
     pub sandbox: Option<SandboxInfo>,
     /// The sweep the run belongs to; absent for a run outside any sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<SweepRef>,
+    pub sweep: Option<Box<SweepRef>>,
 }
 
 /// The sweep a run belongs to, and which of its jobs the run is.

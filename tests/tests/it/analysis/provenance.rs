@@ -27,16 +27,34 @@ const REFERENCE: &str = "deploy/clickhouse/PROVENANCE.md";
 /// `*.column` for every table), and where the value comes from.
 const NOT_ON_THE_WIRE: &[(&str, &str)] = &[
     ("*.received_at", "the sink's clock when it stored the row"),
-    ("*.protocol", "the wire protocol the sink read: `benchstream` or `smith`"),
-    ("*.stream_seq", "the JetStream stream sequence of the message (NULL for rows copied by migration 0005)"),
-    ("*.precedence", "`bitNot(stream_seq)`, computed by ClickHouse: the earliest copy wins under FINAL"),
+    (
+        "*.protocol",
+        "the wire protocol the sink read: `benchstream` or `smith`",
+    ),
+    (
+        "*.stream_seq",
+        "the JetStream stream sequence of the message (NULL for rows copied by migration 0005)",
+    ),
+    (
+        "*.precedence",
+        "`bitNot(stream_seq)`, computed by ClickHouse: the earliest copy wins under FINAL",
+    ),
     ("*.ts_ms", "envelope `ts`, in epoch milliseconds"),
     ("events_raw.type", "envelope `type`"),
     ("events_raw.raw", "the message body, byte for byte"),
     ("events_raw.subject", "the NATS subject of the message"),
-    ("event_ids.type", "envelope `type`, from `events_raw` (view `event_ids_feed`)"),
-    ("event_ids.body_hash", "sipHash64 of the body, from `events_raw` (view `event_ids_feed`)"),
-    ("steps.planned", "`planned_step IS NOT NULL` for native events; Smith's `planned_step` bool"),
+    (
+        "event_ids.type",
+        "envelope `type`, from `events_raw` (view `event_ids_feed`)",
+    ),
+    (
+        "event_ids.body_hash",
+        "sipHash64 of the body, from `events_raw` (view `event_ids_feed`)",
+    ),
+    (
+        "steps.planned",
+        "`planned_step IS NOT NULL` for native events; Smith's `planned_step` bool",
+    ),
     ("run_starts.scenario_name", "`scenario.name`"),
     ("run_starts.scenario_sha256", "`scenario.sha256`"),
     ("run_starts.sweep_name", "`sweep.name`"),
@@ -48,26 +66,65 @@ const NOT_ON_THE_WIRE: &[(&str, &str)] = &[
     ("deliberations.action_priorities", "`actions[].priority`"),
     ("deliberations.action_reasons", "`actions[].reason`"),
     ("failures.root_kind", "`first_failure_root.kind`"),
-    ("failures.first_failure_root", "`first_failure_root`, as JSON text"),
-    ("failures.recovery_attempts", "`recovery_attempts`, as JSON text"),
-    ("failures.recovery_attempt_count", "the length of `recovery_attempts`"),
-    ("failures.recovered", "whether any of `recovery_attempts` succeeded"),
-    ("failures.error_confidence", "`final_error_state.confidence`"),
-    ("optimizer_updates.suggested_config", "`suggested_config`, as JSON text"),
-    ("optimizer_updates.suggested_model", "`suggested_config.model` (NULL in Smith rows)"),
-    ("optimizer_updates.suggested_strategy", "`suggested_config.strategy` (NULL in Smith rows)"),
-    ("dead_letters.stream", "the JetStream stream the message came from"),
+    (
+        "failures.first_failure_root",
+        "`first_failure_root`, as JSON text",
+    ),
+    (
+        "failures.recovery_attempts",
+        "`recovery_attempts`, as JSON text",
+    ),
+    (
+        "failures.recovery_attempt_count",
+        "the length of `recovery_attempts`",
+    ),
+    (
+        "failures.recovered",
+        "whether any of `recovery_attempts` succeeded",
+    ),
+    (
+        "failures.error_confidence",
+        "`final_error_state.confidence`",
+    ),
+    (
+        "optimizer_updates.suggested_config",
+        "`suggested_config`, as JSON text",
+    ),
+    (
+        "optimizer_updates.suggested_model",
+        "`suggested_config.model` (NULL in Smith rows)",
+    ),
+    (
+        "optimizer_updates.suggested_strategy",
+        "`suggested_config.strategy` (NULL in Smith rows)",
+    ),
+    (
+        "dead_letters.stream",
+        "the JetStream stream the message came from",
+    ),
     ("dead_letters.stream_seq", "its stream sequence"),
     ("dead_letters.subject", "its NATS subject"),
     ("dead_letters.headers", "its headers, `Name: value` lines"),
     ("dead_letters.raw", "its body, byte for byte"),
-    ("dead_letters.error_class", "why the sink refused it (deploy/clickhouse/README.md lists the classes)"),
+    (
+        "dead_letters.error_class",
+        "why the sink refused it (deploy/clickhouse/README.md lists the classes)",
+    ),
     ("dead_letters.error", "the sink's error message"),
-    ("dead_letters.delivered", "how often JetStream had delivered it"),
-    ("dead_letters.event_id", "the `event_id` it carried, when it decoded that far"),
+    (
+        "dead_letters.delivered",
+        "how often JetStream had delivered it",
+    ),
+    (
+        "dead_letters.event_id",
+        "the `event_id` it carried, when it decoded that far",
+    ),
     ("schema_migrations.version", "the migration's number"),
     ("schema_migrations.name", "the migration's name"),
-    ("schema_migrations.checksum", "SHA-256 of the migration file"),
+    (
+        "schema_migrations.checksum",
+        "SHA-256 of the migration file",
+    ),
     ("schema_migrations.applied_at", "when the sink applied it"),
 ];
 
@@ -103,7 +160,10 @@ const ALWAYS_KNOWN: &[(&str, &str)] = &[
     ("deliberations.provider", "configured"),
     ("deliberations.model", "configured"),
     ("deliberations.status", "kind"),
-    ("deliberations.pricing_source", "kind (`unknown` when the price is)"),
+    (
+        "deliberations.pricing_source",
+        "kind (`unknown` when the price is)",
+    ),
     ("deliberations.summary", "the producer's text"),
     ("deliberations.summary_truncated", "the sink's limit"),
     ("deliberations.raw_output", "the producer's text"),
@@ -115,7 +175,10 @@ const ALWAYS_KNOWN: &[(&str, &str)] = &[
     ("failures.root_kind", "kind"),
     ("failures.first_failure_root", "the producer's text"),
     ("failures.error_category", "kind"),
-    ("optimizer_updates.suggested_config", "the optimizer's output"),
+    (
+        "optimizer_updates.suggested_config",
+        "the optimizer's output",
+    ),
     ("optimizer_updates.reasoning", "the optimizer's text"),
     ("dead_letters.stream", "the message"),
     ("dead_letters.stream_seq", "the message"),

@@ -75,7 +75,12 @@ async fn report_renders_with_its_charts_in_headless_chromium() {
     let shown: Vec<&str> = instances
         .split("<tr")
         .skip(2)
-        .filter(|row| !row.split('>').next().unwrap_or_default().contains("display: none"))
+        .filter(|row| {
+            !row.split('>')
+                .next()
+                .unwrap_or_default()
+                .contains("display: none")
+        })
         .filter_map(|row| row.split("<th>").nth(1)?.split('<').next())
         .collect();
     assert_eq!(shown, ["task-a1", "task-a2", "task-a3", "task-a4"]);

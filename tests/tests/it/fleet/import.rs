@@ -97,10 +97,9 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
             serde_json::to_vec(&traj).expect("json"),
         )
         .expect("write trajectory");
-        let third =
-            import::import_dir(untotalled.path(), "importer", Destination::Publish(&setup))
-                .await
-                .expect("import");
+        let third = import::import_dir(untotalled.path(), "importer", Destination::Publish(&setup))
+            .await
+            .expect("import");
         assert_eq!((third.files, third.events), (1, 27));
     }
     sink.wait_for(
