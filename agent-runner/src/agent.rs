@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use schemas::{
     Canonical, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
     RecoveryAttempt, RunConfig, RunSequencer, RunStart, RunStop, SandboxInfo, SandboxLimits,
-    ScenarioRef, Step, StepType, ToolCall,
+    ScenarioRef, Step, StepType, SweepRef, ToolCall,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -39,7 +39,7 @@ use crate::judge::{self, Verdict, SCORING_VERSION};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
 use crate::publish::PublisherHandle;
-use crate::recorder::{RecordError, RunRecorder};
+use crate::recorder::{RecordError, RunRecorder, Usage};
 use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::tools::bwrap::{Confinement, SandboxMode};
 use crate::tools::{Sandbox, ToolLimits, ToolOutcome, ToolRequest, Toolbox};
@@ -66,6 +66,8 @@ pub struct RunSpec<'a> {
     pub out_dir: Option<&'a Path>,
     /// Where the events go; `None` = local artifacts only.
     pub publisher: Option<PublisherHandle>,
+    /// The sweep job this run is (`run_start.sweep`); `None` outside a sweep.
+    pub sweep: Option<SweepRef>,
 }
 
 /// `summary.json`: the run's identity and result.
@@ -220,12 +222,15 @@ pub async fn execute(
         spec.host,
     );
     let mut rec = RunRecorder::new(sequencer, spec.publisher.clone(), spec.out_dir)?;
-    let start = run_start(
-        config.clone(),
-        spec.scenario,
-        fixture_sha256.clone(),
-        sandbox_info,
-    );
+    let start = RunStart {
+        sweep: spec.sweep.clone().map(Box::new),
+        ..run_start(
+            config.clone(),
+            spec.scenario,
+            fixture_sha256.clone(),
+            sandbox_info,
+        )
+    };
     let scenario_ref = start.scenario.clone();
     rec.emit(None, Payload::RunStart(start))?;
 
@@ -272,16 +277,22 @@ pub async fn execute(
         }
     };
 
+    let infrastructure_failure = end.is_infrastructure_failure(rec.usage());
     // `None`: no judge ran, so no test count or score is known.
     let (verdict, files_modified) = match &toolbox {
         Some(toolbox) => {
             let root = toolbox.sandbox().root();
             // On shutdown the run ends now, unjudged, and the workspace is removed within
-            // seconds.
-            let verdict = tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => None,
-                verdict = judge::judge_submission(task, root, toolbox.confinement()) => Some(verdict),
+            // seconds. A run the infrastructure ended before the agent acted is not
+            // judged: the untouched fixture would score the task, not the agent.
+            let verdict = if infrastructure_failure {
+                None
+            } else {
+                tokio::select! {
+                    biased;
+                    _ = shutdown.cancelled() => None,
+                    verdict = judge::judge_submission(task, root, toolbox.confinement()) => Some(verdict),
+                }
             };
             let modified = Tree::scan_workspace(root)
                 .map(|now| task.fixture.changed_paths(&now).len())
@@ -293,7 +304,7 @@ pub async fn execute(
         }
         None => (None, 0),
     };
-    let success = Verdict::run_success(verdict.as_ref(), end.status == ExitStatus::Submitted);
+    let success = run_success(&end, verdict.as_ref(), rec.usage());
     let judged = match &verdict {
         Some(v) => format!(
             "judge: {} of {} tests pass{}",
@@ -310,8 +321,9 @@ pub async fn execute(
             format!("{}; {judged}", end.reason.as_deref().unwrap_or("submitted")),
         )),
     )?;
-    // A submission nobody judged (success unknown) has no `failure`: it may be right.
-    if success == Some(false) {
+    // A submission nobody judged (success unknown) has no `failure`: it may be right. An
+    // infrastructure failure has one, rooted in what failed.
+    if success == Some(false) || infrastructure_failure {
         rec.emit(
             None,
             Payload::Failure(run_failure(&end, verdict.as_ref(), &progress)),
@@ -348,6 +360,7 @@ pub(crate) fn run_start(
         scoring_version: SCORING_VERSION.to_owned(),
         runner_version: RUNNER_VERSION.to_owned(),
         sandbox: Some(sandbox),
+        sweep: None,
     }
 }
 
@@ -366,7 +379,7 @@ pub(crate) fn run_stop(
 ) -> RunStop {
     let usage = rec.usage();
     RunStop {
-        success: Verdict::run_success(verdict, end.status == ExitStatus::Submitted),
+        success: run_success(end, verdict, usage),
         final_score: verdict.map(Verdict::score),
         wall_time_ms: millis(started.elapsed()),
         total_tokens: usage.total_tokens(),
@@ -382,6 +395,17 @@ pub(crate) fn run_stop(
         cost_usd: usage.cost_usd(),
         api_calls: usage.api_calls,
         turns,
+    }
+}
+
+/// `run_stop.success` of a run that ended as `end` after the model usage `usage`, judged
+/// by `verdict`: null for an infrastructure failure (not a result), else as
+/// [`Verdict::run_success`] reads the verdict.
+fn run_success(end: &RunEnd, verdict: Option<&Verdict>, usage: &Usage) -> Option<bool> {
+    if end.is_infrastructure_failure(usage) {
+        None
+    } else {
+        Verdict::run_success(verdict, end.status == ExitStatus::Submitted)
     }
 }
 
@@ -437,6 +461,10 @@ async fn turns(
             }
             Some(Ok(Ok(decision))) => decision,
         };
+        // A turn whose model call got no answer is not one of the agent's.
+        if decision.unanswered {
+            continue;
+        }
         progress.turns += 1;
         let usage = rec.usage();
         let context_kb = decision.context_kb.unwrap_or_else(|| {
@@ -447,12 +475,16 @@ async fn turns(
                 .sum();
             bytes as f64 / 1024.0
         });
+        // The turn's model calls go on its first step (the reason step, else the first
+        // act), so summing a run's steps counts each call once.
+        let mut turn_tokens = usage.tokens_since(&usage_before);
         if let Some(thought) = decision.thought {
+            let (tokens_in, tokens_out) = turn_tokens.take().unzip();
             rec.emit(
                 Some(step_id),
                 Payload::Step(Step {
-                    tokens_in: usage.known_input_tokens - usage_before.known_input_tokens,
-                    tokens_out: usage.known_output_tokens - usage_before.known_output_tokens,
+                    tokens_in,
+                    tokens_out,
                     planned_step: decision.planned_step,
                     context_kb,
                     ..step(StepType::Reason, thought)
@@ -461,9 +493,12 @@ async fn turns(
         }
         let mut modified = false;
         for request in decision.actions {
+            let (tokens_in, tokens_out) = turn_tokens.take().unzip();
             rec.emit(
                 Some(step_id),
                 Payload::Step(Step {
+                    tokens_in,
+                    tokens_out,
                     planned_step: decision.planned_step,
                     context_kb,
                     ..step(StepType::Act, request.describe())
@@ -534,7 +569,10 @@ fn record_tool_call(
         return Ok(());
     }
     progress.tool_errors += 1;
-    let message = outcome.message.clone().unwrap_or_default();
+    let said = failure_text(outcome);
+    let message = said
+        .clone()
+        .unwrap_or_else(|| format!("{} with no output", outcome.exit_kind.as_str()));
     let root = match &outcome.bad_path {
         Some(path) => FailureRoot::Path {
             invalid_path: path.clone(),
@@ -568,10 +606,29 @@ fn record_tool_call(
                 confidence: 1.0,
                 similar_failures: progress.tool_errors - 1,
             },
-            contributing_factors: vec![message],
+            contributing_factors: said.into_iter().collect(),
             remediation_suggestions: vec![remedy(outcome.exit_kind).to_owned()],
         }),
     )
+}
+
+/// Characters of a failed command's output kept as its error.
+const FAILURE_TEXT_MAX_CHARS: usize = 1000;
+
+/// What a failed tool call said about its failure: the runner's message, else the end of
+/// its output, where a command exiting non-zero says why (`cp: cannot stat …`) before the
+/// runner's `[exit code N]` line; `None` when it said nothing.
+fn failure_text(outcome: &ToolOutcome) -> Option<String> {
+    if let Some(message) = outcome.message.as_ref().filter(|m| !m.trim().is_empty()) {
+        return Some(message.clone());
+    }
+    let text = outcome.observation.trim();
+    let chars = text.chars().count();
+    let tail: String = text
+        .chars()
+        .skip(chars.saturating_sub(FAILURE_TEXT_MAX_CHARS))
+        .collect();
+    (!tail.is_empty()).then_some(tail)
 }
 
 fn remedy(kind: ExitKind) -> &'static str {
@@ -666,14 +723,14 @@ fn restored_note(verdict: &Verdict) -> String {
     }
 }
 
-/// A `step` payload with no tokens, timing or plan.
+/// A `step` payload that made no model call, with no timing or plan.
 pub(crate) fn step(step_type: StepType, content: String) -> Step {
     Step {
         step_type,
         content,
         content_truncated: false,
-        tokens_in: 0,
-        tokens_out: 0,
+        tokens_in: None,
+        tokens_out: None,
         wall_time_ms: 0,
         planned_step: None,
         context_kb: 0.0,

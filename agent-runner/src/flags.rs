@@ -178,8 +178,9 @@ pub struct LlmArgs {
     /// BENCH_LLM_API_KEY, OPENAI_API_KEY, OPENROUTER_API_KEY (none = no key).
     #[arg(long, env = "BENCH_LLM_API_KEY_ENV")]
     pub llm_api_key_env: Option<String>,
-    /// Per-call timeout of model calls, ms.
-    #[arg(long, env = "BENCH_LLM_TIMEOUT_MS", default_value_t = 60_000)]
+    /// Per-call timeout of model calls, ms (one HTTP attempt; timeouts are retried only
+    /// with the scenario's retry_on_timeout).
+    #[arg(long, env = "BENCH_LLM_TIMEOUT_MS", default_value_t = 30_000)]
     pub llm_timeout_ms: u64,
     /// max_tokens of each completion. Default: the provider's.
     #[arg(long, env = "BENCH_LLM_MAX_TOKENS")]

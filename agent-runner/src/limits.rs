@@ -53,6 +53,28 @@ impl RunEnd {
     pub fn early_stopped(&self) -> bool {
         self.reason.is_some()
     }
+
+    /// Whether the run is an **infrastructure failure**: it ended because the
+    /// environment or the provider failed before the agent could act, so it is no result
+    /// of the policy. This is the one definition; everything else reads it back from
+    /// `run_stop` (`success` null with `exit_environment` or `exit_api`):
+    ///
+    /// - `exit_environment`: the run's sandbox could not be set up, so no agent command
+    ///   ran;
+    /// - `exit_api` with no model call answered by a usable completion (`usage` counts
+    ///   the answered ones): every call timed out, failed or came back unreadable.
+    ///
+    /// A run that ended `exit_api` after at least one answered call is a result: the
+    /// agent acted on that answer, and the run is judged as any other. Such a run is not
+    /// judged (the untouched fixture says nothing about the agent) and its `success` is
+    /// null, never `false`.
+    pub fn is_infrastructure_failure(&self, usage: &Usage) -> bool {
+        match self.status {
+            ExitStatus::ExitEnvironment => true,
+            ExitStatus::ExitApi => usage.answered_calls == 0,
+            _ => false,
+        }
+    }
 }
 
 /// A run's limits.

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use schemas::{
-    BenchmarkEvent, Deliberation, Failure, FailureRoot, FinalErrorState, Payload, RunSequencer,
+    BenchmarkEvent, Deliberation, DeliberationStatus, Failure, FailureRoot, FinalErrorState,
+    Payload, RunSequencer,
 };
 use uuid::Uuid;
 
@@ -39,12 +40,16 @@ pub struct RecordError {
 pub struct Usage {
     /// Model calls.
     pub api_calls: u32,
+    /// Model calls the provider answered with a usable completion (status `ok`): none
+    /// in a run that ended `exit_api` makes it an infrastructure failure
+    /// ([`crate::limits::RunEnd::is_infrastructure_failure`]).
+    pub answered_calls: u32,
     /// Prompt tokens (cached included) of the calls whose counts are known.
     pub known_input_tokens: u64,
     /// Completion tokens (reasoning included) of the calls whose counts are known.
     pub known_output_tokens: u64,
-    /// Some call's input or output tokens are unknown: so are the run's.
-    pub tokens_unknown: bool,
+    /// Calls whose input or output tokens are unknown: with any, the run's are unknown.
+    pub calls_with_unknown_tokens: u32,
     /// Exact sum of the known costs.
     pub known_cost: Usd,
     /// Some call's cost is unknown: so is the run's.
@@ -54,13 +59,16 @@ pub struct Usage {
 impl Usage {
     fn add(&mut self, d: &Deliberation) {
         self.api_calls += 1;
+        if d.status == DeliberationStatus::Ok {
+            self.answered_calls += 1;
+        }
         match (d.input_tokens, d.output_tokens) {
             (Some(input), Some(output)) => {
                 // Token counts come from providers: a huge one saturates instead of wrapping.
                 self.known_input_tokens = self.known_input_tokens.saturating_add(input);
                 self.known_output_tokens = self.known_output_tokens.saturating_add(output);
             }
-            _ => self.tokens_unknown = true,
+            _ => self.calls_with_unknown_tokens += 1,
         }
         match d.cost_usd.and_then(Usd::from_number) {
             Some(cost) => self.known_cost = self.known_cost.saturating_add(cost),
@@ -70,9 +78,23 @@ impl Usage {
 
     /// Input plus output tokens of the run; `None` when some call's were unknown.
     pub fn total_tokens(&self) -> Option<u64> {
-        (!self.tokens_unknown).then(|| {
+        (self.calls_with_unknown_tokens == 0).then(|| {
             self.known_input_tokens
                 .saturating_add(self.known_output_tokens)
+        })
+    }
+
+    /// Input and output tokens of the calls made since `before` (an earlier copy of this
+    /// usage): `None` when there were none, or when some of them had unknown counts, so a
+    /// step never shows a made-up 0 or a partial sum.
+    pub fn tokens_since(&self, before: &Usage) -> Option<(u64, u64)> {
+        let made_calls = self.api_calls > before.api_calls;
+        let all_known = self.calls_with_unknown_tokens == before.calls_with_unknown_tokens;
+        (made_calls && all_known).then(|| {
+            (
+                self.known_input_tokens - before.known_input_tokens,
+                self.known_output_tokens - before.known_output_tokens,
+            )
         })
     }
 
@@ -274,6 +296,22 @@ mod tests {
             assert_eq!(usage.known_input_tokens, 1000);
             assert_eq!(usage.known_cost.to_number(), 0.01);
         }
+    }
+
+    #[test]
+    fn tokens_since_are_those_of_the_new_calls_and_unknown_without_calls_or_with_an_unknown_one() {
+        let before = usage_of(&[call(None, None, None), call(Some(7), Some(3), None)]);
+        let mut after = before.clone();
+        assert_eq!(after.tokens_since(&before), None, "no call since");
+        after.add(&call(Some(100), Some(20), Some(0.0)));
+        after.add(&call(Some(1), Some(2), Some(0.0)));
+        assert_eq!(
+            after.tokens_since(&before),
+            Some((101, 22)),
+            "an unknown call before does not hide the new ones"
+        );
+        after.add(&call(None, Some(5), None));
+        assert_eq!(after.tokens_since(&before), None, "one new unknown call");
     }
 
     #[test]

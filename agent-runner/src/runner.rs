@@ -151,6 +151,7 @@ pub async fn run(
             sandbox: config.sandbox,
             out_dir: config.out_dir.as_deref(),
             publisher: handle.clone(),
+            sweep: None,
         };
         pending.push(run_one(spec, policy, stop.clone(), bar.clone()));
     }

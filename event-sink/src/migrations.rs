@@ -67,6 +67,8 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(6, "0006_smith_nullable"),
     migration!(7, "0007_unknown_run_results"),
     migration!(8, "0008_unknown_call_tokens"),
+    migration!(9, "0009_unknown_step_tokens"),
+    migration!(10, "0010_run_start_sweep"),
 ];
 
 impl Migration {

@@ -408,6 +408,9 @@ typed_row! {
         fixture_sha256: Option<&'a str>,
         scoring_version: Option<&'a str>,
         runner_version: Option<&'a str>,
+        sweep_name: Option<&'a str>,
+        sweep_key: Option<&'a str>,
+        sweep_trial: Option<u64>,
     }
 }
 
@@ -439,8 +442,8 @@ typed_row! {
         step_type: &'static str,
         content: &'a str,
         content_truncated: bool,
-        tokens_in: u64,
-        tokens_out: u64,
+        tokens_in: Option<u64>,
+        tokens_out: Option<u64>,
         wall_time_ms: u64,
         planned_step: Option<u32>,
         planned: bool,
@@ -694,6 +697,9 @@ fn run_start<'a>(received: &Received<'a>, p: &'a RunStart) -> RunStartRow<'a> {
         fixture_sha256: Some(p.fixture_sha256.as_str()),
         scoring_version: Some(&p.scoring_version),
         runner_version: Some(&p.runner_version),
+        sweep_name: p.sweep.as_ref().map(|s| s.name.as_str()),
+        sweep_key: p.sweep.as_ref().map(|s| s.key.as_str()),
+        sweep_trial: p.sweep.as_ref().and_then(|s| s.trial),
     })
 }
 
@@ -714,6 +720,9 @@ fn smith_run_start<'a>(received: &Received<'a>, c: &'a SmithRunConfig) -> RunSta
         fixture_sha256: None,
         scoring_version: None,
         runner_version: None,
+        sweep_name: None,
+        sweep_key: None,
+        sweep_trial: None,
     })
 }
 
@@ -772,8 +781,8 @@ fn smith_step<'a>(received: &Received<'a>, p: &'a SmithStep) -> StepRow<'a> {
         step_type: p.step_type.as_str(),
         content: &p.content,
         content_truncated: false,
-        tokens_in: p.tokens_in,
-        tokens_out: p.tokens_out,
+        tokens_in: Some(p.tokens_in),
+        tokens_out: Some(p.tokens_out),
         wall_time_ms: p.wall_time_ms,
         planned_step: None,
         planned: p.planned_step,

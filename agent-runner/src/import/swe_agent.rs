@@ -15,9 +15,12 @@
 //! submission; a `failure` unless the run was submitted; `run_stop` with `model_stats`
 //! (tokens, cost, API calls) and the mapped `exit_status`. SWE-agent does not evaluate
 //! its patch, so nobody judged the run: a run that submitted a non-empty patch has
-//! `success` null (unknown), one that did not has `success` false (and a `failure`), and
+//! `success` null (unknown), one that did not has `success` false (and a `failure`), one
+//! that ended `exit_api` or `exit_environment` before its first step (an infrastructure
+//! failure, no result) has `success` null, and
 //! `final_score`, `tests_passed`, `tests_failed` and `stability_variance` are null. Token
-//! totals and cost are the file's `model_stats`, null where it has none; per-call token
+//! totals and cost are the file's `model_stats`, null where it has none or says 0 for a
+//! run that made model calls (SWE-agent's "not counted", "no price"); per-call token
 //! counts are not in the file, so there are no `deliberation` events (the totals are on
 //! `run_stop`).
 
@@ -117,6 +120,7 @@ pub fn events(
             runner_version: version_or_unknown(&traj.info.swe_agent_version),
             // Not known for a run recorded elsewhere.
             sandbox: None,
+            sweep: None,
         }),
     )?;
     let mut elapsed = 0i64;
@@ -149,9 +153,20 @@ pub fn events(
 
     let (exit_status, early_reason) = exit_status(&traj.info.exit_status);
     let patch = traj.info.submission.trim();
-    // Nobody judged the patch: success is unknown, unless there is none to judge.
+    // Nobody judged the patch: success is unknown, unless there is none to judge. A run
+    // the provider or the environment ended before the agent took a step is an
+    // infrastructure failure, no result: unknown too (agent-runner/README.md).
     let submitted = exit_status == ExitStatus::Submitted && !patch.is_empty();
-    let success = Verdict::run_success(None, submitted);
+    let infrastructure_failure = traj.trajectory.is_empty()
+        && matches!(
+            exit_status,
+            ExitStatus::ExitApi | ExitStatus::ExitEnvironment
+        );
+    let success = if infrastructure_failure {
+        None
+    } else {
+        Verdict::run_success(None, submitted)
+    };
     out.push(
         file.modified,
         None,
@@ -179,7 +194,7 @@ pub fn events(
             success,
             final_score: None,
             wall_time_ms: u64::try_from(total_ms).unwrap_or(0),
-            total_tokens: stats.total_tokens(),
+            total_tokens: stats.total_tokens(traj.api_calls()),
             tool_errors: 0,
             stability_variance: None,
             failing_tests: Vec::new(),
@@ -189,7 +204,7 @@ pub fn events(
             early_stopped: early_reason.is_some(),
             early_stop_reason: early_reason,
             exit_status,
-            cost_usd: stats.instance_cost,
+            cost_usd: stats.cost_usd(traj.api_calls()),
             api_calls: traj.api_calls(),
             turns: Some(u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX)),
         }),
@@ -396,6 +411,36 @@ fn tools_used(traj: &Trajectory) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `run_stop` of a trajectory that ended `exit_status` after `steps` steps.
+    fn run_stop_of(exit_status: &str, steps: usize) -> RunStop {
+        let step = serde_json::json!({"action": "ls", "observation": "a.py", "thought": "",
+                                      "execution_time": 0.5});
+        let bytes = serde_json::to_vec(&serde_json::json!({
+            "trajectory": vec![step; steps],
+            "info": {"exit_status": exit_status, "model_stats": {"api_calls": 3}},
+        }))
+        .expect("json");
+        let file = TrajFile {
+            path: Path::new("t.traj"),
+            bytes: &bytes,
+            modified: DateTime::from_timestamp(1_750_000_000, 0).expect("time"),
+        };
+        let events = events(&file, "h").expect("events");
+        match events.last().map(|(e, _)| &e.payload) {
+            Some(Payload::RunStop(stop)) => stop.clone(),
+            other => panic!("last event {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_provider_or_environment_that_failed_before_any_step_is_no_result() {
+        for status in ["exit_api", "exit_environment_error"] {
+            assert_eq!(run_stop_of(status, 0).success, None, "{status}");
+            assert_eq!(run_stop_of(status, 1).success, Some(false), "{status}");
+        }
+        assert_eq!(run_stop_of("exit_cost", 0).success, Some(false));
+    }
 
     #[test]
     fn exit_statuses_map_to_the_wire_enum() {

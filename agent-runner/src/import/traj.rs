@@ -90,9 +90,19 @@ pub struct ModelStats {
 }
 
 impl ModelStats {
-    /// Tokens sent plus received; `None` unless the file gives both.
-    pub fn total_tokens(&self) -> Option<u64> {
-        Some(self.tokens_sent?.saturating_add(self.tokens_received?))
+    /// Tokens sent plus received over a run of `api_calls` model calls; `None` unless
+    /// the file gives both, and when it gives 0 sent for a run that made calls: no call
+    /// sends an empty prompt, so SWE-agent did not count them.
+    pub fn total_tokens(&self, api_calls: u32) -> Option<u64> {
+        let sent = self.tokens_sent.filter(|&t| t > 0 || api_calls == 0)?;
+        Some(sent.saturating_add(self.tokens_received?))
+    }
+
+    /// USD spent over a run of `api_calls` model calls; `None` when the file has no
+    /// cost, and when it says $0 for a run that made calls: SWE-agent writes 0 for a
+    /// model it has no price for, which is an unknown cost, not a free one.
+    pub fn cost_usd(&self, api_calls: u32) -> Option<f64> {
+        self.instance_cost.filter(|&c| c > 0.0 || api_calls == 0)
     }
 }
 

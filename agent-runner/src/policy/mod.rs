@@ -80,6 +80,9 @@ pub struct Decision {
     pub context_kb: Option<f64>,
     /// Index of the plan item this turn executes, for planning policies.
     pub planned_step: Option<u32>,
+    /// The model call of this turn got no completion (timeout, HTTP error, unreadable
+    /// reply): the agent did not act, and the turn does not count in `turns`.
+    pub unanswered: bool,
 }
 
 /// A policy gives up; the run ends with `status`.

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::usage::TokenUsage;
 
 /// Default per-call timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Environment variables tried, in order, for the API key when no name is given.
 pub const API_KEY_ENV_VARS: [&str; 3] =
@@ -28,7 +28,7 @@ pub struct ProviderConfig {
     pub base_url: String,
     /// Bearer token; `None` sends no `Authorization` header (local servers). Never logged.
     pub api_key: Option<String>,
-    /// Limit of one HTTP attempt, connection to last body byte. Default 60 s.
+    /// Limit of one HTTP attempt, connection to last body byte. Default 30 s.
     pub timeout: Duration,
     /// `max_tokens` of each completion; `None` = the provider's default.
     pub max_tokens: Option<u32>,

@@ -40,7 +40,7 @@ pub struct SweepArgs {
     pub sweep_bucket_replicas: usize,
     /// Age after which a claim not marked done is taken over, ms. Default: the
     /// scenario's execution_timeout_ms plus 10 minutes.
-    #[arg(long, env = "BENCH_SWEEP_LEASE_MS")]
+    #[arg(long, env = "BENCH_SWEEP_CLAIM_LEASE_MS")]
     pub claim_lease_ms: Option<u64>,
     #[command(flatten)]
     pub clickhouse: ClickHouseArgs,

@@ -17,7 +17,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use schemas::{sha256_hex, Hash256, Payload, RunConfig, RunSequencer};
+use schemas::{sha256_hex, Hash256, Payload, RunConfig, RunSequencer, SweepRef};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -517,6 +517,7 @@ impl Worker<'_> {
                 label: &label,
                 task_id: plan.trial_task(trial),
                 seed: plan.seed(),
+                trial: Some(trial),
             };
             self.run_job(job, claim, Some(values)).await?;
         }
@@ -577,6 +578,7 @@ impl Worker<'_> {
             label: &arm.label,
             task_id: &configuration.task_id,
             seed: configuration.seed,
+            trial: None,
         };
         self.run_job(job, claim, None).await
     }
@@ -614,6 +616,11 @@ impl Worker<'_> {
             sandbox: self.config.sandbox,
             out_dir: self.config.out_dir.as_deref(),
             publisher: Some(self.handle.clone()),
+            sweep: Some(SweepRef {
+                name: plan.sweep.name.clone(),
+                key: job.key.to_owned(),
+                trial: job.trial,
+            }),
         };
         let summary = match agent::execute(spec, policy, self.stop.clone()).await {
             Ok(summary) => summary,
@@ -649,6 +656,8 @@ struct Job<'a> {
     task_id: &'a str,
     /// The run's seed.
     seed: u64,
+    /// The bayes trial, numbered from 0; `None` for a grid configuration.
+    trial: Option<u64>,
 }
 
 /// A new `optimizer_update` stream: `task_id = sweep:<name>`, this worker's host.

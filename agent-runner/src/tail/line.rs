@@ -20,12 +20,23 @@ pub fn render(subject: &str, payload: &[u8]) -> String {
     let data = event.get("data").unwrap_or(&Value::Null);
     let at = |path: &str| show(data.pointer(path));
     let summary = match event_type {
-        "run_start" => format!(
-            "model {} strategy {} scenario {}",
-            at("/config/model"),
-            at("/config/strategy"),
-            at("/scenario/name")
-        ),
+        // The config is flattened into `data`: `model`, not `config/model`.
+        "run_start" => {
+            let sweep = match data.get("sweep") {
+                Some(sweep) if !sweep.is_null() => format!(
+                    " sweep {} trial {}",
+                    show(sweep.get("name")),
+                    show(sweep.get("trial"))
+                ),
+                _ => String::new(),
+            };
+            format!(
+                "model {} strategy {} scenario {}{sweep}",
+                at("/model"),
+                at("/strategy"),
+                at("/scenario/name")
+            )
+        }
         "run_stop" => format!(
             "{} {} score {} tests {} passed {} failed turns {} tokens {} cost {}",
             match data.get("success").and_then(Value::as_bool) {
@@ -129,6 +140,29 @@ mod tests {
             line,
             "2026-01-02T03:04:05.678Z run_stop         run r1 #9 task t policy p  \
              solved submitted score 1.0 tests 3 passed 0 failed turns 4 tokens 10 cost -"
+        );
+    }
+
+    #[test]
+    fn a_run_start_shows_its_model_strategy_and_sweep() {
+        let start = |sweep: Value| {
+            let event = serde_json::json!({
+                "ts": "t", "run_id": "r1", "seq": 0, "task_id": "t", "policy_id": "p",
+                "type": "run_start",
+                "data": {"model": "m", "strategy": "raw", "scenario": {"name": "s"},
+                         "sweep": sweep}
+            });
+            render("bench.events.r1.run_start", event.to_string().as_bytes())
+        };
+        assert!(
+            start(Value::Null).ends_with("  model m strategy raw scenario s"),
+            "{}",
+            start(Value::Null)
+        );
+        let trial = start(serde_json::json!({"name": "w", "key": "w.trial.0", "trial": 0}));
+        assert!(
+            trial.ends_with("  model m strategy raw scenario s sweep w trial 0"),
+            "{trial}"
         );
     }
 

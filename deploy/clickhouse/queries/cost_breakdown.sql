@@ -2,9 +2,12 @@
 -- calls (agent = 'summarizer') and retries, with each part's share of the total.
 --
 -- A retry is a call whose answer was not used (status timeout, api_error or
--- parse_failure) and so had to be made again: its spend bought nothing. Costs are the
--- known ones; unpriced_calls counts calls whose price is unknown (cost_usd NULL, see
--- pricing_audit), which are left out of every sum.
+-- parse_failure) and so had to be made again: its spend bought nothing. unpriced_calls
+-- counts the calls whose cost is unknown (cost_usd NULL: no price, or no tokens reported,
+-- as for a call that got no answer; see pricing_audit). A part with such a call has an
+-- unknown cost (NULL), never the smaller sum of its known calls, and so has the total;
+-- a part without calls cost 0. A share is NULL when its part or the total is unknown,
+-- or the total is 0.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
 -- param policy String = '': only this policy_id; empty = every policy
@@ -12,14 +15,20 @@ SELECT
     policy_id,
     count() AS calls,
     countIf(isNull(cost_usd)) AS unpriced_calls,
-    round(sum(known_cost), 6) AS total_cost_usd,
-    round(sumIf(known_cost, kind = 'agent'), 6) AS agent_cost_usd,
-    round(sumIf(known_cost, kind = 'summariser'), 6) AS summariser_cost_usd,
-    round(sumIf(known_cost, kind = 'retry'), 6) AS retry_cost_usd,
-    round(sumIf(known_cost, kind = 'agent') / greatest(sum(known_cost), 1e-12), 4) AS agent_share,
-    round(sumIf(known_cost, kind = 'summariser') / greatest(sum(known_cost), 1e-12), 4)
+    if(unpriced_calls > 0, NULL, round(sum(known_cost), 6)) AS total_cost_usd,
+    if(countIf(kind = 'agent' AND isNull(cost_usd)) > 0, NULL,
+        round(sumIf(known_cost, kind = 'agent'), 6)) AS agent_cost_usd,
+    if(countIf(kind = 'summariser' AND isNull(cost_usd)) > 0, NULL,
+        round(sumIf(known_cost, kind = 'summariser'), 6)) AS summariser_cost_usd,
+    if(countIf(kind = 'retry' AND isNull(cost_usd)) > 0, NULL,
+        round(sumIf(known_cost, kind = 'retry'), 6)) AS retry_cost_usd,
+    if(isNull(agent_cost_usd) OR ifNull(total_cost_usd, 0) = 0, NULL,
+        round(assumeNotNull(agent_cost_usd) / assumeNotNull(total_cost_usd), 4)) AS agent_share,
+    if(isNull(summariser_cost_usd) OR ifNull(total_cost_usd, 0) = 0, NULL,
+        round(assumeNotNull(summariser_cost_usd) / assumeNotNull(total_cost_usd), 4))
         AS summariser_share,
-    round(sumIf(known_cost, kind = 'retry') / greatest(sum(known_cost), 1e-12), 4) AS retry_share
+    if(isNull(retry_cost_usd) OR ifNull(total_cost_usd, 0) = 0, NULL,
+        round(assumeNotNull(retry_cost_usd) / assumeNotNull(total_cost_usd), 4)) AS retry_share
 FROM
 (
     SELECT

@@ -1,8 +1,17 @@
--- Leaderboard: one row per policy (policy_id, model, strategy), best success rate first.
+-- Leaderboard: one row per policy (policy_id, model, strategy), best success rate first;
+-- with by = 'cfg', one row per policy and run config (cfg_hash, NULL otherwise), so runs
+-- of one model:strategy under different temperatures, windows, endpoints or task mixes
+-- are not merged.
 --
--- runs = runs started; finished = runs with a run_stop; judged = finished runs whose
--- success is known (NULL success: a submission nobody judged, e.g. an imported
--- trajectory); success_rate = successes / judged, NULL when none is. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
+-- runs = runs started; finished = runs with a run_stop; infra_failures = finished runs
+-- that are infrastructure failures, no result of the policy (success NULL and exit_status
+-- exit_api or exit_environment: the provider never answered, or the sandbox could not be
+-- set up; agent-runner/README.md, "Infrastructure failures are not results"); judged =
+-- finished runs whose success is known (NULL success: a submission nobody judged, e.g.
+-- an imported trajectory, or an infrastructure failure); success_rate = successes /
+-- judged, NULL when none is. solved_per_usd = tasks solved per dollar over the judged
+-- runs whose cost is known (successes among them / their summed cost), NULL when there is
+-- none or they cost nothing. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
 -- NULL when none is. avg_turns averages the finished runs whose turns are known (NULL
 -- turns: an exec agent's run, whose turns nobody counted, or a Smith run_stop), NULL when
 -- none is, never counting unknown turns as 0. avg_wall_time_s averages finished runs (NULL
@@ -22,15 +31,24 @@
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
 -- param policy String = '': only this policy_id; empty = every policy
+-- param by String = 'policy': 'cfg' splits each policy by cfg_hash; anything else does not
 SELECT
     policy_id,
+    nullIf(cfg_key, '') AS cfg_hash,
     model,
     strategy,
     count() AS runs,
     sum(stopped) AS finished,
+    countIf(stopped = 1 AND isNull(succeeded)
+        AND ifNull(run_exit IN ('exit_api', 'exit_environment'), 0)) AS infra_failures,
     countIf(stopped = 1 AND isNotNull(succeeded)) AS judged,
     countIf(stopped = 1 AND succeeded = 1) AS successes,
     if(judged = 0, NULL, round(successes / judged, 4)) AS success_rate,
+    if(sumIf(assumeNotNull(run_cost), stopped = 1 AND isNotNull(succeeded)
+            AND isNotNull(run_cost)) = 0, NULL,
+        round(countIf(stopped = 1 AND succeeded = 1 AND isNotNull(run_cost))
+            / sumIf(assumeNotNull(run_cost), stopped = 1 AND isNotNull(succeeded)
+                AND isNotNull(run_cost)), 4)) AS solved_per_usd,
     countIf(stopped = 1 AND isNotNull(run_cost)) AS priced_runs,
     if(priced_runs = 0, NULL,
         round(sumIf(assumeNotNull(run_cost), stopped = 1 AND isNotNull(run_cost)) / priced_runs, 6))
@@ -49,8 +67,8 @@ SELECT
         AS avg_wall_time_s
 FROM
 (
-    SELECT policy_id, model, strategy,
-        stopped, succeeded, run_cost, run_turns, run_api_calls, run_wall_ms,
+    SELECT policy_id, cfg_key, model, strategy,
+        stopped, succeeded, run_exit, run_cost, run_turns, run_api_calls, run_wall_ms,
         call_input, call_cached, call_output, call_reasoning,
         -- Every call's counts known, and (once finished) its calls add up to the run's
         -- total: a run whose calls are not in the stream (an imported trajectory, a Smith
@@ -59,18 +77,21 @@ FROM
             OR ifNull(toFloat64(run_total) = call_input + call_output, 0))) AS tokens_known
     FROM
     (
-        SELECT run_id, policy_id, model, strategy,
-            stopped, succeeded, run_cost, run_turns, run_api_calls, run_wall_ms, run_total
+        SELECT run_id, policy_id, cfg_key, model, strategy,
+            stopped, succeeded, run_exit, run_cost, run_turns, run_api_calls, run_wall_ms,
+            run_total
         FROM
         (
-            SELECT run_id, policy_id, model, strategy
+            SELECT run_id, policy_id, if({by:String} = 'cfg', cfg_hash, '') AS cfg_key,
+                model, strategy
             FROM run_starts FINAL
             WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
                 AND ({policy:String} = '' OR policy_id = {policy:String})
         ) AS started
         ANY LEFT JOIN
         (
-            SELECT run_id, toUInt8(1) AS stopped, success AS succeeded, cost_usd AS run_cost,
+            SELECT run_id, toUInt8(1) AS stopped, success AS succeeded,
+                exit_status AS run_exit, cost_usd AS run_cost,
                 turns AS run_turns, api_calls AS run_api_calls, wall_time_ms AS run_wall_ms,
                 total_tokens AS run_total
             FROM run_stops FINAL
@@ -90,5 +111,5 @@ FROM
         GROUP BY run_id
     ) AS run_tokens USING run_id
 ) AS runs_with_tokens
-GROUP BY policy_id, model, strategy
-ORDER BY success_rate DESC, avg_cost_usd ASC, policy_id
+GROUP BY policy_id, cfg_key, model, strategy
+ORDER BY success_rate DESC, avg_cost_usd ASC, policy_id, cfg_key

@@ -24,8 +24,13 @@ pub struct QueryArgs {
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, String)>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(long, env = "BENCH_QUERY_FORMAT", value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// `leaderboard` only: `cfg` gives one row per policy and run config (cfg_hash), so
+    /// runs of one model:strategy under different settings are not merged. The same as
+    /// `--param by=cfg`.
+    #[arg(long, env = "BENCH_QUERY_BY", value_enum)]
+    pub by: Option<GroupBy>,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ClickHouseConnectionArgs,
@@ -35,20 +40,39 @@ pub struct QueryArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReportArgs {
     /// Where to write the HTML page.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, env = "BENCH_REPORT_OUT", value_name = "FILE")]
     pub out: PathBuf,
     /// Only runs started at or after this time: `YYYY-MM-DD[ HH:MM:SS]` (UTC) or RFC 3339.
-    #[arg(long)]
+    #[arg(long, env = "BENCH_REPORT_SINCE")]
     pub since: Option<String>,
     /// Only runs started before this time (same forms as --since).
-    #[arg(long)]
+    #[arg(long, env = "BENCH_REPORT_UNTIL")]
     pub until: Option<String>,
-    /// Only this policy_id.
-    #[arg(long)]
+    /// Only this policy_id; one no stored run has is an error (exit 2).
+    #[arg(long, env = "BENCH_REPORT_POLICY")]
     pub policy: Option<String>,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ClickHouseConnectionArgs,
+}
+
+/// What `--by` splits the leaderboard by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroupBy {
+    /// One row per policy (the default).
+    Policy,
+    /// One row per policy and run config (cfg_hash).
+    Cfg,
+}
+
+impl GroupBy {
+    /// The value of the query's `by` parameter.
+    fn param(self) -> &'static str {
+        match self {
+            GroupBy::Policy => "policy",
+            GroupBy::Cfg => "cfg",
+        }
+    }
 }
 
 /// Why a subcommand failed.
@@ -83,6 +107,7 @@ impl CommandError {
                         | QueryError::UnknownParam { .. }
                         | QueryError::MissingParam { .. }
                         | QueryError::InvalidParam { .. }
+                        | QueryError::UnknownPolicy { .. }
                 )
         )
     }
@@ -94,7 +119,9 @@ pub async fn query(args: QueryArgs) -> Result<String, CommandError> {
         return Ok(catalog());
     }
     let query = Query::find(&args.name)?;
-    let values: ParamValues = args.params.into_iter().collect();
+    let by = args.by.map(|by| ("by".to_owned(), by.param().to_owned()));
+    // A query without a `by` parameter refuses `--by` as it refuses `--param by=...`.
+    let values: ParamValues = args.params.into_iter().chain(by).collect();
     query.render(&values)?; // Bad parameters are reported before connecting.
     let client = args.connection.load()?.client();
     Ok(query.run(&client, &values).await?.render(args.format))

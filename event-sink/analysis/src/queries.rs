@@ -58,6 +58,9 @@ pub enum QueryError {
         ty: ParamType,
         reason: String,
     },
+    /// `--policy` names a policy no stored run has (in any time range).
+    #[error("no stored run has policy {policy:?}; `bench-analysis query leaderboard` lists them")]
+    UnknownPolicy { policy: String },
     /// A `.sql` file that breaks the conventions above (caught by the unit tests).
     #[error("query {query} is malformed: {reason}")]
     Malformed { query: &'static str, reason: String },

@@ -114,6 +114,22 @@ pub async fn generate_report(
             base.insert(name.to_owned(), value.clone());
         }
     }
+    if let Some(policy) = &options.policy {
+        // A misspelt policy would give an empty page that looks like "no runs yet".
+        let any_time: ParamValues = [("policy".to_owned(), policy.clone())]
+            .into_iter()
+            .collect();
+        if Query::find("runs")?
+            .run(client, &any_time)
+            .await?
+            .rows
+            .is_empty()
+        {
+            return Err(QueryError::UnknownPolicy {
+                policy: policy.clone(),
+            });
+        }
+    }
     let runs = Query::find("runs")?.run(client, &base).await?;
     let latest_start = (0..runs.rows.len())
         .filter_map(|row| runs.number(row, "started_ms"))
@@ -591,8 +607,10 @@ svg .timeouts { fill: #d62728; font-size: 11px; font-weight: 600; }
   border-radius: 4px; }
 .unplaced ul { margin: 4px 0 0; padding-left: 18px; }
 .unplaced .name, .pareto-side .name { font-family: ui-monospace, monospace; }
-table.instances th[data-policy] { white-space: normal; overflow-wrap: anywhere; min-width: 90px;
-  max-width: 130px; vertical-align: bottom; font-weight: 500; font-size: 11px; }
+table.instances { width: 100%; table-layout: fixed; }
+table.instances th, table.instances td { white-space: normal; overflow-wrap: anywhere; }
+table.instances thead th:first-child { width: 16%; }
+table.instances th[data-policy] { vertical-align: bottom; font-weight: 500; font-size: 11px; }
 table.instances tbody th, table.instances tfoot th { text-align: left; position: sticky; left: 0;
   background: #fafafa; }
 table.instances td { text-align: center; }
@@ -653,6 +671,12 @@ const SCRIPT: &str = r#"<script>
     var off = boxes.filter(function (b) { return !b.checked; }).map(function (b) { return b.value; });
     document.querySelectorAll('[data-policy]').forEach(function (e) {
       e.style.display = off.indexOf(e.dataset.policy) >= 0 ? 'none' : '';
+    });
+    // A task none of the shown policies ran is no row of the per-instance table.
+    document.querySelectorAll('table.instances tbody tr').forEach(function (tr) {
+      tr.style.display = Array.prototype.some.call(tr.querySelectorAll('td'), function (td) {
+        return td.style.display !== 'none' && !td.classList.contains('not-run');
+      }) ? '' : 'none';
     });
     document.querySelectorAll('svg.pareto').forEach(frontier);
     document.querySelectorAll('.unplaced').forEach(function (box) {

@@ -24,6 +24,22 @@ pub struct RunStart {
     /// absent for runs imported from elsewhere (unknown).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxInfo>,
+    /// The sweep the run belongs to; absent for a run outside any sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Box<SweepRef>>,
+}
+
+/// The sweep a run belongs to, and which of its jobs the run is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SweepRef {
+    /// The sweep's name (`[sweep] name` of its file).
+    pub name: String,
+    /// The claim key of the run's job: `<sweep>.trial.<n>` for a bayes trial, the
+    /// configuration × task × seed key for a grid sweep.
+    pub key: String,
+    /// The bayes trial the run is, numbered from 0 as claims and logs number them; null
+    /// for a grid sweep, whose jobs are configurations, not trials.
+    pub trial: Option<u64>,
 }
 
 /// The isolation a run's processes had: part of `env_hash`, so results from differently
@@ -75,7 +91,9 @@ pub struct RunStop {
     /// Whether the run solved the task: it submitted and the judge accepted the
     /// submission. False when it ended without a submission (it did not solve the task
     /// within its run); null when a submission was never judged (e.g. an imported
-    /// trajectory nobody judged).
+    /// trajectory nobody judged), and for an infrastructure failure, which is no result:
+    /// the sandbox could not be set up (`exit_environment`), or the provider failed
+    /// (`exit_api`) before answering any model call with a usable completion.
     pub success: Option<bool>,
     /// Score in 0..1 (fraction of judge tests passing); null when no judge ran.
     pub final_score: Option<f64>,
@@ -114,7 +132,9 @@ pub struct RunStop {
     pub cost_usd: Option<f64>,
     /// Model calls of the run (a call with retries counts once).
     pub api_calls: u32,
-    /// Agent turns taken; null (or absent) when nobody counted them: an `exec` agent's
+    /// Agent turns taken: turns whose model call got no completion do not count (the
+    /// agent did not act), so a run the provider never answered took 0. Null (or absent)
+    /// when nobody counted them: an `exec` agent's
     /// run (the runner sees the agent's events, not its turns) unless the agent ends the
     /// run with its own `run_stop` that says how many it took.
     pub turns: Option<u32>,

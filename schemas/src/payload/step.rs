@@ -16,12 +16,13 @@ pub struct Step {
     /// Whether `content` was cut to its limit; absent means false.
     #[serde(default, skip_serializing_if = "is_false")]
     pub content_truncated: bool,
-    /// Prompt tokens of the model calls of this step (0 when it made none); a call whose
-    /// tokens are unknown adds none (its `deliberation` has them null).
-    pub tokens_in: u64,
-    /// Completion tokens of the model calls of this step (0 when it made none); a call
-    /// whose tokens are unknown adds none, as for `tokens_in`.
-    pub tokens_out: u64,
+    /// Prompt tokens of the model calls this step made. The calls of a turn are on its
+    /// first step: its `reason` step, or its first `act` step when the model wrote no
+    /// text. Null when the step made no model call, or when the tokens of one of its calls
+    /// are unknown (its `deliberation` has them null): never a made-up 0 or a partial sum.
+    pub tokens_in: Option<u64>,
+    /// Completion tokens of the model calls this step made; null as for `tokens_in`.
+    pub tokens_out: Option<u64>,
     /// Wall time of the step, ms (0 when not measured separately).
     pub wall_time_ms: u64,
     /// Index of the plan item this step executes; null when unplanned.

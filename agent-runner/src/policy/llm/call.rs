@@ -1,7 +1,8 @@
 //! One model call, retries included, and the `deliberation` event that reports it:
 //! status, latency, tokens, retries, pricing, raw output head. The caller (the agent turn
-//! or the summariser) then adds what it parsed from the reply (actions, summary,
-//! confidence) and may downgrade the status to `parse_failure`.
+//! or the summariser) then adds what it parsed from the reply (actions, summary) and may
+//! downgrade the status to `parse_failure`. `confidence` stays null: a chat completion
+//! states none.
 //!
 //! A call that got no completion (timeout, HTTP error, unreadable reply), or whose reply
 //! reported no usage, has unknown tokens: its token counts are null, and so is its cost

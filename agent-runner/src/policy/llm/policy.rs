@@ -246,6 +246,7 @@ impl LlmPolicy {
                 }
                 return Ok(Decision {
                     context_kb,
+                    unanswered: true,
                     ..Decision::default()
                 });
             }
@@ -266,13 +267,8 @@ impl LlmPolicy {
                 described.join("; ")
             }),
         );
-        let proposed = parsed.requests.len() + parsed.failures.len();
-        // Share of the proposed calls that parsed: what the runner can vouch for.
-        deliberation.confidence = Some(if proposed == 0 {
-            0.0
-        } else {
-            parsed.requests.len() as f64 / proposed as f64
-        });
+        // `confidence` stays null: a chat completion states no confidence, and the share of
+        // calls that parsed is not the model's.
         let failure = format_failure(&parsed);
         if let Some(error) = &failure {
             deliberation.status = DeliberationStatus::ParseFailure;
@@ -290,6 +286,7 @@ impl LlmPolicy {
             actions: parsed.requests,
             context_kb,
             planned_step: None,
+            unanswered: false,
         })
     }
 

@@ -97,6 +97,51 @@ async fn the_event_sink_alias_writes_the_same_report() {
     assert_eq!(pages[0], pages[1]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_of_a_policy_nobody_ran_is_a_usage_error_not_an_empty_page() {
+    let (server, _client) = seeded_clickhouse().await;
+    let url = server.http_url();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("report.html");
+    let done = run_to_exit(
+        analysis()
+            .args(["report", "--policy", "nosuch", "--out"])
+            .arg(&out)
+            .args(["--clickhouse-url", &url, "--clickhouse-database", DATABASE]),
+    );
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("nosuch"), "{stderr}");
+    assert!(!out.exists(), "no page written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_cfg_splits_the_leaderboard_from_the_flag_or_its_variable() {
+    let (server, _client) = seeded_clickhouse().await;
+    let url = server.http_url();
+    let connection = ["--clickhouse-url", &url, "--clickhouse-database", DATABASE];
+    let policy = ["--param", "policy=openai/gpt-4o-mini:observation_masking"];
+    let rows = |out: &std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).lines().count() - 1
+    };
+    let query = || {
+        let mut command = analysis();
+        command
+            .args(["query", "leaderboard", "--format", "csv"])
+            .args(policy)
+            .args(connection);
+        command
+    };
+    assert_eq!(rows(&run_to_exit(&mut query())), 1);
+    assert_eq!(rows(&run_to_exit(query().args(["--by", "cfg"]))), 2);
+    assert_eq!(rows(&run_to_exit(query().env("BENCH_QUERY_BY", "cfg"))), 2);
+}
+
 #[test]
 fn invalid_query_parameters_are_usage_errors_through_the_alias_too() {
     let nowhere = format!("http://127.0.0.1:{}", free_port());

@@ -13,10 +13,14 @@
 //!   Distributed tables.
 //! - [`report`]: the HTML report renders in headless Chromium with its charts, over the
 //!   hand-made dataset and over the 17-policy sweep (`fixtures/sweep/`, used only here).
+//! - [`provenance`]: `deploy/clickhouse/PROVENANCE.md`, where every column's value comes
+//!   from and what it holds when nobody measured it, generated from the migrations and
+//!   the JSON Schema.
 //! - [`cli`]: the `bench-analysis` binary, and `event-sink query` / `report` giving the
 //!   same answers through it.
 
 mod cli;
+mod provenance;
 mod queries;
 mod report;
 

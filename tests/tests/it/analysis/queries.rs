@@ -51,13 +51,13 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         server
             .query("SELECT count() FROM benchstream.run_stops")
             .trim(),
-        "10"
+        "11"
     );
     assert_eq!(
         server
             .query("SELECT count() FROM benchstream.run_stops FINAL")
             .trim(),
-        "9"
+        "10"
     );
     let answers = answers(&client, &fixtures_dir()).await;
 
@@ -122,6 +122,28 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         Some(B),
         "best success rate first"
     );
+    let d = row(board, "policy_id", D);
+    assert_eq!(
+        (
+            board.get(d, "finished"),
+            board.get(d, "infra_failures"),
+            board.get(d, "judged"),
+            board.get(d, "success_rate")
+        ),
+        (Some("2"), Some("1"), Some("1"), Some("0")),
+        "d2's provider never answered: counted apart, not as a failure of the policy"
+    );
+    assert!(
+        close(board.number(a, "solved_per_usd"), 133.3333),
+        "2 tasks solved by the judged priced runs of A, which cost $0.015"
+    );
+    assert_eq!(board.get(d, "solved_per_usd"), Some("0"));
+    assert_eq!(
+        board.get(c, "solved_per_usd"),
+        None,
+        "no cost known: unknown, not infinite or 0"
+    );
+    assert_eq!(board.get(a, "cfg_hash"), None, "not split by config");
 
     let instances = answer(&answers, "instances");
     assert_eq!(
@@ -145,25 +167,49 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     assert!(close(costs.number(b, "agent_cost_usd"), 0.077));
     assert!(close(costs.number(b, "summariser_cost_usd"), 0.017));
     assert!(close(costs.number(b, "retry_cost_usd"), 0.02));
+    let c = row(costs, "policy_id", C);
     assert_eq!(
-        costs.get(row(costs, "policy_id", C), "unpriced_calls"),
-        Some("4")
+        (
+            costs.get(c, "unpriced_calls"),
+            costs.get(c, "total_cost_usd"),
+            costs.get(c, "agent_share")
+        ),
+        (Some("4"), None, None),
+        "no call priced: the cost and its shares are unknown, not $0 and 0"
+    );
+    let d = row(costs, "policy_id", D);
+    assert_eq!(
+        (
+            costs.get(d, "agent_cost_usd"),
+            costs.get(d, "retry_cost_usd"),
+            costs.get(d, "total_cost_usd")
+        ),
+        (Some("0.03"), None, None),
+        "d2's unanswered calls cost an unknown amount: the retries and the total are unknown"
     );
 
     let latency = answer(&answers, "deliberation_latency");
     let gpt4o = row(latency, "model", "gpt-4o");
-    assert_eq!(latency.get(gpt4o, "calls"), Some("11"));
+    assert_eq!(latency.get(gpt4o, "calls"), Some("13"));
     assert_eq!(
         latency.get(gpt4o, "timeouts"),
-        Some("2"),
+        Some("4"),
         "timeouts counted"
     );
-    assert_eq!(latency.get(gpt4o, "p50_ms"), Some("2200"));
+    assert_eq!(latency.get(gpt4o, "p50_ms"), Some("2500"));
     assert_eq!(latency.get(gpt4o, "p99_ms"), Some("60000"));
 
     let audit = answer(&answers, "pricing_audit");
-    assert_eq!(audit.rows.len(), 4, "every unpriced call listed once");
-    assert!((0..4).all(|r| audit.get(r, "policy_id") == Some(C)));
+    let of = |policy| {
+        (0..audit.rows.len())
+            .filter(|&r| audit.get(r, "policy_id") == Some(policy))
+            .count()
+    };
+    assert_eq!(
+        (audit.rows.len(), of(C), of(D)),
+        (6, 4, 2),
+        "every unpriced call listed once: C's, and d2's unanswered ones"
+    );
 
     let lost = answer(&answers, "lost_events");
     assert_eq!(lost.rows.len(), 2);
@@ -194,9 +240,36 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     );
     let stop = row(timeline, "seq", "10");
     assert_eq!(
-        timeline.get(stop, "tokens_in"),
-        None,
-        "so does the run's total"
+        (
+            timeline.get(stop, "tokens_in"),
+            timeline.get(stop, "total_tokens")
+        ),
+        (None, None),
+        "so does the run's total, in its own column"
+    );
+    assert_eq!(
+        timeline.get(stop, "message"),
+        Some("3 unparseable model replies in a row; last: no tool call in the reply"),
+        "why the run stopped"
+    );
+    let start = row(timeline, "seq", "0");
+    assert_eq!(
+        (
+            timeline.get(start, "tokens_in"),
+            timeline.get(start, "latency_ms")
+        ),
+        (None, None),
+        "a run_start has no tokens or latency: NULL, not 0"
+    );
+    let failure = (0..timeline.rows.len())
+        .find(|&r| timeline.get(r, "type") == Some("failure"))
+        .expect("c1's failure");
+    assert_eq!(
+        (
+            timeline.get(failure, "tokens_in"),
+            timeline.get(failure, "latency_ms")
+        ),
+        (None, None)
     );
 
     let tools = answer(&answers, "tool_errors");
@@ -210,7 +283,7 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     assert!((0..pareto.rows.len()).all(|r| pareto.get(r, "policy_id") != Some(C)));
 
     let runs = answer(&answers, "runs");
-    assert_eq!(runs.rows.len(), 10);
+    assert_eq!(runs.rows.len(), 11);
     let a4 = row(runs, "run_id", "a4000000-0000-4000-8000-000000000000");
     assert_eq!(
         (runs.get(a4, "success"), runs.get(a4, "cost_usd")),
@@ -318,6 +391,30 @@ async fn filters_narrow_every_run_scoped_query() {
         .await
         .expect("runs");
     assert!(none.rows.is_empty());
+}
+
+/// `by=cfg` gives one row per policy and run config: a3 ran policy A under another config.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaderboard_by_cfg_splits_a_policy_by_its_run_configs() {
+    let (_server, client) = seeded_clickhouse().await;
+    let params = [
+        ("policy".to_owned(), A.to_owned()),
+        ("by".to_owned(), "cfg".to_owned()),
+    ]
+    .into_iter()
+    .collect();
+    let board = Query::find("leaderboard")
+        .expect("shipped")
+        .run(&client, &params)
+        .await
+        .expect("runs");
+    let split: Vec<(Option<&str>, Option<&str>)> = (0..board.rows.len())
+        .map(|r| (board.get(r, "cfg_hash"), board.get(r, "runs")))
+        .collect();
+    let (c, f) = ("c".repeat(64), "f".repeat(64));
+    assert_eq!(split.len(), 2, "{split:?}");
+    assert!(split.contains(&(Some(c.as_str()), Some("3"))), "{split:?}");
+    assert!(split.contains(&(Some(f.as_str()), Some("1"))), "{split:?}");
 }
 
 /// A sweep optimizer publishes `optimizer_update` events under its own run id, with no

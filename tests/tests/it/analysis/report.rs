@@ -61,6 +61,29 @@ async fn report_renders_with_its_charts_in_headless_chromium() {
     assert!(dom.contains("id=\"table-lost_events\""));
     assert!(dom.contains("id=\"window\""), "time-range filter");
     assert!(dom.contains("class=\"policy\""), "policy filter");
+
+    // With one policy ticked, the per-instance table keeps only the tasks it ran (each
+    // task of this dataset is one policy's).
+    let kept = "openai/gpt-4o-mini:observation_masking";
+    let untick = format!(
+        "<script>document.querySelectorAll('input.policy').forEach(function (b) {{\
+         if (b.value !== '{kept}') {{ b.checked = false; \
+         b.dispatchEvent(new Event('change')); }} }});</script></body>"
+    );
+    let dom = render_in_chromium(&page.replace("</body>", &untick), "report-one-policy");
+    let instances = element(&dom, "id=\"table-instances-all\"", "</tbody>");
+    let shown: Vec<&str> = instances
+        .split("<tr")
+        .skip(2)
+        .filter(|row| {
+            !row.split('>')
+                .next()
+                .unwrap_or_default()
+                .contains("display: none")
+        })
+        .filter_map(|row| row.split("<th>").nth(1)?.split('<').next())
+        .collect();
+    assert_eq!(shown, ["task-a1", "task-a2", "task-a3", "task-a4"]);
 }
 
 /// Writes `page` to `target/tmp/analysis-report/<name>.html`, checks Chromium renders it
@@ -258,6 +281,15 @@ async fn sweep_report_shows_instances_unplaced_policies_log_costs_and_latency_pe
             "{row}"
         );
     }
+    // Every policy's column of the per-instance table fits the page: none is cut off.
+    let measure = "<script>var t = document.getElementById('table-instances-all'); \
+         document.body.setAttribute('data-instances-fit', \
+         String(t.scrollWidth <= t.parentNode.clientWidth));</script></body>";
+    let dom = render_in_chromium(&page.replace("</body>", measure), "sweep-instances");
+    assert!(
+        dom.contains("data-instances-fit=\"true\""),
+        "the per-instance table is wider than the page"
+    );
 
     // --policy narrows every chart, latency included.
     let one = generate_report(

@@ -272,6 +272,14 @@ async fn two_workers_share_a_bayes_sweep_and_a_dead_workers_trial_is_rerun() {
         "8",
     )
     .await;
+    // Each run says which sweep and trial it is, numbered from 0 as the claims are.
+    sink.wait_for(
+        "SELECT groupUniqArray(sweep_name), arraySort(groupArray(sweep_trial)), \
+         countIf(sweep_key = concat(sweep_name, '.trial.', toString(sweep_trial))) \
+         FROM benchstream.run_starts FINAL",
+        "['fleet-bayes-strategies']\t[0,1,2,3,4,5,6,7]\t8",
+    )
+    .await;
     assert_eq!(
         query(
             &sink.clickhouse,

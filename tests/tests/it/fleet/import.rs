@@ -83,27 +83,30 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
         "['find_file','open','edit','edit','python','submit']"
     );
 
-    // The same trajectory as SWE-agent writes it when it kept no totals: tokens and cost
+    // The same trajectory as SWE-agent writes it when it kept no totals (null), and when
+    // it had no price and counted nothing (0 after its 6 model calls): tokens and cost
     // are unknown, not 0.
-    let mut traj: serde_json::Value = serde_json::from_slice(&bytes).expect("trajectory");
-    for total in ["tokens_sent", "tokens_received", "instance_cost"] {
-        traj["info"]["model_stats"][total] = serde_json::Value::Null;
+    for unknown in [serde_json::Value::Null, serde_json::Value::from(0)] {
+        let mut traj: serde_json::Value = serde_json::from_slice(&bytes).expect("trajectory");
+        for total in ["tokens_sent", "tokens_received", "instance_cost"] {
+            traj["info"]["model_stats"][total] = unknown.clone();
+        }
+        let untotalled = tempfile::tempdir().expect("dir");
+        std::fs::write(
+            untotalled.path().join("django__django-11099.traj"),
+            serde_json::to_vec(&traj).expect("json"),
+        )
+        .expect("write trajectory");
+        let third = import::import_dir(untotalled.path(), "importer", Destination::Publish(&setup))
+            .await
+            .expect("import");
+        assert_eq!((third.files, third.events), (1, 27));
     }
-    let untotalled = tempfile::tempdir().expect("dir");
-    std::fs::write(
-        untotalled.path().join("django__django-11099.traj"),
-        serde_json::to_vec(&traj).expect("json"),
-    )
-    .expect("write trajectory");
-    let third = import::import_dir(untotalled.path(), "importer", Destination::Publish(&setup))
-        .await
-        .expect("import");
-    assert_eq!((third.files, third.events), (1, 27));
     sink.wait_for(
         "SELECT count(), countIf(isNull(total_tokens)), countIf(isNull(cost_usd)), \
          countIf(isNull(success)) FROM benchstream.run_stops FINAL \
          WHERE task_id = 'django__django-11099' FORMAT TSV",
-        "2\t1\t1\t2",
+        "3\t2\t2\t3",
     )
     .await;
     sink.stop().await;

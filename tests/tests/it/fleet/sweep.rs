@@ -60,20 +60,39 @@ async fn two_workers_split_a_sweep_without_overlap_or_gaps() {
             )
         })
         .collect();
-    let started: Vec<(String, String, u64)> = stream_messages(&nats.url(), &spec)
+    let starts: Vec<_> = stream_messages(&nats.url(), &spec)
         .await
         .into_iter()
-        .filter(|m| matches!(m.event.payload, Payload::RunStart(_)))
-        .map(|m| {
+        .filter_map(|m| match &m.event.payload {
+            Payload::RunStart(start) => Some((m.event.clone(), start.clone())),
+            _ => None,
+        })
+        .collect();
+    let started: Vec<(String, String, u64)> = starts
+        .iter()
+        .map(|(event, _)| {
             (
-                m.event.cfg_hash.to_string(),
-                m.event.task_id.clone(),
-                m.event.seed,
+                event.cfg_hash.to_string(),
+                event.task_id.clone(),
+                event.seed,
             )
         })
         .collect();
     assert_eq!(started.len(), expected.len(), "one run per configuration");
     assert_eq!(started.into_iter().collect::<BTreeSet<_>>(), expected);
+    // Each run_start names its sweep and configuration; a grid sweep has no trials.
+    let keys: HashSet<String> = starts
+        .iter()
+        .map(|(_, start)| {
+            let sweep = start.sweep.as_ref().expect("a sweep's run says so");
+            assert_eq!(
+                (sweep.name.as_str(), sweep.trial),
+                (plan.sweep.name.as_str(), None)
+            );
+            sweep.key.clone()
+        })
+        .collect();
+    assert_eq!(keys, all);
 
     // A third worker arriving late finds nothing left.
     let c_dir = tempfile::tempdir().expect("dir");

@@ -1,6 +1,7 @@
 //! The whole pipeline with a model in the loop: the shipped `llm-local` scenario, a model
 //! (the stand-in) solving a shipped task, events published to NATS, the sink storing them
-//! in ClickHouse, where the run, its deliberations and their costs can be queried.
+//! in ClickHouse, where the run, its deliberations and their costs can be queried, each
+//! step with the tokens of the calls it made.
 
 use benchstream_tests::OpenAiServer;
 use schemas::{ExitStatus, SubjectPrefix};
@@ -60,6 +61,26 @@ async fn model_solves_a_shipped_task_and_its_events_land_in_clickhouse() {
              WHERE run_id = '{run_id}' FORMAT TSV"
         ),
         "1\tsubmitted\t4",
+    )
+    .await;
+    // The model wrote no text, so each turn's call is on its act step; the steps that
+    // made no call have NULL tokens, not a made-up 0.
+    let turn = "act\t100\t20\nobserve\t\\N\t\\N\n";
+    sink.wait_for(
+        &format!(
+            "SELECT step_type, tokens_in, tokens_out FROM benchstream.steps FINAL \
+             WHERE run_id = '{run_id}' ORDER BY seq FORMAT TSV"
+        ),
+        &format!("{}conclude\t\\N\t\\N", turn.repeat(4)),
+    )
+    .await;
+    // A chat completion states no confidence: NULL, never a made-up 1.
+    sink.wait_for(
+        &format!(
+            "SELECT count(), countIf(isNull(confidence)) FROM benchstream.deliberations FINAL \
+             WHERE run_id = '{run_id}' FORMAT TSV"
+        ),
+        "4\t4",
     )
     .await;
     sink.stop().await;

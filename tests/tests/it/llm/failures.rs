@@ -3,7 +3,8 @@
 //! errors that outlast the retries end the run with `exit_api`, and so does a provider
 //! that leaves `max_provider_failures` calls in a row unanswered, both with a `failure`
 //! rooted in the provider and calls whose tokens and cost are unknown (NULL), checked in
-//! ClickHouse; a prompt over the context window ends it with `exit_context`, whether the
+//! ClickHouse. A run whose provider never answered is an infrastructure failure (not
+//! judged, success NULL, 0 turns); one that got an answer first is a judged result; a prompt over the context window ends it with `exit_context`, whether the
 //! provider or the estimate says so.
 
 use std::time::Duration;
@@ -50,7 +51,8 @@ async fn hung_call_is_a_timeout_deliberation_and_the_run_goes_on() {
         .is_some_and(|e| e.contains("300 ms")));
     let result = &finished.summary.result;
     assert_eq!(result.success, Some(true), "{result:?}");
-    assert_eq!((result.turns, result.api_calls), (Some(5), 5));
+    // The unanswered call was no turn of the agent's.
+    assert_eq!((result.turns, result.api_calls), (Some(4), 5));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -119,8 +121,8 @@ async fn a_hanging_provider_ends_the_run_with_exit_api_after_the_limit() {
 
     let summary = run_published(fixture("raw"), llm, &nats, &sink).await;
 
-    // Three unanswered calls, one per turn, then the run ends: not after the 20 turns
-    // of max_iterations. Two turns were taken; the third call ended the run.
+    // Three unanswered calls, then the run ends: not after the 20 turns of
+    // max_iterations. The agent never got an answer, so it took no turn.
     assert_eq!(server.chat_requests().len(), 3);
     assert!(summary
         .result
@@ -133,17 +135,19 @@ async fn a_hanging_provider_ends_the_run_with_exit_api_after_the_limit() {
              WHERE run_id = '{}' FORMAT TSV",
             summary.run_id
         ),
-        "exit_api\t2\t3",
+        "exit_api\t0\t3",
     )
     .await;
     assert_provider_ended_the_run(&sink, &summary, 3).await;
     sink.stop().await;
 }
 
-/// What ClickHouse holds for a run the provider ended: `exit_api`; a run-level `failure`
-/// rooted in the provider (`stand-in` in the fixtures) after `failed_calls` failed calls
-/// in a row; calls whose cost is unknown (NULL, `pricing_source` `unknown`, never $0 from
-/// the provider's prices), so the run's cost is unknown too.
+/// What ClickHouse holds for a run the provider ended before answering any call, an
+/// infrastructure failure: `exit_api` with success, score and test counts NULL (nobody
+/// judged the untouched fixture) and 0 turns; a run-level `failure` rooted in the
+/// provider (`stand-in` in the fixtures) after `failed_calls` failed calls in a row;
+/// calls whose cost is unknown (NULL, `pricing_source` `unknown`, never $0 from the
+/// provider's prices), so the run's cost is unknown too.
 async fn assert_provider_ended_the_run(
     sink: &SinkToClickHouse,
     summary: &RunSummary,
@@ -152,10 +156,11 @@ async fn assert_provider_ended_the_run(
     let run_id = summary.run_id;
     sink.wait_for(
         &format!(
-            "SELECT exit_status, isNull(cost_usd) FROM benchstream.run_stops FINAL \
-             WHERE run_id = '{run_id}' FORMAT TSV"
+            "SELECT exit_status, isNull(cost_usd), isNull(success), isNull(final_score), \
+             isNull(tests_passed), isNull(tests_failed), turns \
+             FROM benchstream.run_stops FINAL WHERE run_id = '{run_id}' FORMAT TSV"
         ),
-        "exit_api\t1",
+        "exit_api\t1\t1\t1\t1\t1\t0",
     )
     .await;
     sink.wait_for(
@@ -177,6 +182,34 @@ async fn assert_provider_ended_the_run(
         &format!("{failed_calls}\t{failed_calls}\t['unknown']"),
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_that_fails_after_an_answered_call_ends_a_run_that_is_still_a_result() {
+    let (nats, sink) = start_pipeline().await;
+    // One answered call (the first step of the reference solution), then the provider
+    // fails for good.
+    let first = reference_replies(TASK).remove(0);
+    let server = OpenAiServer::with_replies(
+        models(),
+        std::iter::once(first).chain([500, 502, 503].map(|s| Reply::error(s, "provider down"))),
+    );
+
+    let summary = run_published(fixture("raw"), provider(&server), &nats, &sink).await;
+
+    // The agent acted on the answer, so the run is judged like any other: it did not
+    // solve the task (success 0, the judge's counts), after 1 turn.
+    sink.wait_for(
+        &format!(
+            "SELECT exit_status, success, isNotNull(tests_passed), isNotNull(final_score), \
+             turns, api_calls FROM benchstream.run_stops FINAL WHERE run_id = '{}' \
+             FORMAT TSV",
+            summary.run_id
+        ),
+        "exit_api\t0\t1\t1\t1\t2",
+    )
+    .await;
+    sink.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

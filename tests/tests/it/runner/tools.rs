@@ -81,8 +81,8 @@ async fn a_failed_command_counts_once_in_events_run_stop_and_the_query() {
     let run_id = run.run_id;
     sink.wait_for_run(run).await;
 
-    // `exit 3` (deterministic, root `tool`) and the missing file (user_error, root
-    // `path`), each with its failure.
+    // `cp` of a missing file (exits 1: deterministic, root `tool`) and the view of a
+    // missing file (user_error, root `path`), each with its failure.
     sink.wait_for(
         &format!(
             "SELECT groupArray(exit_kind) FROM (SELECT exit_kind FROM benchstream.tool_calls \
@@ -97,6 +97,17 @@ async fn a_failed_command_counts_once_in_events_run_stop_and_the_query() {
              FINAL WHERE run_id = '{run_id}' AND isNotNull(step_id) ORDER BY seq) FORMAT TSV"
         ),
         "['tool','path']",
+    )
+    .await;
+    // The command's failure carries what it printed, not an empty string.
+    sink.wait_for(
+        &format!(
+            "SELECT position(visitParamExtractString(first_failure_root, 'usage_error'), \
+             'cp: cannot stat') > 0, position(contributing_factors[1], 'cp: cannot stat') > 0, \
+             has(contributing_factors, '') FROM benchstream.failures FINAL \
+             WHERE run_id = '{run_id}' AND root_kind = 'tool' FORMAT TSV"
+        ),
+        "1\t1\t0",
     )
     .await;
     sink.wait_for(
