@@ -44,6 +44,8 @@ use nix::unistd::Pid;
 use schemas::{EnforcedLimit, SandboxInfo, SandboxLimits};
 use tokio::process::Command;
 
+use super::seccomp;
+
 /// Host directories bound read-only when they are directories, recreated as the same
 /// symlinks when they are links (merged-`/usr` systems).
 const SYSTEM_DIRS: &[&str] = &[
@@ -87,10 +89,39 @@ pub const MAX_OPEN_FILES: u64 = 1024;
 /// Extra toolchain directories to bind read-only, colon-separated.
 pub const TOOLCHAINS_ENV: &str = "BENCH_SANDBOX_TOOLCHAINS";
 
+/// The uid and gid of every sandboxed process inside its own user namespace: `nobody`,
+/// whoever started the runner. Outside, it is the runner's uid (bwrap maps one to the
+/// other), without any capability there.
+pub const SANDBOX_UID: u32 = 65534;
+
+/// Descriptors the launcher shell opens the seccomp filters on for bwrap
+/// (`--add-seccomp-fd`); single digits, the most a POSIX shell redirects.
+const SECCOMP_FDS: [&str; 2] = ["8", "9"];
+
+/// The first process of every confined command, `/bin/sh -c LAUNCHER CGROUP FILTER1
+/// FILTER2 PROGRAM...`: joins the `pids` cgroup (when `CGROUP` is not empty) before
+/// anything else runs, so no fork escapes it ("0" = the writer), opens the seccomp filters
+/// on [`SECCOMP_FDS`] (when given) and becomes the rest of the command line.
+const LAUNCHER: &str = r#"[ -z "$0" ] || echo 0 > "$0" || exit 126
+a=$1 b=$2; shift 2
+[ -z "$a" ] && exec "$@"
+exec "$@" 8<"$a" 9<"$b""#;
+
+/// A fresh `/proc`, read-only as a whole, and a minimal `/dev`. Read-only because the
+/// processes of a root runner are uid 0 on the host, without capabilities but still the
+/// owner of `/proc/sys/*` and `/proc/sysrq-trigger`, which check no capability: a writable
+/// `/proc` would let them set `kernel.core_pattern` (a program the host runs as root).
+const PROC_AND_DEV: [&str; 6] = ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"];
+
+/// Host directories that can never be bound read-only into a sandbox: bwrap replaces
+/// `/proc` and `/dev`, and `/sys` shows the host's devices and cgroups.
+const UNMOUNTABLE_ROOTS: &[&str] = &["/proc", "/dev", "/sys"];
+
 /// What this host offers, probed once per process by [`host`].
 #[derive(Debug, Clone)]
 pub struct HostSupport {
-    /// `bwrap --version` when bwrap works here, or why it does not.
+    /// `bwrap --version` when bwrap works here with every confinement a sandbox gets
+    /// (user namespace, no capabilities, seccomp), or why it does not.
     bwrap: Result<String, String>,
     /// Whether util-linux `prlimit` is there to set rlimits before exec.
     prlimit: bool,
@@ -134,23 +165,19 @@ fn probe_bwrap() -> Result<String, String> {
         .output()
         .map_err(|e| format!("bwrap is not installed or not runnable: {e}"))?;
     let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
-    let mut probe = std::process::Command::new("bwrap");
+    let filters = seccomp::filters().map_err(|e| e.to_string())?;
+    let mut probe = std::process::Command::new("/bin/sh");
     probe
+        .arg("-c")
+        .arg(LAUNCHER)
+        .arg("")
+        .args(filters.paths())
+        .arg("bwrap")
+        .args(confinement_args())
         .args(system_binds())
-        .args([
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-net",
-        ])
-        .args([
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--die-with-parent",
-            "true",
-        ]);
+        .arg("--unshare-net")
+        .args(PROC_AND_DEV)
+        .arg("true");
     let out = probe
         .output()
         .map_err(|e| format!("cannot run bwrap: {e}"))?;
@@ -158,10 +185,39 @@ fn probe_bwrap() -> Result<String, String> {
         Ok(version)
     } else {
         Err(format!(
-            "bwrap cannot create namespaces here (user namespaces disabled?): {}",
+            "bwrap cannot confine processes here (user namespaces disabled? seccomp?): {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ))
     }
+}
+
+/// The namespaces, identity and privileges of every sandbox, probe included: a user
+/// namespace mapping [`SANDBOX_UID`] to the runner's uid, no capabilities, no nested user
+/// namespaces, the seccomp filters on [`SECCOMP_FDS`], and new pid, ipc and uts
+/// namespaces; `bwrap` dies with the runner.
+fn confinement_args() -> Vec<OsString> {
+    let uid = SANDBOX_UID.to_string();
+    let mut args: Vec<OsString> = [
+        "--unshare-user",
+        "--uid",
+        &uid,
+        "--gid",
+        &uid,
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+    ]
+    .map(OsString::from)
+    .to_vec();
+    for fd in SECCOMP_FDS {
+        args.extend(["--add-seccomp-fd".into(), fd.into()]);
+    }
+    args
 }
 
 /// A cgroup directory of this process (v1 `pids` hierarchy or v2) in which a child with
@@ -237,6 +293,47 @@ fn system_binds() -> Vec<OsString> {
 #[error("the agent sandbox is unavailable: {0}; install bubblewrap and allow user namespaces, or pass --unsandboxed to run agents as plain processes on this host")]
 pub struct SandboxUnavailable(pub String);
 
+/// A path that was to be visible read-only in the sandbox but cannot be: refused before
+/// the run starts, since the agent would not find it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnmountablePath {
+    #[error("{0}: cannot be made visible in the agent sandbox: it does not exist ({1})")]
+    Missing(PathBuf, String),
+    #[error("{0}: cannot be made visible in the agent sandbox: the sandbox has its own {1}")]
+    Replaced(PathBuf, &'static str),
+    #[error("{0}: cannot be made visible in the agent sandbox: it holds the scratch copies of runs ({1})")]
+    HoldsScratch(PathBuf, PathBuf),
+}
+
+/// Checks that each of `paths` can be bound read-only into a sandbox, and returns their
+/// canonical forms: they exist, are not the root or under a directory the sandbox
+/// replaces ([`UNMOUNTABLE_ROOTS`]), and do not contain the directory where the scratch
+/// copies of runs live (binding it would show the agent the other runs).
+pub fn mountable_read_only(paths: &[PathBuf]) -> Result<Vec<PathBuf>, UnmountablePath> {
+    let scratch = std::env::temp_dir()
+        .canonicalize()
+        .unwrap_or_else(|_| std::env::temp_dir());
+    paths
+        .iter()
+        .map(|path| {
+            let canonical = path
+                .canonicalize()
+                .map_err(|e| UnmountablePath::Missing(path.clone(), e.to_string()))?;
+            if let Some(root) = UNMOUNTABLE_ROOTS
+                .iter()
+                .find(|root| canonical.starts_with(root))
+            {
+                return Err(UnmountablePath::Replaced(path.clone(), root));
+            }
+            if scratch.starts_with(&canonical) {
+                return Err(UnmountablePath::HoldsScratch(path.clone(), scratch.clone()));
+            }
+            Ok(canonical)
+        })
+        .collect()
+}
+
+
 /// Whether the processes of runs must be sandboxed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SandboxMode {
@@ -277,6 +374,8 @@ struct ResourceLimits {
     processes: u64,
     /// `RLIMIT_NOFILE`.
     open_files: u64,
+    /// Size of the sandbox's private `/tmp` (a tmpfs): `disk_mb`.
+    tmp_bytes: u64,
 }
 
 impl ResourceLimits {
@@ -289,6 +388,7 @@ impl ResourceLimits {
             file_size_bytes: limits.disk_mb.saturating_mul(1 << 20),
             processes: MAX_PROCESSES,
             open_files: MAX_OPEN_FILES,
+            tmp_bytes: limits.disk_mb.saturating_mul(1 << 20),
         }
     }
 
@@ -410,17 +510,31 @@ impl Confinement {
         if host.pids_cgroup.is_some() {
             add("processes", self.limits.processes, "cgroup");
         }
+        let sandboxed = self.bwrap.is_some();
+        if sandboxed {
+            add("tmp_bytes", self.limits.tmp_bytes, "tmpfs");
+        }
         add("tool_timeout_ms", tool_timeout_ms, "runner");
         add("execution_timeout_ms", execution_timeout_ms, "runner");
+        let runner_uid = nix::unistd::getuid().as_raw();
+        let pids_limit = if host.pids_cgroup.is_some() {
+            "cgroup"
+        } else if host.prlimit && runner_uid != 0 {
+            "rlimit"
+        } else {
+            "none"
+        };
         SandboxInfo {
-            kind: if self.bwrap.is_some() {
-                "bwrap"
-            } else {
-                "none"
-            }
-            .to_owned(),
+            kind: if sandboxed { "bwrap" } else { "none" }.to_owned(),
             version: self.bwrap.clone(),
-            network_isolated: self.bwrap.is_some() && !self.network,
+            network_isolated: sandboxed && !self.network,
+            uid_inside: Some(if sandboxed { SANDBOX_UID } else { runner_uid }),
+            uid_outside: Some(runner_uid),
+            user_namespace: Some(sandboxed),
+            capabilities_dropped: Some(sandboxed),
+            seccomp: Some(sandboxed),
+            network: Some(if sandboxed && !self.network { "none" } else { "host" }.to_owned()),
+            pids_limit: Some(pids_limit.to_owned()),
             enforced,
         }
     }
@@ -450,16 +564,23 @@ impl Confinement {
         }
         env.extend(spec.env.iter().cloned());
 
+        let filters = match self.bwrap {
+            Some(_) => Some(seccomp::filters().map_err(io::Error::other)?.paths()),
+            None => None,
+        };
         let mut argv: Vec<OsString> = Vec::new();
-        if let Some(cg) = &cgroup {
-            // Joins the cgroup before anything else runs, so no fork escapes it: the shell
-            // moves itself ("0" = the writer), then becomes the rest of the command line.
-            argv.extend([
-                "/bin/sh".into(),
-                "-c".into(),
-                r#"echo 0 > "$0" && exec "$@""#.into(),
-                cg.dir.join("cgroup.procs").into_os_string(),
-            ]);
+        if cgroup.is_some() || filters.is_some() {
+            argv.extend(["/bin/sh".into(), "-c".into(), LAUNCHER.into()]);
+            argv.push(
+                cgroup
+                    .as_ref()
+                    .map(|cg| cg.dir.join("cgroup.procs").into_os_string())
+                    .unwrap_or_default(),
+            );
+            match filters {
+                Some(paths) => argv.extend(paths.map(PathBuf::into_os_string)),
+                None => argv.extend([OsString::new(), OsString::new()]),
+            }
         }
         if host.prlimit {
             argv.push("prlimit".into());
@@ -493,18 +614,18 @@ impl Confinement {
         toolchains: &[PathBuf],
         env: &[(String, String)],
     ) -> Vec<OsString> {
-        let mut args: Vec<OsString> = [
-            "--die-with-parent",
-            "--new-session",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-        ]
-        .map(OsString::from)
-        .to_vec();
+        let mut args = confinement_args();
         if !self.network {
             args.push("--unshare-net".into());
         }
+        // The private /tmp first: host paths under /tmp bound below (the scratch copy, an
+        // agent program, a task directory) are then mounted on top of it, not hidden by it.
+        args.extend([
+            "--size".into(),
+            self.limits.tmp_bytes.to_string().into(),
+            "--tmpfs".into(),
+            "/tmp".into(),
+        ]);
         args.extend(system_binds());
         let etc = ETC_ENTRIES.iter().chain(if self.network {
             ETC_NETWORK_ENTRIES
@@ -522,8 +643,7 @@ impl Confinement {
                 dir.clone().into_os_string(),
             ]);
         }
-        args.extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(OsString::from));
-        // After /tmp: the scratch copy usually lives under the host's /tmp.
+        args.extend(PROC_AND_DEV.map(OsString::from));
         let workdir = spec.workdir.as_os_str().to_owned();
         args.extend([
             "--bind".into(),

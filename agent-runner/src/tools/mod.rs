@@ -9,6 +9,7 @@
 //! - `request`: [`ToolRequest`] / [`ToolCommand`].
 //! - `sandbox`: the scratch copy and path confinement.
 //! - [`bwrap`]: the process sandbox and limits every command an agent causes runs in.
+//! - `seccomp`: the system calls denied inside it.
 //! - [`exec`]: shell commands in the sandbox, with timeout, tree kill and output cap (used
 //!   by `bash` and the judge).
 //! - `files`: `view`, `str_replace`, `write_file`: in-process, off the async runtime,
@@ -20,6 +21,7 @@ pub mod bwrap;
 pub mod exec;
 mod files;
 pub mod footprint;
+mod seccomp;
 mod grep;
 mod request;
 mod sandbox;

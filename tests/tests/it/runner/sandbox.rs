@@ -16,7 +16,7 @@ use benchstream_tests::{processes_with, NatsServer};
 use schemas::{BenchmarkEvent, ExitKind, ExitStatus, Payload, StepType, ToolCall};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{fixture_scenario, journal_events, run_offline};
+use crate::common::{fixture_scenario, journal_events, repo_path, run_offline};
 
 /// Where the canaries live: outside every workspace, outside /tmp.
 const CANARY_DIR: &str = "/var/tmp/benchstream-canary";
@@ -199,12 +199,18 @@ async fn children_do_not_outlive_the_execution_timeout() {
     assert_eq!(processes_with("sleep 1000.616"), Vec::<String>::new());
 }
 
-/// An `exec` agent under `hostile-exec.toml` (3 s execution timeout, no network).
+/// An `exec` agent running `script` under `hostile-exec.toml` (3 s execution timeout, no
+/// network).
 async fn hostile_exec(script: &str, dir: &Path) -> (ExecReport, Duration) {
+    hostile_exec_command(["bash", "-c", script].map(OsString::from).to_vec(), dir).await
+}
+
+/// An `exec` agent running `command` under `hostile-exec.toml`.
+async fn hostile_exec_command(command: Vec<OsString>, dir: &Path) -> (ExecReport, Duration) {
     let started = Instant::now();
     let report = exec::run(
         ExecConfig {
-            command: ["bash", "-c", script].map(OsString::from).to_vec(),
+            command,
             scenario: fixture_scenario("hostile-exec"),
             task: "sh-ci-exit-status".to_owned(),
             allow_unpinned: true,
@@ -302,4 +308,58 @@ async fn exec_agents_refuse_to_start_without_a_sandbox_unless_told() {
     assert_eq!(sandbox.kind, "none");
     assert_eq!(sandbox.version, None);
     assert!(!sandbox.network_isolated);
+}
+
+/// The uid this test process (and so the runner) has on the host.
+fn own_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata("/proc/self").expect("/proc/self").uid()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_runner_gives_its_agent_no_privilege() {
+    // CI runs as root: this is the case where bwrap alone would leave every capability.
+    let canary = Canary::new("privileges.txt");
+    let core_pattern = fs::read_to_string("/proc/sys/kernel/core_pattern").expect("read");
+    let dir = tempfile::tempdir().expect("dir");
+    let script = repo_path("tests/fixtures/runner/hostile-privileges.sh");
+    let command = vec![
+        OsString::from("bash"),
+        script.into_os_string(),
+        OsString::from(CANARY_DIR),
+        OsString::from("privileges.txt"),
+        OsString::from("64"),
+    ];
+    let (report, _) = hostile_exec_command(command, dir.path()).await;
+    assert_eq!(
+        report.agent_exit,
+        Some(0),
+        "an attack succeeded: the exit status is its number in hostile-privileges.sh"
+    );
+    assert_eq!(report.summary.result.exit_status, ExitStatus::Submitted);
+    canary.assert_unchanged();
+    assert!(!Path::new(CANARY_DIR).join("owned").exists());
+    assert_eq!(
+        fs::read_to_string("/proc/sys/kernel/core_pattern").expect("read"),
+        core_pattern
+    );
+
+    // The record says what held.
+    let events = journal_events(&report.summary);
+    let sandbox = run_start_sandbox(&events);
+    assert_eq!(sandbox.kind, "bwrap");
+    assert_eq!(sandbox.uid_inside, Some(bwrap::SANDBOX_UID));
+    assert_eq!(sandbox.uid_outside, Some(own_uid()));
+    assert_eq!(sandbox.user_namespace, Some(true));
+    assert_eq!(sandbox.capabilities_dropped, Some(true));
+    assert_eq!(sandbox.seccomp, Some(true));
+    assert_eq!(sandbox.network.as_deref(), Some("none"));
+    assert!(
+        sandbox
+            .enforced
+            .iter()
+            .any(|l| l.limit == "tmp_bytes" && l.value == 64 << 20 && l.by == "tmpfs"),
+        "{:?}",
+        sandbox.enforced
+    );
 }
