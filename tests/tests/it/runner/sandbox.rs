@@ -209,24 +209,35 @@ async fn hostile_exec(script: &str, dir: &Path) -> (ExecReport, Duration) {
 async fn hostile_exec_command(command: Vec<OsString>, dir: &Path) -> (ExecReport, Duration) {
     let started = Instant::now();
     let report = exec::run(
-        ExecConfig {
-            command,
-            scenario: fixture_scenario("hostile-exec"),
-            task: "sh-ci-exit-status".to_owned(),
-            allow_unpinned: true,
-            seed: None,
-            policy_id: Some("exec:hostile".to_owned()),
-            host: "test-host".to_owned(),
-            out_dir: Some(dir.join("runs")),
-            publish: None,
-            sandbox: bwrap::SandboxMode::Required,
-            read_only: Vec::new(),
-        },
+        exec_config(command, fixture_scenario("hostile-exec"), dir, Vec::new()),
         CancellationToken::new(),
     )
     .await
     .expect("exec run");
     (report, started.elapsed())
+}
+
+/// The config of a sandboxed `exec` run of `command` on `sh-ci-exit-status` of `scenario`,
+/// its journal under `dir/runs`, with `read_only` given as `--sandbox-ro`.
+fn exec_config(
+    command: Vec<OsString>,
+    scenario: PathBuf,
+    dir: &Path,
+    read_only: Vec<PathBuf>,
+) -> ExecConfig {
+    ExecConfig {
+        command,
+        scenario,
+        task: "sh-ci-exit-status".to_owned(),
+        allow_unpinned: true,
+        seed: None,
+        policy_id: Some("exec:hostile".to_owned()),
+        host: "test-host".to_owned(),
+        out_dir: Some(dir.join("runs")),
+        publish: None,
+        sandbox: bwrap::SandboxMode::Required,
+        read_only,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -361,5 +372,98 @@ async fn a_root_runner_gives_its_agent_no_privilege() {
             .any(|l| l.limit == "tmp_bytes" && l.value == 64 << 20 && l.by == "tmpfs"),
         "{:?}",
         sandbox.enforced
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_program_task_and_read_only_paths_under_the_host_tmp_are_visible() {
+    // CI clones the repository into a directory nobody chooses, /tmp included: the
+    // sandbox's own /tmp must not hide what lives under the host's.
+    let host_tmp = tempfile::Builder::new()
+        .prefix("benchstream-under-tmp-")
+        .tempdir_in("/tmp")
+        .expect("dir under /tmp");
+    let scenario_dir = host_tmp.path().join("scenario");
+    fs::create_dir_all(scenario_dir.join("tasks")).expect("mkdir");
+    fs::copy(
+        fixture_scenario("hostile-exec"),
+        scenario_dir.join("hostile-exec.toml"),
+    )
+    .expect("copy scenario");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(repo_path("tests/fixtures/runner/tasks/sh-ci-exit-status"))
+        .arg(scenario_dir.join("tasks"))
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    let agent = host_tmp.path().join("agent.sh");
+    fs::write(
+        &agent,
+        "test -r \"$BENCH_TASK_DIR/task.toml\" || exit 14\n\
+         test -r \"$1/data.txt\" || exit 15\n\
+         exit 0\n",
+    )
+    .expect("write agent");
+    let data_dir = host_tmp.path().join("data");
+    fs::create_dir(&data_dir).expect("mkdir");
+    fs::write(data_dir.join("data.txt"), "data\n").expect("write data");
+
+    let dir = tempfile::tempdir().expect("dir");
+    let command = vec![
+        OsString::from("bash"),
+        agent.clone().into_os_string(),
+        data_dir.clone().into_os_string(),
+    ];
+    let report = exec::run(
+        exec_config(
+            command,
+            scenario_dir.join("hostile-exec.toml"),
+            dir.path(),
+            vec![data_dir],
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    assert_eq!(
+        report.agent_exit,
+        Some(0),
+        "14: the task directory, 15: the --sandbox-ro directory was invisible"
+    );
+    assert_eq!(report.summary.result.exit_status, ExitStatus::Submitted);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_path_the_sandbox_cannot_show_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().expect("dir");
+    for (path, why) in [
+        (PathBuf::from("/proc/self"), "own /proc"),
+        (std::env::temp_dir(), "scratch copies"),
+        (dir.path().join("missing"), "No such file"),
+    ] {
+        let result = exec::run(
+            exec_config(
+                ["bash", "-c", "exit 0"].map(OsString::from).to_vec(),
+                fixture_scenario("hostile-exec"),
+                dir.path(),
+                vec![path.clone()],
+            ),
+            CancellationToken::new(),
+        )
+        .await;
+        let error = result.err().expect("refused");
+        assert!(
+            error.to_string().contains(why),
+            "{}: {error}",
+            path.display()
+        );
+        assert_ne!(error.exit() as u8, 0);
+    }
+    // Nothing was recorded: no run started.
+    let runs = dir.path().join("runs");
+    assert!(
+        !runs.exists() || fs::read_dir(&runs).expect("runs").next().is_none(),
+        "a run was recorded"
     );
 }
