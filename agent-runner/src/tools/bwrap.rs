@@ -98,12 +98,13 @@ pub const SANDBOX_UID: u32 = 65534;
 /// (`--add-seccomp-fd`); single digits, the most a POSIX shell redirects.
 const SECCOMP_FDS: [&str; 2] = ["8", "9"];
 
-/// The first process of every confined command, `/bin/sh -c LAUNCHER CGROUP FILTER1
-/// FILTER2 PROGRAM...`: joins the `pids` cgroup (when `CGROUP` is not empty) before
-/// anything else runs, so no fork escapes it ("0" = the writer), opens the seccomp filters
-/// on [`SECCOMP_FDS`] (when given) and becomes the rest of the command line.
-const LAUNCHER: &str = r#"[ -z "$0" ] || echo 0 > "$0" || exit 126
-a=$1 b=$2; shift 2
+/// The first process of every confined command, `/bin/sh -c LAUNCHER PIDS MEMORY FILTER1
+/// FILTER2 PROGRAM...`: joins the command's `pids` and `memory` cgroups (the
+/// `cgroup.procs` files given, when not empty) before anything else runs, so no fork
+/// escapes them and no page goes uncharged ("0" = the writer), opens the seccomp filters on
+/// [`SECCOMP_FDS`] (when given) and becomes the rest of the command line.
+const LAUNCHER: &str = r#"for cg in "$0" "$1"; do [ -z "$cg" ] || echo 0 > "$cg" || exit 126; done
+a=$2 b=$3; shift 3
 [ -z "$a" ] && exec "$@"
 exec "$@" 8<"$a" 9<"$b""#;
 
@@ -127,6 +128,8 @@ pub struct HostSupport {
     prlimit: bool,
     /// The cgroup directory under which per-sandbox `pids` cgroups can be created.
     pids_cgroup: Option<PathBuf>,
+    /// The cgroup directory under which per-sandbox `memory` cgroups can be created.
+    memory_cgroup: Option<PathBuf>,
     /// Toolchain directories outside [`SYSTEM_DIRS`], bound read-only.
     toolchains: Vec<PathBuf>,
 }
@@ -151,10 +154,11 @@ pub fn host() -> &'static HostSupport {
                 .stderr(Stdio::null())
                 .status()
                 .is_ok_and(|s| s.success()),
-            pids_cgroup: probe_pids_cgroup(),
+            pids_cgroup: probe_cgroup(Controller::Pids),
+            memory_cgroup: probe_cgroup(Controller::Memory),
             toolchains: toolchains(),
         };
-        tracing::info!(bwrap = ?support.bwrap, prlimit = support.prlimit, pids_cgroup = ?support.pids_cgroup, toolchains = ?support.toolchains, "agent sandbox support");
+        tracing::info!(bwrap = ?support.bwrap, prlimit = support.prlimit, pids_cgroup = ?support.pids_cgroup, memory_cgroup = ?support.memory_cgroup, toolchains = ?support.toolchains, "agent sandbox support");
         support
     })
 }
@@ -170,7 +174,7 @@ fn probe_bwrap() -> Result<String, String> {
     probe
         .arg("-c")
         .arg(LAUNCHER)
-        .arg("")
+        .args(["", ""])
         .args(filters.paths())
         .arg("bwrap")
         .args(confinement_args())
@@ -220,24 +224,57 @@ fn confinement_args() -> Vec<OsString> {
     args
 }
 
-/// A cgroup directory of this process (v1 `pids` hierarchy or v2) in which a child with
-/// `pids.max` can be created, or `None`.
-fn probe_pids_cgroup() -> Option<PathBuf> {
+/// A cgroup controller in which each sandboxed command gets a cgroup of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Controller {
+    /// `pids.max`: the processes of the whole tree, root's included.
+    Pids,
+    /// The memory limit: what the tree's processes use, and the pages they write to a
+    /// tmpfs (their `/tmp`), which `RLIMIT_AS` does not see.
+    Memory,
+}
+
+impl Controller {
+    fn name(self) -> &'static str {
+        match self {
+            Controller::Pids => "pids",
+            Controller::Memory => "memory",
+        }
+    }
+
+    /// The limit file of a cgroup in `dir`: v2's `memory.max`, v1's
+    /// `memory.limit_in_bytes`, `pids.max` in both.
+    fn limit_file(self, dir: &Path) -> PathBuf {
+        match self {
+            Controller::Pids => dir.join("pids.max"),
+            Controller::Memory if dir.join("memory.max").exists() => dir.join("memory.max"),
+            Controller::Memory => dir.join("memory.limit_in_bytes"),
+        }
+    }
+}
+
+/// A cgroup directory of this process (the v1 hierarchy of `controller`, or v2 with it
+/// delegated) in which a child with a limit can be created, or `None`.
+fn probe_cgroup(controller: Controller) -> Option<PathBuf> {
     let own = fs::read_to_string("/proc/self/cgroup").ok()?;
     let mut candidates = Vec::new();
     for line in own.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         let path = path.trim_start_matches('/');
-        if controllers.split(',').any(|c| c == "pids") {
-            candidates.push(Path::new("/sys/fs/cgroup/pids").join(path));
+        if controllers.split(',').any(|c| c == controller.name()) {
+            candidates.push(
+                Path::new("/sys/fs/cgroup")
+                    .join(controller.name())
+                    .join(path),
+            );
         } else if controllers.is_empty() {
             candidates.push(Path::new("/sys/fs/cgroup").join(path));
             candidates.push(Path::new("/sys/fs/cgroup/unified").join(path));
         }
     }
     candidates.into_iter().find(|base| {
-        PidsCgroup::create(base, 1)
+        SandboxCgroup::create(base, controller, 1 << 20)
             .map(|cg| {
                 cg.remove();
             })
@@ -510,6 +547,9 @@ impl Confinement {
         if host.pids_cgroup.is_some() {
             add("processes", self.limits.processes, "cgroup");
         }
+        if host.memory_cgroup.is_some() {
+            add("memory_bytes", self.limits.memory_bytes, "cgroup");
+        }
         let sandboxed = self.bwrap.is_some();
         if sandboxed {
             add("tmp_bytes", self.limits.tmp_bytes, "tmpfs");
@@ -544,10 +584,24 @@ impl Confinement {
     /// when the command is done or timed out.
     pub fn command(&self, spec: &SandboxedCommand<'_>) -> io::Result<(Command, TreeGuard)> {
         let host = host();
-        let cgroup = match &host.pids_cgroup {
-            Some(base) => Some(PidsCgroup::create(base, self.limits.processes)?),
-            None => None,
+        let mut cgroups = TreeGuard {
+            pids: None,
+            memory: None,
         };
+        if let Some(base) = &host.pids_cgroup {
+            cgroups.pids = Some(SandboxCgroup::create(
+                base,
+                Controller::Pids,
+                self.limits.processes,
+            )?);
+        }
+        if let Some(base) = &host.memory_cgroup {
+            cgroups.memory = Some(SandboxCgroup::create(
+                base,
+                Controller::Memory,
+                self.limits.memory_bytes,
+            )?);
+        }
         let path = sandbox_path();
         let home = match self.bwrap {
             Some(_) => SANDBOX_HOME.to_owned(),
@@ -569,14 +623,15 @@ impl Confinement {
             None => None,
         };
         let mut argv: Vec<OsString> = Vec::new();
-        if cgroup.is_some() || filters.is_some() {
+        let procs = |cg: &Option<SandboxCgroup>| {
+            cg.as_ref()
+                .map(|cg| cg.dir.join("cgroup.procs").into_os_string())
+                .unwrap_or_default()
+        };
+        if cgroups.pids.is_some() || cgroups.memory.is_some() || filters.is_some() {
             argv.extend(["/bin/sh".into(), "-c".into(), LAUNCHER.into()]);
-            argv.push(
-                cgroup
-                    .as_ref()
-                    .map(|cg| cg.dir.join("cgroup.procs").into_os_string())
-                    .unwrap_or_default(),
-            );
+            argv.push(procs(&cgroups.pids));
+            argv.push(procs(&cgroups.memory));
             match filters {
                 Some(paths) => argv.extend(paths.map(PathBuf::into_os_string)),
                 None => argv.extend([OsString::new(), OsString::new()]),
@@ -605,7 +660,7 @@ impl Confinement {
             .current_dir(spec.workdir)
             .process_group(0)
             .kill_on_drop(true);
-        Ok((command, TreeGuard { cgroup }))
+        Ok((command, cgroups))
     }
 
     fn bwrap_args(
@@ -661,19 +716,21 @@ impl Confinement {
     }
 }
 
-/// The process tree of one sandboxed command: kills whatever is left in its cgroup, and
-/// removes the cgroup, on [`TreeGuard::kill`] and on drop. Without a cgroup the pid
-/// namespace (killing `bwrap` ends it) and the process group are the tree.
+/// The process tree of one sandboxed command: kills whatever is left in its cgroups, and
+/// removes them, on [`TreeGuard::kill`] and on drop. Without a cgroup the pid namespace
+/// (killing `bwrap` ends it) and the process group are the tree.
 #[derive(Debug)]
 pub struct TreeGuard {
     /// The command's own `pids` cgroup, when the host allows one.
-    cgroup: Option<PidsCgroup>,
+    pids: Option<SandboxCgroup>,
+    /// The command's own `memory` cgroup, when the host allows one.
+    memory: Option<SandboxCgroup>,
 }
 
 impl TreeGuard {
-    /// SIGKILLs every process still in the tree's cgroup.
+    /// SIGKILLs every process still in the tree's cgroups.
     pub fn kill(&self) {
-        if let Some(cg) = &self.cgroup {
+        for cg in self.pids.iter().chain(&self.memory) {
             cg.kill_all();
         }
     }
@@ -681,25 +738,25 @@ impl TreeGuard {
 
 impl Drop for TreeGuard {
     fn drop(&mut self) {
-        if let Some(cg) = self.cgroup.take() {
+        for cg in self.pids.take().into_iter().chain(self.memory.take()) {
             cg.kill_all();
             cg.remove();
         }
     }
 }
 
-/// A `pids` cgroup made for one sandboxed command.
+/// A cgroup made for one sandboxed command, in one controller's hierarchy.
 #[derive(Debug)]
-struct PidsCgroup {
+struct SandboxCgroup {
     dir: PathBuf,
 }
 
-impl PidsCgroup {
-    fn create(base: &Path, max: u64) -> io::Result<PidsCgroup> {
+impl SandboxCgroup {
+    fn create(base: &Path, controller: Controller, limit: u64) -> io::Result<SandboxCgroup> {
         let dir = base.join(format!("bench-sandbox-{}", uuid::Uuid::new_v4().simple()));
         fs::create_dir(&dir)?;
-        let cg = PidsCgroup { dir };
-        if let Err(e) = fs::write(cg.dir.join("pids.max"), max.to_string()) {
+        let cg = SandboxCgroup { dir };
+        if let Err(e) = fs::write(controller.limit_file(&cg.dir), limit.to_string()) {
             cg.remove();
             return Err(e);
         }

@@ -467,3 +467,44 @@ async fn a_read_only_path_the_sandbox_cannot_show_is_refused_before_the_run() {
         "a run was recorded"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_agent_writes_to_its_tmp_counts_against_its_memory() {
+    // memory_mb = 128, disk_mb = 512: /tmp may hold 512 MB, but its pages are memory.
+    let dir = tempfile::tempdir().expect("dir");
+    let script = "head -c 300M /dev/zero > /tmp/big 2>/dev/null; \
+                  size=$(stat -c %s /tmp/big); \
+                  [ \"$size\" -ge $((300 * 1024 * 1024)) ] && exit 60; \
+                  exit 0";
+    let report = exec::run(
+        exec_config(
+            ["bash", "-c", script].map(OsString::from).to_vec(),
+            fixture_scenario("hostile-tmpfs"),
+            dir.path(),
+            Vec::new(),
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    let events = journal_events(&report.summary);
+    let enforced = &run_start_sandbox(&events).enforced;
+    assert!(
+        enforced
+            .iter()
+            .any(|l| l.limit == "memory_bytes" && l.value == 128 << 20 && l.by == "cgroup"),
+        "no memory cgroup on this host: {enforced:?}"
+    );
+    assert!(
+        enforced
+            .iter()
+            .any(|l| l.limit == "tmp_bytes" && l.value == 512 << 20 && l.by == "tmpfs"),
+        "{enforced:?}"
+    );
+    // Exit 0: the writer was stopped short; none: the memory limit killed the agent.
+    assert!(
+        matches!(report.agent_exit, Some(0) | None),
+        "exit {:?} (60: 300 MB reached /tmp under a 128 MB memory limit)",
+        report.agent_exit
+    );
+}
