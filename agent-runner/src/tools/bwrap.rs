@@ -44,6 +44,7 @@ use nix::unistd::Pid;
 use schemas::{EnforcedLimit, SandboxInfo, SandboxLimits};
 use tokio::process::Command;
 
+use super::network::{self, NetworkTools, PastaNetwork};
 use super::seccomp;
 
 /// Host directories bound read-only when they are directories, recreated as the same
@@ -130,6 +131,8 @@ pub struct HostSupport {
     pids_cgroup: Option<PathBuf>,
     /// The cgroup directory under which per-sandbox `memory` cgroups can be created.
     memory_cgroup: Option<PathBuf>,
+    /// What gives a sandbox with `network_enabled` its own network, or why nothing can.
+    network: Result<NetworkTools, String>,
     /// Toolchain directories outside [`SYSTEM_DIRS`], bound read-only.
     toolchains: Vec<PathBuf>,
 }
@@ -156,9 +159,10 @@ pub fn host() -> &'static HostSupport {
                 .is_ok_and(|s| s.success()),
             pids_cgroup: probe_cgroup(Controller::Pids),
             memory_cgroup: probe_cgroup(Controller::Memory),
+            network: network::probe(),
             toolchains: toolchains(),
         };
-        tracing::info!(bwrap = ?support.bwrap, prlimit = support.prlimit, pids_cgroup = ?support.pids_cgroup, memory_cgroup = ?support.memory_cgroup, toolchains = ?support.toolchains, "agent sandbox support");
+        tracing::info!(bwrap = ?support.bwrap, prlimit = support.prlimit, pids_cgroup = ?support.pids_cgroup, memory_cgroup = ?support.memory_cgroup, network = ?support.network.as_ref().err(), toolchains = ?support.toolchains, "agent sandbox support");
         support
     })
 }
@@ -492,7 +496,13 @@ impl Confinement {
         limits: &SandboxLimits,
         bare_allowed: bool,
     ) -> Result<Confinement, SandboxUnavailable> {
-        match host().bwrap() {
+        let host = host();
+        // Enabled network means pasta's, never the host's: without it, no sandbox.
+        let sandbox = host.bwrap().and_then(|version| match &host.network {
+            Err(why) if limits.network_enabled => Err(why.as_str()),
+            _ => Ok(version),
+        });
+        match sandbox {
             Ok(version) => Ok(Confinement {
                 bwrap: Some(version.to_owned()),
                 ..Confinement::unsandboxed(limits)
@@ -573,7 +583,14 @@ impl Confinement {
             user_namespace: Some(sandboxed),
             capabilities_dropped: Some(sandboxed),
             seccomp: Some(sandboxed),
-            network: Some(if sandboxed && !self.network { "none" } else { "host" }.to_owned()),
+            network: Some(
+                match (sandboxed, self.network) {
+                    (true, false) => "none",
+                    (true, true) => "pasta",
+                    (false, _) => "host",
+                }
+                .to_owned(),
+            ),
             pids_limit: Some(pids_limit.to_owned()),
             enforced,
         }
@@ -587,6 +604,7 @@ impl Confinement {
         let mut cgroups = TreeGuard {
             pids: None,
             memory: None,
+            network: None,
         };
         if let Some(base) = &host.pids_cgroup {
             cgroups.pids = Some(SandboxCgroup::create(
@@ -641,6 +659,11 @@ impl Confinement {
             argv.push("prlimit".into());
             argv.extend(self.limits.prlimit_args());
             argv.push("--".into());
+        }
+        if let (Some(_), true, Ok(tools)) = (&self.bwrap, self.network, &host.network) {
+            let network = PastaNetwork::start(tools)?;
+            argv.extend(network.enter());
+            cgroups.network = Some(network);
         }
         if self.bwrap.is_some() {
             argv.push("bwrap".into());
@@ -725,6 +748,9 @@ pub struct TreeGuard {
     pids: Option<SandboxCgroup>,
     /// The command's own `memory` cgroup, when the host allows one.
     memory: Option<SandboxCgroup>,
+    /// The command's network namespace with pasta (`network_enabled`); deleted after the
+    /// processes are killed (fields drop after [`Drop::drop`]).
+    network: Option<PastaNetwork>,
 }
 
 impl TreeGuard {

@@ -10,6 +10,7 @@
 //! - `sandbox`: the scratch copy and path confinement.
 //! - [`bwrap`]: the process sandbox and limits every command an agent causes runs in.
 //! - `seccomp`: the system calls denied inside it.
+//! - `network`: the network of a sandbox with `network_enabled` (pasta, no host loopback).
 //! - [`exec`]: shell commands in the sandbox, with timeout, tree kill and output cap (used
 //!   by `bash` and the judge).
 //! - `files`: `view`, `str_replace`, `write_file`: in-process, off the async runtime,
@@ -23,6 +24,7 @@ mod files;
 pub mod footprint;
 mod seccomp;
 mod grep;
+mod network;
 mod request;
 mod sandbox;
 

@@ -57,8 +57,10 @@ pub struct SandboxInfo {
     /// terminal injection, kernel modules denied) was installed; null when not recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<bool>,
-    /// The network the processes had: `none` (an empty network namespace), `host` (the
-    /// host's network, loopback services included); null when not recorded.
+    /// The network the processes had: `none` (an empty network namespace), `pasta` (a
+    /// namespace of their own reaching outside addresses through pasta, not the host's
+    /// loopback), `host` (the host's network, loopback services included); null when not
+    /// recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
     /// What held the number of processes of one sandbox: `cgroup` (a `pids` cgroup of its

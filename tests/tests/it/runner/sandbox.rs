@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use agent_runner::exec::{self, ExecConfig, ExecReport};
 use agent_runner::tools::bwrap;
-use benchstream_tests::{processes_with, NatsServer};
+use benchstream_tests::{processes_with, ClickHouseServer, NatsServer};
 use schemas::{BenchmarkEvent, ExitKind, ExitStatus, Payload, StepType, ToolCall};
 use tokio_util::sync::CancellationToken;
 
@@ -507,4 +507,59 @@ async fn what_the_agent_writes_to_its_tmp_counts_against_its_memory() {
         "exit {:?} (60: 300 MB reached /tmp under a 128 MB memory limit)",
         report.agent_exit
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_with_the_network_enabled_reaches_none_of_the_hosts_loopback_services() {
+    let nats = NatsServer::start();
+    let clickhouse = ClickHouseServer::start();
+    // A local web server: it answers whoever connects.
+    let web = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let web_port = web.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in web.incoming().flatten() {
+            let mut stream = stream;
+            let _ = std::io::Write::write_all(&mut stream, b"HTTP/1.0 200 OK\r\n\r\nhost\n");
+        }
+    });
+    let ports = [nats.port(), clickhouse.http_port(), clickhouse.tcp_port(), web_port];
+    // Exit 0 only if no port answered, on loopback or through the gateway (where pasta
+    // lets a connection hang: 2 s each); a namespace without a default route would be no
+    // network at all (90).
+    let script = format!(
+        "ip route | grep -q '^default' || exit 90; \
+         gw=$(ip route | awk '/^default/ {{print $3}}'); i=0; \
+         for port in {ports}; do \
+           i=$((i + 1)); \
+           timeout 2 bash -c \"exec 3<>/dev/tcp/127.0.0.1/$port\" 2>/dev/null && exit $((70 + i)); \
+           timeout 2 bash -c \"exec 3<>/dev/tcp/$gw/$port\" 2>/dev/null && exit $((80 + i)); \
+         done; exit 0",
+        ports = ports.map(|p| p.to_string()).join(" ")
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let report = exec::run(
+        exec_config(
+            ["bash", "-c", &script].map(OsString::from).to_vec(),
+            fixture_scenario("hostile-network"),
+            dir.path(),
+            Vec::new(),
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    assert_eq!(
+        report.agent_exit,
+        Some(0),
+        "71-74: NATS, ClickHouse HTTP, ClickHouse TCP, the web server answered on loopback \
+         (81-84: through the gateway); 90: no network at all"
+    );
+    let events = journal_events(&report.summary);
+    let sandbox = run_start_sandbox(&events);
+    assert_eq!(sandbox.network.as_deref(), Some("pasta"));
+    assert!(!sandbox.network_isolated);
+    // The services were up: the refusals were the sandbox's.
+    for port in ports {
+        std::net::TcpStream::connect(("127.0.0.1", port)).expect("service is up");
+    }
 }
