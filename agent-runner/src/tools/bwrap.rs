@@ -1,8 +1,20 @@
 //! The agent sandbox: every process an agent causes (the `bash` tool, each judge test, an
 //! `exec` agent and all their children) starts through [`Confinement::command`], which
-//! wraps it in bubblewrap (`bwrap`) with the run's limits.
+//! wraps it in bubblewrap (`bwrap`) with the run's limits. The same whoever starts the
+//! runner, root included.
 //!
-//! What a sandboxed process sees:
+//! Who a sandboxed process is:
+//! - uid and gid [`SANDBOX_UID`] in a user namespace of its own, which bwrap maps to the
+//!   runner's uid (root stays uid 0 on the host, but without any capability there);
+//! - no capabilities (`--cap-drop ALL`), no nested user namespaces (`--disable-userns`),
+//!   and the seccomp filters of [`super::seccomp`] (no mounts, file handles, keyrings,
+//!   ptrace, namespaces, `TIOCSTI`, kernel modules);
+//! - new pid, ipc and uts namespaces, a new session (no controlling terminal).
+//!
+//! What it sees:
+//! - a private `/tmp` (also `HOME`): a tmpfs of `disk_mb`, mounted first, so that host
+//!   paths under the host's `/tmp` bound afterwards (the scratch copy, an `exec` agent's
+//!   program and task) show through it;
 //! - the host's system directories read-only (`/usr` and the `/bin`, `/sbin`, `/lib*`
 //!   links or directories), and of `/etc` only what toolchains read: the dynamic linker
 //!   cache, `alternatives`, user and group names, name-service config, time zone and TLS
@@ -11,26 +23,29 @@
 //!   runner's `rustc` reports, and every directory in `BENCH_SANDBOX_TOOLCHAINS`
 //!   (colon-separated); their `bin/` goes first on `PATH`;
 //! - the run's scratch copy, read-write, at its host path: the only writable host path;
-//! - a private `/tmp` (also `HOME`), fresh `/proc` and a minimal `/dev`;
-//! - new pid, ipc and uts namespaces, a new network namespace unless
-//!   `sandbox_limits.network_enabled`, a new session (no terminal to inject into);
+//! - a fresh `/proc`, read-only as a whole, and a minimal `/dev`;
+//! - no network (an empty network namespace), or with `sandbox_limits.network_enabled` a
+//!   namespace of its own behind pasta ([`super::network`]) that cannot reach the host's
+//!   loopback;
 //! - an environment built from an allowlist: `PATH`, `HOME`, `LANG`, `CARGO_HOME` and the
 //!   variables the caller documents for its process. Nothing else of the runner's
 //!   environment (API keys, NATS and ClickHouse settings) reaches it.
 //!
 //! Limits, enforced rather than recorded: `prlimit` sets rlimits before `bwrap` starts
 //! (address space = `memory_mb`, CPU seconds, file size = `disk_mb`, open files, processes),
-//! and where the host lets the runner create cgroups (v1 `pids` hierarchy, or v2 with the
-//! `pids` controller delegated) each sandbox gets its own `pids.max`, which holds a fork
-//! bomb even for root, whom `RLIMIT_NPROC` does not bind. Time limits are the caller's:
-//! `bwrap --die-with-parent` in its own pid namespace means that killing the `bwrap`
-//! process ends every process of the sandbox, and [`TreeGuard`] kills what is left in the
-//! cgroup.
+//! and where the host lets the runner create cgroups (the v1 `pids` and `memory`
+//! hierarchies, or v2 with the controllers delegated) each command gets its own `pids.max`,
+//! which holds a fork bomb even for root, whom `RLIMIT_NPROC` does not bind, and its own
+//! memory limit (`memory_mb`), which also counts the pages it writes to its `/tmp`. Time
+//! limits are the caller's: `bwrap --die-with-parent` in its own pid namespace means that
+//! killing the `bwrap` process ends every process of the sandbox, and [`TreeGuard`] kills
+//! what is left in the cgroups.
 //!
 //! Availability is probed once per process ([`host`]): `bwrap` must be installed and able
-//! to create the namespaces (some containers forbid user namespaces). Without it a run may
-//! still execute as plain processes ([`Confinement::unsandboxed`]); `run_start.sandbox`
-//! then says `none`, and the limits that still hold (rlimits, cgroup, timeouts) are listed.
+//! to create the namespaces with every confinement above (some containers forbid user
+//! namespaces). Without it a run may still execute as plain processes
+//! ([`Confinement::unsandboxed`]); `run_start.sandbox` then says `none`, and the limits
+//! that still hold (rlimits, cgroups, timeouts) are listed.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -41,7 +56,7 @@ use std::sync::OnceLock;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use schemas::{EnforcedLimit, SandboxInfo, SandboxLimits};
+use schemas::{EnforcedLimit, PidsLimit, SandboxInfo, SandboxLimits, SandboxNetwork};
 use tokio::process::Command;
 
 use super::network::{self, NetworkTools, PastaNetwork};
@@ -374,7 +389,6 @@ pub fn mountable_read_only(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Unmountabl
         .collect()
 }
 
-
 /// Whether the processes of runs must be sandboxed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SandboxMode {
@@ -568,11 +582,11 @@ impl Confinement {
         add("execution_timeout_ms", execution_timeout_ms, "runner");
         let runner_uid = nix::unistd::getuid().as_raw();
         let pids_limit = if host.pids_cgroup.is_some() {
-            "cgroup"
+            PidsLimit::Cgroup
         } else if host.prlimit && runner_uid != 0 {
-            "rlimit"
+            PidsLimit::Rlimit
         } else {
-            "none"
+            PidsLimit::None
         };
         SandboxInfo {
             kind: if sandboxed { "bwrap" } else { "none" }.to_owned(),
@@ -583,15 +597,12 @@ impl Confinement {
             user_namespace: Some(sandboxed),
             capabilities_dropped: Some(sandboxed),
             seccomp: Some(sandboxed),
-            network: Some(
-                match (sandboxed, self.network) {
-                    (true, false) => "none",
-                    (true, true) => "pasta",
-                    (false, _) => "host",
-                }
-                .to_owned(),
-            ),
-            pids_limit: Some(pids_limit.to_owned()),
+            network: Some(match (sandboxed, self.network) {
+                (true, false) => SandboxNetwork::None,
+                (true, true) => SandboxNetwork::Pasta,
+                (false, _) => SandboxNetwork::Host,
+            }),
+            pids_limit: Some(pids_limit),
             enforced,
         }
     }
@@ -889,11 +900,74 @@ mod tests {
     }
 
     #[test]
+    fn every_sandbox_is_unprivileged_filtered_and_bounded() {
+        let mut c = Confinement::unsandboxed(&limits(false));
+        c.bwrap = Some("bubblewrap test".to_owned());
+        let args = args_of(&c, Path::new("/tmp/bench-run-x"));
+        let has = |pair: &[&str]| args.windows(pair.len()).any(|w| w == pair);
+        assert!(
+            has(&["--unshare-user", "--uid", "65534", "--gid", "65534"]),
+            "{args:?}"
+        );
+        assert!(has(&["--disable-userns"]));
+        assert!(has(&["--cap-drop", "ALL"]));
+        assert!(has(&["--add-seccomp-fd", "8"]) && has(&["--add-seccomp-fd", "9"]));
+        assert!(has(&["--proc", "/proc", "--remount-ro", "/proc"]));
+        // /tmp is sized by disk_mb and mounted before every bind, which go on top of it.
+        let sized = args
+            .windows(4)
+            .position(|w| w == ["--size", "67108864", "--tmpfs", "/tmp"])
+            .expect("sized /tmp");
+        let first_bind = args
+            .iter()
+            .position(|a| a.starts_with("--ro-bind") || a == "--bind")
+            .expect("binds");
+        assert!(sized < first_bind, "{args:?}");
+
+        let info = c.info(1000, 2000);
+        assert_eq!(info.uid_inside, Some(SANDBOX_UID));
+        assert_eq!(info.uid_outside, Some(nix::unistd::getuid().as_raw()));
+        assert_eq!(info.user_namespace, Some(true));
+        assert_eq!(info.capabilities_dropped, Some(true));
+        assert_eq!(info.seccomp, Some(true));
+        assert_eq!(info.network, Some(SandboxNetwork::None));
+        assert!(info
+            .enforced
+            .iter()
+            .any(|l| l.limit == "tmp_bytes" && l.value == 64 << 20 && l.by == "tmpfs"));
+    }
+
+    #[test]
+    fn read_only_paths_the_sandbox_cannot_show_are_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        assert_eq!(
+            mountable_read_only(&[dir.path().to_path_buf()]).expect("mountable"),
+            vec![dir.path().canonicalize().expect("canonical")]
+        );
+        for refused in [
+            PathBuf::from("/"),
+            std::env::temp_dir(),
+            PathBuf::from("/proc/self"),
+            PathBuf::from("/sys"),
+            dir.path().join("missing"),
+        ] {
+            assert!(
+                mountable_read_only(std::slice::from_ref(&refused)).is_err(),
+                "{}",
+                refused.display()
+            );
+        }
+    }
+
+    #[test]
     fn unsandboxed_runs_say_none() {
         let info = Confinement::unsandboxed(&limits(true)).info(1000, 2000);
         assert_eq!(info.kind, "none");
         assert_eq!(info.version, None);
         assert!(!info.network_isolated);
+        assert_eq!(info.user_namespace, Some(false));
+        assert_eq!(info.seccomp, Some(false));
+        assert_eq!(info.network, Some(SandboxNetwork::Host));
         assert!(info
             .enforced
             .iter()

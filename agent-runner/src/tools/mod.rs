@@ -22,11 +22,11 @@ pub mod bwrap;
 pub mod exec;
 mod files;
 pub mod footprint;
-mod seccomp;
 mod grep;
 mod network;
 mod request;
 mod sandbox;
+mod seccomp;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -43,7 +43,9 @@ pub fn probe() -> Result<NetworkTools, String> {
     let pasta = find(&["/usr/bin/pasta", "/usr/local/bin/pasta"])
         .ok_or("pasta is not installed (Debian package passt)")?;
     if !nix::unistd::geteuid().is_root() {
-        return Err("pasta can attach to a sandbox's network namespace only for a root runner".into());
+        return Err(
+            "pasta can attach to a sandbox's network namespace only for a root runner".into(),
+        );
     }
     Ok(NetworkTools { ip, pasta })
 }

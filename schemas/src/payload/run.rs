@@ -57,21 +57,41 @@ pub struct SandboxInfo {
     /// terminal injection, kernel modules denied) was installed; null when not recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seccomp: Option<bool>,
-    /// The network the processes had: `none` (an empty network namespace), `pasta` (a
-    /// namespace of their own reaching outside addresses through pasta, not the host's
-    /// loopback), `host` (the host's network, loopback services included); null when not
-    /// recorded.
+    /// The network the processes had; null when not recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<String>,
-    /// What held the number of processes of one sandbox: `cgroup` (a `pids` cgroup of its
-    /// own), `rlimit` (`RLIMIT_NPROC`, counted per host uid) or `none` (nothing: a root
-    /// runner without a writable `pids` cgroup, whom `RLIMIT_NPROC` does not bind); null
-    /// when not recorded.
+    pub network: Option<SandboxNetwork>,
+    /// What held the number of processes of one sandbox; null when not recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pids_limit: Option<String>,
+    pub pids_limit: Option<PidsLimit>,
     /// Each limit that was enforced, with its value and the mechanism. A limit of
     /// `sandbox_limits` missing here was recorded only.
     pub enforced: Vec<EnforcedLimit>,
+}
+
+/// The network a run's processes had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxNetwork {
+    /// An empty network namespace: no network at all.
+    None,
+    /// A network namespace of their own reaching outside addresses through pasta, never
+    /// the host's loopback.
+    Pasta,
+    /// The host's network, its loopback services included (plain processes).
+    Host,
+}
+
+/// What held the number of processes of one sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PidsLimit {
+    /// A `pids` cgroup of its own (`pids.max`), for the whole process tree.
+    Cgroup,
+    /// `RLIMIT_NPROC`, which counts every process of the host uid, other runs' included.
+    Rlimit,
+    /// Nothing: a root runner without a writable `pids` cgroup, whom `RLIMIT_NPROC` does
+    /// not bind.
+    None,
 }
 
 /// One enforced limit.

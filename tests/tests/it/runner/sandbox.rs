@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use agent_runner::exec::{self, ExecConfig, ExecReport};
 use agent_runner::tools::bwrap;
 use benchstream_tests::{processes_with, ClickHouseServer, NatsServer};
-use schemas::{BenchmarkEvent, ExitKind, ExitStatus, Payload, StepType, ToolCall};
+use schemas::{BenchmarkEvent, ExitKind, ExitStatus, Payload, SandboxNetwork, StepType, ToolCall};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{fixture_scenario, journal_events, repo_path, run_offline};
@@ -364,7 +364,7 @@ async fn a_root_runner_gives_its_agent_no_privilege() {
     assert_eq!(sandbox.user_namespace, Some(true));
     assert_eq!(sandbox.capabilities_dropped, Some(true));
     assert_eq!(sandbox.seccomp, Some(true));
-    assert_eq!(sandbox.network.as_deref(), Some("none"));
+    assert_eq!(sandbox.network, Some(SandboxNetwork::None));
     assert!(
         sandbox
             .enforced
@@ -452,7 +452,9 @@ async fn a_read_only_path_the_sandbox_cannot_show_is_refused_before_the_run() {
             CancellationToken::new(),
         )
         .await;
-        let error = result.err().expect("refused");
+        let Err(error) = result else {
+            panic!("{} was accepted", path.display());
+        };
         assert!(
             error.to_string().contains(why),
             "{}: {error}",
@@ -522,7 +524,12 @@ async fn an_agent_with_the_network_enabled_reaches_none_of_the_hosts_loopback_se
             let _ = std::io::Write::write_all(&mut stream, b"HTTP/1.0 200 OK\r\n\r\nhost\n");
         }
     });
-    let ports = [nats.port(), clickhouse.http_port(), clickhouse.tcp_port(), web_port];
+    let ports = [
+        nats.port(),
+        clickhouse.http_port(),
+        clickhouse.tcp_port(),
+        web_port,
+    ];
     // Exit 0 only if no port answered, on loopback or through the gateway (where pasta
     // lets a connection hang: 2 s each); a namespace without a default route would be no
     // network at all (90).
@@ -556,7 +563,7 @@ async fn an_agent_with_the_network_enabled_reaches_none_of_the_hosts_loopback_se
     );
     let events = journal_events(&report.summary);
     let sandbox = run_start_sandbox(&events);
-    assert_eq!(sandbox.network.as_deref(), Some("pasta"));
+    assert_eq!(sandbox.network, Some(SandboxNetwork::Pasta));
     assert!(!sandbox.network_isolated);
     // The services were up: the refusals were the sandbox's.
     for port in ports {
