@@ -512,10 +512,15 @@ impl Confinement {
     ) -> Result<Confinement, SandboxUnavailable> {
         let host = host();
         // Enabled network means pasta's, never the host's: without it, no sandbox.
-        let sandbox = host.bwrap().and_then(|version| match &host.network {
-            Err(why) if limits.network_enabled => Err(why.as_str()),
-            _ => Ok(version),
-        });
+        let sandbox = host
+            .bwrap()
+            .map_err(str::to_owned)
+            .and_then(|version| match &host.network {
+                Err(why) if limits.network_enabled => {
+                    Err(format!("sandbox_limits.network_enabled needs pasta: {why}"))
+                }
+                _ => Ok(version),
+            });
         match sandbox {
             Ok(version) => Ok(Confinement {
                 bwrap: Some(version.to_owned()),
@@ -525,7 +530,7 @@ impl Confinement {
                 tracing::warn!(reason = why, "running agent processes without a sandbox");
                 Ok(Confinement::unsandboxed(limits))
             }
-            Err(why) => Err(SandboxUnavailable(why.to_owned())),
+            Err(why) => Err(SandboxUnavailable(why)),
         }
     }
 
