@@ -11,7 +11,8 @@
 //! - keyrings (`keyctl`, `add_key`, `request_key`): the runner's session keyring and the
 //!   user keyrings of other runs are out of reach;
 //! - other processes and the kernel (`ptrace`, `process_vm_readv`/`writev`, `bpf`,
-//!   `perf_event_open`, `userfaultfd`);
+//!   `perf_event_open`, `userfaultfd`), and `io_uring`, whose operations this filter would
+//!   not see;
 //! - namespaces (`unshare`, `setns`, and `clone` with any `CLONE_NEW*` flag): no nested user
 //!   namespace to regain capabilities in, on top of `bwrap --disable-userns`;
 //! - terminal injection (`ioctl` `TIOCSTI`, `TIOCLINUX`) on a terminal the agent inherited;
@@ -87,6 +88,9 @@ fn denied_outright() -> Vec<i64> {
         syscall::BPF,
         syscall::PERF_EVENT_OPEN,
         syscall::USERFAULTFD,
+        syscall::IO_URING_SETUP,
+        syscall::IO_URING_ENTER,
+        syscall::IO_URING_REGISTER,
         syscall::UNSHARE,
         syscall::SETNS,
         syscall::KEXEC_LOAD,
@@ -127,6 +131,9 @@ mod syscall {
     pub const BPF: i64 = 321;
     pub const PERF_EVENT_OPEN: i64 = 298;
     pub const USERFAULTFD: i64 = 323;
+    pub const IO_URING_SETUP: i64 = 425;
+    pub const IO_URING_ENTER: i64 = 426;
+    pub const IO_URING_REGISTER: i64 = 427;
     pub const UNSHARE: i64 = 272;
     pub const SETNS: i64 = 308;
     pub const KEXEC_LOAD: i64 = 246;
@@ -169,6 +176,9 @@ mod syscall {
     pub const BPF: i64 = 280;
     pub const PERF_EVENT_OPEN: i64 = 241;
     pub const USERFAULTFD: i64 = 282;
+    pub const IO_URING_SETUP: i64 = 425;
+    pub const IO_URING_ENTER: i64 = 426;
+    pub const IO_URING_REGISTER: i64 = 427;
     pub const UNSHARE: i64 = 97;
     pub const SETNS: i64 = 268;
     pub const KEXEC_LOAD: i64 = 104;
