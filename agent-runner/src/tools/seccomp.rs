@@ -22,6 +22,13 @@
 //! its flags are in memory a filter cannot read, and `ENOSYS` is what makes the C library
 //! fall back to `clone`, whose flags it can check.
 //!
+//! Each filter first checks the architecture of the call: a call of another ABI (32-bit
+//! x86 through `int 0x80`) kills the process, since the numbers below would not mean the
+//! same calls there. The x32 ABI of x86_64 kernels shares the x86_64 architecture value
+//! with numbers offset by `0x40000000`, which these filters do not list: on a kernel with
+//! x32 enabled (`CONFIG_X86_X32_ABI` and `syscall.x32=y`; off in Debian's by default) those
+//! calls are not filtered.
+//!
 //! This module does no process work: it compiles and serialises the programs, and keeps
 //! them in unlinked files [`Filters::paths`] lets a child open.
 
