@@ -570,3 +570,38 @@ async fn an_agent_with_the_network_enabled_reaches_none_of_the_hosts_loopback_se
         std::net::TcpStream::connect(("127.0.0.1", port)).expect("service is up");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_without_end_in_tmp_are_held_by_the_memory_limit() {
+    // Empty files take no tmpfs bytes, but each inode is kernel memory charged to the
+    // command's memory cgroup (128 MB here): millions of them cannot be made.
+    let dir = tempfile::tempdir().expect("dir");
+    let script = r#"python3 -c '
+import sys
+for n in range(3_000_000):
+    open("/tmp/f%d" % n, "w").close()
+sys.exit(61)
+'"#;
+    let report = exec::run(
+        exec_config(
+            ["bash", "-c", script].map(OsString::from).to_vec(),
+            fixture_scenario("hostile-tmpfs"),
+            dir.path(),
+            Vec::new(),
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    // SIGKILL by the memory cgroup: bash reports 137 for python, or is killed itself.
+    assert!(
+        matches!(report.agent_exit, Some(137) | None),
+        "exit {:?} (61: 3 million files were made in /tmp)",
+        report.agent_exit
+    );
+    assert_ne!(
+        report.summary.result.exit_status,
+        ExitStatus::ExitTimeout,
+        "the agent ran out of time before any limit held: the test proves nothing"
+    );
+}
