@@ -10,7 +10,9 @@
 //! The agent runs in the sandbox ([`crate::tools::bwrap`]), in its scratch copy (also
 //! `BENCH_WORKDIR`): it sees the task directory (`BENCH_TASK_DIR`), the directories of the
 //! files named on its command line and those of `read_only`, all read-only, and no other
-//! part of the caller's directory. Its whole process tree is killed when the run's
+//! part of the caller's directory; one of those the sandbox cannot show
+//! ([`crate::tools::bwrap::mountable_read_only`]) refuses the run before anything is
+//! published. Its whole process tree is killed when the run's
 //! `execution_timeout_ms` passes or on shutdown, whether or not it closed its stdout: an
 //! agent is judged by its exit within the time limit, never by its stdout closing.
 
