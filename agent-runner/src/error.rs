@@ -19,7 +19,7 @@ use crate::publish::{DeliveryReport, PublishFailure};
 use crate::recorder::RecordError;
 use crate::scenario::ScenarioError;
 use crate::spool::SpoolError;
-use crate::tools::bwrap::SandboxUnavailable;
+use crate::tools::bwrap::{SandboxUnavailable, UnmountablePath};
 use crate::tools::SandboxError;
 
 /// Why a runner command failed.
@@ -134,6 +134,10 @@ pub enum ExecError {
     /// The agent's scratch copy of the fixture could not be made.
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    /// A path the agent was to read (its program, its task, `--sandbox-ro`) cannot be
+    /// made visible in its sandbox.
+    #[error(transparent)]
+    Unmountable(#[from] UnmountablePath),
 }
 
 /// What only an import can meet: a trajectory that cannot be read or converted (the file
@@ -236,7 +240,11 @@ impl Error {
             | Error::Config(_)
             | Error::Sandbox(_)
             | Error::Sweep(SweepError::File { .. } | SweepError::Invalid(_))
-            | Error::Exec(ExecError::ProgramNotFound { .. } | ExecError::Spawn { .. })
+            | Error::Exec(
+                ExecError::ProgramNotFound { .. }
+                | ExecError::Spawn { .. }
+                | ExecError::Unmountable(_),
+            )
             | Error::Import(
                 ImportError::Read { .. } | ImportError::Parse { .. } | ImportError::TooLarge { .. },
             ) => Exit::Usage,

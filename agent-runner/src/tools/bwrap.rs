@@ -1,8 +1,20 @@
 //! The agent sandbox: every process an agent causes (the `bash` tool, each judge test, an
 //! `exec` agent and all their children) starts through [`Confinement::command`], which
-//! wraps it in bubblewrap (`bwrap`) with the run's limits.
+//! wraps it in bubblewrap (`bwrap`) with the run's limits. The same whoever starts the
+//! runner, root included.
 //!
-//! What a sandboxed process sees:
+//! Who a sandboxed process is:
+//! - uid and gid [`SANDBOX_UID`] in a user namespace of its own, which bwrap maps to the
+//!   runner's uid (root stays uid 0 on the host, but without any capability there);
+//! - no capabilities (`--cap-drop ALL`), no nested user namespaces (`--disable-userns`),
+//!   and the seccomp filters of [`super::seccomp`] (no mounts, file handles, keyrings,
+//!   ptrace, namespaces, `TIOCSTI`, kernel modules);
+//! - new pid, ipc and uts namespaces, a new session (no controlling terminal).
+//!
+//! What it sees:
+//! - a private `/tmp` (also `HOME`): a tmpfs of `disk_mb`, mounted first, so that host
+//!   paths under the host's `/tmp` bound afterwards (the scratch copy, an `exec` agent's
+//!   program and task) show through it;
 //! - the host's system directories read-only (`/usr` and the `/bin`, `/sbin`, `/lib*`
 //!   links or directories), and of `/etc` only what toolchains read: the dynamic linker
 //!   cache, `alternatives`, user and group names, name-service config, time zone and TLS
@@ -11,26 +23,29 @@
 //!   runner's `rustc` reports, and every directory in `BENCH_SANDBOX_TOOLCHAINS`
 //!   (colon-separated); their `bin/` goes first on `PATH`;
 //! - the run's scratch copy, read-write, at its host path: the only writable host path;
-//! - a private `/tmp` (also `HOME`), fresh `/proc` and a minimal `/dev`;
-//! - new pid, ipc and uts namespaces, a new network namespace unless
-//!   `sandbox_limits.network_enabled`, a new session (no terminal to inject into);
+//! - a fresh `/proc`, read-only as a whole, and a minimal `/dev`;
+//! - no network (an empty network namespace), or with `sandbox_limits.network_enabled` a
+//!   namespace of its own behind pasta ([`super::network`]) that cannot reach the host's
+//!   loopback;
 //! - an environment built from an allowlist: `PATH`, `HOME`, `LANG`, `CARGO_HOME` and the
 //!   variables the caller documents for its process. Nothing else of the runner's
 //!   environment (API keys, NATS and ClickHouse settings) reaches it.
 //!
 //! Limits, enforced rather than recorded: `prlimit` sets rlimits before `bwrap` starts
 //! (address space = `memory_mb`, CPU seconds, file size = `disk_mb`, open files, processes),
-//! and where the host lets the runner create cgroups (v1 `pids` hierarchy, or v2 with the
-//! `pids` controller delegated) each sandbox gets its own `pids.max`, which holds a fork
-//! bomb even for root, whom `RLIMIT_NPROC` does not bind. Time limits are the caller's:
-//! `bwrap --die-with-parent` in its own pid namespace means that killing the `bwrap`
-//! process ends every process of the sandbox, and [`TreeGuard`] kills what is left in the
-//! cgroup.
+//! and where the host lets the runner create cgroups (the v1 `pids` and `memory`
+//! hierarchies, or v2 with the controllers delegated) each command gets its own `pids.max`,
+//! which holds a fork bomb even for root, whom `RLIMIT_NPROC` does not bind, and its own
+//! memory limit (`memory_mb`), which also counts the pages it writes to its `/tmp`. Time
+//! limits are the caller's: `bwrap --die-with-parent` in its own pid namespace means that
+//! killing the `bwrap` process ends every process of the sandbox, and [`TreeGuard`] kills
+//! what is left in the cgroups.
 //!
 //! Availability is probed once per process ([`host`]): `bwrap` must be installed and able
-//! to create the namespaces (some containers forbid user namespaces). Without it a run may
-//! still execute as plain processes ([`Confinement::unsandboxed`]); `run_start.sandbox`
-//! then says `none`, and the limits that still hold (rlimits, cgroup, timeouts) are listed.
+//! to create the namespaces with every confinement above (some containers forbid user
+//! namespaces). Without it a run may still execute as plain processes
+//! ([`Confinement::unsandboxed`]); `run_start.sandbox` then says `none`, and the limits
+//! that still hold (rlimits, cgroups, timeouts) are listed.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -41,8 +56,11 @@ use std::sync::OnceLock;
 
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use schemas::{EnforcedLimit, SandboxInfo, SandboxLimits};
+use schemas::{EnforcedLimit, PidsLimit, SandboxInfo, SandboxLimits, SandboxNetwork};
 use tokio::process::Command;
+
+use super::network::{self, NetworkTools, PastaNetwork};
+use super::seccomp;
 
 /// Host directories bound read-only when they are directories, recreated as the same
 /// symlinks when they are links (merged-`/usr` systems).
@@ -87,15 +105,49 @@ pub const MAX_OPEN_FILES: u64 = 1024;
 /// Extra toolchain directories to bind read-only, colon-separated.
 pub const TOOLCHAINS_ENV: &str = "BENCH_SANDBOX_TOOLCHAINS";
 
+/// The uid and gid of every sandboxed process inside its own user namespace: `nobody`,
+/// whoever started the runner. Outside, it is the runner's uid (bwrap maps one to the
+/// other), without any capability there.
+pub const SANDBOX_UID: u32 = 65534;
+
+/// Descriptors the launcher shell opens the seccomp filters on for bwrap
+/// (`--add-seccomp-fd`); single digits, the most a POSIX shell redirects.
+const SECCOMP_FDS: [&str; 2] = ["8", "9"];
+
+/// The first process of every confined command, `/bin/sh -c LAUNCHER PIDS MEMORY FILTER1
+/// FILTER2 PROGRAM...`: joins the command's `pids` and `memory` cgroups (the
+/// `cgroup.procs` files given, when not empty) before anything else runs, so no fork
+/// escapes them and no page goes uncharged ("0" = the writer), opens the seccomp filters on
+/// [`SECCOMP_FDS`] (when given) and becomes the rest of the command line.
+const LAUNCHER: &str = r#"for cg in "$0" "$1"; do [ -z "$cg" ] || echo 0 > "$cg" || exit 126; done
+a=$2 b=$3; shift 3
+[ -z "$a" ] && exec "$@"
+exec "$@" 8<"$a" 9<"$b""#;
+
+/// A fresh `/proc`, read-only as a whole, and a minimal `/dev`. Read-only because the
+/// processes of a root runner are uid 0 on the host, without capabilities but still the
+/// owner of `/proc/sys/*` and `/proc/sysrq-trigger`, which check no capability: a writable
+/// `/proc` would let them set `kernel.core_pattern` (a program the host runs as root).
+const PROC_AND_DEV: [&str; 6] = ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"];
+
+/// Host directories that can never be bound read-only into a sandbox: bwrap replaces
+/// `/proc` and `/dev`, and `/sys` shows the host's devices and cgroups.
+const UNMOUNTABLE_ROOTS: &[&str] = &["/proc", "/dev", "/sys"];
+
 /// What this host offers, probed once per process by [`host`].
 #[derive(Debug, Clone)]
 pub struct HostSupport {
-    /// `bwrap --version` when bwrap works here, or why it does not.
+    /// `bwrap --version` when bwrap works here with every confinement a sandbox gets
+    /// (user namespace, no capabilities, seccomp), or why it does not.
     bwrap: Result<String, String>,
     /// Whether util-linux `prlimit` is there to set rlimits before exec.
     prlimit: bool,
     /// The cgroup directory under which per-sandbox `pids` cgroups can be created.
     pids_cgroup: Option<PathBuf>,
+    /// The cgroup directory under which per-sandbox `memory` cgroups can be created.
+    memory_cgroup: Option<PathBuf>,
+    /// What gives a sandbox with `network_enabled` its own network, or why nothing can.
+    network: Result<NetworkTools, String>,
     /// Toolchain directories outside [`SYSTEM_DIRS`], bound read-only.
     toolchains: Vec<PathBuf>,
 }
@@ -120,10 +172,12 @@ pub fn host() -> &'static HostSupport {
                 .stderr(Stdio::null())
                 .status()
                 .is_ok_and(|s| s.success()),
-            pids_cgroup: probe_pids_cgroup(),
+            pids_cgroup: probe_cgroup(Controller::Pids),
+            memory_cgroup: probe_cgroup(Controller::Memory),
+            network: network::probe(),
             toolchains: toolchains(),
         };
-        tracing::info!(bwrap = ?support.bwrap, prlimit = support.prlimit, pids_cgroup = ?support.pids_cgroup, toolchains = ?support.toolchains, "agent sandbox support");
+        tracing::info!(bwrap = ?support.bwrap, prlimit = support.prlimit, pids_cgroup = ?support.pids_cgroup, memory_cgroup = ?support.memory_cgroup, network = ?support.network.as_ref().err(), toolchains = ?support.toolchains, "agent sandbox support");
         support
     })
 }
@@ -134,23 +188,19 @@ fn probe_bwrap() -> Result<String, String> {
         .output()
         .map_err(|e| format!("bwrap is not installed or not runnable: {e}"))?;
     let version = String::from_utf8_lossy(&version.stdout).trim().to_owned();
-    let mut probe = std::process::Command::new("bwrap");
+    let filters = seccomp::filters().map_err(|e| e.to_string())?;
+    let mut probe = std::process::Command::new("/bin/sh");
     probe
+        .arg("-c")
+        .arg(LAUNCHER)
+        .args(["", ""])
+        .args(filters.paths())
+        .arg("bwrap")
+        .args(confinement_args())
         .args(system_binds())
-        .args([
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-net",
-        ])
-        .args([
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "--die-with-parent",
-            "true",
-        ]);
+        .arg("--unshare-net")
+        .args(PROC_AND_DEV)
+        .arg("true");
     let out = probe
         .output()
         .map_err(|e| format!("cannot run bwrap: {e}"))?;
@@ -158,30 +208,92 @@ fn probe_bwrap() -> Result<String, String> {
         Ok(version)
     } else {
         Err(format!(
-            "bwrap cannot create namespaces here (user namespaces disabled?): {}",
+            "bwrap cannot confine processes here (user namespaces disabled? seccomp?): {}",
             String::from_utf8_lossy(&out.stderr).trim()
         ))
     }
 }
 
-/// A cgroup directory of this process (v1 `pids` hierarchy or v2) in which a child with
-/// `pids.max` can be created, or `None`.
-fn probe_pids_cgroup() -> Option<PathBuf> {
+/// The namespaces, identity and privileges of every sandbox, probe included: a user
+/// namespace mapping [`SANDBOX_UID`] to the runner's uid, no capabilities, no nested user
+/// namespaces, the seccomp filters on [`SECCOMP_FDS`], and new pid, ipc and uts
+/// namespaces; `bwrap` dies with the runner.
+fn confinement_args() -> Vec<OsString> {
+    let uid = SANDBOX_UID.to_string();
+    let mut args: Vec<OsString> = [
+        "--unshare-user",
+        "--uid",
+        &uid,
+        "--gid",
+        &uid,
+        "--disable-userns",
+        "--cap-drop",
+        "ALL",
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+    ]
+    .map(OsString::from)
+    .to_vec();
+    for fd in SECCOMP_FDS {
+        args.extend(["--add-seccomp-fd".into(), fd.into()]);
+    }
+    args
+}
+
+/// A cgroup controller in which each sandboxed command gets a cgroup of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Controller {
+    /// `pids.max`: the processes of the whole tree, root's included.
+    Pids,
+    /// The memory limit: what the tree's processes use, and the pages they write to a
+    /// tmpfs (their `/tmp`), which `RLIMIT_AS` does not see.
+    Memory,
+}
+
+impl Controller {
+    fn name(self) -> &'static str {
+        match self {
+            Controller::Pids => "pids",
+            Controller::Memory => "memory",
+        }
+    }
+
+    /// The limit file of a cgroup in `dir`: v2's `memory.max`, v1's
+    /// `memory.limit_in_bytes`, `pids.max` in both.
+    fn limit_file(self, dir: &Path) -> PathBuf {
+        match self {
+            Controller::Pids => dir.join("pids.max"),
+            Controller::Memory if dir.join("memory.max").exists() => dir.join("memory.max"),
+            Controller::Memory => dir.join("memory.limit_in_bytes"),
+        }
+    }
+}
+
+/// A cgroup directory of this process (the v1 hierarchy of `controller`, or v2 with it
+/// delegated) in which a child with a limit can be created, or `None`.
+fn probe_cgroup(controller: Controller) -> Option<PathBuf> {
     let own = fs::read_to_string("/proc/self/cgroup").ok()?;
     let mut candidates = Vec::new();
     for line in own.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
         let path = path.trim_start_matches('/');
-        if controllers.split(',').any(|c| c == "pids") {
-            candidates.push(Path::new("/sys/fs/cgroup/pids").join(path));
+        if controllers.split(',').any(|c| c == controller.name()) {
+            candidates.push(
+                Path::new("/sys/fs/cgroup")
+                    .join(controller.name())
+                    .join(path),
+            );
         } else if controllers.is_empty() {
             candidates.push(Path::new("/sys/fs/cgroup").join(path));
             candidates.push(Path::new("/sys/fs/cgroup/unified").join(path));
         }
     }
     candidates.into_iter().find(|base| {
-        PidsCgroup::create(base, 1)
+        SandboxCgroup::create(base, controller, 1 << 20)
             .map(|cg| {
                 cg.remove();
             })
@@ -237,6 +349,46 @@ fn system_binds() -> Vec<OsString> {
 #[error("the agent sandbox is unavailable: {0}; install bubblewrap and allow user namespaces, or pass --unsandboxed to run agents as plain processes on this host")]
 pub struct SandboxUnavailable(pub String);
 
+/// A path that was to be visible read-only in the sandbox but cannot be: refused before
+/// the run starts, since the agent would not find it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnmountablePath {
+    #[error("{0}: cannot be made visible in the agent sandbox: it does not exist ({1})")]
+    Missing(PathBuf, String),
+    #[error("{0}: cannot be made visible in the agent sandbox: the sandbox has its own {1}")]
+    Replaced(PathBuf, &'static str),
+    #[error("{0}: cannot be made visible in the agent sandbox: it holds the scratch copies of runs ({1})")]
+    HoldsScratch(PathBuf, PathBuf),
+}
+
+/// Checks that each of `paths` can be bound read-only into a sandbox, and returns their
+/// canonical forms: they exist, are not the root or under a directory the sandbox
+/// replaces ([`UNMOUNTABLE_ROOTS`]), and do not contain the directory where the scratch
+/// copies of runs live (binding it would show the agent the other runs).
+pub fn mountable_read_only(paths: &[PathBuf]) -> Result<Vec<PathBuf>, UnmountablePath> {
+    let scratch = std::env::temp_dir()
+        .canonicalize()
+        .unwrap_or_else(|_| std::env::temp_dir());
+    paths
+        .iter()
+        .map(|path| {
+            let canonical = path
+                .canonicalize()
+                .map_err(|e| UnmountablePath::Missing(path.clone(), e.to_string()))?;
+            if let Some(root) = UNMOUNTABLE_ROOTS
+                .iter()
+                .find(|root| canonical.starts_with(root))
+            {
+                return Err(UnmountablePath::Replaced(path.clone(), root));
+            }
+            if scratch.starts_with(&canonical) {
+                return Err(UnmountablePath::HoldsScratch(path.clone(), scratch.clone()));
+            }
+            Ok(canonical)
+        })
+        .collect()
+}
+
 /// Whether the processes of runs must be sandboxed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SandboxMode {
@@ -277,6 +429,8 @@ struct ResourceLimits {
     processes: u64,
     /// `RLIMIT_NOFILE`.
     open_files: u64,
+    /// Size of the sandbox's private `/tmp` (a tmpfs): `disk_mb`.
+    tmp_bytes: u64,
 }
 
 impl ResourceLimits {
@@ -289,6 +443,7 @@ impl ResourceLimits {
             file_size_bytes: limits.disk_mb.saturating_mul(1 << 20),
             processes: MAX_PROCESSES,
             open_files: MAX_OPEN_FILES,
+            tmp_bytes: limits.disk_mb.saturating_mul(1 << 20),
         }
     }
 
@@ -355,7 +510,18 @@ impl Confinement {
         limits: &SandboxLimits,
         bare_allowed: bool,
     ) -> Result<Confinement, SandboxUnavailable> {
-        match host().bwrap() {
+        let host = host();
+        // Enabled network means pasta's, never the host's: without it, no sandbox.
+        let sandbox = host
+            .bwrap()
+            .map_err(str::to_owned)
+            .and_then(|version| match &host.network {
+                Err(why) if limits.network_enabled => {
+                    Err(format!("sandbox_limits.network_enabled needs pasta: {why}"))
+                }
+                _ => Ok(version),
+            });
+        match sandbox {
             Ok(version) => Ok(Confinement {
                 bwrap: Some(version.to_owned()),
                 ..Confinement::unsandboxed(limits)
@@ -364,7 +530,7 @@ impl Confinement {
                 tracing::warn!(reason = why, "running agent processes without a sandbox");
                 Ok(Confinement::unsandboxed(limits))
             }
-            Err(why) => Err(SandboxUnavailable(why.to_owned())),
+            Err(why) => Err(SandboxUnavailable(why)),
         }
     }
 
@@ -410,17 +576,38 @@ impl Confinement {
         if host.pids_cgroup.is_some() {
             add("processes", self.limits.processes, "cgroup");
         }
+        if host.memory_cgroup.is_some() {
+            add("memory_bytes", self.limits.memory_bytes, "cgroup");
+        }
+        let sandboxed = self.bwrap.is_some();
+        if sandboxed {
+            add("tmp_bytes", self.limits.tmp_bytes, "tmpfs");
+        }
         add("tool_timeout_ms", tool_timeout_ms, "runner");
         add("execution_timeout_ms", execution_timeout_ms, "runner");
+        let runner_uid = nix::unistd::getuid().as_raw();
+        let pids_limit = if host.pids_cgroup.is_some() {
+            PidsLimit::Cgroup
+        } else if host.prlimit && runner_uid != 0 {
+            PidsLimit::Rlimit
+        } else {
+            PidsLimit::None
+        };
         SandboxInfo {
-            kind: if self.bwrap.is_some() {
-                "bwrap"
-            } else {
-                "none"
-            }
-            .to_owned(),
+            kind: if sandboxed { "bwrap" } else { "none" }.to_owned(),
             version: self.bwrap.clone(),
-            network_isolated: self.bwrap.is_some() && !self.network,
+            network_isolated: sandboxed && !self.network,
+            uid_inside: Some(if sandboxed { SANDBOX_UID } else { runner_uid }),
+            uid_outside: Some(runner_uid),
+            user_namespace: Some(sandboxed),
+            capabilities_dropped: Some(sandboxed),
+            seccomp: Some(sandboxed),
+            network: Some(match (sandboxed, self.network) {
+                (true, false) => SandboxNetwork::None,
+                (true, true) => SandboxNetwork::Pasta,
+                (false, _) => SandboxNetwork::Host,
+            }),
+            pids_limit: Some(pids_limit),
             enforced,
         }
     }
@@ -430,10 +617,25 @@ impl Confinement {
     /// when the command is done or timed out.
     pub fn command(&self, spec: &SandboxedCommand<'_>) -> io::Result<(Command, TreeGuard)> {
         let host = host();
-        let cgroup = match &host.pids_cgroup {
-            Some(base) => Some(PidsCgroup::create(base, self.limits.processes)?),
-            None => None,
+        let mut cgroups = TreeGuard {
+            pids: None,
+            memory: None,
+            network: None,
         };
+        if let Some(base) = &host.pids_cgroup {
+            cgroups.pids = Some(SandboxCgroup::create(
+                base,
+                Controller::Pids,
+                self.limits.processes,
+            )?);
+        }
+        if let Some(base) = &host.memory_cgroup {
+            cgroups.memory = Some(SandboxCgroup::create(
+                base,
+                Controller::Memory,
+                self.limits.memory_bytes,
+            )?);
+        }
         let path = sandbox_path();
         let home = match self.bwrap {
             Some(_) => SANDBOX_HOME.to_owned(),
@@ -450,21 +652,34 @@ impl Confinement {
         }
         env.extend(spec.env.iter().cloned());
 
+        let filters = match self.bwrap {
+            Some(_) => Some(seccomp::filters().map_err(io::Error::other)?.paths()),
+            None => None,
+        };
         let mut argv: Vec<OsString> = Vec::new();
-        if let Some(cg) = &cgroup {
-            // Joins the cgroup before anything else runs, so no fork escapes it: the shell
-            // moves itself ("0" = the writer), then becomes the rest of the command line.
-            argv.extend([
-                "/bin/sh".into(),
-                "-c".into(),
-                r#"echo 0 > "$0" && exec "$@""#.into(),
-                cg.dir.join("cgroup.procs").into_os_string(),
-            ]);
+        let procs = |cg: &Option<SandboxCgroup>| {
+            cg.as_ref()
+                .map(|cg| cg.dir.join("cgroup.procs").into_os_string())
+                .unwrap_or_default()
+        };
+        if cgroups.pids.is_some() || cgroups.memory.is_some() || filters.is_some() {
+            argv.extend(["/bin/sh".into(), "-c".into(), LAUNCHER.into()]);
+            argv.push(procs(&cgroups.pids));
+            argv.push(procs(&cgroups.memory));
+            match filters {
+                Some(paths) => argv.extend(paths.map(PathBuf::into_os_string)),
+                None => argv.extend([OsString::new(), OsString::new()]),
+            }
         }
         if host.prlimit {
             argv.push("prlimit".into());
             argv.extend(self.limits.prlimit_args());
             argv.push("--".into());
+        }
+        if let (Some(_), true, Ok(tools)) = (&self.bwrap, self.network, &host.network) {
+            let network = PastaNetwork::start(tools)?;
+            argv.extend(network.enter());
+            cgroups.network = Some(network);
         }
         if self.bwrap.is_some() {
             argv.push("bwrap".into());
@@ -484,7 +699,7 @@ impl Confinement {
             .current_dir(spec.workdir)
             .process_group(0)
             .kill_on_drop(true);
-        Ok((command, TreeGuard { cgroup }))
+        Ok((command, cgroups))
     }
 
     fn bwrap_args(
@@ -493,18 +708,18 @@ impl Confinement {
         toolchains: &[PathBuf],
         env: &[(String, String)],
     ) -> Vec<OsString> {
-        let mut args: Vec<OsString> = [
-            "--die-with-parent",
-            "--new-session",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-        ]
-        .map(OsString::from)
-        .to_vec();
+        let mut args = confinement_args();
         if !self.network {
             args.push("--unshare-net".into());
         }
+        // The private /tmp first: host paths under /tmp bound below (the scratch copy, an
+        // agent program, a task directory) are then mounted on top of it, not hidden by it.
+        args.extend([
+            "--size".into(),
+            self.limits.tmp_bytes.to_string().into(),
+            "--tmpfs".into(),
+            "/tmp".into(),
+        ]);
         args.extend(system_binds());
         let etc = ETC_ENTRIES.iter().chain(if self.network {
             ETC_NETWORK_ENTRIES
@@ -522,8 +737,7 @@ impl Confinement {
                 dir.clone().into_os_string(),
             ]);
         }
-        args.extend(["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"].map(OsString::from));
-        // After /tmp: the scratch copy usually lives under the host's /tmp.
+        args.extend(PROC_AND_DEV.map(OsString::from));
         let workdir = spec.workdir.as_os_str().to_owned();
         args.extend([
             "--bind".into(),
@@ -541,19 +755,24 @@ impl Confinement {
     }
 }
 
-/// The process tree of one sandboxed command: kills whatever is left in its cgroup, and
-/// removes the cgroup, on [`TreeGuard::kill`] and on drop. Without a cgroup the pid
-/// namespace (killing `bwrap` ends it) and the process group are the tree.
+/// The process tree of one sandboxed command: kills whatever is left in its cgroups, and
+/// removes them, on [`TreeGuard::kill`] and on drop. Without a cgroup the pid namespace
+/// (killing `bwrap` ends it) and the process group are the tree.
 #[derive(Debug)]
 pub struct TreeGuard {
     /// The command's own `pids` cgroup, when the host allows one.
-    cgroup: Option<PidsCgroup>,
+    pids: Option<SandboxCgroup>,
+    /// The command's own `memory` cgroup, when the host allows one.
+    memory: Option<SandboxCgroup>,
+    /// The command's network namespace with pasta (`network_enabled`); deleted after the
+    /// processes are killed (fields drop after [`Drop::drop`]).
+    network: Option<PastaNetwork>,
 }
 
 impl TreeGuard {
-    /// SIGKILLs every process still in the tree's cgroup.
+    /// SIGKILLs every process still in the tree's cgroups.
     pub fn kill(&self) {
-        if let Some(cg) = &self.cgroup {
+        for cg in self.pids.iter().chain(&self.memory) {
             cg.kill_all();
         }
     }
@@ -561,25 +780,25 @@ impl TreeGuard {
 
 impl Drop for TreeGuard {
     fn drop(&mut self) {
-        if let Some(cg) = self.cgroup.take() {
+        for cg in self.pids.take().into_iter().chain(self.memory.take()) {
             cg.kill_all();
             cg.remove();
         }
     }
 }
 
-/// A `pids` cgroup made for one sandboxed command.
+/// A cgroup made for one sandboxed command, in one controller's hierarchy.
 #[derive(Debug)]
-struct PidsCgroup {
+struct SandboxCgroup {
     dir: PathBuf,
 }
 
-impl PidsCgroup {
-    fn create(base: &Path, max: u64) -> io::Result<PidsCgroup> {
+impl SandboxCgroup {
+    fn create(base: &Path, controller: Controller, limit: u64) -> io::Result<SandboxCgroup> {
         let dir = base.join(format!("bench-sandbox-{}", uuid::Uuid::new_v4().simple()));
         fs::create_dir(&dir)?;
-        let cg = PidsCgroup { dir };
-        if let Err(e) = fs::write(cg.dir.join("pids.max"), max.to_string()) {
+        let cg = SandboxCgroup { dir };
+        if let Err(e) = fs::write(controller.limit_file(&cg.dir), limit.to_string()) {
             cg.remove();
             return Err(e);
         }
@@ -686,11 +905,74 @@ mod tests {
     }
 
     #[test]
+    fn every_sandbox_is_unprivileged_filtered_and_bounded() {
+        let mut c = Confinement::unsandboxed(&limits(false));
+        c.bwrap = Some("bubblewrap test".to_owned());
+        let args = args_of(&c, Path::new("/tmp/bench-run-x"));
+        let has = |pair: &[&str]| args.windows(pair.len()).any(|w| w == pair);
+        assert!(
+            has(&["--unshare-user", "--uid", "65534", "--gid", "65534"]),
+            "{args:?}"
+        );
+        assert!(has(&["--disable-userns"]));
+        assert!(has(&["--cap-drop", "ALL"]));
+        assert!(has(&["--add-seccomp-fd", "8"]) && has(&["--add-seccomp-fd", "9"]));
+        assert!(has(&["--proc", "/proc", "--remount-ro", "/proc"]));
+        // /tmp is sized by disk_mb and mounted before every bind, which go on top of it.
+        let sized = args
+            .windows(4)
+            .position(|w| w == ["--size", "67108864", "--tmpfs", "/tmp"])
+            .expect("sized /tmp");
+        let first_bind = args
+            .iter()
+            .position(|a| a.starts_with("--ro-bind") || a == "--bind")
+            .expect("binds");
+        assert!(sized < first_bind, "{args:?}");
+
+        let info = c.info(1000, 2000);
+        assert_eq!(info.uid_inside, Some(SANDBOX_UID));
+        assert_eq!(info.uid_outside, Some(nix::unistd::getuid().as_raw()));
+        assert_eq!(info.user_namespace, Some(true));
+        assert_eq!(info.capabilities_dropped, Some(true));
+        assert_eq!(info.seccomp, Some(true));
+        assert_eq!(info.network, Some(SandboxNetwork::None));
+        assert!(info
+            .enforced
+            .iter()
+            .any(|l| l.limit == "tmp_bytes" && l.value == 64 << 20 && l.by == "tmpfs"));
+    }
+
+    #[test]
+    fn read_only_paths_the_sandbox_cannot_show_are_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        assert_eq!(
+            mountable_read_only(&[dir.path().to_path_buf()]).expect("mountable"),
+            vec![dir.path().canonicalize().expect("canonical")]
+        );
+        for refused in [
+            PathBuf::from("/"),
+            std::env::temp_dir(),
+            PathBuf::from("/proc/self"),
+            PathBuf::from("/sys"),
+            dir.path().join("missing"),
+        ] {
+            assert!(
+                mountable_read_only(std::slice::from_ref(&refused)).is_err(),
+                "{}",
+                refused.display()
+            );
+        }
+    }
+
+    #[test]
     fn unsandboxed_runs_say_none() {
         let info = Confinement::unsandboxed(&limits(true)).info(1000, 2000);
         assert_eq!(info.kind, "none");
         assert_eq!(info.version, None);
         assert!(!info.network_isolated);
+        assert_eq!(info.user_namespace, Some(false));
+        assert_eq!(info.seccomp, Some(false));
+        assert_eq!(info.network, Some(SandboxNetwork::Host));
         assert!(info
             .enforced
             .iter()

@@ -9,6 +9,8 @@
 //! - `request`: [`ToolRequest`] / [`ToolCommand`].
 //! - `sandbox`: the scratch copy and path confinement.
 //! - [`bwrap`]: the process sandbox and limits every command an agent causes runs in.
+//! - `seccomp`: the system calls denied inside it.
+//! - `network`: the network of a sandbox with `network_enabled` (pasta, no host loopback).
 //! - [`exec`]: shell commands in the sandbox, with timeout, tree kill and output cap (used
 //!   by `bash` and the judge).
 //! - `files`: `view`, `str_replace`, `write_file`: in-process, off the async runtime,
@@ -21,8 +23,10 @@ pub mod exec;
 mod files;
 pub mod footprint;
 mod grep;
+mod network;
 mod request;
 mod sandbox;
+mod seccomp;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

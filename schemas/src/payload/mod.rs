@@ -17,7 +17,10 @@ pub use context::{ContextDecision, SegmentType};
 pub use deliberation::{Action, Deliberation, DeliberationStatus, PricingSource};
 pub use failure::{Failure, FailureRoot, FinalErrorState, RecoveryAttempt};
 pub use optimizer::OptimizerUpdate;
-pub use run::{EnforcedLimit, ExitStatus, RunStart, RunStop, SandboxInfo, ScenarioRef, SweepRef};
+pub use run::{
+    EnforcedLimit, ExitStatus, PidsLimit, RunStart, RunStop, SandboxInfo, SandboxNetwork,
+    ScenarioRef, SweepRef,
+};
 pub use step::{Step, StepType};
 pub use tool::{EvidenceFootprint, ExitKind, ToolCall};
 

@@ -52,21 +52,75 @@ pub struct SandboxInfo {
     pub version: Option<String>,
     /// Whether the processes had their own, empty network namespace.
     pub network_isolated: bool,
+    /// The uid the agent's processes had inside the sandbox (`65534` in bwrap's own user
+    /// namespace); null when not recorded (runs before these fields, imported runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid_inside: Option<u32>,
+    /// The host uid those processes ran as: what the host's file permissions and process
+    /// limits saw (the runner's uid, `0` under a root runner); null when not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid_outside: Option<u32>,
+    /// Whether the processes ran in a user namespace of their own, so that capabilities
+    /// they held applied to nothing of the host's; null when not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_namespace: Option<bool>,
+    /// Whether every capability was dropped (`bwrap --cap-drop ALL`) and nested user
+    /// namespaces were disabled (`bwrap --disable-userns`); false for plain processes;
+    /// null when not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities_dropped: Option<bool>,
+    /// Whether the seccomp filter (mounts, file handles, keyrings, ptrace, namespaces,
+    /// terminal injection, kernel modules denied) was installed; null when not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seccomp: Option<bool>,
+    /// The network the processes had; null when not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<SandboxNetwork>,
+    /// What held the number of processes of one sandbox; null when not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids_limit: Option<PidsLimit>,
     /// Each limit that was enforced, with its value and the mechanism. A limit of
     /// `sandbox_limits` missing here was recorded only.
     pub enforced: Vec<EnforcedLimit>,
+}
+
+/// The network a run's processes had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxNetwork {
+    /// An empty network namespace: no network at all.
+    None,
+    /// A network namespace of their own reaching outside addresses through pasta, never
+    /// the host's loopback.
+    Pasta,
+    /// The host's network, its loopback services included (plain processes).
+    Host,
+}
+
+/// What held the number of processes of one sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PidsLimit {
+    /// A `pids` cgroup of its own (`pids.max`), for the whole process tree.
+    Cgroup,
+    /// `RLIMIT_NPROC`, which counts every process of the host uid, other runs' included.
+    Rlimit,
+    /// Nothing: a root runner without a writable `pids` cgroup, whom `RLIMIT_NPROC` does
+    /// not bind.
+    None,
 }
 
 /// One enforced limit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EnforcedLimit {
     /// `memory_bytes`, `cpu_seconds`, `processes`, `file_size_bytes`, `open_files`,
-    /// `tool_timeout_ms` or `execution_timeout_ms`.
+    /// `tmp_bytes`, `tool_timeout_ms` or `execution_timeout_ms`.
     pub limit: String,
     /// The value, in the unit the name gives.
     pub value: u64,
     /// What enforces it: `rlimit` (set before exec, per process), `cgroup` (for the whole
-    /// process tree) or `runner` (the runner kills the process tree).
+    /// process tree), `tmpfs` (the size of the sandbox's `/tmp`) or `runner` (the runner
+    /// kills the process tree).
     pub by: String,
 }
 

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use agent_runner::exec::{self, ExecConfig, ExecReport};
 use agent_runner::tools::bwrap;
-use benchstream_tests::{processes_with, NatsServer};
-use schemas::{BenchmarkEvent, ExitKind, ExitStatus, Payload, StepType, ToolCall};
+use benchstream_tests::{processes_with, ClickHouseServer, NatsServer};
+use schemas::{BenchmarkEvent, ExitKind, ExitStatus, Payload, SandboxNetwork, StepType, ToolCall};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{fixture_scenario, journal_events, run_offline};
+use crate::common::{fixture_scenario, journal_events, repo_path, run_offline};
 
 /// Where the canaries live: outside every workspace, outside /tmp.
 const CANARY_DIR: &str = "/var/tmp/benchstream-canary";
@@ -199,28 +199,45 @@ async fn children_do_not_outlive_the_execution_timeout() {
     assert_eq!(processes_with("sleep 1000.616"), Vec::<String>::new());
 }
 
-/// An `exec` agent under `hostile-exec.toml` (3 s execution timeout, no network).
+/// An `exec` agent running `script` under `hostile-exec.toml` (3 s execution timeout, no
+/// network).
 async fn hostile_exec(script: &str, dir: &Path) -> (ExecReport, Duration) {
+    hostile_exec_command(["bash", "-c", script].map(OsString::from).to_vec(), dir).await
+}
+
+/// An `exec` agent running `command` under `hostile-exec.toml`.
+async fn hostile_exec_command(command: Vec<OsString>, dir: &Path) -> (ExecReport, Duration) {
     let started = Instant::now();
     let report = exec::run(
-        ExecConfig {
-            command: ["bash", "-c", script].map(OsString::from).to_vec(),
-            scenario: fixture_scenario("hostile-exec"),
-            task: "sh-ci-exit-status".to_owned(),
-            allow_unpinned: true,
-            seed: None,
-            policy_id: Some("exec:hostile".to_owned()),
-            host: "test-host".to_owned(),
-            out_dir: Some(dir.join("runs")),
-            publish: None,
-            sandbox: bwrap::SandboxMode::Required,
-            read_only: Vec::new(),
-        },
+        exec_config(command, fixture_scenario("hostile-exec"), dir, Vec::new()),
         CancellationToken::new(),
     )
     .await
     .expect("exec run");
     (report, started.elapsed())
+}
+
+/// The config of a sandboxed `exec` run of `command` on `sh-ci-exit-status` of `scenario`,
+/// its journal under `dir/runs`, with `read_only` given as `--sandbox-ro`.
+fn exec_config(
+    command: Vec<OsString>,
+    scenario: PathBuf,
+    dir: &Path,
+    read_only: Vec<PathBuf>,
+) -> ExecConfig {
+    ExecConfig {
+        command,
+        scenario,
+        task: "sh-ci-exit-status".to_owned(),
+        allow_unpinned: true,
+        seed: None,
+        policy_id: Some("exec:hostile".to_owned()),
+        host: "test-host".to_owned(),
+        out_dir: Some(dir.join("runs")),
+        publish: None,
+        sandbox: bwrap::SandboxMode::Required,
+        read_only,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,4 +319,291 @@ async fn exec_agents_refuse_to_start_without_a_sandbox_unless_told() {
     assert_eq!(sandbox.kind, "none");
     assert_eq!(sandbox.version, None);
     assert!(!sandbox.network_isolated);
+}
+
+/// The uid this test process (and so the runner) has on the host.
+fn own_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata("/proc/self").expect("/proc/self").uid()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_root_runner_gives_its_agent_no_privilege() {
+    // CI runs as root: this is the case where bwrap alone would leave every capability.
+    let canary = Canary::new("privileges.txt");
+    let core_pattern = fs::read_to_string("/proc/sys/kernel/core_pattern").expect("read");
+    let dir = tempfile::tempdir().expect("dir");
+    let script = repo_path("tests/fixtures/runner/hostile-privileges.sh");
+    let command = vec![
+        OsString::from("bash"),
+        script.into_os_string(),
+        OsString::from(CANARY_DIR),
+        OsString::from("privileges.txt"),
+        OsString::from("64"),
+    ];
+    let (report, _) = hostile_exec_command(command, dir.path()).await;
+    assert_eq!(
+        report.agent_exit,
+        Some(0),
+        "an attack succeeded: the exit status is its number in hostile-privileges.sh"
+    );
+    assert_eq!(report.summary.result.exit_status, ExitStatus::Submitted);
+    canary.assert_unchanged();
+    assert!(!Path::new(CANARY_DIR).join("owned").exists());
+    assert_eq!(
+        fs::read_to_string("/proc/sys/kernel/core_pattern").expect("read"),
+        core_pattern
+    );
+
+    // The record says what held.
+    let events = journal_events(&report.summary);
+    let sandbox = run_start_sandbox(&events);
+    assert_eq!(sandbox.kind, "bwrap");
+    assert_eq!(sandbox.uid_inside, Some(bwrap::SANDBOX_UID));
+    assert_eq!(sandbox.uid_outside, Some(own_uid()));
+    assert_eq!(sandbox.user_namespace, Some(true));
+    assert_eq!(sandbox.capabilities_dropped, Some(true));
+    assert_eq!(sandbox.seccomp, Some(true));
+    assert_eq!(sandbox.network, Some(SandboxNetwork::None));
+    assert!(
+        sandbox
+            .enforced
+            .iter()
+            .any(|l| l.limit == "tmp_bytes" && l.value == 64 << 20 && l.by == "tmpfs"),
+        "{:?}",
+        sandbox.enforced
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_program_task_and_read_only_paths_under_the_host_tmp_are_visible() {
+    // CI clones the repository into a directory nobody chooses, /tmp included: the
+    // sandbox's own /tmp must not hide what lives under the host's.
+    let host_tmp = tempfile::Builder::new()
+        .prefix("benchstream-under-tmp-")
+        .tempdir_in("/tmp")
+        .expect("dir under /tmp");
+    let scenario_dir = host_tmp.path().join("scenario");
+    fs::create_dir_all(scenario_dir.join("tasks")).expect("mkdir");
+    fs::copy(
+        fixture_scenario("hostile-exec"),
+        scenario_dir.join("hostile-exec.toml"),
+    )
+    .expect("copy scenario");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(repo_path("tests/fixtures/runner/tasks/sh-ci-exit-status"))
+        .arg(scenario_dir.join("tasks"))
+        .status()
+        .expect("cp");
+    assert!(copied.success());
+    let agent = host_tmp.path().join("agent.sh");
+    fs::write(
+        &agent,
+        "test -r \"$BENCH_TASK_DIR/task.toml\" || exit 14\n\
+         test -r \"$1/data.txt\" || exit 15\n\
+         exit 0\n",
+    )
+    .expect("write agent");
+    let data_dir = host_tmp.path().join("data");
+    fs::create_dir(&data_dir).expect("mkdir");
+    fs::write(data_dir.join("data.txt"), "data\n").expect("write data");
+
+    let dir = tempfile::tempdir().expect("dir");
+    let command = vec![
+        OsString::from("bash"),
+        agent.clone().into_os_string(),
+        data_dir.clone().into_os_string(),
+    ];
+    let report = exec::run(
+        exec_config(
+            command,
+            scenario_dir.join("hostile-exec.toml"),
+            dir.path(),
+            vec![data_dir],
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    assert_eq!(
+        report.agent_exit,
+        Some(0),
+        "14: the task directory, 15: the --sandbox-ro directory was invisible"
+    );
+    assert_eq!(report.summary.result.exit_status, ExitStatus::Submitted);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_path_the_sandbox_cannot_show_is_refused_before_the_run() {
+    let dir = tempfile::tempdir().expect("dir");
+    for (path, why) in [
+        (PathBuf::from("/proc/self"), "own /proc"),
+        (std::env::temp_dir(), "scratch copies"),
+        (dir.path().join("missing"), "No such file"),
+    ] {
+        let result = exec::run(
+            exec_config(
+                ["bash", "-c", "exit 0"].map(OsString::from).to_vec(),
+                fixture_scenario("hostile-exec"),
+                dir.path(),
+                vec![path.clone()],
+            ),
+            CancellationToken::new(),
+        )
+        .await;
+        let Err(error) = result else {
+            panic!("{} was accepted", path.display());
+        };
+        assert!(
+            error.to_string().contains(why),
+            "{}: {error}",
+            path.display()
+        );
+        assert_ne!(error.exit() as u8, 0);
+    }
+    // Nothing was recorded: no run started.
+    let runs = dir.path().join("runs");
+    assert!(
+        !runs.exists() || fs::read_dir(&runs).expect("runs").next().is_none(),
+        "a run was recorded"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_agent_writes_to_its_tmp_counts_against_its_memory() {
+    // memory_mb = 128, disk_mb = 512: /tmp may hold 512 MB, but its pages are memory.
+    let dir = tempfile::tempdir().expect("dir");
+    let script = "head -c 300M /dev/zero > /tmp/big 2>/dev/null; \
+                  size=$(stat -c %s /tmp/big); \
+                  [ \"$size\" -ge $((300 * 1024 * 1024)) ] && exit 60; \
+                  exit 0";
+    let report = exec::run(
+        exec_config(
+            ["bash", "-c", script].map(OsString::from).to_vec(),
+            fixture_scenario("hostile-tmpfs"),
+            dir.path(),
+            Vec::new(),
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    let events = journal_events(&report.summary);
+    let enforced = &run_start_sandbox(&events).enforced;
+    assert!(
+        enforced
+            .iter()
+            .any(|l| l.limit == "memory_bytes" && l.value == 128 << 20 && l.by == "cgroup"),
+        "no memory cgroup on this host: {enforced:?}"
+    );
+    assert!(
+        enforced
+            .iter()
+            .any(|l| l.limit == "tmp_bytes" && l.value == 512 << 20 && l.by == "tmpfs"),
+        "{enforced:?}"
+    );
+    // The memory cgroup stops the writer short (0), or kills the shell too (none; or,
+    // with /tmp still full, a later fork of it: 1, 2, 137). 60 alone is the attack.
+    assert_ne!(
+        report.agent_exit,
+        Some(60),
+        "300 MB reached /tmp under a 128 MB memory limit"
+    );
+    assert_ne!(report.summary.result.exit_status, ExitStatus::ExitTimeout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_with_the_network_enabled_reaches_none_of_the_hosts_loopback_services() {
+    let nats = NatsServer::start();
+    let clickhouse = ClickHouseServer::start();
+    // A local web server: it answers whoever connects.
+    let web = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let web_port = web.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in web.incoming().flatten() {
+            let mut stream = stream;
+            let _ = std::io::Write::write_all(&mut stream, b"HTTP/1.0 200 OK\r\n\r\nhost\n");
+        }
+    });
+    let ports = [
+        nats.port(),
+        clickhouse.http_port(),
+        clickhouse.tcp_port(),
+        web_port,
+    ];
+    // Exit 0 only if no port answered, on loopback or through the gateway (where pasta
+    // lets a connection hang: 2 s each); a namespace without a default route would be no
+    // network at all (90).
+    let script = format!(
+        "ip route | grep -q '^default' || exit 90; \
+         gw=$(ip route | awk '/^default/ {{print $3}}'); i=0; \
+         for port in {ports}; do \
+           i=$((i + 1)); \
+           timeout 2 bash -c \"exec 3<>/dev/tcp/127.0.0.1/$port\" 2>/dev/null && exit $((70 + i)); \
+           timeout 2 bash -c \"exec 3<>/dev/tcp/$gw/$port\" 2>/dev/null && exit $((80 + i)); \
+         done; exit 0",
+        ports = ports.map(|p| p.to_string()).join(" ")
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let report = exec::run(
+        exec_config(
+            ["bash", "-c", &script].map(OsString::from).to_vec(),
+            fixture_scenario("hostile-network"),
+            dir.path(),
+            Vec::new(),
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    assert_eq!(
+        report.agent_exit,
+        Some(0),
+        "71-74: NATS, ClickHouse HTTP, ClickHouse TCP, the web server answered on loopback \
+         (81-84: through the gateway); 90: no network at all"
+    );
+    let events = journal_events(&report.summary);
+    let sandbox = run_start_sandbox(&events);
+    assert_eq!(sandbox.network, Some(SandboxNetwork::Pasta));
+    assert!(!sandbox.network_isolated);
+    // The services were up: the refusals were the sandbox's.
+    for port in ports {
+        std::net::TcpStream::connect(("127.0.0.1", port)).expect("service is up");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn files_without_end_in_tmp_are_held_by_the_memory_limit() {
+    // Empty files take no tmpfs bytes, but each inode is kernel memory charged to the
+    // command's memory cgroup (128 MB here): millions of them cannot be made.
+    let dir = tempfile::tempdir().expect("dir");
+    let script = r#"python3 -c '
+import sys
+for n in range(3_000_000):
+    open("/tmp/f%d" % n, "w").close()
+sys.exit(61)
+'"#;
+    let report = exec::run(
+        exec_config(
+            ["bash", "-c", script].map(OsString::from).to_vec(),
+            fixture_scenario("hostile-tmpfs"),
+            dir.path(),
+            Vec::new(),
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    // SIGKILL by the memory cgroup: bash reports 137 for python, or is killed itself.
+    assert!(
+        matches!(report.agent_exit, Some(137) | None),
+        "exit {:?} (61: 3 million files were made in /tmp)",
+        report.agent_exit
+    );
+    assert_ne!(
+        report.summary.result.exit_status,
+        ExitStatus::ExitTimeout,
+        "the agent ran out of time before any limit held: the test proves nothing"
+    );
 }

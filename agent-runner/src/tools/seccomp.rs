@@ -1,0 +1,318 @@
+//! The seccomp filters every sandboxed process runs under, compiled once per runner process
+//! with `seccompiler` (never hand-written BPF) and handed to `bwrap --add-seccomp-fd`,
+//! which installs them just before it executes the agent's program, after its own mounts.
+//!
+//! What they deny, and why each matters even inside a user namespace without capabilities:
+//! - new or changed mounts (`mount`, `umount2`, `pivot_root` and the mount-API calls
+//!   `fsopen`, `fsconfig`, `fsmount`, `fspick`, `move_mount`, `open_tree`,
+//!   `mount_setattr`): the read-only host paths stay as bwrap left them;
+//! - file handles (`open_by_handle_at`, `name_to_handle_at`): opening a host file by handle
+//!   bypasses every mount;
+//! - keyrings (`keyctl`, `add_key`, `request_key`): the runner's session keyring and the
+//!   user keyrings of other runs are out of reach;
+//! - other processes and the kernel (`ptrace`, `process_vm_readv`/`writev`, `bpf`,
+//!   `perf_event_open`, `userfaultfd`), and `io_uring`, whose operations this filter would
+//!   not see;
+//! - namespaces (`unshare`, `setns`, and `clone` with any `CLONE_NEW*` flag): no nested user
+//!   namespace to regain capabilities in, on top of `bwrap --disable-userns`;
+//! - terminal injection (`ioctl` `TIOCSTI`, `TIOCLINUX`) on a terminal the agent inherited;
+//! - kexec, kernel modules, swap, reboot, `acct`, `quotactl`, `syslog`.
+//!
+//! Denied calls fail with `EPERM`. `clone3` fails with `ENOSYS` instead (a second filter):
+//! its flags are in memory a filter cannot read, and `ENOSYS` is what makes the C library
+//! fall back to `clone`, whose flags it can check.
+//!
+//! Each filter first checks the architecture of the call: a call of another ABI (32-bit
+//! x86 through `int 0x80`) kills the process, since the numbers below would not mean the
+//! same calls there. The x32 ABI of x86_64 kernels shares the x86_64 architecture value
+//! with numbers offset by `0x40000000`, which these filters do not list: on a kernel with
+//! x32 enabled (`CONFIG_X86_X32_ABI` and `syscall.x32=y`; off in Debian's by default) those
+//! calls are not filtered.
+//!
+//! This module does no process work: it compiles and serialises the programs, and keeps
+//! them in unlinked files [`Filters::paths`] lets a child open.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Seek, Write};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+
+/// Why the filters could not be built.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum SeccompError {
+    #[error("seccomp filters are not available for the {0} architecture")]
+    Arch(String),
+    #[error("cannot compile the seccomp filter: {0}")]
+    Compile(String),
+    #[error("cannot store the seccomp filter: {0}")]
+    Store(String),
+}
+
+/// Namespace flags `clone` may not carry (`linux/sched.h`).
+const CLONE_NAMESPACE_FLAGS: &[u64] = &[
+    0x0002_0000, // CLONE_NEWNS
+    0x0200_0000, // CLONE_NEWCGROUP
+    0x0400_0000, // CLONE_NEWUTS
+    0x0800_0000, // CLONE_NEWIPC
+    0x1000_0000, // CLONE_NEWUSER
+    0x2000_0000, // CLONE_NEWPID
+    0x4000_0000, // CLONE_NEWNET
+    0x0000_0080, // CLONE_NEWTIME
+];
+
+/// `ioctl` requests that push input into a terminal (`asm-generic/ioctls.h`).
+const TIOCSTI: u64 = 0x5412;
+const TIOCLINUX: u64 = 0x541C;
+
+/// System calls denied whatever their arguments.
+fn denied_outright() -> Vec<i64> {
+    vec![
+        syscall::MOUNT,
+        syscall::UMOUNT2,
+        syscall::PIVOT_ROOT,
+        syscall::FSOPEN,
+        syscall::FSCONFIG,
+        syscall::FSMOUNT,
+        syscall::FSPICK,
+        syscall::MOVE_MOUNT,
+        syscall::OPEN_TREE,
+        syscall::MOUNT_SETATTR,
+        syscall::OPEN_BY_HANDLE_AT,
+        syscall::NAME_TO_HANDLE_AT,
+        syscall::KEYCTL,
+        syscall::ADD_KEY,
+        syscall::REQUEST_KEY,
+        syscall::PTRACE,
+        syscall::PROCESS_VM_READV,
+        syscall::PROCESS_VM_WRITEV,
+        syscall::BPF,
+        syscall::PERF_EVENT_OPEN,
+        syscall::USERFAULTFD,
+        syscall::IO_URING_SETUP,
+        syscall::IO_URING_ENTER,
+        syscall::IO_URING_REGISTER,
+        syscall::UNSHARE,
+        syscall::SETNS,
+        syscall::KEXEC_LOAD,
+        syscall::KEXEC_FILE_LOAD,
+        syscall::INIT_MODULE,
+        syscall::FINIT_MODULE,
+        syscall::DELETE_MODULE,
+        syscall::SWAPON,
+        syscall::SWAPOFF,
+        syscall::REBOOT,
+        syscall::ACCT,
+        syscall::QUOTACTL,
+        syscall::SYSLOG,
+    ]
+}
+
+/// System call numbers, per architecture (`asm/unistd_64.h`, `asm-generic/unistd.h`).
+#[cfg(target_arch = "x86_64")]
+mod syscall {
+    pub const MOUNT: i64 = 165;
+    pub const UMOUNT2: i64 = 166;
+    pub const PIVOT_ROOT: i64 = 155;
+    pub const FSOPEN: i64 = 430;
+    pub const FSCONFIG: i64 = 431;
+    pub const FSMOUNT: i64 = 432;
+    pub const FSPICK: i64 = 433;
+    pub const MOVE_MOUNT: i64 = 429;
+    pub const OPEN_TREE: i64 = 428;
+    pub const MOUNT_SETATTR: i64 = 442;
+    pub const OPEN_BY_HANDLE_AT: i64 = 304;
+    pub const NAME_TO_HANDLE_AT: i64 = 303;
+    pub const KEYCTL: i64 = 250;
+    pub const ADD_KEY: i64 = 248;
+    pub const REQUEST_KEY: i64 = 249;
+    pub const PTRACE: i64 = 101;
+    pub const PROCESS_VM_READV: i64 = 310;
+    pub const PROCESS_VM_WRITEV: i64 = 311;
+    pub const BPF: i64 = 321;
+    pub const PERF_EVENT_OPEN: i64 = 298;
+    pub const USERFAULTFD: i64 = 323;
+    pub const IO_URING_SETUP: i64 = 425;
+    pub const IO_URING_ENTER: i64 = 426;
+    pub const IO_URING_REGISTER: i64 = 427;
+    pub const UNSHARE: i64 = 272;
+    pub const SETNS: i64 = 308;
+    pub const KEXEC_LOAD: i64 = 246;
+    pub const KEXEC_FILE_LOAD: i64 = 320;
+    pub const INIT_MODULE: i64 = 175;
+    pub const FINIT_MODULE: i64 = 313;
+    pub const DELETE_MODULE: i64 = 176;
+    pub const SWAPON: i64 = 167;
+    pub const SWAPOFF: i64 = 168;
+    pub const REBOOT: i64 = 169;
+    pub const ACCT: i64 = 163;
+    pub const QUOTACTL: i64 = 179;
+    pub const SYSLOG: i64 = 103;
+    pub const CLONE: i64 = 56;
+    pub const CLONE3: i64 = 435;
+    pub const IOCTL: i64 = 16;
+}
+
+/// System call numbers, per architecture (`asm-generic/unistd.h`).
+#[cfg(target_arch = "aarch64")]
+mod syscall {
+    pub const MOUNT: i64 = 40;
+    pub const UMOUNT2: i64 = 39;
+    pub const PIVOT_ROOT: i64 = 41;
+    pub const FSOPEN: i64 = 430;
+    pub const FSCONFIG: i64 = 431;
+    pub const FSMOUNT: i64 = 432;
+    pub const FSPICK: i64 = 433;
+    pub const MOVE_MOUNT: i64 = 429;
+    pub const OPEN_TREE: i64 = 428;
+    pub const MOUNT_SETATTR: i64 = 442;
+    pub const OPEN_BY_HANDLE_AT: i64 = 265;
+    pub const NAME_TO_HANDLE_AT: i64 = 264;
+    pub const KEYCTL: i64 = 219;
+    pub const ADD_KEY: i64 = 217;
+    pub const REQUEST_KEY: i64 = 218;
+    pub const PTRACE: i64 = 117;
+    pub const PROCESS_VM_READV: i64 = 270;
+    pub const PROCESS_VM_WRITEV: i64 = 271;
+    pub const BPF: i64 = 280;
+    pub const PERF_EVENT_OPEN: i64 = 241;
+    pub const USERFAULTFD: i64 = 282;
+    pub const IO_URING_SETUP: i64 = 425;
+    pub const IO_URING_ENTER: i64 = 426;
+    pub const IO_URING_REGISTER: i64 = 427;
+    pub const UNSHARE: i64 = 97;
+    pub const SETNS: i64 = 268;
+    pub const KEXEC_LOAD: i64 = 104;
+    pub const KEXEC_FILE_LOAD: i64 = 294;
+    pub const INIT_MODULE: i64 = 105;
+    pub const FINIT_MODULE: i64 = 273;
+    pub const DELETE_MODULE: i64 = 106;
+    pub const SWAPON: i64 = 224;
+    pub const SWAPOFF: i64 = 225;
+    pub const REBOOT: i64 = 142;
+    pub const ACCT: i64 = 89;
+    pub const QUOTACTL: i64 = 60;
+    pub const SYSLOG: i64 = 116;
+    pub const CLONE: i64 = 220;
+    pub const CLONE3: i64 = 435;
+    pub const IOCTL: i64 = 29;
+}
+
+/// The two compiled filters, each in an unlinked file this process keeps open.
+#[derive(Debug)]
+pub struct Filters {
+    /// Denials answered with `EPERM`.
+    deny: File,
+    /// `clone3` answered with `ENOSYS`.
+    no_clone3: File,
+}
+
+impl Filters {
+    /// Paths a child of this process can open to read each filter from its start:
+    /// `/proc/<runner pid>/fd/<n>`, a fresh open file description each time, so
+    /// concurrent sandboxes never share a read offset.
+    pub fn paths(&self) -> [PathBuf; 2] {
+        let pid = std::process::id();
+        [&self.deny, &self.no_clone3]
+            .map(|f| PathBuf::from(format!("/proc/{pid}/fd/{}", f.as_raw_fd())))
+    }
+}
+
+/// The filters, compiled on first use.
+pub fn filters() -> Result<&'static Filters, SeccompError> {
+    static FILTERS: OnceLock<Result<Filters, SeccompError>> = OnceLock::new();
+    FILTERS.get_or_init(build).as_ref().map_err(Clone::clone)
+}
+
+fn build() -> Result<Filters, SeccompError> {
+    let arch: TargetArch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|_| SeccompError::Arch(std::env::consts::ARCH.to_owned()))?;
+    let compile = |e: seccompiler::BackendError| SeccompError::Compile(e.to_string());
+    let condition = |arg: u8, len, op, value| {
+        SeccompCondition::new(arg, len, op, value)
+            .and_then(|c| SeccompRule::new(vec![c]))
+            .map_err(compile)
+    };
+
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = denied_outright()
+        .into_iter()
+        .map(|nr| (nr, Vec::new()))
+        .collect();
+    // One rule per flag: rules of a call are alternatives, conditions of a rule all hold.
+    let clone_rules = CLONE_NAMESPACE_FLAGS
+        .iter()
+        .map(|&flag| {
+            condition(
+                0,
+                SeccompCmpArgLen::Qword,
+                SeccompCmpOp::MaskedEq(flag),
+                flag,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(syscall::CLONE, clone_rules);
+    let ioctl_rules = [TIOCSTI, TIOCLINUX]
+        .into_iter()
+        .map(|request| condition(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request))
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(syscall::IOCTL, ioctl_rules);
+
+    let deny = compile_to_file(
+        rules,
+        SeccompAction::Errno(nix::errno::Errno::EPERM as u32),
+        arch,
+    )?;
+    let no_clone3 = compile_to_file(
+        BTreeMap::from([(syscall::CLONE3, Vec::new())]),
+        SeccompAction::Errno(nix::errno::Errno::ENOSYS as u32),
+        arch,
+    )?;
+    Ok(Filters { deny, no_clone3 })
+}
+
+/// Compiles `rules` (matching calls get `action`, the rest are allowed) and stores the
+/// program as the kernel reads it: `struct sock_filter` records in native byte order.
+fn compile_to_file(
+    rules: BTreeMap<i64, Vec<SeccompRule>>,
+    action: SeccompAction,
+    arch: TargetArch,
+) -> Result<File, SeccompError> {
+    let filter = SeccompFilter::new(rules, SeccompAction::Allow, action, arch)
+        .map_err(|e| SeccompError::Compile(e.to_string()))?;
+    let program: BpfProgram = filter
+        .try_into()
+        .map_err(|e: seccompiler::BackendError| SeccompError::Compile(e.to_string()))?;
+    let mut bytes = Vec::with_capacity(program.len() * 8);
+    for insn in &program {
+        bytes.extend_from_slice(&insn.code.to_ne_bytes());
+        bytes.push(insn.jt);
+        bytes.push(insn.jf);
+        bytes.extend_from_slice(&insn.k.to_ne_bytes());
+    }
+    let store = |e: io::Error| SeccompError::Store(e.to_string());
+    let mut file = tempfile::tempfile().map_err(store)?;
+    file.write_all(&bytes).map_err(store)?;
+    file.rewind().map_err(store)?;
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_compile_to_whole_instructions() {
+        let filters = filters().expect("filters");
+        for path in filters.paths() {
+            let len = std::fs::metadata(&path).expect("filter file").len();
+            assert!(len > 0 && len % 8 == 0, "{}: {len} bytes", path.display());
+        }
+    }
+}
