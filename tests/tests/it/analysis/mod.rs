@@ -15,8 +15,11 @@
 //!   hand-made dataset and over the 17-policy sweep (`fixtures/sweep/`, used only here).
 //! - [`cli`]: the `bench-analysis` binary, and `event-sink query` / `report` giving the
 //!   same answers through it.
+//! - [`compare`]: `bench-analysis compare` over runs published to NATS and stored by the
+//!   sink: only finished, judged runs count, the others are counted by reason.
 
 mod cli;
+mod compare;
 mod queries;
 mod report;
 
