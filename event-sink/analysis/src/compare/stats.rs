@@ -120,7 +120,8 @@ pub fn pass_hat_k(runs: u64, successes: u64, k: u64) -> Option<f64> {
 /// `n = (z_a √ψ + z_b √(ψ − δ²))² / δ²`. `None` when `difference` is 0 or not below √ψ.
 pub fn tasks_needed(difference: f64, discordance: f64) -> Option<f64> {
     let d2 = difference * difference;
-    if difference == 0.0 || !(discordance > d2) {
+    // NaN inputs answer None too.
+    if difference == 0.0 || discordance.partial_cmp(&d2) != Some(std::cmp::Ordering::Greater) {
         return None;
     }
     let (za, zb) = (z_two_sided(), normal_quantile(POWER));
@@ -133,7 +134,7 @@ pub fn tasks_needed(difference: f64, discordance: f64) -> Option<f64> {
 /// needed fall as the difference grows). `None` without tasks or discordance (no
 /// disagreement seen: nothing says how large a difference would show).
 pub fn min_detectable_difference(tasks: u64, discordance: f64) -> Option<f64> {
-    if tasks == 0 || !(discordance > 0.0) {
+    if tasks == 0 || discordance.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
         return None;
     }
     let n = tasks as f64;
