@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use event_sink::config::{ClickHouseConnectionArgs, ConfigError};
 
+use crate::compare::analyze::DEFAULT_MARGIN;
 use crate::compare::{self, check_named, parse_by, resample, CompareError, Filters, Settings};
 use crate::queries::{ParamValues, Query, QueryError, QUERIES};
 use crate::report::{generate_report, ReportOptions};
@@ -48,6 +49,10 @@ pub struct ReportArgs {
     /// Only this policy_id.
     #[arg(long)]
     pub policy: Option<String>,
+    /// The policy_id the comparison section compares the others with (default: the one
+    /// with the most counted runs).
+    #[arg(long, value_name = "P")]
+    pub baseline: Option<String>,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ClickHouseConnectionArgs,
@@ -81,7 +86,7 @@ pub struct CompareArgs {
     pub tasks: Vec<String>,
     /// Non-inferiority margin, in solve rate: the candidate is non-inferior when the
     /// lower bound of the difference's interval is above -MARGIN.
-    #[arg(long, default_value_t = 0.05, value_parser = parse_margin)]
+    #[arg(long, default_value_t = DEFAULT_MARGIN, value_parser = parse_margin)]
     pub margin: f64,
     /// Seed of the bootstrap's generator: the same seed, data and flags give the same
     /// answer.
@@ -191,6 +196,7 @@ pub async fn report(args: ReportArgs) -> Result<PathBuf, CommandError> {
         since: args.since,
         until: args.until,
         policy: args.policy,
+        baseline: args.baseline,
     };
     let page = generate_report(&client, &options).await?;
     std::fs::write(&args.out, page).map_err(|source| CommandError::Write {

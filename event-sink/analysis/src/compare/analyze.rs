@@ -16,6 +16,9 @@ use super::stats::{
     wilson, Interval, CONFIDENCE, POWER,
 };
 
+/// The non-inferiority margin unless `--margin` says otherwise: 5 points of solve rate.
+pub const DEFAULT_MARGIN: f64 = 0.05;
+
 /// How to compare: which pairs, the margin, and the bootstrap's size and seed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {

@@ -58,7 +58,8 @@ fn count(value: u64) -> Option<String> {
     Some(value.to_string())
 }
 
-fn policy_table(policies: &[PolicySummary]) -> Table {
+/// The per-policy table (also the report's).
+pub fn policy_table(policies: &[PolicySummary]) -> Table {
     let mut table = Table {
         columns: columns(&[
             ("policy_id", false),
@@ -119,7 +120,8 @@ fn policy_table(policies: &[PolicySummary]) -> Table {
     table
 }
 
-fn pair_table(pairs: &[PairComparison]) -> Table {
+/// The per-comparison table (also the report's).
+pub fn pair_table(pairs: &[PairComparison]) -> Table {
     let mut table = Table {
         columns: columns(&[
             ("baseline", false),
