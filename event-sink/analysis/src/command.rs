@@ -1,7 +1,8 @@
-//! The `bench-analysis query` and `bench-analysis report` subcommands: their flags, and turning
-//! them into a query run or a report file. `main.rs` only dispatches here.
+//! The `bench-analysis query`, `compare` and `report` subcommands: their flags, and
+//! turning them into a query run, a comparison or a report file. `main.rs` only
+//! dispatches here.
 //!
-//! Both take only the ClickHouse connection ([`ClickHouseConnectionArgs`]: `--config`'s
+//! They take only the ClickHouse connection ([`ClickHouseConnectionArgs`]: `--config`'s
 //! `[clickhouse]`, `BENCH_CLICKHOUSE_*`, `--clickhouse-*`), so they query the database
 //! the sink writes.
 
@@ -9,6 +10,8 @@ use std::path::PathBuf;
 
 use event_sink::config::{ClickHouseConnectionArgs, ConfigError};
 
+use crate::compare::analyze::DEFAULT_MARGIN;
+use crate::compare::{self, check_named, parse_by, resample, CompareError, Filters, Settings};
 use crate::queries::{ParamValues, Query, QueryError, QUERIES};
 use crate::report::{generate_report, ReportOptions};
 use crate::table::Format;
@@ -51,6 +54,55 @@ pub struct ReportArgs {
     /// Only this policy_id; one no stored run has is an error (exit 2).
     #[arg(long, env = "BENCH_REPORT_POLICY")]
     pub policy: Option<String>,
+    /// The policy_id the comparison section compares the others with (default: the one
+    /// with the most counted runs).
+    #[arg(long, value_name = "P")]
+    pub baseline: Option<String>,
+    /// The ClickHouse database to read: the sink's connection settings.
+    #[command(flatten)]
+    pub connection: ClickHouseConnectionArgs,
+}
+
+/// `bench-analysis compare [--policy P ...] [--baseline P] [--by KEYS] [--format F] ...`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CompareArgs {
+    /// A policy to compare (a value of the --by keys); repeat for several. Default:
+    /// every policy with runs.
+    #[arg(long = "policy", value_name = "P")]
+    pub policies: Vec<String>,
+    /// Compare every other policy with this one; without it, every pair.
+    #[arg(long, value_name = "P")]
+    pub baseline: Option<String>,
+    /// What a policy is: config keys, comma-separated, from policy (policy_id), cfg
+    /// (cfg_hash), model, strategy; e.g. `model,strategy`.
+    #[arg(long, value_name = "KEYS", default_value = "policy")]
+    pub by: String,
+    /// Only runs started at or after this time: `YYYY-MM-DD[ HH:MM:SS]` (UTC) or RFC 3339.
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only runs started before this time (same forms as --since).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Only runs of this scenario (its name).
+    #[arg(long)]
+    pub scenario: Option<String>,
+    /// Only this task_id; repeat for several.
+    #[arg(long = "task", value_name = "TASK_ID")]
+    pub tasks: Vec<String>,
+    /// Non-inferiority margin, in solve rate: the candidate is non-inferior when the
+    /// lower bound of the difference's interval is above -MARGIN.
+    #[arg(long, default_value_t = DEFAULT_MARGIN, value_parser = parse_margin)]
+    pub margin: f64,
+    /// Seed of the bootstrap's generator: the same seed, data and flags give the same
+    /// answer.
+    #[arg(long, default_value_t = resample::DEFAULT_SEED)]
+    pub seed: u64,
+    /// Bootstrap resamples per interval.
+    #[arg(long, default_value_t = resample::DEFAULT_RESAMPLES, value_parser = clap::value_parser!(u32).range(100..))]
+    pub resamples: u32,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ClickHouseConnectionArgs,
@@ -84,6 +136,9 @@ pub enum CommandError {
     /// The query is unknown, its parameters bad, or ClickHouse failed it.
     #[error(transparent)]
     Query(#[from] QueryError),
+    /// The comparison could not be made.
+    #[error(transparent)]
+    Compare(#[from] CompareError),
     /// The report could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -109,6 +164,12 @@ impl CommandError {
                         | QueryError::InvalidParam { .. }
                         | QueryError::UnknownPolicy { .. }
                 )
+                | CommandError::Compare(
+                    CompareError::UnknownPolicy { .. }
+                        | CompareError::TaskWithComma(_)
+                        | CompareError::BadKeys(_)
+                        | CompareError::Query(QueryError::InvalidParam { .. })
+                )
         )
     }
 }
@@ -127,6 +188,34 @@ pub async fn query(args: QueryArgs) -> Result<String, CommandError> {
     Ok(query.run(&client, &values).await?.render(args.format))
 }
 
+/// Runs `args` and returns what to print.
+pub async fn compare(args: CompareArgs) -> Result<String, CommandError> {
+    let client = args.connection.load()?.client();
+    let by = parse_by(&args.by).map_err(CompareError::BadKeys)?;
+    let filters = Filters {
+        since: args.since,
+        until: args.until,
+        scenario: args.scenario,
+        tasks: args.tasks,
+    };
+    let mut policies = compare::load(&client, &filters, &by).await?;
+    let wanted: Vec<&String> = args.policies.iter().chain(&args.baseline).collect();
+    check_named(&policies, &wanted, &by)?;
+    if !args.policies.is_empty() {
+        policies.retain(|p| {
+            args.policies.contains(&p.group) || args.baseline.as_ref() == Some(&p.group)
+        });
+    }
+    let settings = Settings {
+        baseline: args.baseline,
+        margin: args.margin,
+        seed: args.seed,
+        resamples: args.resamples as usize,
+    };
+    let answer = compare::compare(&policies, &settings);
+    Ok(compare::render::render(&answer, args.format))
+}
+
 /// Writes the report of `args`; returns the path written.
 pub async fn report(args: ReportArgs) -> Result<PathBuf, CommandError> {
     let client = args.connection.load()?.client();
@@ -134,6 +223,7 @@ pub async fn report(args: ReportArgs) -> Result<PathBuf, CommandError> {
         since: args.since,
         until: args.until,
         policy: args.policy,
+        baseline: args.baseline,
     };
     let page = generate_report(&client, &options).await?;
     std::fs::write(&args.out, page).map_err(|source| CommandError::Write {
@@ -189,6 +279,14 @@ fn wrap(out: &mut String, text: &str, first: &str, rest: &str) {
     if !empty {
         out.push_str(&line);
         out.push('\n');
+    }
+}
+
+fn parse_margin(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(m) if (0.0..1.0).contains(&m) => Ok(m),
+        Ok(m) => Err(format!("{m} is not in 0..1 (a difference in solve rate)")),
+        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -15,7 +15,9 @@
 //!   and charts with a time-range and a policy filter.
 //! - [`charts`]: the report's charts, built from query answers.
 //! - [`svg`]: the few SVG primitives the charts use, written by hand.
-//! - [`command`]: the `query` and `report` subcommands (flags, output).
+//! - [`compare`]: `bench-analysis compare`, paired statistics between policies on the
+//!   same tasks (intervals, exact tests, sample sizes) over the `paired_outcomes` query.
+//! - [`command`]: the `query`, `compare` and `report` subcommands (flags, output).
 //!
 //! Every query reads the ReplacingMergeTree tables with `FINAL`, so each event counts
 //! once however often it was delivered. The SQL runs unchanged on ClickHouse 18.16 and
@@ -26,6 +28,7 @@
 
 pub mod charts;
 pub mod command;
+pub mod compare;
 pub mod queries;
 pub mod report;
 pub mod svg;

@@ -1,5 +1,6 @@
-//! `bench-analysis query <name>` prints a shipped query's answer; `bench-analysis report`
-//! writes the offline HTML report. Both read the database the sink writes, with its
+//! `bench-analysis query <name>` prints a shipped query's answer; `bench-analysis compare`
+//! compares policies with paired statistics; `bench-analysis report` writes the offline
+//! HTML report. All read the database the sink writes, with its
 //! connection settings: `--config FILE` (`[clickhouse]`) < `BENCH_CLICKHOUSE_*` env <
 //! `--clickhouse-*` flags; see `bench-analysis --help` and event-sink/analysis/README.md.
 //! `event-sink query` and `event-sink report` run this binary.
@@ -9,7 +10,7 @@
 
 use std::process::ExitCode;
 
-use analysis::command::{self, CommandError, QueryArgs, ReportArgs};
+use analysis::command::{self, CommandError, CompareArgs, QueryArgs, ReportArgs};
 use clap::{Parser, Subcommand};
 use event_sink::logging::{init_tracing, LogFormat};
 
@@ -26,13 +27,17 @@ struct Cli {
     command: Command,
 }
 
-/// Both take only the ClickHouse connection (`--insert-timeout-ms` is accepted but
+/// Each takes only the ClickHouse connection (`--insert-timeout-ms` is accepted but
 /// hidden: they insert nothing).
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a shipped query (deploy/clickhouse/queries/; `query list` lists them).
     #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
     Query(QueryArgs),
+    /// Compare policies on the tasks they share: solve rates with intervals, paired
+    /// differences, exact tests, cost, the difference the data could detect.
+    #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
+    Compare(CompareArgs),
     /// Write a self-contained HTML report with tables and charts.
     #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
     Report(ReportArgs),
@@ -51,11 +56,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// `query` prints its answer on stdout; `report` writes its file.
+/// `query` and `compare` print their answer on stdout; `report` writes its file.
 #[tokio::main]
 async fn run(command: Command) -> Result<(), CommandError> {
     match command {
         Command::Query(args) => print!("{}", command::query(args).await?),
+        Command::Compare(args) => print!("{}", command::compare(args).await?),
         Command::Report(args) => {
             let path = command::report(args).await?;
             tracing::info!(path = %path.display(), "report written");

@@ -188,6 +188,7 @@ pub const QUERIES: &[Query] = &[
     query!("conflicts"),
     query!("sweep_trajectory"),
     query!("instances"),
+    query!("paired_outcomes"),
 ];
 
 /// Parameter values by name, as given on the command line.

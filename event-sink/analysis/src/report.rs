@@ -36,6 +36,9 @@ use chrono::{DateTime, Utc};
 use clickhouse::Client;
 
 use crate::charts::{self, Policies};
+use crate::compare::analyze::DEFAULT_MARGIN;
+use crate::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
+use crate::compare::{self, Comparison, Dimension, PolicyRuns, Settings};
 use crate::queries::{parse_datetime, ParamValues, Query, QueryError};
 use crate::svg::escape;
 use crate::table::Table;
@@ -50,6 +53,9 @@ pub struct ReportOptions {
     pub until: Option<String>,
     /// Only this `policy_id`. Default: every policy.
     pub policy: Option<String>,
+    /// The policy the comparison section compares the others with. Default: the one
+    /// with the most counted runs.
+    pub baseline: Option<String>,
 }
 
 /// The page's time windows: key, label, length before the latest run start (None = all).
@@ -61,7 +67,7 @@ const WINDOWS: [(&str, &str, Option<i64>); 4] = [
 ];
 
 /// The queries run for every window.
-const WINDOW_QUERIES: [&str; 10] = [
+const WINDOW_QUERIES: [&str; 11] = [
     "runs",
     "instances",
     "leaderboard",
@@ -72,6 +78,7 @@ const WINDOW_QUERIES: [&str; 10] = [
     "latency_histogram",
     "tool_errors",
     "pricing_audit",
+    "paired_outcomes",
 ];
 
 /// The answers of one time window.
@@ -260,7 +267,12 @@ pub fn render(data: &ReportData) -> String {
             "<div class=\"charts\"><figure class=\"wide\"><figcaption>Success rate vs \
              cost (dashed: Pareto frontier)</figcaption><div class=\"pareto-card\">{}{}</div>\
              </figure>",
-            charts::pareto(&pareto_id, answer(window, "pareto_frontier"), &policies),
+            charts::pareto(
+                &pareto_id,
+                answer(window, "pareto_frontier"),
+                answer(window, "leaderboard"),
+                &policies
+            ),
             pareto_legend(
                 &pareto_id,
                 answer(window, "pareto_frontier"),
@@ -302,6 +314,7 @@ pub fn render(data: &ReportData) -> String {
             );
         }
         page.push_str("</div>");
+        page.push_str(&comparison_section(key, window, &data.options, &policies));
         let _ = write!(
             page,
             "<h2>Per instance: task \u{d7} policy</h2>{}",
@@ -364,9 +377,11 @@ fn pareto_legend(
             continue;
         };
         let cell = |name| pareto_frontier.get(row, name).unwrap_or("NULL");
+        let n =
+            charts::judged(leaderboard, policy).map_or(String::new(), |(n, _)| format!(" (n={n})"));
         let rate = pareto_frontier
             .number(row, "success_rate")
-            .map_or("NULL".to_owned(), |r| format!("{:.0}%", r * 100.0));
+            .map_or("NULL".to_owned(), |r| format!("{:.0}%{n}", r * 100.0));
         let _ = write!(
             out,
             "<li data-policy=\"{0}\"{1}><b>{2}</b>{3}<span class=\"name\">{0}</span> \
@@ -526,11 +541,76 @@ fn describe(options: &ReportOptions) -> String {
     if let Some(policy) = &options.policy {
         parts.push(format!("policy {policy}"));
     }
+    let baseline = options.baseline.as_ref().map_or(String::new(), |b| {
+        format!(" Baseline of the comparison: {b}.")
+    });
     if parts.is_empty() {
-        "All stored runs.".to_owned()
+        format!("All stored runs.{baseline}")
     } else {
-        format!("Only {}.", parts.join(", "))
+        format!("Only {}.{baseline}", parts.join(", "))
     }
+}
+
+/// The comparison of `window`'s policies against the baseline: the one named, else the
+/// policy with the most counted runs (the first by name among equals).
+fn window_comparison(
+    window: &Window,
+    baseline: Option<&str>,
+) -> Result<Comparison, compare::outcomes::RowError> {
+    let policies = compare::group(answer(window, "paired_outcomes"), &[Dimension::Policy])?;
+    let counted = |p: &PolicyRuns| p.tasks.values().map(|t| t.runs).sum::<u64>();
+    let baseline = baseline
+        .filter(|b| policies.iter().any(|p| p.group == *b))
+        .map(str::to_owned)
+        .or_else(|| {
+            policies
+                .iter()
+                .rev()
+                .max_by_key(|p| counted(p))
+                .map(|p| p.group.clone())
+        });
+    let settings = Settings {
+        baseline,
+        margin: DEFAULT_MARGIN,
+        seed: DEFAULT_SEED,
+        resamples: DEFAULT_RESAMPLES as usize,
+    };
+    Ok(compare::compare(&policies, &settings))
+}
+
+/// The comparison section of a window: the forest plot, then the per-policy and
+/// per-pair tables of `compare`.
+fn comparison_section(
+    key: &str,
+    window: &Window,
+    options: &ReportOptions,
+    policies: &Policies,
+) -> String {
+    let comparison = match window_comparison(window, options.baseline.as_deref()) {
+        Ok(comparison) => comparison,
+        Err(e) => return format!("<p class=\"empty\">{}</p>", escape(&e.to_string())),
+    };
+    let baseline = comparison
+        .comparisons
+        .first()
+        .map_or("none".to_owned(), |c| c.baseline.clone());
+    format!(
+        "<h2>Comparison against {} (paired, on shared tasks)</h2>\
+         <figure class=\"wide\"><figcaption>Difference in solve rate against the baseline, \
+         95 % paired bootstrap intervals, dashed: \u{2212}{:.0} points non-inferiority \
+         margin</figcaption>{}</figure>{}{}",
+        escape(&baseline),
+        comparison.margin * 100.0,
+        charts::forest(&format!("chart-forest-{key}"), &comparison, policies),
+        html_table(
+            &format!("table-compare-policies-{key}"),
+            &compare::render::policy_table(&comparison.policies)
+        ),
+        html_table(
+            &format!("table-compare-pairs-{key}"),
+            &compare::render::pair_table(&comparison.comparisons)
+        ),
+    )
 }
 
 /// An answer as an HTML table; rows of a policy carry `data-policy` for the filter.
@@ -588,6 +668,7 @@ figure { margin: 0; border: 1px solid #e3e3e3; border-radius: 6px; padding: 8px;
 figure.wide { grid-column: 1 / -1; }
 figcaption { font-weight: 600; text-align: center; }
 svg.chart { width: 100%; height: auto; font-size: 12px; }
+svg.chart.forest { max-width: 900px; display: block; }
 svg .tick, svg .legend { fill: #444; font-size: 11px; }
 svg .point-label, svg .bar-label { font-size: 11px; fill: #222; }
 svg .on-frontier { stroke: #000; stroke-width: 2.5; }
@@ -739,6 +820,7 @@ mod tests {
             "chart-exit-status-all",
             "chart-token-mix-all",
             "chart-latency-all",
+            "chart-forest-all",
         ] {
             assert!(page.contains(&format!("id=\"{id}\"")), "{id} missing");
         }

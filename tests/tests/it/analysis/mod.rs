@@ -18,9 +18,12 @@
 //!   the JSON Schema.
 //! - [`cli`]: the `bench-analysis` binary, and `event-sink query` / `report` giving the
 //!   same answers through it.
+//! - [`compare`]: `bench-analysis compare` over runs published to NATS and stored by the
+//!   sink: only finished, judged runs count, the others are counted by reason.
 
 mod cli;
 mod provenance;
+mod compare;
 mod queries;
 mod report;
 

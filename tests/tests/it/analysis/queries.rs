@@ -291,6 +291,33 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         "unknown, not 0"
     );
 
+    // What compare counts: excluded runs by reason, never as failures.
+    let paired = answer(&answers, "paired_outcomes");
+    let task = |id| row(paired, "task_id", id);
+    let counts = |r, columns: [&str; 3]| columns.map(|c| paired.get(r, c));
+    assert_eq!(
+        counts(task("task-a4"), ["runs", "successes", "unjudged"]),
+        [Some("0"), Some("0"), Some("1")],
+        "a4 was never judged"
+    );
+    assert_eq!(
+        counts(task("task-b3"), ["runs", "unfinished", "lost_events"]),
+        [Some("0"), Some("1"), Some("0")],
+        "b3 has no run_stop"
+    );
+    assert_eq!(
+        counts(task("task-c1"), ["runs", "unfinished", "lost_events"]),
+        [Some("0"), Some("0"), Some("1")],
+        "c1 lost seq 3"
+    );
+    let c2 = task("task-c2");
+    assert_eq!(
+        counts(c2, ["runs", "successes", "priced_runs"]),
+        [Some("1"), Some("1"), Some("0")]
+    );
+    assert_eq!(paired.get(c2, "cost_usd"), None, "unknown price, not $0");
+    assert!(close(paired.number(task("task-a2"), "cost_usd"), 0.012));
+
     // The same answers, byte for byte, as the files chdb_check.py compares against.
     assert_answers_equal_expected(&answers, &fixtures_dir());
 }

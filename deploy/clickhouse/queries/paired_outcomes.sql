@@ -1,0 +1,109 @@
+-- Paired outcomes: one row per task and policy (with the config the runs had: cfg_hash,
+-- model, strategy, scoring_version), the runs that count for comparing policies on the
+-- same tasks, their successes and cost; what `bench-analysis compare` computes its
+-- statistics from, and where your own statistics start.
+--
+-- A run counts when it is finished and judged. The others are excluded, counted by
+-- reason, each run under the first that applies: unfinished (no run_stop), lost_events
+-- (a gap in its seq numbers, the logic of lost_events), infrastructure (an
+-- infrastructure failure: exit_status exit_environment, or exit_api with no call the
+-- provider answered, i.e. no deliberation with status ok or parse_failure: the
+-- environment or the provider was down before the agent acted, whatever success says),
+-- unjudged (success NULL). An excluded run is never a failure.
+-- runs, successes = counted runs and their successes. priced_runs = counted runs whose
+-- cost is known; cost_usd = their summed cost, NULL unless every counted run is priced
+-- (and when none counts).
+-- turns and tokens are sums over the counted runs whose turns (turn_runs) and
+-- total_tokens (token_runs) are known, NULL when none is. Keep scoring_version apart:
+-- verdicts of different judge versions are not comparable.
+-- Dedup: every table is read with FINAL. 18.16 allows one JOIN per SELECT, hence the
+-- nesting.
+-- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
+-- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
+-- param policy String = '': only this policy_id; empty = every policy
+-- param scenario String = '': only runs of this scenario (its name); empty = every scenario
+-- param tasks String = '': only these task_ids, comma-separated; empty = every task
+SELECT
+    task_id,
+    policy_id,
+    cfg_hash,
+    model,
+    strategy,
+    scoring_version,
+    countIf(excluded = '') AS runs,
+    countIf(excluded = '' AND solved = 1) AS successes,
+    countIf(excluded = '' AND isNotNull(run_cost)) AS priced_runs,
+    if(runs > 0 AND priced_runs = runs, sumIf(assumeNotNull(run_cost), excluded = ''), NULL) AS cost_usd,
+    countIf(excluded = '' AND isNotNull(run_turns)) AS turn_runs,
+    if(turn_runs = 0, NULL,
+        sumIf(toFloat64(assumeNotNull(run_turns)), excluded = '' AND isNotNull(run_turns)))
+        AS turns,
+    countIf(excluded = '' AND isNotNull(run_tokens)) AS token_runs,
+    if(token_runs = 0, NULL,
+        sumIf(toFloat64(assumeNotNull(run_tokens)), excluded = '' AND isNotNull(run_tokens)))
+        AS tokens,
+    countIf(excluded = 'unfinished') AS unfinished,
+    countIf(excluded = 'lost_events') AS lost_events,
+    countIf(excluded = 'infrastructure') AS infrastructure,
+    countIf(excluded = 'unjudged') AS unjudged
+FROM
+(
+    SELECT task_id, policy_id, cfg_hash, model, strategy, scoring_version,
+        run_cost, run_turns, run_tokens,
+        -- assumeNotNull only after the isNull test: 18.16 gives NULL for a comparison
+        -- with a Nullable column.
+        toUInt8(isNotNull(succeeded) AND assumeNotNull(succeeded) = 1) AS solved,
+        multiIf(stopped = 0, 'unfinished',
+            missing > 0, 'lost_events',
+            status = 'exit_environment' OR (status = 'exit_api' AND answered = 0),
+                'infrastructure',
+            isNull(succeeded), 'unjudged',
+            '') AS excluded
+    FROM
+    (
+        SELECT run_id, task_id, policy_id, cfg_hash, model, strategy, scoring_version,
+            stopped, succeeded, status, run_cost, run_turns, run_tokens, missing
+        FROM
+        (
+            SELECT run_id, task_id, policy_id, cfg_hash, model, strategy, scoring_version,
+                stopped, succeeded, status, run_cost, run_turns, run_tokens
+            FROM
+            (
+                SELECT run_id, task_id, policy_id, cfg_hash, model, strategy, scoring_version
+                FROM run_starts FINAL
+                WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
+                    AND ({policy:String} = '' OR policy_id = {policy:String})
+                    AND ({scenario:String} = '' OR ifNull(scenario_name, '') = {scenario:String})
+                    AND ({tasks:String} = '' OR has(splitByChar(',', {tasks:String}), task_id))
+            ) AS started
+            ANY LEFT JOIN
+            (
+                SELECT run_id, toUInt8(1) AS stopped, success AS succeeded,
+                    ifNull(exit_status, '') AS status, cost_usd AS run_cost,
+                    turns AS run_turns, total_tokens AS run_tokens
+                FROM run_stops FINAL
+            ) AS stopped_runs USING run_id
+        ) AS run_results
+        ANY LEFT JOIN
+        (
+            -- The seq-gap test of lost_events: seq starts at 0 and grows by 1 per event,
+            -- so fewer distinct seqs than max + 1 is a lost event; runs without seq
+            -- (Smith) have none.
+            SELECT run_id,
+                toUInt64(if(countIf(isNotNull(seq)) = 0, 0,
+                    maxIf(assumeNotNull(seq), isNotNull(seq)) + 1
+                        - uniqExactIf(assumeNotNull(seq), isNotNull(seq)))) AS missing
+            FROM events_raw FINAL
+            GROUP BY run_id
+        ) AS sequences USING run_id
+    ) AS checked_runs
+    ANY LEFT JOIN
+    (
+        -- Calls the provider answered (a run without calls joins no row: 0).
+        SELECT run_id, countIf(status IN ('ok', 'parse_failure')) AS answered
+        FROM deliberations FINAL
+        GROUP BY run_id
+    ) AS answered_calls USING run_id
+) AS classified_runs
+GROUP BY task_id, policy_id, cfg_hash, model, strategy, scoring_version
+ORDER BY task_id, policy_id, cfg_hash

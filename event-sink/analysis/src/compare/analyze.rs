@@ -1,0 +1,401 @@
+//! The answer of `compare`: per policy, its solve rate with a Wilson interval, its cost
+//! with bootstrap intervals, turns, tokens and (with repeats) pass@k and pass^k; per pair
+//! of policies, on the tasks both ran, the paired difference in solve rate and cost
+//! with paired bootstrap intervals, an exact test, Holm-adjusted p-values, a
+//! non-inferiority verdict and the minimum detectable difference.
+//!
+//! Pure computation over [`PolicyRuns`]: no I/O. The field names of [`Comparison`] are the
+//! JSON output of `compare --format json`, documented in event-sink/analysis/README.md.
+
+use serde::Serialize;
+
+use super::outcomes::{Exclusions, PolicyRuns, TaskRuns};
+use super::resample::{bootstrap, mean_at, stream_seed};
+use super::stats::{
+    binomial_two_sided, holm, min_detectable_difference, pass_at_k, pass_hat_k, tasks_needed,
+    wilson, Interval, CONFIDENCE, POWER,
+};
+
+/// The non-inferiority margin unless `--margin` says otherwise: 5 points of solve rate.
+pub const DEFAULT_MARGIN: f64 = 0.05;
+
+/// How to compare: which pairs, the margin, and the bootstrap's size and seed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// Compare every other policy with this one (its group label); `None`: every pair.
+    pub baseline: Option<String>,
+    /// The non-inferiority margin, as a difference in solve rate (0.05 = 5 points).
+    pub margin: f64,
+    /// Seed of the bootstrap's generator.
+    pub seed: u64,
+    /// Resamples per bootstrap interval.
+    pub resamples: usize,
+}
+
+/// The whole answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// The level of every interval (0.95).
+    pub confidence: f64,
+    /// The power the minimum detectable differences are for (0.8).
+    pub power: f64,
+    /// The non-inferiority margin used.
+    pub margin: f64,
+    /// The bootstrap's seed and resamples.
+    pub seed: u64,
+    pub resamples: usize,
+    pub policies: Vec<PolicySummary>,
+    pub comparisons: Vec<PairComparison>,
+}
+
+/// One policy over its counted runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicySummary {
+    /// The policy's label (see [`PolicyRuns::label`]).
+    pub policy_id: String,
+    /// The judge version of its runs; null when the runs do not say.
+    pub scoring_version: Option<String>,
+    /// Counted runs, the tasks they cover, and the solved runs.
+    pub runs: u64,
+    pub tasks: u64,
+    pub solved: u64,
+    /// solved / runs, with its Wilson interval; null without runs.
+    pub rate: Option<f64>,
+    pub rate_ci_low: Option<f64>,
+    pub rate_ci_high: Option<f64>,
+    /// Runs left out, by reason (never counted as failures).
+    pub excluded: Exclusions,
+    /// Counted runs whose cost is known.
+    pub priced_runs: u64,
+    /// Mean cost per run, USD, with its bootstrap interval (tasks resampled); null when
+    /// any counted run's cost is unknown.
+    pub mean_cost_usd: Option<f64>,
+    pub mean_cost_ci_low: Option<f64>,
+    pub mean_cost_ci_high: Option<f64>,
+    /// Total cost / solved runs, USD, with its bootstrap interval; null when a cost is
+    /// unknown or nothing was solved.
+    pub cost_per_solved_usd: Option<f64>,
+    pub cost_per_solved_ci_low: Option<f64>,
+    pub cost_per_solved_ci_high: Option<f64>,
+    /// Mean turns over the counted runs whose turns are known (`turn_runs`).
+    pub turn_runs: u64,
+    pub mean_turns: Option<f64>,
+    /// Mean total tokens over the counted runs whose tokens are known (`token_runs`).
+    pub token_runs: u64,
+    pub mean_tokens: Option<f64>,
+    /// pass@k and pass^k per k, when some task was run more than once; else null.
+    pub repeats: Option<Repeats>,
+}
+
+/// What repeated runs of a task say.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Repeats {
+    /// For k = 1 up to the most runs of a task.
+    pub pass_at_k: Vec<PassAtK>,
+    /// The mean over tasks run at least twice of the sample variance of their outcomes
+    /// (0 = every task always or never solved), and how many tasks that is.
+    pub outcome_variance: f64,
+    pub variance_tasks: u64,
+}
+
+/// pass@k and pass^k at one k, averaged over the tasks with at least k runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PassAtK {
+    pub k: u64,
+    /// The tasks with at least k counted runs.
+    pub tasks: u64,
+    /// Some of k runs succeeds (unbiased estimator of Chen et al. 2021).
+    pub pass_at_k: f64,
+    /// All of k runs succeed.
+    pub pass_hat_k: f64,
+}
+
+/// A candidate against a baseline, on the tasks both ran.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PairComparison {
+    pub baseline: String,
+    pub candidate: String,
+    /// Tasks with counted runs of both.
+    pub tasks: u64,
+    /// Mean over those tasks of each policy's per-task solve rate.
+    pub baseline_rate: Option<f64>,
+    pub candidate_rate: Option<f64>,
+    /// candidate_rate − baseline_rate, with its paired bootstrap interval.
+    pub difference: Option<f64>,
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    /// Tasks where the candidate's rate is higher, and where the baseline's is.
+    pub candidate_better: u64,
+    pub baseline_better: u64,
+    /// The exact two-sided p-value of `method`, and Holm-adjusted over every
+    /// comparison of the call.
+    pub p_value: Option<f64>,
+    pub p_adjusted: Option<f64>,
+    /// `mcnemar-exact` (one run per task and policy) or `sign-test-exact` (the signs of
+    /// the per-task rate differences, with repeats).
+    pub method: Option<&'static str>,
+    /// Mean over the tasks of the per-task difference in mean cost per run, USD, with
+    /// its paired bootstrap interval; null when any of the runs' costs is unknown.
+    pub cost_difference: Option<f64>,
+    pub cost_ci_low: Option<f64>,
+    pub cost_ci_high: Option<f64>,
+    /// Whether the candidate is non-inferior: `ci_low > -margin`.
+    pub non_inferior: Option<bool>,
+    /// The probability that a random pair of runs (one each) disagrees on a task,
+    /// averaged over the tasks: (b + c) / n with one run each.
+    pub discordance: Option<f64>,
+    /// The smallest difference the test detects with 80 % power on these tasks at this
+    /// discordance (normal approximation of McNemar, Connor 1987); null when no pair
+    /// disagreed or too few tasks.
+    pub min_detectable_difference: Option<f64>,
+    /// The paired tasks needed to detect the observed difference with 80 % power;
+    /// null when the difference is 0.
+    pub tasks_needed: Option<u64>,
+    /// A reason to read the result with care (different scoring versions).
+    pub note: Option<String>,
+}
+
+/// Compares `policies` under `settings`.
+pub fn compare(policies: &[PolicyRuns], settings: &Settings) -> Comparison {
+    let summaries = policies.iter().map(|p| summarize(p, settings)).collect();
+    let pairs: Vec<(&PolicyRuns, &PolicyRuns)> = match &settings.baseline {
+        Some(baseline) => policies
+            .iter()
+            .filter(|b| &b.group == baseline)
+            .flat_map(|b| {
+                policies
+                    .iter()
+                    .filter(move |c| &c.group != baseline)
+                    .map(move |c| (b, c))
+            })
+            .collect(),
+        None => policies
+            .iter()
+            .enumerate()
+            .flat_map(|(i, b)| policies[i + 1..].iter().map(move |c| (b, c)))
+            .collect(),
+    };
+    let mut comparisons: Vec<PairComparison> = pairs
+        .into_iter()
+        .map(|(b, c)| pair(b, c, settings))
+        .collect();
+    let tested: Vec<usize> = (0..comparisons.len())
+        .filter(|&i| comparisons[i].p_value.is_some())
+        .collect();
+    let raw: Vec<f64> = tested
+        .iter()
+        .filter_map(|&i| comparisons[i].p_value)
+        .collect();
+    for (&i, adjusted) in tested.iter().zip(holm(&raw)) {
+        comparisons[i].p_adjusted = Some(adjusted);
+    }
+    Comparison {
+        confidence: CONFIDENCE,
+        power: POWER,
+        margin: settings.margin,
+        seed: settings.seed,
+        resamples: settings.resamples,
+        policies: summaries,
+        comparisons,
+    }
+}
+
+fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
+    let tasks: Vec<&TaskRuns> = policy.tasks.values().collect();
+    let mut total = TaskRuns::default();
+    for task in &tasks {
+        total.runs += task.runs;
+        total.successes += task.successes;
+        total.priced_runs += task.priced_runs;
+        total.cost_usd += task.cost_usd;
+        total.turn_runs += task.turn_runs;
+        total.turns += task.turns;
+        total.token_runs += task.token_runs;
+        total.tokens += task.tokens;
+    }
+    let rate_ci = wilson(total.successes, total.runs);
+    let cost_known = total.runs > 0 && tasks.iter().all(|t| t.cost_known());
+    let ratio = |num: f64, den: u64| (den > 0).then(|| num / den as f64);
+    let (mean_cost, per_solved) = if cost_known {
+        (
+            ratio(total.cost_usd, total.runs),
+            ratio(total.cost_usd, total.successes),
+        )
+    } else {
+        (None, None)
+    };
+    let [mean_cost_ci, per_solved_ci] = if cost_known {
+        let cost: Vec<f64> = tasks.iter().map(|t| t.cost_usd).collect();
+        let runs: Vec<u64> = tasks.iter().map(|t| t.runs).collect();
+        let solved: Vec<u64> = tasks.iter().map(|t| t.successes).collect();
+        bootstrap(
+            tasks.len(),
+            settings.resamples,
+            stream_seed(settings.seed, &policy.label),
+            |idx| {
+                let spent: f64 = idx.iter().map(|&i| cost[i]).sum();
+                [
+                    ratio(spent, idx.iter().map(|&i| runs[i]).sum()),
+                    ratio(spent, idx.iter().map(|&i| solved[i]).sum()),
+                ]
+            },
+        )
+    } else {
+        [None, None]
+    };
+    PolicySummary {
+        policy_id: policy.label.clone(),
+        scoring_version: policy.scoring_version.clone(),
+        runs: total.runs,
+        tasks: tasks.len() as u64,
+        solved: total.successes,
+        rate: total.rate(),
+        rate_ci_low: rate_ci.map(|i| i.low),
+        rate_ci_high: rate_ci.map(|i| i.high),
+        excluded: policy.excluded,
+        priced_runs: total.priced_runs,
+        mean_cost_usd: mean_cost,
+        mean_cost_ci_low: mean_cost_ci.map(|i| i.low),
+        mean_cost_ci_high: mean_cost_ci.map(|i| i.high),
+        cost_per_solved_usd: per_solved,
+        cost_per_solved_ci_low: per_solved_ci.map(|i| i.low),
+        cost_per_solved_ci_high: per_solved_ci.map(|i| i.high),
+        turn_runs: total.turn_runs,
+        mean_turns: ratio(total.turns, total.turn_runs),
+        token_runs: total.token_runs,
+        mean_tokens: ratio(total.tokens, total.token_runs),
+        repeats: repeats(&tasks),
+    }
+}
+
+/// pass@k, pass^k and the outcome variance, when some task has two counted runs or more.
+fn repeats(tasks: &[&TaskRuns]) -> Option<Repeats> {
+    let most = tasks.iter().map(|t| t.runs).max().filter(|&n| n >= 2)?;
+    let pass_at_k = (1..=most)
+        .map(|k| {
+            let at: Vec<(f64, f64)> = tasks
+                .iter()
+                .filter_map(|t| {
+                    Some((
+                        pass_at_k(t.runs, t.successes, k)?,
+                        pass_hat_k(t.runs, t.successes, k)?,
+                    ))
+                })
+                .collect();
+            let n = at.len() as f64;
+            PassAtK {
+                k,
+                tasks: at.len() as u64,
+                pass_at_k: at.iter().map(|(a, _)| a).sum::<f64>() / n,
+                pass_hat_k: at.iter().map(|(_, h)| h).sum::<f64>() / n,
+            }
+        })
+        .collect();
+    let variances: Vec<f64> = tasks
+        .iter()
+        .filter(|t| t.runs >= 2)
+        .map(|t| {
+            let (n, c) = (t.runs as f64, t.successes as f64);
+            c * (n - c) / (n * (n - 1.0))
+        })
+        .collect();
+    Some(Repeats {
+        pass_at_k,
+        outcome_variance: variances.iter().sum::<f64>() / variances.len() as f64,
+        variance_tasks: variances.len() as u64,
+    })
+}
+
+/// One task both policies ran: their rates, and their mean costs when known.
+struct SharedTask {
+    baseline: f64,
+    candidate: f64,
+    single: bool,
+    cost: Option<(f64, f64)>,
+}
+
+fn pair(baseline: &PolicyRuns, candidate: &PolicyRuns, settings: &Settings) -> PairComparison {
+    let shared: Vec<SharedTask> = baseline
+        .tasks
+        .iter()
+        .filter_map(|(task, b)| {
+            let c = candidate.tasks.get(task)?;
+            let mean_cost = |t: &TaskRuns| t.cost_known().then(|| t.cost_usd / t.runs as f64);
+            Some(SharedTask {
+                baseline: b.rate()?,
+                candidate: c.rate()?,
+                single: b.runs == 1 && c.runs == 1,
+                cost: mean_cost(b).zip(mean_cost(c)),
+            })
+        })
+        .collect();
+    let n = shared.len();
+    let differences: Vec<f64> = shared.iter().map(|t| t.candidate - t.baseline).collect();
+    let cost_differences: Option<Vec<f64>> =
+        shared.iter().map(|t| t.cost.map(|(b, c)| c - b)).collect();
+    let all: Vec<usize> = (0..n).collect();
+    let mean = |values: &[f64]| (n > 0).then(|| mean_at(values, &all));
+    let label = format!("{}\u{0}{}", baseline.label, candidate.label);
+    let [rate_ci, cost_ci] = bootstrap(
+        n,
+        settings.resamples,
+        stream_seed(settings.seed, &label),
+        |idx| {
+            [
+                Some(mean_at(&differences, idx)),
+                cost_differences.as_deref().map(|d| mean_at(d, idx)),
+            ]
+        },
+    );
+    let candidate_better = differences.iter().filter(|&&d| d > 0.0).count() as u64;
+    let baseline_better = differences.iter().filter(|&&d| d < 0.0).count() as u64;
+    let difference = mean(&differences);
+    let discordance = mean(
+        &shared
+            .iter()
+            .map(|t| t.baseline * (1.0 - t.candidate) + t.candidate * (1.0 - t.baseline))
+            .collect::<Vec<_>>(),
+    );
+    let method = (n > 0).then(|| {
+        if shared.iter().all(|t| t.single) {
+            "mcnemar-exact"
+        } else {
+            "sign-test-exact"
+        }
+    });
+    let note = (baseline.scoring_version != candidate.scoring_version).then(|| {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+        format!(
+            "judged under different scoring versions ({} and {}): the verdicts may not be comparable",
+            show(&baseline.scoring_version),
+            show(&candidate.scoring_version)
+        )
+    });
+    PairComparison {
+        baseline: baseline.label.clone(),
+        candidate: candidate.label.clone(),
+        tasks: n as u64,
+        baseline_rate: mean(&shared.iter().map(|t| t.baseline).collect::<Vec<_>>()),
+        candidate_rate: mean(&shared.iter().map(|t| t.candidate).collect::<Vec<_>>()),
+        difference,
+        ci_low: rate_ci.map(|i: Interval| i.low),
+        ci_high: rate_ci.map(|i| i.high),
+        candidate_better,
+        baseline_better,
+        p_value: method.map(|_| binomial_two_sided(candidate_better, baseline_better)),
+        p_adjusted: None,
+        method,
+        cost_difference: cost_differences.as_deref().and_then(mean),
+        cost_ci_low: cost_ci.map(|i| i.low),
+        cost_ci_high: cost_ci.map(|i| i.high),
+        non_inferior: rate_ci.map(|i| i.low > -settings.margin),
+        discordance,
+        min_detectable_difference: discordance
+            .and_then(|psi| min_detectable_difference(n as u64, psi)),
+        tasks_needed: difference
+            .zip(discordance)
+            .and_then(|(d, psi)| tasks_needed(d, psi))
+            .map(|needed| needed.ceil() as u64),
+        note,
+    }
+}

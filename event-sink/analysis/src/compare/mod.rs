@@ -1,0 +1,115 @@
+//! `bench-analysis compare`: are two policies different on the same tasks, and by how
+//! much, with intervals, exact paired tests and sample sizes.
+//!
+//! # Layout
+//!
+//! - [`outcomes`]: the rows of the shipped `paired_outcomes` query (which runs count is
+//!   decided there, in SQL, in one place) grouped into the policies compared (`--by`),
+//!   split by scoring version.
+//! - [`analyze`]: per policy and per pair, the statistics; the JSON shape.
+//! - [`stats`]: Wilson, exact binomial / McNemar, Holm, pass@k, detectable difference.
+//! - [`resample`]: the seeded paired bootstrap.
+//! - [`render`]: JSON, table and CSV output.
+//!
+//! Only [`load`] talks to ClickHouse; everything after it is pure and tested without a
+//! server.
+
+pub mod analyze;
+pub mod outcomes;
+pub mod render;
+pub mod resample;
+pub mod stats;
+
+use clickhouse::Client;
+
+use crate::queries::{ParamValues, Query, QueryError};
+
+pub use analyze::{compare, Comparison, PairComparison, PolicySummary, Settings};
+pub use outcomes::{group, parse_by, Dimension, PolicyRuns};
+
+/// Which runs to read: the filters of `paired_outcomes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filters {
+    /// Runs started at or after / before (any form `--param since=` takes).
+    pub since: Option<String>,
+    pub until: Option<String>,
+    /// Only runs of this scenario.
+    pub scenario: Option<String>,
+    /// Only these task ids; empty = every task.
+    pub tasks: Vec<String>,
+}
+
+/// Why `compare` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    /// The query was refused or its parameters bad.
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    /// A row of its answer could not be read.
+    #[error(transparent)]
+    Row(#[from] outcomes::RowError),
+    /// `--by` names an unknown key.
+    #[error("--by: {0}")]
+    BadKeys(String),
+    /// A task id that a comma-separated list cannot carry.
+    #[error("task id {0:?} holds a comma")]
+    TaskWithComma(String),
+    /// `--policy` or `--baseline` names no policy with counted or excluded runs.
+    #[error("no runs of {name:?} (grouped by {by}); policies seen: {known}")]
+    UnknownPolicy {
+        name: String,
+        by: String,
+        known: String,
+    },
+}
+
+/// Reads the runs `filters` select and groups them into policies by `by`.
+pub async fn load(
+    client: &Client,
+    filters: &Filters,
+    by: &[Dimension],
+) -> Result<Vec<PolicyRuns>, CompareError> {
+    let query = Query::find("paired_outcomes")?;
+    let mut values = ParamValues::new();
+    for (name, value) in [
+        ("since", &filters.since),
+        ("until", &filters.until),
+        ("scenario", &filters.scenario),
+    ] {
+        if let Some(value) = value {
+            values.insert(name.to_owned(), value.clone());
+        }
+    }
+    if let Some(bad) = filters.tasks.iter().find(|t| t.contains(',')) {
+        return Err(CompareError::TaskWithComma(bad.clone()));
+    }
+    if !filters.tasks.is_empty() {
+        values.insert("tasks".to_owned(), filters.tasks.join(","));
+    }
+    let table = query.run(client, &values).await?;
+    Ok(group(&table, by)?)
+}
+
+/// Checks that every name in `wanted` (the `--policy` values and the `--baseline`) is a
+/// policy of `found`.
+pub fn check_named(
+    found: &[PolicyRuns],
+    wanted: &[&String],
+    by: &[Dimension],
+) -> Result<(), CompareError> {
+    match wanted
+        .iter()
+        .find(|name| !found.iter().any(|p| &&p.group == *name))
+    {
+        None => Ok(()),
+        Some(name) => Err(CompareError::UnknownPolicy {
+            name: (*name).clone(),
+            by: by.iter().map(|d| d.name()).collect::<Vec<_>>().join(","),
+            known: found
+                .iter()
+                .map(|p| p.group.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}

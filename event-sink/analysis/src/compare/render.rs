@@ -1,0 +1,166 @@
+//! `compare`'s answer in the three output formats: JSON (the [`Comparison`] itself), and
+//! two tables, policies then comparisons, as aligned text or as CSV (two CSV tables
+//! separated by an empty line), through [`Table`] so labels are defused as in `query`.
+
+use crate::table::{Column, Format, Table};
+
+use super::analyze::{Comparison, PairComparison, PolicySummary};
+
+/// `comparison` in `format`.
+pub fn render(comparison: &Comparison, format: Format) -> String {
+    match format {
+        Format::Json => {
+            let mut out = serde_json::to_string_pretty(comparison).unwrap_or_default();
+            out.push('\n');
+            out
+        }
+        Format::Table | Format::Csv => {
+            let policies = policy_table(&comparison.policies).render(format);
+            let pairs = pair_table(&comparison.comparisons).render(format);
+            let notes: String = comparison
+                .comparisons
+                .iter()
+                .filter_map(|c| {
+                    let note = c.note.as_deref()?;
+                    Some(format!("note: {} vs {}: {note}\n", c.baseline, c.candidate))
+                })
+                .collect();
+            let notes = if format == Format::Table {
+                notes
+            } else {
+                String::new()
+            };
+            format!("{policies}\n{pairs}{notes}")
+        }
+    }
+}
+
+/// A column: its name and whether it holds numbers (right-aligned, never defused).
+fn columns(spec: &[(&str, bool)]) -> Vec<Column> {
+    spec.iter()
+        .map(|(name, numeric)| Column {
+            name: (*name).to_owned(),
+            ty: if *numeric {
+                "Nullable(Float64)"
+            } else {
+                "String"
+            }
+            .to_owned(),
+        })
+        .collect()
+}
+
+fn number(value: Option<f64>, decimals: usize) -> Option<String> {
+    value.map(|v| format!("{v:.decimals$}"))
+}
+
+fn count(value: u64) -> Option<String> {
+    Some(value.to_string())
+}
+
+/// The per-policy table (also the report's).
+pub fn policy_table(policies: &[PolicySummary]) -> Table {
+    let mut table = Table {
+        columns: columns(&[
+            ("policy_id", false),
+            ("scoring_version", false),
+            ("tasks", true),
+            ("runs", true),
+            ("solved", true),
+            ("rate", true),
+            ("rate_ci_low", true),
+            ("rate_ci_high", true),
+            ("excluded", false),
+            ("priced_runs", true),
+            ("mean_cost_usd", true),
+            ("mean_cost_ci_low", true),
+            ("mean_cost_ci_high", true),
+            ("cost_per_solved_usd", true),
+            ("mean_turns", true),
+            ("mean_tokens", true),
+            ("pass_at_k", false),
+            ("outcome_variance", true),
+        ]),
+        rows: Vec::new(),
+    };
+    for p in policies {
+        let pass = p.repeats.as_ref().map(|r| {
+            r.pass_at_k
+                .iter()
+                .map(|k| {
+                    format!(
+                        "k={} pass@k {:.3} pass^k {:.3} (n={})",
+                        k.k, k.pass_at_k, k.pass_hat_k, k.tasks
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        });
+        table.rows.push(vec![
+            Some(p.policy_id.clone()),
+            p.scoring_version.clone(),
+            count(p.tasks),
+            count(p.runs),
+            count(p.solved),
+            number(p.rate, 4),
+            number(p.rate_ci_low, 4),
+            number(p.rate_ci_high, 4),
+            Some(p.excluded.to_string()),
+            count(p.priced_runs),
+            number(p.mean_cost_usd, 6),
+            number(p.mean_cost_ci_low, 6),
+            number(p.mean_cost_ci_high, 6),
+            number(p.cost_per_solved_usd, 6),
+            number(p.mean_turns, 2),
+            number(p.mean_tokens, 1),
+            pass,
+            number(p.repeats.as_ref().map(|r| r.outcome_variance), 4),
+        ]);
+    }
+    table
+}
+
+/// The per-comparison table (also the report's).
+pub fn pair_table(pairs: &[PairComparison]) -> Table {
+    let mut table = Table {
+        columns: columns(&[
+            ("baseline", false),
+            ("candidate", false),
+            ("tasks", true),
+            ("difference", true),
+            ("ci_low", true),
+            ("ci_high", true),
+            ("p_value", true),
+            ("p_adjusted", true),
+            ("method", false),
+            ("non_inferior", false),
+            ("cost_difference", true),
+            ("cost_ci_low", true),
+            ("cost_ci_high", true),
+            ("min_detectable_difference", true),
+            ("tasks_needed", true),
+        ]),
+        rows: Vec::new(),
+    };
+    for c in pairs {
+        table.rows.push(vec![
+            Some(c.baseline.clone()),
+            Some(c.candidate.clone()),
+            count(c.tasks),
+            number(c.difference, 4),
+            number(c.ci_low, 4),
+            number(c.ci_high, 4),
+            number(c.p_value, 4),
+            number(c.p_adjusted, 4),
+            c.method.map(str::to_owned),
+            c.non_inferior
+                .map(|v| if v { "yes" } else { "no" }.to_owned()),
+            number(c.cost_difference, 6),
+            number(c.cost_ci_low, 6),
+            number(c.cost_ci_high, 6),
+            number(c.min_detectable_difference, 4),
+            c.tasks_needed.and_then(count),
+        ]);
+    }
+    table
+}

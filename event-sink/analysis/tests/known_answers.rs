@@ -1,0 +1,175 @@
+//! `compare`'s statistics against the answers of independent implementations (scipy,
+//! statsmodels, exact fractions), computed by `tests/fixtures/known_answers.py` into
+//! `tests/fixtures/known_answers.json`: Wilson, exact McNemar, the exact sign test, Holm
+//! and pass@k / pass^k to 1e-9, the paired bootstrap interval within Monte Carlo
+//! tolerance.
+
+use std::collections::BTreeMap;
+
+use analysis::compare::outcomes::TaskRuns;
+use analysis::compare::stats::{binomial_two_sided, holm, pass_at_k, pass_hat_k, wilson};
+use analysis::compare::{compare, PolicyRuns, Settings};
+use serde_json::Value;
+
+/// The exact answers agree to this (beta-function binomial tails, floating sums).
+const EXACT: f64 = 1e-9;
+
+fn answers() -> Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/known_answers.json"
+    );
+    let text = std::fs::read_to_string(path).expect("known_answers.json");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+fn cases<'a>(answers: &'a Value, name: &str) -> &'a [Value] {
+    answers[name].as_array().expect("a list of cases")
+}
+
+fn u(case: &Value, key: &str) -> u64 {
+    case[key].as_u64().expect("an integer")
+}
+
+fn f(case: &Value, key: &str) -> f64 {
+    case[key].as_f64().expect("a number")
+}
+
+fn assert_close(actual: f64, expected: f64, tolerance: f64, what: &str) {
+    assert!(
+        (actual - expected).abs() <= tolerance,
+        "{what}: {actual} != {expected} (± {tolerance})"
+    );
+}
+
+#[test]
+fn wilson_intervals_match_statsmodels() {
+    for case in cases(&answers(), "wilson") {
+        let what = format!("{case}");
+        let interval = wilson(u(case, "successes"), u(case, "trials")).expect("trials");
+        assert_close(interval.low, f(case, "low"), EXACT, &what);
+        assert_close(interval.high, f(case, "high"), EXACT, &what);
+    }
+}
+
+#[test]
+fn exact_mcnemar_and_sign_test_match_statsmodels_and_scipy() {
+    let answers = answers();
+    for name in ["mcnemar_exact", "sign_test_exact"] {
+        for case in cases(&answers, name) {
+            let p = binomial_two_sided(u(case, "a"), u(case, "b"));
+            assert_close(p, f(case, "p_value"), EXACT, &format!("{name} {case}"));
+        }
+    }
+}
+
+#[test]
+fn holm_matches_statsmodels() {
+    for case in cases(&answers(), "holm") {
+        let list = |key: &str| -> Vec<f64> {
+            case[key]
+                .as_array()
+                .expect("list")
+                .iter()
+                .map(|v| v.as_f64().expect("number"))
+                .collect()
+        };
+        for (actual, expected) in holm(&list("p_values")).into_iter().zip(list("adjusted")) {
+            assert_close(actual, expected, EXACT, &format!("{case}"));
+        }
+    }
+}
+
+#[test]
+fn pass_at_k_and_pass_hat_k_match_exact_fractions() {
+    for case in cases(&answers(), "pass_at_k") {
+        let (n, c, k) = (u(case, "runs"), u(case, "successes"), u(case, "k"));
+        let what = format!("{case}");
+        assert_close(
+            pass_at_k(n, c, k).expect("k <= n"),
+            f(case, "pass_at_k"),
+            EXACT,
+            &what,
+        );
+        assert_close(
+            pass_hat_k(n, c, k).expect("k <= n"),
+            f(case, "pass_hat_k"),
+            EXACT,
+            &what,
+        );
+    }
+}
+
+/// One run per task: `outcomes[i]` is task i's success (1.0) or failure (0.0).
+fn policy(label: &str, outcomes: &[f64]) -> PolicyRuns {
+    let tasks: BTreeMap<String, TaskRuns> = outcomes
+        .iter()
+        .enumerate()
+        .map(|(i, &solved)| {
+            let runs = TaskRuns {
+                runs: 1,
+                successes: u64::from(solved > 0.5),
+                priced_runs: 1,
+                cost_usd: 0.01,
+                ..TaskRuns::default()
+            };
+            (format!("task-{i:03}"), runs)
+        })
+        .collect();
+    PolicyRuns {
+        label: label.to_owned(),
+        group: label.to_owned(),
+        tasks,
+        ..PolicyRuns::default()
+    }
+}
+
+#[test]
+fn the_paired_bootstrap_interval_matches_scipy_within_monte_carlo_error() {
+    let answers = answers();
+    let case = &answers["paired_bootstrap"];
+    let outcomes = |key: &str| -> Vec<f64> {
+        case[key]
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|v| v.as_f64().expect("number"))
+            .collect()
+    };
+    let settings = Settings {
+        baseline: Some("base".into()),
+        margin: 0.05,
+        seed: 1,
+        resamples: 10_000,
+    };
+    let answer = compare(
+        &[
+            policy("base", &outcomes("baseline")),
+            policy("cand", &outcomes("candidate")),
+        ],
+        &settings,
+    );
+    let pair = &answer.comparisons[0];
+    let tolerance = f(case, "tolerance");
+    assert_close(
+        pair.difference.expect("tasks"),
+        f(case, "difference"),
+        EXACT,
+        "difference",
+    );
+    assert_close(
+        pair.ci_low.expect("ci"),
+        f(case, "ci_low"),
+        tolerance,
+        "ci_low",
+    );
+    assert_close(
+        pair.ci_high.expect("ci"),
+        f(case, "ci_high"),
+        tolerance,
+        "ci_high",
+    );
+    assert_eq!(pair.method, Some("mcnemar-exact"));
+    // Equal costs everywhere: the cost difference is exactly 0, interval too.
+    assert_eq!(pair.cost_difference, Some(0.0));
+}
