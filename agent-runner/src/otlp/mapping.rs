@@ -357,8 +357,8 @@ impl SpanEvents<'_, '_> {
                     step_type: StepType::Reason,
                     content: self.view.span.name.clone(),
                     content_truncated: false,
-                    tokens_in: deliberation.input_tokens.unwrap_or(0),
-                    tokens_out: deliberation.output_tokens.unwrap_or(0),
+                    tokens_in: deliberation.input_tokens,
+                    tokens_out: deliberation.output_tokens,
                     wall_time_ms: self.ids.latency_ms(),
                     planned_step: None,
                     context_kb: 0.0,
@@ -415,6 +415,7 @@ impl SpanEvents<'_, '_> {
             scoring_version: SCORING_VERSION.to_owned(),
             runner_version: format!("agent-runner {} otlp", env!("CARGO_PKG_VERSION")),
             sandbox: None,
+            sweep: None,
         })
     }
 
