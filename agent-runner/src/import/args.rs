@@ -10,8 +10,11 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
+use schemas::{BenchmarkEvent, Payload};
+
 use super::swe_agent::{self, TrajFile};
 use super::ImportError;
+use crate::agent::result_words;
 use crate::error::{Error, Exit, Outcome};
 use crate::fixture_tree::{walk, Symlinks};
 use crate::flags::OptionalEventArgs;
@@ -77,6 +80,9 @@ pub enum Destination<'a> {
 /// What an import did.
 #[derive(Debug, Clone, Default)]
 pub struct ImportReport {
+    /// One line per imported file, in import order: its path, run id, events and how
+    /// the run ended (see [`file_line`]).
+    pub imported: Vec<String>,
     /// Files imported.
     pub files: u64,
     /// Events sent (or printed).
@@ -91,6 +97,9 @@ pub struct ImportReport {
 /// events).
 impl fmt::Display for ImportReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for line in &self.imported {
+            writeln!(f, "{line}")?;
+        }
         for failure in &self.failed {
             writeln!(f, "agent-runner: skipped {failure}")?;
         }
@@ -167,6 +176,7 @@ pub async fn import_dir(
             }
         };
         report.files += 1;
+        report.imported.push(file_line(path, &events));
         for (event, bytes) in events {
             report.events += 1;
             if let Some(handle) = &handle {
@@ -179,6 +189,36 @@ pub async fn import_dir(
     drop(handle);
     report.delivery = finish_optional_publisher(publisher).await?;
     Ok(report)
+}
+
+/// `<path>: run <run_id>, <n> events, <exit_status> <outcome>, tokens <t> cost <c>`,
+/// unknown values as `-` (the outcome as [`result_words`] reads it).
+fn file_line(path: &Path, events: &[(BenchmarkEvent, Vec<u8>)]) -> String {
+    let run_id = events
+        .first()
+        .map_or_else(|| "-".to_owned(), |(e, _)| e.run_id.to_string());
+    let ended = events.iter().rev().find_map(|(e, _)| match &e.payload {
+        Payload::RunStop(stop) => Some(stop),
+        _ => None,
+    });
+    let how = ended.map_or_else(
+        || "no run_stop".to_owned(),
+        |stop| {
+            let known = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+            format!(
+                "{} {}, tokens {} cost {}",
+                stop.exit_status.as_str(),
+                result_words(stop).0,
+                known(stop.total_tokens.map(|t| t.to_string())),
+                known(stop.cost_usd.map(|c| c.to_string()))
+            )
+        },
+    );
+    format!(
+        "{}: run {run_id}, {} events, {how}",
+        path.display(),
+        events.len()
+    )
 }
 
 fn read(path: &Path) -> Result<(Vec<u8>, DateTime<Utc>), ImportError> {

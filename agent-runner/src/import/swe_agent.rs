@@ -11,7 +11,10 @@
 //!
 //! Events: `run_start`; per trajectory step a `step` `reason` (the thought, when any),
 //! `act` (the action), a `tool_call` (tool = the action's first word, latency =
-//! `execution_time`) and `observe` (the observation); a `conclude` step with the
+//! `execution_time`, `exit_kind` `deterministic` when the observation carries a failing
+//! command's message such as `command not found` or a Python traceback, else `ok`:
+//! SWE-agent records no exit code; these count in `run_stop.tool_errors`) and `observe`
+//! (the observation); a `conclude` step with the
 //! submission; a `failure` unless the run was submitted; `run_stop` with `model_stats`
 //! (tokens, cost, API calls) and the mapped `exit_status`. SWE-agent does not evaluate
 //! its patch, so nobody judged the run: a run that submitted a non-empty patch has
@@ -195,7 +198,13 @@ pub fn events(
             final_score: None,
             wall_time_ms: u64::try_from(total_ms).unwrap_or(0),
             total_tokens: stats.total_tokens(traj.api_calls()),
-            tool_errors: 0,
+            tool_errors: u32::try_from(
+                traj.trajectory
+                    .iter()
+                    .filter(|s| observed_exit_kind(&s.observation) != ExitKind::Ok)
+                    .count(),
+            )
+            .unwrap_or(u32::MAX),
             stability_variance: None,
             failing_tests: Vec::new(),
             tests_passed: None,
@@ -269,7 +278,7 @@ fn tool_call(step: &TrajStep) -> ToolCall {
         tool_args_hash: serde_json::json!({ "action": step.action }).canonical_hash(),
         latency_ms: u64::try_from(step_ms(step)).unwrap_or(0),
         retries: 0,
-        exit_kind: ExitKind::Ok,
+        exit_kind: observed_exit_kind(&step.observation),
         exit_message: None,
         evidence_footprint: EvidenceFootprint {
             bytes_read: step.observation.len() as u64,
@@ -277,6 +286,25 @@ fn tool_call(step: &TrajStep) -> ToolCall {
         },
         user_feedback_score: None,
         intent_accuracy: None,
+    }
+}
+
+/// What a command printed when it failed, as shells and Python print it.
+const FAILURE_MARKS: [&str; 4] = [
+    "command not found",
+    "Traceback (most recent call last)",
+    "No such file or directory",
+    "Permission denied",
+];
+
+/// How a step's action ended, as far as its observation tells: SWE-agent records no
+/// exit code, so a call whose observation carries a failing command's message is
+/// `deterministic`, and any other `ok` (no failure seen).
+fn observed_exit_kind(observation: &str) -> ExitKind {
+    if FAILURE_MARKS.iter().any(|mark| observation.contains(mark)) {
+        ExitKind::Deterministic
+    } else {
+        ExitKind::Ok
     }
 }
 
@@ -414,8 +442,13 @@ mod tests {
 
     /// The `run_stop` of a trajectory that ended `exit_status` after `steps` steps.
     fn run_stop_of(exit_status: &str, steps: usize) -> RunStop {
-        let step = serde_json::json!({"action": "ls", "observation": "a.py", "thought": "",
-                                      "execution_time": 0.5});
+        run_stop_observing(exit_status, steps, "a.py")
+    }
+
+    /// The same, each step observing `observation`.
+    fn run_stop_observing(exit_status: &str, steps: usize, observation: &str) -> RunStop {
+        let step = serde_json::json!({"action": "ls", "observation": observation,
+                                      "thought": "", "execution_time": 0.5});
         let bytes = serde_json::to_vec(&serde_json::json!({
             "trajectory": vec![step; steps],
             "info": {"exit_status": exit_status, "model_stats": {"api_calls": 3}},
@@ -440,6 +473,19 @@ mod tests {
             assert_eq!(run_stop_of(status, 1).success, Some(false), "{status}");
         }
         assert_eq!(run_stop_of("exit_cost", 0).success, Some(false));
+    }
+
+    #[test]
+    fn an_observation_of_a_failing_command_is_a_tool_error_not_ok() {
+        for failed in [
+            "bash: pytset: command not found",
+            "Traceback (most recent call last):\n  File \"x.py\", line 1\nNameError: y",
+        ] {
+            assert_eq!(observed_exit_kind(failed), ExitKind::Deterministic);
+            assert_eq!(run_stop_observing("submitted", 2, failed).tool_errors, 2);
+        }
+        assert_eq!(observed_exit_kind("a.py\nb.py"), ExitKind::Ok);
+        assert_eq!(run_stop_of("submitted", 2).tool_errors, 0);
     }
 
     #[test]

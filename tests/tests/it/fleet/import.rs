@@ -34,6 +34,15 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
     // run_start, 6 steps x (reason, act, tool_call, observe), conclude, run_stop.
     assert_eq!(first.events, 27);
     assert_eq!(second.events, first.events);
+    // A line per file says which run it became and how it ended.
+    let [line] = &first.imported[..] else {
+        panic!("one line per file: {:?}", first.imported)
+    };
+    assert!(
+        line.contains("django__django-11099.traj: run ")
+            && line.contains(", 27 events, submitted unjudged, tokens 120229 cost 0.0187341"),
+        "{line}"
+    );
     let (d1, d2) = (
         first.delivery.expect("published"),
         second.delivery.expect("published"),

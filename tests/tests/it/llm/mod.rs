@@ -7,13 +7,15 @@
 //! `tests/fixtures/llm/*.toml`; the model listing is `tests/fixtures/llm/models.json`
 //! (OpenRouter's `/api/v1/models` shape). The end-to-end test goes through NATS, the sink
 //! and ClickHouse; the others read the run's `events.jsonl`, which holds the same bytes
-//! the runner publishes.
+//! the runner publishes. [`unknown`] is the end-to-end test of the unknown for a native
+//! run: a provider that reports nothing optional leaves every optional column NULL.
 
 mod cost;
 mod end_to_end;
 mod failures;
 mod replies;
 mod strategies;
+mod unknown;
 
 use std::path::PathBuf;
 use std::time::Duration;
