@@ -5,6 +5,7 @@
 //! - `sandbox-bench`: what the agent sandbox adds to one tool call.
 //! - `sink-bench`: the `event-sink` binary's throughput against ClickHouse's own ingest.
 //! - `sink-latency`: how soon a published event can be queried in ClickHouse.
+//! - `compare-bench`: `bench-analysis compare` on 10 policies × 500 tasks × 5 seeds.
 //!
 //! `cargo run --release -p benchstream-bench --bin <name> -- --help`; the sink benches
 //! measure a release `event-sink` built first (`cargo build --release -p event-sink`).

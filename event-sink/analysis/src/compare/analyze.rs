@@ -175,10 +175,7 @@ pub fn compare(policies: &[PolicyRuns], settings: &Settings) -> Comparison {
             .flat_map(|(i, b)| policies[i + 1..].iter().map(move |c| (b, c)))
             .collect(),
     };
-    let mut comparisons: Vec<PairComparison> = pairs
-        .into_iter()
-        .map(|(b, c)| pair(b, c, settings))
-        .collect();
+    let mut comparisons = parallel_map(&pairs, |(b, c)| pair(b, c, settings));
     let tested: Vec<usize> = (0..comparisons.len())
         .filter(|&i| comparisons[i].p_value.is_some())
         .collect();
@@ -198,6 +195,28 @@ pub fn compare(policies: &[PolicyRuns], settings: &Settings) -> Comparison {
         policies: summaries,
         comparisons,
     }
+}
+
+/// `f` of every item, in order, spread over the machine's cores: each bootstrap draws
+/// from its own seeded stream, so the answer does not depend on the threads.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = items.len().div_ceil(threads).max(1);
+    if items.len() <= 1 || threads == 1 {
+        return items.iter().map(&f).collect();
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            // A panic in a worker is a bug in this module; re-raise it here.
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
 }
 
 fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
