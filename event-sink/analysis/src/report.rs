@@ -21,10 +21,12 @@
 //!
 //! # What the page shows
 //!
-//! Success rate vs cost (log cost axis, every placed policy in a numbered legend, and the
-//! policies that cannot be placed listed with the reason), exit status and token mix
-//! per policy, LLM latency per policy (a heat map with timeouts), the per-instance table
-//! (task × policy: solved, cost, turns), then the query answers as tables.
+//! Success rate vs cost (log cost axis, Wilson whiskers, every placed policy in a
+//! numbered legend with its n, and the policies that cannot be placed listed with the
+//! reason), exit status and token mix per policy, LLM latency per policy (a heat map
+//! with timeouts), the comparison against a baseline (`compare`: a forest plot of paired
+//! differences with the margin, and its tables), the per-instance table (task × policy:
+//! solved, cost, turns), then the query answers as tables.
 //!
 //! Rendering ([`render`]) is a pure function of the answers, so it is tested without a
 //! server; [`generate_report`] runs the queries and renders.

@@ -7,6 +7,7 @@
 //! - `sink-latency`: how soon a published event can be queried in ClickHouse.
 //! - `otlp-bench`: spans per second through `agent-runner otlp` into the stream, and its
 //!   memory.
+//! - `compare-bench`: `bench-analysis compare` on 10 policies × 500 tasks × 5 seeds.
 //!
 //! `cargo run --release -p benchstream-bench --bin <name> -- --help`; the sink benches
 //! measure a release `event-sink` built first (`cargo build --release -p event-sink`),

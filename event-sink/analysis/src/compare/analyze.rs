@@ -175,10 +175,7 @@ pub fn compare(policies: &[PolicyRuns], settings: &Settings) -> Comparison {
             .flat_map(|(i, b)| policies[i + 1..].iter().map(move |c| (b, c)))
             .collect(),
     };
-    let mut comparisons: Vec<PairComparison> = pairs
-        .into_iter()
-        .map(|(b, c)| pair(b, c, settings))
-        .collect();
+    let mut comparisons = parallel_map(&pairs, |(b, c)| pair(b, c, settings));
     let tested: Vec<usize> = (0..comparisons.len())
         .filter(|&i| comparisons[i].p_value.is_some())
         .collect();
@@ -198,6 +195,28 @@ pub fn compare(policies: &[PolicyRuns], settings: &Settings) -> Comparison {
         policies: summaries,
         comparisons,
     }
+}
+
+/// `f` of every item, in order, spread over the machine's cores: each bootstrap draws
+/// from its own seeded stream, so the answer does not depend on the threads.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let chunk = items.len().div_ceil(threads).max(1);
+    if items.len() <= 1 || threads == 1 {
+        return items.iter().map(&f).collect();
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        handles
+            .into_iter()
+            // A panic in a worker is a bug in this module; re-raise it here.
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
 }
 
 fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
@@ -397,5 +416,87 @@ fn pair(baseline: &PolicyRuns, candidate: &PolicyRuns, settings: &Settings) -> P
             .and_then(|(d, psi)| tasks_needed(d, psi))
             .map(|needed| needed.ceil() as u64),
         note,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(label: &str, tasks: &[(u64, u64)]) -> PolicyRuns {
+        PolicyRuns {
+            label: label.to_owned(),
+            group: label.to_owned(),
+            tasks: tasks
+                .iter()
+                .enumerate()
+                .map(|(i, &(runs, successes))| {
+                    let runs = TaskRuns {
+                        runs,
+                        successes,
+                        ..TaskRuns::default()
+                    };
+                    (format!("t{i}"), runs)
+                })
+                .collect(),
+            ..PolicyRuns::default()
+        }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn repeats_give_pass_at_k_and_a_sign_test_on_per_task_rates() {
+        let base = policy("base", &[(2, 2), (2, 1), (2, 0)]);
+        let cand = policy("cand", &[(2, 2), (2, 2), (2, 1)]);
+        let settings = Settings {
+            baseline: Some("base".into()),
+            margin: DEFAULT_MARGIN,
+            seed: 1,
+            resamples: 1_000,
+        };
+        let answer = compare(&[base, cand], &settings);
+        let pair = &answer.comparisons[0];
+        assert_eq!(pair.method, Some("sign-test-exact"));
+        assert!(close(pair.difference.expect("tasks"), 1.0 / 3.0));
+        assert_eq!((pair.candidate_better, pair.baseline_better), (2, 0));
+        assert!(close(pair.p_value.expect("tested"), 0.5));
+        assert_eq!(pair.p_adjusted, pair.p_value, "one comparison");
+        // No run priced: no cost, not $0.
+        assert_eq!(pair.cost_difference, None);
+        assert_eq!(answer.policies[0].mean_cost_usd, None);
+
+        let repeats = answer.policies[0].repeats.as_ref().expect("repeated");
+        let k = |k: usize| &repeats.pass_at_k[k - 1];
+        assert!(close(k(1).pass_at_k, 0.5) && close(k(1).pass_hat_k, 0.5));
+        assert!(close(k(2).pass_at_k, 2.0 / 3.0) && close(k(2).pass_hat_k, 1.0 / 3.0));
+        assert_eq!(k(2).tasks, 3);
+        assert!(close(repeats.outcome_variance, 1.0 / 6.0));
+        assert_eq!(repeats.variance_tasks, 3);
+    }
+
+    #[test]
+    fn policies_without_shared_tasks_are_not_tested() {
+        let answer = compare(
+            &[
+                policy("a", &[(1, 1)]),
+                policy("b", &[]),
+                policy("c", &[(1, 0)]),
+            ],
+            &Settings {
+                baseline: None,
+                margin: DEFAULT_MARGIN,
+                seed: 1,
+                resamples: 1_000,
+            },
+        );
+        assert_eq!(answer.comparisons.len(), 3);
+        let ab = &answer.comparisons[0];
+        assert_eq!((ab.tasks, ab.p_value, ab.difference), (0, None, None));
+        let ac = &answer.comparisons[1];
+        assert_eq!(ac.method, Some("mcnemar-exact"));
+        assert_eq!(answer.policies[1].rate, None, "no runs: no rate, not 0");
     }
 }

@@ -285,3 +285,60 @@ fn missing(row: usize, name: &str) -> RowError {
         reason: format!("{name} is NULL or absent"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `paired_outcomes` answer of `rows`: task, policy, model, strategy, scoring
+    /// version, runs, successes (every run priced at 0.1, nothing excluded).
+    fn answer(rows: &[(&str, &str, &str, &str, &str, u64, u64)]) -> Table {
+        let mut text = "task_id\tpolicy_id\tmodel\tstrategy\tscoring_version\truns\tsuccesses\t\
+                        priced_runs\tcost_usd\tturn_runs\tturns\ttoken_runs\ttokens\t\
+                        unfinished\tlost_events\tinfrastructure\tunjudged\n\
+                        String\tString\tNullable(String)\tNullable(String)\tNullable(String)\t\
+                        UInt64\tUInt64\tUInt64\tNullable(Float64)\tUInt64\tNullable(Float64)\t\
+                        UInt64\tNullable(Float64)\tUInt64\tUInt64\tUInt64\tUInt64\n"
+            .to_owned();
+        for (task, policy, model, strategy, version, runs, solved) in rows {
+            text.push_str(&format!(
+                "{task}\t{policy}\t{model}\t{strategy}\t{version}\t{runs}\t{solved}\t{runs}\t\
+                 {}\t0\t\\N\t0\t\\N\t0\t0\t0\t0\n",
+                0.1 * *runs as f64
+            ));
+        }
+        Table::from_tsv_with_names_and_types(&text).expect("parses")
+    }
+
+    #[test]
+    fn verdicts_of_different_scoring_versions_are_never_pooled() {
+        let table = answer(&[
+            ("t1", "p", "m", "raw", "1", 1, 1),
+            ("t2", "p", "m", "raw", "2", 1, 0),
+            ("t1", "q", "m", "raw", "1", 1, 0),
+        ]);
+        let policies = group(&table, &[Dimension::Policy]).expect("reads");
+        let labels: Vec<&str> = policies.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(labels, ["p @scoring=1", "p @scoring=2", "q"]);
+        assert!(policies.iter().all(|p| p.tasks.len() == 1));
+        assert_eq!(policies[0].group, "p");
+    }
+
+    #[test]
+    fn by_keys_pool_the_runs_of_a_task_and_name_unknown_values() {
+        let table = answer(&[
+            ("t1", "a", "gpt", "raw", "1", 1, 1),
+            ("t1", "b", "gpt", "raw", "1", 2, 1),
+            ("t1", "c", "\\N", "raw", "1", 1, 0),
+        ]);
+        let by = parse_by("model,strategy").expect("known keys");
+        let policies = group(&table, &by).expect("reads");
+        assert_eq!(policies[0].label, "(unknown):raw");
+        let gpt = &policies[1];
+        assert_eq!(gpt.label, "gpt:raw");
+        let t1 = gpt.tasks["t1"];
+        assert_eq!((t1.runs, t1.successes), (3, 2));
+        assert!((t1.cost_usd - 0.3).abs() < 1e-12 && t1.cost_known());
+        assert!(parse_by("model,colour").is_err());
+    }
+}

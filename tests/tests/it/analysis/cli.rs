@@ -67,6 +67,32 @@ async fn the_event_sink_alias_prints_what_bench_analysis_prints() {
         // The answer is the data, not an empty success.
         assert!(stdout.contains("openai/gpt-4o"), "{query:?}: {stdout}");
     }
+    for compare in [
+        &["--format", "json"][..],
+        &["--by", "model", "--format", "csv"][..],
+        &["--baseline", "openai/gpt-4o:raw"][..],
+    ] {
+        let direct = run_to_exit(analysis().arg("compare").args(compare).args(connection));
+        let alias = run_to_exit(sink().arg("compare").args(compare).args(connection));
+        let stdout = String::from_utf8_lossy(&direct.stdout);
+        assert!(
+            direct.status.success(),
+            "{compare:?}: {}",
+            String::from_utf8_lossy(&direct.stderr)
+        );
+        assert_eq!(alias.status.code(), Some(0), "{compare:?}");
+        assert_eq!(alias.stdout, direct.stdout, "{compare:?}");
+        assert!(stdout.contains("gpt-4o"), "{compare:?}: {stdout}");
+    }
+    // A policy with no runs is a usage error, and says which policies there are.
+    let out = run_to_exit(
+        analysis()
+            .args(["compare", "--baseline", "no/such:policy"])
+            .args(connection),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("openai/gpt-4o:raw"), "{stderr}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,6 +189,22 @@ fn invalid_query_parameters_are_usage_errors_through_the_alias_too() {
             assert_eq!(out.status.code(), Some(2), "{params:?}: {stderr}");
         }
     }
+    for flags in [
+        &["--by", "colour"][..],
+        &["--margin", "2"][..],
+        &["--resamples", "10"][..],
+    ] {
+        for mut command in [analysis(), sink()] {
+            let out = run_to_exit(
+                command
+                    .arg("compare")
+                    .args(flags)
+                    .args(["--clickhouse-url", &nowhere]),
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        }
+    }
     // --log-format, read by the sink or passed on, and BENCH_LOG_FORMAT reach
     // bench-analysis.
     for (args, env) in [
@@ -188,7 +230,7 @@ fn invalid_query_parameters_are_usage_errors_through_the_alias_too() {
 
 #[test]
 fn each_subcommand_shows_only_its_own_flags() {
-    for command in ["query", "report"] {
+    for command in ["query", "report", "compare"] {
         let text = help(analysis(), &[command]);
         assert_clickhouse_only_help(command, &text);
         // `event-sink query --help` is bench-analysis's.

@@ -1,8 +1,9 @@
 //! `bench-analysis compare` end to end: runs published to a real nats-server as runners
 //! publish them, stored by the event-sink into a real ClickHouse 18.16, compared with
 //! `compare --format json`. Only finished, judged runs count: a run without `run_stop`,
-//! one with a lost event, an infrastructure failure and an unjudged run are each left out
-//! and counted under their reason, never as failures.
+//! one with a lost event, an infrastructure failure (`exit_environment`, `exit_api`
+//! before any answer) and an unjudged run are each left out and counted under their
+//! reason, never as failures; `exit_api` after an answered call is a failure.
 
 use analysis::command::{self, CompareArgs};
 use analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
@@ -27,6 +28,9 @@ enum End {
     Unfinished,
     /// A solved run whose seq 1 never arrived.
     LostEvent,
+    /// The provider answered one call, then kept failing: `exit_api` after the agent
+    /// acted, an ordinary failure.
+    ApiAfterAnAnswer,
 }
 
 /// Publishes one run of `policy` on `task`; returns how many events it published.
@@ -59,6 +63,15 @@ async fn publish_run(
             let _lost = restamp(fixture(EventType::Step));
             events.push(restamp(stop));
         }
+        End::ApiAfterAnAnswer => {
+            // The fixture's call has status ok: the provider answered.
+            events.push(restamp(fixture(EventType::Deliberation)));
+            if let Payload::RunStop(data) = &mut stop.payload {
+                data.success = Some(false);
+                data.exit_status = ExitStatus::ExitApi;
+            }
+            events.push(restamp(stop));
+        }
     }
     for event in &events {
         publish(js, event).await;
@@ -87,11 +100,19 @@ async fn compare_counts_only_finished_judged_runs_and_tests_the_pairs() {
             "task-11",
             End::Stop(Some(false), ExitStatus::ExitEnvironment),
         ),
+        // The provider down before any answer: infrastructure, whatever success says.
+        (
+            CANDIDATE,
+            "task-14",
+            End::Stop(Some(false), ExitStatus::ExitApi),
+        ),
         (BASELINE, "task-12", End::LostEvent),
         (BASELINE, "task-13", End::Stop(None, ExitStatus::Submitted)),
     ] {
         published += publish_run(&js, policy, task, end).await;
     }
+    // A run that counts, as a failure: the provider failed after the agent acted.
+    published += publish_run(&js, CANDIDATE, "task-15", End::ApiAfterAnAnswer).await;
     sink.wait_for(
         "SELECT count() FROM benchstream.events_raw FINAL",
         &published.to_string(),
@@ -143,12 +164,13 @@ async fn compare_counts_only_finished_judged_runs_and_tests_the_pairs() {
     let cand = policy(CANDIDATE);
     assert_eq!(
         (&cand["runs"], &cand["solved"]),
-        (&Value::from(10), &Value::from(6)),
-        "the unfinished and the infrastructure runs are not failures"
+        (&Value::from(11), &Value::from(6)),
+        "the unfinished and the infrastructure runs are not failures; \
+         exit_api after an answer is"
     );
     assert_eq!(
         cand["excluded"],
-        serde_json::json!({"unfinished": 1, "infrastructure": 1}),
+        serde_json::json!({"unfinished": 1, "infrastructure": 2}),
         "{output}"
     );
     let rate = |p: &Value, key: &str| p[key].as_f64().expect(key);
