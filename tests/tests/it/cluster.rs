@@ -24,7 +24,7 @@ use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 use crate::common::{create_stream, jetstream, sink_args, wait_for};
 use crate::sink::integrity::{flipped, past_the_dedup_window, stop_exit_status, stop_success};
 use crate::sink::setup::{sink_consumer, wait_ack_floor, RunningSink};
-use benchstream_tests::events::{publish, publish_all, publish_raw, Run};
+use benchstream_tests::events::{envelope, publish_all, publish_raw, Run};
 
 /// Cluster tests run one at a time.
 static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -428,9 +428,13 @@ async fn a_sink_starts_and_ingests_while_a_replica_is_down() {
 /// Kill cycles of [`both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_and_reject_nothing`].
 const KILL_CYCLES: usize = 8;
 
-/// Pause between two events of the slow publisher: about 70 events/s with the publish
-/// round trip, where inserts hold one or a few rows and every refusal meets a single row.
-const SLOW_PUBLISH_GAP: Duration = Duration::from_millis(13);
+/// Time between two events of the slow publisher: 75 events/s, where inserts hold one or
+/// a few rows and every refusal meets a single row.
+const SLOW_PUBLISH_EVERY: Duration = Duration::from_micros(13_333);
+
+/// JetStream acks the slow publisher leaves outstanding: the pace is kept by the clock,
+/// not by the round trip of each publish.
+const SLOW_PUBLISH_WINDOW: usize = 64;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_and_reject_nothing()
@@ -449,13 +453,29 @@ async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_a
         async move {
             let started = Instant::now();
             let mut published = 0usize;
+            let mut pace = tokio::time::interval(SLOW_PUBLISH_EVERY);
+            let mut acks = std::collections::VecDeque::with_capacity(SLOW_PUBLISH_WINDOW);
             while !stop.is_cancelled() {
                 let mut run = Run::default();
                 for event in run.events(EVENTS_PER_RUN) {
-                    publish(&js, &event).await;
+                    pace.tick().await;
+                    if acks.len() >= SLOW_PUBLISH_WINDOW {
+                        if let Some(ack) = acks.pop_front() {
+                            let ack: jetstream::context::PublishAckFuture = ack;
+                            ack.await.expect("JetStream ack");
+                        }
+                    }
+                    let (subject, headers) = envelope(&event);
+                    let ack = js
+                        .publish_with_headers(subject, headers, event.to_json().into())
+                        .await
+                        .expect("publish");
+                    acks.push_back(ack);
                     published += 1;
-                    tokio::time::sleep(SLOW_PUBLISH_GAP).await;
                 }
+            }
+            for ack in acks {
+                ack.await.expect("JetStream ack");
             }
             (published, started.elapsed())
         }
