@@ -85,8 +85,10 @@ struct ShardRow {
 impl Layout {
     /// The layout of shards (`num`, `weight`) with their replicas' URLs.
     pub fn new(shards: &[(u32, u32)], replicas: &[(u32, String)]) -> Self {
-        let slots = (0..shards.len())
-            .flat_map(|at| std::iter::repeat_n(at, shards[at].1 as usize))
+        let slots = shards
+            .iter()
+            .enumerate()
+            .flat_map(|(at, &(_, weight))| std::iter::repeat_n(at, weight as usize))
             .collect();
         let shards = shards
             .iter()

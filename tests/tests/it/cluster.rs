@@ -538,3 +538,123 @@ async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_a
     .expect("checks");
     sink.stop().await.expect("sink stops cleanly");
 }
+
+/// Runs published while shard 2 is down, in
+/// [`a_healthy_shard_keeps_ingesting_while_the_other_is_down`].
+const RUNS_WHILE_DOWN: usize = 40;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
+    let _serial = serially().await;
+    let world = ClusterWorld::start().await;
+    let mut args = world.args();
+    let urls: Vec<String> = world
+        .cluster
+        .servers()
+        .iter()
+        .map(|s| s.http_url())
+        .collect();
+    args.clickhouse.replica_urls = Some(urls.join(","));
+    let sink = RunningSink::start(args.resolve().expect("valid settings"));
+    // Migrated and ingesting, every server up.
+    let mut warm_up = Run::default();
+    publish_all(&world.js, warm_up.events(EVENTS_PER_RUN), 64).await;
+    world.wait_acked(EVENTS_PER_RUN as u64).await;
+
+    tokio::task::block_in_place(|| {
+        for replica in 1..=REPLICAS {
+            world.cluster.server(2, replica).kill();
+        }
+    });
+    let runs: Vec<Run> = (0..RUNS_WHILE_DOWN).map(|_| Run::default()).collect();
+    let run_ids: Vec<String> = runs.iter().map(|r| format!("'{}'", r.run_id)).collect();
+    let run_ids = run_ids.join(",");
+    let events: Vec<BenchmarkEvent> = runs
+        .into_iter()
+        .flat_map(|mut run| run.events(EVENTS_PER_RUN))
+        .collect();
+    let total = events.len() + EVENTS_PER_RUN;
+    publish_all(&world.js, events, 64).await;
+
+    // Which runs shard 1 holds, as ClickHouse's own sharding key places them.
+    let healthy = &world.cluster.servers()[0];
+    let on_shard_1: usize = tokio::task::block_in_place(|| {
+        healthy.query(&format!(
+            "SELECT countIf(sipHash64(toString(toUUID(r))) % {SHARDS} = 0) \
+             FROM system.one ARRAY JOIN [{run_ids}] AS r"
+        ))
+    })
+    .trim()
+    .parse()
+    .expect("a count");
+    assert!(
+        on_shard_1 > 0 && on_shard_1 < RUNS_WHILE_DOWN,
+        "both shards must hold some of the runs: {on_shard_1} of {RUNS_WHILE_DOWN} on shard 1"
+    );
+    // Shard 1 takes its runs' events, in events_raw and in the typed tables, while
+    // shard 2 is still down.
+    let on_shard_1 = on_shard_1 * EVENTS_PER_RUN;
+    let typed = TYPED_TABLES
+        .iter()
+        .map(|t| {
+            format!("(SELECT count() FROM benchstream.{t}_local FINAL WHERE run_id IN ({run_ids}))")
+        })
+        .collect::<Vec<_>>()
+        .join(" + ");
+    tokio::task::block_in_place(|| {
+        wait_for(
+            healthy,
+            &format!(
+                "SELECT uniqExact(event_id) FROM benchstream.events_raw_local \
+                 WHERE run_id IN ({run_ids})"
+            ),
+            &on_shard_1.to_string(),
+            LANDING,
+        );
+        wait_for(healthy, &format!("SELECT {typed}"), &on_shard_1.to_string(), LANDING);
+    });
+    // Shard 2's events wait, unacked.
+    let info = world.consumer_info().await.expect("consumer");
+    assert!(
+        info.num_ack_pending > 0,
+        "nothing held for the shard that is down"
+    );
+    assert!(
+        info.ack_floor.stream_sequence < total as u64,
+        "acked while shard 2 is down"
+    );
+
+    tokio::task::block_in_place(|| {
+        for replica in 1..=REPLICAS {
+            world.cluster.server(2, replica).restart();
+        }
+    });
+    world.wait_acked(total as u64).await;
+    let cluster = Arc::clone(&world.cluster);
+    tokio::task::spawn_blocking(move || {
+        let first = &cluster.servers()[0];
+        wait_for(
+            first,
+            "SELECT count(), uniqExact(event_id) FROM benchstream.events_raw FINAL",
+            &format!("{total}\t{total}"),
+            LANDING,
+        );
+        let typed = TYPED_TABLES
+            .iter()
+            .map(|t| format!("(SELECT count() FROM benchstream.{t} FINAL)"))
+            .collect::<Vec<_>>()
+            .join(" + ");
+        wait_for(first, &format!("SELECT {typed}"), &total.to_string(), LANDING);
+        assert_eq!(
+            first
+                .query("SELECT count() FROM benchstream.dead_letters")
+                .trim(),
+            "0",
+            "good events were dead-lettered"
+        );
+        assert_replicas_converge(&cluster, total);
+    })
+    .await
+    .expect("checks");
+    sink.stop().await.expect("sink stops cleanly");
+}
