@@ -2,7 +2,10 @@
 //!
 //! - The receiver pulls messages, decodes each once and fills a [`Batch`] until a row or
 //!   byte limit or the flush interval says it is due, then hands it over.
-//! - The writer flushes batches one at a time ([`Writer::flush`]).
+//! - The writer flushes batches one at a time ([`Writer::flush`]). On a cluster with
+//!   `replica_urls` it is [`shards::write_by_shard`] instead: it splits each batch into
+//!   per-shard queues at once and every shard's writer flushes its own queue, so the
+//!   bound below is then the consumer's `max_ack_pending`, not two batches.
 //!
 //! A batch is handed over only when the writer is idle (it holds a one-permit semaphore
 //! while it writes), so at most two batches exist at once: one filling, one being

@@ -52,7 +52,9 @@ pub enum LayoutError {
     #[error("{url} is not a server of cluster {cluster} (no is_local row in system.clusters)")]
     NotInCluster { cluster: String, url: String },
     /// No server of `replica_urls` answered for a shard.
-    #[error("no server of clickhouse.replica_urls answered for shard {shard} of cluster {cluster}")]
+    #[error(
+        "no server of clickhouse.replica_urls answered for shard {shard} of cluster {cluster}"
+    )]
     NoReplica { cluster: String, shard: u32 },
 }
 
@@ -268,7 +270,12 @@ pub async fn write_by_shard(
     let gauges: Vec<_> = layout
         .shards
         .iter()
-        .map(|s| metrics.rows_waiting.get_or_create(&ShardLabel { shard: s.num }).clone())
+        .map(|s| {
+            metrics
+                .rows_waiting
+                .get_or_create(&ShardLabel { shard: s.num })
+                .clone()
+        })
         .collect();
     let closed = CancellationToken::new();
     let tasks: Vec<_> = writers

@@ -233,7 +233,11 @@ impl ClickHouseInserter {
 
     /// A shipped sink query reading `event_ids`, addressed like [`Self::table`].
     fn event_ids_query(&self, sql: &str) -> String {
-        sql.replacen("FROM event_ids", &format!("FROM {}", self.table("event_ids")), 1)
+        sql.replacen(
+            "FROM event_ids",
+            &format!("FROM {}", self.table("event_ids")),
+            1,
+        )
     }
 
     /// The typed rows of `items`, as encoded when their messages arrived.

@@ -611,7 +611,12 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
             &on_shard_1.to_string(),
             LANDING,
         );
-        wait_for(healthy, &format!("SELECT {typed}"), &on_shard_1.to_string(), LANDING);
+        wait_for(
+            healthy,
+            &format!("SELECT {typed}"),
+            &on_shard_1.to_string(),
+            LANDING,
+        );
     });
     // Shard 2's events wait, unacked.
     let info = world.consumer_info().await.expect("consumer");
@@ -644,7 +649,12 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
             .map(|t| format!("(SELECT count() FROM benchstream.{t} FINAL)"))
             .collect::<Vec<_>>()
             .join(" + ");
-        wait_for(first, &format!("SELECT {typed}"), &total.to_string(), LANDING);
+        wait_for(
+            first,
+            &format!("SELECT {typed}"),
+            &total.to_string(),
+            LANDING,
+        );
         assert_eq!(
             first
                 .query("SELECT count() FROM benchstream.dead_letters")
