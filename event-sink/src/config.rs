@@ -695,6 +695,27 @@ mod tests {
     }
 
     #[test]
+    fn replica_urls_are_a_comma_separated_list_that_needs_a_cluster() {
+        let args = parse(
+            "[clickhouse]\ncluster = \"c\"\n\
+             replica_urls = \"http://a:8123, https://b:8443,\"\n",
+        )
+        .expect("parses");
+        let config = args.resolve().expect("valid");
+        assert_eq!(
+            config.clickhouse.replica_urls,
+            vec!["http://a:8123".to_owned(), "https://b:8443".to_owned()]
+        );
+        for case in [
+            "[clickhouse]\nreplica_urls = \"http://a:8123\"\n",
+            "[clickhouse]\ncluster = \"c\"\nreplica_urls = \"a:8123\"\n",
+        ] {
+            let args = parse(case).expect("parses");
+            assert!(args.resolve().is_err(), "accepted {case:?}");
+        }
+    }
+
+    #[test]
     fn unknown_keys_are_refused() {
         assert!(parse("[batch]\nmax_rowz = 5\n").is_err());
         assert!(parse("[clickhous]\nurl = \"http://x\"\n").is_err());

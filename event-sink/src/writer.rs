@@ -95,7 +95,8 @@ pub trait Inserter {
     ) -> impl std::future::Future<Output = Result<Originals, String>> + Send;
 
     /// Whether ClickHouse answers a cheap query touching what inserts and lookups touch
-    /// (every shard, on a cluster), within a [`PROBE_EVERY`].
+    /// (every shard through the Distributed tables; one shard's replica when writing
+    /// shard by shard), within a [`PROBE_EVERY`].
     fn probe(&self) -> impl std::future::Future<Output = bool> + Send;
 }
 
@@ -322,8 +323,10 @@ impl Inserter for ClickHouseInserter {
             env!("CARGO_MANIFEST_DIR"),
             "/../deploy/clickhouse/sink/probe.sql"
         )));
-        // The server written to first, then the others of the shard: the first that
-        // answers is written to from now on, so a shard with one replica left is used.
+        // The server written to first. When it does not answer, the first of the
+        // shard's other replicas that does is written to from now on; the probe still
+        // reports the failure, so the next one (on that replica) answering ends the
+        // retry's wait: a shard with one replica left is used within a second.
         let first = self.current.load(Ordering::Relaxed);
         let n = self.replicas.len();
         let per_replica = PROBE_EVERY / u32::try_from(n).unwrap_or(u32::MAX).max(1);
@@ -332,7 +335,7 @@ impl Inserter for ClickHouseInserter {
             let probe = self.replicas[at].query(&sql).fetch_one::<u64>();
             if matches!(tokio::time::timeout(per_replica, probe).await, Ok(Ok(_))) {
                 self.current.store(at, Ordering::Relaxed);
-                return true;
+                return k == 0;
             }
         }
         false
