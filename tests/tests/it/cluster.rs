@@ -14,16 +14,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer};
+use benchstream_tests::free_port;
 use benchstream_tests::harness::clickhouse_cluster::{CLUSTER_NAME, REPLICAS, SHARDS};
 use benchstream_tests::{ClickHouseCluster, NatsServer};
 use event_sink::cluster::Target;
+use event_sink::config::MetricsArgs;
 use event_sink::migrations::{self, Migration, MigrationError, MIGRATIONS};
 use event_sink::SinkArgs;
 use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 
 use crate::common::{create_stream, jetstream, sink_args, wait_for};
 use crate::sink::integrity::{flipped, past_the_dedup_window, stop_exit_status, stop_success};
-use crate::sink::setup::{sink_consumer, wait_ack_floor, RunningSink};
+use crate::sink::setup::{http_get, sample, sink_consumer, wait_ack_floor, RunningSink};
 use benchstream_tests::events::{envelope, publish_all, publish_raw, Run};
 
 /// Cluster tests run one at a time.
@@ -555,6 +557,11 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
         .map(|s| s.http_url())
         .collect();
     args.clickhouse.replica_urls = Some(urls.join(","));
+    let metrics_port = free_port();
+    args.metrics = MetricsArgs {
+        listen: Some(format!("127.0.0.1:{metrics_port}")),
+        ..MetricsArgs::default()
+    };
     let sink = RunningSink::start(args.resolve().expect("valid settings"));
     // Migrated and ingesting, every server up.
     let mut warm_up = Run::default();
@@ -618,7 +625,14 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
             LANDING,
         );
     });
-    // Shard 2's events wait, unacked.
+    // Shard 2's events wait, unacked, and the gauge shows them.
+    // (Polled: the last runs published may be shard 2's and not pulled yet.)
+    let shard_2_waiting = "bench_sink_rows_waiting{shard=\"2\"}";
+    let deadline = Instant::now() + LANDING;
+    while sample(&http_get(metrics_port, "/metrics").await, shard_2_waiting) < 1.0 {
+        assert!(Instant::now() < deadline, "{shard_2_waiting} stayed 0");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let info = world.consumer_info().await.expect("consumer");
     assert!(
         info.num_ack_pending > 0,
@@ -666,5 +680,14 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
     })
     .await
     .expect("checks");
+    let done = http_get(metrics_port, "/metrics").await;
+    for shard in 1..=SHARDS {
+        let gauge = format!("bench_sink_rows_waiting{{shard=\"{shard}\"}}");
+        assert_eq!(
+            sample(&done, &gauge),
+            0.0,
+            "{gauge} once everything is acked"
+        );
+    }
     sink.stop().await.expect("sink stops cleanly");
 }
