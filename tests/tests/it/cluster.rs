@@ -5,7 +5,9 @@
 //! (whose first version stays the one queries show) and no good event, and the replicas
 //! of each shard end with the same rows. Migrations are idempotent and refuse an edited
 //! file, as on one server, and a sink with nothing to migrate starts while a replica is
-//! down.
+//! down. Written shard by shard (`replica_urls`), a replica killed loses nothing either,
+//! and a shard that is down holds only its own runs' events while the other shard keeps
+//! ingesting.
 //!
 //! Each test starts its own cluster (five processes); a lock runs them one at a time so
 //! the suite's other tests keep some of the machine.
@@ -86,10 +88,27 @@ impl ClusterWorld {
         args
     }
 
-    /// Runs `disturb` (blocking) while the events of [`RUNS`] runs are published, then
-    /// checks every guarantee.
-    async fn publish_while(&self, disturb: impl FnOnce(&ClickHouseCluster) + Send + 'static) {
-        let sink = RunningSink::start(self.args().resolve().expect("valid settings"));
+    /// [`Self::args`] writing shard by shard: every server's HTTP URL in `replica_urls`.
+    fn args_by_shard(&self) -> SinkArgs {
+        let mut args = self.args();
+        let urls: Vec<String> = self
+            .cluster
+            .servers()
+            .iter()
+            .map(|s| s.http_url())
+            .collect();
+        args.clickhouse.replica_urls = Some(urls.join(","));
+        args
+    }
+
+    /// Runs `disturb` (blocking) while the events of [`RUNS`] runs are published to a
+    /// sink with `args`, then checks every guarantee.
+    async fn publish_while(
+        &self,
+        args: SinkArgs,
+        disturb: impl FnOnce(&ClickHouseCluster) + Send + 'static,
+    ) {
+        let sink = RunningSink::start(args.resolve().expect("valid settings"));
         let events: Vec<BenchmarkEvent> = (0..RUNS)
             .flat_map(|_| Run::default().events(EVENTS_PER_RUN))
             .collect();
@@ -256,8 +275,24 @@ async fn replica_killed_and_restarted_loses_and_doubles_nothing() {
     let _serial = serially().await;
     let world = ClusterWorld::start().await;
     world
-        .publish_while(|cluster| {
+        .publish_while(world.args(), |cluster| {
             let replica = cluster.server(2, 1);
+            std::thread::sleep(Duration::from_millis(500));
+            replica.kill();
+            std::thread::sleep(Duration::from_secs(3));
+            replica.restart();
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn written_shard_by_shard_a_replica_killed_and_restarted_loses_and_doubles_nothing() {
+    let _serial = serially().await;
+    let world = ClusterWorld::start().await;
+    // The replica shard 1's writer starts on: the writer moves to the other one.
+    world
+        .publish_while(world.args_by_shard(), |cluster| {
+            let replica = cluster.server(1, 1);
             std::thread::sleep(Duration::from_millis(500));
             replica.kill();
             std::thread::sleep(Duration::from_secs(3));
@@ -272,7 +307,7 @@ async fn shard_stopped_for_ten_seconds_loses_and_doubles_nothing() {
     let world = ClusterWorld::start().await;
     let js = world.js.clone();
     world
-        .publish_while(move |cluster| {
+        .publish_while(world.args(), move |cluster| {
             std::thread::sleep(Duration::from_millis(500));
             for replica in 1..=REPLICAS {
                 cluster.server(2, replica).kill();
@@ -302,7 +337,7 @@ async fn zookeeper_restarted_under_load_loses_and_doubles_nothing() {
     let _serial = serially().await;
     let world = ClusterWorld::start().await;
     world
-        .publish_while(|cluster| {
+        .publish_while(world.args(), |cluster| {
             std::thread::sleep(Duration::from_millis(500));
             cluster.zookeeper().kill();
             std::thread::sleep(Duration::from_secs(5));
@@ -549,14 +584,7 @@ const RUNS_WHILE_DOWN: usize = 40;
 async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
     let _serial = serially().await;
     let world = ClusterWorld::start().await;
-    let mut args = world.args();
-    let urls: Vec<String> = world
-        .cluster
-        .servers()
-        .iter()
-        .map(|s| s.http_url())
-        .collect();
-    args.clickhouse.replica_urls = Some(urls.join(","));
+    let mut args = world.args_by_shard();
     let metrics_port = free_port();
     args.metrics = MetricsArgs {
         listen: Some(format!("127.0.0.1:{metrics_port}")),
