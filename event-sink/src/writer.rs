@@ -103,6 +103,18 @@ pub trait Inserter {
 /// How often a flush waiting out its backoff probes ClickHouse ([`Inserter::probe`]).
 pub const PROBE_EVERY: Duration = Duration::from_millis(500);
 
+/// The probe ([`Inserter::probe`]).
+const PROBE_SQL: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../deploy/clickhouse/sink/probe.sql"
+));
+
+/// The stored-id lookup ([`Inserter::originals`]).
+const ORIGINALS_SQL: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../deploy/clickhouse/sink/originals.sql"
+));
+
 /// A row of `deploy/clickhouse/sink/originals.sql`.
 #[derive(Debug, Row, Deserialize)]
 struct OriginalRow {
@@ -319,10 +331,7 @@ impl Inserter for ClickHouseInserter {
     }
 
     async fn probe(&self) -> bool {
-        let sql = self.event_ids_query(include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../deploy/clickhouse/sink/probe.sql"
-        )));
+        let sql = self.event_ids_query(PROBE_SQL);
         // The server written to first. When it does not answer, the first of the
         // shard's other replicas that does is written to from now on; the probe still
         // reports the failure, so the next one (on that replica) answering ends the
@@ -348,10 +357,7 @@ impl Inserter for ClickHouseInserter {
             let ids: Vec<String> = chunk.iter().map(Uuid::to_string).collect();
             let lookup = self
                 .client()
-                .query(&self.event_ids_query(include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/../deploy/clickhouse/sink/originals.sql"
-                ))))
+                .query(&self.event_ids_query(ORIGINALS_SQL))
                 .bind(ids)
                 .fetch_all::<OriginalRow>();
             // Bounded like the inserts: a connection to a restarting server can hang, and
@@ -1028,6 +1034,25 @@ mod tests {
         .expect("no transient failure");
         assert_eq!(isolated.refused, vec![(3, "row 3 refused".to_owned())]);
         assert_eq!(inserter.calls.into_inner().unwrap_or_default(), 3);
+    }
+
+    #[test]
+    fn a_shard_writer_reads_the_shards_own_event_ids() {
+        let mut inserter =
+            ClickHouseInserter::single(Client::default(), Duration::from_secs(1), "S".into());
+        for sql in [PROBE_SQL, ORIGINALS_SQL] {
+            assert_eq!(inserter.event_ids_query(sql), sql);
+        }
+        inserter.local = true;
+        for sql in [PROBE_SQL, ORIGINALS_SQL] {
+            let local = inserter.event_ids_query(sql);
+            let code: String = local
+                .lines()
+                .filter(|line| !line.trim_start().starts_with("--"))
+                .collect();
+            assert!(code.contains("FROM event_ids_local"), "{local}");
+        }
+        assert_eq!(inserter.table("steps"), "steps_local");
     }
 
     #[test]
