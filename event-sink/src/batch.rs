@@ -286,4 +286,21 @@ impl Batch {
     pub fn bad(&self) -> &[Index] {
         &self.bad
     }
+
+    /// Moves every item to the end of `parts[part(item)]`, in arrival order, with its
+    /// encoded typed row: nothing is decoded again. `part` must return an index of
+    /// `parts`.
+    pub fn move_into(self, parts: &mut [Batch], part: impl Fn(&Item) -> usize) {
+        let Batch { items, typed, .. } = self;
+        for mut item in items {
+            let target = &mut parts[part(&item)];
+            if let Ok(env) = &item.decoded {
+                let buffer = type_index(env.event_type);
+                let start = target.typed[buffer].len();
+                target.typed[buffer].extend_from_slice(&typed[buffer][item.typed.clone()]);
+                item.typed = start..target.typed[buffer].len();
+            }
+            target.push(item);
+        }
+    }
 }

@@ -117,6 +117,11 @@ section! {
         /// and inserts that return once the rows are on their shard. Default none: the
         /// tables of one server.
         pub cluster: Option<String> = ("cluster", "BENCH_CLICKHOUSE_CLUSTER"),
+        /// On a cluster: the HTTP URLs of its servers, comma-separated (every replica of
+        /// every shard). With them the sink writes each shard's rows into its `_local`
+        /// tables, on one of its replicas, so a shard that is down holds only its own
+        /// rows. Default none: inserts through the Distributed tables of `url`.
+        pub replica_urls: Option<String> = ("replica-urls", "BENCH_CLICKHOUSE_REPLICA_URLS"),
     }
 }
 
@@ -130,6 +135,7 @@ impl std::fmt::Debug for ClickHouseArgs {
             .field("database", &self.database)
             .field("insert_timeout_ms", &self.insert_timeout_ms)
             .field("cluster", &self.cluster)
+            .field("replica_urls", &self.replica_urls)
             .finish()
     }
 }
@@ -147,7 +153,27 @@ impl ClickHouseArgs {
                 positive("clickhouse.insert_timeout_ms", self.insert_timeout_ms)?.unwrap_or(30_000),
             ),
             cluster: nonempty("clickhouse.cluster", self.cluster)?,
+            replica_urls: self
+                .replica_urls
+                .iter()
+                .flat_map(|urls| urls.split(','))
+                .map(|url| url.trim().to_owned())
+                .filter(|url| !url.is_empty())
+                .collect(),
         };
+        if !clickhouse.replica_urls.is_empty() && clickhouse.cluster.is_none() {
+            return Err(invalid(
+                "clickhouse.replica_urls",
+                "needs clickhouse.cluster",
+            ));
+        }
+        let http = |url: &str| url.starts_with("http://") || url.starts_with("https://");
+        if !clickhouse.replica_urls.iter().all(|url| http(url)) {
+            return Err(invalid(
+                "clickhouse.replica_urls",
+                "must be http:// or https:// URLs",
+            ));
+        }
         if let Some(cluster) = &clickhouse.cluster {
             // Both are spliced into `ON CLUSTER` statements, engine arguments and
             // ZooKeeper paths.
@@ -475,6 +501,9 @@ pub struct ClickHouseConfig {
     pub insert_timeout: Duration,
     /// The cluster of the tables; `None` = one server.
     pub cluster: Option<String>,
+    /// HTTP URLs of the cluster's servers, to write shard by shard; empty = through the
+    /// Distributed tables.
+    pub replica_urls: Vec<String>,
 }
 
 impl std::fmt::Debug for ClickHouseConfig {
@@ -486,6 +515,7 @@ impl std::fmt::Debug for ClickHouseConfig {
             .field("database", &self.database)
             .field("insert_timeout", &self.insert_timeout)
             .field("cluster", &self.cluster)
+            .field("replica_urls", &self.replica_urls)
             .finish_non_exhaustive()
     }
 }
@@ -499,6 +529,14 @@ impl ClickHouseConfig {
             .with_user(&self.user)
             .with_password(&self.password)
             .with_validation(false)
+    }
+
+    /// A client of the sink's database on the server at `url` (one replica of a shard,
+    /// whose `_local` tables it writes: no Distributed settings).
+    pub fn replica_client(&self, url: &str) -> clickhouse::Client {
+        self.server_client()
+            .with_url(url)
+            .with_database(&self.database)
     }
 
     /// A client of the sink's database. On a cluster its inserts into Distributed tables
@@ -654,6 +692,27 @@ mod tests {
         assert_eq!(config.consumer.ack_wait, Duration::from_secs(9));
         assert_eq!(config.clickhouse.database, "filedb");
         assert_eq!(config.nats.url, "nats://file:4222");
+    }
+
+    #[test]
+    fn replica_urls_are_a_comma_separated_list_that_needs_a_cluster() {
+        let args = parse(
+            "[clickhouse]\ncluster = \"c\"\n\
+             replica_urls = \"http://a:8123, https://b:8443,\"\n",
+        )
+        .expect("parses");
+        let config = args.resolve().expect("valid");
+        assert_eq!(
+            config.clickhouse.replica_urls,
+            vec!["http://a:8123".to_owned(), "https://b:8443".to_owned()]
+        );
+        for case in [
+            "[clickhouse]\nreplica_urls = \"http://a:8123\"\n",
+            "[clickhouse]\ncluster = \"c\"\nreplica_urls = \"a:8123\"\n",
+        ] {
+            let args = parse(case).expect("parses");
+            assert!(args.resolve().is_err(), "accepted {case:?}");
+        }
     }
 
     #[test]

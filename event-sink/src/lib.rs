@@ -21,6 +21,8 @@
 //!   their cause is fixed, through the same path as every message.
 //! - [`cluster`]: the same DDL rendered for a ClickHouse cluster (Replicated tables under
 //!   Distributed ones).
+//! - [`shards`]: on a cluster with `replica_urls`, each shard's rows written to its own
+//!   replicas by a writer of its own, so a shard that is down holds only its rows.
 //! - [`sql`]: which bytes of SQL text are code, quoted text or comments.
 //! - [`metrics`]: Prometheus metrics and the `/metrics` + `/healthz` endpoint.
 //! - [`logging`]: `--log-format` and the tracing subscriber, shared with `bench-analysis`.
@@ -50,6 +52,7 @@ pub mod replay;
 pub mod rowbinary;
 pub mod rows;
 pub mod service;
+pub mod shards;
 pub mod sql;
 pub mod writer;
 

@@ -10,6 +10,7 @@
 //! | `bench_sink_retries_total{cause}` | counter | transient failures retried: `clickhouse` (flush) or `nats` (pull) |
 //! | `bench_sink_flush_recoveries_total` | counter | flushes that succeeded after at least one retry |
 //! | `bench_sink_messages_waiting` | gauge | messages of a flush that failed and waits to be retried (0 while inserts succeed) |
+//! | `bench_sink_rows_waiting{shard}` | gauge | on a cluster with `replica_urls`: messages of that shard's runs the sink holds, unacked, until they are written (queued or being flushed); grows while the shard is down |
 //! | `bench_sink_probes_answered_total` | counter | waits for a retry cut short because ClickHouse answered a probe again after failing it |
 //! | `bench_sink_insert_splits_total{table}` | counter | inserts split in halves because ClickHouse refused their data |
 //! | `bench_sink_rows_recovered_total{table}` | counter | rows refused on their own, then stored by a later attempt (not dead-lettered) |
@@ -67,6 +68,13 @@ pub struct CauseLabel {
     pub cause: &'static str,
 }
 
+/// Label of per-shard gauges.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ShardLabel {
+    /// `shard_num` of `system.clusters`.
+    pub shard: u32,
+}
+
 /// Label of ack counts.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct OutcomeLabel {
@@ -94,6 +102,8 @@ pub struct Metrics {
     pub probes_answered: Counter,
     /// `bench_sink_messages_waiting`.
     pub waiting: Gauge,
+    /// `bench_sink_rows_waiting{shard}`.
+    pub rows_waiting: Family<ShardLabel, Gauge>,
     /// `bench_sink_insert_splits_total{table}`.
     pub splits: Family<TableLabel, Counter>,
     /// `bench_sink_rows_recovered_total{table}`.
@@ -127,6 +137,7 @@ impl Metrics {
         let flush_recoveries = Counter::default();
         let probes_answered = Counter::default();
         let waiting = Gauge::default();
+        let rows_waiting = Family::<ShardLabel, Gauge>::default();
         let splits = Family::<TableLabel, Counter>::default();
         let rows_recovered = Family::<TableLabel, Counter>::default();
         // 5 ms .. ~80 s.
@@ -177,6 +188,11 @@ impl Metrics {
             waiting.clone(),
         );
         registry.register(
+            "rows_waiting",
+            "Messages of a shard's runs held unacked until written, per shard",
+            rows_waiting.clone(),
+        );
+        registry.register(
             "insert_splits",
             "Inserts split in halves because ClickHouse refused their data, per table",
             splits.clone(),
@@ -215,6 +231,7 @@ impl Metrics {
             flush_recoveries,
             probes_answered,
             waiting,
+            rows_waiting,
             splits,
             rows_recovered,
             batch_duration,

@@ -251,11 +251,7 @@ pub async fn replay(config: &Config, selection: &Selection) -> Result<Report, Re
         .iter()
         .filter_map(|(.., verdict)| verdict.as_ref().ok().copied())
         .collect();
-    let lookup = ClickHouseInserter {
-        client,
-        timeout: LOOKUP_TIMEOUT,
-        stream: config.stream.name.clone(),
-    };
+    let lookup = ClickHouseInserter::single(client, LOOKUP_TIMEOUT, config.stream.name.clone());
     let originals = lookup.originals(&ids).await.map_err(ReplayError::Lookup)?;
 
     let js = if selection.dry_run {

@@ -2,7 +2,10 @@
 //!
 //! - The receiver pulls messages, decodes each once and fills a [`Batch`] until a row or
 //!   byte limit or the flush interval says it is due, then hands it over.
-//! - The writer flushes batches one at a time ([`Writer::flush`]).
+//! - The writer flushes batches one at a time ([`Writer::flush`]). On a cluster with
+//!   `replica_urls` it is [`shards::write_by_shard`] instead: it splits each batch into
+//!   per-shard queues at once and every shard's writer flushes its own queue, so the
+//!   bound below is then the consumer's `max_ack_pending`, not two batches.
 //!
 //! A batch is handed over only when the writer is idle (it holds a one-permit semaphore
 //! while it writes), so at most two batches exist at once: one filling, one being
@@ -37,6 +40,7 @@ use crate::consumer::{self, ConsumerError, Delivery};
 use crate::metrics::{self, CauseLabel, Metrics};
 use crate::migrations::{self, MigrationError};
 use crate::rows::datetime;
+use crate::shards::{self, Layout, LayoutError};
 use crate::writer::{self, Abandoned, ClickHouseInserter, Writer};
 
 /// Why the sink stopped with an error.
@@ -71,6 +75,8 @@ pub enum SinkError {
     Consumer(#[from] ConsumerError),
     #[error(transparent)]
     Metrics(#[from] metrics::BindError),
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
     #[error("shutdown drain timed out: {0}")]
     DrainTimeout(#[from] Abandoned),
 }
@@ -120,6 +126,13 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sink
         None => None,
     };
     migrate(&config.clickhouse).await?;
+    // Writing shard by shard needs the layout before the first message is taken.
+    let layout = match &config.clickhouse.cluster {
+        Some(cluster) if !config.clickhouse.replica_urls.is_empty() => {
+            Some(Layout::discover(&config.clickhouse, cluster).await?)
+        }
+        _ => None,
+    };
 
     let nats = bench_nats::connect(&config.nats, false).await?;
     let js = jetstream::new(nats.clone());
@@ -164,23 +177,34 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sink
     let progress_every = config.consumer.ack_wait / 3;
     let (handover, mut batches) = mpsc::channel::<(Batch, OwnedSemaphorePermit)>(1);
     let writer = Writer {
-        inserter: ClickHouseInserter {
-            client: config.clickhouse.client(),
-            timeout: config.clickhouse.insert_timeout,
-            stream: config.stream.name.clone(),
-        },
+        inserter: ClickHouseInserter::single(
+            config.clickhouse.client(),
+            config.clickhouse.insert_timeout,
+            config.stream.name.clone(),
+        ),
         nats: nats.clone(),
         metrics: metrics.clone(),
         retry: config.batch.retry,
         confirm: classify::Confirmation::DEFAULT,
         progress_every,
     };
-    let writing = tokio::spawn(async move {
-        while let Some((batch, _writer_busy)) = batches.recv().await {
-            writer.flush(&batch, &give_up).await?;
+    let writing = match layout {
+        None => tokio::spawn(async move {
+            while let Some((batch, _writer_busy)) = batches.recv().await {
+                writer.flush(&batch, &give_up).await?;
+            }
+            Ok::<(), Abandoned>(())
+        }),
+        Some(layout) => {
+            tracing::info!(shards = ?layout.shards, "writing shard by shard");
+            let stream = config.stream.name.clone();
+            let writers = shards::shard_writers(&layout, &config.clickhouse, &stream, &writer);
+            let metrics = metrics.clone();
+            tokio::spawn(shards::write_by_shard(
+                layout, writers, batches, stream, metrics, give_up,
+            ))
         }
-        Ok::<(), Abandoned>(())
-    });
+    };
 
     let receiver = Receiver {
         consumer: pull_consumer,

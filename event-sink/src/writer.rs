@@ -33,6 +33,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::AckKind;
@@ -93,12 +95,25 @@ pub trait Inserter {
     ) -> impl std::future::Future<Output = Result<Originals, String>> + Send;
 
     /// Whether ClickHouse answers a cheap query touching what inserts and lookups touch
-    /// (every shard, on a cluster), within a [`PROBE_EVERY`].
+    /// (every shard through the Distributed tables; one shard's replica when writing
+    /// shard by shard), within a [`PROBE_EVERY`].
     fn probe(&self) -> impl std::future::Future<Output = bool> + Send;
 }
 
 /// How often a flush waiting out its backoff probes ClickHouse ([`Inserter::probe`]).
 pub const PROBE_EVERY: Duration = Duration::from_millis(500);
+
+/// The probe ([`Inserter::probe`]).
+const PROBE_SQL: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../deploy/clickhouse/sink/probe.sql"
+));
+
+/// The stored-id lookup ([`Inserter::originals`]).
+const ORIGINALS_SQL: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../deploy/clickhouse/sink/originals.sql"
+));
 
 /// A row of `deploy/clickhouse/sink/originals.sql`.
 #[derive(Debug, Row, Deserialize)]
@@ -117,8 +132,15 @@ struct OriginalRow {
 /// rows are encoded here ([`rowbinary`]).
 #[derive(Clone)]
 pub struct ClickHouseInserter {
-    /// Client of the sink's database.
-    pub client: Client,
+    /// Clients of the sink's database on each server that can take the rows: the one
+    /// server (or the Distributed tables' server on a cluster), or every replica of one
+    /// shard. Writes go to [`Self::current`]; a probe moves it to a replica that answers.
+    pub replicas: Vec<Client>,
+    /// Index in `replicas` of the server written to.
+    pub current: Arc<AtomicUsize>,
+    /// Whether the tables written and read are a shard's `_local` tables (the
+    /// Distributed tables' names otherwise).
+    pub local: bool,
     /// Limit on sending one chunk and on waiting for the server's answer.
     pub timeout: Duration,
     /// Stream name, stored in `dead_letters.stream`.
@@ -139,7 +161,8 @@ impl RowBinaryInsert {
     /// An INSERT into `table` of the columns of `R`, in its field order.
     fn new<R: Row>(inserter: &ClickHouseInserter, table: &str) -> Self {
         let sql = format!(
-            "INSERT INTO `{table}`({}) FORMAT RowBinary",
+            "INSERT INTO `{}`({}) FORMAT RowBinary",
+            inserter.table(table),
             R::COLUMN_NAMES
                 .iter()
                 .map(|c| format!("`{c}`"))
@@ -149,7 +172,7 @@ impl RowBinaryInsert {
         let timeout = Some(inserter.timeout);
         RowBinaryInsert {
             insert: inserter
-                .client
+                .client()
                 .insert_formatted_with(sql)
                 .with_timeouts(timeout, timeout),
             chunk: Vec::with_capacity(CHUNK),
@@ -194,6 +217,42 @@ impl From<clickhouse::error::Error> for WriteError {
 }
 
 impl ClickHouseInserter {
+    /// An inserter writing through one client.
+    pub fn single(client: Client, timeout: Duration, stream: String) -> Self {
+        ClickHouseInserter {
+            replicas: vec![client],
+            current: Arc::new(AtomicUsize::new(0)),
+            local: false,
+            timeout,
+            stream,
+        }
+    }
+
+    /// The client of the server written to.
+    fn client(&self) -> &Client {
+        let current = self.current.load(Ordering::Relaxed);
+        // `current` is only ever set to an index of `replicas`, which is never empty.
+        &self.replicas[current % self.replicas.len()]
+    }
+
+    /// `table` as this inserter addresses it: with the `_local` suffix on a shard.
+    fn table(&self, table: &str) -> String {
+        if self.local {
+            format!("{table}{}", crate::cluster::LOCAL_SUFFIX)
+        } else {
+            table.to_owned()
+        }
+    }
+
+    /// A shipped sink query reading `event_ids`, addressed like [`Self::table`].
+    fn event_ids_query(&self, sql: &str) -> String {
+        sql.replacen(
+            "FROM event_ids",
+            &format!("FROM {}", self.table("event_ids")),
+            1,
+        )
+    }
+
     /// The typed rows of `items`, as encoded when their messages arrived.
     async fn write_typed(
         &self,
@@ -272,14 +331,23 @@ impl Inserter for ClickHouseInserter {
     }
 
     async fn probe(&self) -> bool {
-        let probe = self
-            .client
-            .query(include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../deploy/clickhouse/sink/probe.sql"
-            )))
-            .fetch_one::<u64>();
-        matches!(tokio::time::timeout(PROBE_EVERY, probe).await, Ok(Ok(_)))
+        let sql = self.event_ids_query(PROBE_SQL);
+        // The server written to first. When it does not answer, the first of the
+        // shard's other replicas that does is written to from now on; the probe still
+        // reports the failure, so the next one (on that replica) answering ends the
+        // retry's wait: a shard with one replica left is used within a second.
+        let first = self.current.load(Ordering::Relaxed);
+        let n = self.replicas.len();
+        let per_replica = PROBE_EVERY / u32::try_from(n).unwrap_or(u32::MAX).max(1);
+        for k in 0..n {
+            let at = (first + k) % n;
+            let probe = self.replicas[at].query(&sql).fetch_one::<u64>();
+            if matches!(tokio::time::timeout(per_replica, probe).await, Ok(Ok(_))) {
+                self.current.store(at, Ordering::Relaxed);
+                return k == 0;
+            }
+        }
+        false
     }
 
     async fn originals(&self, ids: &[Uuid]) -> Result<Originals, String> {
@@ -288,11 +356,8 @@ impl Inserter for ClickHouseInserter {
         let chunks = futures::future::try_join_all(ids.chunks(LOOKUP_CHUNK).map(|chunk| {
             let ids: Vec<String> = chunk.iter().map(Uuid::to_string).collect();
             let lookup = self
-                .client
-                .query(include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/../deploy/clickhouse/sink/originals.sql"
-                )))
+                .client()
+                .query(&self.event_ids_query(ORIGINALS_SQL))
                 .bind(ids)
                 .fetch_all::<OriginalRow>();
             // Bounded like the inserts: a connection to a restarting server can hang, and
@@ -420,12 +485,15 @@ impl<I: Inserter> Writer<I> {
     async fn insert_all(&self, batch: &Batch) -> Progress {
         let mut progress = Progress::default();
         let mut attempt = 0;
+        let messages = i64::try_from(batch.len()).unwrap_or(i64::MAX);
         let started = Instant::now();
         while let Err(error) = self.try_insert_all(batch, &mut progress).await {
             attempt += 1;
-            self.metrics
-                .waiting
-                .set(i64::try_from(batch.len()).unwrap_or(i64::MAX));
+            if attempt == 1 {
+                // Added and taken off again, not set: on a cluster several shard
+                // writers share the gauge.
+                self.metrics.waiting.inc_by(messages);
+            }
             let delay = self.retry.delay(attempt);
             self.metrics
                 .retries
@@ -443,7 +511,7 @@ impl<I: Inserter> Writer<I> {
             self.wait_or_probe(delay).await;
         }
         if attempt > 0 {
-            self.metrics.waiting.set(0);
+            self.metrics.waiting.dec_by(messages);
             self.metrics.flush_recoveries.inc();
             tracing::warn!(
                 failed_attempts = attempt,
@@ -966,6 +1034,25 @@ mod tests {
         .expect("no transient failure");
         assert_eq!(isolated.refused, vec![(3, "row 3 refused".to_owned())]);
         assert_eq!(inserter.calls.into_inner().unwrap_or_default(), 3);
+    }
+
+    #[test]
+    fn a_shard_writer_reads_the_shards_own_event_ids() {
+        let mut inserter =
+            ClickHouseInserter::single(Client::default(), Duration::from_secs(1), "S".into());
+        for sql in [PROBE_SQL, ORIGINALS_SQL] {
+            assert_eq!(inserter.event_ids_query(sql), sql);
+        }
+        inserter.local = true;
+        for sql in [PROBE_SQL, ORIGINALS_SQL] {
+            let local = inserter.event_ids_query(sql);
+            let code: String = local
+                .lines()
+                .filter(|line| !line.trim_start().starts_with("--"))
+                .collect();
+            assert!(code.contains("FROM event_ids_local"), "{local}");
+        }
+        assert_eq!(inserter.table("steps"), "steps_local");
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! (whose first version stays the one queries show) and no good event, and the replicas
 //! of each shard end with the same rows. Migrations are idempotent and refuse an edited
 //! file, as on one server, and a sink with nothing to migrate starts while a replica is
-//! down.
+//! down. Written shard by shard (`replica_urls`), a replica killed loses nothing either,
+//! and a shard that is down holds only its own runs' events while the other shard keeps
+//! ingesting.
 //!
 //! Each test starts its own cluster (five processes); a lock runs them one at a time so
 //! the suite's other tests keep some of the machine.
@@ -14,17 +16,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer};
+use benchstream_tests::free_port;
 use benchstream_tests::harness::clickhouse_cluster::{CLUSTER_NAME, REPLICAS, SHARDS};
 use benchstream_tests::{ClickHouseCluster, NatsServer};
 use event_sink::cluster::Target;
+use event_sink::config::MetricsArgs;
 use event_sink::migrations::{self, Migration, MigrationError, MIGRATIONS};
 use event_sink::SinkArgs;
 use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 
 use crate::common::{create_stream, jetstream, sink_args, wait_for};
 use crate::sink::integrity::{flipped, past_the_dedup_window, stop_exit_status, stop_success};
-use crate::sink::setup::{sink_consumer, wait_ack_floor, RunningSink};
-use benchstream_tests::events::{publish, publish_all, publish_raw, Run};
+use crate::sink::setup::{http_get, sample, sink_consumer, wait_ack_floor, RunningSink};
+use benchstream_tests::events::{envelope, publish_all, publish_raw, Run};
 
 /// Cluster tests run one at a time.
 static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -84,10 +88,27 @@ impl ClusterWorld {
         args
     }
 
-    /// Runs `disturb` (blocking) while the events of [`RUNS`] runs are published, then
-    /// checks every guarantee.
-    async fn publish_while(&self, disturb: impl FnOnce(&ClickHouseCluster) + Send + 'static) {
-        let sink = RunningSink::start(self.args().resolve().expect("valid settings"));
+    /// [`Self::args`] writing shard by shard: every server's HTTP URL in `replica_urls`.
+    fn args_by_shard(&self) -> SinkArgs {
+        let mut args = self.args();
+        let urls: Vec<String> = self
+            .cluster
+            .servers()
+            .iter()
+            .map(|s| s.http_url())
+            .collect();
+        args.clickhouse.replica_urls = Some(urls.join(","));
+        args
+    }
+
+    /// Runs `disturb` (blocking) while the events of [`RUNS`] runs are published to a
+    /// sink with `args`, then checks every guarantee.
+    async fn publish_while(
+        &self,
+        args: SinkArgs,
+        disturb: impl FnOnce(&ClickHouseCluster) + Send + 'static,
+    ) {
+        let sink = RunningSink::start(args.resolve().expect("valid settings"));
         let events: Vec<BenchmarkEvent> = (0..RUNS)
             .flat_map(|_| Run::default().events(EVENTS_PER_RUN))
             .collect();
@@ -254,8 +275,24 @@ async fn replica_killed_and_restarted_loses_and_doubles_nothing() {
     let _serial = serially().await;
     let world = ClusterWorld::start().await;
     world
-        .publish_while(|cluster| {
+        .publish_while(world.args(), |cluster| {
             let replica = cluster.server(2, 1);
+            std::thread::sleep(Duration::from_millis(500));
+            replica.kill();
+            std::thread::sleep(Duration::from_secs(3));
+            replica.restart();
+        })
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn written_shard_by_shard_a_replica_killed_and_restarted_loses_and_doubles_nothing() {
+    let _serial = serially().await;
+    let world = ClusterWorld::start().await;
+    // The replica shard 1's writer starts on: the writer moves to the other one.
+    world
+        .publish_while(world.args_by_shard(), |cluster| {
+            let replica = cluster.server(1, 1);
             std::thread::sleep(Duration::from_millis(500));
             replica.kill();
             std::thread::sleep(Duration::from_secs(3));
@@ -270,7 +307,7 @@ async fn shard_stopped_for_ten_seconds_loses_and_doubles_nothing() {
     let world = ClusterWorld::start().await;
     let js = world.js.clone();
     world
-        .publish_while(move |cluster| {
+        .publish_while(world.args(), move |cluster| {
             std::thread::sleep(Duration::from_millis(500));
             for replica in 1..=REPLICAS {
                 cluster.server(2, replica).kill();
@@ -300,7 +337,7 @@ async fn zookeeper_restarted_under_load_loses_and_doubles_nothing() {
     let _serial = serially().await;
     let world = ClusterWorld::start().await;
     world
-        .publish_while(|cluster| {
+        .publish_while(world.args(), |cluster| {
             std::thread::sleep(Duration::from_millis(500));
             cluster.zookeeper().kill();
             std::thread::sleep(Duration::from_secs(5));
@@ -428,9 +465,13 @@ async fn a_sink_starts_and_ingests_while_a_replica_is_down() {
 /// Kill cycles of [`both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_and_reject_nothing`].
 const KILL_CYCLES: usize = 8;
 
-/// Pause between two events of the slow publisher: about 70 events/s with the publish
-/// round trip, where inserts hold one or a few rows and every refusal meets a single row.
-const SLOW_PUBLISH_GAP: Duration = Duration::from_millis(13);
+/// Time between two events of the slow publisher: 75 events/s, where inserts hold one or
+/// a few rows and every refusal meets a single row.
+const SLOW_PUBLISH_EVERY: Duration = Duration::from_micros(13_333);
+
+/// JetStream acks the slow publisher leaves outstanding: the pace is kept by the clock,
+/// not by the round trip of each publish.
+const SLOW_PUBLISH_WINDOW: usize = 64;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_and_reject_nothing()
@@ -449,13 +490,29 @@ async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_a
         async move {
             let started = Instant::now();
             let mut published = 0usize;
+            let mut pace = tokio::time::interval(SLOW_PUBLISH_EVERY);
+            let mut acks = std::collections::VecDeque::with_capacity(SLOW_PUBLISH_WINDOW);
             while !stop.is_cancelled() {
                 let mut run = Run::default();
                 for event in run.events(EVENTS_PER_RUN) {
-                    publish(&js, &event).await;
+                    pace.tick().await;
+                    if acks.len() >= SLOW_PUBLISH_WINDOW {
+                        if let Some(ack) = acks.pop_front() {
+                            let ack: jetstream::context::PublishAckFuture = ack;
+                            ack.await.expect("JetStream ack");
+                        }
+                    }
+                    let (subject, headers) = envelope(&event);
+                    let ack = js
+                        .publish_with_headers(subject, headers, event.to_json().into())
+                        .await
+                        .expect("publish");
+                    acks.push_back(ack);
                     published += 1;
-                    tokio::time::sleep(SLOW_PUBLISH_GAP).await;
                 }
+            }
+            for ack in acks {
+                ack.await.expect("JetStream ack");
             }
             (published, started.elapsed())
         }
@@ -516,5 +573,149 @@ async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_a
     })
     .await
     .expect("checks");
+    sink.stop().await.expect("sink stops cleanly");
+}
+
+/// Runs published while shard 2 is down, in
+/// [`a_healthy_shard_keeps_ingesting_while_the_other_is_down`].
+const RUNS_WHILE_DOWN: usize = 40;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
+    let _serial = serially().await;
+    let world = ClusterWorld::start().await;
+    let mut args = world.args_by_shard();
+    let metrics_port = free_port();
+    args.metrics = MetricsArgs {
+        listen: Some(format!("127.0.0.1:{metrics_port}")),
+        ..MetricsArgs::default()
+    };
+    let sink = RunningSink::start(args.resolve().expect("valid settings"));
+    // Migrated and ingesting, every server up.
+    let mut warm_up = Run::default();
+    publish_all(&world.js, warm_up.events(EVENTS_PER_RUN), 64).await;
+    world.wait_acked(EVENTS_PER_RUN as u64).await;
+
+    tokio::task::block_in_place(|| {
+        for replica in 1..=REPLICAS {
+            world.cluster.server(2, replica).kill();
+        }
+    });
+    let runs: Vec<Run> = (0..RUNS_WHILE_DOWN).map(|_| Run::default()).collect();
+    let run_ids: Vec<String> = runs.iter().map(|r| format!("'{}'", r.run_id)).collect();
+    let run_ids = run_ids.join(",");
+    let events: Vec<BenchmarkEvent> = runs
+        .into_iter()
+        .flat_map(|mut run| run.events(EVENTS_PER_RUN))
+        .collect();
+    let total = events.len() + EVENTS_PER_RUN;
+    publish_all(&world.js, events, 64).await;
+
+    // Which runs shard 1 holds, as ClickHouse's own sharding key places them.
+    let healthy = &world.cluster.servers()[0];
+    let on_shard_1: usize = tokio::task::block_in_place(|| {
+        healthy.query(&format!(
+            "SELECT countIf(sipHash64(toString(toUUID(r))) % {SHARDS} = 0) \
+             FROM system.one ARRAY JOIN [{run_ids}] AS r"
+        ))
+    })
+    .trim()
+    .parse()
+    .expect("a count");
+    assert!(
+        on_shard_1 > 0 && on_shard_1 < RUNS_WHILE_DOWN,
+        "both shards must hold some of the runs: {on_shard_1} of {RUNS_WHILE_DOWN} on shard 1"
+    );
+    // Shard 1 takes its runs' events, in events_raw and in the typed tables, while
+    // shard 2 is still down.
+    let on_shard_1 = on_shard_1 * EVENTS_PER_RUN;
+    let typed = TYPED_TABLES
+        .iter()
+        .map(|t| {
+            format!("(SELECT count() FROM benchstream.{t}_local FINAL WHERE run_id IN ({run_ids}))")
+        })
+        .collect::<Vec<_>>()
+        .join(" + ");
+    tokio::task::block_in_place(|| {
+        wait_for(
+            healthy,
+            &format!(
+                "SELECT uniqExact(event_id) FROM benchstream.events_raw_local \
+                 WHERE run_id IN ({run_ids})"
+            ),
+            &on_shard_1.to_string(),
+            LANDING,
+        );
+        wait_for(
+            healthy,
+            &format!("SELECT {typed}"),
+            &on_shard_1.to_string(),
+            LANDING,
+        );
+    });
+    // Shard 2's events wait, unacked, and the gauge shows them.
+    // (Polled: the last runs published may be shard 2's and not pulled yet.)
+    let shard_2_waiting = "bench_sink_rows_waiting{shard=\"2\"}";
+    let deadline = Instant::now() + LANDING;
+    while sample(&http_get(metrics_port, "/metrics").await, shard_2_waiting) < 1.0 {
+        assert!(Instant::now() < deadline, "{shard_2_waiting} stayed 0");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let info = world.consumer_info().await.expect("consumer");
+    assert!(
+        info.num_ack_pending > 0,
+        "nothing held for the shard that is down"
+    );
+    assert!(
+        info.ack_floor.stream_sequence < total as u64,
+        "acked while shard 2 is down"
+    );
+
+    tokio::task::block_in_place(|| {
+        for replica in 1..=REPLICAS {
+            world.cluster.server(2, replica).restart();
+        }
+    });
+    world.wait_acked(total as u64).await;
+    let cluster = Arc::clone(&world.cluster);
+    tokio::task::spawn_blocking(move || {
+        let first = &cluster.servers()[0];
+        wait_for(
+            first,
+            "SELECT count(), uniqExact(event_id) FROM benchstream.events_raw FINAL",
+            &format!("{total}\t{total}"),
+            LANDING,
+        );
+        let typed = TYPED_TABLES
+            .iter()
+            .map(|t| format!("(SELECT count() FROM benchstream.{t} FINAL)"))
+            .collect::<Vec<_>>()
+            .join(" + ");
+        wait_for(
+            first,
+            &format!("SELECT {typed}"),
+            &total.to_string(),
+            LANDING,
+        );
+        assert_eq!(
+            first
+                .query("SELECT count() FROM benchstream.dead_letters")
+                .trim(),
+            "0",
+            "good events were dead-lettered"
+        );
+        assert_replicas_converge(&cluster, total);
+    })
+    .await
+    .expect("checks");
+    let done = http_get(metrics_port, "/metrics").await;
+    for shard in 1..=SHARDS {
+        let gauge = format!("bench_sink_rows_waiting{{shard=\"{shard}\"}}");
+        assert_eq!(
+            sample(&done, &gauge),
+            0.0,
+            "{gauge} once everything is acked"
+        );
+    }
     sink.stop().await.expect("sink stops cleanly");
 }
