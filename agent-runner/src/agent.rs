@@ -372,7 +372,7 @@ pub(crate) fn run_stop(
         total_tokens: usage.total_tokens(),
         tool_errors,
         stability_variance: None,
-        failing_tests: verdict.map(|v| v.failing.clone()).unwrap_or_default(),
+        failing_tests: verdict.map(Verdict::failing).unwrap_or_default(),
         tests_passed: verdict.map(|v| v.passed),
         tests_failed: verdict.map(|v| v.failed),
         files_modified: u32::try_from(files_modified).unwrap_or(u32::MAX),
@@ -496,7 +496,7 @@ async fn turns(
             progress.last_change = Instant::now();
             if limits.probes_tests() {
                 let probe = judge::judge(
-                    &spec.task.task.judge,
+                    spec.task,
                     toolbox.sandbox().root(),
                     toolbox.confinement(),
                 )
@@ -596,7 +596,7 @@ fn run_failure(end: &RunEnd, verdict: Option<&Verdict>, progress: &Progress) -> 
         (None, _, None) => {
             // A submission that failed its judge (an unjudged one has no `failure`).
             let (failed, total, failing) = verdict.map_or((0, 0, String::new()), |v| {
-                (v.failed, v.passed + v.failed, v.failing.join(", "))
+                (v.failed, v.passed + v.failed, v.failing().join(", "))
             });
             (
                 FailureRoot::Semantic {

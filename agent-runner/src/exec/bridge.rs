@@ -236,6 +236,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
             workdir: sandbox.root(),
             read_only: &read_only,
             env: &env,
+            binds: &[],
         })
         .map_err(spawn_err)?;
     let mut child = command
