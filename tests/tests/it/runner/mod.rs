@@ -8,6 +8,7 @@ mod events;
 mod limits;
 mod outage;
 mod pins;
+mod hostile_judge;
 mod protect;
 mod reference;
 mod sandbox;

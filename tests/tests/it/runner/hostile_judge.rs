@@ -1,0 +1,55 @@
+//! Verdicts an agent cannot forge: submissions that fix nothing but attack the judge (exit
+//! early, print success lines, shadow the framework or its configuration, rewrite or delete
+//! the tests while they run, kill their parent, write forged reports, collide with test
+//! names) never score above the agent that does nothing, in every shipped task language.
+//! The scenarios are `tests/fixtures/runner/judge-*.toml`; the reference solutions scoring
+//! 1.00 under the same judge is `runner::reference`.
+
+use std::collections::BTreeMap;
+
+use crate::common::{fixture_scenario, repo_path, run_offline_tasks};
+
+/// The probes, one scenario each, every one over a Python, a Rust and a shell task.
+const PROBES: [&str; 6] = [
+    "judge-exit-early",
+    "judge-fake-output",
+    "judge-shadow-framework",
+    "judge-tamper-during-judging",
+    "judge-guessed-report",
+    "judge-name-collision",
+];
+
+const TASKS: [&str; 3] = ["py-slugify-unicode", "rs-csv-quote-escapes", "sh-ci-exit-status"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_hostile_submission_scores_above_doing_nothing() {
+    let tasks: Vec<String> = TASKS.iter().map(|t| (*t).to_owned()).collect();
+    let (_dir, noop) =
+        run_offline_tasks(repo_path("scenarios/empty-submit.toml"), Some(tasks), false).await;
+    let baseline: BTreeMap<String, f64> = noop
+        .runs
+        .iter()
+        .map(|r| (r.task_id.clone(), r.result.final_score.expect("judged")))
+        .collect();
+    assert_eq!(baseline.len(), TASKS.len());
+    // The judge must see something to fail: doing nothing passes the regression guards.
+    assert!(baseline.values().all(|s| *s > 0.0 && *s < 1.0), "{baseline:?}");
+
+    let mut above = Vec::new();
+    for probe in PROBES {
+        let (_dir, report) = run_offline_tasks(fixture_scenario(probe), None, true).await;
+        assert_eq!(report.runs.len(), TASKS.len(), "{probe}");
+        for run in &report.runs {
+            let r = &run.result;
+            let score = r.final_score.expect("every probe submits and is judged");
+            eprintln!(
+                "{probe} {}: score {score:.2} (doing nothing: {:.2}), failing {:?}",
+                run.task_id, baseline[&run.task_id], r.failing_tests
+            );
+            if r.success != Some(false) || score > baseline[&run.task_id] {
+                above.push(format!("{probe} {}: {r:?}", run.task_id));
+            }
+        }
+    }
+    assert!(above.is_empty(), "hostile submissions beat doing nothing: {above:#?}");
+}
