@@ -382,6 +382,7 @@ pub(crate) fn run_stop(
         cost_usd: usage.cost_usd(),
         api_calls: usage.api_calls,
         turns,
+        claim: None,
     }
 }
 

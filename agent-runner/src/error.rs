@@ -113,6 +113,10 @@ pub enum ExecError {
     /// The agent's scratch copy of the fixture could not be made.
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
+    /// The directory with the agent's problem statement (`BENCH_TASK_DIR`) could not be
+    /// made.
+    #[error("cannot write the task brief: {0}")]
+    Brief(std::io::Error),
 }
 
 /// What only an import can meet: a trajectory that cannot be read or converted (the file
@@ -224,7 +228,7 @@ impl Error {
             | Error::Record(_)
             | Error::Publish(PublishFailure::Task(_))
             | Error::Sweep(SweepError::Claims(_) | SweepError::ClickHouse(_))
-            | Error::Exec(ExecError::Sandbox(_) | ExecError::Wait(_))
+            | Error::Exec(ExecError::Sandbox(_) | ExecError::Wait(_) | ExecError::Brief(_))
             | Error::Tail(_) => Exit::Failure,
         }
     }

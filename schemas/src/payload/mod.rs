@@ -17,7 +17,7 @@ pub use context::{ContextDecision, SegmentType};
 pub use deliberation::{Action, Deliberation, DeliberationStatus, PricingSource};
 pub use failure::{Failure, FailureRoot, FinalErrorState, RecoveryAttempt};
 pub use optimizer::OptimizerUpdate;
-pub use run::{EnforcedLimit, ExitStatus, RunStart, RunStop, SandboxInfo, ScenarioRef};
+pub use run::{EnforcedLimit, ExitStatus, RunClaim, RunStart, RunStop, SandboxInfo, ScenarioRef};
 pub use step::{Step, StepType};
 pub use tool::{EvidenceFootprint, ExitKind, ToolCall};
 
