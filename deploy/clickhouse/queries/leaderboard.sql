@@ -1,4 +1,7 @@
--- Leaderboard: one row per policy (policy_id, model, strategy), best success rate first.
+-- Leaderboard: one row per policy (policy_id, model, strategy) and scoring version, best
+-- success rate first. Verdicts of different scoring versions (run_start.scoring_version:
+-- the judge's rules) are never pooled: a policy judged under two versions has two rows
+-- (NULL: a Smith run, which names none).
 --
 -- runs = runs started; finished = runs with a run_stop; judged = finished runs whose
 -- success is known (NULL success: a submission nobody judged, e.g. an imported
@@ -26,6 +29,7 @@ SELECT
     policy_id,
     model,
     strategy,
+    scoring_version,
     count() AS runs,
     sum(stopped) AS finished,
     countIf(stopped = 1 AND isNotNull(succeeded)) AS judged,
@@ -49,7 +53,7 @@ SELECT
         AS avg_wall_time_s
 FROM
 (
-    SELECT policy_id, model, strategy,
+    SELECT policy_id, model, strategy, scoring_version,
         stopped, succeeded, run_cost, run_turns, run_api_calls, run_wall_ms,
         call_input, call_cached, call_output, call_reasoning,
         -- Every call's counts known, and (once finished) its calls add up to the run's
@@ -59,11 +63,11 @@ FROM
             OR ifNull(toFloat64(run_total) = call_input + call_output, 0))) AS tokens_known
     FROM
     (
-        SELECT run_id, policy_id, model, strategy,
+        SELECT run_id, policy_id, model, strategy, scoring_version,
             stopped, succeeded, run_cost, run_turns, run_api_calls, run_wall_ms, run_total
         FROM
         (
-            SELECT run_id, policy_id, model, strategy
+            SELECT run_id, policy_id, model, strategy, scoring_version
             FROM run_starts FINAL
             WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
                 AND ({policy:String} = '' OR policy_id = {policy:String})
@@ -90,5 +94,5 @@ FROM
         GROUP BY run_id
     ) AS run_tokens USING run_id
 ) AS runs_with_tokens
-GROUP BY policy_id, model, strategy
-ORDER BY success_rate DESC, avg_cost_usd ASC, policy_id
+GROUP BY policy_id, model, strategy, scoring_version
+ORDER BY success_rate DESC, avg_cost_usd ASC, policy_id, scoring_version

@@ -146,8 +146,9 @@ pub struct RunClaim {
     /// The `turns` the agent declared (null: it did not say).
     pub turns: Option<u32>,
     /// The `run_stop` fields whose declared value disagrees with the runner's (both
-    /// known and different), sorted: `success`, `final_score`, `tests_passed`,
-    /// `tests_failed`, `total_tokens`, `cost_usd`, `api_calls`. Empty when all agree.
+    /// known and different), in alphabetical order, of `api_calls`, `cost_usd`,
+    /// `final_score`, `success`, `tests_failed`, `tests_passed`, `total_tokens`. Empty when
+    /// all agree.
     pub discrepancies: Vec<String>,
 }
 
