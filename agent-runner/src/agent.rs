@@ -496,12 +496,8 @@ async fn turns(
         if modified {
             progress.last_change = Instant::now();
             if limits.probes_tests() {
-                let probe = judge::judge(
-                    spec.task,
-                    toolbox.sandbox().root(),
-                    toolbox.confinement(),
-                )
-                .await;
+                let probe =
+                    judge::judge(spec.task, toolbox.sandbox().root(), toolbox.confinement()).await;
                 if let Some(end) = limits.observe_failing(&mut progress.patience, probe.failed) {
                     return Ok(end);
                 }

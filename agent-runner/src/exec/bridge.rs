@@ -23,8 +23,7 @@ use std::process::{ExitStatus as ProcessStatus, Stdio};
 use std::time::Instant;
 
 use schemas::{
-    Canonical, ExitKind, ExitStatus, Hash256, Payload, RunClaim, RunSequencer, RunStop,
-    SandboxInfo,
+    Canonical, ExitKind, ExitStatus, Hash256, Payload, RunClaim, RunSequencer, RunStop, SandboxInfo,
 };
 use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
@@ -470,11 +469,23 @@ fn claim(declared: &RunStop, actual: &RunStop) -> RunClaim {
     }
     check("api_calls", declared.api_calls != actual.api_calls);
     check("cost_usd", differ(declared.cost_usd, actual.cost_usd));
-    check("final_score", differ(declared.final_score, actual.final_score));
+    check(
+        "final_score",
+        differ(declared.final_score, actual.final_score),
+    );
     check("success", differ(declared.success, actual.success));
-    check("tests_failed", differ(declared.tests_failed, actual.tests_failed));
-    check("tests_passed", differ(declared.tests_passed, actual.tests_passed));
-    check("total_tokens", differ(declared.total_tokens, actual.total_tokens));
+    check(
+        "tests_failed",
+        differ(declared.tests_failed, actual.tests_failed),
+    );
+    check(
+        "tests_passed",
+        differ(declared.tests_passed, actual.tests_passed),
+    );
+    check(
+        "total_tokens",
+        differ(declared.total_tokens, actual.total_tokens),
+    );
     RunClaim {
         success: declared.success,
         final_score: declared.final_score,

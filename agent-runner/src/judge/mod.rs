@@ -6,7 +6,7 @@
 //! per-test timeout, with:
 //! - its inputs pristine: every fixture file the judge relies on (the suite, the task's
 //!   `[judge] protect` files, the runner configuration files of the language,
-//!   [`runner_config_patterns`]) copied from the pinned fixture (hash checked) into a
+//!   [`Language::runner_config_patterns`]) copied from the pinned fixture (hash checked) into a
 //!   judge-only directory and mounted read-only over the scratch copy, so code under test
 //!   cannot rewrite them before, between or during tests; an agent-written `.cargo/` is
 //!   hidden under an empty read-only directory;
@@ -136,33 +136,6 @@ impl Verdict {
                 });
             }
         }
-    }
-}
-
-/// Globs of the files a language's test runner or build reads as configuration, always
-/// pristine for the judge on top of the task's `[judge] protect` (agent-made ones are
-/// deleted before the final verdict): what would let code change how tests are found or
-/// run rather than what they test.
-pub fn runner_config_patterns(language: Language) -> &'static [&'static str] {
-    match language {
-        Language::Python => &[
-            "**/conftest.py",
-            "**/sitecustomize.py",
-            "**/usercustomize.py",
-            "**/*.pth",
-            "**/pytest.ini",
-        ],
-        Language::Rust => &[".cargo", ".cargo/**", "rust-toolchain", "rust-toolchain.toml"],
-        Language::Shell => &[],
-    }
-}
-
-/// The fixture path of a judge's suite file: the Python module or shell script as
-/// written, `tests/<target>.rs` for Rust.
-pub fn suite_file(language: Language, judge: &Judge) -> String {
-    match language {
-        Language::Rust => format!("tests/{}.rs", judge.suite),
-        Language::Python | Language::Shell => judge.suite.clone(),
     }
 }
 
@@ -425,10 +398,6 @@ impl Ctx<'_> {
                 |file| {
                     let mut args: Vec<std::ffi::OsString> = vec![
                         "-I".into(),
-                        // Bytecode only on the sandbox's private /tmp: no cached module
-                        // written by one test (or by the agent) is read by another.
-                        "-X".into(),
-                        "pycache_prefix=/tmp/judge-pycache".into(),
                         script.into(),
                         file.into(),
                         dir.into(),
@@ -500,13 +469,17 @@ impl Ctx<'_> {
                 out.status.map_or("a signal".to_owned(), |s| s.to_string())
             )));
         }
-        let suite_src = self.dir.join("tests").join(format!("{}.rs", self.judge.suite));
-        let built = test_executable(&out.output, &self.judge.suite, &suite_src).ok_or_else(|| {
-            FailReason::Build(format!(
-                "no test executable built from tests/{}.rs",
-                self.judge.suite
-            ))
-        })?;
+        let suite_src = self
+            .dir
+            .join("tests")
+            .join(format!("{}.rs", self.judge.suite));
+        let built =
+            test_executable(&out.output, &self.judge.suite, &suite_src).ok_or_else(|| {
+                FailReason::Build(format!(
+                    "no test executable built from tests/{}.rs",
+                    self.judge.suite
+                ))
+            })?;
         let bin = self.setup.root().join("bin");
         fs::create_dir(&bin).map_err(|e| FailReason::Setup(format!("bin dir: {e}")))?;
         let copy = bin.join(&self.judge.suite);
@@ -516,7 +489,12 @@ impl Ctx<'_> {
         Ok(copy)
     }
 
-    async fn libtest(&self, i: usize, test: &JudgeTest, executable: &Path) -> Result<(), FailReason> {
+    async fn libtest(
+        &self,
+        i: usize,
+        test: &JudgeTest,
+        executable: &Path,
+    ) -> Result<(), FailReason> {
         let id = test.test.as_deref().unwrap_or(&test.name);
         let bin = executable.parent().unwrap_or(executable).to_path_buf();
         let bind = Bind {

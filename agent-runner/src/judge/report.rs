@@ -150,7 +150,8 @@ mod tests {
 
     #[test]
     fn a_test_passes_only_when_a_complete_report_names_it_once_as_passed() {
-        let r = Report::harness("passed m.T.a\nfailed m.T.b\npassed m.T.c\npassed m.T.c\ncomplete\n");
+        let r =
+            Report::harness("passed m.T.a\nfailed m.T.b\npassed m.T.c\npassed m.T.c\ncomplete\n");
         assert_eq!(r.decide("m.T.a", Some(0)), Ok(()));
         assert_eq!(r.decide("m.T.b", Some(0)), Err(FailReason::Failed));
         assert_eq!(r.decide("m.T.c", Some(0)), Err(FailReason::Ambiguous));

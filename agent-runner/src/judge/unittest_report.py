@@ -1,6 +1,6 @@
 """Judge-owned unittest runner: runs tests of one test module and writes the report.
 
-Usage: python3 -I -X pycache_prefix=<private dir> unittest_report.py REPORT SRC SUITE [TEST]
+Usage: python3 -I unittest_report.py REPORT SRC SUITE [TEST]
 
 REPORT is a file in the judge's report directory, SRC the task's source directory (the
 scratch copy), SUITE the test module file relative to SRC, TEST `Class.method` (absent:
@@ -10,7 +10,10 @@ test that ran, then `complete`; anything else (no report, no `complete`) fails e
 It runs under `python3 -I`: no current directory, PYTHON* variable or user site on the
 import path, so a workspace package cannot shadow the standard library; SRC goes at the
 END of sys.path, after the standard library, and the test module is loaded from its file
-(mounted pristine), not looked up by name.
+(mounted pristine), not looked up by name. Bytecode of the task's modules (the tests
+included) is read and written only under the sandbox's private /tmp, never from a
+__pycache__ in the scratch copy, where earlier code could have left a forged one; the
+standard library keeps its installed bytecode.
 """
 
 import importlib.util
@@ -25,6 +28,7 @@ def main():
     # Opened before any code of the task runs; the path leaves argv.
     report = open(report_path, "w", encoding="utf-8")
     del sys.argv[1:]
+    sys.pycache_prefix = "/tmp/judge-pycache"
     sys.path.append(src)
     name = os.path.splitext(os.path.basename(suite))[0]
     spec = importlib.util.spec_from_file_location(name, os.path.join(src, suite))

@@ -93,7 +93,7 @@ pub struct LoadedTask {
     /// The fixture files; the scratch copy is made from this listing.
     pub fixture: Tree,
     /// The judge's inputs: `[judge] protect`, the suite file and the runner configuration
-    /// files of the task's language ([`crate::judge::runner_config_patterns`]).
+    /// files of the task's language ([`Language::runner_config_patterns`]).
     pub protected: Protected,
 }
 
@@ -202,7 +202,7 @@ impl LoadedTask {
         }
         // The judge's inputs: the task's own patterns, the suite file and the runner
         // configuration of its language.
-        let suite = crate::judge::suite_file(task.language, &task.judge);
+        let suite = task.judge.suite_file(task.language);
         if !fixture.entries().iter().any(|e| e.path == suite) {
             return Err(ScenarioError::Invalid {
                 path: task_file,
@@ -216,7 +216,8 @@ impl LoadedTask {
             .cloned()
             .chain([globset::escape(&suite)])
             .chain(
-                crate::judge::runner_config_patterns(task.language)
+                task.language
+                    .runner_config_patterns()
                     .iter()
                     .map(|p| (*p).to_owned()),
             )

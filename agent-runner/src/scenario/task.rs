@@ -43,6 +43,31 @@ pub enum Language {
     Rust,
 }
 
+impl Language {
+    /// Globs of the files this language's test runner or build reads as configuration,
+    /// always pristine for the judge on top of the task's `[judge] protect` (agent-made
+    /// ones are deleted before the final verdict): what would let code change how tests
+    /// are found or run rather than what they test.
+    pub fn runner_config_patterns(self) -> &'static [&'static str] {
+        match self {
+            Language::Python => &[
+                "**/conftest.py",
+                "**/sitecustomize.py",
+                "**/usercustomize.py",
+                "**/*.pth",
+                "**/pytest.ini",
+            ],
+            Language::Rust => &[
+                ".cargo",
+                ".cargo/**",
+                "rust-toolchain",
+                "rust-toolchain.toml",
+            ],
+            Language::Shell => &[],
+        }
+    }
+}
+
 /// The judge: tests that fail on the fixture and pass after a correct fix, each decided
 /// from the per-test report of a judge-owned runner ([`crate::judge`]), never from an exit
 /// code of the code under test.
@@ -62,7 +87,7 @@ pub struct Judge {
     /// the pristine fixture over the scratch copy while the judge runs, and before the final
     /// verdict restored in it, files the agent added that match being deleted
     /// ([`crate::protect`]). The runner's own configuration files of the language are always
-    /// added ([`crate::judge::runner_config_patterns`]). Default: none.
+    /// added ([`Language::runner_config_patterns`]). Default: none.
     #[serde(default)]
     pub protect: Vec<String>,
 }
@@ -82,6 +107,17 @@ pub struct JudgeTest {
     /// Environment variables of this test (`TZ = "IST-5:30"`), on top of the sandbox's.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+}
+
+impl Judge {
+    /// The fixture path of the suite file: the Python module or shell script as written,
+    /// `tests/<target>.rs` for Rust.
+    pub fn suite_file(&self, language: Language) -> String {
+        match language {
+            Language::Rust => format!("tests/{}.rs", self.suite),
+            Language::Python | Language::Shell => self.suite.clone(),
+        }
+    }
 }
 
 /// Variables a judge test may not set: the sandbox's own.

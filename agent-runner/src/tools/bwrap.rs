@@ -548,7 +548,11 @@ impl Confinement {
             workdir,
         ]);
         for bind in spec.binds {
-            let flag = if bind.read_only { "--ro-bind" } else { "--bind" };
+            let flag = if bind.read_only {
+                "--ro-bind"
+            } else {
+                "--bind"
+            };
             args.extend([
                 flag.into(),
                 bind.src.clone().into_os_string(),

@@ -143,7 +143,10 @@ async fn an_agent_that_declares_its_own_success_is_judged_and_its_claims_kept_ap
         (Some(false), Some(5), Some(3)),
         "{r:?}"
     );
-    let claim = r.claim.as_ref().expect("the agent's run_stop is kept as a claim");
+    let claim = r
+        .claim
+        .as_ref()
+        .expect("the agent's run_stop is kept as a claim");
     assert_eq!(
         (claim.success, claim.tests_passed, claim.total_tokens),
         (Some(true), Some(99), Some(999_999))

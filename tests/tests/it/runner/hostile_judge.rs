@@ -19,7 +19,11 @@ const PROBES: [&str; 6] = [
     "judge-name-collision",
 ];
 
-const TASKS: [&str; 3] = ["py-slugify-unicode", "rs-csv-quote-escapes", "sh-ci-exit-status"];
+const TASKS: [&str; 3] = [
+    "py-slugify-unicode",
+    "rs-csv-quote-escapes",
+    "sh-ci-exit-status",
+];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_hostile_submission_scores_above_doing_nothing() {
@@ -33,7 +37,10 @@ async fn no_hostile_submission_scores_above_doing_nothing() {
         .collect();
     assert_eq!(baseline.len(), TASKS.len());
     // The judge must see something to fail: doing nothing passes the regression guards.
-    assert!(baseline.values().all(|s| *s > 0.0 && *s < 1.0), "{baseline:?}");
+    assert!(
+        baseline.values().all(|s| *s > 0.0 && *s < 1.0),
+        "{baseline:?}"
+    );
 
     let mut above = Vec::new();
     for probe in PROBES {
@@ -51,5 +58,8 @@ async fn no_hostile_submission_scores_above_doing_nothing() {
             }
         }
     }
-    assert!(above.is_empty(), "hostile submissions beat doing nothing: {above:#?}");
+    assert!(
+        above.is_empty(),
+        "hostile submissions beat doing nothing: {above:#?}"
+    );
 }

@@ -5,10 +5,10 @@
 //! reading, the in-process sink) are in [`crate::common`], shared with the other areas.
 
 mod events;
+mod hostile_judge;
 mod limits;
 mod outage;
 mod pins;
-mod hostile_judge;
 mod protect;
 mod reference;
 mod sandbox;
