@@ -1,7 +1,8 @@
 //! Reading the reports the judge's runners write, and deciding each judge test from them.
 //!
 //! Two formats: the judge-owned harnesses (`unittest_report.py`, `shell_report.sh`) write
-//! one `passed <id>` / `failed <id>` line per test that ran, then `complete`; libtest's own
+//! one `passed <id>` / `failed <id>` line per test that ran, then `complete` (the unittest
+//! runner first names every test it is about to run, `expect <id>`); libtest's own
 //! `--logfile` has one `ok <name>` / `failed <name>` / `ignored <name>` line per test. A
 //! test passes only when the report names it exactly once, as passed; everything else is a
 //! failure with its reason ([`FailReason`]). This module does no I/O.
@@ -58,6 +59,8 @@ enum Outcome {
 pub struct Report {
     /// `(id, outcome)` in report order.
     lines: Vec<(String, Outcome)>,
+    /// The tests the runner said it would run (`expect <id>`), when it said.
+    expected: Vec<String>,
     /// Whether the runner said it finished (harness reports only).
     complete: bool,
 }
@@ -75,6 +78,7 @@ impl Report {
             match line.split_once(' ') {
                 Some(("passed", id)) => report.lines.push((id.to_owned(), Outcome::Passed)),
                 Some(("failed", id)) => report.lines.push((id.to_owned(), Outcome::Failed)),
+                Some(("expect", id)) => report.expected.push(id.to_owned()),
                 _ => {}
             }
         }
@@ -118,8 +122,8 @@ impl Report {
         }
     }
 
-    /// The verdict on a whole suite: every test the report names passed, once each, and
-    /// there was at least one.
+    /// The verdict on a whole suite: every test the report names passed, once each, there
+    /// was at least one, and every test the runner expected has its line.
     pub fn decide_all(&self, exit: Option<i32>) -> Result<(), FailReason> {
         if !self.complete {
             return Err(if self.lines.is_empty() {
@@ -139,6 +143,9 @@ impl Report {
             if *outcome == Outcome::Failed {
                 return Err(FailReason::Failed);
             }
+        }
+        if self.expected.iter().any(|id| !seen.contains(id)) {
+            return Err(FailReason::NotInReport);
         }
         Ok(())
     }
@@ -177,6 +184,16 @@ mod tests {
         assert_eq!(
             Report::harness("complete\n").decide_all(Some(0)),
             Err(FailReason::NotInReport)
+        );
+        // A test announced but never reported (skipped by patched machinery) fails the
+        // suite even though every reported one passed.
+        assert_eq!(
+            Report::harness("expect a\nexpect b\npassed a\ncomplete\n").decide_all(Some(0)),
+            Err(FailReason::NotInReport)
+        );
+        assert_eq!(
+            Report::harness("expect a\npassed a\ncomplete\n").decide_all(Some(0)),
+            Ok(())
         );
         // Lines after the end marker are not the runner's.
         assert_eq!(

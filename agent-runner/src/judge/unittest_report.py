@@ -4,8 +4,9 @@ Usage: python3 -I unittest_report.py REPORT SRC SUITE [TEST]
 
 REPORT is a file in the judge's report directory, SRC the task's source directory (the
 scratch copy), SUITE the test module file relative to SRC, TEST `Class.method` (absent:
-every test of the module). The report holds one `passed <id>` or `failed <id>` line per
-test that ran, then `complete`; anything else (no report, no `complete`) fails every test.
+every test of the module). The report holds an `expect <id>` line per test of the
+selection, then one `passed <id>` or `failed <id>` line per test that ran, then
+`complete`; anything else (no report, no `complete`) fails every test.
 
 It runs under `python3 -I`: no current directory, PYTHON* variable or user site on the
 import path, so a workspace package cannot shadow the standard library; SRC goes at the
@@ -40,6 +41,10 @@ def main():
         tests = loader.loadTestsFromModule(module)
     else:
         tests = loader.loadTestsFromName(selector, module)
+    # Every test the suite holds, named before any runs: one that then reports nothing
+    # (skipped by patched machinery, or lost in a crash) is missing, not absent.
+    for test_id in _ids(tests):
+        report.write("expect " + test_id + "\n")
     result = Outcomes()
     tests.run(result)
     for test_id, passed in result.outcomes:
@@ -48,6 +53,14 @@ def main():
     report.close()
     for test, trace in result.errors + result.failures:
         sys.stderr.write("%s\n%s\n" % (test.id(), trace))
+
+
+def _ids(suite):
+    if isinstance(suite, unittest.TestSuite):
+        for test in suite:
+            yield from _ids(test)
+    else:
+        yield suite.id()
 
 
 class Outcomes(unittest.TestResult):

@@ -208,3 +208,50 @@ impl Task {
         dir.join(FIXTURE_DIR)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `task.toml` text of task `t` with `judge` as its `[judge]` section.
+    fn parse(judge: &str) -> Result<Task, String> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let task_dir = dir.path().join("t");
+        std::fs::create_dir_all(task_dir.join(FIXTURE_DIR)).expect("mkdir");
+        let text =
+            format!("id = \"t\"\nlanguage = \"shell\"\ntitle = \"x\"\nproblem = \"x\"\n{judge}");
+        Task::parse(&task_dir, &text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_judge_names_a_suite_inside_the_fixture_and_tests_it_can_report() {
+        let ok = "[judge]\ntimeout_ms = 1\nsuite = \"tests/t.sh\"\n\
+                  [[judge.tests]]\nname = \"a\"\nenv = { TZ = \"UTC\" }\n";
+        assert!(parse(ok).is_ok(), "{:?}", parse(ok));
+        for (bad, why) in [
+            (
+                "suite = \"../t.sh\"\n[[judge.tests]]\nname = \"a\"\n",
+                "inside the fixture",
+            ),
+            (
+                "suite = \"/t.sh\"\n[[judge.tests]]\nname = \"a\"\n",
+                "inside the fixture",
+            ),
+            (
+                "suite = \"t.sh\"\n[[judge.tests]]\nname = \"a\"\n[[judge.tests]]\nname = \"a\"\n",
+                "named twice",
+            ),
+            (
+                "suite = \"t.sh\"\n[[judge.tests]]\nname = \"a b\"\n",
+                "without whitespace",
+            ),
+            (
+                "suite = \"t.sh\"\n[[judge.tests]]\nname = \"a\"\nenv = { PATH = \"/x\" }\n",
+                "the sandbox's own",
+            ),
+        ] {
+            let err = parse(&format!("[judge]\ntimeout_ms = 1\n{bad}")).expect_err(bad);
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+    }
+}
