@@ -289,7 +289,7 @@ impl JudgeDir {
     fn report_dir(&self, i: usize) -> io::Result<PathBuf> {
         let dir = self.root().join(format!("report-{i}"));
         fs::create_dir(&dir)?;
-        Ok(dir.canonicalize()?)
+        dir.canonicalize()
     }
 }
 
