@@ -42,7 +42,7 @@ use crate::publish::DeliveryReport;
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
 use crate::scenario::{LoadOptions, LoadedScenario};
-use crate::tools::bwrap::{Confinement, SandboxMode, SandboxedCommand, TreeGuard};
+use crate::tools::bwrap::{Bind, Confinement, SandboxMode, SandboxedCommand, TreeGuard};
 use crate::tools::Sandbox;
 
 /// Everything `agent-runner exec` needs, validated.
@@ -213,7 +213,6 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
                 .map_err(|e| Error::Config(format!("--sandbox-ro {}: {e}", dir.display())))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    read_only.push(task_dir);
     let mut words = Vec::with_capacity(config.command.len());
     for (i, word) in config.command.iter().enumerate() {
         let path = Path::new(word);
@@ -241,7 +240,12 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
             workdir: sandbox.root(),
             read_only: &read_only,
             env: &env,
-            binds: &[],
+            // A bind applied after the sandbox's private /tmp, where the brief lives.
+            binds: &[Bind {
+                src: task_dir.clone(),
+                dest: task_dir,
+                read_only: true,
+            }],
         })
         .map_err(spawn_err)?;
     let mut child = command
