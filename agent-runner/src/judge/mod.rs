@@ -12,18 +12,22 @@
 //!   hidden under an empty read-only directory;
 //! - the runner: `python3 -I` with `unittest_report.py` (the standard library first on the
 //!   import path, the task's source directory added last, the test module loaded from its
-//!   pristine file), libtest's own `--logfile` from the test executable cargo built (with a
+//!   pristine file), `libtest_report.sh` around the test executable cargo built (with a
 //!   private `CARGO_HOME` and target directory, the executable copied out of reach of the
-//!   code under test), or `shell_report.sh` around `bash <script> <test>`;
-//! - a report directory of its own, outside the scratch copy and never mounted for an agent,
-//!   read back by the runner once the sandbox is gone ([`report`]).
+//!   code under test; libtest's own log read from a pipe the harness holds), or
+//!   `shell_report.sh` around `bash <script> <test>`;
+//! - a report directory of its own, outside the scratch copy and never mounted for an
+//!   agent, holding a random token the harness reads and deletes before any code of the
+//!   task runs; the runner reads the report back once the sandbox is gone and accepts it
+//!   only when it ends with `complete <token>` ([`report`]).
 //!
 //! A missing report, a test the report does not name, a crash, a timeout and an exit 0
-//! without a report all fail the test, with the reason in the verdict. What the runner
-//! cannot stop: code under test that, running inside the framework's process, deliberately
-//! finds the report file it was given and writes a forged one; every naive forgery (exiting
-//! early, printing success lines, shadowing the framework, editing the tests or the runner
-//! config, killing the runner, writing to a guessed path) fails.
+//! without a report all fail the test, with the reason in the verdict. Every naive forgery
+//! fails: exiting early, printing success lines, shadowing the framework, editing the
+//! tests or the runner config, killing the runner, writing a report wherever it may be
+//! (without the token it is no report). What the runner cannot stop is code that, running
+//! inside the framework's own process, deliberately reads the token out of the harness's
+//! memory (Python) or writes libtest log lines to the descriptor it inherited (Rust).
 //!
 //! The final verdict ([`judge_submission`]) first restores the protected files in the
 //! scratch copy ([`crate::protect`]), so what had to be restored is part of the verdict. The
@@ -61,6 +65,9 @@ const UNITTEST_REPORT: &str = include_str!("unittest_report.py");
 
 /// The judge-owned harness around a shell task's test script.
 const SHELL_REPORT: &str = include_str!("shell_report.sh");
+
+/// The judge-owned harness around a Rust test executable, reading libtest's log.
+const LIBTEST_REPORT: &str = include_str!("libtest_report.sh");
 
 /// The verdict.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -226,6 +233,7 @@ impl JudgeDir {
         fs::create_dir(&runner)?;
         fs::write(runner.join("unittest_report.py"), UNITTEST_REPORT)?;
         fs::write(runner.join("shell_report.sh"), SHELL_REPORT)?;
+        fs::write(runner.join("libtest_report.sh"), LIBTEST_REPORT)?;
         let mut pristine = Vec::new();
         let fixture_dir = task.fixture_dir();
         for entry in task.fixture.entries() {
@@ -349,9 +357,9 @@ impl Ctx<'_> {
         Ok(out)
     }
 
-    /// Runs test `i` with `program args`, the report file of `report_name` in a fresh
-    /// report directory mounted writable; returns the report's text (`None`: no file), the
-    /// exit code and the output.
+    /// Runs test `i` with `program args` (given the report file's path), in a fresh
+    /// report directory mounted writable that holds a new random token for the harness;
+    /// returns the report read back with that token and the exit code.
     async fn run_reported(
         &self,
         i: usize,
@@ -359,11 +367,11 @@ impl Ctx<'_> {
         program: &Path,
         args: impl FnOnce(&Path) -> Vec<std::ffi::OsString>,
         extra: &[Bind],
-    ) -> Result<(Option<String>, Option<i32>), FailReason> {
-        let reports = self
-            .setup
-            .report_dir(i)
-            .map_err(|e| FailReason::Setup(format!("report directory: {e}")))?;
+    ) -> Result<(Report, Option<i32>), FailReason> {
+        let setup = |e: io::Error| FailReason::Setup(format!("report directory: {e}"));
+        let reports = self.setup.report_dir(i).map_err(setup)?;
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        fs::write(reports.join("token"), &token).map_err(setup)?;
         let file = reports.join("report");
         let mut binds = vec![Bind {
             src: reports.clone(),
@@ -382,7 +390,8 @@ impl Ctx<'_> {
         let exit = out.status.and_then(|s| s.code());
         tracing::debug!(test = %test.name, exit = ?exit, output = %out.output, "judge test ran");
         // A report file that cannot be read (not UTF-8, not a file) is no report.
-        Ok((fs::read_to_string(&file).ok(), exit))
+        let text = fs::read_to_string(&file).unwrap_or_default();
+        Ok((Report::harness(&text, &token), exit))
     }
 
     async fn unittest(&self, i: usize, test: &JudgeTest) -> Result<(), FailReason> {
@@ -390,7 +399,7 @@ impl Ctx<'_> {
         let suite = &self.judge.suite;
         let selector = test.test.clone();
         let dir = self.dir;
-        let (text, exit) = self
+        let (report, exit) = self
             .run_reported(
                 i,
                 test,
@@ -409,7 +418,6 @@ impl Ctx<'_> {
                 &[],
             )
             .await?;
-        let report = Report::harness(text.as_deref().unwrap_or(""));
         match &test.test {
             Some(selector) => {
                 let module = Path::new(suite)
@@ -426,7 +434,7 @@ impl Ctx<'_> {
         let script = self.setup.root().join("runner/shell_report.sh");
         let id = test.test.as_deref().unwrap_or(&test.name);
         let suite = &self.judge.suite;
-        let (text, exit) = self
+        let (report, exit) = self
             .run_reported(
                 i,
                 test,
@@ -435,7 +443,7 @@ impl Ctx<'_> {
                 &[],
             )
             .await?;
-        Report::harness(text.as_deref().unwrap_or("")).decide(id, exit)
+        report.decide(id, exit)
     }
 
     /// Builds the suite's test executable with cargo (offline, private `CARGO_HOME`, a
@@ -502,28 +510,17 @@ impl Ctx<'_> {
             dest: bin,
             read_only: true,
         };
-        let (text, exit) = self
+        let script = self.setup.root().join("runner/libtest_report.sh");
+        let (report, exit) = self
             .run_reported(
                 i,
                 test,
-                executable,
-                |file| {
-                    vec![
-                        "--exact".into(),
-                        id.into(),
-                        "--test-threads=1".into(),
-                        "-q".into(),
-                        "--logfile".into(),
-                        file.into(),
-                    ]
-                },
+                Path::new("bash"),
+                |file| vec![script.into(), file.into(), executable.into(), id.into()],
                 &[bind],
             )
             .await?;
-        match text {
-            Some(text) => Report::libtest(&text).decide(id, exit),
-            None => Err(FailReason::NoReport { exit }),
-        }
+        report.decide(id, exit)
     }
 }
 

@@ -1,11 +1,12 @@
 //! Reading the reports the judge's runners write, and deciding each judge test from them.
 //!
-//! Two formats: the judge-owned harnesses (`unittest_report.py`, `shell_report.sh`) write
-//! one `passed <id>` / `failed <id>` line per test that ran, then `complete` (the unittest
-//! runner first names every test it is about to run, `expect <id>`); libtest's own
-//! `--logfile` has one `ok <name>` / `failed <name>` / `ignored <name>` line per test. A
-//! test passes only when the report names it exactly once, as passed; everything else is a
-//! failure with its reason ([`FailReason`]). This module does no I/O.
+//! The judge-owned harnesses (`unittest_report.py`, `shell_report.sh`,
+//! `libtest_report.sh`) write one `passed <id>` / `failed <id>` line per test that ran,
+//! then `complete <token>` with the token the judge gave that run alone (the unittest
+//! runner first names every test it is about to run, `expect <id>`). A report without that
+//! last line is incomplete, whatever else it says. A test passes only when a complete
+//! report names it exactly once, as passed; everything else is a failure with its reason
+//! ([`FailReason`]). This module does no I/O.
 
 use std::fmt;
 
@@ -66,40 +67,23 @@ pub struct Report {
 }
 
 impl Report {
-    /// A judge-owned harness's report: `passed <id>` / `failed <id>` lines, then
-    /// `complete`. Unknown lines are ignored; nothing after `complete` counts.
-    pub fn harness(text: &str) -> Report {
+    /// A judge-owned harness's report: `passed <id>` / `failed <id>` (and `expect <id>`)
+    /// lines, then `complete <token>`. Unknown lines are ignored; nothing after the end
+    /// counts, and an end with another token is none.
+    pub fn harness(text: &str, token: &str) -> Report {
         let mut report = Report::default();
         for line in text.lines() {
-            if line == "complete" {
-                report.complete = true;
-                break;
-            }
             match line.split_once(' ') {
+                Some(("complete", t)) if t == token => {
+                    report.complete = true;
+                    break;
+                }
                 Some(("passed", id)) => report.lines.push((id.to_owned(), Outcome::Passed)),
                 Some(("failed", id)) => report.lines.push((id.to_owned(), Outcome::Failed)),
                 Some(("expect", id)) => report.expected.push(id.to_owned()),
                 _ => {}
             }
         }
-        report
-    }
-
-    /// libtest's `--logfile`: `ok <name>`, `failed <name>`, `ignored <name>` lines. libtest
-    /// writes no end marker (a test's line is written once it finished), so an empty log
-    /// counts as no report and any line as a finished one.
-    pub fn libtest(text: &str) -> Report {
-        let mut report = Report::default();
-        for line in text.lines() {
-            match line.split_once(' ') {
-                Some(("ok", name)) => report.lines.push((name.to_owned(), Outcome::Passed)),
-                Some(("failed" | "ignored", name)) => {
-                    report.lines.push((name.to_owned(), Outcome::Failed))
-                }
-                _ => {}
-            }
-        }
-        report.complete = !report.lines.is_empty();
         report
     }
 
@@ -157,8 +141,10 @@ mod tests {
 
     #[test]
     fn a_test_passes_only_when_a_complete_report_names_it_once_as_passed() {
-        let r =
-            Report::harness("passed m.T.a\nfailed m.T.b\npassed m.T.c\npassed m.T.c\ncomplete\n");
+        let r = Report::harness(
+            "passed m.T.a\nfailed m.T.b\npassed m.T.c\npassed m.T.c\ncomplete k\n",
+            "k",
+        );
         assert_eq!(r.decide("m.T.a", Some(0)), Ok(()));
         assert_eq!(r.decide("m.T.b", Some(0)), Err(FailReason::Failed));
         assert_eq!(r.decide("m.T.c", Some(0)), Err(FailReason::Ambiguous));
@@ -167,12 +153,12 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_or_cut_report_fails_whatever_the_exit_code() {
+    fn a_missing_cut_or_forged_report_fails_whatever_the_exit_code() {
         assert_eq!(
-            Report::harness("").decide("a", Some(0)),
+            Report::harness("", "k").decide("a", Some(0)),
             Err(FailReason::NoReport { exit: Some(0) })
         );
-        let cut = Report::harness("passed a\n");
+        let cut = Report::harness("passed a\n", "k");
         assert_eq!(
             cut.decide("a", Some(0)),
             Err(FailReason::Incomplete { exit: Some(0) })
@@ -181,33 +167,32 @@ mod tests {
             cut.decide_all(None),
             Err(FailReason::Incomplete { exit: None })
         );
+        // Ended by anyone but the runner given the token: no end.
+        for forged in ["passed a\ncomplete\n", "passed a\ncomplete guess\n"] {
+            assert_eq!(
+                Report::harness(forged, "k").decide("a", Some(0)),
+                Err(FailReason::Incomplete { exit: Some(0) }),
+                "{forged}"
+            );
+        }
         assert_eq!(
-            Report::harness("complete\n").decide_all(Some(0)),
+            Report::harness("complete k\n", "k").decide_all(Some(0)),
             Err(FailReason::NotInReport)
         );
         // A test announced but never reported (skipped by patched machinery) fails the
         // suite even though every reported one passed.
         assert_eq!(
-            Report::harness("expect a\nexpect b\npassed a\ncomplete\n").decide_all(Some(0)),
+            Report::harness("expect a\nexpect b\npassed a\ncomplete k\n", "k").decide_all(Some(0)),
             Err(FailReason::NotInReport)
         );
         assert_eq!(
-            Report::harness("expect a\npassed a\ncomplete\n").decide_all(Some(0)),
+            Report::harness("expect a\npassed a\ncomplete k\n", "k").decide_all(Some(0)),
             Ok(())
         );
-        // Lines after the end marker are not the runner's.
+        // Lines after the end are not the runner's.
         assert_eq!(
-            Report::harness("complete\npassed a\n").decide("a", Some(0)),
+            Report::harness("complete k\npassed a\n", "k").decide("a", Some(0)),
             Err(FailReason::NotInReport)
         );
-    }
-
-    #[test]
-    fn libtest_logfile_lines_are_read_by_exact_name() {
-        let r = Report::libtest("ok round_trip\nfailed empty\nignored slow\n");
-        assert_eq!(r.decide("round_trip", Some(0)), Ok(()));
-        assert_eq!(r.decide("round", Some(0)), Err(FailReason::NotInReport));
-        assert_eq!(r.decide("empty", Some(101)), Err(FailReason::Failed));
-        assert_eq!(r.decide("slow", Some(0)), Err(FailReason::Failed));
     }
 }

@@ -6,7 +6,10 @@ REPORT is a file in the judge's report directory, SRC the task's source director
 scratch copy), SUITE the test module file relative to SRC, TEST `Class.method` (absent:
 every test of the module). The report holds an `expect <id>` line per test of the
 selection, then one `passed <id>` or `failed <id>` line per test that ran, then
-`complete`; anything else (no report, no `complete`) fails every test.
+`complete <token>`; anything else (no report, no such last line) fails every test. The
+token is the one the judge left in REPORT's directory (file `token`): read and deleted
+before any code of the task runs, it is known only to this process, so a report the code
+under test writes in its place does not end with it.
 
 It runs under `python3 -I`: no current directory, PYTHON* variable or user site on the
 import path, so a workspace package cannot shadow the standard library; SRC goes at the
@@ -26,7 +29,11 @@ import unittest
 def main():
     report_path, src, suite = sys.argv[1:4]
     selector = sys.argv[4] if len(sys.argv) > 4 else None
-    # Opened before any code of the task runs; the path leaves argv.
+    # Read, deleted and opened before any code of the task runs; the path leaves argv.
+    token_path = os.path.join(os.path.dirname(report_path), "token")
+    with open(token_path, encoding="utf-8") as f:
+        token = f.read().strip()
+    os.remove(token_path)
     report = open(report_path, "w", encoding="utf-8")
     del sys.argv[1:]
     sys.pycache_prefix = "/tmp/judge-pycache"
@@ -49,7 +56,7 @@ def main():
     tests.run(result)
     for test_id, passed in result.outcomes:
         report.write(("passed " if passed else "failed ") + test_id + "\n")
-    report.write("complete\n")
+    report.write("complete " + token + "\n")
     report.close()
     for test, trace in result.errors + result.failures:
         sys.stderr.write("%s\n%s\n" % (test.id(), trace))
