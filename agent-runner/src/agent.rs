@@ -89,6 +89,10 @@ pub struct RunSummary {
     /// were (omitted from `summary.json` then).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub protected_restored: Vec<String>,
+    /// The judge tests that failed, with why, as `"<name>: <reason>"` (`failed`, `no
+    /// report (exit 0)`, `timed out`, ...); omitted from `summary.json` when none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub judge_failures: Vec<String>,
     /// The artifact directory, if any.
     pub artifacts: Option<PathBuf>,
 }
@@ -124,6 +128,7 @@ impl RunSummary {
             events: rec.events(),
             result,
             protected_restored,
+            judge_failures: verdict.map(Verdict::failures_explained).unwrap_or_default(),
             artifacts: rec.dir().map(Path::to_path_buf),
         };
         rec.write_summary(&summary)?;
@@ -593,7 +598,11 @@ fn run_failure(end: &RunEnd, verdict: Option<&Verdict>, progress: &Progress) -> 
         (None, _, None) => {
             // A submission that failed its judge (an unjudged one has no `failure`).
             let (failed, total, failing) = verdict.map_or((0, 0, String::new()), |v| {
-                (v.failed, v.passed + v.failed, v.failing().join(", "))
+                (
+                    v.failed,
+                    v.passed + v.failed,
+                    v.failures_explained().join("; "),
+                )
             });
             (
                 FailureRoot::Semantic {

@@ -121,6 +121,14 @@ impl Verdict {
         self.failures.iter().map(|f| f.name.clone()).collect()
     }
 
+    /// The failing tests with why, as `"<name>: <reason>"`, in task order.
+    pub fn failures_explained(&self) -> Vec<String> {
+        self.failures
+            .iter()
+            .map(|f| format!("{}: {}", f.name, f.reason))
+            .collect()
+    }
+
     /// Fraction of tests passing.
     pub fn score(&self) -> f64 {
         let total = self.passed + self.failed;

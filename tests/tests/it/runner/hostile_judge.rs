@@ -56,6 +56,17 @@ async fn no_hostile_submission_scores_above_doing_nothing() {
             if r.success != Some(false) || score > baseline[&run.task_id] {
                 above.push(format!("{probe} {}: {r:?}", run.task_id));
             }
+            // Every failing test is recorded with its reason.
+            assert_eq!(run.judge_failures.len(), r.failing_tests.len(), "{probe}");
+            if probe == "judge-exit-early" && run.task_id == "py-slugify-unicode" {
+                assert!(
+                    run.judge_failures
+                        .iter()
+                        .all(|f| f.ends_with(": no report (exit 0)")),
+                    "an exit 0 without a report: {:?}",
+                    run.judge_failures
+                );
+            }
         }
     }
     assert!(
