@@ -273,7 +273,13 @@ impl JudgeDir {
                 });
             }
         }
-        if task.task.language == Language::Rust {
+        // A fixture's own `.cargo/` is pinned and mounted above; an agent-made one is hidden.
+        let fixture_cargo = task
+            .fixture
+            .entries()
+            .iter()
+            .any(|e| e.path.starts_with(".cargo/"));
+        if task.task.language == Language::Rust && !fixture_cargo {
             let cargo = scratch.join(".cargo");
             match fs::symlink_metadata(&cargo) {
                 Ok(meta) if meta.is_dir() => {
