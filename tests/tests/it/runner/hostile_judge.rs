@@ -1,9 +1,10 @@
 //! Verdicts an agent cannot forge: submissions that fix nothing but attack the judge (exit
 //! early, print success lines, shadow the framework or its configuration, rewrite or delete
 //! the tests while they run, kill their parent, write forged reports, collide with test
-//! names) never score above the agent that does nothing, in every shipped task language.
-//! The scenarios are `tests/fixtures/runner/judge-*.toml`; the reference solutions scoring
-//! 1.00 under the same judge is `runner::reference`.
+//! names) never score above the agent that does nothing, in every shipped task language,
+//! and one that hangs at import times out in every test. The scenarios are
+//! `tests/fixtures/runner/judge-*.toml` and `tests/fixtures/judge/`; the reference
+//! solutions scoring 1.00 under the same judge is `runner::reference`.
 
 use std::collections::BTreeMap;
 
@@ -72,5 +73,30 @@ async fn no_hostile_submission_scores_above_doing_nothing() {
     assert!(
         above.is_empty(),
         "hostile submissions beat doing nothing: {above:#?}"
+    );
+}
+
+/// A submission that hangs at import (an infinite loop in the module under test) times out
+/// in every test and scores below doing nothing, while the reference solution of the same
+/// task still scores 1.00. On a task of its own (`tests/fixtures/judge/`) whose 3 s limit
+/// per test keeps the hang short.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submission_that_hangs_at_import_times_out_in_every_test() {
+    let scenario = |name: &str| repo_path(&format!("tests/fixtures/judge/{name}.toml"));
+    let score =
+        |report: &agent_runner::ScenarioReport| report.runs[0].result.final_score.expect("judged");
+    let (_d1, reference) = run_offline_tasks(scenario("tiny-reference"), None, true).await;
+    assert_eq!(score(&reference), 1.0, "{:?}", reference.runs[0].result);
+    let (_d2, noop) = run_offline_tasks(scenario("tiny-noop"), None, true).await;
+    let (_d3, hang) = run_offline_tasks(scenario("tiny-import-loop"), None, true).await;
+    let run = &hang.runs[0];
+    assert!(score(&hang) < score(&noop), "{:?}", run.result);
+    assert_eq!(run.result.success, Some(false));
+    assert_eq!(
+        run.judge_failures,
+        [
+            "test_counts_the_first_value: timed out",
+            "test_empty: timed out"
+        ]
     );
 }
