@@ -206,9 +206,9 @@ fn query_list_shows_every_description_whole() {
         "{listing}"
     );
     let words = listing.split_whitespace().collect::<Vec<_>>().join(" ");
-    // The end of lost_events' description is its eighth line.
+    // The end of lost_events' description is its tenth line.
     assert!(
-        words.contains("only checked for a missing run_stop; their last_seq is NULL."),
+        words.contains("and they are only checked for a missing run_stop."),
         "{listing}"
     );
     assert!(words.contains(

@@ -406,7 +406,7 @@ async fn agent_program_task_and_read_only_paths_under_the_host_tmp_are_visible()
     let agent = host_tmp.path().join("agent.sh");
     fs::write(
         &agent,
-        "test -r \"$BENCH_TASK_DIR/task.toml\" || exit 14\n\
+        "test -r \"$BENCH_TASK_DIR/problem.md\" || exit 14\n\
          test -r \"$1/data.txt\" || exit 15\n\
          exit 0\n",
     )
@@ -435,7 +435,7 @@ async fn agent_program_task_and_read_only_paths_under_the_host_tmp_are_visible()
     assert_eq!(
         report.agent_exit,
         Some(0),
-        "14: the task directory, 15: the --sandbox-ro directory was invisible"
+        "14: the task brief, 15: the --sandbox-ro directory was invisible"
     );
     assert_eq!(report.summary.result.exit_status, ExitStatus::Submitted);
 }
