@@ -17,9 +17,12 @@
 //!   code under test; libtest's own log read from a pipe the harness holds), or
 //!   `shell_report.sh` around `bash <script> <test>`;
 //! - a report directory of its own, outside the scratch copy and never mounted for an
-//!   agent, holding a random token the harness reads and deletes before any code of the
-//!   task runs; the runner reads the report back once the sandbox is gone and accepts it
-//!   only when it ends with `complete <token>` ([`report`]).
+//!   agent (it lies under the host's temp directory, which every agent sandbox replaces by
+//!   a private `/tmp` and which no `--sandbox-ro` path may contain,
+//!   [`crate::tools::bwrap::mountable_read_only`]; only this test's sandbox binds it, after
+//!   its own private `/tmp`), holding a random token the harness reads and deletes
+//!   before any code of the task runs; the runner reads the report back once the sandbox
+//!   is gone and accepts it only when it ends with `complete <token>` ([`report`]).
 //!
 //! A missing report, a test the report does not name, a crash, a timeout and an exit 0
 //! without a report all fail the test, with the reason in the verdict. Every naive forgery

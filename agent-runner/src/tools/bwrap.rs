@@ -728,7 +728,8 @@ impl Confinement {
             args.push("--unshare-net".into());
         }
         // The private /tmp first: host paths under /tmp bound below (the scratch copy, an
-        // agent program, a task's brief or pristine test file) are then mounted on top of it, not hidden by it.
+        // agent program, an exec agent's brief, the judge's pristine files and report
+        // directory) are then mounted on top of it, not hidden by it.
         args.extend([
             "--size".into(),
             self.limits.tmp_bytes.to_string().into(),
