@@ -91,6 +91,10 @@ pub struct RunSummary {
     /// were (omitted from `summary.json` then).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub protected_restored: Vec<String>,
+    /// The judge tests that failed, with why, as `"<name>: <reason>"` (`failed`, `no
+    /// report (exit 0)`, `timed out`, ...); omitted from `summary.json` when none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub judge_failures: Vec<String>,
     /// The artifact directory, if any.
     pub artifacts: Option<PathBuf>,
 }
@@ -126,6 +130,7 @@ impl RunSummary {
             events: rec.events(),
             result,
             protected_restored,
+            judge_failures: verdict.map(Verdict::failures_explained).unwrap_or_default(),
             artifacts: rec.dir().map(Path::to_path_buf),
         };
         rec.write_summary(&summary)?;
@@ -385,7 +390,7 @@ pub(crate) fn run_stop(
         total_tokens: usage.total_tokens(),
         tool_errors,
         stability_variance: None,
-        failing_tests: verdict.map(|v| v.failing.clone()).unwrap_or_default(),
+        failing_tests: verdict.map(Verdict::failing).unwrap_or_default(),
         tests_passed: verdict.map(|v| v.passed),
         tests_failed: verdict.map(|v| v.failed),
         files_modified: u32::try_from(files_modified).unwrap_or(u32::MAX),
@@ -395,6 +400,7 @@ pub(crate) fn run_stop(
         cost_usd: usage.cost_usd(),
         api_calls: usage.api_calls,
         turns,
+        claim: None,
     }
 }
 
@@ -530,12 +536,8 @@ async fn turns(
         if modified {
             progress.last_change = Instant::now();
             if limits.probes_tests() {
-                let probe = judge::judge(
-                    &spec.task.task.judge,
-                    toolbox.sandbox().root(),
-                    toolbox.confinement(),
-                )
-                .await;
+                let probe =
+                    judge::judge(spec.task, toolbox.sandbox().root(), toolbox.confinement()).await;
                 if let Some(end) = limits.observe_failing(&mut progress.patience, probe.failed) {
                     return Ok(end);
                 }
@@ -653,7 +655,11 @@ fn run_failure(end: &RunEnd, verdict: Option<&Verdict>, progress: &Progress) -> 
         (None, _, None) => {
             // A submission that failed its judge (an unjudged one has no `failure`).
             let (failed, total, failing) = verdict.map_or((0, 0, String::new()), |v| {
-                (v.failed, v.passed + v.failed, v.failing.join(", "))
+                (
+                    v.failed,
+                    v.passed + v.failed,
+                    v.failures_explained().join("; "),
+                )
             });
             (
                 FailureRoot::Semantic {

@@ -134,10 +134,14 @@ pub enum ExecError {
     /// The agent's scratch copy of the fixture could not be made.
     #[error(transparent)]
     Sandbox(#[from] SandboxError),
-    /// A path the agent was to read (its program, its task, `--sandbox-ro`) cannot be
+    /// A path the agent was to read (its program, `--sandbox-ro`) cannot be
     /// made visible in its sandbox.
     #[error(transparent)]
     Unmountable(#[from] UnmountablePath),
+    /// The directory with the agent's problem statement (`BENCH_TASK_DIR`) could not be
+    /// made.
+    #[error("cannot write the task brief: {0}")]
+    Brief(std::io::Error),
 }
 
 /// What only an import can meet: a trajectory that cannot be read or converted (the file
@@ -253,7 +257,7 @@ impl Error {
             | Error::Record(_)
             | Error::Publish(PublishFailure::Task(_))
             | Error::Sweep(SweepError::Claims(_) | SweepError::ClickHouse(_))
-            | Error::Exec(ExecError::Sandbox(_) | ExecError::Wait(_))
+            | Error::Exec(ExecError::Sandbox(_) | ExecError::Wait(_) | ExecError::Brief(_))
             | Error::Tail(_)
             | Error::Otlp(_) => Exit::Failure,
         }

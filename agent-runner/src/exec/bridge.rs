@@ -2,13 +2,16 @@
 //! agent program with the run's ids and config in its environment, turn every line it
 //! writes on stdout into an event ([`super::protocol`]), then close the run.
 //!
-//! The bridge owns the run's envelope and its ends: `run_start` is always its own; the
-//! agent may end the run with its own `run_stop`, otherwise the bridge judges the scratch
-//! copy with the task's judge (as `agent-runner run` does) and emits `run_stop` itself.
+//! The bridge owns the run's envelope and its ends: `run_start` and `run_stop` are always
+//! its own. It always judges the scratch copy with the task's judge (as `agent-runner run`
+//! does), and the run's totals are the sums of the events it saw. An agent never judges
+//! itself: a `run_stop` line from it is its report (its chosen exit status and reason) and
+//! the rest of it is kept as `run_stop.claim`, with the fields that disagree.
 //! A malformed line is logged and counted, never fatal.
 //!
 //! The agent runs in the sandbox ([`crate::tools::bwrap`]), in its scratch copy (also
-//! `BENCH_WORKDIR`): it sees the task directory (`BENCH_TASK_DIR`), the directories of the
+//! `BENCH_WORKDIR`): it sees its task's brief (`BENCH_TASK_DIR`: the problem statement, not
+//! the task directory, whose answer key and judge no agent sandbox mounts), the directories of the
 //! files named on its command line and those of `read_only`, all read-only, and no other
 //! part of the caller's directory; one of those the sandbox cannot show
 //! ([`crate::tools::bwrap::mountable_read_only`]) refuses the run before anything is
@@ -22,7 +25,7 @@ use std::process::{ExitStatus as ProcessStatus, Stdio};
 use std::time::Instant;
 
 use schemas::{
-    Canonical, ExitKind, ExitStatus, Hash256, Payload, RunSequencer, RunStop, SandboxInfo,
+    Canonical, ExitKind, ExitStatus, Hash256, Payload, RunClaim, RunSequencer, RunStop, SandboxInfo,
 };
 use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
@@ -41,7 +44,7 @@ use crate::publish::DeliveryReport;
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
 use crate::scenario::{LoadOptions, LoadedScenario};
-use crate::tools::bwrap::{self, Confinement, SandboxMode, SandboxedCommand, TreeGuard};
+use crate::tools::bwrap::{self, Bind, Confinement, SandboxMode, SandboxedCommand, TreeGuard};
 use crate::tools::Sandbox;
 
 /// Everything `agent-runner exec` needs, validated.
@@ -136,8 +139,6 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         .confinement(&run_config.sandbox_limits, false)?;
     let sandbox_info =
         confinement.info(run_config.tool_timeout_ms, run_config.execution_timeout_ms);
-    // Absolute: the agent starts in its scratch copy, not in the caller's directory.
-    let task_dir = task.dir.canonicalize().unwrap_or_else(|_| task.dir.clone());
     // Files named on the command line (the agent's script) are passed by absolute path,
     // since the agent starts in its scratch copy, and their directories are readable.
     let mut read_only = config
@@ -148,7 +149,6 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
                 .map_err(|e| Error::Config(format!("--sandbox-ro {}: {e}", dir.display())))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    read_only.push(task_dir.clone());
     let mut words = Vec::with_capacity(config.command.len());
     for (i, word) in config.command.iter().enumerate() {
         let path = Path::new(word);
@@ -170,6 +170,10 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         read_only = bwrap::mountable_read_only(&read_only).map_err(ExecError::from)?;
     }
     let sandbox = Sandbox::create(&task.fixture_dir(), &task.fixture).map_err(ExecError::from)?;
+    // What the agent may know of its task: the problem statement. The task directory holds
+    // the answer key (`[[solution]]`) and the judge's files, so it is never mounted.
+    let brief = task_brief(&task.task.problem).map_err(ExecError::Brief)?;
+    let task_dir = brief.path().canonicalize().map_err(ExecError::Brief)?;
     let fixture_sha256 = task.fixture_sha256();
     let env_hash = ExecEnvironment {
         command: config
@@ -242,6 +246,12 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
             workdir: sandbox.root(),
             read_only: &read_only,
             env: &env,
+            // A bind applied after the sandbox's private /tmp, where the brief lives.
+            binds: &[Bind {
+                src: task_dir.clone(),
+                dest: task_dir,
+                read_only: true,
+            }],
         })
         .map_err(spawn_err)?;
     let mut child = command
@@ -290,23 +300,18 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         AgentEnd::Exited(status) => status.code(),
         AgentEnd::TimedOut | AgentEnd::Shutdown => None,
     };
-    let (result, verdict) = match state.agent_stop.take() {
-        Some(stop) => (stop, None),
-        None => {
-            let (stop, verdict) = close_run(
-                &rec,
-                &end,
-                task,
-                &sandbox,
-                &confinement,
-                started,
-                state.tool_errors,
-            )
-            .await;
-            rec.emit(None, Payload::RunStop(stop.clone()))?;
-            (stop, verdict)
-        }
-    };
+    let (result, verdict) = close_run(
+        &rec,
+        &end,
+        state.agent_stop.take(),
+        task,
+        &sandbox,
+        &confinement,
+        started,
+        state.tool_errors,
+    )
+    .await;
+    rec.emit(None, Payload::RunStop(result.clone()))?;
     let summary = RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())?;
     drop(rec);
     let delivery = finish_optional_publisher(publisher).await?;
@@ -317,6 +322,14 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         agent_exit,
         delivery,
     })
+}
+
+/// A directory holding only `problem.md` (the problem statement): the agent's
+/// `BENCH_TASK_DIR`. Deleted on drop.
+fn task_brief(problem: &str) -> std::io::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix("bench-brief-").tempdir()?;
+    std::fs::write(dir.path().join("problem.md"), problem)?;
+    Ok(dir)
 }
 
 /// Kills the agent's process tree: `bwrap` (its pid namespace goes with it), the process
@@ -338,7 +351,7 @@ struct ReadState {
     lines: u64,
     skipped: u64,
     tool_errors: u32,
-    /// The agent's own `run_stop`, once sent.
+    /// The agent's own `run_stop`, once sent: a claim, never emitted as the run's end.
     agent_stop: Option<RunStop>,
 }
 
@@ -373,35 +386,51 @@ impl ReadState {
         if !event.ignored.is_empty() {
             tracing::warn!(line = self.lines, fields = ?event.ignored, "envelope fields from the agent ignored");
         }
-        match &event.payload {
-            Payload::ToolCall(call) if call.exit_kind != ExitKind::Ok => self.tool_errors += 1,
-            Payload::RunStop(stop) => self.agent_stop = Some(stop.clone()),
-            _ => {}
+        match event.payload {
+            // The agent's account, not the run's end: the runner judges and closes the run.
+            Payload::RunStop(stop) => self.agent_stop = Some(stop),
+            payload => {
+                if matches!(&payload, Payload::ToolCall(call) if call.exit_kind != ExitKind::Ok) {
+                    self.tool_errors += 1;
+                }
+                rec.emit(event.step_id, payload)?;
+            }
         }
-        rec.emit(event.step_id, event.payload)?;
         Ok(())
     }
 }
 
-/// The `run_stop` of a run the agent did not close: the judge's final verdict on the
-/// scratch copy (protected files restored first), with how the agent ended; and that
-/// verdict (`None` on shutdown: nobody judged), for `summary.json`.
+/// The run's `run_stop`: the judge's final verdict on the scratch copy (protected files
+/// restored first) and the runner's own totals, with how the agent ended: the status and
+/// reason of its own `run_stop` when it sent one (its report of how it chose to end), else
+/// its exit. What that `run_stop` declared beyond status and reason is kept as
+/// `run_stop.claim`, with the fields that disagree. Also the verdict (`None` on shutdown:
+/// nobody judged), for `summary.json`.
+#[allow(clippy::too_many_arguments)]
 async fn close_run(
     rec: &RunRecorder,
     end: &AgentEnd,
+    agent_stop: Option<RunStop>,
     task: &crate::scenario::LoadedTask,
     sandbox: &Sandbox,
     confinement: &Confinement,
     started: Instant,
     tool_errors: u32,
 ) -> (RunStop, Option<Verdict>) {
-    let run_end = match end {
-        AgentEnd::Exited(status) if status.success() => RunEnd::submitted(),
-        AgentEnd::Exited(status) => {
+    let run_end = match (end, &agent_stop) {
+        (AgentEnd::Shutdown, _) => RunEnd::early(ExitStatus::ExitError, "shutdown"),
+        (_, Some(stop)) if stop.exit_status == ExitStatus::Submitted => RunEnd::submitted(),
+        (_, Some(stop)) => RunEnd::early(
+            stop.exit_status,
+            stop.early_stop_reason
+                .clone()
+                .unwrap_or_else(|| "the agent's own run_stop".to_owned()),
+        ),
+        (AgentEnd::Exited(status), None) if status.success() => RunEnd::submitted(),
+        (AgentEnd::Exited(status), None) => {
             RunEnd::early(ExitStatus::ExitError, format!("agent exited with {status}"))
         }
-        AgentEnd::TimedOut => RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout"),
-        AgentEnd::Shutdown => RunEnd::early(ExitStatus::ExitError, "shutdown"),
+        (AgentEnd::TimedOut, None) => RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout"),
     };
     let root = sandbox.root();
     // Shutdown ends the run now, unjudged: test counts and score unknown.
@@ -413,7 +442,7 @@ async fn close_run(
         .map(|now| task.fixture.changed_paths(&now).len())
         .unwrap_or(0);
     let usage = rec.usage();
-    let stop = RunStop {
+    let mut stop = RunStop {
         // The runner sees only the calls the agent reports: an agent that reports none
         // may still have used a model, so its tokens and cost are unknown, not 0.
         total_tokens: usage.total_tokens().filter(|_| usage.api_calls > 0),
@@ -429,7 +458,55 @@ async fn close_run(
             None,
         )
     };
+    stop.claim = agent_stop.map(|declared| claim(&declared, &stop));
+    if let Some(claim) = stop.claim.as_ref().filter(|c| !c.discrepancies.is_empty()) {
+        tracing::warn!(fields = %claim.discrepancies.join(", "), "the agent's run_stop disagrees with the runner's");
+    }
     (stop, verdict)
+}
+
+/// `declared` (the agent's `run_stop`) as a claim beside `actual` (the runner's).
+fn claim(declared: &RunStop, actual: &RunStop) -> RunClaim {
+    let mut discrepancies = Vec::new();
+    let mut check = |field: &str, differs: bool| {
+        if differs {
+            discrepancies.push(field.to_owned());
+        }
+    };
+    // Unknown on either side is no disagreement: nothing to compare.
+    fn differ<T: PartialEq>(a: Option<T>, b: Option<T>) -> bool {
+        matches!((a, b), (Some(a), Some(b)) if a != b)
+    }
+    check("api_calls", declared.api_calls != actual.api_calls);
+    check("cost_usd", differ(declared.cost_usd, actual.cost_usd));
+    check(
+        "final_score",
+        differ(declared.final_score, actual.final_score),
+    );
+    check("success", differ(declared.success, actual.success));
+    check(
+        "tests_failed",
+        differ(declared.tests_failed, actual.tests_failed),
+    );
+    check(
+        "tests_passed",
+        differ(declared.tests_passed, actual.tests_passed),
+    );
+    check(
+        "total_tokens",
+        differ(declared.total_tokens, actual.total_tokens),
+    );
+    RunClaim {
+        success: declared.success,
+        final_score: declared.final_score,
+        tests_passed: declared.tests_passed,
+        tests_failed: declared.tests_failed,
+        total_tokens: declared.total_tokens,
+        cost_usd: declared.cost_usd,
+        api_calls: declared.api_calls,
+        turns: declared.turns,
+        discrepancies,
+    }
 }
 
 /// Reads lines of at most [`MAX_LINE_BYTES`]; a longer line is consumed and reported as

@@ -216,6 +216,7 @@ pub fn events(
             cost_usd: stats.cost_usd(traj.api_calls()),
             api_calls: traj.api_calls(),
             turns: Some(u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX)),
+            claim: None,
         }),
     )?;
     Ok(out.events)

@@ -455,6 +455,9 @@ impl SpanEvents<'_, '_> {
             cost_usd: None,
             api_calls: 0,
             turns: None,
+            // A trace's verdict is stored as the trace states it, under its own scoring
+            // version; `claim` is only for an `exec` agent's `run_stop` beside the judge's.
+            claim: None,
         })
     }
 

@@ -92,7 +92,8 @@ pub struct LoadedTask {
     pub task_sha256: Hash256,
     /// The fixture files; the scratch copy is made from this listing.
     pub fixture: Tree,
-    /// The compiled `[judge] protect` patterns.
+    /// The judge's inputs: `[judge] protect`, the suite file and the runner configuration
+    /// files of the task's language ([`Language::runner_config_patterns`]).
     pub protected: Protected,
 }
 
@@ -181,12 +182,16 @@ impl LoadedTask {
         let text = String::from_utf8_lossy(&bytes);
         let task = Task::parse(dir, &text)?;
         let fixture = Tree::scan(&Task::fixture_dir(dir))?;
-        let protected =
-            Protected::new(&task.judge.protect).map_err(|e| ScenarioError::Invalid {
-                path: task_file.clone(),
-                reason: format!("judge.protect: {e}"),
-            })?;
-        let unmatched = protected.unmatched(&fixture);
+        let invalid_glob = |e: globset::Error| ScenarioError::Invalid {
+            path: task_file.clone(),
+            reason: format!("judge.protect: {e}"),
+        };
+        let unmatched = Protected::new(&task.judge.protect)
+            .map_err(invalid_glob)?
+            .unmatched(&fixture)
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>();
         if !unmatched.is_empty() {
             return Err(ScenarioError::Invalid {
                 path: task_file,
@@ -195,6 +200,29 @@ impl LoadedTask {
                 ),
             });
         }
+        // The judge's inputs: the task's own patterns, the suite file and the runner
+        // configuration of its language.
+        let suite = task.judge.suite_file(task.language);
+        if !fixture.entries().iter().any(|e| e.path == suite) {
+            return Err(ScenarioError::Invalid {
+                path: task_file,
+                reason: format!("judge.suite: the fixture has no {suite}"),
+            });
+        }
+        let patterns: Vec<String> = task
+            .judge
+            .protect
+            .iter()
+            .cloned()
+            .chain([globset::escape(&suite)])
+            .chain(
+                task.language
+                    .runner_config_patterns()
+                    .iter()
+                    .map(|p| (*p).to_owned()),
+            )
+            .collect();
+        let protected = Protected::new(&patterns).map_err(invalid_glob)?;
         Ok(LoadedTask {
             task,
             dir: dir.to_path_buf(),

@@ -1,6 +1,7 @@
 //! A benchmark task: `scenarios/tasks/<id>/task.toml` (problem, judge tests, reference
 //! solution) plus the buggy project in `fixture/`. Format: `scenarios/README.md`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -42,17 +43,51 @@ pub enum Language {
     Rust,
 }
 
-/// The judge: tests that fail on the fixture and pass after a correct fix.
+impl Language {
+    /// Globs of the files this language's test runner or build reads as configuration,
+    /// always pristine for the judge on top of the task's `[judge] protect` (agent-made
+    /// ones are deleted before the final verdict): what would let code change how tests
+    /// are found or run rather than what they test.
+    pub fn runner_config_patterns(self) -> &'static [&'static str] {
+        match self {
+            Language::Python => &[
+                "**/conftest.py",
+                "**/sitecustomize.py",
+                "**/usercustomize.py",
+                "**/*.pth",
+                "**/pytest.ini",
+            ],
+            Language::Rust => &[
+                ".cargo",
+                ".cargo/**",
+                "rust-toolchain",
+                "rust-toolchain.toml",
+            ],
+            Language::Shell => &[],
+        }
+    }
+}
+
+/// The judge: tests that fail on the fixture and pass after a correct fix, each decided
+/// from the per-test report of a judge-owned runner ([`crate::judge`]), never from an exit
+/// code of the code under test.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Judge {
-    /// Time limit of each test command, ms.
+    /// Time limit of each test (and of the build, for `cargo`), ms.
     pub timeout_ms: u64,
-    /// Each runs separately with `bash -c` in the run's scratch copy; exit 0 = pass.
+    /// The test suite the tests belong to, by the task's language: Python, the test module
+    /// file (`test_slugify.py`, run with `unittest`); Rust, the integration test target
+    /// (`records` for `tests/records.rs`); shell, the test script (`tests/test_ci.sh`, run as
+    /// `bash <script> <test>`). It is always mounted pristine for the judge.
+    pub suite: String,
+    /// The tests, each run separately in a fresh sandbox of its own.
     pub tests: Vec<JudgeTest>,
-    /// Globs (relative to the fixture root) of the judge's own files: before the final
-    /// verdict they are restored from the pristine fixture and files the agent added that
-    /// match are deleted ([`crate::protect`]). Default: none.
+    /// Globs (relative to the fixture root) of the judge's own files: mounted read-only from
+    /// the pristine fixture over the scratch copy while the judge runs, and before the final
+    /// verdict restored in it, files the agent added that match being deleted
+    /// ([`crate::protect`]). The runner's own configuration files of the language are always
+    /// added ([`Language::runner_config_patterns`]). Default: none.
     #[serde(default)]
     pub protect: Vec<String>,
 }
@@ -63,8 +98,35 @@ pub struct Judge {
 pub struct JudgeTest {
     /// Reported in `run_stop.failing_tests`.
     pub name: String,
-    /// Shell text.
-    pub command: String,
+    /// The test in the suite: Python `Class.method` (absent: every test of the module, of
+    /// which there must be at least one); Rust the exact libtest name (`round_trip`,
+    /// `wrap::in_order`); shell the test name the script takes. Absent = `name` for Rust and
+    /// shell.
+    #[serde(default)]
+    pub test: Option<String>,
+    /// Environment variables of this test (`TZ = "IST-5:30"`), on top of the sandbox's.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+impl Judge {
+    /// The fixture path of the suite file: the Python module or shell script as written,
+    /// `tests/<target>.rs` for Rust.
+    pub fn suite_file(&self, language: Language) -> String {
+        match language {
+            Language::Rust => format!("tests/{}.rs", self.suite),
+            Language::Python | Language::Shell => self.suite.clone(),
+        }
+    }
+}
+
+/// Variables a judge test may not set: the sandbox's own.
+const RESERVED_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "CARGO_HOME"];
+
+/// Whether `id` can name a test in a report line: non-empty, no whitespace, no control
+/// characters (report lines are `<outcome> <id>`).
+fn valid_test_id(id: &str) -> bool {
+    !id.is_empty() && !id.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 impl Task {
@@ -89,6 +151,7 @@ impl Task {
         if task.judge.timeout_ms == 0 {
             return Err(invalid("judge.timeout_ms must be > 0".into()));
         }
+        task.check_judge().map_err(invalid)?;
         Protected::new(&task.judge.protect).map_err(|e| invalid(format!("judge.protect: {e}")))?;
         for (i, step) in task.solution.iter().enumerate() {
             step.parse()
@@ -100,8 +163,95 @@ impl Task {
         Ok(task)
     }
 
+    /// The judge's names are unique and usable in reports, its suite a relative path
+    /// inside the fixture, its environment free of the sandbox's own variables.
+    fn check_judge(&self) -> Result<(), String> {
+        let judge = &self.judge;
+        let suite = Path::new(&judge.suite);
+        let inside = suite
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if judge.suite.is_empty() || !inside {
+            return Err(format!(
+                "judge.suite {:?} must be a relative path inside the fixture",
+                judge.suite
+            ));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for test in &judge.tests {
+            if !names.insert(&test.name) {
+                return Err(format!("judge test {:?} is named twice", test.name));
+            }
+            let id = test.test.as_deref().unwrap_or(&test.name);
+            if !valid_test_id(&test.name) || !valid_test_id(id) {
+                return Err(format!(
+                    "judge test {:?}: names and tests must be non-empty, without whitespace",
+                    test.name
+                ));
+            }
+            if let Some(key) = test
+                .env
+                .keys()
+                .find(|k| RESERVED_ENV.contains(&k.as_str()) || !valid_test_id(k))
+            {
+                return Err(format!(
+                    "judge test {:?}: env {key:?} is the sandbox's own or not a name",
+                    test.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The fixture directory of the task in `dir`.
     pub fn fixture_dir(dir: &Path) -> PathBuf {
         dir.join(FIXTURE_DIR)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `task.toml` text of task `t` with `judge` as its `[judge]` section.
+    fn parse(judge: &str) -> Result<Task, String> {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let task_dir = dir.path().join("t");
+        std::fs::create_dir_all(task_dir.join(FIXTURE_DIR)).expect("mkdir");
+        let text =
+            format!("id = \"t\"\nlanguage = \"shell\"\ntitle = \"x\"\nproblem = \"x\"\n{judge}");
+        Task::parse(&task_dir, &text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_judge_names_a_suite_inside_the_fixture_and_tests_it_can_report() {
+        let ok = "[judge]\ntimeout_ms = 1\nsuite = \"tests/t.sh\"\n\
+                  [[judge.tests]]\nname = \"a\"\nenv = { TZ = \"UTC\" }\n";
+        assert!(parse(ok).is_ok(), "{:?}", parse(ok));
+        for (bad, why) in [
+            (
+                "suite = \"../t.sh\"\n[[judge.tests]]\nname = \"a\"\n",
+                "inside the fixture",
+            ),
+            (
+                "suite = \"/t.sh\"\n[[judge.tests]]\nname = \"a\"\n",
+                "inside the fixture",
+            ),
+            (
+                "suite = \"t.sh\"\n[[judge.tests]]\nname = \"a\"\n[[judge.tests]]\nname = \"a\"\n",
+                "named twice",
+            ),
+            (
+                "suite = \"t.sh\"\n[[judge.tests]]\nname = \"a b\"\n",
+                "without whitespace",
+            ),
+            (
+                "suite = \"t.sh\"\n[[judge.tests]]\nname = \"a\"\nenv = { PATH = \"/x\" }\n",
+                "the sandbox's own",
+            ),
+        ] {
+            let err = parse(&format!("[judge]\ntimeout_ms = 1\n{bad}")).expect_err(bad);
+            assert!(err.contains(why), "{bad}: {err}");
+        }
     }
 }

@@ -487,6 +487,21 @@ pub struct SandboxedCommand<'a> {
     pub read_only: &'a [PathBuf],
     /// Variables documented for this process, on top of the allowlist.
     pub env: &'a [(String, String)],
+    /// Extra mounts, applied last (after the scratch copy, so they can lie over files in
+    /// it): the judge's pristine inputs and its report directory. Ignored by unsandboxed
+    /// confinements, which have no mount namespace.
+    pub binds: &'a [Bind],
+}
+
+/// One extra bind mount of a [`SandboxedCommand`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bind {
+    /// The host path mounted.
+    pub src: PathBuf,
+    /// Where it appears in the sandbox (may lie inside the scratch copy).
+    pub dest: PathBuf,
+    /// Mounted read-only (`--ro-bind`) rather than writable (`--bind`).
+    pub read_only: bool,
 }
 
 /// `PATH` of every confined process: the toolchains' `bin/`, then the system
@@ -713,7 +728,8 @@ impl Confinement {
             args.push("--unshare-net".into());
         }
         // The private /tmp first: host paths under /tmp bound below (the scratch copy, an
-        // agent program, a task directory) are then mounted on top of it, not hidden by it.
+        // agent program, an exec agent's brief, the judge's pristine files and report
+        // directory) are then mounted on top of it, not hidden by it.
         args.extend([
             "--size".into(),
             self.limits.tmp_bytes.to_string().into(),
@@ -746,6 +762,18 @@ impl Confinement {
             "--chdir".into(),
             workdir,
         ]);
+        for bind in spec.binds {
+            let flag = if bind.read_only {
+                "--ro-bind"
+            } else {
+                "--bind"
+            };
+            args.extend([
+                flag.into(),
+                bind.src.clone().into_os_string(),
+                bind.dest.clone().into_os_string(),
+            ]);
+        }
         args.push("--clearenv".into());
         for (key, value) in env {
             args.extend(["--setenv".into(), key.into(), value.into()]);
@@ -859,6 +887,11 @@ mod tests {
             workdir,
             read_only: &[],
             env: &env,
+            binds: &[Bind {
+                src: "/tmp/pristine/test_x.py".into(),
+                dest: workdir.join("test_x.py"),
+                read_only: true,
+            }],
         };
         confinement
             .bwrap_args(&spec, &[], &env)
@@ -889,6 +922,9 @@ mod tests {
         let tmpfs = closed.iter().position(|a| a == "--tmpfs");
         let bind = closed.iter().position(|a| a == "--bind");
         assert!(tmpfs < bind, "{closed:?}");
+        // Extra binds come after the workspace they lie over.
+        let extra = closed.iter().position(|a| a == "/tmp/pristine/test_x.py");
+        assert!(bind < extra, "{closed:?}");
         assert!(closed.ends_with(&[
             "--clearenv".to_owned(),
             "--setenv".to_owned(),

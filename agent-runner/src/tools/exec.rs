@@ -71,18 +71,36 @@ impl ExecOutput {
 ///
 /// Only when the command cannot be started at all (no `bash`, no such directory, no fds).
 pub async fn run_shell(spec: &ExecSpec<'_>) -> io::Result<ExecOutput> {
-    let started = Instant::now();
-    // CLOEXEC so that commands spawned concurrently by other runs do not inherit our
-    // write end (which would keep this pipe open until they exit).
-    let (read_end, write_end) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?;
     let args: [OsString; 2] = ["-c".into(), spec.command.into()];
-    let (mut command, tree) = spec.confinement.command(&SandboxedCommand {
+    let command = SandboxedCommand {
         program: "bash".as_ref(),
         args: &args,
         workdir: spec.cwd,
         read_only: &[],
         env: &[],
-    })?;
+        binds: &[],
+    };
+    run_confined(spec.confinement, &command, spec.timeout, spec.output_cap).await
+}
+
+/// Runs any `command` in `confinement` the way [`run_shell`] runs shell text (the judge
+/// starts its own runners, with their mounts, this way): output merged and capped at
+/// `output_cap`, the whole tree killed past `timeout` and after exit.
+///
+/// # Errors
+///
+/// Only when the command cannot be started at all.
+pub async fn run_confined(
+    confinement: &Confinement,
+    command: &SandboxedCommand<'_>,
+    timeout: Duration,
+    output_cap: usize,
+) -> io::Result<ExecOutput> {
+    let started = Instant::now();
+    // CLOEXEC so that commands spawned concurrently by other runs do not inherit our
+    // write end (which would keep this pipe open until they exit).
+    let (read_end, write_end) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?;
+    let (mut command, tree) = confinement.command(command)?;
     command
         .stdin(Stdio::null())
         .stdout(Stdio::from(write_end.try_clone()?))
@@ -98,9 +116,9 @@ pub async fn run_shell(spec: &ExecSpec<'_>) -> io::Result<ExecOutput> {
             .map(Pid::from_raw),
     );
     let mut reader = pipe::Receiver::from_owned_fd(read_end)?;
-    let mut capture = Capture::new(spec.output_cap);
+    let mut capture = Capture::new(output_cap);
     let deadline = tokio::time::Instant::from_std(started)
-        .checked_add(spec.timeout)
+        .checked_add(timeout)
         .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400 * 365));
 
     let mut buf = vec![0u8; 16 * 1024];

@@ -10,6 +10,7 @@
 SELECT
     task_id,
     policy_id,
+    scoring_version,
     count() AS runs,
     sum(stopped) AS finished,
     countIf(stopped = 1 AND isNotNull(succeeded)) AS judged,
@@ -25,7 +26,7 @@ SELECT
             / countIf(stopped = 1 AND isNotNull(run_turns)), 2)) AS avg_turns
 FROM
 (
-    SELECT run_id, task_id, policy_id
+    SELECT run_id, task_id, policy_id, scoring_version
     FROM run_starts FINAL
     WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
         AND ({policy:String} = '' OR policy_id = {policy:String})
@@ -36,5 +37,5 @@ ANY LEFT JOIN
         turns AS run_turns
     FROM run_stops FINAL
 ) AS stopped_runs USING run_id
-GROUP BY task_id, policy_id
-ORDER BY task_id, policy_id
+GROUP BY task_id, policy_id, scoring_version
+ORDER BY task_id, policy_id, scoring_version

@@ -1,7 +1,9 @@
--- Leaderboard: one row per policy (policy_id, model, strategy), best success rate first;
--- with by = 'cfg', one row per policy and run config (cfg_hash, NULL otherwise), so runs
--- of one model:strategy under different temperatures, windows, endpoints or task mixes
--- are not merged.
+-- Leaderboard: one row per policy (policy_id, model, strategy) and scoring version, best
+-- success rate first; with by = 'cfg', one row per policy, run config (cfg_hash, NULL
+-- otherwise) and scoring version, so runs of one model:strategy under different
+-- temperatures, windows, endpoints or task mixes are not merged. Verdicts of different
+-- scoring versions (run_start.scoring_version: the judge's rules) are never pooled: a
+-- policy judged under two versions has two rows (NULL: a Smith run, which names none).
 --
 -- runs = runs started; finished = runs with a run_stop; infra_failures = finished runs
 -- that are infrastructure failures, no result of the policy (success NULL and exit_status
@@ -37,6 +39,7 @@ SELECT
     nullIf(cfg_key, '') AS cfg_hash,
     model,
     strategy,
+    scoring_version,
     count() AS runs,
     sum(stopped) AS finished,
     countIf(stopped = 1 AND isNull(succeeded)
@@ -67,7 +70,7 @@ SELECT
         AS avg_wall_time_s
 FROM
 (
-    SELECT policy_id, cfg_key, model, strategy,
+    SELECT policy_id, cfg_key, model, strategy, scoring_version,
         stopped, succeeded, run_exit, run_cost, run_turns, run_api_calls, run_wall_ms,
         call_input, call_cached, call_output, call_reasoning,
         -- Every call's counts known, and (once finished) its calls add up to the run's
@@ -77,13 +80,13 @@ FROM
             OR ifNull(toFloat64(run_total) = call_input + call_output, 0))) AS tokens_known
     FROM
     (
-        SELECT run_id, policy_id, cfg_key, model, strategy,
+        SELECT run_id, policy_id, cfg_key, model, strategy, scoring_version,
             stopped, succeeded, run_exit, run_cost, run_turns, run_api_calls, run_wall_ms,
             run_total
         FROM
         (
             SELECT run_id, policy_id, if({by:String} = 'cfg', cfg_hash, '') AS cfg_key,
-                model, strategy
+                model, strategy, scoring_version
             FROM run_starts FINAL
             WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
                 AND ({policy:String} = '' OR policy_id = {policy:String})
@@ -111,5 +114,5 @@ FROM
         GROUP BY run_id
     ) AS run_tokens USING run_id
 ) AS runs_with_tokens
-GROUP BY policy_id, cfg_key, model, strategy
-ORDER BY success_rate DESC, avg_cost_usd ASC, policy_id, cfg_key
+GROUP BY policy_id, cfg_key, model, strategy, scoring_version
+ORDER BY success_rate DESC, avg_cost_usd ASC, policy_id, cfg_key, scoring_version

@@ -1,5 +1,7 @@
 -- Cost-vs-success Pareto frontier over policies: on_frontier = 1 when no other policy
--- is at least as cheap and at least as successful, and strictly better in one.
+-- is at least as cheap and at least as successful, and strictly better in one. One row
+-- per policy and scoring version (run_start.scoring_version, NULL for Smith runs): a
+-- policy is only compared with policies judged under the same scoring rules.
 --
 -- Over finished runs; success_rate is over the runs whose success is known (NULL
 -- success: a submission nobody judged), avg_cost_usd averages the runs with a known
@@ -11,39 +13,47 @@
 -- param policy String = '': only this policy_id; empty = every policy
 SELECT
     policy_id,
+    nullIf(version, '') AS scoring_version,
     runs,
     priced_runs,
     round(rate, 4) AS success_rate,
     round(cost, 6) AS avg_cost_usd,
     toUInt8(NOT arrayExists(
-        (other_cost, other_rate) -> other_cost <= cost AND other_rate >= rate
+        (other_cost, other_rate, other_version) -> other_version = version
+            AND other_cost <= cost AND other_rate >= rate
             AND (other_cost < cost OR other_rate > rate),
-        costs, rates)) AS on_frontier
+        costs, rates, versions)) AS on_frontier
 FROM
 (
-    SELECT groupArray(policy_id) AS policies, groupArray(finished) AS run_counts,
-        groupArray(priced) AS priced_counts, groupArray(policy_rate) AS rates,
-        groupArray(policy_cost) AS costs
+    SELECT groupArray(policy_id) AS policies, groupArray(scoring) AS versions,
+        groupArray(finished) AS run_counts, groupArray(priced) AS priced_counts,
+        groupArray(policy_rate) AS rates, groupArray(policy_cost) AS costs
     FROM
     (
         SELECT
             policy_id,
+            -- '' for NULL: groupArray leaves NULLs out, which would misalign the arrays.
+            ifNull(scoring_version, '') AS scoring,
             count() AS finished,
             countIf(isNotNull(cost_usd)) AS priced,
             countIf(isNotNull(success)) AS judged,
             countIf(success = 1) / judged AS policy_rate,
             sumIf(assumeNotNull(cost_usd), isNotNull(cost_usd)) / priced AS policy_cost
-        FROM run_stops FINAL
-        WHERE run_id IN (
-    -- The runs selected by the time range and policy filter.
-    SELECT run_id FROM run_starts FINAL
-    WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
-        AND ({policy:String} = '' OR policy_id = {policy:String})
-)
-        GROUP BY policy_id
+        FROM
+        (
+            -- The runs selected by the time range and policy filter.
+            SELECT run_id, policy_id, scoring_version FROM run_starts FINAL
+            WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
+                AND ({policy:String} = '' OR policy_id = {policy:String})
+        ) AS started
+        ANY INNER JOIN
+        (
+            SELECT run_id, success, cost_usd FROM run_stops FINAL
+        ) AS stopped_runs USING run_id
+        GROUP BY policy_id, scoring
         HAVING priced > 0 AND judged > 0
     )
 )
-ARRAY JOIN policies AS policy_id, run_counts AS runs, priced_counts AS priced_runs,
-    rates AS rate, costs AS cost
-ORDER BY avg_cost_usd, success_rate DESC, policy_id
+ARRAY JOIN policies AS policy_id, versions AS version, run_counts AS runs,
+    priced_counts AS priced_runs, rates AS rate, costs AS cost
+ORDER BY avg_cost_usd, success_rate DESC, policy_id, scoring_version

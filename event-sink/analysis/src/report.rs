@@ -263,6 +263,23 @@ pub fn render(data: &ReportData) -> String {
             "<section class=\"window\" data-window=\"{key}\"{}>",
             if i == 0 { "" } else { " hidden" }
         );
+        // Verdicts of different judging rules are never pooled silently.
+        let versions = scoring_versions(answer(window, "leaderboard"));
+        let shown_version = match versions.as_slice() {
+            [_, .., latest] if versions.len() > 1 => {
+                let _ = write!(
+                    page,
+                    "<p class=\"notice\">These runs were judged under {} scoring versions \
+                     ({}): the leaderboard and the Pareto chart keep them apart (a row per \
+                     policy and version); the per-instance table shows version {} only.</p>",
+                    versions.len(),
+                    escape(&versions.join(", ")),
+                    escape(latest)
+                );
+                Some(latest.as_str())
+            }
+            _ => None,
+        };
         let pareto_id = format!("chart-pareto-{key}");
         let _ = write!(
             page,
@@ -323,7 +340,8 @@ pub fn render(data: &ReportData) -> String {
             instances_table(
                 &format!("table-instances-{key}"),
                 answer(window, "instances"),
-                &policies
+                &policies,
+                shown_version
             )
         );
         for (name, title) in [
@@ -430,7 +448,29 @@ fn pareto_legend(
 /// The per-instance table: one row per task, one column per policy (in the policies'
 /// order), each cell solved or not over the judged runs (`2/3` when runs disagree,
 /// `unjudged` when none was judged), average cost and turns.
-fn instances_table(id: &str, instances: &Table, policies: &Policies) -> String {
+/// The scoring versions (`scoring_version`) of `leaderboard`'s rows, oldest first
+/// (numerically where they are numbers); rows without one are left out.
+fn scoring_versions(leaderboard: &Table) -> Vec<String> {
+    let mut versions: Vec<String> = (0..leaderboard.rows.len())
+        .filter_map(|row| leaderboard.get(row, "scoring_version"))
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .collect();
+    versions.sort_by(|a, b| {
+        (a.parse::<u64>().ok(), a.as_str()).cmp(&(b.parse::<u64>().ok(), b.as_str()))
+    });
+    versions.dedup();
+    versions
+}
+
+/// `instances` as a task × policy grid; `version`: only the rows of that scoring version
+/// (when the window holds several).
+fn instances_table(
+    id: &str,
+    instances: &Table,
+    policies: &Policies,
+    version: Option<&str>,
+) -> String {
     if instances.rows.is_empty() {
         return format!("<p class=\"empty\" id=\"{id}\">none</p>");
     }
@@ -453,6 +493,7 @@ fn instances_table(id: &str, instances: &Table, policies: &Policies) -> String {
         (0..instances.rows.len()).find(|&row| {
             instances.get(row, "task_id") == Some(task)
                 && instances.get(row, "policy_id") == Some(policy)
+                && version.is_none_or(|v| instances.get(row, "scoring_version") == Some(v))
         })
     };
     let mut out = format!(
@@ -709,6 +750,7 @@ th, td { border-bottom: 1px solid #e6e6e6; padding: 3px 8px; text-align: left; w
 th { background: #fafafa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 p.empty { color: #777; }
+p.notice { background: #fff4d6; border-left: 4px solid #e0a800; padding: 6px 10px; }
 div.scroll { overflow-x: auto; }
 </style></head><body>
 "#;
@@ -786,7 +828,7 @@ mod tests {
              t1\tp\t1\t1\t0\t0\nt2\tp\t2\t2\t1\t1\n",
         )
         .expect("parses");
-        let html = instances_table("i", &instances, &Policies::default());
+        let html = instances_table("i", &instances, &Policies::default(), None);
         assert!(html.contains("class=\"unjudged\""), "{html}");
         assert!(
             html.contains("0 of 0 judged runs solved (1 finished, 1 started)"),
@@ -799,6 +841,40 @@ mod tests {
         );
         // Tasks solved, out of the tasks with a judged run.
         assert!(html.contains(">1 / 1</td>"), "{html}");
+    }
+
+    #[test]
+    fn verdicts_of_two_scoring_versions_are_said_apart_and_not_pooled() {
+        let leaderboard = Table::from_tsv_with_names_and_types(
+            "policy_id\tscoring_version\truns\nString\tNullable(String)\tUInt64\n\
+             p\t1\t3\np\t10\t2\np\t2\t1\n",
+        )
+        .expect("parses");
+        assert_eq!(scoring_versions(&leaderboard), ["1", "2", "10"]);
+        let instances = Table::from_tsv_with_names_and_types(
+            "task_id\tpolicy_id\tscoring_version\truns\tfinished\tjudged\tsolved\n\
+             String\tString\tNullable(String)\tUInt64\tUInt64\tUInt64\tUInt64\n\
+             t1\tp\t1\t1\t1\t1\t1\nt1\tp\t10\t1\t1\t1\t0\n",
+        )
+        .expect("parses");
+        let window = Window {
+            key: "all",
+            label: "all runs",
+            answers: [("leaderboard", leaderboard), ("instances", instances)]
+                .into_iter()
+                .collect(),
+        };
+        let page = render(&ReportData {
+            windows: vec![window],
+            ..ReportData::default()
+        });
+        assert!(
+            page.contains("judged under 3 scoring versions (1, 2, 10)"),
+            "{page}"
+        );
+        // The version-1 run solved t1, the version-10 one did not: only the latter shows.
+        assert!(page.contains("0 of 1 judged runs solved"), "{page}");
+        assert!(!page.contains("1 of 1 judged runs solved"), "{page}");
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub use deliberation::{Action, Deliberation, DeliberationStatus, PricingSource};
 pub use failure::{Failure, FailureRoot, FinalErrorState, RecoveryAttempt};
 pub use optimizer::OptimizerUpdate;
 pub use run::{
-    EnforcedLimit, ExitStatus, PidsLimit, RunStart, RunStop, SandboxInfo, SandboxNetwork,
+    EnforcedLimit, ExitStatus, PidsLimit, RunClaim, RunStart, RunStop, SandboxInfo, SandboxNetwork,
     ScenarioRef, SweepRef,
 };
 pub use step::{Step, StepType};

@@ -188,10 +188,41 @@ pub struct RunStop {
     pub api_calls: u32,
     /// Agent turns taken: turns whose model call got no completion do not count (the
     /// agent did not act), so a run the provider never answered took 0. Null (or absent)
-    /// when nobody counted them: an `exec` agent's
-    /// run (the runner sees the agent's events, not its turns) unless the agent ends the
-    /// run with its own `run_stop` that says how many it took.
+    /// when nobody counted them: an `exec` agent's run (the runner sees the agent's events,
+    /// not its turns; what the agent says it took is in `claim`).
     pub turns: Option<u32>,
+    /// What the agent said about its own run (`agent-runner exec`: the `run_stop` line it
+    /// sent), kept as a claim: it never becomes `success`, `final_score`, the test counts
+    /// or the totals above, which are the judge's and the runner's. Absent when the agent
+    /// sent none (and for every other producer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<RunClaim>,
+}
+
+/// An agent's own account of its run, beside the runner's (`run_stop.claim`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunClaim {
+    /// The `success` the agent declared.
+    pub success: Option<bool>,
+    /// The `final_score` the agent declared.
+    pub final_score: Option<f64>,
+    /// The `tests_passed` the agent declared.
+    pub tests_passed: Option<u32>,
+    /// The `tests_failed` the agent declared.
+    pub tests_failed: Option<u32>,
+    /// The `total_tokens` the agent declared.
+    pub total_tokens: Option<u64>,
+    /// The `cost_usd` the agent declared, USD.
+    pub cost_usd: Option<f64>,
+    /// The `api_calls` the agent declared.
+    pub api_calls: u32,
+    /// The `turns` the agent declared (null: it did not say).
+    pub turns: Option<u32>,
+    /// The `run_stop` fields whose declared value disagrees with the runner's (both
+    /// known and different), in alphabetical order, of `api_calls`, `cost_usd`,
+    /// `final_score`, `success`, `tests_failed`, `tests_passed`, `total_tokens`. Empty when
+    /// all agree.
+    pub discrepancies: Vec<String>,
 }
 
 /// Why a run ended.

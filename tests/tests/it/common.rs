@@ -83,8 +83,17 @@ pub async fn run_offline(
     scenario: PathBuf,
     allow_unpinned: bool,
 ) -> (tempfile::TempDir, agent_runner::ScenarioReport) {
+    run_offline_tasks(scenario, None, allow_unpinned).await
+}
+
+/// [`run_offline`] of the scenario's `tasks` only (`None`: all).
+pub async fn run_offline_tasks(
+    scenario: PathBuf,
+    tasks: Option<Vec<String>>,
+    allow_unpinned: bool,
+) -> (tempfile::TempDir, agent_runner::ScenarioReport) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let config = runner_config(scenario, None, allow_unpinned, None, dir.path());
+    let config = runner_config(scenario, tasks, allow_unpinned, None, dir.path());
     let report = agent_runner::run(config, CancellationToken::new())
         .await
         .expect("scenario runs");

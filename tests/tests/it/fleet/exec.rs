@@ -102,3 +102,90 @@ async fn example_agent_events_reach_clickhouse() {
     );
     sink.stop().await;
 }
+
+/// An agent that fixes nothing and sends its own `run_stop` declaring success (99 tests,
+/// 999999 tokens, $0) is judged by the runner anyway: ClickHouse holds the judge's verdict
+/// and the sums of the events the runner saw, and the declaration only as a claim, with
+/// the fields that disagree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_agent_that_declares_its_own_success_is_judged_and_its_claims_kept_apart() {
+    let (nats, sink) = start_pipeline().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let agent = repo_path("tests/fixtures/exec/self_judging_agent.py")
+        .canonicalize()
+        .expect("agent");
+    let report = exec::run(
+        ExecConfig {
+            command: vec!["python3".into(), agent.into_os_string()],
+            scenario: repo_path("scenarios/smoke.toml"),
+            task: "sh-ci-exit-status".to_owned(),
+            allow_unpinned: false,
+            seed: None,
+            policy_id: Some("exec:self-judging".to_owned()),
+            host: "exec-host".to_owned(),
+            sandbox: Default::default(),
+            read_only: Vec::new(),
+            out_dir: Some(dir.path().join("runs")),
+            publish: Some(publish_setup(
+                &nats.url(),
+                &SubjectPrefix::default(),
+                dir.path(),
+            )),
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    let r = &report.summary.result;
+    // The judge's verdict on the untouched fixture: 5 of 8 (the regression guards).
+    assert_eq!(
+        (r.success, r.tests_passed, r.tests_failed),
+        (Some(false), Some(5), Some(3)),
+        "{r:?}"
+    );
+    let claim = r
+        .claim
+        .as_ref()
+        .expect("the agent's run_stop is kept as a claim");
+    assert_eq!(
+        (claim.success, claim.tests_passed, claim.total_tokens),
+        (Some(true), Some(99), Some(999_999))
+    );
+    assert_eq!(
+        claim.discrepancies,
+        [
+            "cost_usd",
+            "final_score",
+            "success",
+            "tests_failed",
+            "tests_passed",
+            "total_tokens"
+        ]
+    );
+
+    let run = report.summary.run_id;
+    sink.wait_for_run(&report.summary).await;
+    // One run_stop, the runner's: judged, totals summed from the one call it saw.
+    sink.wait_for(
+        &format!(
+            "SELECT count(), any(success), any(tests_passed), any(total_tokens), any(cost_usd), \
+             any(api_calls), isNull(any(turns)) \
+             FROM benchstream.run_stops FINAL WHERE run_id = '{run}' FORMAT TSV"
+        ),
+        "1\t0\t5\t120\t0.0001\t1\t1",
+    )
+    .await;
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT count(), sum(position(raw, '\"claim\":{{') > 0), \
+                 sum(position(raw, '\"discrepancies\":[\"cost_usd\",\"final_score\",\"success\"') > 0) \
+                 FROM benchstream.events_raw FINAL WHERE run_id = '{run}' AND type = 'run_stop' \
+                 FORMAT TSV"
+            )
+        ),
+        "1\t1\t1"
+    );
+    sink.stop().await;
+}

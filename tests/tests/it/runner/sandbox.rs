@@ -256,7 +256,7 @@ async fn exec_agent_closing_stdout_ends_at_its_timeout_with_its_children() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn exec_agent_reaches_neither_the_broker_nor_the_canary_nor_writes_its_task() {
+async fn exec_agent_reaches_neither_the_broker_nor_the_canary_nor_its_answer_key() {
     let nats = NatsServer::start();
     let canary = Canary::new("exec.txt");
     let dir = tempfile::tempdir().expect("dir");
@@ -265,11 +265,17 @@ async fn exec_agent_reaches_neither_the_broker_nor_the_canary_nor_writes_its_tas
         "(exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && exit 11; \
          cat {canary} 2>/dev/null && exit 12; \
          echo owned 2>/dev/null > {canary} && exit 13; \
-         test -r \"$BENCH_TASK_DIR/task.toml\" || exit 14; \
+         test -r \"$BENCH_TASK_DIR/problem.md\" || exit 14; \
          touch \"$BENCH_TASK_DIR/owned\" 2>/dev/null && exit 15; \
+         cat \"$BENCH_TASK_DIR/task.toml\" {task_toml} 2>/dev/null && exit 16; \
          exit 0",
         port = nats.port(),
-        canary = canary.path.display()
+        canary = canary.path.display(),
+        task_toml = fixture_scenario("hostile-exec")
+            .with_file_name("tasks/sh-ci-exit-status/task.toml")
+            .canonicalize()
+            .expect("task file")
+            .display()
     );
     let (report, elapsed) = hostile_exec(&script, dir.path()).await;
     assert!(elapsed < Duration::from_secs(3 + 5), "{elapsed:?}");
@@ -400,7 +406,7 @@ async fn agent_program_task_and_read_only_paths_under_the_host_tmp_are_visible()
     let agent = host_tmp.path().join("agent.sh");
     fs::write(
         &agent,
-        "test -r \"$BENCH_TASK_DIR/task.toml\" || exit 14\n\
+        "test -r \"$BENCH_TASK_DIR/problem.md\" || exit 14\n\
          test -r \"$1/data.txt\" || exit 15\n\
          exit 0\n",
     )
@@ -429,7 +435,7 @@ async fn agent_program_task_and_read_only_paths_under_the_host_tmp_are_visible()
     assert_eq!(
         report.agent_exit,
         Some(0),
-        "14: the task directory, 15: the --sandbox-ro directory was invisible"
+        "14: the task brief, 15: the --sandbox-ro directory was invisible"
     );
     assert_eq!(report.summary.result.exit_status, ExitStatus::Submitted);
 }
