@@ -18,6 +18,12 @@
 //! the workspace) and counts in `run_stop.tool_errors`, as the `tool_errors` query counts
 //! it.
 //!
+//! A run that could not get its sandbox (at the start, for a tool call, for a judge
+//! probe or for the final judge: [`Confinement::setup_failure`]) is not a result: it ends
+//! there, `exit_environment`, unjudged, with `success`, `final_score` and the test counts
+//! null and a `failure` (category `environment`) saying why, so it counts in no success
+//! rate.
+//!
 //! The loop never fails because of the agent: tool errors, a broken policy or a missing
 //! sandbox become events and an exit status. It returns an error only when the run's own
 //! artifacts cannot be written.
@@ -261,27 +267,31 @@ pub async fn execute(
         }
         Err(e) => {
             tracing::error!(task = %task.task.id, error = %e, "cannot set up the sandbox");
-            progress.first_tool_failure = Some(FailureRoot::Build {
-                error_type: "sandbox".to_owned(),
-                command: e,
-            });
-            (
-                RunEnd::early(ExitStatus::ExitEnvironment, "sandbox setup failed"),
-                None,
-            )
+            (environment_end(e), None)
         }
     };
 
     // `None`: no judge ran, so no test count or score is known.
-    let (verdict, files_modified) = match &toolbox {
+    let (verdict, files_modified, end) = match &toolbox {
         Some(toolbox) => {
             let root = toolbox.sandbox().root();
             // On shutdown the run ends now, unjudged, and the workspace is removed within
-            // seconds.
-            let verdict = tokio::select! {
-                biased;
-                _ = shutdown.cancelled() => None,
-                verdict = judge::judge_submission(task, root, toolbox.confinement()) => Some(verdict),
+            // seconds; a run without its sandbox is not judged at all.
+            let verdict = if end.status == ExitStatus::ExitEnvironment {
+                None
+            } else {
+                tokio::select! {
+                    biased;
+                    _ = shutdown.cancelled() => None,
+                    verdict = judge::judge_submission(task, root, toolbox.confinement()) => Some(verdict),
+                }
+            };
+            // A judge test whose sandbox failed makes the verdict meaningless.
+            let (verdict, end) = match toolbox.confinement().setup_failure() {
+                Some(why) if end.status != ExitStatus::ExitEnvironment => {
+                    (None, environment_end(why.to_owned()))
+                }
+                _ => (verdict, end),
             };
             let modified = Tree::scan_workspace(root)
                 .map(|now| task.fixture.changed_paths(&now).len())
@@ -289,11 +299,11 @@ pub async fn execute(
                     tracing::warn!(error = %e, "cannot list the scratch directory");
                     0
                 });
-            (verdict, modified)
+            (verdict, modified, end)
         }
-        None => (None, 0),
+        None => (None, 0, end),
     };
-    let success = Verdict::run_success(verdict.as_ref(), end.status == ExitStatus::Submitted);
+    let success = run_success(&end, verdict.as_ref());
     let judged = match &verdict {
         Some(v) => format!(
             "judge: {} of {} tests pass{}",
@@ -310,8 +320,9 @@ pub async fn execute(
             format!("{}; {judged}", end.reason.as_deref().unwrap_or("submitted")),
         )),
     )?;
-    // A submission nobody judged (success unknown) has no `failure`: it may be right.
-    if success == Some(false) {
+    // A submission nobody judged (success unknown) has no `failure`: it may be right. A
+    // run without its sandbox has one: why it is not a result.
+    if success == Some(false) || end.status == ExitStatus::ExitEnvironment {
         rec.emit(
             None,
             Payload::Failure(run_failure(&end, verdict.as_ref(), &progress)),
@@ -366,7 +377,7 @@ pub(crate) fn run_stop(
 ) -> RunStop {
     let usage = rec.usage();
     RunStop {
-        success: Verdict::run_success(verdict, end.status == ExitStatus::Submitted),
+        success: run_success(end, verdict),
         final_score: verdict.map(Verdict::score),
         wall_time_ms: millis(started.elapsed()),
         total_tokens: usage.total_tokens(),
@@ -382,6 +393,28 @@ pub(crate) fn run_stop(
         cost_usd: usage.cost_usd(),
         api_calls: usage.api_calls,
         turns,
+    }
+}
+
+/// `run_stop.success` of a run that ended as `end`, judged by `verdict`: unknown for a run
+/// that could not get its sandbox (no result, whatever it did), else the judge's (see
+/// [`Verdict::run_success`]).
+fn run_success(end: &RunEnd, verdict: Option<&Verdict>) -> Option<bool> {
+    if end.status == ExitStatus::ExitEnvironment {
+        None
+    } else {
+        Verdict::run_success(verdict, end.status == ExitStatus::Submitted)
+    }
+}
+
+/// The end of a run whose sandbox could not be set up, `why`.
+pub(crate) fn environment_end(why: String) -> RunEnd {
+    RunEnd {
+        root: Some(FailureRoot::Build {
+            error_type: "sandbox".to_owned(),
+            command: why,
+        }),
+        ..RunEnd::early(ExitStatus::ExitEnvironment, "sandbox setup failed")
     }
 }
 
@@ -481,6 +514,9 @@ async fn turns(
                     ..step(StepType::Observe, outcome.observation.clone())
                 }),
             )?;
+            if let Some(why) = toolbox.confinement().setup_failure() {
+                return Ok(environment_end(why.to_owned()));
+            }
             modified |= !outcome.footprint.files_modified.is_empty();
             let submitted = outcome.submitted;
             progress.history.push(Exchange {
@@ -501,6 +537,9 @@ async fn turns(
                     toolbox.confinement(),
                 )
                 .await;
+                if let Some(why) = toolbox.confinement().setup_failure() {
+                    return Ok(environment_end(why.to_owned()));
+                }
                 if let Some(end) = limits.observe_failing(&mut progress.patience, probe.failed) {
                     return Ok(end);
                 }
@@ -589,10 +628,10 @@ fn remedy(kind: ExitKind) -> &'static str {
 /// (`exit_api`) is filed under `provider`, category `provider`.
 fn run_failure(end: &RunEnd, verdict: Option<&Verdict>, progress: &Progress) -> Failure {
     let (root, category) = match (&end.reason, &progress.first_tool_failure, &end.root) {
-        (_, _, Some(root)) => (root.clone(), root.kind()),
-        (_, Some(root), None) if end.status == ExitStatus::ExitEnvironment => {
+        (_, _, Some(root)) if end.status == ExitStatus::ExitEnvironment => {
             (root.clone(), "environment")
         }
+        (_, _, Some(root)) => (root.clone(), root.kind()),
         (None, _, None) => {
             // A submission that failed its judge (an unjudged one has no `failure`).
             let (failed, total, failing) = verdict.map_or((0, 0, String::new()), |v| {

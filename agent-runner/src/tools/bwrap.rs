@@ -31,14 +31,25 @@
 //! to create the namespaces (some containers forbid user namespaces). Without it a run may
 //! still execute as plain processes ([`Confinement::unsandboxed`]); `run_start.sandbox`
 //! then says `none`, and the limits that still hold (rlimits, cgroup, timeouts) are listed.
+//!
+//! A sandbox that cannot be set up for one command (its cgroup cannot be created or
+//! joined, the runner cannot fork, bwrap fails: a namespace or process limit reached, a
+//! mount refused) is not the agent's doing, so it must not become part of a result. Whether
+//! bwrap set the sandbox up is read from bwrap itself, never from the command's output
+//! (which the agent writes): bwrap writes `"exit-code"` on its `--json-status-fd` only
+//! after the sandbox was set up and its command ran ([`TreeGuard::setup_completed`]). The
+//! first such failure is kept by the run's [`Confinement`] ([`Confinement::setup_failure`]),
+//! which ends the run `exit_environment`, unjudged.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
 use std::process::Stdio;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::{EnforcedLimit, SandboxInfo, SandboxLimits};
@@ -307,7 +318,8 @@ impl ResourceLimits {
 }
 
 /// How the processes of one run are confined: bwrap or plain processes, network or not,
-/// and the limits. Cheap to clone; the judge and the tools of a run share one.
+/// and the limits. Cheap to clone; the judge and the tools of a run share one, and so
+/// share its record of a sandbox that could not be set up.
 #[derive(Debug, Clone)]
 pub struct Confinement {
     /// The bwrap version; `None` = plain processes on the host.
@@ -316,6 +328,8 @@ pub struct Confinement {
     network: bool,
     /// rlimits and `pids.max`.
     limits: ResourceLimits,
+    /// Why a sandbox of this run could not be set up, the first time it could not.
+    setup_failure: Arc<OnceLock<String>>,
 }
 
 /// One process to start in a sandbox.
@@ -376,7 +390,21 @@ impl Confinement {
             bwrap: None,
             network: limits.network_enabled,
             limits: ResourceLimits::from_config(limits),
+            setup_failure: Arc::default(),
         }
+    }
+
+    /// Why a sandbox of this run could not be set up, if one could not: the run is then
+    /// no result (`exit_environment`, unjudged).
+    pub fn setup_failure(&self) -> Option<&str> {
+        self.setup_failure.get().map(String::as_str)
+    }
+
+    /// Records that a sandbox of this run could not be set up (the first reason is kept),
+    /// and says so on the log.
+    pub fn record_setup_failure(&self, why: String) {
+        tracing::error!(reason = %crate::terminal::Escaped(&why), "the agent sandbox could not be set up; the run is not a result");
+        let _ = self.setup_failure.set(why);
     }
 
     /// Whether processes run inside bwrap.
@@ -425,13 +453,32 @@ impl Confinement {
         }
     }
 
-    /// The command that starts `spec` confined (its `PATH` is [`sandbox_path`]), in its own process group, with its
-    /// stdio still to be set by the caller; and the guard of its process tree, to kill
-    /// when the command is done or timed out.
+    /// The command that starts `spec` confined (its `PATH` is [`sandbox_path`]), in its
+    /// own process group, with its stdout and stderr still to be set by the caller (stdin
+    /// is `/dev/null`: the caller must not set it); and the guard of its process tree, to
+    /// kill when the command is done or timed out.
+    ///
+    /// # Errors
+    ///
+    /// The sandbox cannot be set up (its cgroup cannot be created, no pipe); recorded as
+    /// this run's [`Confinement::setup_failure`] too.
     pub fn command(&self, spec: &SandboxedCommand<'_>) -> io::Result<(Command, TreeGuard)> {
+        self.build(spec).inspect_err(|e| {
+            self.record_setup_failure(format!("cannot prepare the sandbox: {e}"));
+        })
+    }
+
+    fn build(&self, spec: &SandboxedCommand<'_>) -> io::Result<(Command, TreeGuard)> {
         let host = host();
         let cgroup = match &host.pids_cgroup {
             Some(base) => Some(PidsCgroup::create(base, self.limits.processes)?),
+            None => None,
+        };
+        // bwrap's status pipe: its write end is the wrapper's stdin, moved to fd 3 before
+        // the wrapper execs (no `unsafe` fd plumbing in the runner), so nothing else the
+        // runner spawns meanwhile inherits it.
+        let status = match self.bwrap {
+            Some(_) => Some(nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?),
             None => None,
         };
         let path = sandbox_path();
@@ -451,15 +498,23 @@ impl Confinement {
         env.extend(spec.env.iter().cloned());
 
         let mut argv: Vec<OsString> = Vec::new();
-        if let Some(cg) = &cgroup {
-            // Joins the cgroup before anything else runs, so no fork escapes it: the shell
-            // moves itself ("0" = the writer), then becomes the rest of the command line.
-            argv.extend([
-                "/bin/sh".into(),
-                "-c".into(),
-                r#"echo 0 > "$0" && exec "$@""#.into(),
-                cg.dir.join("cgroup.procs").into_os_string(),
-            ]);
+        if cgroup.is_some() || status.is_some() {
+            // A shell that moves the status pipe to fd 3 and joins the cgroup before
+            // anything else runs, so no fork escapes it ("0" = the writer), then becomes
+            // the rest of the command line.
+            let mut script = String::new();
+            if status.is_some() {
+                script.push_str("exec 3>&0 </dev/null && ");
+            }
+            if cgroup.is_some() {
+                script.push_str(r#"echo 0 > "$0" && "#);
+            }
+            script.push_str(r#"exec "$@""#);
+            argv.extend(["/bin/sh".into(), "-c".into(), script.into()]);
+            argv.push(cgroup.as_ref().map_or_else(
+                || "sandbox".into(),
+                |cg| cg.dir.join("cgroup.procs").into_os_string(),
+            ));
         }
         if host.prlimit {
             argv.push("prlimit".into());
@@ -468,6 +523,7 @@ impl Confinement {
         }
         if self.bwrap.is_some() {
             argv.push("bwrap".into());
+            argv.extend(["--json-status-fd".into(), "3".into()]);
             argv.extend(self.bwrap_args(spec, &host.toolchains, &env));
         }
         argv.push(spec.program.to_owned());
@@ -484,7 +540,17 @@ impl Confinement {
             .current_dir(spec.workdir)
             .process_group(0)
             .kill_on_drop(true);
-        Ok((command, TreeGuard { cgroup }))
+        let status = match status {
+            Some((read_end, write_end)) => {
+                command.stdin(Stdio::from(write_end));
+                Some(read_end)
+            }
+            None => {
+                command.stdin(Stdio::null());
+                None
+            }
+        };
+        Ok((command, TreeGuard { cgroup, status }))
     }
 
     fn bwrap_args(
@@ -548,9 +614,45 @@ impl Confinement {
 pub struct TreeGuard {
     /// The command's own `pids` cgroup, when the host allows one.
     cgroup: Option<PidsCgroup>,
+    /// The read end of bwrap's `--json-status-fd`; `None` for plain processes.
+    status: Option<OwnedFd>,
 }
 
+/// The most of bwrap's status pipe read: bwrap writes two short JSON lines; the rest is
+/// whatever the sandboxed processes wrote to the fd they inherit.
+const STATUS_READ_LIMIT: usize = 64 * 1024;
+
 impl TreeGuard {
+    /// Whether bwrap set the sandbox up and ran the command, read once the command has
+    /// exited on its own (not after a timeout kill): bwrap reports `"exit-code"` on its
+    /// status pipe only then, before it exits. `false` = the sandbox could not be set up
+    /// (bwrap's message is on the command's stderr). Always `true` for plain processes.
+    ///
+    /// A sandboxed process can write to the pipe too, but only once the sandbox exists:
+    /// a forged line can claim a setup that did happen, never deny one.
+    pub fn setup_completed(&self) -> bool {
+        let Some(fd) = &self.status else {
+            return true;
+        };
+        let Ok(fd) = fd.try_clone() else {
+            return false;
+        };
+        if fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).is_err() {
+            return false;
+        }
+        let mut pipe = fs::File::from(fd);
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while seen.len() < STATUS_READ_LIMIT {
+            match io::Read::read(&mut pipe, &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+        seen.windows(b"\"exit-code\"".len())
+            .any(|w| w == b"\"exit-code\"")
+    }
+
     /// SIGKILLs every process still in the tree's cgroup.
     pub fn kill(&self) {
         if let Some(cg) = &self.cgroup {
