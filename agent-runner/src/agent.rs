@@ -137,13 +137,14 @@ impl RunSummary {
     }
 }
 
-/// How a result reads in the runner's reports: `solved`, `unsolved` or `unjudged` (a
-/// submission nobody judged), the score (`-` when no judge ran) and the tests passing
+/// How a result reads in the runner's reports: `solved`, `unsolved`, `unjudged` (a
+/// submission nobody judged) or `no result` (the run could not get its sandbox), the score (`-` when no judge ran) and the tests passing
 /// out of those run (`-` likewise).
 pub fn result_words(r: &RunStop) -> (&'static str, String, String) {
     let outcome = match r.success {
         Some(true) => "solved",
         Some(false) => "unsolved",
+        None if r.exit_status == ExitStatus::ExitEnvironment => "no result",
         None => "unjudged",
     };
     let score = r
