@@ -2,7 +2,9 @@
 --
 -- runs = runs started; finished = runs with a run_stop; judged = finished runs whose
 -- success is known (NULL success: a submission nobody judged, e.g. an imported
--- trajectory); success_rate = successes / judged, NULL when none is. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
+-- trajectory, or a run that could not get its sandbox); no_sandbox = finished runs that
+-- could not get their agent sandbox (exit_status exit_environment): no results, in no
+-- rate, counted here so they are seen; success_rate = successes / judged, NULL when none is. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
 -- NULL when none is. avg_turns averages the finished runs whose turns are known (NULL
 -- turns: an exec agent's run, whose turns nobody counted, or a Smith run_stop), NULL when
 -- none is, never counting unknown turns as 0. avg_wall_time_s averages finished runs (NULL
@@ -29,6 +31,9 @@ SELECT
     count() AS runs,
     sum(stopped) AS finished,
     countIf(stopped = 1 AND isNotNull(succeeded)) AS judged,
+    -- assumeNotNull after the isNotNull test: 18.16 counts NULL for a Nullable comparison.
+    countIf(stopped = 1 AND isNotNull(run_exit) AND assumeNotNull(run_exit) = 'exit_environment')
+        AS no_sandbox,
     countIf(stopped = 1 AND succeeded = 1) AS successes,
     if(judged = 0, NULL, round(successes / judged, 4)) AS success_rate,
     countIf(stopped = 1 AND isNotNull(run_cost)) AS priced_runs,
@@ -50,7 +55,7 @@ SELECT
 FROM
 (
     SELECT policy_id, model, strategy,
-        stopped, succeeded, run_cost, run_turns, run_api_calls, run_wall_ms,
+        stopped, succeeded, run_exit, run_cost, run_turns, run_api_calls, run_wall_ms,
         call_input, call_cached, call_output, call_reasoning,
         -- Every call's counts known, and (once finished) its calls add up to the run's
         -- total: a run whose calls are not in the stream (an imported trajectory, a Smith
@@ -60,7 +65,7 @@ FROM
     FROM
     (
         SELECT run_id, policy_id, model, strategy,
-            stopped, succeeded, run_cost, run_turns, run_api_calls, run_wall_ms, run_total
+            stopped, succeeded, run_exit, run_cost, run_turns, run_api_calls, run_wall_ms, run_total
         FROM
         (
             SELECT run_id, policy_id, model, strategy
@@ -70,8 +75,8 @@ FROM
         ) AS started
         ANY LEFT JOIN
         (
-            SELECT run_id, toUInt8(1) AS stopped, success AS succeeded, cost_usd AS run_cost,
-                turns AS run_turns, api_calls AS run_api_calls, wall_time_ms AS run_wall_ms,
+            SELECT run_id, toUInt8(1) AS stopped, success AS succeeded, exit_status AS run_exit,
+                cost_usd AS run_cost, turns AS run_turns, api_calls AS run_api_calls, wall_time_ms AS run_wall_ms,
                 total_tokens AS run_total
             FROM run_stops FINAL
         ) AS stopped_runs USING run_id
