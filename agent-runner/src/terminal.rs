@@ -22,7 +22,8 @@ pub struct Escaped<'a>(pub &'a str);
 
 /// Whether `c` changes what a terminal shows instead of being shown.
 fn is_control(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 impl fmt::Display for Escaped<'_> {
@@ -49,7 +50,11 @@ impl fmt::Display for Escaped<'_> {
 pub struct EscapingFields;
 
 impl<'writer> FormatFields<'writer> for EscapingFields {
-    fn format_fields<R: RecordFields>(&self, mut writer: Writer<'writer>, fields: R) -> fmt::Result {
+    fn format_fields<R: RecordFields>(
+        &self,
+        mut writer: Writer<'writer>,
+        fields: R,
+    ) -> fmt::Result {
         let mut plain = String::new();
         DefaultFields::new().format_fields(Writer::new(&mut plain), fields)?;
         write!(writer, "{}", Escaped(&plain))

@@ -426,7 +426,9 @@ async fn pass_on_stderr(stderr: tokio::process::ChildStderr) -> String {
         let used = found.unwrap_or(buf.len());
         let room = SETUP_MESSAGE_BYTES.saturating_sub(head.len());
         head.extend_from_slice(&buf[..room.min(used)]);
-        let keep = STDERR_LINE_BYTES.saturating_sub(line.len()).min(chunk.len());
+        let keep = STDERR_LINE_BYTES
+            .saturating_sub(line.len())
+            .min(chunk.len());
         line.extend_from_slice(&chunk[..keep]);
         cut += (chunk.len() - keep) as u64;
         reader.consume(used);
@@ -518,7 +520,11 @@ impl ReadState {
                         tracing::warn!(line = self.lines, error = %Escaped(&error), "agent line skipped");
                     }
                     Admit::Count { suppressed } => {
-                        tracing::warn!(line = self.lines, suppressed, "agent lines skipped, not shown");
+                        tracing::warn!(
+                            line = self.lines,
+                            suppressed,
+                            "agent lines skipped, not shown"
+                        );
                     }
                     Admit::Quiet => {}
                 }
@@ -531,7 +537,11 @@ impl ReadState {
                     tracing::warn!(line = self.lines, fields = ?event.ignored, "envelope fields from the agent ignored");
                 }
                 Admit::Count { suppressed } => {
-                    tracing::warn!(line = self.lines, suppressed, "lines with envelope fields from the agent, not shown");
+                    tracing::warn!(
+                        line = self.lines,
+                        suppressed,
+                        "lines with envelope fields from the agent, not shown"
+                    );
                 }
                 Admit::Quiet => {}
             }
