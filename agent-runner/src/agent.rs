@@ -40,7 +40,6 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::fixture_tree::Tree;
 use crate::judge::{self, Verdict, SCORING_VERSION};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
@@ -294,8 +293,10 @@ pub async fn execute(
                 }
                 _ => (verdict, end),
             };
-            let modified = Tree::scan_workspace(root)
-                .map(|now| task.fixture.changed_paths(&now).len())
+            let modified = task
+                .fixture
+                .changed_paths_in(root)
+                .map(|changed| changed.len())
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "cannot list the scratch directory");
                     0

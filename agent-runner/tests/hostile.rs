@@ -4,7 +4,8 @@
 //! success and score null) and the runner says why and exits 7; an `exec` agent's escape
 //! sequences (on stderr, in file names the judge restores, in malformed lines) reach the
 //! operator's log escaped, and its floods of stderr and malformed stdout lines give a
-//! bounded log with a count of what was not shown.
+//! bounded log with a count of what was not shown; huge sparse files an agent leaves in
+//! its workspace (one over a protected test) do not grow the runner's memory.
 
 use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
@@ -133,9 +134,9 @@ fn a_run_starved_of_processes_is_no_result_and_the_runner_says_why() {
     assert!(environment, "no failure says the environment failed");
 }
 
-/// An `exec` agent under `hostile-flood.toml` running `script` (bash), through the runner
-/// binary; what the runner printed, and its output directory.
-fn exec_agent(script: &str, dir: &Path) -> Output {
+/// An `exec` agent under the test scenario `scenario` running `script` (bash), through
+/// the runner binary, artifacts under `dir/runs`; what the runner printed.
+fn exec_agent(scenario: &str, script: &str, dir: &Path) -> Output {
     Command::new(RUNNER)
         .args([
             "exec",
@@ -145,7 +146,7 @@ fn exec_agent(script: &str, dir: &Path) -> Output {
             "sh-ci-exit-status",
         ])
         .arg("--scenario")
-        .arg(fixture_scenario("hostile-flood"))
+        .arg(fixture_scenario(scenario))
         .arg("--out")
         .arg(dir.join("runs"))
         .args([OsStr::new("--"), OsStr::new("bash"), OsStr::new("-c")])
@@ -190,7 +191,7 @@ fn an_exec_agents_escape_bytes_and_floods_reach_the_log_escaped_and_bounded() {
         yes x | head -n 1000000
         exit 0
     "#;
-    let out = exec_agent(script, dir.path());
+    let out = exec_agent("hostile-flood", script, dir.path());
     let stderr = stderr_of(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
@@ -231,4 +232,46 @@ fn an_exec_agents_escape_bytes_and_floods_reach_the_log_escaped_and_bounded() {
     // The run itself is a result: the agent exited 0 and was judged.
     let result = &summary(&only_run_dir(&dir.path().join("runs")))["result"];
     assert_eq!(result["exit_status"], "submitted", "{result}");
+}
+
+/// Peak resident memory of the largest child of this test process waited for so far, in
+/// bytes (`getrusage(RUSAGE_CHILDREN)`).
+fn children_peak_rss() -> u64 {
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .expect("getrusage");
+    // Linux reports kilobytes.
+    u64::try_from(usage.max_rss()).unwrap_or(0) * 1024
+}
+
+#[test]
+fn huge_sparse_files_left_by_the_agent_do_not_grow_the_runners_memory() {
+    let dir = tempfile::tempdir().expect("dir");
+    // 3000 MB that take no disk: two new files and one over the protected test, which the
+    // judge restores (and must compare without reading it whole).
+    let script = "truncate -s 1000M big1.bin big2.bin tests/test_ci.sh && exit 0; exit 9";
+    let out = exec_agent("hostile-sparse", script, dir.path());
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let peak = children_peak_rss();
+    println!(
+        "peak RSS of the runner (or any other child of this test): {} MiB",
+        peak >> 20
+    );
+    assert!(
+        peak < 256 << 20,
+        "the runner held {} MiB: it read a sparse file whole",
+        peak >> 20
+    );
+    let run_dir = only_run_dir(&dir.path().join("runs"));
+    let result = &summary(&run_dir)["result"];
+    assert_eq!(result["exit_status"], "submitted", "{result}");
+    assert!(
+        result["files_modified"].as_u64().is_some_and(|n| n >= 2),
+        "the big files count as modified: {result}"
+    );
+    let restored = summary(&run_dir)["protected_restored"].clone();
+    assert!(
+        restored.to_string().contains("tests/test_ci.sh (modified)"),
+        "{restored}"
+    );
 }

@@ -39,7 +39,6 @@ use super::protocol::{parse_line, LineError, MAX_LINE_BYTES};
 use super::ExecError;
 use crate::agent::{self, RunSummary, RUNNER_VERSION};
 use crate::error::Error;
-use crate::fixture_tree::Tree;
 use crate::judge::{self, Verdict, SCORING_VERSION};
 use crate::limits::RunEnd;
 use crate::publish::DeliveryReport;
@@ -612,8 +611,10 @@ async fn close_run(
         }
         _ => (verdict, run_end),
     };
-    let files_modified = Tree::scan_workspace(root)
-        .map(|now| task.fixture.changed_paths(&now).len())
+    let files_modified = task
+        .fixture
+        .changed_paths_in(root)
+        .map(|changed| changed.len())
         .unwrap_or(0);
     let usage = rec.usage();
     let stop = RunStop {
