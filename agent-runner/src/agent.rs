@@ -412,11 +412,33 @@ fn run_success(end: &RunEnd, verdict: Option<&Verdict>) -> Option<bool> {
 /// The end of a run whose sandbox could not be set up, `why`.
 pub(crate) fn environment_end(why: String) -> RunEnd {
     RunEnd {
-        root: Some(FailureRoot::Build {
-            error_type: "sandbox".to_owned(),
-            command: why,
-        }),
+        root: Some(sandbox_root(why)),
         ..RunEnd::early(ExitStatus::ExitEnvironment, "sandbox setup failed")
+    }
+}
+
+/// The `failure` root of a sandbox that could not be set up, `why`.
+fn sandbox_root(why: String) -> FailureRoot {
+    FailureRoot::Build {
+        error_type: "sandbox".to_owned(),
+        command: why,
+    }
+}
+
+/// The `failure` of a run of an `exec` agent whose sandbox could not be set up, `why`
+/// (a native run's comes from [`run_failure`], with what its turns add).
+pub(crate) fn environment_failure(why: &str) -> Failure {
+    Failure {
+        first_failure_root: sandbox_root(why.to_owned()),
+        recovery_attempts: Vec::new(),
+        final_error_state: FinalErrorState {
+            recoverable: false,
+            error_category: "environment".to_owned(),
+            confidence: 1.0,
+            similar_failures: 0,
+        },
+        contributing_factors: Vec::new(),
+        remediation_suggestions: Vec::new(),
     }
 }
 

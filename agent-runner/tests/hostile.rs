@@ -79,31 +79,25 @@ fn stderr_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-#[test]
-fn a_run_starved_of_processes_is_no_result_and_the_runner_says_why() {
-    assert!(geteuid().is_root(), "this test runs as root, as CI does");
-    let dir = tempfile::tempdir().expect("dir");
-    chown(
-        dir.path(),
-        Some(Uid::from_raw(RUNNER_UID)),
-        Some(Gid::from_raw(RUNNER_UID)),
-    )
-    .expect("chown");
-    // Another run's agent of the same user holds more processes than a sandbox may have
-    // (256): the next sandbox cannot be created.
-    let _holders = Holders::start(300, "1000.6402");
-    let out = as_runner_user()
-        .arg(RUNNER)
-        .args(["run", "--allow-unpinned", "--no-publish", "--no-progress"])
-        .arg(fixture_scenario("hostile-starved"))
+/// What `agent-runner <command> <args>` run as [`RUNNER_UID`] in `dir` printed; the
+/// command (`run`, `exec`) is given `--allow-unpinned --no-publish --out dir/runs` first.
+fn runner_as_runner_user(command: &str, args: &[&OsStr], dir: &Path) -> Output {
+    as_runner_user()
+        .args([RUNNER, command, "--allow-unpinned", "--no-publish"])
         .arg("--out")
-        .arg(dir.path().join("runs"))
-        .env("HOME", dir.path())
-        .current_dir(dir.path())
+        .arg(dir.join("runs"))
+        .args(args)
+        .env("HOME", dir)
+        .current_dir(dir)
         .stdin(Stdio::null())
         .output()
-        .expect("run agent-runner");
-    let stderr = stderr_of(&out);
+        .expect("run agent-runner")
+}
+
+/// The run in `dir/runs` is no result: `exit_environment`, nothing judged, and a
+/// `failure` of category `environment`; and the runner exited 7 saying why.
+fn assert_no_result(out: &Output, dir: &Path) {
+    let stderr = stderr_of(out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(7), "{stdout}\n{stderr}");
     assert!(
@@ -111,8 +105,7 @@ fn a_run_starved_of_processes_is_no_result_and_the_runner_says_why() {
         "the runner does not say why: {stderr}"
     );
     assert!(stdout.contains("no result"), "{stdout}");
-
-    let run_dir = only_run_dir(&dir.path().join("runs"));
+    let run_dir = only_run_dir(&dir.join("runs"));
     let result = &summary(&run_dir)["result"];
     assert_eq!(result["exit_status"], "exit_environment", "{result}");
     for unknown in ["success", "final_score", "tests_passed", "tests_failed"] {
@@ -132,6 +125,52 @@ fn a_run_starved_of_processes_is_no_result_and_the_runner_says_why() {
         matches!(&e.payload, Payload::Failure(f) if f.final_error_state.error_category == "environment")
     });
     assert!(environment, "no failure says the environment failed");
+}
+
+/// A directory [`RUNNER_UID`] owns.
+fn runner_user_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dir");
+    chown(
+        dir.path(),
+        Some(Uid::from_raw(RUNNER_UID)),
+        Some(Gid::from_raw(RUNNER_UID)),
+    )
+    .expect("chown");
+    dir
+}
+
+#[test]
+fn a_run_starved_of_processes_is_no_result_and_the_runner_says_why() {
+    assert!(geteuid().is_root(), "this test runs as root, as CI does");
+    // Another run's agent of the same user holds more processes than a sandbox may have
+    // (256): no further sandbox can be created, for a tool call, for the judge, or for an
+    // exec agent.
+    let _holders = Holders::start(300, "1000.6402");
+    for scenario in ["hostile-starved", "hostile-starved-judge"] {
+        let dir = runner_user_dir();
+        let scenario = fixture_scenario(scenario);
+        let out = runner_as_runner_user(
+            "run",
+            &[OsStr::new("--no-progress"), scenario.as_os_str()],
+            dir.path(),
+        );
+        assert_no_result(&out, dir.path());
+    }
+    let dir = runner_user_dir();
+    let scenario = fixture_scenario("hostile-exec");
+    let out = runner_as_runner_user(
+        "exec",
+        &[
+            OsStr::new("--task"),
+            OsStr::new("sh-ci-exit-status"),
+            OsStr::new("--scenario"),
+            scenario.as_os_str(),
+            OsStr::new("--"),
+            OsStr::new("true"),
+        ],
+        dir.path(),
+    );
+    assert_no_result(&out, dir.path());
 }
 
 /// An `exec` agent under the test scenario `scenario` running `script` (bash), through

@@ -309,6 +309,10 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
                 state.tool_errors,
             )
             .await;
+            // Why the run is no result, when it is not.
+            if let Some(why) = confinement.setup_failure() {
+                rec.emit(None, Payload::Failure(agent::environment_failure(why)))?;
+            }
             rec.emit(None, Payload::RunStop(stop.clone()))?;
             (stop, verdict)
         }
