@@ -21,7 +21,8 @@
 //! Limits, enforced rather than recorded: `prlimit` sets rlimits before `bwrap` starts
 //! (address space = `memory_mb`, CPU seconds, file size = `disk_mb`, open files, processes),
 //! and where the host lets the runner create cgroups (v1 `pids` hierarchy, or v2 with the
-//! `pids` controller delegated) each sandbox gets its own `pids.max`, which holds a fork
+//! `pids` controller delegated: systemd `Delegate=yes`, the runner then moving itself into
+//! a leaf of its cgroup: `enable_delegated_pids`) each sandbox gets its own `pids.max`, which holds a fork
 //! bomb even for root, whom `RLIMIT_NPROC` does not bind. Time limits are the caller's:
 //! `bwrap --die-with-parent` in its own pid namespace means that killing the `bwrap`
 //! process ends every process of the sandbox, and [`TreeGuard`] kills what is left in the
@@ -187,8 +188,19 @@ fn probe_pids_cgroup() -> Option<PathBuf> {
         if controllers.split(',').any(|c| c == "pids") {
             candidates.push(Path::new("/sys/fs/cgroup/pids").join(path));
         } else if controllers.is_empty() {
-            candidates.push(Path::new("/sys/fs/cgroup").join(path));
-            candidates.push(Path::new("/sys/fs/cgroup/unified").join(path));
+            for base in [
+                Path::new("/sys/fs/cgroup"),
+                Path::new("/sys/fs/cgroup/unified"),
+            ] {
+                let base = base.join(path);
+                // Never below the root cgroup: it holds every process of the host.
+                if !path.is_empty() && base.join("cgroup.controllers").is_file() {
+                    if let Err(e) = enable_delegated_pids(&base) {
+                        tracing::debug!(cgroup = %base.display(), error = %e, "no delegated pids controller");
+                    }
+                }
+                candidates.push(base);
+            }
         }
     }
     candidates.into_iter().find(|base| {
@@ -198,6 +210,33 @@ fn probe_pids_cgroup() -> Option<PathBuf> {
             })
             .is_ok()
     })
+}
+
+/// On cgroup v2, a cgroup delegated to the runner (systemd `Delegate=yes`) offers the
+/// `pids` controller to children only once `+pids` is in its `cgroup.subtree_control`,
+/// which the kernel allows only while no process is in it ("no internal processes"):
+/// the runner moves itself (its own process, nothing else) into a leaf child `runner`
+/// first, then enables `pids`, so that sandbox cgroups can be made beside that leaf.
+fn enable_delegated_pids(base: &Path) -> io::Result<()> {
+    let lists_pids = |file: &str| -> io::Result<bool> {
+        Ok(fs::read_to_string(base.join(file))?
+            .split_whitespace()
+            .any(|c| c == "pids"))
+    };
+    if !lists_pids("cgroup.controllers")? {
+        return Err(io::Error::other("pids is not delegated to this cgroup"));
+    }
+    if lists_pids("cgroup.subtree_control")? {
+        return Ok(());
+    }
+    let leaf = base.join("runner");
+    match fs::create_dir(&leaf) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    fs::write(leaf.join("cgroup.procs"), std::process::id().to_string())?;
+    fs::write(base.join("cgroup.subtree_control"), "+pids")
 }
 
 /// The Rust sysroot of the runner's `rustc` and the directories of [`TOOLCHAINS_ENV`],
