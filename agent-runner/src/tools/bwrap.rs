@@ -22,8 +22,8 @@
 //! (address space = `memory_mb`, CPU seconds, file size = `disk_mb`, open files, processes),
 //! and where the host lets the runner create cgroups (v1 `pids` hierarchy, or v2 with the
 //! `pids` controller delegated: systemd `Delegate=yes`, the runner then moving itself into
-//! a leaf of its cgroup: `enable_delegated_pids`) each sandbox gets its own `pids.max`, which holds a fork
-//! bomb even for root, whom `RLIMIT_NPROC` does not bind. Time limits are the caller's:
+//! a leaf of its cgroup, `enable_delegated_pids`) each sandbox gets its own `pids.max`,
+//! which holds a fork bomb even for root, whom `RLIMIT_NPROC` does not bind. Time limits are the caller's:
 //! `bwrap --die-with-parent` in its own pid namespace means that killing the `bwrap`
 //! process ends every process of the sandbox, and [`TreeGuard`] kills what is left in the
 //! cgroup.
