@@ -1,7 +1,8 @@
 //! The runner binary against what a hostile agent does to the host and to the operator,
 //! run as root (as CI runs): a runner whose user's process limit another user's
 //! processes fill cannot get a sandbox, so its run is no result (`exit_environment`,
-//! success and score null) and the runner says why and exits 7; an `exec` agent's escape
+//! success and score null) and the runner says why and exits 7, while an agent that only
+//! prints bwrap's error is still judged; an `exec` agent's escape
 //! sequences (on stderr, in file names the judge restores, in malformed lines) reach the
 //! operator's log escaped, and its floods of stderr and malformed stdout lines give a
 //! bounded log with a count of what was not shown; huge sparse files an agent leaves in
@@ -313,4 +314,21 @@ fn huge_sparse_files_left_by_the_agent_do_not_grow_the_runners_memory() {
         restored.to_string().contains("tests/test_ci.sh (modified)"),
         "{restored}"
     );
+}
+
+/// Whether a run is a result is read from bwrap, never from what the agent prints: an
+/// agent that imitates bwrap's failure cannot make its run no result (and so leave the
+/// success rate).
+#[test]
+fn an_agent_imitating_a_sandbox_failure_is_still_judged() {
+    let dir = tempfile::tempdir().expect("dir");
+    let script =
+        "echo 'bwrap: Creating new namespace failed: Resource temporarily unavailable' >&2; exit 1";
+    let out = exec_agent("hostile-flood", script, dir.path());
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let result = &summary(&only_run_dir(&dir.path().join("runs")))["result"];
+    assert_eq!(result["exit_status"], "exit_error", "{result}");
+    assert_eq!(result["success"], false, "{result}");
+    assert!(result["final_score"].is_number(), "not judged: {result}");
 }
