@@ -62,6 +62,9 @@ pub const SKIPS_SHOWN: u64 = 20;
 /// message is its first line).
 const SETUP_MESSAGE_BYTES: usize = 1024;
 
+/// How long the rest of the agent's stderr is read once its process tree is killed.
+const STDERR_DRAIN_AFTER_KILL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Everything `agent-runner exec` needs, validated.
 #[derive(Debug, Clone)]
 pub struct ExecConfig {
@@ -99,7 +102,8 @@ pub struct ExecReport {
     pub lines: u64,
     /// Lines skipped as malformed (each was logged with its line number and reason).
     pub skipped: u64,
-    /// The agent's exit code; `None` when it was killed by a signal.
+    /// The agent's exit code; `None` when it was killed by a signal, or never started
+    /// (its sandbox could not be set up).
     pub agent_exit: Option<i32>,
     /// What the publisher did; `None` without publishing.
     pub delivery: Option<DeliveryReport>,
@@ -277,7 +281,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     let mut state = ReadState::default();
     let end = match started_agent {
         Some((mut child, tree)) => {
-            let end = watch_agent(
+            watch_agent(
                 &mut child,
                 &tree,
                 &mut rec,
@@ -286,8 +290,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
                 run_config.execution_timeout_ms,
                 &shutdown,
             )
-            .await?;
-            end
+            .await?
         }
         None => AgentEnd::NotStarted,
     };
@@ -384,8 +387,16 @@ async fn watch_agent(
     };
     // Whatever the agent left running in the background goes with it.
     kill_tree(child, tree).await;
+    // The tree is gone, so stderr ends now; unless an unsandboxed agent left a process
+    // of another group holding it, which must not hold the run.
     let stderr_head = match stderr {
-        Some(task) => task.await.unwrap_or_default(),
+        Some(mut task) => match tokio::time::timeout(STDERR_DRAIN_AFTER_KILL, &mut task).await {
+            Ok(head) => head.unwrap_or_default(),
+            Err(_) => {
+                task.abort();
+                String::new()
+            }
+        },
         None => String::new(),
     };
     if matches!(end, AgentEnd::NotStarted) {

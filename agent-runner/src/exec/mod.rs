@@ -88,8 +88,13 @@ impl fmt::Display for ExecReport {
             self.summary.events,
             self.skipped,
             self.lines,
-            self.agent_exit
-                .map_or_else(|| "killed".to_owned(), |c| c.to_string()),
+            match self.agent_exit {
+                Some(code) => code.to_string(),
+                None if r.exit_status == schemas::ExitStatus::ExitEnvironment => {
+                    "none (no sandbox)".to_owned()
+                }
+                None => "killed".to_owned(),
+            },
             self.summary.run_id
         )
     }
