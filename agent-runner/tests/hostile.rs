@@ -6,7 +6,8 @@
 //! sequences (on stderr, in file names the judge restores, in malformed lines) reach the
 //! operator's log escaped, and its floods of stderr and malformed stdout lines give a
 //! bounded log with a count of what was not shown; huge sparse files an agent leaves in
-//! its workspace (one over a protected test) do not grow the runner's memory.
+//! its workspace (one over a protected test) do not grow the runner's memory; and a
+//! run's scratch directory is `0700`.
 
 use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
@@ -331,4 +332,19 @@ fn an_agent_imitating_a_sandbox_failure_is_still_judged() {
     assert_eq!(result["exit_status"], "exit_error", "{result}");
     assert_eq!(result["success"], false, "{result}");
     assert!(result["final_score"].is_number(), "not judged: {result}");
+}
+
+/// A run's scratch directory is `0700`: no other user of the host (another run's agent
+/// under another uid) can list or read it.
+#[test]
+fn the_scratch_directory_is_private() {
+    let dir = tempfile::tempdir().expect("dir");
+    let script = r#"mode=$(stat -c %a "$BENCH_WORKDIR"); [ "$mode" = 700 ] && exit 0; echo "mode $mode" >&2; exit 9"#;
+    let out = exec_agent("hostile-flood", script, dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("agent exit 0"),
+        "{stdout}\n{}",
+        stderr_of(&out)
+    );
 }
