@@ -41,11 +41,16 @@ impl fmt::Display for Escaped<'_> {
     }
 }
 
+/// Bytes of one log line's fields shown; the rest is cut (a list of every file an agent
+/// made must not become megabytes of log).
+pub const MAX_FIELDS_BYTES: usize = 16 * 1024;
+
 /// The runner's log field formatter: tracing's default field formatting, with every
 /// control character escaped, so no field of any log line (an agent's output in a judge
 /// log, a file name, a skipped line's error) reaches the terminal raw, wherever it is
-/// logged from. Field names lose their italics on a colour terminal; levels and
-/// timestamps keep their colours (the event formatter writes those).
+/// logged from; and at most [`MAX_FIELDS_BYTES`] of them. Field names lose their italics
+/// on a colour terminal; levels and timestamps keep their colours (the event formatter
+/// writes those).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EscapingFields;
 
@@ -57,8 +62,26 @@ impl<'writer> FormatFields<'writer> for EscapingFields {
     ) -> fmt::Result {
         let mut plain = String::new();
         DefaultFields::new().format_fields(Writer::new(&mut plain), fields)?;
-        write!(writer, "{}", Escaped(&plain))
+        writer.write_str(&bounded(&Escaped(&plain).to_string()))
     }
+}
+
+/// `text`, or its first [`MAX_FIELDS_BYTES`] (on a character boundary) and how many bytes
+/// were cut.
+fn bounded(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= MAX_FIELDS_BYTES {
+        return text.into();
+    }
+    let mut end = MAX_FIELDS_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{} [... {} bytes of this log line cut]",
+        &text[..end],
+        text.len() - end
+    )
+    .into()
 }
 
 /// Warnings the agent can cause as often as it likes (a malformed line, a line of
@@ -128,6 +151,18 @@ mod tests {
         );
         assert!(!shown.chars().any(is_control), "{shown}");
         assert_eq!(Escaped("tests/tést ✓.py").to_string(), "tests/tést ✓.py");
+    }
+
+    #[test]
+    fn a_huge_log_line_is_cut() {
+        let huge = "é".repeat(MAX_FIELDS_BYTES);
+        let shown = bounded(&huge);
+        assert!(shown.len() < MAX_FIELDS_BYTES + 64, "{}", shown.len());
+        assert!(shown.ends_with(&format!(
+            " [... {} bytes of this log line cut]",
+            huge.len() - MAX_FIELDS_BYTES
+        )));
+        assert_eq!(bounded("short"), "short");
     }
 
     #[test]
