@@ -513,9 +513,9 @@ impl Confinement {
             Some(base) => Some(PidsCgroup::create(base, self.limits.processes)?),
             None => None,
         };
-        // bwrap's status pipe: its write end is the wrapper's stdin, moved to fd 3 before
-        // the wrapper execs (no `unsafe` fd plumbing in the runner), so nothing else the
-        // runner spawns meanwhile inherits it.
+        // bwrap's status pipe: its write end is the wrapper's stdin, moved to `STATUS_FD`
+        // before the wrapper execs (no `unsafe` fd plumbing in the runner), so nothing
+        // else the runner spawns meanwhile inherits it.
         let status = match self.bwrap {
             Some(_) => Some(nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?),
             None => None,
@@ -538,12 +538,12 @@ impl Confinement {
 
         let mut argv: Vec<OsString> = Vec::new();
         if cgroup.is_some() || status.is_some() {
-            // A shell that moves the status pipe to fd 3 and joins the cgroup before
+            // A shell that moves the status pipe to `STATUS_FD` and joins the cgroup before
             // anything else runs, so no fork escapes it ("0" = the writer), then becomes
             // the rest of the command line.
             let mut script = String::new();
             if status.is_some() {
-                script.push_str("exec 3>&0 </dev/null && ");
+                script.push_str(&format!("exec {STATUS_FD}>&0 </dev/null && "));
             }
             if cgroup.is_some() {
                 script.push_str(r#"echo 0 > "$0" && "#);
@@ -562,7 +562,7 @@ impl Confinement {
         }
         if self.bwrap.is_some() {
             argv.push("bwrap".into());
-            argv.extend(["--json-status-fd".into(), "3".into()]);
+            argv.extend(["--json-status-fd".into(), STATUS_FD.to_string().into()]);
             argv.extend(self.bwrap_args(spec, &host.toolchains, &env));
         }
         argv.push(spec.program.to_owned());
@@ -656,6 +656,11 @@ pub struct TreeGuard {
     /// The read end of bwrap's `--json-status-fd`; `None` for plain processes.
     status: Option<OwnedFd>,
 }
+
+/// The descriptor bwrap writes its status to (`--json-status-fd`): one a shell can
+/// redirect (a single digit), above those other descriptors passed to bwrap are likely
+/// to take.
+const STATUS_FD: u8 = 9;
 
 /// The most of bwrap's status pipe read: bwrap writes two short JSON lines; the rest is
 /// whatever the sandboxed processes wrote to the fd they inherit.
