@@ -746,3 +746,46 @@ pub(crate) fn step(step_type: StepType, content: String) -> Step {
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_without_its_sandbox_is_no_result_whatever_was_judged() {
+        let end = environment_end("bwrap: Creating new namespace failed".to_owned());
+        let passing = Verdict {
+            passed: 3,
+            ..Verdict::default()
+        };
+        assert_eq!(end.status, ExitStatus::ExitEnvironment);
+        assert_eq!(run_success(&end, Some(&passing)), None);
+        assert_eq!(run_success(&end, None), None);
+        // Other ends keep the judge's word: no submission is no success.
+        let forfeit = RunEnd::early(ExitStatus::ExitForfeit, "max_iterations");
+        assert_eq!(run_success(&forfeit, None), Some(false));
+        assert_eq!(
+            run_success(&RunEnd::submitted(), Some(&passing)),
+            Some(true)
+        );
+
+        let progress = Progress {
+            history: Vec::new(),
+            tool_errors: 0,
+            turns: 0,
+            last_change: Instant::now(),
+            patience: Patience::default(),
+            first_tool_failure: None,
+        };
+        let failure = run_failure(&end, None, &progress);
+        assert_eq!(failure.final_error_state.error_category, "environment");
+        assert!(matches!(
+            failure.first_failure_root,
+            FailureRoot::Build { ref command, .. } if command.contains("namespace")
+        ));
+        assert_eq!(
+            environment_failure("why").final_error_state.error_category,
+            "environment"
+        );
+    }
+}
