@@ -22,8 +22,8 @@
 //!   sink: only finished, judged runs count, the others are counted by reason.
 
 mod cli;
-mod provenance;
 mod compare;
+mod provenance;
 mod queries;
 mod report;
 
