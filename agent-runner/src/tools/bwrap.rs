@@ -1138,4 +1138,42 @@ mod tests {
             .iter()
             .any(|l| l.limit == "execution_timeout_ms" && l.value == 2000 && l.by == "runner"));
     }
+
+    /// The launcher wires bwrap's status pipe to [`STATUS_FD`] beside the seccomp filters
+    /// on [`SECCOMP_FDS`]: a command that ran reports its setup whatever it exited with,
+    /// a bind bwrap cannot make reports none, and the command's stdin is not the pipe.
+    #[tokio::test]
+    async fn bwrap_says_on_its_status_fd_whether_it_set_the_sandbox_up() {
+        let confinement =
+            Confinement::for_run(&limits(false), false).expect("bwrap works on the test host");
+        let dir = tempfile::tempdir().expect("dir");
+        let workdir = dir.path().canonicalize().expect("canonical");
+        let run = |read_only: Vec<PathBuf>, script: &'static str| {
+            let (confinement, workdir) = (confinement.clone(), workdir.clone());
+            async move {
+                let args = ["-c".into(), script.into()];
+                let (mut command, tree) = confinement
+                    .command(&SandboxedCommand {
+                        program: "/bin/sh".as_ref(),
+                        args: &args,
+                        workdir: &workdir,
+                        read_only: &read_only,
+                        env: &[],
+                    })
+                    .expect("sandboxed command");
+                let out = command.output().await.expect("ran");
+                (out.status.code(), tree.setup_completed(), out.stdout)
+            }
+        };
+        // stdin is /dev/null: reading it ends at once, and exit 3 is the command's own.
+        let (code, set_up, stdout) = run(Vec::new(), "cat; echo read; exit 3").await;
+        assert_eq!((code, set_up), (Some(3), true));
+        assert_eq!(stdout, b"read\n");
+        let (code, set_up, _) = run(vec![workdir.join("missing")], "exit 0").await;
+        assert_eq!(code, Some(1), "bwrap cannot bind a missing path");
+        assert!(
+            !set_up,
+            "a sandbox bwrap could not make was reported as set up"
+        );
+    }
 }
