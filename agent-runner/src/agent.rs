@@ -18,6 +18,12 @@
 //! the workspace) and counts in `run_stop.tool_errors`, as the `tool_errors` query counts
 //! it.
 //!
+//! A run that could not get its sandbox (at the start, for a tool call, for a judge
+//! probe or for the final judge: [`Confinement::setup_failure`]) is not a result: it ends
+//! there, `exit_environment`, unjudged, with `success`, `final_score` and the test counts
+//! null and a `failure` (category `environment`) saying why, so it counts in no success
+//! rate.
+//!
 //! The loop never fails because of the agent: tool errors, a broken policy or a missing
 //! sandbox become events and an exit status. It returns an error only when the run's own
 //! artifacts cannot be written.
@@ -34,7 +40,6 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::fixture_tree::Tree;
 use crate::judge::{self, Verdict, SCORING_VERSION};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
@@ -138,13 +143,14 @@ impl RunSummary {
     }
 }
 
-/// How a result reads in the runner's reports: `solved`, `unsolved` or `unjudged` (a
-/// submission nobody judged), the score (`-` when no judge ran) and the tests passing
+/// How a result reads in the runner's reports: `solved`, `unsolved`, `unjudged` (a
+/// submission nobody judged) or `no result` (the run could not get its sandbox), the score (`-` when no judge ran) and the tests passing
 /// out of those run (`-` likewise).
 pub fn result_words(r: &RunStop) -> (&'static str, String, String) {
     let outcome = match r.success {
         Some(true) => "solved",
         Some(false) => "unsolved",
+        None if r.exit_status == ExitStatus::ExitEnvironment => "no result",
         None => "unjudged",
     };
     let score = r
@@ -271,26 +277,19 @@ pub async fn execute(
         }
         Err(e) => {
             tracing::error!(task = %task.task.id, error = %e, "cannot set up the sandbox");
-            progress.first_tool_failure = Some(FailureRoot::Build {
-                error_type: "sandbox".to_owned(),
-                command: e,
-            });
-            (
-                RunEnd::early(ExitStatus::ExitEnvironment, "sandbox setup failed"),
-                None,
-            )
+            (environment_end(e), None)
         }
     };
 
-    let infrastructure_failure = end.is_infrastructure_failure(rec.usage());
     // `None`: no judge ran, so no test count or score is known.
-    let (verdict, files_modified) = match &toolbox {
+    let (verdict, files_modified, end) = match &toolbox {
         Some(toolbox) => {
             let root = toolbox.sandbox().root();
             // On shutdown the run ends now, unjudged, and the workspace is removed within
-            // seconds. A run the infrastructure ended before the agent acted is not
-            // judged: the untouched fixture would score the task, not the agent.
-            let verdict = if infrastructure_failure {
+            // seconds. A run the infrastructure ended before the agent acted (its sandbox
+            // missing included) is not judged: the untouched fixture would score the task,
+            // not the agent.
+            let verdict = if end.is_infrastructure_failure(rec.usage()) {
                 None
             } else {
                 tokio::select! {
@@ -299,16 +298,27 @@ pub async fn execute(
                     verdict = judge::judge_submission(task, root, toolbox.confinement()) => Some(verdict),
                 }
             };
-            let modified = Tree::scan_workspace(root)
-                .map(|now| task.fixture.changed_paths(&now).len())
+            // A judge test whose sandbox failed makes the verdict meaningless.
+            let (verdict, end) = match toolbox.confinement().setup_failure() {
+                Some(why) if end.status != ExitStatus::ExitEnvironment => {
+                    (None, environment_end(why.to_owned()))
+                }
+                _ => (verdict, end),
+            };
+            let modified = task
+                .fixture
+                .changed_paths_in(root)
+                .map(|changed| changed.len())
                 .unwrap_or_else(|e| {
                     tracing::warn!(error = %e, "cannot list the scratch directory");
                     0
                 });
-            (verdict, modified)
+            (verdict, modified, end)
         }
-        None => (None, 0),
+        None => (None, 0, end),
     };
+    // After the judge: a judge test whose sandbox failed makes the run one too.
+    let infrastructure_failure = end.is_infrastructure_failure(rec.usage());
     let success = run_success(&end, verdict.as_ref(), rec.usage());
     let judged = match &verdict {
         Some(v) => format!(
@@ -327,7 +337,8 @@ pub async fn execute(
         )),
     )?;
     // A submission nobody judged (success unknown) has no `failure`: it may be right. An
-    // infrastructure failure has one, rooted in what failed.
+    // infrastructure failure (a run without its sandbox included) has one, rooted in what
+    // failed.
     if success == Some(false) || infrastructure_failure {
         rec.emit(
             None,
@@ -412,6 +423,39 @@ fn run_success(end: &RunEnd, verdict: Option<&Verdict>, usage: &Usage) -> Option
         None
     } else {
         Verdict::run_success(verdict, end.status == ExitStatus::Submitted)
+    }
+}
+
+/// The end of a run whose sandbox could not be set up, `why`.
+pub(crate) fn environment_end(why: String) -> RunEnd {
+    RunEnd {
+        root: Some(sandbox_root(why)),
+        ..RunEnd::early(ExitStatus::ExitEnvironment, "sandbox setup failed")
+    }
+}
+
+/// The `failure` root of a sandbox that could not be set up, `why`.
+fn sandbox_root(why: String) -> FailureRoot {
+    FailureRoot::Build {
+        error_type: "sandbox".to_owned(),
+        command: why,
+    }
+}
+
+/// The `failure` of a run of an `exec` agent whose sandbox could not be set up, `why`
+/// (a native run's comes from [`run_failure`], with what its turns add).
+pub(crate) fn environment_failure(why: &str) -> Failure {
+    Failure {
+        first_failure_root: sandbox_root(why.to_owned()),
+        recovery_attempts: Vec::new(),
+        final_error_state: FinalErrorState {
+            recoverable: false,
+            error_category: "environment".to_owned(),
+            confidence: 1.0,
+            similar_failures: 0,
+        },
+        contributing_factors: Vec::new(),
+        remediation_suggestions: Vec::new(),
     }
 }
 
@@ -522,6 +566,9 @@ async fn turns(
                     ..step(StepType::Observe, outcome.observation.clone())
                 }),
             )?;
+            if let Some(why) = toolbox.confinement().setup_failure() {
+                return Ok(environment_end(why.to_owned()));
+            }
             modified |= !outcome.footprint.files_modified.is_empty();
             let submitted = outcome.submitted;
             progress.history.push(Exchange {
@@ -538,6 +585,9 @@ async fn turns(
             if limits.probes_tests() {
                 let probe =
                     judge::judge(spec.task, toolbox.sandbox().root(), toolbox.confinement()).await;
+                if let Some(why) = toolbox.confinement().setup_failure() {
+                    return Ok(environment_end(why.to_owned()));
+                }
                 if let Some(end) = limits.observe_failing(&mut progress.patience, probe.failed) {
                     return Ok(end);
                 }
@@ -648,10 +698,10 @@ fn remedy(kind: ExitKind) -> &'static str {
 /// (`exit_api`) is filed under `provider`, category `provider`.
 fn run_failure(end: &RunEnd, verdict: Option<&Verdict>, progress: &Progress) -> Failure {
     let (root, category) = match (&end.reason, &progress.first_tool_failure, &end.root) {
-        (_, _, Some(root)) => (root.clone(), root.kind()),
-        (_, Some(root), None) if end.status == ExitStatus::ExitEnvironment => {
+        (_, _, Some(root)) if end.status == ExitStatus::ExitEnvironment => {
             (root.clone(), "environment")
         }
+        (_, _, Some(root)) => (root.clone(), root.kind()),
         (None, _, None) => {
             // A submission that failed its judge (an unjudged one has no `failure`).
             let (failed, total, failing) = verdict.map_or((0, 0, String::new()), |v| {
@@ -745,4 +795,52 @@ pub(crate) fn step(step_type: StepType, content: String) -> Step {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_without_its_sandbox_is_no_result_whatever_was_judged() {
+        let end = environment_end("bwrap: Creating new namespace failed".to_owned());
+        let passing = Verdict {
+            passed: 3,
+            ..Verdict::default()
+        };
+        // Whatever the model answered before: a run without its sandbox is no result.
+        let answered = Usage {
+            answered_calls: 2,
+            ..Usage::default()
+        };
+        assert_eq!(end.status, ExitStatus::ExitEnvironment);
+        assert_eq!(run_success(&end, Some(&passing), &answered), None);
+        assert_eq!(run_success(&end, None, &answered), None);
+        // Other ends keep the judge's word: no submission is no success.
+        let forfeit = RunEnd::early(ExitStatus::ExitForfeit, "max_iterations");
+        assert_eq!(run_success(&forfeit, None, &answered), Some(false));
+        assert_eq!(
+            run_success(&RunEnd::submitted(), Some(&passing), &answered),
+            Some(true)
+        );
+
+        let progress = Progress {
+            history: Vec::new(),
+            tool_errors: 0,
+            turns: 0,
+            last_change: Instant::now(),
+            patience: Patience::default(),
+            first_tool_failure: None,
+        };
+        let failure = run_failure(&end, None, &progress);
+        assert_eq!(failure.final_error_state.error_category, "environment");
+        assert!(matches!(
+            failure.first_failure_root,
+            FailureRoot::Build { ref command, .. } if command.contains("namespace")
+        ));
+        assert_eq!(
+            environment_failure("why").final_error_state.error_category,
+            "environment"
+        );
+    }
 }

@@ -120,14 +120,6 @@ pub enum ExecError {
         /// Why it cannot run.
         why: String,
     },
-    /// The agent program could not be started.
-    #[error("cannot start agent {program}: {source}")]
-    Spawn {
-        /// The program.
-        program: String,
-        /// Why.
-        source: std::io::Error,
-    },
     /// The agent's exit could not be waited for.
     #[error("cannot wait for the agent: {0}")]
     Wait(std::io::Error),
@@ -223,6 +215,10 @@ pub enum Exit {
     /// for its subject, refused by the server, damaged bytes); `agent-runner spool status`
     /// lists it. Everything else was delivered.
     Quarantined = 6,
+    /// Every event was delivered, but some run could not get its agent sandbox (a bwrap
+    /// failure, a namespace or process limit, a cgroup that could not be made): it ended
+    /// `exit_environment` and is no result; the log says why.
+    Environment = 7,
     /// Stopped by SIGINT/SIGTERM (after draining).
     Interrupted = 130,
 }
@@ -244,11 +240,7 @@ impl Error {
             | Error::Config(_)
             | Error::Sandbox(_)
             | Error::Sweep(SweepError::File { .. } | SweepError::Invalid(_))
-            | Error::Exec(
-                ExecError::ProgramNotFound { .. }
-                | ExecError::Spawn { .. }
-                | ExecError::Unmountable(_),
-            )
+            | Error::Exec(ExecError::ProgramNotFound { .. } | ExecError::Unmountable(_))
             | Error::Import(
                 ImportError::Read { .. } | ImportError::Parse { .. } | ImportError::TooLarge { .. },
             ) => Exit::Usage,
@@ -276,6 +268,17 @@ impl DeliveryReport {
         } else {
             Exit::Ok
         }
+    }
+}
+
+/// The exit code of a command of which `no_sandbox` runs could not get their sandbox
+/// (`exit_environment`) and whose publishing ended with `delivery` (`None`: none): the
+/// delivery's when it is not [`Exit::Ok`] (events left in the spool must be flushed
+/// whatever the runs were), else [`Exit::Environment`] when a run had no sandbox.
+pub fn runs_exit(no_sandbox: usize, delivery: Option<&DeliveryReport>) -> Exit {
+    match delivery.map_or(Exit::Ok, DeliveryReport::exit) {
+        Exit::Ok if no_sandbox > 0 => Exit::Environment,
+        exit => exit,
     }
 }
 
@@ -382,14 +385,6 @@ mod tests {
                 Exit::Usage,
             ),
             (
-                ExecError::Spawn {
-                    program: "a".into(),
-                    source: io_error(),
-                }
-                .into(),
-                Exit::Usage,
-            ),
-            (
                 ImportError::Read {
                     path: path(),
                     source: io_error(),
@@ -460,5 +455,20 @@ mod tests {
         assert_eq!(report(3, 0).exit(), Exit::Undelivered);
         assert_eq!(report(3, 1).exit(), Exit::Undelivered);
         assert_eq!(report(0, 1).exit(), Exit::Quarantined);
+    }
+
+    /// A run without its sandbox is no result: the runner exits non-zero, after what
+    /// the spool needs.
+    #[test]
+    fn a_run_without_its_sandbox_exits_non_zero() {
+        let clean = DeliveryReport::default();
+        assert_eq!(runs_exit(0, Some(&clean)), Exit::Ok);
+        assert_eq!(runs_exit(1, Some(&clean)), Exit::Environment);
+        assert_eq!(runs_exit(2, None), Exit::Environment);
+        let spooled = DeliveryReport {
+            left_in_spool: 1,
+            ..DeliveryReport::default()
+        };
+        assert_eq!(runs_exit(1, Some(&spooled)), Exit::Undelivered);
     }
 }

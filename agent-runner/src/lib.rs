@@ -40,6 +40,8 @@
 //!   `scenarios` and `spool` → validated configs.
 //! - [`flags`]: the flag groups several commands share (scenarios, events and publishing,
 //!   the LLM provider), declared once and flattened into each.
+//! - [`terminal`]: what reaches the operator from the agent: control characters escaped
+//!   in every log field and in the agent's stderr, agent-caused warnings held to a bound.
 //! - [`error`]: the one error type, the process exit codes, and [`Outcome`]: what a
 //!   command reports and the exit code it ends with.
 //!
@@ -86,6 +88,7 @@ pub mod scenario;
 pub mod spool;
 pub mod sweep;
 pub mod tail;
+pub mod terminal;
 pub mod tools;
 
 pub use error::{Error, Exit, Outcome};

@@ -18,6 +18,8 @@ async fn main() -> ExitCode {
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        // Log fields can hold what an agent wrote: never raw control characters.
+        .fmt_fields(agent_runner::terminal::EscapingFields)
         .with_ansi(colour)
         .with_writer(io::stderr)
         .init();

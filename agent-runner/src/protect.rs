@@ -223,7 +223,9 @@ fn state(root: &Path, rel: &str, pristine: &[u8], executable: bool) -> Option<Ch
         }
         if last {
             let same_mode = (meta.permissions().mode() & 0o111 != 0) == executable;
-            let same_bytes = fs::read(&at).is_ok_and(|b| b == pristine);
+            // Size first: a huge (sparse) file the agent left is never read into memory.
+            let same_bytes =
+                meta.len() == pristine.len() as u64 && fs::read(&at).is_ok_and(|b| b == pristine);
             if !(same_mode && same_bytes) {
                 return Some(Change::Modified);
             }

@@ -72,6 +72,14 @@ impl ScenarioReport {
     pub fn undelivered(&self) -> u64 {
         self.delivery.as_ref().map_or(0, |d| d.left_in_spool)
     }
+
+    /// Runs that could not get their sandbox (`exit_environment`): no results.
+    pub fn no_sandbox(&self) -> usize {
+        self.runs
+            .iter()
+            .filter(|r| r.result.exit_status == schemas::ExitStatus::ExitEnvironment)
+            .count()
+    }
 }
 
 impl fmt::Display for ScenarioReport {
@@ -90,6 +98,13 @@ impl fmt::Display for ScenarioReport {
                 run.run_id
             )?;
         }
+        let no_sandbox = self.no_sandbox();
+        if no_sandbox > 0 {
+            writeln!(
+                f,
+                "{no_sandbox} runs could not get their sandbox (exit_environment): no results, counted in no success rate; the log says why"
+            )?;
+        }
         if let Some(d) = &self.delivery {
             writeln!(f, "{d}")?;
         }
@@ -97,12 +112,11 @@ impl fmt::Display for ScenarioReport {
     }
 }
 
-/// The delivery's exit code; [`Exit::Ok`] without publishing.
+/// The delivery's exit code, else [`Exit::Environment`] when a run could not get its
+/// sandbox ([`crate::error::runs_exit`]).
 impl Outcome for ScenarioReport {
     fn exit(&self) -> Exit {
-        self.delivery
-            .as_ref()
-            .map_or(Exit::Ok, DeliveryReport::exit)
+        crate::error::runs_exit(self.no_sandbox(), self.delivery.as_ref())
     }
 }
 

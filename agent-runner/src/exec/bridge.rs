@@ -18,6 +18,13 @@
 //! published. Its whole process tree is killed when the run's
 //! `execution_timeout_ms` passes or on shutdown, whether or not it closed its stdout: an
 //! agent is judged by its exit within the time limit, never by its stdout closing.
+//!
+//! The agent's stderr is passed on to the runner's log line by line, control characters
+//! escaped, lines over [`STDERR_LINE_BYTES`] cut, and at most [`STDERR_LINES_SHOWN`] lines
+//! per run (then a count of the rest); its malformed stdout lines are logged, escaped, the
+//! first [`SKIPS_SHOWN`] of them (then a count). An agent whose sandbox could not be set
+//! up, or could not be started at all, did not run: its run ends `exit_environment`,
+//! unjudged.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -37,15 +44,31 @@ use super::protocol::{parse_line, LineError, MAX_LINE_BYTES};
 use super::ExecError;
 use crate::agent::{self, RunSummary, RUNNER_VERSION};
 use crate::error::Error;
-use crate::fixture_tree::Tree;
 use crate::judge::{self, Verdict, SCORING_VERSION};
 use crate::limits::RunEnd;
 use crate::publish::DeliveryReport;
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
 use crate::scenario::{LoadOptions, LoadedScenario};
+use crate::terminal::{Admit, Escaped, WarnLimiter};
 use crate::tools::bwrap::{self, Bind, Confinement, SandboxMode, SandboxedCommand, TreeGuard};
 use crate::tools::Sandbox;
+
+/// Lines of an agent's stderr shown per run; the rest are counted.
+pub const STDERR_LINES_SHOWN: u64 = 200;
+
+/// Bytes of one stderr line shown; the rest of the line is cut.
+pub const STDERR_LINE_BYTES: usize = 4096;
+
+/// Malformed agent lines logged per run; the rest are counted.
+pub const SKIPS_SHOWN: u64 = 20;
+
+/// Bytes of the agent's stderr kept to say why its sandbox could not be set up (bwrap's
+/// message is its first line).
+const SETUP_MESSAGE_BYTES: usize = 1024;
+
+/// How long the rest of the agent's stderr is read once its process tree is killed.
+const STDERR_DRAIN_AFTER_KILL: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Everything `agent-runner exec` needs, validated.
 #[derive(Debug, Clone)]
@@ -84,7 +107,8 @@ pub struct ExecReport {
     pub lines: u64,
     /// Lines skipped as malformed (each was logged with its line number and reason).
     pub skipped: u64,
-    /// The agent's exit code; `None` when it was killed by a signal.
+    /// The agent's exit code; `None` when it was killed by a signal, or never started
+    /// (its sandbox could not be set up).
     pub agent_exit: Option<i32>,
     /// What the publisher did; `None` without publishing.
     pub delivery: Option<DeliveryReport>,
@@ -110,6 +134,9 @@ enum AgentEnd {
     TimedOut,
     /// Shutdown; it was killed.
     Shutdown,
+    /// Its sandbox could not be set up or it could not be started: it never ran
+    /// (the confinement says why).
+    NotStarted,
 }
 
 /// Runs the agent program of `config` as one run, until it exits, times out or
@@ -235,11 +262,10 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     ]
     .map(|(k, v)| (k.to_owned(), v))
     .to_vec();
-    let spawn_err = |source| ExecError::Spawn {
-        program: program.to_string_lossy().into_owned(),
-        source,
-    };
-    let (mut command, tree) = confinement
+    // A sandbox that cannot be prepared or a fork the runner cannot make is the host's
+    // failure, not the agent's: the run ends `exit_environment` (the confinement records
+    // why).
+    let started_agent = confinement
         .command(&SandboxedCommand {
             program,
             args,
@@ -253,52 +279,41 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
                 read_only: true,
             }],
         })
-        .map_err(spawn_err)?;
-    let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(spawn_err)?;
-    drop(command);
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| Error::Config("agent stdout not captured".into()))?;
-
-    let deadline = tokio::time::Instant::now()
-        + std::time::Duration::from_millis(run_config.execution_timeout_ms);
-    let mut reader = LineReader::new(stdout);
+        .ok()
+        .and_then(|(mut command, tree)| {
+            let child = command
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .map_err(|e| {
+                    confinement.record_setup_failure(format!(
+                        "cannot start {}: {e}",
+                        Escaped(&program.to_string_lossy())
+                    ));
+                })
+                .ok()?;
+            Some((child, tree))
+        });
     let mut state = ReadState::default();
-    let mut stdout_open = true;
-    let end = loop {
-        tokio::select! {
-            line = reader.next(), if stdout_open => match line {
-                Ok(Some(line)) => state.take(&mut rec, line)?,
-                // Closing stdout ends nothing: the exit and the time limit decide.
-                Ok(None) => stdout_open = false,
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot read the agent's stdout; stopping it");
-                    kill_tree(&mut child, &tree).await;
-                    break AgentEnd::Exited(child.wait().await.map_err(ExecError::Wait)?);
-                }
-            },
-            exited = child.wait(), if !stdout_open => break AgentEnd::Exited(exited.map_err(ExecError::Wait)?),
-            _ = tokio::time::sleep_until(deadline) => {
-                kill_tree(&mut child, &tree).await;
-                break AgentEnd::TimedOut;
-            }
-            _ = shutdown.cancelled() => {
-                kill_tree(&mut child, &tree).await;
-                break AgentEnd::Shutdown;
-            }
+    let end = match started_agent {
+        Some((mut child, tree)) => {
+            watch_agent(
+                &mut child,
+                &tree,
+                &mut rec,
+                &mut state,
+                &confinement,
+                run_config.execution_timeout_ms,
+                &shutdown,
+            )
+            .await?
         }
+        None => AgentEnd::NotStarted,
     };
-    // Whatever the agent left running in the background goes with it.
-    kill_tree(&mut child, &tree).await;
+    state.report_suppressed();
     let agent_exit = match &end {
         AgentEnd::Exited(status) => status.code(),
-        AgentEnd::TimedOut | AgentEnd::Shutdown => None,
+        AgentEnd::TimedOut | AgentEnd::Shutdown | AgentEnd::NotStarted => None,
     };
     let (result, verdict) = close_run(
         &rec,
@@ -311,6 +326,10 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         state.tool_errors,
     )
     .await;
+    // Why the run is no result, when it is not.
+    if let Some(why) = confinement.setup_failure() {
+        rec.emit(None, Payload::Failure(agent::environment_failure(why)))?;
+    }
     rec.emit(None, Payload::RunStop(result.clone()))?;
     let summary = RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())?;
     drop(rec);
@@ -332,6 +351,162 @@ fn task_brief(problem: &str) -> std::io::Result<tempfile::TempDir> {
     Ok(dir)
 }
 
+/// Reads the agent's stdout into events and passes its stderr on to the log until it
+/// exits, `execution_timeout_ms` passes or `shutdown` fires; records a sandbox bwrap could
+/// not set up on the run's confinement.
+async fn watch_agent(
+    child: &mut tokio::process::Child,
+    tree: &TreeGuard,
+    rec: &mut RunRecorder,
+    state: &mut ReadState,
+    confinement: &Confinement,
+    execution_timeout_ms: u64,
+    shutdown: &CancellationToken,
+) -> Result<AgentEnd, Error> {
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| Error::Config("agent stdout not captured".into()))?;
+    let stderr = child
+        .stderr
+        .take()
+        .map(|stderr| tokio::spawn(pass_on_stderr(stderr)));
+    let deadline =
+        tokio::time::Instant::now() + std::time::Duration::from_millis(execution_timeout_ms);
+    let mut reader = LineReader::new(stdout);
+    let mut stdout_open = true;
+    let end = loop {
+        tokio::select! {
+            line = reader.next(), if stdout_open => match line {
+                Ok(Some(line)) => state.take(rec, line)?,
+                // Closing stdout ends nothing: the exit and the time limit decide.
+                Ok(None) => stdout_open = false,
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read the agent's stdout; stopping it");
+                    kill_tree(child, tree).await;
+                    break AgentEnd::Exited(child.wait().await.map_err(ExecError::Wait)?);
+                }
+            },
+            exited = child.wait(), if !stdout_open => {
+                let status = exited.map_err(ExecError::Wait)?;
+                if tree.setup_completed() {
+                    break AgentEnd::Exited(status);
+                }
+                break AgentEnd::NotStarted;
+            }
+            _ = tokio::time::sleep_until(deadline) => {
+                kill_tree(child, tree).await;
+                break AgentEnd::TimedOut;
+            }
+            _ = shutdown.cancelled() => {
+                kill_tree(child, tree).await;
+                break AgentEnd::Shutdown;
+            }
+        }
+    };
+    // Whatever the agent left running in the background goes with it.
+    kill_tree(child, tree).await;
+    // The tree is gone, so stderr ends now; unless an unsandboxed agent left a process
+    // of another group holding it, which must not hold the run.
+    let stderr_head = match stderr {
+        Some(mut task) => match tokio::time::timeout(STDERR_DRAIN_AFTER_KILL, &mut task).await {
+            Ok(head) => head.unwrap_or_default(),
+            Err(_) => {
+                task.abort();
+                String::new()
+            }
+        },
+        None => String::new(),
+    };
+    if matches!(end, AgentEnd::NotStarted) {
+        confinement.record_setup_failure(format!(
+            "bwrap did not start the agent: {}",
+            stderr_head.trim()
+        ));
+    }
+    Ok(end)
+}
+
+/// Passes the agent's stderr on to the log, line by line (see the module docs); returns
+/// its first [`SETUP_MESSAGE_BYTES`] bytes, where bwrap's message is when it could not
+/// set the sandbox up. Ends when every holder of the pipe is gone.
+async fn pass_on_stderr(stderr: tokio::process::ChildStderr) -> String {
+    let mut head = Vec::new();
+    let mut limiter = WarnLimiter::new(STDERR_LINES_SHOWN);
+    let mut show = |line: &[u8], cut: u64| match limiter.admit() {
+        Admit::Show if cut > 0 => tracing::info!(
+            "agent stderr: {} [... {cut} bytes of this line cut]",
+            Escaped(&String::from_utf8_lossy(line))
+        ),
+        Admit::Show => tracing::info!("agent stderr: {}", Escaped(&String::from_utf8_lossy(line))),
+        Admit::Count { suppressed } => {
+            tracing::warn!(suppressed, "agent stderr: further lines not shown")
+        }
+        Admit::Quiet => {}
+    };
+    let mut reader = BufReader::new(stderr);
+    let mut line = Vec::new();
+    let mut cut = 0u64;
+    loop {
+        let buf = match reader.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(buf) => buf,
+        };
+        let (chunk, found) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        let used = found.unwrap_or(buf.len());
+        let room = SETUP_MESSAGE_BYTES.saturating_sub(head.len());
+        head.extend_from_slice(&buf[..room.min(used)]);
+        let keep = STDERR_LINE_BYTES
+            .saturating_sub(line.len())
+            .min(chunk.len());
+        line.extend_from_slice(&chunk[..keep]);
+        cut += (chunk.len() - keep) as u64;
+        reader.consume(used);
+        if found.is_some() {
+            show(&line, cut);
+            line.clear();
+            cut = 0;
+        }
+    }
+    if !line.is_empty() {
+        show(&line, cut);
+    }
+    if limiter.suppressed() > 0 {
+        tracing::warn!(
+            suppressed = limiter.suppressed(),
+            "agent stderr: lines not shown in all"
+        );
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+/// How the agent said it chose to end, from its own `run_stop`: its status and reason,
+/// except an infrastructure failure (`exit_environment`, `exit_api`), which would take the
+/// run out of every success rate on the agent's word alone. The runner alone decides that
+/// a sandbox failed, and it cannot check an external agent's provider, so such a claim
+/// ends the run `exit_error` (the claim itself stays in `run_stop.claim`).
+fn agent_declared_end(stop: &RunStop) -> RunEnd {
+    match stop.exit_status {
+        ExitStatus::Submitted => RunEnd::submitted(),
+        ExitStatus::ExitEnvironment | ExitStatus::ExitApi => RunEnd::early(
+            ExitStatus::ExitError,
+            format!(
+                "the agent declared {}, which only the runner can establish",
+                stop.exit_status.as_str()
+            ),
+        ),
+        status => RunEnd::early(
+            status,
+            stop.early_stop_reason
+                .clone()
+                .unwrap_or_else(|| "the agent's own run_stop".to_owned()),
+        ),
+    }
+}
+
 /// Kills the agent's process tree: `bwrap` (its pid namespace goes with it), the process
 /// group it leads, and what is left in its cgroup; then reaps it.
 async fn kill_tree(child: &mut tokio::process::Child, tree: &TreeGuard) {
@@ -346,17 +521,34 @@ async fn kill_tree(child: &mut tokio::process::Child, tree: &TreeGuard) {
 }
 
 /// What the reading loop keeps.
-#[derive(Default)]
 struct ReadState {
     lines: u64,
     skipped: u64,
     tool_errors: u32,
     /// The agent's own `run_stop`, once sent: a claim, never emitted as the run's end.
     agent_stop: Option<RunStop>,
+    /// Which skipped lines are logged.
+    skips: WarnLimiter,
+    /// Which lines with ignored envelope fields are logged.
+    ignored: WarnLimiter,
+}
+
+impl Default for ReadState {
+    fn default() -> Self {
+        ReadState {
+            lines: 0,
+            skipped: 0,
+            tool_errors: 0,
+            agent_stop: None,
+            skips: WarnLimiter::new(SKIPS_SHOWN),
+            ignored: WarnLimiter::new(SKIPS_SHOWN),
+        }
+    }
 }
 
 impl ReadState {
-    /// Records one line, or logs why it is skipped.
+    /// Records one line, or logs why it is skipped (escaped: the reason can quote the
+    /// line; and only the first [`SKIPS_SHOWN`], then counts).
     fn take(
         &mut self,
         rec: &mut RunRecorder,
@@ -379,12 +571,37 @@ impl ReadState {
             Ok(event) => event,
             Err(e) => {
                 self.skipped += 1;
-                tracing::warn!(line = self.lines, error = %e, "agent line skipped");
+                match self.skips.admit() {
+                    Admit::Show => {
+                        let error = e.to_string();
+                        tracing::warn!(line = self.lines, error = %Escaped(&error), "agent line skipped");
+                    }
+                    Admit::Count { suppressed } => {
+                        tracing::warn!(
+                            line = self.lines,
+                            suppressed,
+                            "agent lines skipped, not shown"
+                        );
+                    }
+                    Admit::Quiet => {}
+                }
                 return Ok(());
             }
         };
         if !event.ignored.is_empty() {
-            tracing::warn!(line = self.lines, fields = ?event.ignored, "envelope fields from the agent ignored");
+            match self.ignored.admit() {
+                Admit::Show => {
+                    tracing::warn!(line = self.lines, fields = ?event.ignored, "envelope fields from the agent ignored");
+                }
+                Admit::Count { suppressed } => {
+                    tracing::warn!(
+                        line = self.lines,
+                        suppressed,
+                        "lines with envelope fields from the agent, not shown"
+                    );
+                }
+                Admit::Quiet => {}
+            }
         }
         match event.payload {
             // The agent's account, not the run's end: the runner judges and closes the run.
@@ -397,6 +614,23 @@ impl ReadState {
             }
         }
         Ok(())
+    }
+
+    /// Logs how many warnings were not shown, once the agent is done.
+    fn report_suppressed(&self) {
+        if self.skips.suppressed() > 0 {
+            tracing::warn!(
+                skipped = self.skipped,
+                not_shown = self.skips.suppressed(),
+                "agent lines skipped in all"
+            );
+        }
+        if self.ignored.suppressed() > 0 {
+            tracing::warn!(
+                not_shown = self.ignored.suppressed(),
+                "lines with envelope fields from the agent ignored, not shown"
+            );
+        }
     }
 }
 
@@ -417,29 +651,40 @@ async fn close_run(
     started: Instant,
     tool_errors: u32,
 ) -> (RunStop, Option<Verdict>) {
-    let run_end = match (end, &agent_stop) {
-        (AgentEnd::Shutdown, _) => RunEnd::early(ExitStatus::ExitError, "shutdown"),
-        (_, Some(stop)) if stop.exit_status == ExitStatus::Submitted => RunEnd::submitted(),
-        (_, Some(stop)) => RunEnd::early(
-            stop.exit_status,
-            stop.early_stop_reason
-                .clone()
-                .unwrap_or_else(|| "the agent's own run_stop".to_owned()),
-        ),
-        (AgentEnd::Exited(status), None) if status.success() => RunEnd::submitted(),
-        (AgentEnd::Exited(status), None) => {
+    let run_end = match (end, confinement.setup_failure(), &agent_stop) {
+        // An agent that did not start always has its reason recorded.
+        (_, Some(why), _) => agent::environment_end(why.to_owned()),
+        (AgentEnd::NotStarted, None, _) => {
+            agent::environment_end("the agent did not start".to_owned())
+        }
+        (AgentEnd::Shutdown, None, _) => RunEnd::early(ExitStatus::ExitError, "shutdown"),
+        (_, None, Some(stop)) => agent_declared_end(stop),
+        (AgentEnd::Exited(status), None, None) if status.success() => RunEnd::submitted(),
+        (AgentEnd::Exited(status), None, None) => {
             RunEnd::early(ExitStatus::ExitError, format!("agent exited with {status}"))
         }
-        (AgentEnd::TimedOut, None) => RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout"),
+        (AgentEnd::TimedOut, None, None) => {
+            RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout")
+        }
     };
     let root = sandbox.root();
-    // Shutdown ends the run now, unjudged: test counts and score unknown.
+    // Shutdown ends the run now, unjudged: test counts and score unknown; so does an
+    // agent that never got its sandbox, and a judge that could not get one.
     let verdict = match end {
+        _ if run_end.status == ExitStatus::ExitEnvironment => None,
         AgentEnd::Shutdown => None,
         _ => Some(judge::judge_submission(task, root, confinement).await),
     };
-    let files_modified = Tree::scan_workspace(root)
-        .map(|now| task.fixture.changed_paths(&now).len())
+    let (verdict, run_end) = match confinement.setup_failure() {
+        Some(why) if run_end.status != ExitStatus::ExitEnvironment => {
+            (None, agent::environment_end(why.to_owned()))
+        }
+        _ => (verdict, run_end),
+    };
+    let files_modified = task
+        .fixture
+        .changed_paths_in(root)
+        .map(|changed| changed.len())
         .unwrap_or(0);
     let usage = rec.usage();
     let mut stop = RunStop {

@@ -35,15 +35,16 @@ use crate::publish::DeliveryReport;
 pub struct ExecOutcome {
     /// What the publishers of the runs did, summed; `None` without publishing.
     pub delivery: Option<DeliveryReport>,
+    /// Runs whose agent could not get its sandbox (`exit_environment`): no results.
+    pub no_sandbox: usize,
 }
 
 impl ExecOutcome {
     /// The exit code, as for `run`: events left in the spool give [`Exit::Undelivered`],
-    /// quarantined ones [`Exit::Quarantined`].
+    /// quarantined ones [`Exit::Quarantined`], else a run without its sandbox
+    /// [`Exit::Environment`].
     pub fn exit(&self) -> Exit {
-        self.delivery
-            .as_ref()
-            .map_or(Exit::Ok, DeliveryReport::exit)
+        crate::error::runs_exit(self.no_sandbox, self.delivery.as_ref())
     }
 }
 
@@ -61,6 +62,9 @@ pub async fn run_all(
         }
         let report = run(config, shutdown.clone()).await?;
         ended(&report);
+        if report.summary.result.exit_status == schemas::ExitStatus::ExitEnvironment {
+            outcome.no_sandbox += 1;
+        }
         if let Some(delivery) = report.delivery {
             outcome
                 .delivery
@@ -84,8 +88,13 @@ impl fmt::Display for ExecReport {
             self.summary.events,
             self.skipped,
             self.lines,
-            self.agent_exit
-                .map_or_else(|| "killed".to_owned(), |c| c.to_string()),
+            match self.agent_exit {
+                Some(code) => code.to_string(),
+                None if r.exit_status == schemas::ExitStatus::ExitEnvironment => {
+                    "none (no sandbox)".to_owned()
+                }
+                None => "killed".to_owned(),
+            },
             self.summary.run_id
         )
     }
@@ -103,6 +112,7 @@ mod tests {
                 quarantined,
                 ..DeliveryReport::default()
             }),
+            no_sandbox: 0,
         };
         assert_eq!(ExecOutcome::default().exit(), Exit::Ok);
         assert_eq!(outcome(0, 0).exit(), Exit::Ok);

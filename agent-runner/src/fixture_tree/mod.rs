@@ -9,6 +9,12 @@
 //! bytes, and the SHA-256 of their concatenation. Directories themselves, timestamps and
 //! owners do not count. Symlinks are refused: a fixture must not point outside itself.
 //!
+//! Files are hashed by streaming them through SHA-256 ([`hash_file`]), never read whole:
+//! what an agent leaves in its workspace (a 1 GB sparse file) must not cost the runner its
+//! size in memory. [`Tree::changed_paths_in`], which finds the files a run changed, judges
+//! a file by its size first and hashes it only when the size is its fixture file's, so a
+//! huge file costs neither memory nor the time to read it.
+//!
 //! This module depends on nothing else in the crate: scenarios, tools and the judge's
 //! restore all build on it.
 
@@ -16,11 +22,12 @@ mod walk;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use schemas::{sha256_hex, Hash256};
+use sha2::{Digest, Sha256};
 
 pub use walk::{is_ignored, walk, FileEntry, Symlinks, Walk, WalkError, WalkIter};
 
@@ -42,8 +49,29 @@ pub struct TreeEntry {
     pub path: String,
     /// Any execute bit set.
     pub executable: bool,
+    /// Size in bytes.
+    pub size: u64,
     /// SHA-256 of the content.
     pub sha256: Hash256,
+}
+
+/// Bytes read at a time when hashing a file.
+const HASH_CHUNK: usize = 64 * 1024;
+
+/// SHA-256 of the file at `path`, read [`HASH_CHUNK`] bytes at a time: memory stays the
+/// same whatever the file's size.
+pub fn hash_file(path: &Path) -> io::Result<Hash256> {
+    let mut file = fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; HASH_CHUNK];
+    loop {
+        match file.read(&mut buf) {
+            Ok(0) => return Ok(Hash256::from_digest(hasher.finalize().into())),
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// The files of a directory, sorted by path.
@@ -102,11 +130,11 @@ impl Tree {
                 source,
             };
             let meta = fs::symlink_metadata(path).map_err(read_err)?;
-            let bytes = fs::read(path).map_err(read_err)?;
             entries.push(TreeEntry {
                 path: rel,
                 executable: meta.permissions().mode() & 0o111 != 0,
-                sha256: sha256_hex(&bytes),
+                size: meta.len(),
+                sha256: hash_file(path).map_err(read_err)?,
             });
         }
         // Component order is not byte order (`a/b` < `a.txt` here, not in bytes).
@@ -127,6 +155,60 @@ impl Tree {
             listing.push_str(&format!("{} {x} {}\n", e.sha256, e.path));
         }
         sha256_hex(listing.as_bytes())
+    }
+
+    /// Paths added, removed or changed (content or execute bit) in the directory `root`
+    /// (a run's scratch copy of this tree, where the agent may have made symlinks: they
+    /// are skipped), sorted. A file whose size or execute bit differs is changed without
+    /// being read; only a file of its fixture file's size is hashed, streaming.
+    pub fn changed_paths_in(&self, root: &Path) -> Result<Vec<String>, TreeError> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut changed = Vec::new();
+        for entry in walk(root).symlinks(Symlinks::List) {
+            let entry = entry?;
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let path = entry.path();
+            let read_err = |source| TreeError::Read {
+                path: path.to_path_buf(),
+                source,
+            };
+            let rel = path
+                .strip_prefix(root)
+                .unwrap_or(path)
+                .to_str()
+                .ok_or_else(|| TreeError::NonUtf8(path.to_path_buf()))?
+                .to_owned();
+            let meta = fs::symlink_metadata(path).map_err(read_err)?;
+            let executable = meta.permissions().mode() & 0o111 != 0;
+            let same = match self.entry(&rel) {
+                Some(was) if was.size == meta.len() && was.executable == executable => {
+                    hash_file(path).map_err(read_err)? == was.sha256
+                }
+                _ => false,
+            };
+            if !same {
+                changed.push(rel.clone());
+            }
+            seen.insert(rel);
+        }
+        changed.extend(
+            self.entries
+                .iter()
+                .filter(|e| !seen.contains(&e.path))
+                .map(|e| e.path.clone()),
+        );
+        changed.sort();
+        Ok(changed)
+    }
+
+    /// The entry at `path`, if the tree has one.
+    fn entry(&self, path: &str) -> Option<&TreeEntry> {
+        self.entries
+            .binary_search_by(|e| e.path.as_bytes().cmp(path.as_bytes()))
+            .ok()
+            .map(|i| &self.entries[i])
     }
 
     /// Paths added, removed or changed (content or execute bit) in `other`, sorted.
@@ -185,5 +267,27 @@ mod tests {
         let after = Tree::scan(dir.path()).expect("scan");
         assert_ne!(after.sha256(), tree.sha256(), "exec bit counts");
         assert_eq!(tree.changed_paths(&after), vec!["b/run.sh".to_owned()]);
+        assert_eq!(
+            tree.changed_paths_in(dir.path()).expect("compare"),
+            vec!["b/run.sh".to_owned()]
+        );
+    }
+
+    #[test]
+    fn changed_paths_in_judges_by_size_then_content() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::write(dir.path().join("same.txt"), "abc\n").expect("write");
+        fs::write(dir.path().join("edited.txt"), "abc\n").expect("write");
+        fs::write(dir.path().join("gone.txt"), "x").expect("write");
+        let tree = Tree::scan(dir.path()).expect("scan");
+        fs::write(dir.path().join("edited.txt"), "abd\n").expect("same size, new content");
+        fs::remove_file(dir.path().join("gone.txt")).expect("rm");
+        // A sparse file far larger than anything read whole: judged by its size.
+        let huge = fs::File::create(dir.path().join("huge.bin")).expect("create");
+        huge.set_len(1 << 40).expect("sparse 1 TiB");
+        assert_eq!(
+            tree.changed_paths_in(dir.path()).expect("compare"),
+            ["edited.txt", "gone.txt", "huge.bin"]
+        );
     }
 }

@@ -319,7 +319,12 @@ impl fmt::Display for SweepReport {
 
 impl Outcome for SweepReport {
     fn exit(&self) -> Exit {
-        self.delivery.exit()
+        let no_sandbox = self
+            .runs
+            .iter()
+            .filter(|r| r.summary.result.exit_status == schemas::ExitStatus::ExitEnvironment)
+            .count();
+        crate::error::runs_exit(no_sandbox, Some(&self.delivery))
     }
 }
 

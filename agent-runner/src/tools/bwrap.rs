@@ -34,26 +34,38 @@
 //! Limits, enforced rather than recorded: `prlimit` sets rlimits before `bwrap` starts
 //! (address space = `memory_mb`, CPU seconds, file size = `disk_mb`, open files, processes),
 //! and where the host lets the runner create cgroups (the v1 `pids` and `memory`
-//! hierarchies, or v2 with the controllers delegated) each command gets its own `pids.max`,
-//! which holds a fork bomb even for root, whom `RLIMIT_NPROC` does not bind, and its own
-//! memory limit (`memory_mb`), which also counts the pages it writes to its `/tmp`. Time
-//! limits are the caller's: `bwrap --die-with-parent` in its own pid namespace means that
-//! killing the `bwrap` process ends every process of the sandbox, and [`TreeGuard`] kills
-//! what is left in the cgroups.
+//! hierarchies, or v2 with the controllers delegated: systemd `Delegate=yes`, the runner
+//! then moving itself into a leaf of its cgroup, `enable_delegated`) each command gets its
+//! own `pids.max`, which holds a fork bomb even for root, whom `RLIMIT_NPROC` does not
+//! bind, and its own memory limit (`memory_mb`), which also counts the pages it writes to
+//! its `/tmp`. Time limits are the caller's: `bwrap --die-with-parent` in its own pid
+//! namespace means that killing the `bwrap` process ends every process of the sandbox, and
+//! [`TreeGuard`] kills what is left in the cgroups.
 //!
 //! Availability is probed once per process ([`host`]): `bwrap` must be installed and able
 //! to create the namespaces with every confinement above (some containers forbid user
 //! namespaces). Without it a run may still execute as plain processes
 //! ([`Confinement::unsandboxed`]); `run_start.sandbox` then says `none`, and the limits
 //! that still hold (rlimits, cgroups, timeouts) are listed.
+//!
+//! A sandbox that cannot be set up for one command (its cgroups cannot be created or
+//! joined, the runner cannot fork, bwrap fails: a namespace or process limit reached, a
+//! mount refused) is not the agent's doing, so it must not become part of a result. Whether
+//! bwrap set the sandbox up is read from bwrap itself, never from the command's output
+//! (which the agent writes): bwrap writes `"exit-code"` on its `--json-status-fd` only
+//! after the sandbox was set up and its command ran ([`TreeGuard::setup_completed`]). The
+//! first such failure is kept by the run's [`Confinement`] ([`Confinement::setup_failure`]),
+//! which ends the run `exit_environment`, unjudged.
 
 use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use schemas::{EnforcedLimit, PidsLimit, SandboxInfo, SandboxLimits, SandboxNetwork};
@@ -114,13 +126,21 @@ pub const SANDBOX_UID: u32 = 65534;
 /// (`--add-seccomp-fd`); single digits, the most a POSIX shell redirects.
 const SECCOMP_FDS: [&str; 2] = ["8", "9"];
 
+/// The descriptor bwrap writes its status to (`--json-status-fd`): a single digit, which
+/// a POSIX shell can redirect, and not one of [`SECCOMP_FDS`].
+const STATUS_FD: &str = "7";
+
 /// The first process of every confined command, `/bin/sh -c LAUNCHER PIDS MEMORY FILTER1
-/// FILTER2 PROGRAM...`: joins the command's `pids` and `memory` cgroups (the
+/// FILTER2 STATUS PROGRAM...`: joins the command's `pids` and `memory` cgroups (the
 /// `cgroup.procs` files given, when not empty) before anything else runs, so no fork
-/// escapes them and no page goes uncharged ("0" = the writer), opens the seccomp filters on
-/// [`SECCOMP_FDS`] (when given) and becomes the rest of the command line.
+/// escapes them and no page goes uncharged ("0" = the writer); when STATUS is not empty
+/// (it is [`STATUS_FD`]), moves its stdin, the write end of bwrap's status pipe, to that
+/// descriptor and reads `/dev/null` instead; opens the seccomp filters on [`SECCOMP_FDS`]
+/// (when given) and becomes the rest of the command line. The descriptors are fixed in the
+/// script, not taken from the arguments, because a shell redirects only literal numbers.
 const LAUNCHER: &str = r#"for cg in "$0" "$1"; do [ -z "$cg" ] || echo 0 > "$cg" || exit 126; done
-a=$2 b=$3; shift 3
+if [ -n "$4" ]; then exec 7>&0 </dev/null || exit 126; fi
+a=$2 b=$3; shift 4
 [ -z "$a" ] && exec "$@"
 exec "$@" 8<"$a" 9<"$b""#;
 
@@ -164,6 +184,8 @@ impl HostSupport {
 pub fn host() -> &'static HostSupport {
     static HOST: OnceLock<HostSupport> = OnceLock::new();
     HOST.get_or_init(|| {
+        // No cgroup file (not Linux, no /proc): no cgroup candidates.
+        let own_cgroups = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let support = HostSupport {
             bwrap: probe_bwrap(),
             prlimit: std::process::Command::new("prlimit")
@@ -172,8 +194,8 @@ pub fn host() -> &'static HostSupport {
                 .stderr(Stdio::null())
                 .status()
                 .is_ok_and(|s| s.success()),
-            pids_cgroup: probe_cgroup(Controller::Pids),
-            memory_cgroup: probe_cgroup(Controller::Memory),
+            pids_cgroup: probe_cgroup(&own_cgroups, Controller::Pids),
+            memory_cgroup: probe_cgroup(&own_cgroups, Controller::Memory),
             network: network::probe(),
             toolchains: toolchains(),
         };
@@ -195,6 +217,7 @@ fn probe_bwrap() -> Result<String, String> {
         .arg(LAUNCHER)
         .args(["", ""])
         .args(filters.paths())
+        .arg("")
         .arg("bwrap")
         .args(confinement_args())
         .args(system_binds())
@@ -274,8 +297,11 @@ impl Controller {
 
 /// A cgroup directory of this process (the v1 hierarchy of `controller`, or v2 with it
 /// delegated) in which a child with a limit can be created, or `None`.
-fn probe_cgroup(controller: Controller) -> Option<PathBuf> {
-    let own = fs::read_to_string("/proc/self/cgroup").ok()?;
+///
+/// `own` is `/proc/self/cgroup` as read before any probe: on v2, probing one controller
+/// can move the runner into a leaf cgroup ([`enable_delegated`]), and the next probe must
+/// still start from the cgroup delegated to it, not from that leaf.
+fn probe_cgroup(own: &str, controller: Controller) -> Option<PathBuf> {
     let mut candidates = Vec::new();
     for line in own.lines() {
         let mut parts = line.splitn(3, ':');
@@ -288,8 +314,19 @@ fn probe_cgroup(controller: Controller) -> Option<PathBuf> {
                     .join(path),
             );
         } else if controllers.is_empty() {
-            candidates.push(Path::new("/sys/fs/cgroup").join(path));
-            candidates.push(Path::new("/sys/fs/cgroup/unified").join(path));
+            for base in [
+                Path::new("/sys/fs/cgroup"),
+                Path::new("/sys/fs/cgroup/unified"),
+            ] {
+                let base = base.join(path);
+                // Never below the root cgroup: it holds every process of the host.
+                if !path.is_empty() && base.join("cgroup.controllers").is_file() {
+                    if let Err(e) = enable_delegated(&base, controller) {
+                        tracing::debug!(cgroup = %base.display(), controller = controller.name(), error = %e, "no delegated controller");
+                    }
+                }
+                candidates.push(base);
+            }
         }
     }
     candidates.into_iter().find(|base| {
@@ -299,6 +336,37 @@ fn probe_cgroup(controller: Controller) -> Option<PathBuf> {
             })
             .is_ok()
     })
+}
+
+/// On cgroup v2, a cgroup delegated to the runner (systemd `Delegate=yes`) offers a
+/// controller (`pids`, `memory`) to children only once it is in its
+/// `cgroup.subtree_control`, which the kernel allows only while no process is in it ("no
+/// internal processes"): the runner moves itself (its own process, nothing else) into a
+/// leaf child `runner` first, then enables the controller, so that sandbox cgroups can be
+/// made beside that leaf.
+fn enable_delegated(base: &Path, controller: Controller) -> io::Result<()> {
+    let name = controller.name();
+    let lists = |file: &str| -> io::Result<bool> {
+        Ok(fs::read_to_string(base.join(file))?
+            .split_whitespace()
+            .any(|c| c == name))
+    };
+    if !lists("cgroup.controllers")? {
+        return Err(io::Error::other(format!(
+            "{name} is not delegated to this cgroup"
+        )));
+    }
+    if lists("cgroup.subtree_control")? {
+        return Ok(());
+    }
+    let leaf = base.join("runner");
+    match fs::create_dir(&leaf) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    fs::write(leaf.join("cgroup.procs"), std::process::id().to_string())?;
+    fs::write(base.join("cgroup.subtree_control"), format!("+{name}"))
 }
 
 /// The Rust sysroot of the runner's `rustc` and the directories of [`TOOLCHAINS_ENV`],
@@ -462,7 +530,8 @@ impl ResourceLimits {
 }
 
 /// How the processes of one run are confined: bwrap or plain processes, network or not,
-/// and the limits. Cheap to clone; the judge and the tools of a run share one.
+/// and the limits. Cheap to clone; the judge and the tools of a run share one, and so
+/// share its record of a sandbox that could not be set up.
 #[derive(Debug, Clone)]
 pub struct Confinement {
     /// The bwrap version; `None` = plain processes on the host.
@@ -471,6 +540,8 @@ pub struct Confinement {
     network: bool,
     /// rlimits and `pids.max`.
     limits: ResourceLimits,
+    /// Why a sandbox of this run could not be set up, the first time it could not.
+    setup_failure: Arc<OnceLock<String>>,
 }
 
 /// One process to start in a sandbox.
@@ -557,7 +628,21 @@ impl Confinement {
             bwrap: None,
             network: limits.network_enabled,
             limits: ResourceLimits::from_config(limits),
+            setup_failure: Arc::default(),
         }
+    }
+
+    /// Why a sandbox of this run could not be set up, if one could not: the run is then
+    /// no result (`exit_environment`, unjudged).
+    pub fn setup_failure(&self) -> Option<&str> {
+        self.setup_failure.get().map(String::as_str)
+    }
+
+    /// Records that a sandbox of this run could not be set up (the first reason is kept),
+    /// and says so on the log.
+    pub fn record_setup_failure(&self, why: String) {
+        tracing::error!(reason = %crate::terminal::Escaped(&why), "the agent sandbox could not be set up; the run is not a result");
+        let _ = self.setup_failure.set(why);
     }
 
     /// Whether processes run inside bwrap.
@@ -627,15 +712,28 @@ impl Confinement {
         }
     }
 
-    /// The command that starts `spec` confined (its `PATH` is [`sandbox_path`]), in its own process group, with its
-    /// stdio still to be set by the caller; and the guard of its process tree, to kill
-    /// when the command is done or timed out.
+    /// The command that starts `spec` confined (its `PATH` is [`sandbox_path`]), in its
+    /// own process group, with its stdout and stderr still to be set by the caller (stdin
+    /// is `/dev/null`: the caller must not set it); and the guard of its process tree, to
+    /// kill when the command is done or timed out.
+    ///
+    /// # Errors
+    ///
+    /// The sandbox cannot be set up (its cgroup cannot be created, no pipe); recorded as
+    /// this run's [`Confinement::setup_failure`] too.
     pub fn command(&self, spec: &SandboxedCommand<'_>) -> io::Result<(Command, TreeGuard)> {
+        self.build(spec).inspect_err(|e| {
+            self.record_setup_failure(format!("cannot prepare the sandbox: {e}"));
+        })
+    }
+
+    fn build(&self, spec: &SandboxedCommand<'_>) -> io::Result<(Command, TreeGuard)> {
         let host = host();
         let mut cgroups = TreeGuard {
             pids: None,
             memory: None,
             network: None,
+            status: None,
         };
         if let Some(base) = &host.pids_cgroup {
             cgroups.pids = Some(SandboxCgroup::create(
@@ -651,6 +749,13 @@ impl Confinement {
                 self.limits.memory_bytes,
             )?);
         }
+        // bwrap's status pipe: its write end is the launcher's stdin, moved to `STATUS_FD`
+        // before the launcher execs (no `unsafe` fd plumbing in the runner), so nothing
+        // else the runner spawns meanwhile inherits it.
+        let status = match self.bwrap {
+            Some(_) => Some(nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?),
+            None => None,
+        };
         let path = sandbox_path();
         let home = match self.bwrap {
             Some(_) => SANDBOX_HOME.to_owned(),
@@ -677,7 +782,11 @@ impl Confinement {
                 .map(|cg| cg.dir.join("cgroup.procs").into_os_string())
                 .unwrap_or_default()
         };
-        if cgroups.pids.is_some() || cgroups.memory.is_some() || filters.is_some() {
+        if cgroups.pids.is_some()
+            || cgroups.memory.is_some()
+            || filters.is_some()
+            || status.is_some()
+        {
             argv.extend(["/bin/sh".into(), "-c".into(), LAUNCHER.into()]);
             argv.push(procs(&cgroups.pids));
             argv.push(procs(&cgroups.memory));
@@ -685,6 +794,10 @@ impl Confinement {
                 Some(paths) => argv.extend(paths.map(PathBuf::into_os_string)),
                 None => argv.extend([OsString::new(), OsString::new()]),
             }
+            argv.push(match status {
+                Some(_) => STATUS_FD.into(),
+                None => OsString::new(),
+            });
         }
         if host.prlimit {
             argv.push("prlimit".into());
@@ -698,6 +811,7 @@ impl Confinement {
         }
         if self.bwrap.is_some() {
             argv.push("bwrap".into());
+            argv.extend(["--json-status-fd".into(), STATUS_FD.into()]);
             argv.extend(self.bwrap_args(spec, &host.toolchains, &env));
         }
         argv.push(spec.program.to_owned());
@@ -714,6 +828,16 @@ impl Confinement {
             .current_dir(spec.workdir)
             .process_group(0)
             .kill_on_drop(true);
+        cgroups.status = match status {
+            Some((read_end, write_end)) => {
+                command.stdin(Stdio::from(write_end));
+                Some(read_end)
+            }
+            None => {
+                command.stdin(Stdio::null());
+                None
+            }
+        };
         Ok((command, cgroups))
     }
 
@@ -795,9 +919,45 @@ pub struct TreeGuard {
     /// The command's network namespace with pasta (`network_enabled`); deleted after the
     /// processes are killed (fields drop after [`Drop::drop`]).
     network: Option<PastaNetwork>,
+    /// The read end of bwrap's `--json-status-fd`; `None` for plain processes.
+    status: Option<OwnedFd>,
 }
 
+/// The most of bwrap's status pipe read: bwrap writes two short JSON lines; the rest is
+/// whatever the sandboxed processes wrote to the fd they inherit.
+const STATUS_READ_LIMIT: usize = 64 * 1024;
+
 impl TreeGuard {
+    /// Whether bwrap set the sandbox up and ran the command, read once the command has
+    /// exited on its own (not after a timeout kill): bwrap reports `"exit-code"` on its
+    /// status pipe only then, before it exits. `false` = the sandbox could not be set up
+    /// (bwrap's message is on the command's stderr). Always `true` for plain processes.
+    ///
+    /// A sandboxed process can write to the pipe too, but only once the sandbox exists:
+    /// a forged line can claim a setup that did happen, never deny one.
+    pub fn setup_completed(&self) -> bool {
+        let Some(fd) = &self.status else {
+            return true;
+        };
+        let Ok(fd) = fd.try_clone() else {
+            return false;
+        };
+        if fcntl(&fd, FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).is_err() {
+            return false;
+        }
+        let mut pipe = fs::File::from(fd);
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while seen.len() < STATUS_READ_LIMIT {
+            match io::Read::read(&mut pipe, &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+        seen.windows(b"\"exit-code\"".len())
+            .any(|w| w == b"\"exit-code\"")
+    }
+
     /// SIGKILLs every process still in the tree's cgroups.
     pub fn kill(&self) {
         for cg in self.pids.iter().chain(&self.memory) {
@@ -1013,5 +1173,44 @@ mod tests {
             .enforced
             .iter()
             .any(|l| l.limit == "execution_timeout_ms" && l.value == 2000 && l.by == "runner"));
+    }
+
+    /// The launcher wires bwrap's status pipe to [`STATUS_FD`] beside the seccomp filters
+    /// on [`SECCOMP_FDS`]: a command that ran reports its setup whatever it exited with,
+    /// a bind bwrap cannot make reports none, and the command's stdin is not the pipe.
+    #[tokio::test]
+    async fn bwrap_says_on_its_status_fd_whether_it_set_the_sandbox_up() {
+        let confinement =
+            Confinement::for_run(&limits(false), false).expect("bwrap works on the test host");
+        let dir = tempfile::tempdir().expect("dir");
+        let workdir = dir.path().canonicalize().expect("canonical");
+        let run = |read_only: Vec<PathBuf>, script: &'static str| {
+            let (confinement, workdir) = (confinement.clone(), workdir.clone());
+            async move {
+                let args = ["-c".into(), script.into()];
+                let (mut command, tree) = confinement
+                    .command(&SandboxedCommand {
+                        program: "/bin/sh".as_ref(),
+                        args: &args,
+                        workdir: &workdir,
+                        read_only: &read_only,
+                        env: &[],
+                        binds: &[],
+                    })
+                    .expect("sandboxed command");
+                let out = command.output().await.expect("ran");
+                (out.status.code(), tree.setup_completed(), out.stdout)
+            }
+        };
+        // stdin is /dev/null: reading it ends at once, and exit 3 is the command's own.
+        let (code, set_up, stdout) = run(Vec::new(), "cat; echo read; exit 3").await;
+        assert_eq!((code, set_up), (Some(3), true));
+        assert_eq!(stdout, b"read\n");
+        let (code, set_up, _) = run(vec![workdir.join("missing")], "exit 0").await;
+        assert_eq!(code, Some(1), "bwrap cannot bind a missing path");
+        assert!(
+            !set_up,
+            "a sandbox bwrap could not make was reported as set up"
+        );
     }
 }

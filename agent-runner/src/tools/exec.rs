@@ -8,6 +8,10 @@
 //! process group the command leads (`process_group(0)`), which is all there is for an
 //! unsandboxed run. The tree is also killed after a normal exit: a background process left
 //! behind by one call must not outlive it (and would keep the output pipe open).
+//!
+//! A command whose sandbox could not be set up (cgroup, fork, bwrap) did not run: that is
+//! [`ExecError::Sandbox`], recorded on the run's [`Confinement`] as well, never an exit
+//! status the agent's code could have produced.
 
 use std::ffi::OsString;
 use std::io;
@@ -27,6 +31,9 @@ use super::bwrap::{Confinement, SandboxedCommand};
 /// How long to keep reading output after the process group was killed: only what is
 /// already in the pipe buffer is left, unless a process escaped the group.
 const DRAIN_AFTER_KILL: Duration = Duration::from_millis(200);
+
+/// Characters of bwrap's message kept in a setup failure.
+const SETUP_MESSAGE_CHARS: usize = 1000;
 
 /// What to run and within which limits.
 #[derive(Debug, Clone)]
@@ -65,12 +72,25 @@ impl ExecOutput {
     }
 }
 
+/// Why a command did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// Its sandbox could not be set up; the reason is also the run's
+    /// [`Confinement::setup_failure`].
+    #[error("the sandbox could not be set up: {0}")]
+    Sandbox(String),
+    /// Its output or exit could not be read.
+    #[error("cannot run the command: {0}")]
+    Io(#[from] io::Error),
+}
+
 /// Runs `spec.command` and returns once the process tree is gone and the output read.
 ///
 /// # Errors
 ///
-/// Only when the command cannot be started at all (no `bash`, no such directory, no fds).
-pub async fn run_shell(spec: &ExecSpec<'_>) -> io::Result<ExecOutput> {
+/// [`ExecError::Sandbox`] when the sandbox could not be set up (the command never ran);
+/// [`ExecError::Io`] when its output or exit could not be read.
+pub async fn run_shell(spec: &ExecSpec<'_>) -> Result<ExecOutput, ExecError> {
     let args: [OsString; 2] = ["-c".into(), spec.command.into()];
     let command = SandboxedCommand {
         program: "bash".as_ref(),
@@ -89,23 +109,32 @@ pub async fn run_shell(spec: &ExecSpec<'_>) -> io::Result<ExecOutput> {
 ///
 /// # Errors
 ///
-/// Only when the command cannot be started at all.
+/// As [`run_shell`]: a sandbox that could not be set up is also recorded as the run's
+/// [`Confinement::setup_failure`].
 pub async fn run_confined(
     confinement: &Confinement,
     command: &SandboxedCommand<'_>,
     timeout: Duration,
     output_cap: usize,
-) -> io::Result<ExecOutput> {
+) -> Result<ExecOutput, ExecError> {
     let started = Instant::now();
+    let setup_failed = |why: String| {
+        confinement.record_setup_failure(why.clone());
+        ExecError::Sandbox(why)
+    };
     // CLOEXEC so that commands spawned concurrently by other runs do not inherit our
     // write end (which would keep this pipe open until they exit).
     let (read_end, write_end) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?;
-    let (mut command, tree) = confinement.command(command)?;
+    let (mut command, tree) = confinement
+        .command(command)
+        .map_err(|e| ExecError::Sandbox(format!("cannot prepare the sandbox: {e}")))?;
     command
-        .stdin(Stdio::null())
         .stdout(Stdio::from(write_end.try_clone()?))
         .stderr(Stdio::from(write_end));
-    let mut child = command.spawn()?;
+    // A fork the runner cannot make (a process limit reached) is the host's, not the agent's.
+    let mut child = command
+        .spawn()
+        .map_err(|e| setup_failed(format!("cannot start the sandboxed command: {e}")))?;
     // The parent's copies of the write end live in `command`; drop them so EOF can come.
     drop(command);
     // Kills the group when this function returns or its future is dropped (shutdown).
@@ -155,6 +184,13 @@ pub async fn run_confined(
         .await;
     }
     let (output, output_bytes) = capture.finish();
+    if !timed_out && !tree.setup_completed() {
+        // bwrap's own message is what the command printed.
+        let message: String = output.trim().chars().take(SETUP_MESSAGE_CHARS).collect();
+        return Err(setup_failed(format!(
+            "bwrap did not start the command: {message}"
+        )));
+    }
     Ok(ExecOutput {
         status: if timed_out { None } else { status },
         timed_out,

@@ -274,9 +274,8 @@ impl Toolbox {
         };
         let output = match exec::run_shell(&spec).await {
             Ok(o) => o,
-            Err(e) => {
-                return ToolOutcome::failed(ExitKind::SystemError, format!("cannot run bash: {e}"))
-            }
+            // A sandbox that could not be set up also ends the run (`exit_environment`).
+            Err(e) => return ToolOutcome::failed(ExitKind::SystemError, e.to_string()),
         };
         let mut footprint = before.footprint_since(&Snapshot::take(root));
         footprint.bytes_read = output.output_bytes;
@@ -333,12 +332,6 @@ fn classify_exit(
             ExitKind::SystemError,
             "file size limit of the sandbox exceeded (SIGXFSZ; sandbox_limits.disk_mb)",
         ),
-        // bwrap reports its own failures (a bind, a namespace) this way, before the
-        // command runs.
-        _ if output.starts_with("bwrap: ") => limit(
-            ExitKind::SystemError,
-            "the sandbox could not be set up for this command",
-        ),
         _ if output.contains("MemoryError")
             || output.contains("Cannot allocate memory")
             || output.contains("memory allocation of") =>
@@ -378,9 +371,11 @@ mod tests {
         assert_eq!(kind(None, Some(24), ""), ExitKind::Timeout);
         assert_eq!(kind(Some(153), None, ""), ExitKind::SystemError);
         assert_eq!(kind(Some(1), None, "MemoryError\n"), ExitKind::Oom);
+        // Text the agent can print is not a sandbox failure (bwrap's status pipe says
+        // when one is: `exec::run_shell`).
         assert_eq!(
-            kind(Some(254), None, "bwrap: Can't mount proc\n"),
-            ExitKind::SystemError
+            kind(Some(1), None, "bwrap: Can't mount proc\n"),
+            ExitKind::Deterministic
         );
         assert!(classify_exit(Some(137), None, "").1.is_some());
     }

@@ -59,10 +59,13 @@ pub enum SandboxError {
 impl Sandbox {
     /// Copies the files of `tree` (scanned from `fixture_dir`) into a new temp dir,
     /// checking each file's content against the hash in `tree` as it goes, so the copy is
-    /// exactly what was pinned even if the fixture changes meanwhile.
+    /// exactly what was pinned even if the fixture changes meanwhile. The directory is
+    /// `0700`: no other user of the host (another run's agent included) can look in.
     pub fn create(fixture_dir: &Path, tree: &Tree) -> Result<Sandbox, SandboxError> {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::Builder::new()
             .prefix("bench-run-")
+            .permissions(fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(SandboxError::Create)?;
         let root = dir.path().canonicalize().map_err(SandboxError::Create)?;
@@ -171,6 +174,14 @@ mod tests {
         let tree = Tree::scan(fixture.path()).expect("scan");
         let sandbox = Sandbox::create(fixture.path(), &tree).expect("sandbox");
         (fixture, sandbox)
+    }
+
+    #[test]
+    fn the_scratch_directory_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_f, sb) = sandbox();
+        let mode = fs::metadata(sb.root()).expect("stat").permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
     }
 
     #[test]

@@ -422,7 +422,8 @@ pub fn pareto(id: &str, answer: &Table, leaderboard: &Table, policies: &Policies
 }
 
 /// The policies of `leaderboard` that [`pareto`] cannot place, each with the reason:
-/// no finished run, no finished run with a known cost, or none judged.
+/// no finished run, no finished run with a known cost, or none judged (saying how many
+/// of those could not get their agent sandbox).
 pub fn unplaced(pareto_frontier: &Table, leaderboard: &Table) -> Vec<(String, String)> {
     let placed: Vec<&str> = points(pareto_frontier).iter().map(|p| p.policy).collect();
     let mut out: Vec<(String, String)> = Vec::new();
@@ -443,7 +444,17 @@ pub fn unplaced(pareto_frontier: &Table, leaderboard: &Table) -> Vec<(String, St
                  (see \u{201c}Calls with an unknown price\u{201d})"
             )
         } else if count("judged") == 0.0 {
-            format!("success unknown: none of its {finished} finished runs was judged")
+            // Infrastructure failures (no sandbox, no provider answer) are no results:
+            // say so apart from unjudged ones.
+            let infra_failures = count("infra_failures");
+            if infra_failures > 0.0 {
+                format!(
+                    "success unknown: none of its {finished} finished runs was judged \
+                     ({infra_failures} infrastructure failures: no results)"
+                )
+            } else {
+                format!("success unknown: none of its {finished} finished runs was judged")
+            }
         } else {
             "no usable cost or success rate in pareto_frontier".to_owned()
         };
@@ -1132,6 +1143,12 @@ mod tests {
         let list = unplaced(&frontier, &leaderboard);
         assert_eq!(list.len(), 1);
         assert!(list[0].1.starts_with("success unknown"), "{list:?}");
+        let leaderboard = table(
+            "policy_id\truns\tfinished\tjudged\tinfra_failures\tpriced_runs\n\
+             String\tUInt64\tUInt64\tUInt64\tUInt64\tUInt64\nstarved\t2\t2\t0\t2\t2\n",
+        );
+        let list = unplaced(&frontier, &leaderboard);
+        assert!(list[0].1.contains("2 infrastructure failures"), "{list:?}");
     }
 
     #[test]

@@ -137,7 +137,8 @@ pub struct ScenarioRef {
 ///
 /// A fact nobody established is null, never a made-up 0 or `false`: a run stopped
 /// before its judge ran (shutdown, a sandbox that could not be set up) has null test
-/// counts and score, an imported run nobody judged has null `success`, and a run whose
+/// counts and score, an imported run nobody judged and a run that could not get its
+/// sandbox (no result) have null `success`, and a run whose
 /// model usage is unknown has null `total_tokens` and `cost_usd`; a run whose turns
 /// nobody counted (an `exec` agent's) has null `turns`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -145,9 +146,10 @@ pub struct RunStop {
     /// Whether the run solved the task: it submitted and the judge accepted the
     /// submission. False when it ended without a submission (it did not solve the task
     /// within its run); null when a submission was never judged (e.g. an imported
-    /// trajectory nobody judged), and for an infrastructure failure, which is no result:
-    /// the sandbox could not be set up (`exit_environment`), or the provider failed
-    /// (`exit_api`) before answering any model call with a usable completion.
+    /// trajectory nobody judged), and for an infrastructure failure, which is no result
+    /// and counts in no success rate: the sandbox could not be set up (`exit_environment`,
+    /// whatever the agent did), or the provider failed (`exit_api`) before answering any
+    /// model call with a usable completion.
     pub success: Option<bool>,
     /// Score in 0..1 (fraction of judge tests passing); null when no judge ran.
     pub final_score: Option<f64>,
@@ -242,7 +244,9 @@ pub enum ExitStatus {
     ExitFormat,
     /// The model provider kept failing.
     ExitApi,
-    /// The sandbox or the task environment failed.
+    /// The sandbox or the task environment failed (a bwrap failure, a namespace or
+    /// process limit, a cgroup that could not be made): the run is no result, its
+    /// `success` and `final_score` are null.
     ExitEnvironment,
     /// The agent gave up, or ran out of turns (`max_iterations`) or of patience
     /// (`failing_tests_patience`).

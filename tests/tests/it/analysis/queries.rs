@@ -322,6 +322,68 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     assert_answers_equal_expected(&answers, &fixtures_dir());
 }
 
+/// A run that could not get its sandbox (`exit_environment`, success and score NULL, as
+/// the runner records it) is no result: it counts in no success rate, neither as a
+/// failure nor as a success, and the leaderboard counts it among the infrastructure
+/// failures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_without_its_sandbox_counts_in_no_success_rate_and_as_an_infrastructure_failure() {
+    let (server, client) = seeded_clickhouse().await;
+    let before = answer(&answers(&client, &fixtures_dir()).await, "leaderboard").clone();
+    let d_before = row(&before, "policy_id", D);
+    // Another run of D (rate 0 of 1 judged, one infrastructure failure already: a
+    // provider that never answered), whose first command got no sandbox.
+    let start = r#"{"cfg_hash": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "context_window": 128000, "env_hash": "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "event_id": "ed300000-0000-4000-8000-000000000000", "host": "worker-1", "max_iterations": 30, "model": "gpt-4o", "policy_id": "openai/gpt-4o:raw", "provider": "openai", "received_at": 1741429301, "run_id": "d3000000-0000-4000-8000-000000000000", "seed": 7, "seq": 0, "step_id": null, "strategy": "raw", "summarizer_model": null, "task_id": "task-d1", "ts": 1741429300, "ts_ms": 1741429300123}"#;
+    let stop = r#"{"api_calls": 0, "cfg_hash": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "cost_usd": 0.0, "env_hash": "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "event_id": "ed300000-0000-4000-8000-000000000001", "exit_status": "exit_environment", "final_score": null, "host": "worker-1", "policy_id": "openai/gpt-4o:raw", "received_at": 1741429311, "run_id": "d3000000-0000-4000-8000-000000000000", "seed": 7, "seq": 1, "step_id": null, "success": null, "task_id": "task-d1", "tool_errors": 1, "total_tokens": 0, "ts": 1741429310, "ts_ms": 1741429310123, "turns": 1, "wall_time_ms": 7}"#;
+    server.query(&format!(
+        "INSERT INTO benchstream.run_starts FORMAT JSONEachRow\n{start}"
+    ));
+    server.query(&format!(
+        "INSERT INTO benchstream.run_stops FORMAT JSONEachRow\n{stop}"
+    ));
+    let answers = answers(&client, &fixtures_dir()).await;
+    let board = answer(&answers, "leaderboard");
+    let d = row(board, "policy_id", D);
+    let count = |table: &Table, r, column| {
+        table
+            .get(r, column)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("{column} is not a count"))
+    };
+    assert_eq!(
+        count(board, d, "runs"),
+        count(&before, d_before, "runs") + 1
+    );
+    assert_eq!(
+        count(board, d, "finished"),
+        count(&before, d_before, "finished") + 1
+    );
+    assert_eq!(
+        (count(board, d, "judged"), count(board, d, "successes")),
+        (
+            count(&before, d_before, "judged"),
+            count(&before, d_before, "successes")
+        ),
+        "a run without its sandbox was judged"
+    );
+    assert_eq!(
+        board.get(d, "success_rate"),
+        before.get(d_before, "success_rate"),
+        "a run without its sandbox changed the success rate"
+    );
+    assert_eq!(
+        count(board, d, "infra_failures"),
+        count(&before, d_before, "infra_failures") + 1,
+        "a run without its sandbox is not counted as an infrastructure failure"
+    );
+    let instances = answer(&answers, "instances");
+    let judged = (0..instances.rows.len())
+        .filter(|&r| instances.get(r, "policy_id") == Some(D))
+        .map(|r| count(instances, r, "judged"))
+        .sum::<u64>();
+    assert_eq!(judged, count(board, d, "judged"), "instances judged it");
+}
+
 /// Each answer equals `<dir>/expected/<query>.csv` byte for byte (the files
 /// chdb_check.py compares against); with `BENCH_BLESS` set, writes those files instead.
 fn assert_answers_equal_expected(answers: &[(&'static str, Table)], dir: &Path) {

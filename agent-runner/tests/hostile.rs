@@ -1,0 +1,350 @@
+//! The runner binary against what a hostile agent does to the host and to the operator,
+//! run as root (as CI runs): a runner whose user's process limit another user's
+//! processes fill cannot get a sandbox, so its run is no result (`exit_environment`,
+//! success and score null) and the runner says why and exits 7, while an agent that only
+//! prints bwrap's error is still judged; an `exec` agent's escape
+//! sequences (on stderr, in file names the judge restores, in malformed lines) reach the
+//! operator's log escaped, and its floods of stderr and malformed stdout lines give a
+//! bounded log with a count of what was not shown; huge sparse files an agent leaves in
+//! its workspace (one over a protected test) do not grow the runner's memory; and a
+//! run's scratch directory is `0700`.
+
+use std::ffi::OsStr;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use benchstream_tests::processes_with;
+use benchstream_tests::runs::{journal_events, only_run_dir, summary};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::{chown, geteuid, Gid, Pid, Uid};
+use schemas::{ExitStatus, Payload};
+
+const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
+
+/// A uid no account uses: the runner's user, as the systemd unit's `User=` would be.
+const RUNNER_UID: u32 = 64_123;
+
+fn fixture_scenario(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/fixtures/runner/{name}.toml"))
+}
+
+/// `setpriv` arguments that run what follows as [`RUNNER_UID`], no supplementary groups.
+fn as_runner_user() -> Command {
+    let mut command = Command::new("setpriv");
+    command.args([
+        format!("--reuid={RUNNER_UID}"),
+        format!("--regid={RUNNER_UID}"),
+        "--clear-groups".to_owned(),
+        "--".to_owned(),
+    ]);
+    command
+}
+
+/// Processes of [`RUNNER_UID`] holding its process count up, all killed on drop.
+struct Holders(Child);
+
+impl Holders {
+    /// `count` sleeping processes of [`RUNNER_UID`], once they all exist.
+    fn start(count: usize, marker: &str) -> Holders {
+        let child = as_runner_user()
+            .args([
+                "sh",
+                "-c",
+                &format!("for i in $(seq {count}); do sleep {marker} & done; wait"),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("start the holders");
+        let holders = Holders(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while processes_with(&format!("sleep {marker}")).len() < count {
+            assert!(Instant::now() < deadline, "the holders did not all start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        holders
+    }
+}
+
+impl Drop for Holders {
+    fn drop(&mut self) {
+        let pgid = Pid::from_raw(i32::try_from(self.0.id()).expect("pid"));
+        let _ = killpg(pgid, Signal::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// What `agent-runner <command> <args>` run as [`RUNNER_UID`] in `dir` printed; the
+/// command (`run`, `exec`) is given `--allow-unpinned --no-publish --out dir/runs` first.
+fn runner_as_runner_user(command: &str, args: &[&OsStr], dir: &Path) -> Output {
+    as_runner_user()
+        .args([RUNNER, command, "--allow-unpinned", "--no-publish"])
+        .arg("--out")
+        .arg(dir.join("runs"))
+        .args(args)
+        .env("HOME", dir)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agent-runner")
+}
+
+/// The run in `dir/runs` is no result: `exit_environment`, nothing judged, and a
+/// `failure` of category `environment`; and the runner exited 7 saying why.
+fn assert_no_result(out: &Output, dir: &Path) {
+    let stderr = stderr_of(out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(7), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("Creating new namespace failed"),
+        "the runner does not say why: {stderr}"
+    );
+    assert!(stdout.contains("no result"), "{stdout}");
+    let run_dir = only_run_dir(&dir.join("runs"));
+    let result = &summary(&run_dir)["result"];
+    assert_eq!(result["exit_status"], "exit_environment", "{result}");
+    for unknown in ["success", "final_score", "tests_passed", "tests_failed"] {
+        assert!(result[unknown].is_null(), "{unknown} is not null: {result}");
+    }
+    let events = journal_events(&run_dir);
+    let stop = events
+        .iter()
+        .find_map(|e| match &e.payload {
+            Payload::RunStop(stop) => Some(stop),
+            _ => None,
+        })
+        .expect("run_stop");
+    assert_eq!(stop.exit_status, ExitStatus::ExitEnvironment);
+    assert_eq!(stop.success, None);
+    let environment = events.iter().any(|e| {
+        matches!(&e.payload, Payload::Failure(f) if f.final_error_state.error_category == "environment")
+    });
+    assert!(environment, "no failure says the environment failed");
+}
+
+/// A directory [`RUNNER_UID`] owns.
+fn runner_user_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("dir");
+    chown(
+        dir.path(),
+        Some(Uid::from_raw(RUNNER_UID)),
+        Some(Gid::from_raw(RUNNER_UID)),
+    )
+    .expect("chown");
+    dir
+}
+
+#[test]
+fn a_run_starved_of_processes_is_no_result_and_the_runner_says_why() {
+    assert!(geteuid().is_root(), "this test runs as root, as CI does");
+    // Another run's agent of the same user holds more processes than a sandbox may have
+    // (256): no further sandbox can be created, for a tool call, for the judge, or for an
+    // exec agent.
+    let _holders = Holders::start(300, "1000.6402");
+    for scenario in ["hostile-starved", "hostile-starved-judge"] {
+        let dir = runner_user_dir();
+        let scenario = fixture_scenario(scenario);
+        let out = runner_as_runner_user(
+            "run",
+            &[OsStr::new("--no-progress"), scenario.as_os_str()],
+            dir.path(),
+        );
+        assert_no_result(&out, dir.path());
+    }
+    let dir = runner_user_dir();
+    let scenario = fixture_scenario("hostile-exec");
+    let out = runner_as_runner_user(
+        "exec",
+        &[
+            OsStr::new("--task"),
+            OsStr::new("sh-ci-exit-status"),
+            OsStr::new("--scenario"),
+            scenario.as_os_str(),
+            OsStr::new("--"),
+            OsStr::new("true"),
+        ],
+        dir.path(),
+    );
+    assert_no_result(&out, dir.path());
+}
+
+/// An `exec` agent under the test scenario `scenario` running `script` (bash), through
+/// the runner binary, artifacts under `dir/runs`; what the runner printed.
+fn exec_agent(scenario: &str, script: &str, dir: &Path) -> Output {
+    Command::new(RUNNER)
+        .args([
+            "exec",
+            "--allow-unpinned",
+            "--no-publish",
+            "--task",
+            "sh-ci-exit-status",
+        ])
+        .arg("--scenario")
+        .arg(fixture_scenario(scenario))
+        .arg("--out")
+        .arg(dir.join("runs"))
+        .args([OsStr::new("--"), OsStr::new("bash"), OsStr::new("-c")])
+        .arg(script)
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agent-runner exec")
+}
+
+/// Bytes that change what a terminal shows: C0 controls other than newline, DEL, and C1
+/// controls (UTF-8 `c2 80`-`c2 9f`).
+fn raw_controls(bytes: &[u8]) -> Vec<(usize, u8)> {
+    let mut found: Vec<(usize, u8)> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| (b < 0x20 && b != b'\n') || b == 0x7f)
+        .map(|(i, &b)| (i, b))
+        .collect();
+    found.extend(
+        bytes
+            .windows(2)
+            .enumerate()
+            .filter(|(_, w)| w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1]))
+            .map(|(i, w)| (i, w[1])),
+    );
+    found
+}
+
+#[test]
+fn an_exec_agents_escape_bytes_and_floods_reach_the_log_escaped_and_bounded() {
+    let dir = tempfile::tempdir().expect("dir");
+    // OSC 52 (clipboard write), clear screen, CSI as C1, a forged log line; on stderr, in
+    // a protected file's name (the judge restores `tests/` and names what it removed), in
+    // a malformed line; then 100,000 lines of stderr and a million malformed lines.
+    let script = r#"
+        printf 'evil \033]52;c;aGFjaw==\a \033[2J\302\233 31m\nFAKE  INFO forged line\n' >&2
+        touch "tests/name-$(printf '\033[2J\033]52;c;aGk=\a').sh"
+        printf '{"type": "\033[2J\033]0;title\a"}\n'
+        yes 'stderr flood' | head -n 100000 >&2
+        yes x | head -n 1000000
+        exit 0
+    "#;
+    let out = exec_agent("hostile-flood", script, dir.path());
+    let stderr = stderr_of(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+
+    assert_eq!(
+        raw_controls(&out.stderr),
+        Vec::new(),
+        "raw control bytes reached the log"
+    );
+    assert!(
+        stderr.contains(r"evil \u{1b}]52;c;aGFjaw==\u{7}"),
+        "the agent's stderr is not shown escaped: {}",
+        &stderr[..stderr.len().min(4000)]
+    );
+    assert!(
+        !stderr.lines().any(|l| l.starts_with("FAKE")),
+        "a forged line reached the log"
+    );
+    assert!(
+        stderr.contains(r"name-\u{1b}[2J\u{1b}]52;c;aGk=\u{7}.sh"),
+        "the restored file's name is not shown escaped"
+    );
+    // 200 stderr lines, 20 skipped lines and a few counts, not a million lines.
+    let lines = stderr.lines().count();
+    assert!(lines < 400, "{lines} lines of log");
+    assert!(
+        stderr.contains("agent lines skipped in all") && stderr.contains("skipped=1000001"),
+        "no count of the skipped lines"
+    );
+    assert!(
+        stderr.contains("agent stderr: lines not shown in all"),
+        "no count of the stderr lines not shown"
+    );
+    assert!(
+        stdout.contains("1000001 of 1000001 agent lines skipped"),
+        "{stdout}"
+    );
+    // The run itself is a result: the agent exited 0 and was judged.
+    let result = &summary(&only_run_dir(&dir.path().join("runs")))["result"];
+    assert_eq!(result["exit_status"], "submitted", "{result}");
+}
+
+/// Peak resident memory of the largest child of this test process waited for so far, in
+/// bytes (`getrusage(RUSAGE_CHILDREN)`).
+fn children_peak_rss() -> u64 {
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .expect("getrusage");
+    // Linux reports kilobytes.
+    u64::try_from(usage.max_rss()).unwrap_or(0) * 1024
+}
+
+#[test]
+fn huge_sparse_files_left_by_the_agent_do_not_grow_the_runners_memory() {
+    let dir = tempfile::tempdir().expect("dir");
+    // 3000 MB that take no disk: two new files and one over the protected test, which the
+    // judge restores (and must compare without reading it whole).
+    let script = "truncate -s 1000M big1.bin big2.bin tests/test_ci.sh && exit 0; exit 9";
+    let out = exec_agent("hostile-sparse", script, dir.path());
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let peak = children_peak_rss();
+    println!(
+        "peak RSS of the runner (or any other child of this test): {} MiB",
+        peak >> 20
+    );
+    assert!(
+        peak < 256 << 20,
+        "the runner held {} MiB: it read a sparse file whole",
+        peak >> 20
+    );
+    let run_dir = only_run_dir(&dir.path().join("runs"));
+    let result = &summary(&run_dir)["result"];
+    assert_eq!(result["exit_status"], "submitted", "{result}");
+    assert!(
+        result["files_modified"].as_u64().is_some_and(|n| n >= 2),
+        "the big files count as modified: {result}"
+    );
+    let restored = summary(&run_dir)["protected_restored"].clone();
+    assert!(
+        restored.to_string().contains("tests/test_ci.sh (modified)"),
+        "{restored}"
+    );
+}
+
+/// Whether a run is a result is read from bwrap, never from what the agent prints: an
+/// agent that imitates bwrap's failure cannot make its run no result (and so leave the
+/// success rate).
+#[test]
+fn an_agent_imitating_a_sandbox_failure_is_still_judged() {
+    let dir = tempfile::tempdir().expect("dir");
+    let script =
+        "echo 'bwrap: Creating new namespace failed: Resource temporarily unavailable' >&2; exit 1";
+    let out = exec_agent("hostile-flood", script, dir.path());
+    let stderr = stderr_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let result = &summary(&only_run_dir(&dir.path().join("runs")))["result"];
+    assert_eq!(result["exit_status"], "exit_error", "{result}");
+    assert_eq!(result["success"], false, "{result}");
+    assert!(result["final_score"].is_number(), "not judged: {result}");
+}
+
+/// A run's scratch directory is `0700`: no other user of the host (another run's agent
+/// under another uid) can list or read it.
+#[test]
+fn the_scratch_directory_is_private() {
+    let dir = tempfile::tempdir().expect("dir");
+    let script = r#"mode=$(stat -c %a "$BENCH_WORKDIR"); [ "$mode" = 700 ] && exit 0; echo "mode $mode" >&2; exit 9"#;
+    let out = exec_agent("hostile-flood", script, dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("agent exit 0"),
+        "{stdout}\n{}",
+        stderr_of(&out)
+    );
+}
