@@ -488,22 +488,17 @@ async fn pass_on_stderr(stderr: tokio::process::ChildStderr) -> String {
 /// run out of every success rate on the agent's word alone. The runner alone decides that
 /// a sandbox failed, and it cannot check an external agent's provider, so such a claim
 /// ends the run `exit_error` (the claim itself stays in `run_stop.claim`).
-fn agent_declared_end(stop: &RunStop) -> RunEnd {
-    match stop.exit_status {
+fn agent_declared_end(status: ExitStatus, reason: Option<&str>) -> RunEnd {
+    match status {
         ExitStatus::Submitted => RunEnd::submitted(),
         ExitStatus::ExitEnvironment | ExitStatus::ExitApi => RunEnd::early(
             ExitStatus::ExitError,
             format!(
                 "the agent declared {}, which only the runner can establish",
-                stop.exit_status.as_str()
+                status.as_str()
             ),
         ),
-        status => RunEnd::early(
-            status,
-            stop.early_stop_reason
-                .clone()
-                .unwrap_or_else(|| "the agent's own run_stop".to_owned()),
-        ),
+        status => RunEnd::early(status, reason.unwrap_or("the agent's own run_stop")),
     }
 }
 
@@ -658,7 +653,9 @@ async fn close_run(
             agent::environment_end("the agent did not start".to_owned())
         }
         (AgentEnd::Shutdown, None, _) => RunEnd::early(ExitStatus::ExitError, "shutdown"),
-        (_, None, Some(stop)) => agent_declared_end(stop),
+        (_, None, Some(stop)) => {
+            agent_declared_end(stop.exit_status, stop.early_stop_reason.as_deref())
+        }
         (AgentEnd::Exited(status), None, None) if status.success() => RunEnd::submitted(),
         (AgentEnd::Exited(status), None, None) => {
             RunEnd::early(ExitStatus::ExitError, format!("agent exited with {status}"))
@@ -827,5 +824,21 @@ mod tests {
             Some(Ok(b"last".to_vec()))
         );
         assert_eq!(reader.next().await.ok().flatten(), None);
+    }
+
+    #[test]
+    fn an_agent_cannot_declare_itself_an_infrastructure_failure() {
+        for claimed in [ExitStatus::ExitEnvironment, ExitStatus::ExitApi] {
+            let end = agent_declared_end(claimed, Some("provider down"));
+            assert_eq!(end.status, ExitStatus::ExitError, "{claimed:?}");
+            assert!(!end.is_infrastructure_failure(&crate::recorder::Usage::default()));
+        }
+        let forfeit = agent_declared_end(ExitStatus::ExitForfeit, Some("gave up"));
+        assert_eq!(forfeit.status, ExitStatus::ExitForfeit);
+        assert_eq!(forfeit.reason.as_deref(), Some("gave up"));
+        assert_eq!(
+            agent_declared_end(ExitStatus::Submitted, None).status,
+            ExitStatus::Submitted
+        );
     }
 }
