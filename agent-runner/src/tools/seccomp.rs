@@ -114,94 +114,26 @@ fn denied_outright() -> Vec<i64> {
     ]
 }
 
-/// System call numbers, per architecture (`asm/unistd_64.h`, `asm-generic/unistd.h`).
-#[cfg(target_arch = "x86_64")]
+/// System call numbers of the architecture the runner is built for, from `libc` (the
+/// kernel's `asm/unistd*.h`), never typed in by hand.
 mod syscall {
-    pub const MOUNT: i64 = 165;
-    pub const UMOUNT2: i64 = 166;
-    pub const PIVOT_ROOT: i64 = 155;
-    pub const FSOPEN: i64 = 430;
-    pub const FSCONFIG: i64 = 431;
-    pub const FSMOUNT: i64 = 432;
-    pub const FSPICK: i64 = 433;
-    pub const MOVE_MOUNT: i64 = 429;
-    pub const OPEN_TREE: i64 = 428;
-    pub const MOUNT_SETATTR: i64 = 442;
-    pub const OPEN_BY_HANDLE_AT: i64 = 304;
-    pub const NAME_TO_HANDLE_AT: i64 = 303;
-    pub const KEYCTL: i64 = 250;
-    pub const ADD_KEY: i64 = 248;
-    pub const REQUEST_KEY: i64 = 249;
-    pub const PTRACE: i64 = 101;
-    pub const PROCESS_VM_READV: i64 = 310;
-    pub const PROCESS_VM_WRITEV: i64 = 311;
-    pub const BPF: i64 = 321;
-    pub const PERF_EVENT_OPEN: i64 = 298;
-    pub const USERFAULTFD: i64 = 323;
-    pub const IO_URING_SETUP: i64 = 425;
-    pub const IO_URING_ENTER: i64 = 426;
-    pub const IO_URING_REGISTER: i64 = 427;
-    pub const UNSHARE: i64 = 272;
-    pub const SETNS: i64 = 308;
-    pub const KEXEC_LOAD: i64 = 246;
-    pub const KEXEC_FILE_LOAD: i64 = 320;
-    pub const INIT_MODULE: i64 = 175;
-    pub const FINIT_MODULE: i64 = 313;
-    pub const DELETE_MODULE: i64 = 176;
-    pub const SWAPON: i64 = 167;
-    pub const SWAPOFF: i64 = 168;
-    pub const REBOOT: i64 = 169;
-    pub const ACCT: i64 = 163;
-    pub const QUOTACTL: i64 = 179;
-    pub const SYSLOG: i64 = 103;
-    pub const CLONE: i64 = 56;
-    pub const CLONE3: i64 = 435;
-    pub const IOCTL: i64 = 16;
-}
-
-/// System call numbers, per architecture (`asm-generic/unistd.h`).
-#[cfg(target_arch = "aarch64")]
-mod syscall {
-    pub const MOUNT: i64 = 40;
-    pub const UMOUNT2: i64 = 39;
-    pub const PIVOT_ROOT: i64 = 41;
-    pub const FSOPEN: i64 = 430;
-    pub const FSCONFIG: i64 = 431;
-    pub const FSMOUNT: i64 = 432;
-    pub const FSPICK: i64 = 433;
-    pub const MOVE_MOUNT: i64 = 429;
-    pub const OPEN_TREE: i64 = 428;
-    pub const MOUNT_SETATTR: i64 = 442;
-    pub const OPEN_BY_HANDLE_AT: i64 = 265;
-    pub const NAME_TO_HANDLE_AT: i64 = 264;
-    pub const KEYCTL: i64 = 219;
-    pub const ADD_KEY: i64 = 217;
-    pub const REQUEST_KEY: i64 = 218;
-    pub const PTRACE: i64 = 117;
-    pub const PROCESS_VM_READV: i64 = 270;
-    pub const PROCESS_VM_WRITEV: i64 = 271;
-    pub const BPF: i64 = 280;
-    pub const PERF_EVENT_OPEN: i64 = 241;
-    pub const USERFAULTFD: i64 = 282;
-    pub const IO_URING_SETUP: i64 = 425;
-    pub const IO_URING_ENTER: i64 = 426;
-    pub const IO_URING_REGISTER: i64 = 427;
-    pub const UNSHARE: i64 = 97;
-    pub const SETNS: i64 = 268;
-    pub const KEXEC_LOAD: i64 = 104;
-    pub const KEXEC_FILE_LOAD: i64 = 294;
-    pub const INIT_MODULE: i64 = 105;
-    pub const FINIT_MODULE: i64 = 273;
-    pub const DELETE_MODULE: i64 = 106;
-    pub const SWAPON: i64 = 224;
-    pub const SWAPOFF: i64 = 225;
-    pub const REBOOT: i64 = 142;
-    pub const ACCT: i64 = 89;
-    pub const QUOTACTL: i64 = 60;
-    pub const SYSLOG: i64 = 116;
-    pub const CLONE: i64 = 220;
-    pub const CLONE3: i64 = 435;
-    pub const IOCTL: i64 = 29;
+    pub use libc::{
+        SYS_acct as ACCT, SYS_add_key as ADD_KEY, SYS_bpf as BPF, SYS_clone as CLONE,
+        SYS_clone3 as CLONE3, SYS_delete_module as DELETE_MODULE, SYS_finit_module as FINIT_MODULE,
+        SYS_fsconfig as FSCONFIG, SYS_fsmount as FSMOUNT, SYS_fsopen as FSOPEN,
+        SYS_fspick as FSPICK, SYS_init_module as INIT_MODULE, SYS_io_uring_enter as IO_URING_ENTER,
+        SYS_io_uring_register as IO_URING_REGISTER, SYS_io_uring_setup as IO_URING_SETUP,
+        SYS_ioctl as IOCTL, SYS_kexec_file_load as KEXEC_FILE_LOAD, SYS_kexec_load as KEXEC_LOAD,
+        SYS_keyctl as KEYCTL, SYS_mount as MOUNT, SYS_mount_setattr as MOUNT_SETATTR,
+        SYS_move_mount as MOVE_MOUNT, SYS_name_to_handle_at as NAME_TO_HANDLE_AT,
+        SYS_open_by_handle_at as OPEN_BY_HANDLE_AT, SYS_open_tree as OPEN_TREE,
+        SYS_perf_event_open as PERF_EVENT_OPEN, SYS_pivot_root as PIVOT_ROOT,
+        SYS_process_vm_readv as PROCESS_VM_READV, SYS_process_vm_writev as PROCESS_VM_WRITEV,
+        SYS_ptrace as PTRACE, SYS_quotactl as QUOTACTL, SYS_reboot as REBOOT,
+        SYS_request_key as REQUEST_KEY, SYS_setns as SETNS, SYS_swapoff as SWAPOFF,
+        SYS_swapon as SWAPON, SYS_syslog as SYSLOG, SYS_umount2 as UMOUNT2, SYS_unshare as UNSHARE,
+        SYS_userfaultfd as USERFAULTFD,
+    };
 }
 
 /// The two compiled filters, each in an unlinked file this process keeps open.
