@@ -965,19 +965,23 @@ mod tests {
             .block_on(future)
     }
 
+    /// `items` of `events_raw` inserted through `inserter`, refused rows isolated.
+    fn isolate(inserter: &FakeInserter, items: &[Index]) -> Result<Isolated, String> {
+        run(insert_isolating(
+            inserter,
+            Table::EventsRaw,
+            &Batch::default(),
+            items,
+            &Refused::new(),
+            QUICK,
+        ))
+    }
+
     #[test]
     fn a_rejected_row_is_isolated_and_the_rest_written() {
         let inserter = FakeInserter::new(vec![37, 90], 0);
         let items: Vec<Index> = (0..100).collect();
-        let isolated = run(insert_isolating(
-            &inserter,
-            Table::EventsRaw,
-            &Batch::default(),
-            &items,
-            &Refused::new(),
-            QUICK,
-        ))
-        .expect("no transient failure");
+        let isolated = isolate(&inserter, &items).expect("no transient failure");
         let refused: Vec<Index> = isolated.refused.iter().map(|(i, _)| *i).collect();
         assert_eq!(refused, vec![37, 90]);
         let mut written = inserter.written.into_inner().unwrap_or_default();
@@ -1003,15 +1007,7 @@ mod tests {
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(5, 3 + refusals);
             let items: Vec<Index> = (0..10).collect();
-            let isolated = run(insert_isolating(
-                &inserter,
-                Table::EventsRaw,
-                &Batch::default(),
-                &items,
-                &Refused::new(),
-                QUICK,
-            ))
-            .expect("no transient failure");
+            let isolated = isolate(&inserter, &items).expect("no transient failure");
             assert_eq!(isolated.refused, vec![], "refused alone {refusals} times");
             assert_eq!(isolated.recovered, 1);
             let mut written = inserter.written.into_inner().unwrap_or_default();
@@ -1023,15 +1019,7 @@ mod tests {
     #[test]
     fn a_row_is_dead_lettered_only_after_the_same_refusal_three_times_alone() {
         let inserter = FakeInserter::new(vec![3], 0);
-        let isolated = run(insert_isolating(
-            &inserter,
-            Table::EventsRaw,
-            &Batch::default(),
-            &[3],
-            &Refused::new(),
-            QUICK,
-        ))
-        .expect("no transient failure");
+        let isolated = isolate(&inserter, &[3]).expect("no transient failure");
         assert_eq!(isolated.refused, vec![(3, "row 3 refused".to_owned())]);
         assert_eq!(inserter.calls.into_inner().unwrap_or_default(), 3);
     }
@@ -1059,14 +1047,7 @@ mod tests {
     fn a_transient_failure_is_not_a_rejection() {
         let inserter = FakeInserter::new(vec![], 1);
         let items: Vec<Index> = (0..10).collect();
-        let result = run(insert_isolating(
-            &inserter,
-            Table::EventsRaw,
-            &Batch::default(),
-            &items,
-            &Refused::new(),
-            QUICK,
-        ));
+        let result = isolate(&inserter, &items);
         assert_eq!(result, Err("server away".to_owned()));
         assert!(inserter.written.into_inner().unwrap_or_default().is_empty());
     }
