@@ -31,10 +31,9 @@ use std::path::Path;
 
 use chrono::{DateTime, Duration, Utc};
 use schemas::{
-    sha256_hex, BenchmarkEvent, Canonical, ContextStrategy, EvidenceFootprint, ExitKind,
-    ExitStatus, Failure, FailureRoot, FinalErrorState, Payload, RetryPolicy, RunConfig,
-    RunSequencer, RunStart, RunStop, SandboxLimits, ScenarioRef, Step, StepType, StrategyParams,
-    ToolCall,
+    sha256_hex, BenchmarkEvent, Canonical, EvidenceFootprint, ExitKind, ExitStatus, Failure,
+    FailureRoot, FinalErrorState, Payload, RunConfig, RunSequencer, RunStart, RunStop, ScenarioRef,
+    Step, StepType, ToolCall,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -390,38 +389,16 @@ fn run_config(traj: &Trajectory) -> RunConfig {
         .map_or(PROVIDER, |(provider, _)| provider)
         .to_owned();
     RunConfig {
-        model: name,
-        provider,
-        strategy: ContextStrategy::Raw,
-        strategy_params: StrategyParams::default(),
         max_iterations: u32::try_from(call_limit).unwrap_or(u32::MAX),
         temperature: get_f64("temperature").unwrap_or(0.0),
-        context_window: 0,
-        pruning_threshold: 0.0,
-        planner_depth: 0,
-        debate_rounds: 0,
         available_tools: tools_used(traj),
-        tool_timeout_ms: 0,
-        retry_policy: RetryPolicy {
-            max_retries: 0,
-            backoff_ms: 0,
-            exponential_backoff: false,
-            retry_on_flake: false,
-            retry_on_timeout: false,
-        },
-        execution_timeout_ms: 0,
-        failing_tests_patience: 0,
-        no_progress_timeout_ms: 0,
-        docker_image: traj.environment.clone(),
-        tools_commit: version_or_unknown(&traj.info.swe_agent_version),
-        sandbox_limits: SandboxLimits {
-            memory_mb: 0,
-            cpu_cores: 0.0,
-            disk_mb: 0,
-            network_enabled: false,
-            execution_timeout_ms: 0,
-        },
         cost_limit_usd: get_f64("per_instance_cost_limit").filter(|&c| c > 0.0),
+        ..RunConfig::unstated(
+            name,
+            provider,
+            traj.environment.clone(),
+            version_or_unknown(&traj.info.swe_agent_version),
+        )
     }
 }
 

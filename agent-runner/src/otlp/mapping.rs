@@ -24,10 +24,9 @@ use opentelemetry_proto::tonic::trace::v1::span::Event;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use schemas::{
-    BenchmarkEvent, Canonical, ContextStrategy, Deliberation, DeliberationStatus,
-    EvidenceFootprint, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256,
-    Payload, PricingSource, RetryPolicy, RunConfig, RunStart, RunStop, SandboxLimits, ScenarioRef,
-    Step, StepType, StrategyParams, ToolCall, SCHEMA_VERSION,
+    BenchmarkEvent, Canonical, Deliberation, DeliberationStatus, EvidenceFootprint, ExitKind,
+    ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload, PricingSource, RunConfig,
+    RunStart, RunStop, ScenarioRef, Step, StepType, ToolCall, SCHEMA_VERSION,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -293,40 +292,12 @@ fn run_id(view: &SpanView<'_>, service: &str, trace: &str) -> Uuid {
 /// run is only who ran it, so everything else holds the values meaning "not applicable"
 /// (as for imported runs), and `cfg_hash` is the same for every run of a service.
 fn run_config(service: &str) -> RunConfig {
-    RunConfig {
-        model: UNKNOWN.to_owned(),
-        provider: UNKNOWN.to_owned(),
-        strategy: ContextStrategy::Raw,
-        strategy_params: StrategyParams::default(),
-        max_iterations: 0,
-        temperature: 0.0,
-        context_window: 0,
-        pruning_threshold: 0.0,
-        planner_depth: 0,
-        debate_rounds: 0,
-        available_tools: Vec::new(),
-        tool_timeout_ms: 0,
-        retry_policy: RetryPolicy {
-            max_retries: 0,
-            backoff_ms: 0,
-            exponential_backoff: false,
-            retry_on_flake: false,
-            retry_on_timeout: false,
-        },
-        execution_timeout_ms: 0,
-        failing_tests_patience: 0,
-        no_progress_timeout_ms: 0,
-        docker_image: format!("otlp:{service}"),
-        tools_commit: UNKNOWN.to_owned(),
-        sandbox_limits: SandboxLimits {
-            memory_mb: 0,
-            cpu_cores: 0.0,
-            disk_mb: 0,
-            network_enabled: false,
-            execution_timeout_ms: 0,
-        },
-        cost_limit_usd: None,
-    }
+    RunConfig::unstated(
+        UNKNOWN.to_owned(),
+        UNKNOWN.to_owned(),
+        format!("otlp:{service}"),
+        UNKNOWN.to_owned(),
+    )
 }
 
 /// The events of one span.

@@ -123,6 +123,55 @@ impl ContextStrategy {
     }
 }
 
+impl RunConfig {
+    /// The config of a run this runner did not configure (an imported trajectory, a run
+    /// received as a trace): the model, provider, image and tools commit its producer
+    /// stated, every other setting at its "not applicable" value (0, false, empty, `raw`),
+    /// so that its `cfg_hash` changes only with what was stated. Callers override the
+    /// settings their producer does state.
+    pub fn unstated(
+        model: String,
+        provider: String,
+        docker_image: String,
+        tools_commit: String,
+    ) -> RunConfig {
+        RunConfig {
+            model,
+            provider,
+            strategy: ContextStrategy::Raw,
+            strategy_params: StrategyParams::default(),
+            max_iterations: 0,
+            temperature: 0.0,
+            context_window: 0,
+            pruning_threshold: 0.0,
+            planner_depth: 0,
+            debate_rounds: 0,
+            available_tools: Vec::new(),
+            tool_timeout_ms: 0,
+            retry_policy: RetryPolicy {
+                max_retries: 0,
+                backoff_ms: 0,
+                exponential_backoff: false,
+                retry_on_flake: false,
+                retry_on_timeout: false,
+            },
+            execution_timeout_ms: 0,
+            failing_tests_patience: 0,
+            no_progress_timeout_ms: 0,
+            docker_image,
+            tools_commit,
+            sandbox_limits: SandboxLimits {
+                memory_mb: 0,
+                cpu_cores: 0.0,
+                disk_mb: 0,
+                network_enabled: false,
+                execution_timeout_ms: 0,
+            },
+            cost_limit_usd: None,
+        }
+    }
+}
+
 /// Hyper-parameters of the context strategy; absent ones do not apply to the strategy.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct StrategyParams {
