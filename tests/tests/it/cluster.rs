@@ -36,6 +36,11 @@ static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const
 /// How long rows may take to land once the disturbance is over.
 const LANDING: Duration = Duration::from_secs(120);
 
+/// How long the sink may take to migrate the cluster and start: above ClickHouse's
+/// `distributed_ddl_task_timeout` (180 s), so a statement stuck on a server ends as the
+/// sink's own error, which the test then shows, rather than as a silent wait.
+const STARTUP: Duration = Duration::from_secs(300);
+
 /// The bad message published among the good ones (truncated JSON).
 const MALFORMED: &str = "{\"schema_version\": 1, \"type\": ";
 
@@ -80,6 +85,13 @@ impl ClusterWorld {
         }
     }
 
+    /// A sink with `args`, once it has migrated the cluster and created its consumer.
+    async fn start_sink(&self, args: SinkArgs) -> RunningSink {
+        let mut sink = RunningSink::start(args.resolve().expect("valid settings"));
+        sink.started(&self.js, STARTUP).await;
+        sink
+    }
+
     /// Sink settings: the cluster through its first server, short retry delays.
     fn args(&self) -> SinkArgs {
         let mut args = sink_args(&self.nats.url(), &self.cluster.http_url());
@@ -108,7 +120,7 @@ impl ClusterWorld {
         args: SinkArgs,
         disturb: impl FnOnce(&ClickHouseCluster) + Send + 'static,
     ) {
-        let sink = RunningSink::start(args.resolve().expect("valid settings"));
+        let sink = self.start_sink(args).await;
         let events: Vec<BenchmarkEvent> = (0..RUNS)
             .flat_map(|_| Run::default().events(EVENTS_PER_RUN))
             .collect();
@@ -447,7 +459,7 @@ async fn a_sink_starts_and_ingests_while_a_replica_is_down() {
         });
     };
     // The first start migrates the cluster, every server up.
-    let sink = RunningSink::start(world.args().resolve().expect("valid settings"));
+    let sink = world.start_sink(world.args()).await;
     publish_all(&world.js, run.events(EVENTS_PER_RUN), 64).await;
     stored(EVENTS_PER_RUN);
     sink.stop().await.expect("sink stops cleanly");
@@ -456,7 +468,7 @@ async fn a_sink_starts_and_ingests_while_a_replica_is_down() {
     // deploy, a crash) and has nothing to migrate: it must not wait for that replica.
     let replica = world.cluster.server(2, 1);
     tokio::task::block_in_place(|| replica.stop());
-    let sink = RunningSink::start(world.args().resolve().expect("valid settings"));
+    let sink = world.start_sink(world.args()).await;
     publish_all(&world.js, run.events(EVENTS_PER_RUN), 64).await;
     stored(2 * EVENTS_PER_RUN);
     sink.stop().await.expect("sink stops cleanly");
@@ -478,7 +490,7 @@ async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_a
 {
     let _serial = serially().await;
     let world = ClusterWorld::start().await;
-    let sink = RunningSink::start(world.args().resolve().expect("valid settings"));
+    let sink = world.start_sink(world.args()).await;
     // Migrated and ingesting before the first kill.
     let mut warm_up = Run::default();
     publish_all(&world.js, warm_up.events(EVENTS_PER_RUN), 64).await;
@@ -590,7 +602,7 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
         listen: Some(format!("127.0.0.1:{metrics_port}")),
         ..MetricsArgs::default()
     };
-    let sink = RunningSink::start(args.resolve().expect("valid settings"));
+    let sink = world.start_sink(args).await;
     // Migrated and ingesting, every server up.
     let mut warm_up = Run::default();
     publish_all(&world.js, warm_up.events(EVENTS_PER_RUN), 64).await;

@@ -151,6 +151,29 @@ impl RunningSink {
         RunningSink::start(world.args().resolve().expect("valid settings"))
     }
 
+    /// Waits until the sink has started: migrated ClickHouse and created its consumer,
+    /// which is when it takes its first message. Start-up is bounded separately from the
+    /// landing of rows because it grows with the number of migrations and, on a cluster,
+    /// with the `ON CLUSTER` round trips of each one.
+    ///
+    /// # Panics
+    ///
+    /// With the sink's own error when it ended during start-up, or after `within`.
+    pub async fn started(&mut self, js: &jetstream::Context, within: Duration) {
+        let start = std::time::Instant::now();
+        while sink_consumer(js).await.is_err() {
+            if self.task.is_finished() {
+                let ended = (&mut self.task).await.expect("sink task");
+                panic!("the sink ended during start-up: {ended:?}");
+            }
+            assert!(
+                start.elapsed() < within,
+                "the sink has not started (migrated and created its consumer) after {within:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Cancels it (as SIGTERM does) and returns how `run` ended.
     pub async fn stop(self) -> Result<(), SinkError> {
         self.shutdown.cancel();
