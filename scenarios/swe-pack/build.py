@@ -288,14 +288,16 @@ def default_cache() -> Path:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, required=True, help="where the owner__name repositories go")
-    p.add_argument("--sdists", type=Path, help="a directory holding the pinned sdists (nothing is downloaded for those)")
-    p.add_argument("--cache", type=Path, default=default_cache(), help="download cache (default: %(default)s)")
+    p.add_argument("--sdists", type=Path,
+                   help="a directory holding the pinned sdists (nothing is downloaded for those)")
+    p.add_argument("--cache", type=Path, default=default_cache(),
+                   help="download cache (default: %(default)s)")
     p.add_argument("--instances", type=Path, default=DEFAULT_INSTANCES, help="default: %(default)s")
     args = p.parse_args(argv)
     try:
         instances = load_instances(args.instances)
         commits = build(instances, args.out, args.sdists, args.cache)
-    except BuildError as e:
+    except (OSError, BuildError) as e:
         print(f"build.py: error: {e}", file=sys.stderr)
         return 1
     for (repo, version), commit in sorted(commits.items()):

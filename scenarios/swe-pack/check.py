@@ -141,12 +141,19 @@ def not_passed(log: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sdists", type=Path, help="a directory holding the pinned sdists")
-    p.add_argument("--cache", type=Path, default=build.default_cache(), help="download cache (default: %(default)s)")
-    p.add_argument("--instances", type=Path, default=build.DEFAULT_INSTANCES, help="default: %(default)s")
-    p.add_argument("--keep", type=Path, help="build into this directory and keep it, instead of a temporary one")
+    p.add_argument("--cache", type=Path, default=build.default_cache(),
+                   help="download cache (default: %(default)s)")
+    p.add_argument("--instances", type=Path, default=build.DEFAULT_INSTANCES,
+                   help="default: %(default)s")
+    p.add_argument("--keep", type=Path,
+                   help="build into this directory and keep it, instead of a temporary one")
     args = p.parse_args(argv)
 
-    instances = build.load_instances(args.instances)
+    try:
+        instances = build.load_instances(args.instances)
+    except (OSError, build.BuildError) as e:
+        print(f"check.py: {e}", file=sys.stderr)
+        return 1
     work = Path(tempfile.mkdtemp(prefix="swe-pack-check-"))
     out_dir = args.keep or work / "repos"
     try:
@@ -175,8 +182,9 @@ def main(argv: list[str] | None = None) -> int:
             for inst in instances:
                 build.git(["worktree", "prune"], out_dir / inst["repo"].replace("/", "__"))
         bad = [o for o in outcomes if o.problems]
+        f2p, p2p = sum(o.f2p for o in outcomes), sum(o.p2p for o in outcomes)
         print(f"{len(outcomes) - len(bad)} of {len(outcomes)} instances valid "
-              f"({sum(o.f2p for o in outcomes)} FAIL_TO_PASS, {sum(o.p2p for o in outcomes)} PASS_TO_PASS tests)")
+              f"({f2p} FAIL_TO_PASS, {p2p} PASS_TO_PASS tests)")
         return 1 if failed or bad else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
