@@ -34,7 +34,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import build
+sys.dont_write_bytecode = True  # no __pycache__ of build.py in the source tree
+import build  # noqa: E402 (after the line above on purpose)
 
 # The summary lines of `pytest -rA`: "PASSED <node id>", "FAILED <node id> - <message>".
 SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (.+)$")
