@@ -14,6 +14,8 @@
 #   - chdb (pip chdb-core; ClickHouse 26.x in-process, to check SQL on current ClickHouse)
 #   - scipy, statsmodels (pip; recompute the known answers of `bench-analysis compare`'s
 #     statistics, event-sink/analysis/tests/fixtures/known_answers.py)
+#   - pytest, PyYAML, Pygments (pip; run the tests of the SWE-bench-format task pack,
+#     scenarios/swe-pack/check.py: its Markdown tasks' test modules import yaml and pygments)
 #   - cargo must already exist; this script only checks it.
 #
 # Needs root only when something must be installed (apt-get, /usr/local/bin symlink).
@@ -159,6 +161,13 @@ if ! python3 -c 'import scipy, statsmodels' >/dev/null 2>&1; then
 	python3 -c 'import scipy, statsmodels' || die "scipy/statsmodels installed but the import fails"
 fi
 
+# The SWE-bench-format task pack (scenarios/swe-pack/check.py) runs each task's tests with
+# plain pytest, as the SWE-bench harness does; these are the union of its `pip_packages`.
+if ! python3 -c 'import pytest, yaml, pygments' >/dev/null 2>&1; then
+	pip_install pytest PyYAML Pygments
+	python3 -c 'import pytest, yaml, pygments' || die "pytest/PyYAML/Pygments installed but the import fails"
+fi
+
 # --- report ---------------------------------------------------------------------------
 log "cargo:             $(cargo --version)"
 log "nats-server:       $(nats-server --version) ($(command -v nats-server))"
@@ -171,6 +180,7 @@ log "passt:             $(dpkg-query -W -f='${Version}' passt 2>/dev/null || ech
 log "chdb:              $(python3 -c 'import chdb; print(chdb.__version__)') ($(python3 -c 'import sys; print(sys.executable)'))"
 log "opentelemetry-sdk: $(python3 -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"))')"
 log "scipy/statsmodels: $(python3 -c 'import scipy, statsmodels; print(scipy.__version__, statsmodels.__version__)')"
+log "pytest:            $(python3 -c 'import pytest, yaml, pygments; print(pytest.__version__, "PyYAML", yaml.__version__, "Pygments", pygments.__version__)')"
 if have systemctl && systemctl is-active --quiet clickhouse-server 2>/dev/null; then
 	log "note: the system clickhouse-server service runs and holds ports 8123/9000;"
 	log "      services.sh needs other ports then (BENCH_CH_HTTP_PORT, BENCH_CH_TCP_PORT)."

@@ -8,8 +8,12 @@
 #                                       (event-sink, bench-analysis) from target/debug/
 #   5. cargo test --workspace           unit + end-to-end tests (they start their own servers)
 #   6. deploy/clickhouse/chdb_check.py  DDL and shipped queries on current ClickHouse (if present)
+#   7. scenarios/swe-pack/check.py      every SWE-bench task of the pack: repositories built from
+#                                       the pinned PyPI sdists (cached under target/), gold patch
+#                                       turns FAIL_TO_PASS from failing to passing, PASS_TO_PASS
+#                                       passes both times
 #
-# Steps 2-6 all run even if one fails, so one run shows every problem; the exit status
+# Steps 2-7 all run even if one fails, so one run shows every problem; the exit status
 # is non-zero if any failed.
 set -euo pipefail
 
@@ -44,6 +48,7 @@ if [ -f deploy/clickhouse/chdb_check.py ]; then
 else
 	printf '\n==> chdb check: skipped (no deploy/clickhouse/chdb_check.py)\n'
 fi
+step "swe-pack check" python3 scenarios/swe-pack/check.py --cache target/swe-pack-sdists
 
 if [ "${#failed[@]}" -gt 0 ]; then
 	printf '\nFAILED: %s\n' "${failed[*]}"
