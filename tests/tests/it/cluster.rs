@@ -44,6 +44,11 @@ const STARTUP: Duration = Duration::from_secs(300);
 /// The bad message published among the good ones (truncated JSON).
 const MALFORMED: &str = "{\"schema_version\": 1, \"type\": ";
 
+/// The events published after the warm-up go out `PACED_CHUNK` at a time, one chunk every
+/// `PACED_EVERY`: 1,500 events over 3 s.
+const PACED_CHUNK: usize = 100;
+const PACED_EVERY: Duration = Duration::from_millis(200);
+
 /// Runs in every test and events per run: 200 runs of 10 events.
 const RUNS: usize = 200;
 const EVENTS_PER_RUN: usize = 10;
@@ -143,7 +148,12 @@ impl ClusterWorld {
         publish_raw(&self.js, subject, Some(headers), flipped(stop)).await;
         let cluster = Arc::clone(&self.cluster);
         let disturbance = tokio::task::spawn_blocking(move || disturb(&cluster));
-        publish_all(&self.js, rest.to_vec(), 64).await;
+        // Spread over a few seconds, so the disturbance meets events in flight however
+        // fast the sink drains them.
+        for chunk in rest.chunks(PACED_CHUNK) {
+            publish_all(&self.js, chunk.to_vec(), 64).await;
+            tokio::time::sleep(PACED_EVERY).await;
+        }
         disturbance.await.expect("disturbance");
         self.assert_each_event_once(total).await;
         tokio::task::block_in_place(|| {
