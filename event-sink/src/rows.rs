@@ -249,7 +249,7 @@ macro_rules! typed_row {
             pub policy_id: &'a str,
             pub cfg_hash: &'a str,
             pub env_hash: &'a str,
-            pub seed: u64,
+            pub seed: Option<u64>,
             pub host: Option<&'a str>,
             pub received_at: u32,
             $($(#[$attr])* pub $field: $ty,)*
@@ -283,8 +283,8 @@ struct Envelope<'a> {
     cfg_hash: &'a str,
     /// As `cfg_hash`.
     env_hash: &'a str,
-    /// The producer's seed.
-    seed: u64,
+    /// The producer's seed; `None` when it states none (Smith always does).
+    seed: Option<u64>,
     /// `None`: Smith events name no host.
     host: Option<&'a str>,
     /// The `protocol` column.
@@ -327,7 +327,7 @@ impl<'a> Envelope<'a> {
             policy_id: &e.policy_id,
             cfg_hash: &e.cfg_hash,
             env_hash: &e.env_hash,
-            seed: e.seed,
+            seed: Some(e.seed),
             host: None,
             protocol: Protocol::Smith,
         }
@@ -421,12 +421,12 @@ typed_row! {
         final_score: Option<f64>,
         wall_time_ms: u64,
         total_tokens: Option<u64>,
-        tool_errors: u32,
+        tool_errors: Option<u32>,
         stability_variance: Option<f64>,
         failing_tests: &'a [String],
         tests_passed: Option<u32>,
         tests_failed: Option<u32>,
-        files_modified: u32,
+        files_modified: Option<u32>,
         early_stopped: bool,
         early_stop_reason: Option<&'a str>,
         exit_status: Option<&'static str>,
@@ -647,9 +647,7 @@ macro_rules! run_stop_row {
         let p = $result;
         with_envelope!(RunStopRow, $received, {
             wall_time_ms: p.wall_time_ms,
-            tool_errors: p.tool_errors,
             failing_tests: &p.failing_tests,
-            files_modified: p.files_modified,
             early_stopped: p.early_stopped,
             early_stop_reason: p.early_stop_reason.as_deref(),
             $($field: $value,)*
@@ -736,8 +734,10 @@ fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
         tests_failed: p.tests_failed,
         exit_status: Some(p.exit_status.as_str()),
         cost_usd: p.cost_usd,
-        api_calls: Some(p.api_calls),
+        api_calls: p.api_calls,
         turns: p.turns,
+        tool_errors: p.tool_errors,
+        files_modified: p.files_modified,
     })
 }
 
@@ -755,6 +755,8 @@ fn smith_run_stop<'a>(received: &Received<'a>, p: &'a SmithRunResult) -> RunStop
         cost_usd: None,
         api_calls: None,
         turns: None,
+        tool_errors: Some(p.tool_errors),
+        files_modified: Some(p.files_modified),
     })
 }
 

@@ -97,7 +97,8 @@ pub fn events(
             environment: &traj.environment,
         }
         .canonical_hash(),
-        0,
+        // SWE-agent records no seed.
+        None,
         host,
     );
     let total_ms: i64 = traj.trajectory.iter().map(step_ms).sum();
@@ -189,6 +190,7 @@ pub fn events(
         )?;
     }
     let stats = &traj.info.model_stats;
+    let api_calls = traj.api_calls();
     out.push(
         file.modified,
         None,
@@ -196,24 +198,29 @@ pub fn events(
             success,
             final_score: None,
             wall_time_ms: u64::try_from(total_ms).unwrap_or(0),
-            total_tokens: stats.total_tokens(traj.api_calls()),
-            tool_errors: u32::try_from(
-                traj.trajectory
-                    .iter()
-                    .filter(|s| observed_exit_kind(&s.observation) != ExitKind::Ok)
-                    .count(),
-            )
-            .unwrap_or(u32::MAX),
+            total_tokens: stats.total_tokens(api_calls),
+            tool_errors: Some(
+                u32::try_from(
+                    traj.trajectory
+                        .iter()
+                        .filter(|s| observed_exit_kind(&s.observation) != ExitKind::Ok)
+                        .count(),
+                )
+                .unwrap_or(u32::MAX),
+            ),
             stability_variance: None,
             failing_tests: Vec::new(),
             tests_passed: None,
             tests_failed: None,
-            files_modified: u32::try_from(patch.matches("diff --git ").count()).unwrap_or(0),
+            // The submitted patch is the run's change to the repository; without one
+            // the file does not say what changed.
+            files_modified: (!patch.is_empty())
+                .then(|| u32::try_from(patch.matches("diff --git ").count()).unwrap_or(u32::MAX)),
             early_stopped: early_reason.is_some(),
             early_stop_reason: early_reason,
             exit_status,
-            cost_usd: stats.cost_usd(traj.api_calls()),
-            api_calls: traj.api_calls(),
+            cost_usd: stats.cost_usd(api_calls),
+            api_calls,
             turns: Some(u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX)),
             claim: None,
         }),
@@ -460,10 +467,13 @@ mod tests {
             "Traceback (most recent call last):\n  File \"x.py\", line 1\nNameError: y",
         ] {
             assert_eq!(observed_exit_kind(failed), ExitKind::Deterministic);
-            assert_eq!(run_stop_observing("submitted", 2, failed).tool_errors, 2);
+            assert_eq!(
+                run_stop_observing("submitted", 2, failed).tool_errors,
+                Some(2)
+            );
         }
         assert_eq!(observed_exit_kind("a.py\nb.py"), ExitKind::Ok);
-        assert_eq!(run_stop_of("submitted", 2).tool_errors, 0);
+        assert_eq!(run_stop_of("submitted", 2).tool_errors, Some(0));
     }
 
     #[test]

@@ -1,8 +1,10 @@
--- Trajectory of a bayes sweep: each proposal of the optimizer, in the order it was made,
--- with the config proposed, its run's result, the objective (reward) and the best
+-- Trajectory of a bayes sweep: each proposal of the optimizer, in the order it was made
+-- and numbered from 0 as trials, logs and claim keys number them, with the cfg_hash of the
+-- config proposed (its settings: `optimizer_updates.suggested_config` or `run_starts` of
+-- that cfg_hash), its run's task and result, the objective (reward) and the best
 -- objective so far. The sweep's best config so far is the row with the highest objective
--- (is_best = 1). A proposal whose run has not finished has NULL result columns; a trial
--- proposed again after its worker died shows once per proposal.
+-- (is_best = 1). A proposal whose run has not finished has NULL task and result columns;
+-- a trial proposed again after its worker died shows once per proposal.
 --
 -- A proposal's optimizer_update (policy_id optimizer:tpe, task_id sweep:<name>) carries the
 -- cfg_hash of the config it proposes, which its run carries too: that is the link.
@@ -17,9 +19,10 @@
 -- param token_weight Float64 = '0': reward lost per million tokens
 -- param time_weight Float64 = '0': reward lost per minute of wall time
 SELECT
-    i AS proposal,
+    i - 1 AS proposal,
     tupleElement(rows[i], 2) AS proposed_at,
-    tupleElement(rows[i], 3) AS suggested_config,
+    tupleElement(rows[i], 3) AS cfg_hash,
+    tupleElement(rows[i], 10) AS task_id,
     tupleElement(rows[i], 4) AS expected_improvement,
     tupleElement(rows[i], 5) AS exploration_vs_exploitation,
     tupleElement(rows[i], 6) AS success,
@@ -46,14 +49,13 @@ FROM
     FROM
     (
         SELECT arraySort(r -> tupleElement(r, 1), groupArray((
-            ts_ms, ts, suggested_config, expected_improvement, exploration_vs_exploitation,
-            success, cost_usd, total_tokens, wall_time_ms
+            ts_ms, ts, cfg_hash, expected_improvement, exploration_vs_exploitation,
+            success, cost_usd, total_tokens, wall_time_ms, task_id
         ))) AS rows
         FROM
         (
             SELECT
-                cfg_hash, ts_ms, ts, suggested_config, expected_improvement,
-                exploration_vs_exploitation
+                cfg_hash, ts_ms, ts, expected_improvement, exploration_vs_exploitation
             FROM optimizer_updates FINAL
             WHERE policy_id = 'optimizer:tpe' AND task_id = concat('sweep:', {sweep:String})
         ) AS proposals
@@ -61,6 +63,7 @@ FROM
         (
             SELECT
                 cfg_hash,
+                toNullable(task_id) AS task_id,
                 toNullable(success) AS success,
                 cost_usd,
                 toNullable(total_tokens) AS total_tokens,
