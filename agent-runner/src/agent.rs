@@ -167,7 +167,7 @@ pub fn result_words(r: &RunStop) -> (&'static str, String, String) {
 /// outcome, and nothing host-specific (the same fixture on two hosts hashes the same).
 #[derive(Debug, Serialize)]
 struct Environment<'a> {
-    docker_image: &'a str,
+    docker_image: Option<&'a str>,
     tools_commit: &'a str,
     sandbox_limits: &'a SandboxLimits,
     fixture_sha256: &'a Hash256,
@@ -212,7 +212,7 @@ pub async fn execute(
             .info(config.tool_timeout_ms, config.execution_timeout_ms),
     };
     let env_hash = Environment {
-        docker_image: &config.docker_image,
+        docker_image: config.docker_image.as_deref(),
         tools_commit: &config.tools_commit,
         sandbox_limits: &config.sandbox_limits,
         fixture_sha256: &fixture_sha256,
@@ -397,7 +397,7 @@ pub(crate) fn run_stop(
     RunStop {
         success: run_success(end, verdict, usage),
         final_score: verdict.map(Verdict::score),
-        wall_time_ms: millis(started.elapsed()),
+        wall_time_ms: Some(millis(started.elapsed())),
         total_tokens: usage.total_tokens(),
         tool_errors,
         stability_variance: None,

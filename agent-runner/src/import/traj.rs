@@ -112,14 +112,14 @@ impl ModelStats {
 }
 
 impl Trajectory {
-    /// The agent section of `replay_config` (`agent.model.name`, ...), if present.
-    pub fn model_config(&self) -> Option<Value> {
-        let config = match &self.replay_config {
-            Some(Value::String(text)) => serde_json::from_str::<Value>(text).ok()?,
-            Some(other) => other.clone(),
-            None => return None,
-        };
-        config.get("agent")?.get("model").cloned()
+    /// `replay_config` as an object (`agent.model.name`, `env.deployment.image`, ...), if
+    /// present and readable.
+    pub fn replay_config(&self) -> Option<Value> {
+        match &self.replay_config {
+            Some(Value::String(text)) => serde_json::from_str::<Value>(text).ok(),
+            Some(other) => Some(other.clone()),
+            None => None,
+        }
     }
 
     /// Model calls: `model_stats.api_calls` when it counts some, else the assistant

@@ -252,7 +252,7 @@ impl RunContext {
     fn of(view: &SpanView<'_>) -> RunContext {
         let key = ContextKey::of(view);
         let service = key.service.to_owned();
-        let config = run_config(&service);
+        let config = run_config();
         let env = TraceEnvironment {
             source: "otlp",
             service: &service,
@@ -289,16 +289,11 @@ fn run_id(view: &SpanView<'_>, service: &str, trace: &str) -> Uuid {
     }
 }
 
-/// The run config of a run received as a trace: what the trace states about the whole
-/// run is only who ran it, so everything else holds the values meaning "not applicable"
-/// (as for imported runs), and `cfg_hash` is the same for every run of a service.
-fn run_config(service: &str) -> RunConfig {
-    RunConfig::unstated(
-        UNKNOWN.to_owned(),
-        UNKNOWN.to_owned(),
-        format!("otlp:{service}"),
-        UNKNOWN.to_owned(),
-    )
+/// The run config of a run received as a trace: a trace states no setting of the whole
+/// run (who ran it is the policy and `env_hash`), so every setting is null or "not
+/// applicable" (as for imported runs), and `cfg_hash` is the same for every such run.
+fn run_config() -> RunConfig {
+    RunConfig::unstated(UNKNOWN.to_owned(), UNKNOWN.to_owned(), UNKNOWN.to_owned())
 }
 
 /// The events of one span.
@@ -413,7 +408,7 @@ impl SpanEvents<'_, '_> {
         Payload::RunStop(RunStop {
             success,
             final_score,
-            wall_time_ms: self.ids.latency_ms(),
+            wall_time_ms: Some(self.ids.latency_ms()),
             total_tokens: None,
             // The run's spans arrive in any order, across batches, some after the root:
             // when the root stops the run, nobody can count its tool calls, model calls

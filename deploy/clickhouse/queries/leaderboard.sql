@@ -18,7 +18,9 @@
 -- not the policy). avg_cost_usd averages those whose cost is known (priced_runs); NULL
 -- when none is. avg_turns averages those whose turns are known (NULL turns: an exec
 -- agent's run, whose turns nobody counted, or a Smith run_stop), NULL when none is, never
--- counting unknown turns as 0. avg_wall_time_s averages them (NULL when there are none).
+-- counting unknown turns as 0. avg_wall_time_s averages those whose wall time is known
+-- (NULL: an imported trajectory, which times its commands, not the run), NULL when none
+-- is.
 -- api_calls sums the model calls of those that counted them (NULL: an exec agent that
 -- reported no call, a trajectory or trace that states no count, a Smith run), NULL when
 -- none did. Tokens are
@@ -71,8 +73,9 @@ SELECT
     if(token_runs = 0, NULL, sumIf(call_output, tokens_known = 1)) AS output_tokens,
     if(token_runs = 0, NULL, sumIf(call_reasoning, tokens_known = 1)) AS reasoning_tokens,
     if(input_tokens > 0, round(cached_input_tokens / input_tokens, 4), NULL) AS cache_hit_rate,
-    if(finished - infra_failures = 0, NULL,
-        round(sumIf(run_wall_ms, stopped = 1 AND infra = 0) / (finished - infra_failures) / 1000, 2))
+    if(countIf(stopped = 1 AND infra = 0 AND isNotNull(run_wall_ms)) = 0, NULL,
+        round(sumIf(assumeNotNull(run_wall_ms), stopped = 1 AND infra = 0 AND isNotNull(run_wall_ms))
+            / countIf(stopped = 1 AND infra = 0 AND isNotNull(run_wall_ms)) / 1000, 2))
         AS avg_wall_time_s
 FROM
 (

@@ -10,8 +10,9 @@
 -- cfg_hash of the config it proposes, which its run carries too: that is the link.
 -- objective = success - cost_weight * cost_usd - token_weight * total_tokens / 1e6 -
 -- time_weight * wall_time_ms / 60000, the sweep's [bayes] weights (agent-runner/docs/
--- sweeps.md); NULL when nobody judged the run, or when its cost (token count) is unknown
--- and cost_weight (token_weight) is not 0, as the optimizer's reward.
+-- sweeps.md); NULL when nobody judged the run, or when its cost (token count, wall time)
+-- is unknown and cost_weight (token_weight, time_weight) is not 0, as the optimizer's
+-- reward.
 -- 18.16 allows one JOIN per SELECT and no window functions, hence the arrays; current
 -- ClickHouse wants every joined subquery named, hence the aliases.
 -- param sweep String: the sweep's name
@@ -39,7 +40,8 @@ FROM
         arrayMap(r -> if(
             tupleElement(r, 6) IS NULL
                 OR (tupleElement(r, 7) IS NULL AND {cost_weight:Float64} != 0)
-                OR (tupleElement(r, 8) IS NULL AND {token_weight:Float64} != 0),
+                OR (tupleElement(r, 8) IS NULL AND {token_weight:Float64} != 0)
+                OR (tupleElement(r, 9) IS NULL AND {time_weight:Float64} != 0),
             NULL,
             toNullable(toFloat64(assumeNotNull(tupleElement(r, 6))))
                 - {cost_weight:Float64} * ifNull(tupleElement(r, 7), 0)

@@ -153,8 +153,10 @@ pub struct RunStop {
     pub success: Option<bool>,
     /// Score in 0..1 (fraction of judge tests passing); null when no judge ran.
     pub final_score: Option<f64>,
-    /// Wall time of the run, ms.
-    pub wall_time_ms: u64,
+    /// Wall time of the run, ms; null (or absent) when nobody measured it: an imported
+    /// trajectory, which records the time of each command but not of the whole run.
+    #[serde(default)]
+    pub wall_time_ms: Option<u64>,
     /// Input + output tokens of every model call of the run; null when unknown: some
     /// call's tokens are unknown (a call that got no answer, or no usage in it), the agent
     /// reported no call at all (an `exec` agent that sends no `deliberation`), or an
