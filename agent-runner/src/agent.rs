@@ -82,7 +82,7 @@ pub struct RunSummary {
     pub task_id: String,
     pub scenario: ScenarioRef,
     pub policy_id: String,
-    pub seed: u64,
+    pub seed: Option<u64>,
     pub host: String,
     pub cfg_hash: Hash256,
     pub env_hash: Hash256,
@@ -167,7 +167,7 @@ pub fn result_words(r: &RunStop) -> (&'static str, String, String) {
 /// outcome, and nothing host-specific (the same fixture on two hosts hashes the same).
 #[derive(Debug, Serialize)]
 struct Environment<'a> {
-    docker_image: &'a str,
+    docker_image: Option<&'a str>,
     tools_commit: &'a str,
     sandbox_limits: &'a SandboxLimits,
     fixture_sha256: &'a Hash256,
@@ -212,7 +212,7 @@ pub async fn execute(
             .info(config.tool_timeout_ms, config.execution_timeout_ms),
     };
     let env_hash = Environment {
-        docker_image: &config.docker_image,
+        docker_image: config.docker_image.as_deref(),
         tools_commit: &config.tools_commit,
         sandbox_limits: &config.sandbox_limits,
         fixture_sha256: &fixture_sha256,
@@ -229,7 +229,7 @@ pub async fn execute(
         policy.policy_id(),
         config.canonical_hash(),
         env_hash,
-        spec.seed,
+        Some(spec.seed),
         spec.host,
     );
     let mut rec = RunRecorder::new(sequencer, spec.publisher.clone(), spec.out_dir)?;
@@ -309,13 +309,12 @@ pub async fn execute(
                 .fixture
                 .changed_paths_in(root)
                 .map(|changed| changed.len())
-                .unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "cannot list the scratch directory");
-                    0
-                });
+                .map_err(|e| tracing::warn!(error = %e, "cannot list the scratch directory"))
+                .ok();
             (verdict, modified, end)
         }
-        None => (None, 0, end),
+        // No sandbox, no scratch copy: nothing was compared.
+        None => (None, None, end),
     };
     // After the judge: a judge test whose sandbox failed makes the run one too.
     let infrastructure_failure = end.is_infrastructure_failure(rec.usage());
@@ -351,7 +350,7 @@ pub async fn execute(
         verdict.as_ref(),
         files_modified,
         started,
-        progress.tool_errors,
+        Some(progress.tool_errors),
         Some(progress.turns),
     );
     rec.emit(None, Payload::RunStop(result.clone()))?;
@@ -382,34 +381,35 @@ pub(crate) fn run_start(
 
 /// The `run_stop` of a run that ended as `end`, `started` ago, with the model usage `rec`
 /// counted: judged by `verdict` (`None`: no judge ran, so test counts and score are
-/// unknown), with `files_modified` paths changed in its scratch copy, after `turns` turns
+/// unknown), with `files_modified` paths changed in its scratch copy (`None`: nobody
+/// compared it with the fixture), `tool_errors` failed tool calls and `turns` turns
 /// (`None`: nobody counted them).
 pub(crate) fn run_stop(
     rec: &RunRecorder,
     end: &RunEnd,
     verdict: Option<&Verdict>,
-    files_modified: usize,
+    files_modified: Option<usize>,
     started: Instant,
-    tool_errors: u32,
+    tool_errors: Option<u32>,
     turns: Option<u32>,
 ) -> RunStop {
     let usage = rec.usage();
     RunStop {
         success: run_success(end, verdict, usage),
         final_score: verdict.map(Verdict::score),
-        wall_time_ms: millis(started.elapsed()),
+        wall_time_ms: Some(millis(started.elapsed())),
         total_tokens: usage.total_tokens(),
         tool_errors,
         stability_variance: None,
         failing_tests: verdict.map(Verdict::failing).unwrap_or_default(),
         tests_passed: verdict.map(|v| v.passed),
         tests_failed: verdict.map(|v| v.failed),
-        files_modified: u32::try_from(files_modified).unwrap_or(u32::MAX),
+        files_modified: files_modified.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
         early_stopped: end.early_stopped(),
         early_stop_reason: end.reason.clone(),
         exit_status: end.status,
         cost_usd: usage.cost_usd(),
-        api_calls: usage.api_calls,
+        api_calls: Some(usage.api_calls),
         turns,
         claim: None,
     }

@@ -40,7 +40,9 @@ impl ContextPlan {
     /// The plan of `config`, or why its parameters are unusable.
     pub fn from_config(config: &RunConfig) -> Result<ContextPlan, String> {
         let params = &config.strategy_params;
-        let strategy = config.strategy;
+        let strategy = config
+            .strategy
+            .ok_or_else(|| "strategy is not stated".to_owned())?;
         let summary = if strategy.summarises() {
             let interval = params.summary_interval.unwrap_or(DEFAULT_SUMMARY_INTERVAL);
             let keep = params.summary_keep.unwrap_or(DEFAULT_SUMMARY_KEEP);

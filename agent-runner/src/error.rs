@@ -311,7 +311,7 @@ mod tests {
             "p",
             schemas::sha256_hex(b"cfg"),
             schemas::sha256_hex(b"env"),
-            1,
+            Some(1),
             "h".to_owned(),
         );
         let Err(e) = crate::recorder::RunRecorder::new(sequencer, None, Some(file.path())) else {

@@ -80,7 +80,8 @@ impl RunEnd {
 /// A run's limits.
 #[derive(Debug, Clone)]
 pub struct Limits {
-    max_iterations: u32,
+    /// `None`: unstated, no turn limit (a scenario always states one).
+    max_iterations: Option<u32>,
     execution_timeout: Option<Duration>,
     no_progress_timeout: Option<Duration>,
     cost_limit_usd: Option<f64>,
@@ -135,7 +136,7 @@ impl Limits {
                 "no_progress_timeout",
             ));
         }
-        if turns >= self.max_iterations {
+        if self.max_iterations.is_some_and(|max| turns >= max) {
             return Some(RunEnd::early(ExitStatus::ExitForfeit, "max_iterations"));
         }
         None
@@ -175,7 +176,7 @@ mod tests {
 
     fn limits(patience: u32) -> Limits {
         Limits {
-            max_iterations: 3,
+            max_iterations: Some(3),
             execution_timeout: None,
             no_progress_timeout: None,
             cost_limit_usd: Some(1.0),

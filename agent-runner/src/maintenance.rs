@@ -104,7 +104,8 @@ impl Outcome for Flushed {
 pub struct SpoolReport {
     /// Each slot's pending records and quarantine.
     pub slots: Vec<SpoolStatus>,
-    /// Shown as JSON (one object per slot) instead of text.
+    /// Shown as JSON lines (one compact object per slot and line, so `jq -c` and line
+    /// readers take it as it is) instead of text.
     pub json: bool,
 }
 
@@ -121,7 +122,7 @@ impl fmt::Display for SpoolReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for status in &self.slots {
             if self.json {
-                let json = serde_json::to_string_pretty(status)
+                let json = serde_json::to_string(status)
                     .unwrap_or_else(|e| unreachable!("the status is plain data: {e}"));
                 writeln!(f, "{json}")?;
             } else {

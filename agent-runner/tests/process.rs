@@ -85,7 +85,8 @@ fn flush(spool: &Path, url: &str) -> (Option<i32>, String) {
     )
 }
 
-/// `agent-runner spool status --json` of `spool`.
+/// `agent-runner spool status --json` of `spool` (one slot): JSON lines, one object per
+/// slot.
 fn spool_status(spool: &Path) -> serde_json::Value {
     let out = Command::new(RUNNER)
         .args(["spool", "status", "--json", "--spool"])
@@ -93,7 +94,13 @@ fn spool_status(spool: &Path) -> serde_json::Value {
         .output()
         .expect("run agent-runner");
     assert_eq!(out.status.code(), Some(0));
-    serde_json::from_slice(&out.stdout).expect("status json")
+    let stdout = String::from_utf8(out.stdout).expect("UTF-8");
+    let mut slots: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("each line is one JSON object"))
+        .collect();
+    assert_eq!(slots.len(), 1, "one line per slot: {stdout}");
+    slots.remove(0)
 }
 
 /// The quarantine entries of `status`.

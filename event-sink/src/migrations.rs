@@ -69,6 +69,8 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(8, "0008_unknown_call_tokens"),
     migration!(9, "0009_unknown_step_tokens"),
     migration!(10, "0010_run_start_sweep"),
+    migration!(11, "0011_unknown_counts_and_seed"),
+    migration!(12, "0012_unstated_run_config"),
 ];
 
 impl Migration {

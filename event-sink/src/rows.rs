@@ -26,8 +26,8 @@ use schemas::smith::{
     SmithToolCall,
 };
 use schemas::{
-    BenchmarkEvent, ContextDecision, Decoded, Deliberation, EventType, Failure, OptimizerUpdate,
-    Payload, Protocol, RunStart, RunStop, Step, ToolCall,
+    BenchmarkEvent, ContextDecision, ContextStrategy, Decoded, Deliberation, EventType, Failure,
+    OptimizerUpdate, Payload, Protocol, RunStart, RunStop, Step, ToolCall,
 };
 use serde::{Serialize, Serializer};
 use uuid::Uuid;
@@ -249,7 +249,7 @@ macro_rules! typed_row {
             pub policy_id: &'a str,
             pub cfg_hash: &'a str,
             pub env_hash: &'a str,
-            pub seed: u64,
+            pub seed: Option<u64>,
             pub host: Option<&'a str>,
             pub received_at: u32,
             $($(#[$attr])* pub $field: $ty,)*
@@ -283,8 +283,8 @@ struct Envelope<'a> {
     cfg_hash: &'a str,
     /// As `cfg_hash`.
     env_hash: &'a str,
-    /// The producer's seed.
-    seed: u64,
+    /// The producer's seed; `None` when it states none (Smith always does).
+    seed: Option<u64>,
     /// `None`: Smith events name no host.
     host: Option<&'a str>,
     /// The `protocol` column.
@@ -327,7 +327,7 @@ impl<'a> Envelope<'a> {
             policy_id: &e.policy_id,
             cfg_hash: &e.cfg_hash,
             env_hash: &e.env_hash,
-            seed: e.seed,
+            seed: Some(e.seed),
             host: None,
             protocol: Protocol::Smith,
         }
@@ -379,14 +379,14 @@ typed_row! {
         summary_interval: Option<u32>,
         summary_keep: Option<u32>,
         summarizer_model: Option<&'a str>,
-        max_iterations: u32,
-        temperature: f64,
-        context_window: u32,
+        max_iterations: Option<u32>,
+        temperature: Option<f64>,
+        context_window: Option<u32>,
         pruning_threshold: f64,
         planner_depth: u32,
         debate_rounds: u32,
         available_tools: &'a [String],
-        tool_timeout_ms: u64,
+        tool_timeout_ms: Option<u64>,
         retry_max_retries: u32,
         retry_backoff_ms: u64,
         retry_exponential_backoff: bool,
@@ -395,9 +395,9 @@ typed_row! {
         execution_timeout_ms: u64,
         failing_tests_patience: u32,
         no_progress_timeout_ms: u64,
-        docker_image: &'a str,
+        docker_image: Option<&'a str>,
         tools_commit: &'a str,
-        sandbox_memory_mb: u64,
+        sandbox_memory_mb: Option<u64>,
         sandbox_cpu_cores: f64,
         sandbox_disk_mb: u64,
         sandbox_network_enabled: bool,
@@ -419,14 +419,14 @@ typed_row! {
     RunStopRow {
         success: Option<bool>,
         final_score: Option<f64>,
-        wall_time_ms: u64,
+        wall_time_ms: Option<u64>,
         total_tokens: Option<u64>,
-        tool_errors: u32,
+        tool_errors: Option<u32>,
         stability_variance: Option<f64>,
         failing_tests: &'a [String],
         tests_passed: Option<u32>,
         tests_failed: Option<u32>,
-        files_modified: u32,
+        files_modified: Option<u32>,
         early_stopped: bool,
         early_stop_reason: Option<&'a str>,
         exit_status: Option<&'static str>,
@@ -607,19 +607,20 @@ impl<'a> TypedRow<'a> {
 
 /// A `run_starts` row: the run-config columns, read from `$config` (a native
 /// [`schemas::RunConfig`] or a [`schemas::smith::SmithRunConfig`], whose shared fields have
-/// the same names), plus the columns given.
+/// the same names), plus the columns given. A setting a native config may leave unstated
+/// (null) and Smith always sends is read through `Option::from`, which takes both.
 macro_rules! run_start_row {
     ($received:expr, $config:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
         let c = $config;
         with_envelope!(RunStartRow, $received, {
-            max_iterations: c.max_iterations,
-            temperature: c.temperature,
-            context_window: c.context_window,
+            max_iterations: Option::from(c.max_iterations),
+            temperature: Option::from(c.temperature),
+            context_window: Option::from(c.context_window),
             pruning_threshold: c.pruning_threshold,
             planner_depth: c.planner_depth,
             debate_rounds: c.debate_rounds,
             available_tools: &c.available_tools,
-            tool_timeout_ms: c.tool_timeout_ms,
+            tool_timeout_ms: Option::from(c.tool_timeout_ms),
             retry_max_retries: c.retry_policy.max_retries,
             retry_backoff_ms: c.retry_policy.backoff_ms,
             retry_exponential_backoff: c.retry_policy.exponential_backoff,
@@ -628,7 +629,6 @@ macro_rules! run_start_row {
             execution_timeout_ms: c.execution_timeout_ms,
             failing_tests_patience: c.failing_tests_patience,
             no_progress_timeout_ms: c.no_progress_timeout_ms,
-            docker_image: &c.docker_image,
             tools_commit: &c.tools_commit,
             sandbox_memory_mb: c.sandbox_limits.memory_mb,
             sandbox_cpu_cores: c.sandbox_limits.cpu_cores,
@@ -646,10 +646,8 @@ macro_rules! run_stop_row {
     ($received:expr, $result:expr, { $($field:ident: $value:expr),* $(,)? }) => {{
         let p = $result;
         with_envelope!(RunStopRow, $received, {
-            wall_time_ms: p.wall_time_ms,
-            tool_errors: p.tool_errors,
+            wall_time_ms: Option::from(p.wall_time_ms),
             failing_tests: &p.failing_tests,
-            files_modified: p.files_modified,
             early_stopped: p.early_stopped,
             early_stop_reason: p.early_stop_reason.as_deref(),
             $($field: $value,)*
@@ -686,7 +684,8 @@ fn run_start<'a>(received: &Received<'a>, p: &'a RunStart) -> RunStartRow<'a> {
     run_start_row!(received, c, {
         model: Some(&c.model),
         provider: Some(&c.provider),
-        strategy: Some(c.strategy.as_str()),
+        strategy: c.strategy.map(ContextStrategy::as_str),
+        docker_image: c.docker_image.as_deref(),
         observation_window: c.strategy_params.observation_window,
         summary_interval: c.strategy_params.summary_interval,
         summary_keep: c.strategy_params.summary_keep,
@@ -710,6 +709,7 @@ fn smith_run_start<'a>(received: &Received<'a>, c: &'a SmithRunConfig) -> RunSta
         model: None,
         provider: None,
         strategy: None,
+        docker_image: Some(&c.docker_image),
         observation_window: None,
         summary_interval: None,
         summary_keep: None,
@@ -736,8 +736,10 @@ fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
         tests_failed: p.tests_failed,
         exit_status: Some(p.exit_status.as_str()),
         cost_usd: p.cost_usd,
-        api_calls: Some(p.api_calls),
+        api_calls: p.api_calls,
         turns: p.turns,
+        tool_errors: p.tool_errors,
+        files_modified: p.files_modified,
     })
 }
 
@@ -755,6 +757,8 @@ fn smith_run_stop<'a>(received: &Received<'a>, p: &'a SmithRunResult) -> RunStop
         cost_usd: None,
         api_calls: None,
         turns: None,
+        tool_errors: Some(p.tool_errors),
+        files_modified: Some(p.files_modified),
     })
 }
 
@@ -886,7 +890,7 @@ macro_rules! optimizer_update_row {
 fn optimizer_update<'a>(received: &Received<'a>, p: &'a OptimizerUpdate) -> OptimizerUpdateRow<'a> {
     optimizer_update_row!(received, p, {
         suggested_model: Some(&p.suggested_config.model),
-        suggested_strategy: Some(p.suggested_config.strategy.as_str()),
+        suggested_strategy: p.suggested_config.strategy.map(ContextStrategy::as_str),
     })
 }
 

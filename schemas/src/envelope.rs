@@ -53,8 +53,13 @@ pub struct BenchmarkEvent {
     /// SHA-256 of the canonical JSON of the environment descriptor (image, tools commit,
     /// sandbox limits and isolation, fixture and task hashes, runner and scoring versions).
     pub env_hash: Hash256,
-    /// The seed the runner used for everything random in the run.
-    pub seed: u64,
+    /// The seed the runner used for everything random in the run. Null when the producer
+    /// states none (an imported trajectory, a run received as an OpenTelemetry trace):
+    /// such a run cannot be replayed by seed. Must be present (a number or null): an event
+    /// without it is refused. Events written before it could be null carry 0 where their
+    /// producer had no seed (imports, traces), a 0 that cannot be told from a real seed 0.
+    #[schemars(required, extend("type" = ["integer", "null"]))]
+    pub seed: Option<u64>,
     /// The worker host / runner instance that produced the event.
     pub host: String,
     /// `type` + `data`.

@@ -22,8 +22,8 @@ pub struct RunSequencer {
     pub cfg_hash: Hash256,
     /// Hash of the environment descriptor.
     pub env_hash: Hash256,
-    /// Seed of the run.
-    pub seed: u64,
+    /// Seed of the run; `None` when its producer states none.
+    pub seed: Option<u64>,
     /// Producing host.
     pub host: String,
     /// `seq` of the next event.
@@ -38,7 +38,7 @@ impl RunSequencer {
         policy_id: impl Into<String>,
         cfg_hash: Hash256,
         env_hash: Hash256,
-        seed: u64,
+        seed: Option<u64>,
         host: impl Into<String>,
     ) -> Self {
         RunSequencer {

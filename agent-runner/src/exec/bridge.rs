@@ -225,7 +225,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         policy_id,
         run_config.canonical_hash(),
         env_hash,
-        seed,
+        Some(seed),
         config.host.clone(),
     );
     let publisher = start_optional_publisher(config.publish.as_ref()).await?;
@@ -323,7 +323,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         &sandbox,
         &confinement,
         started,
-        state.tool_errors,
+        state.tools,
     )
     .await;
     // Why the run is no result, when it is not.
@@ -515,11 +515,34 @@ async fn kill_tree(child: &mut tokio::process::Child, tree: &TreeGuard) {
     tree.kill();
 }
 
+/// The tool calls an agent reported, and how many of them failed.
+#[derive(Debug, Clone, Copy, Default)]
+struct ReportedTools {
+    calls: u32,
+    errors: u32,
+}
+
+impl ReportedTools {
+    fn count(&mut self, exit_kind: ExitKind) {
+        self.calls = self.calls.saturating_add(1);
+        if exit_kind != ExitKind::Ok {
+            self.errors = self.errors.saturating_add(1);
+        }
+    }
+
+    /// `run_stop.tool_errors`: unknown when the agent reported no tool call, since it
+    /// may have run commands it did not report (as for its model calls).
+    fn errors(self) -> Option<u32> {
+        (self.calls > 0).then_some(self.errors)
+    }
+}
+
 /// What the reading loop keeps.
 struct ReadState {
     lines: u64,
     skipped: u64,
-    tool_errors: u32,
+    /// The tool calls the agent reported.
+    tools: ReportedTools,
     /// The agent's own `run_stop`, once sent: a claim, never emitted as the run's end.
     agent_stop: Option<RunStop>,
     /// Which skipped lines are logged.
@@ -533,7 +556,7 @@ impl Default for ReadState {
         ReadState {
             lines: 0,
             skipped: 0,
-            tool_errors: 0,
+            tools: ReportedTools::default(),
             agent_stop: None,
             skips: WarnLimiter::new(SKIPS_SHOWN),
             ignored: WarnLimiter::new(SKIPS_SHOWN),
@@ -602,8 +625,8 @@ impl ReadState {
             // The agent's account, not the run's end: the runner judges and closes the run.
             Payload::RunStop(stop) => self.agent_stop = Some(stop),
             payload => {
-                if matches!(&payload, Payload::ToolCall(call) if call.exit_kind != ExitKind::Ok) {
-                    self.tool_errors += 1;
+                if let Payload::ToolCall(call) = &payload {
+                    self.tools.count(call.exit_kind);
                 }
                 rec.emit(event.step_id, payload)?;
             }
@@ -644,7 +667,7 @@ async fn close_run(
     sandbox: &Sandbox,
     confinement: &Confinement,
     started: Instant,
-    tool_errors: u32,
+    tools: ReportedTools,
 ) -> (RunStop, Option<Verdict>) {
     let run_end = match (end, confinement.setup_failure(), &agent_stop) {
         // An agent that did not start always has its reason recorded.
@@ -682,20 +705,23 @@ async fn close_run(
         .fixture
         .changed_paths_in(root)
         .map(|changed| changed.len())
-        .unwrap_or(0);
+        .map_err(|e| tracing::warn!(error = %e, "cannot list the scratch directory"))
+        .ok();
     let usage = rec.usage();
     let mut stop = RunStop {
         // The runner sees only the calls the agent reports: an agent that reports none
-        // may still have used a model, so its tokens and cost are unknown, not 0.
+        // may still have used a model, so its call count, tokens and cost are unknown,
+        // not 0.
         total_tokens: usage.total_tokens().filter(|_| usage.api_calls > 0),
         cost_usd: usage.cost_usd().filter(|_| usage.api_calls > 0),
+        api_calls: Some(usage.api_calls).filter(|&calls| calls > 0),
         ..agent::run_stop(
             rec,
             &run_end,
             verdict.as_ref(),
             files_modified,
             started,
-            tool_errors,
+            tools.errors(),
             // The runner sees the agent's events, not its turns: nobody counted them.
             None,
         )
@@ -719,7 +745,7 @@ fn claim(declared: &RunStop, actual: &RunStop) -> RunClaim {
     fn differ<T: PartialEq>(a: Option<T>, b: Option<T>) -> bool {
         matches!((a, b), (Some(a), Some(b)) if a != b)
     }
-    check("api_calls", declared.api_calls != actual.api_calls);
+    check("api_calls", differ(declared.api_calls, actual.api_calls));
     check("cost_usd", differ(declared.cost_usd, actual.cost_usd));
     check(
         "final_score",

@@ -164,7 +164,7 @@ mod tests {
             "exec:test",
             sha256_hex(b"cfg"),
             sha256_hex(b"env"),
-            1,
+            Some(1),
             "host",
         )
     }

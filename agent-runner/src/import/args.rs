@@ -158,12 +158,12 @@ pub async fn import_dir(
     let handle = publisher.as_ref().map(|p| p.handle());
     let mut report = ImportReport::default();
     for path in &files {
-        let events = match read(path).and_then(|(bytes, modified)| {
+        let events = match read(path).and_then(|bytes| {
             swe_agent::events(
                 &TrajFile {
                     path,
                     bytes: &bytes,
-                    modified,
+                    recorded_at: now_ms(),
                 },
                 host,
             )
@@ -221,22 +221,17 @@ fn file_line(path: &Path, events: &[(BenchmarkEvent, Vec<u8>)]) -> String {
     )
 }
 
-fn read(path: &Path) -> Result<(Vec<u8>, DateTime<Utc>), ImportError> {
-    let read_err = |source| ImportError::Read {
+fn read(path: &Path) -> Result<Vec<u8>, ImportError> {
+    std::fs::read(path).map_err(|source| ImportError::Read {
         path: path.to_path_buf(),
         source,
-    };
-    let bytes = std::fs::read(path).map_err(read_err)?;
-    let modified = std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .map_err(read_err)?;
-    // Whole milliseconds: the wire keeps ms, and a re-import must give the same ts.
-    let modified = DateTime::<Utc>::from(modified);
-    let millis = modified.timestamp_millis();
-    Ok((
-        bytes,
-        DateTime::from_timestamp_millis(millis).unwrap_or(modified),
-    ))
+    })
+}
+
+/// Now, in whole milliseconds (what the wire keeps).
+fn now_ms() -> DateTime<Utc> {
+    let now = Utc::now();
+    DateTime::from_timestamp_millis(now.timestamp_millis()).unwrap_or(now)
 }
 
 /// Every `.traj` file under `path` (or `path` itself).

@@ -1,13 +1,20 @@
 //! One SWE-agent trajectory → the events of one run, deterministically: the same file
-//! bytes and modification time give the same events, byte for byte, so importing twice
-//! stores one copy (JetStream drops the re-publish inside its duplicate window, and
-//! ClickHouse's ReplacingMergeTree merges it after).
+//! bytes give the same events (ids and content; only `ts` is the import's), so importing
+//! twice stores one copy (JetStream drops the re-publish inside its duplicate window, and
+//! ClickHouse's ReplacingMergeTree keeps the first copy).
 //!
 //! Ids: `run_id` is a UUIDv8 of the file's SHA-256; event and step ids are UUIDv8s of
-//! the run id and the event or step index. Times: SWE-agent writes no timestamps, so the
-//! file's modification time is taken as the end of the run, the run starts the sum of
-//! the steps' `execution_time` earlier, and each event is placed at the start of its step
-//! (plus its index in ms, to keep the order).
+//! the run id and the event or step index. Times: SWE-agent writes no timestamps, and a
+//! file's modification time says when it was last copied, not when the run happened, so
+//! neither is guessed: `ts` is when the import recorded the event (the run starts at the
+//! import, each event is placed after the steps' `execution_time` before it, plus its
+//! index in ms to keep the order), and `run_stop.wall_time_ms` is null (the file times
+//! each command, not the run; each step's time is its `tool_call.latency_ms`).
+//!
+//! Config: what the trajectory's `replay_config` states (model name, temperature, call
+//! and cost limits, the sandbox image `env.deployment.image` or `environment.image_name`,
+//! the tool timeout `agent.tools.execution_timeout`); every other setting null (or "not
+//! applicable"), never the number of steps taken or the environment's name.
 //!
 //! Events: `run_start`; per trajectory step a `step` `reason` (the thought, when any),
 //! `act` (the action), a `tool_call` (tool = the action's first word, latency =
@@ -57,8 +64,8 @@ pub struct TrajFile<'a> {
     pub path: &'a Path,
     /// Its bytes.
     pub bytes: &'a [u8],
-    /// Its modification time: the end of the run.
-    pub modified: DateTime<Utc>,
+    /// When the import recorded it: the `ts` of the run's first event.
+    pub recorded_at: DateTime<Utc>,
 }
 
 /// What `env_hash` covers for an imported run.
@@ -97,11 +104,13 @@ pub fn events(
             environment: &traj.environment,
         }
         .canonical_hash(),
-        0,
+        // SWE-agent records no seed.
+        None,
         host,
     );
     let total_ms: i64 = traj.trajectory.iter().map(step_ms).sum();
-    let start = file.modified - Duration::milliseconds(total_ms);
+    let start = file.recorded_at;
+    let end = start + Duration::milliseconds(total_ms);
     let mut out = Out {
         sequencer: &mut sequencer,
         events: Vec::new(),
@@ -170,7 +179,7 @@ pub fn events(
         Verdict::run_success(None, submitted)
     };
     out.push(
-        file.modified,
+        end,
         None,
         Payload::Step(text_step(
             StepType::Conclude,
@@ -182,38 +191,40 @@ pub fn events(
         )),
     )?;
     if success == Some(false) {
-        out.push(
-            file.modified,
-            None,
-            Payload::Failure(failure(&traj, exit_status)),
-        )?;
+        out.push(end, None, Payload::Failure(failure(&traj, exit_status)))?;
     }
     let stats = &traj.info.model_stats;
+    let api_calls = traj.api_calls();
     out.push(
-        file.modified,
+        end,
         None,
         Payload::RunStop(RunStop {
             success,
             final_score: None,
-            wall_time_ms: u64::try_from(total_ms).unwrap_or(0),
-            total_tokens: stats.total_tokens(traj.api_calls()),
-            tool_errors: u32::try_from(
-                traj.trajectory
-                    .iter()
-                    .filter(|s| observed_exit_kind(&s.observation) != ExitKind::Ok)
-                    .count(),
-            )
-            .unwrap_or(u32::MAX),
+            wall_time_ms: None,
+            total_tokens: stats.total_tokens(api_calls),
+            tool_errors: Some(
+                u32::try_from(
+                    traj.trajectory
+                        .iter()
+                        .filter(|s| observed_exit_kind(&s.observation) != ExitKind::Ok)
+                        .count(),
+                )
+                .unwrap_or(u32::MAX),
+            ),
             stability_variance: None,
             failing_tests: Vec::new(),
             tests_passed: None,
             tests_failed: None,
-            files_modified: u32::try_from(patch.matches("diff --git ").count()).unwrap_or(0),
+            // The submitted patch is the run's change to the repository; without one
+            // the file does not say what changed.
+            files_modified: (!patch.is_empty())
+                .then(|| u32::try_from(patch.matches("diff --git ").count()).unwrap_or(u32::MAX)),
             early_stopped: early_reason.is_some(),
             early_stop_reason: early_reason,
             exit_status,
-            cost_usd: stats.cost_usd(traj.api_calls()),
-            api_calls: traj.api_calls(),
+            cost_usd: stats.cost_usd(api_calls),
+            api_calls,
             turns: Some(u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX)),
             claim: None,
         }),
@@ -368,35 +379,50 @@ fn failure(traj: &Trajectory, status: ExitStatus) -> Failure {
     }
 }
 
-/// The run config of an imported run: what the trajectory's `replay_config` says
-/// (model name, temperature, cost and call limits), the rest fixed values meaning "not
-/// applicable" (zero limits, `raw` context, no tools list beyond SWE-agent's own).
+/// The run config of an imported run: what the trajectory's `replay_config` states
+/// (model name, temperature, cost and call limits with 0 meaning none, the sandbox image,
+/// the tool timeout), every other setting null or "not applicable" (no tools list beyond
+/// the commands the agent used).
 fn run_config(traj: &Trajectory) -> RunConfig {
-    let model = traj.model_config().unwrap_or(Value::Null);
+    let replay = traj.replay_config().unwrap_or(Value::Null);
+    let model = &replay["agent"]["model"];
     let get_f64 = |key: &str| model.get(key).and_then(Value::as_f64);
     let name = model
         .get("name")
         .and_then(Value::as_str)
         .unwrap_or("unknown")
         .to_owned();
-    let call_limit = model
-        .get("per_instance_call_limit")
-        .and_then(Value::as_u64)
-        .filter(|&n| n > 0)
-        .unwrap_or(traj.trajectory.len() as u64);
     let provider = name
         .split_once('/')
         .map_or(PROVIDER, |(provider, _)| provider)
         .to_owned();
+    // SWE-agent 1.x names the image under `env.deployment`, 0.x under `environment`.
+    let image = [
+        &replay["env"]["deployment"]["image"],
+        &replay["environment"]["image_name"],
+    ]
+    .into_iter()
+    .find_map(Value::as_str)
+    .map(str::to_owned);
+    // Seconds in SWE-agent's config.
+    let tool_timeout_ms = replay["agent"]["tools"]["execution_timeout"]
+        .as_f64()
+        .filter(|s| *s > 0.0)
+        .map(|s| (s * 1000.0).round() as u64);
     RunConfig {
-        max_iterations: u32::try_from(call_limit).unwrap_or(u32::MAX),
-        temperature: get_f64("temperature").unwrap_or(0.0),
+        max_iterations: model
+            .get("per_instance_call_limit")
+            .and_then(Value::as_u64)
+            .filter(|&n| n > 0)
+            .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+        temperature: get_f64("temperature"),
         available_tools: tools_used(traj),
         cost_limit_usd: get_f64("per_instance_cost_limit").filter(|&c| c > 0.0),
+        tool_timeout_ms,
+        docker_image: image,
         ..RunConfig::unstated(
             name,
             provider,
-            traj.environment.clone(),
             version_or_unknown(&traj.info.swe_agent_version),
         )
     }
@@ -435,7 +461,7 @@ mod tests {
         let file = TrajFile {
             path: Path::new("t.traj"),
             bytes: &bytes,
-            modified: DateTime::from_timestamp(1_750_000_000, 0).expect("time"),
+            recorded_at: DateTime::from_timestamp(1_750_000_000, 0).expect("time"),
         };
         let events = events(&file, "h").expect("events");
         match events.last().map(|(e, _)| &e.payload) {
@@ -460,10 +486,101 @@ mod tests {
             "Traceback (most recent call last):\n  File \"x.py\", line 1\nNameError: y",
         ] {
             assert_eq!(observed_exit_kind(failed), ExitKind::Deterministic);
-            assert_eq!(run_stop_observing("submitted", 2, failed).tool_errors, 2);
+            assert_eq!(
+                run_stop_observing("submitted", 2, failed).tool_errors,
+                Some(2)
+            );
         }
         assert_eq!(observed_exit_kind("a.py\nb.py"), ExitKind::Ok);
-        assert_eq!(run_stop_of("submitted", 2).tool_errors, 0);
+        assert_eq!(run_stop_of("submitted", 2).tool_errors, Some(0));
+    }
+
+    /// The events of a trajectory file with `json` as its content.
+    fn events_of(json: &Value) -> Vec<BenchmarkEvent> {
+        let bytes = serde_json::to_vec(json).expect("json");
+        let file = TrajFile {
+            path: Path::new("t.traj"),
+            bytes: &bytes,
+            recorded_at: DateTime::from_timestamp(1_750_000_000, 0).expect("time"),
+        };
+        events(&file, "h")
+            .expect("events")
+            .into_iter()
+            .map(|(e, _)| e)
+            .collect()
+    }
+
+    #[test]
+    fn what_the_trajectory_does_not_state_is_null_not_made_up() {
+        let step = serde_json::json!({"action": "ls", "observation": "a.py",
+                                      "thought": "", "execution_time": 2.0});
+        let events = events_of(&serde_json::json!({
+            "trajectory": [step.clone(), step],
+            "environment": "main",
+            "info": {"exit_status": "submitted", "model_stats": {"instance_cost": 0}},
+        }));
+        let (Some(Payload::RunStart(start)), Some(Payload::RunStop(stop))) = (
+            events.first().map(|e| &e.payload),
+            events.last().map(|e| &e.payload),
+        ) else {
+            panic!("run_start first, run_stop last: {events:?}")
+        };
+        let c = &start.config;
+        assert_eq!(
+            (
+                c.strategy,
+                c.max_iterations,
+                c.temperature,
+                c.context_window
+            ),
+            (None, None, None, None)
+        );
+        assert_eq!(
+            (c.tool_timeout_ms, c.sandbox_limits.memory_mb),
+            (None, None)
+        );
+        assert_eq!(c.docker_image, None, "the environment's name is no image");
+        assert!(events.iter().all(|e| e.seed.is_none()));
+        // Steps were taken, so calls were made: nobody counted them, or priced them.
+        assert_eq!(
+            (stop.api_calls, stop.cost_usd, stop.total_tokens),
+            (None, None, None)
+        );
+        assert_eq!((stop.wall_time_ms, stop.files_modified), (None, None));
+        assert_eq!(stop.tool_errors, Some(0));
+        // Not the file's time: the import's, the steps spaced by their execution times.
+        assert_eq!(events[0].ts.timestamp(), 1_750_000_000);
+        assert!(events
+            .last()
+            .is_some_and(|e| e.ts.timestamp() >= 1_750_000_004));
+    }
+
+    #[test]
+    fn what_the_replay_config_states_is_kept() {
+        let replay = serde_json::json!({
+            "env": {"deployment": {"image": "swebench/sweb.eval.x86_64.a:latest"}},
+            "agent": {"model": {"name": "openai/gpt-4o", "temperature": 0.2,
+                                "per_instance_call_limit": 40},
+                      "tools": {"execution_timeout": 30}},
+        });
+        let events = events_of(&serde_json::json!({
+            "trajectory": [],
+            "replay_config": replay.to_string(),
+            "info": {"exit_status": "exit_cost"},
+        }));
+        let Some(Payload::RunStart(start)) = events.first().map(|e| &e.payload) else {
+            panic!("run_start first")
+        };
+        let c = &start.config;
+        assert_eq!(
+            c.docker_image.as_deref(),
+            Some("swebench/sweb.eval.x86_64.a:latest")
+        );
+        assert_eq!(
+            (c.temperature, c.max_iterations, c.tool_timeout_ms),
+            (Some(0.2), Some(40), Some(30_000))
+        );
+        assert_eq!(c.provider, "openai");
     }
 
     #[test]

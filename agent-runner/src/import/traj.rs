@@ -85,49 +85,57 @@ pub struct ModelStats {
     #[serde(default)]
     pub tokens_received: Option<u64>,
     /// Model calls.
-    #[serde(default, deserialize_with = "null_default")]
-    pub api_calls: u32,
+    #[serde(default)]
+    pub api_calls: Option<u32>,
 }
 
 impl ModelStats {
-    /// Tokens sent plus received over a run of `api_calls` model calls; `None` unless
-    /// the file gives both, and when it gives 0 sent for a run that made calls: no call
-    /// sends an empty prompt, so SWE-agent did not count them.
-    pub fn total_tokens(&self, api_calls: u32) -> Option<u64> {
-        let sent = self.tokens_sent.filter(|&t| t > 0 || api_calls == 0)?;
+    /// Tokens sent plus received over a run of `api_calls` model calls (`None`:
+    /// unknown); `None` unless the file gives both, and when it gives 0 sent for a run
+    /// that may have made calls: no call sends an empty prompt, so SWE-agent did not count
+    /// them.
+    pub fn total_tokens(&self, api_calls: Option<u32>) -> Option<u64> {
+        let sent = self
+            .tokens_sent
+            .filter(|&t| t > 0 || api_calls == Some(0))?;
         Some(sent.saturating_add(self.tokens_received?))
     }
 
-    /// USD spent over a run of `api_calls` model calls; `None` when the file has no
-    /// cost, and when it says $0 for a run that made calls: SWE-agent writes 0 for a
-    /// model it has no price for, which is an unknown cost, not a free one.
-    pub fn cost_usd(&self, api_calls: u32) -> Option<f64> {
-        self.instance_cost.filter(|&c| c > 0.0 || api_calls == 0)
+    /// USD spent over a run of `api_calls` model calls (`None`: unknown); `None` when the
+    /// file has no cost, and when it says $0 for a run that may have made calls:
+    /// SWE-agent writes 0 for a model it has no price for, which is an unknown cost, not
+    /// a free one.
+    pub fn cost_usd(&self, api_calls: Option<u32>) -> Option<f64> {
+        self.instance_cost
+            .filter(|&c| c > 0.0 || api_calls == Some(0))
     }
 }
 
 impl Trajectory {
-    /// The agent section of `replay_config` (`agent.model.name`, ...), if present.
-    pub fn model_config(&self) -> Option<Value> {
-        let config = match &self.replay_config {
-            Some(Value::String(text)) => serde_json::from_str::<Value>(text).ok()?,
-            Some(other) => other.clone(),
-            None => return None,
-        };
-        config.get("agent")?.get("model").cloned()
+    /// `replay_config` as an object (`agent.model.name`, `env.deployment.image`, ...), if
+    /// present and readable.
+    pub fn replay_config(&self) -> Option<Value> {
+        match &self.replay_config {
+            Some(Value::String(text)) => serde_json::from_str::<Value>(text).ok(),
+            Some(other) => Some(other.clone()),
+            None => None,
+        }
     }
 
-    /// Model calls: `model_stats.api_calls`, else the assistant messages of `history`.
-    pub fn api_calls(&self) -> u32 {
+    /// Model calls: `model_stats.api_calls` when it counts some, else the assistant
+    /// messages of `history` when there are any, else a stated 0 for a run that took no
+    /// step; `None` (unknown) otherwise: a run that took steps made calls nobody counted.
+    pub fn api_calls(&self) -> Option<u32> {
+        let answered = self
+            .history
+            .iter()
+            .filter(|m| m.role == "assistant")
+            .count();
         match self.info.model_stats.api_calls {
-            0 => self
-                .history
-                .iter()
-                .filter(|m| m.role == "assistant")
-                .count()
-                .try_into()
-                .unwrap_or(u32::MAX),
-            n => n,
+            Some(n) if n > 0 => Some(n),
+            _ if answered > 0 => Some(u32::try_from(answered).unwrap_or(u32::MAX)),
+            stated if self.trajectory.is_empty() => stated,
+            _ => None,
         }
     }
 }

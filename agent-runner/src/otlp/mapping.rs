@@ -8,12 +8,13 @@
 //! stored once. Hence:
 //!
 //! - event ids are UUIDs derived from (trace id, span id, event type);
-//! - `seq` is null: a run's events cannot be numbered in advance;
+//! - `seq` is null: a run's events cannot be numbered in advance; `seed` is null: a trace
+//!   states none;
 //! - run, task and policy come from `benchstream.*` attributes of the resource or of the
 //!   span itself, else are derived from the trace id and `service.name`;
 //! - `run_stop` is built from the root span alone, so its run-wide counts that only the
-//!   children know (tokens, cost, turns) are null, and `api_calls`, `tool_errors` and
-//!   `files_modified` are 0 (not counted here: the `deliberations`, `tool_calls` and
+//!   children know (tokens, cost, turns, `api_calls`, `tool_errors`) are null, and so is
+//!   `files_modified`, which no trace states (the `deliberations`, `tool_calls` and
 //!   `failures` rows of the run are the facts).
 
 use std::collections::HashMap;
@@ -251,7 +252,7 @@ impl RunContext {
     fn of(view: &SpanView<'_>) -> RunContext {
         let key = ContextKey::of(view);
         let service = key.service.to_owned();
-        let config = run_config(&service);
+        let config = run_config();
         let env = TraceEnvironment {
             source: "otlp",
             service: &service,
@@ -288,16 +289,11 @@ fn run_id(view: &SpanView<'_>, service: &str, trace: &str) -> Uuid {
     }
 }
 
-/// The run config of a run received as a trace: what the trace states about the whole
-/// run is only who ran it, so everything else holds the values meaning "not applicable"
-/// (as for imported runs), and `cfg_hash` is the same for every run of a service.
-fn run_config(service: &str) -> RunConfig {
-    RunConfig::unstated(
-        UNKNOWN.to_owned(),
-        UNKNOWN.to_owned(),
-        format!("otlp:{service}"),
-        UNKNOWN.to_owned(),
-    )
+/// The run config of a run received as a trace: a trace states no setting of the whole
+/// run (who ran it is the policy and `env_hash`), so every setting is null or "not
+/// applicable" (as for imported runs), and `cfg_hash` is the same for every such run.
+fn run_config() -> RunConfig {
+    RunConfig::unstated(UNKNOWN.to_owned(), UNKNOWN.to_owned(), UNKNOWN.to_owned())
 }
 
 /// The events of one span.
@@ -366,8 +362,8 @@ impl SpanEvents<'_, '_> {
             policy_id: self.context.policy_id.clone(),
             cfg_hash: self.context.cfg_hash.clone(),
             env_hash: self.context.env_hash.clone(),
-            // Not stated by a trace; 0 as for imported runs.
-            seed: 0,
+            // A trace states no seed.
+            seed: None,
             host: self.mapper.host.clone(),
             payload,
             extra: serde_json::Map::new(),
@@ -412,19 +408,22 @@ impl SpanEvents<'_, '_> {
         Payload::RunStop(RunStop {
             success,
             final_score,
-            wall_time_ms: self.ids.latency_ms(),
+            wall_time_ms: Some(self.ids.latency_ms()),
             total_tokens: None,
-            tool_errors: 0,
+            // The run's spans arrive in any order, across batches, some after the root:
+            // when the root stops the run, nobody can count its tool calls, model calls
+            // or changed files.
+            tool_errors: None,
             stability_variance: None,
             failing_tests: Vec::new(),
             tests_passed: None,
             tests_failed: None,
-            files_modified: 0,
+            files_modified: None,
             early_stopped: error.is_some(),
             early_stop_reason: error.map(|e| e.describe()),
             exit_status,
             cost_usd: None,
-            api_calls: 0,
+            api_calls: None,
             turns: None,
             // A trace's verdict is stored as the trace states it, under its own scoring
             // version; `claim` is only for an `exec` agent's `run_stop` beside the judge's.

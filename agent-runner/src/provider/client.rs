@@ -128,7 +128,9 @@ pub struct ChatRequest {
     /// Function definitions (`{"type": "function", "function": {...}}`); empty = none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Value>,
-    pub temperature: f64,
+    /// Omitted when the config states none: the provider's default applies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
     /// Sampling seed, where the provider honours one.

@@ -77,7 +77,24 @@ impl Scenario {
         if scenario.tasks.is_empty() {
             return Err(invalid("tasks is empty".into()));
         }
-        if scenario.config.max_iterations == 0 {
+        // Null on the wire means "not stated", which only a run this runner did not
+        // configure may be: a scenario states every setting it runs under.
+        let config = &scenario.config;
+        for (stated, key) in [
+            (config.temperature.is_some(), "temperature"),
+            (config.context_window.is_some(), "context_window"),
+            (config.tool_timeout_ms.is_some(), "tool_timeout_ms"),
+            (config.docker_image.is_some(), "docker_image"),
+            (
+                config.sandbox_limits.memory_mb.is_some(),
+                "sandbox_limits.memory_mb",
+            ),
+        ] {
+            if !stated {
+                return Err(invalid(format!("config.{key} is required")));
+            }
+        }
+        if config.max_iterations.is_none_or(|max| max == 0) {
             return Err(invalid("config.max_iterations must be > 0".into()));
         }
         crate::context_plan::ContextPlan::from_config(&scenario.config)
@@ -129,4 +146,37 @@ fn unknown_key(at: &str, given: &serde_json::Value, known: &serde_json::Value) -
         None => Some(format!("{at}.{key}")),
         Some(known_value) => unknown_key(&format!("{at}.{key}"), value, known_value),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scenario_states_every_setting_that_may_be_null_on_the_wire() {
+        let text = include_str!("../../../scenarios/smoke.toml");
+        Scenario::parse(Path::new("smoke.toml"), &text).expect("the shipped scenario");
+        for line in [
+            "strategy = ",
+            "max_iterations = ",
+            "temperature = ",
+            "context_window = ",
+            "tool_timeout_ms = ",
+            "docker_image = ",
+            "memory_mb = ",
+        ] {
+            let without: String = text
+                .lines()
+                .filter(|l| !l.trim_start().starts_with(line))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            assert_ne!(without, text, "smoke.toml sets {line}");
+            let refused = Scenario::parse(Path::new("smoke.toml"), &without);
+            assert!(
+                matches!(&refused, Err(ScenarioError::Invalid { reason, .. })
+                    if reason.contains(line.trim_end_matches(" = "))),
+                "{line}: {refused:?}"
+            );
+        }
+    }
 }

@@ -66,8 +66,8 @@ pub struct ArmStats {
     pub avg_cost_usd: Option<f64>,
     /// Mean `total_tokens`, known on the same terms as `avg_cost_usd`.
     pub avg_tokens: Option<f64>,
-    /// Mean `wall_time_ms`.
-    pub avg_wall_time_ms: f64,
+    /// Mean `wall_time_ms`, known on the same terms as `avg_cost_usd`.
+    pub avg_wall_time_ms: Option<f64>,
 }
 
 /// Reads the statistics of `arms` on `tasks`, keyed by `cfg_hash`: only runs whose
@@ -88,6 +88,7 @@ pub async fn read_stats(
         .bind(tasks)
         .bind(u8::from(weights.cost_weight != 0.0))
         .bind(u8::from(weights.token_weight != 0.0))
+        .bind(u8::from(weights.time_weight != 0.0))
         .fetch_all::<ArmStats>()
         .await
         .map_err(|e| SweepError::ClickHouse(format!("{}: {e}", source.url)))?;
@@ -254,7 +255,7 @@ mod tests {
         (0..n)
             .map(|i| {
                 let mut config = base.clone();
-                config.temperature = i as f64 / 10.0;
+                config.temperature = Some(i as f64 / 10.0);
                 Arm {
                     index: i,
                     cfg_hash: config.canonical_hash(),

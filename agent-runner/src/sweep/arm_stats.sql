@@ -1,10 +1,10 @@
 -- Finished runs of each config (arm) of an adaptive sweep on the sweep's tasks
 -- (agent-runner/src/sweep/adaptive.rs). FINAL: a run_stop delivered twice counts once.
 -- Bound by the runner, in order: the arms' cfg hashes, the task ids (both Array(String)),
--- then whether the reward needs the cost and the token count (UInt8 each: their weight
--- is not 0).
+-- then whether the reward needs the cost, the token count and the wall time (UInt8 each:
+-- their weight is not 0).
 -- Only runs whose reward is known count: judged (success not NULL), and with a known
--- cost / token count when the reward needs it. A run missing one of them is no play of
+-- cost / token count / wall time when the reward needs it. A run missing one of them is no play of
 -- its arm; an unknown cost is never read as free.
 SELECT
     cfg_hash,
@@ -20,4 +20,5 @@ WHERE has(?, cfg_hash) AND has(?, task_id)
     AND isNotNull(success)
     AND (? = 0 OR isNotNull(cost_usd))
     AND (? = 0 OR isNotNull(total_tokens))
+    AND (? = 0 OR isNotNull(wall_time_ms))
 GROUP BY cfg_hash

@@ -467,9 +467,9 @@ startup_trials = 5
     fn reward(p: &Proposal) -> f64 {
         let c = &p.config;
         let window = c.strategy_params.observation_window.map_or(30.0, f64::from);
-        f64::from(u8::from(c.strategy == ContextStrategy::Hybrid))
+        f64::from(u8::from(c.strategy == Some(ContextStrategy::Hybrid)))
             - (window - 10.0).abs() / 40.0
-            - c.temperature
+            - c.temperature.expect("a proposed temperature")
     }
 
     #[test]
@@ -481,8 +481,10 @@ startup_trials = 5
             let p = space.propose(trial, &observations).expect("a proposal");
             let c = &p.config;
             let params = &c.strategy_params;
-            assert!(c.temperature <= 0.8 && c.temperature >= 0.0, "{}", p.label);
-            let (masks, summarises) = (c.strategy.masks(), c.strategy.summarises());
+            let t = c.temperature.expect("a proposed temperature");
+            assert!((0.0..=0.8).contains(&t), "{}", p.label);
+            let strategy = c.strategy.expect("a proposed strategy");
+            let (masks, summarises) = (strategy.masks(), strategy.summarises());
             assert_eq!(params.observation_window.is_some(), masks, "{}", p.label);
             assert_eq!(params.summary_interval.is_some(), summarises, "{}", p.label);
             assert_eq!(params.summary_keep.is_some(), summarises, "{}", p.label);
@@ -550,7 +552,7 @@ startup_trials = 8
         let mut model_distance = Vec::new();
         for trial in 0..40 {
             let p = space.propose(trial, &observations).expect("proposal");
-            let t = p.config.temperature;
+            let t = p.config.temperature.expect("a proposed temperature");
             if p.phase == Phase::Model {
                 model_distance.push((t - 0.66).abs());
                 assert!(p.update.exploration_vs_exploitation < 1.0);
@@ -583,7 +585,7 @@ startup_trials = 8
         let mut observations = Vec::new();
         for trial in 0..budget {
             let p = space.propose(trial, &observations).expect("proposal");
-            let t = p.config.temperature;
+            let t = p.config.temperature.expect("a proposed temperature");
             let solved = (0.62..0.70).contains(&t);
             if solved {
                 return Some(trial + 1);

@@ -9,7 +9,7 @@
 //! refuse (e.g. `summary_keep >= summary_interval` without a constraint saying so) are
 //! reported as invalid and excluded.
 
-use schemas::{sha256_hex, Canonical, Hash256, RunConfig};
+use schemas::{sha256_hex, Canonical, ContextStrategy, Hash256, RunConfig};
 use serde_json::Value;
 
 use super::file::{Constraint, Method, Operand, SweepFile};
@@ -211,10 +211,11 @@ pub(super) fn label<'a>(values: impl IntoIterator<Item = (&'a str, &'a Value)>) 
 /// Clears the hyper-parameters `config.strategy` does not read.
 fn drop_unused_params(config: &mut RunConfig) {
     let params = &mut config.strategy_params;
-    if !config.strategy.masks() {
+    let strategy = config.strategy;
+    if !strategy.is_some_and(ContextStrategy::masks) {
         params.observation_window = None;
     }
-    if !config.strategy.summarises() {
+    if !strategy.is_some_and(ContextStrategy::summarises) {
         params.summary_interval = None;
         params.summary_keep = None;
         params.summarizer_model = None;
@@ -387,7 +388,7 @@ strategy_params.summary_keep = [2, 6]
             if let (Some(k), Some(n)) = (p.summary_keep, p.summary_interval) {
                 assert!(k < n, "{}", arm.label);
             }
-            match arm.config.strategy {
+            match arm.config.strategy.expect("a strategy") {
                 ContextStrategy::Raw => assert_eq!(p, &Default::default()),
                 ContextStrategy::ObservationMasking => assert!(p.summary_keep.is_none()),
                 _ => assert!(p.observation_window.is_none()),

@@ -216,14 +216,14 @@ pub struct RewardWeights {
 
 impl RewardWeights {
     /// The reward of a run (or the mean reward of runs) with these outcomes; `None` when
-    /// the cost or the token count is unknown and weighs in: an unknown cost is never
-    /// read as free.
+    /// the cost, the token count or the wall time is unknown and weighs in: an unknown
+    /// cost is never read as free.
     pub fn reward(
         &self,
         success: f64,
         cost_usd: Option<f64>,
         tokens: Option<f64>,
-        wall_time_ms: f64,
+        wall_time_ms: Option<f64>,
     ) -> Option<f64> {
         // A term whose weight is 0 needs no value.
         let penalty = |weight: f64, value: Option<f64>| match value {
@@ -235,7 +235,7 @@ impl RewardWeights {
             success
                 - penalty(self.cost_weight, cost_usd)?
                 - penalty(self.token_weight, tokens)? / 1e6
-                - self.time_weight * wall_time_ms / 60_000.0,
+                - penalty(self.time_weight, wall_time_ms)? / 60_000.0,
         )
     }
 
@@ -666,18 +666,31 @@ mod tests {
             token_weight: 0.0,
             time_weight: 0.0,
         };
-        assert_eq!(weights.reward(1.0, None, Some(0.0), 0.0), None);
-        assert_eq!(weights.reward(1.0, Some(0.25), Some(0.0), 0.0), Some(0.75));
+        assert_eq!(weights.reward(1.0, None, Some(0.0), Some(0.0)), None);
+        assert_eq!(
+            weights.reward(1.0, Some(0.25), Some(0.0), Some(0.0)),
+            Some(0.75)
+        );
         let free = RewardWeights {
             cost_weight: 0.0,
             ..weights
         };
-        assert_eq!(free.reward(1.0, None, Some(0.0), 0.0), Some(1.0));
+        assert_eq!(free.reward(1.0, None, Some(0.0), Some(0.0)), Some(1.0));
         let per_token = RewardWeights {
             token_weight: 1.0,
             ..free
         };
-        assert_eq!(per_token.reward(1.0, Some(0.0), None, 0.0), None);
-        assert_eq!(per_token.reward(1.0, None, Some(5e5), 0.0), Some(0.5));
+        assert_eq!(per_token.reward(1.0, Some(0.0), None, Some(0.0)), None);
+        assert_eq!(per_token.reward(1.0, None, Some(5e5), Some(0.0)), Some(0.5));
+        let per_minute = RewardWeights {
+            time_weight: 1.0,
+            ..free
+        };
+        assert_eq!(per_minute.reward(1.0, None, None, None), None);
+        assert_eq!(
+            per_minute.reward(1.0, None, None, Some(30_000.0)),
+            Some(0.5)
+        );
+        assert_eq!(free.reward(1.0, None, None, None), Some(1.0));
     }
 }

@@ -24,19 +24,19 @@ pub struct TrialResult {
     pub cost_usd: Option<f64>,
     /// Tokens it used; `None` when unknown.
     pub total_tokens: Option<u64>,
-    /// Its wall time, ms.
-    pub wall_time_ms: u64,
+    /// Its wall time, ms; `None` when nobody measured it.
+    pub wall_time_ms: Option<u64>,
 }
 
 impl TrialResult {
     /// Its reward under `weights`; `None` when unknown: an unjudged run, or an unknown
-    /// cost or token count that weighs in (see [`RewardWeights::reward`]).
+    /// cost, token count or wall time that weighs in (see [`RewardWeights::reward`]).
     pub fn reward(&self, weights: &RewardWeights) -> Option<f64> {
         weights.reward(
             f64::from(self.success?),
             self.cost_usd,
             self.total_tokens.map(|tokens| tokens as f64),
-            self.wall_time_ms as f64,
+            self.wall_time_ms.map(|ms| ms as f64),
         )
     }
 }

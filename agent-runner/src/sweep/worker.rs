@@ -307,7 +307,9 @@ impl fmt::Display for SweepReport {
                 f,
                 "  {:<28} seed {:<6} {outcome:<8} {:<15} score {score:<4}  {}  run {}",
                 run.summary.task_id,
-                run.summary.seed,
+                run.summary
+                    .seed
+                    .map_or_else(|| "-".to_owned(), |seed| seed.to_string()),
                 r.exit_status.as_str(),
                 run.label,
                 run.summary.run_id
@@ -681,7 +683,7 @@ fn optimizer_stream(
             policy_id,
             cfg_hash,
             plan.scenario.sha256.clone(),
-            seed,
+            Some(seed),
             config.worker.clone(),
         ),
         Some(handle.clone()),

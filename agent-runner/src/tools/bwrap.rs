@@ -505,7 +505,11 @@ impl ResourceLimits {
     fn from_config(limits: &SandboxLimits) -> Self {
         let seconds = limits.execution_timeout_ms.div_ceil(1000).max(1);
         ResourceLimits {
-            memory_bytes: limits.memory_mb.saturating_mul(1 << 20),
+            // A scenario always states the memory limit (scenario::file); a config
+            // without one (none reaches a sandbox) would run without (`RLIM_INFINITY`).
+            memory_bytes: limits
+                .memory_mb
+                .map_or(u64::MAX, |mb| mb.saturating_mul(1 << 20)),
             // CPU time is a backstop; the wall-clock timeouts end the tree first.
             cpu_seconds: (seconds as f64 * limits.cpu_cores.max(1.0)).ceil() as u64,
             file_size_bytes: limits.disk_mb.saturating_mul(1 << 20),
@@ -652,7 +656,8 @@ impl Confinement {
 
     /// `run_start.sandbox`: the kind, version, network and every limit that is enforced,
     /// by what; the time limits are the runner's.
-    pub fn info(&self, tool_timeout_ms: u64, execution_timeout_ms: u64) -> SandboxInfo {
+    /// (`tool_timeout_ms` is recorded when the config states one.)
+    pub fn info(&self, tool_timeout_ms: Option<u64>, execution_timeout_ms: u64) -> SandboxInfo {
         let host = host();
         let mut enforced = Vec::new();
         let mut add = |limit: &str, value: u64, by: &str| {
@@ -683,7 +688,9 @@ impl Confinement {
         if sandboxed {
             add("tmp_bytes", self.limits.tmp_bytes, "tmpfs");
         }
-        add("tool_timeout_ms", tool_timeout_ms, "runner");
+        if let Some(ms) = tool_timeout_ms {
+            add("tool_timeout_ms", ms, "runner");
+        }
         add("execution_timeout_ms", execution_timeout_ms, "runner");
         let runner_uid = nix::unistd::getuid().as_raw();
         let pids_limit = if host.pids_cgroup.is_some() {
@@ -1031,7 +1038,7 @@ mod tests {
 
     fn limits(network_enabled: bool) -> SandboxLimits {
         SandboxLimits {
-            memory_mb: 512,
+            memory_mb: Some(512),
             cpu_cores: 2.0,
             disk_mb: 64,
             network_enabled,
@@ -1125,7 +1132,7 @@ mod tests {
             .expect("binds");
         assert!(sized < first_bind, "{args:?}");
 
-        let info = c.info(1000, 2000);
+        let info = c.info(Some(1000), 2000);
         assert_eq!(info.uid_inside, Some(SANDBOX_UID));
         assert_eq!(info.uid_outside, Some(nix::unistd::getuid().as_raw()));
         assert_eq!(info.user_namespace, Some(true));
@@ -1162,7 +1169,7 @@ mod tests {
 
     #[test]
     fn unsandboxed_runs_say_none() {
-        let info = Confinement::unsandboxed(&limits(true)).info(1000, 2000);
+        let info = Confinement::unsandboxed(&limits(true)).info(Some(1000), 2000);
         assert_eq!(info.kind, "none");
         assert_eq!(info.version, None);
         assert!(!info.network_isolated);

@@ -282,7 +282,7 @@ mod tests {
     /// timeout, not the sandbox (tests/tests/it/runner/sandbox.rs covers that).
     fn bare() -> Confinement {
         Confinement::unsandboxed(&schemas::SandboxLimits {
-            memory_mb: 4096,
+            memory_mb: Some(4096),
             cpu_cores: 1.0,
             disk_mb: 1024,
             network_enabled: false,

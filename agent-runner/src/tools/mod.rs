@@ -133,7 +133,13 @@ impl ToolLimits {
     /// The limits a run config sets.
     pub fn from_config(config: &RunConfig, output_cap: usize) -> Self {
         ToolLimits {
-            timeout: Duration::from_millis(config.tool_timeout_ms),
+            // A scenario always states it (scenario::file); unstated, a call may take
+            // the run's whole time.
+            timeout: Duration::from_millis(
+                config
+                    .tool_timeout_ms
+                    .unwrap_or(config.execution_timeout_ms),
+            ),
             output_cap,
             retry: config.retry_policy.clone(),
             available: config.available_tools.clone(),

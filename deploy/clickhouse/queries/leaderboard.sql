@@ -13,11 +13,17 @@
 -- an imported trajectory, or an infrastructure failure); success_rate = successes /
 -- judged, NULL when none is. solved_per_usd = tasks solved per dollar over the judged
 -- runs whose cost is known (successes among them / their summed cost), NULL when there is
--- none or they cost nothing. avg_cost_usd averages the finished runs whose cost is known (priced_runs);
--- NULL when none is. avg_turns averages the finished runs whose turns are known (NULL
--- turns: an exec agent's run, whose turns nobody counted, or a Smith run_stop), NULL when
--- none is, never counting unknown turns as 0. avg_wall_time_s averages finished runs (NULL
--- when none is). Tokens are
+-- none or they cost nothing. Every average and sum below is over the finished runs that
+-- are results (infrastructure failures left out: they measure the provider or the host,
+-- not the policy). avg_cost_usd averages those whose cost is known (priced_runs); NULL
+-- when none is. avg_turns averages those whose turns are known (NULL turns: an exec
+-- agent's run, whose turns nobody counted, or a Smith run_stop), NULL when none is, never
+-- counting unknown turns as 0. avg_wall_time_s averages those whose wall time is known
+-- (NULL: an imported trajectory, which times its commands, not the run), NULL when none
+-- is.
+-- api_calls sums the model calls of those that counted them (NULL: an exec agent that
+-- reported no call, a trajectory or trace that states no count, a Smith run), NULL when
+-- none did. Tokens are
 -- summed over every LLM call of the runs whose tokens are known (token_runs; a run not
 -- finished yet counts with its calls so far): a run with a call whose tokens are unknown
 -- (NULL: no answer, or no usage in it), or a finished run whose calls do not add up to
@@ -42,8 +48,7 @@ SELECT
     scoring_version,
     count() AS runs,
     sum(stopped) AS finished,
-    countIf(stopped = 1 AND isNull(succeeded)
-        AND ifNull(run_exit IN ('exit_api', 'exit_environment'), 0)) AS infra_failures,
+    countIf(stopped = 1 AND infra = 1) AS infra_failures,
     countIf(stopped = 1 AND isNotNull(succeeded)) AS judged,
     countIf(stopped = 1 AND succeeded = 1) AS successes,
     if(judged = 0, NULL, round(successes / judged, 4)) AS success_rate,
@@ -52,27 +57,34 @@ SELECT
         round(countIf(stopped = 1 AND succeeded = 1 AND isNotNull(run_cost))
             / sumIf(assumeNotNull(run_cost), stopped = 1 AND isNotNull(succeeded)
                 AND isNotNull(run_cost)), 4)) AS solved_per_usd,
-    countIf(stopped = 1 AND isNotNull(run_cost)) AS priced_runs,
+    countIf(stopped = 1 AND infra = 0 AND isNotNull(run_cost)) AS priced_runs,
     if(priced_runs = 0, NULL,
-        round(sumIf(assumeNotNull(run_cost), stopped = 1 AND isNotNull(run_cost)) / priced_runs, 6))
-        AS avg_cost_usd,
-    if(countIf(stopped = 1 AND isNotNull(run_turns)) = 0, NULL,
-        round(sumIf(assumeNotNull(run_turns), stopped = 1 AND isNotNull(run_turns))
-            / countIf(stopped = 1 AND isNotNull(run_turns)), 2)) AS avg_turns,
-    sum(run_api_calls) AS api_calls,
+        round(sumIf(assumeNotNull(run_cost), stopped = 1 AND infra = 0
+            AND isNotNull(run_cost)) / priced_runs, 6)) AS avg_cost_usd,
+    if(countIf(stopped = 1 AND infra = 0 AND isNotNull(run_turns)) = 0, NULL,
+        round(sumIf(assumeNotNull(run_turns), stopped = 1 AND infra = 0 AND isNotNull(run_turns))
+            / countIf(stopped = 1 AND infra = 0 AND isNotNull(run_turns)), 2)) AS avg_turns,
+    if(countIf(stopped = 1 AND infra = 0 AND isNotNull(run_api_calls)) = 0, NULL,
+        sumIf(assumeNotNull(run_api_calls), stopped = 1 AND infra = 0
+            AND isNotNull(run_api_calls))) AS api_calls,
     countIf(tokens_known = 1) AS token_runs,
     if(token_runs = 0, NULL, sumIf(call_input, tokens_known = 1)) AS input_tokens,
     if(token_runs = 0, NULL, sumIf(call_cached, tokens_known = 1)) AS cached_input_tokens,
     if(token_runs = 0, NULL, sumIf(call_output, tokens_known = 1)) AS output_tokens,
     if(token_runs = 0, NULL, sumIf(call_reasoning, tokens_known = 1)) AS reasoning_tokens,
     if(input_tokens > 0, round(cached_input_tokens / input_tokens, 4), NULL) AS cache_hit_rate,
-    if(finished = 0, NULL, round(sumIf(run_wall_ms, stopped = 1) / finished / 1000, 2))
+    if(countIf(stopped = 1 AND infra = 0 AND isNotNull(run_wall_ms)) = 0, NULL,
+        round(sumIf(assumeNotNull(run_wall_ms), stopped = 1 AND infra = 0 AND isNotNull(run_wall_ms))
+            / countIf(stopped = 1 AND infra = 0 AND isNotNull(run_wall_ms)) / 1000, 2))
         AS avg_wall_time_s
 FROM
 (
     SELECT policy_id, cfg_key, model, strategy, scoring_version,
         stopped, succeeded, run_exit, run_cost, run_turns, run_api_calls, run_wall_ms,
         call_input, call_cached, call_output, call_reasoning,
+        -- An infrastructure failure (agent-runner/README.md): no result of the policy.
+        toUInt8(stopped = 1 AND isNull(succeeded)
+            AND ifNull(run_exit IN ('exit_api', 'exit_environment'), 0)) AS infra,
         -- Every call's counts known, and (once finished) its calls add up to the run's
         -- total: a run whose calls are not in the stream (an imported trajectory, a Smith
         -- run) or whose total is NULL is left out rather than counted as 0 tokens.

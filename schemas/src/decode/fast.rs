@@ -75,7 +75,7 @@ impl<'de> Visitor<'de> for EventVisitor {
         let mut policy_id: Option<String> = None;
         let mut cfg_hash: Option<Hash256> = None;
         let mut env_hash: Option<Hash256> = None;
-        let mut seed: Option<u64> = None;
+        let mut seed: Option<Option<u64>> = None;
         let mut host: Option<String> = None;
         let mut event_type: Option<EventType> = None;
         // `data`, decoded when `type` came first, else raw until `type` is known.

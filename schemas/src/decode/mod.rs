@@ -170,7 +170,7 @@ fn precise(mut object: Map<String, Value>) -> Result<BenchmarkEvent, DecodeError
         policy_id: take(&mut object, "policy_id")?,
         cfg_hash: take(&mut object, "cfg_hash")?,
         env_hash: take(&mut object, "env_hash")?,
-        seed: take(&mut object, "seed")?,
+        seed: take_nullable(&mut object, "seed")?,
         host: take(&mut object, "host")?,
         payload: payload(event_type, data)?,
         extra: {
@@ -202,7 +202,7 @@ fn take<T: DeserializeOwned>(
     })
 }
 
-/// A field that must be present but may be null (`step_id`).
+/// A field that must be present but may be null (`step_id`, `seq`, `seed`).
 fn take_nullable<T: DeserializeOwned>(
     object: &mut Map<String, Value>,
     field: &str,

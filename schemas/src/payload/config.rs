@@ -5,6 +5,12 @@ use serde::{Deserialize, Serialize};
 
 /// The configuration a run executes under. `run_start` carries it (plus replay metadata) and
 /// `optimizer_update` suggests one. `cfg_hash` is the SHA-256 of its canonical JSON.
+///
+/// A setting the producer did not state is null: a run this runner did not configure (an
+/// imported trajectory, a run received as a trace) has null `strategy`, `max_iterations`,
+/// `temperature`, `context_window`, `tool_timeout_ms`, `docker_image` and
+/// `sandbox_limits.memory_mb` unless its producer states them. A scenario states every
+/// one (`agent-runner` refuses a scenario without them).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunConfig {
     /// Model name as the provider knows it, e.g. `openai/gpt-4o-mini`; `scripted` for
@@ -12,17 +18,18 @@ pub struct RunConfig {
     pub model: String,
     /// Provider name, e.g. `openrouter`, `vllm`, `local`.
     pub provider: String,
-    /// Context-management strategy (how the history sent to the model is kept small).
-    pub strategy: ContextStrategy,
+    /// Context-management strategy (how the history sent to the model is kept small);
+    /// null when not stated.
+    pub strategy: Option<ContextStrategy>,
     /// The strategy's hyper-parameters; absent = none set.
     #[serde(default)]
     pub strategy_params: StrategyParams,
-    /// Maximum agent iterations (turns) before the run is stopped.
-    pub max_iterations: u32,
-    /// Sampling temperature of the model.
-    pub temperature: f64,
-    /// Context window of the model, in tokens.
-    pub context_window: u32,
+    /// Maximum agent iterations (turns) before the run is stopped; null when not stated.
+    pub max_iterations: Option<u32>,
+    /// Sampling temperature of the model; null when not stated.
+    pub temperature: Option<f64>,
+    /// Context window of the model, in tokens; null when not stated.
+    pub context_window: Option<u32>,
     /// Fraction of the context window at which pruning starts (0..1).
     pub pruning_threshold: f64,
     /// Planner look-ahead depth (0 = no planner).
@@ -31,8 +38,8 @@ pub struct RunConfig {
     pub debate_rounds: u32,
     /// Names of the tools the agent may call.
     pub available_tools: Vec<String>,
-    /// Per tool call timeout, ms.
-    pub tool_timeout_ms: u64,
+    /// Per tool call timeout, ms; null when not stated.
+    pub tool_timeout_ms: Option<u64>,
     /// How failed calls are retried.
     pub retry_policy: RetryPolicy,
     /// Wall-clock limit of the whole run, ms.
@@ -41,8 +48,9 @@ pub struct RunConfig {
     pub failing_tests_patience: u32,
     /// Stop when no file changed for this long, ms.
     pub no_progress_timeout_ms: u64,
-    /// Sandbox image (or `local` for a scratch directory on the host).
-    pub docker_image: String,
+    /// Sandbox image (or `local` for a scratch directory on the host); null when not
+    /// stated.
+    pub docker_image: Option<String>,
     /// Commit of the tool implementations.
     pub tools_commit: String,
     /// Resource limits of the sandbox.
@@ -71,8 +79,8 @@ pub struct RetryPolicy {
 /// Resource limits of the sandbox a run executes in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SandboxLimits {
-    /// Memory (address space) of each sandboxed process, MiB.
-    pub memory_mb: u64,
+    /// Memory (address space) of each sandboxed process, MiB; null when not stated.
+    pub memory_mb: Option<u64>,
     /// CPU cores granted; the CPU-time limit is the run's execution time times this.
     pub cpu_cores: f64,
     /// Largest file a sandboxed process may write, MiB.
@@ -125,29 +133,24 @@ impl ContextStrategy {
 
 impl RunConfig {
     /// The config of a run this runner did not configure (an imported trajectory, a run
-    /// received as a trace): the model, provider, image and tools commit its producer
-    /// stated, every other setting at its "not applicable" value (0, false, empty, `raw`),
-    /// so that its `cfg_hash` changes only with what was stated. Callers override the
-    /// settings their producer does state.
-    pub fn unstated(
-        model: String,
-        provider: String,
-        docker_image: String,
-        tools_commit: String,
-    ) -> RunConfig {
+    /// received as a trace): the model, provider and tools commit its producer stated,
+    /// the settings that can be null null, every other setting at its "not applicable"
+    /// value (0, false, empty), so that its `cfg_hash` changes only with what was stated.
+    /// Callers set the settings their producer does state.
+    pub fn unstated(model: String, provider: String, tools_commit: String) -> RunConfig {
         RunConfig {
             model,
             provider,
-            strategy: ContextStrategy::Raw,
+            strategy: None,
             strategy_params: StrategyParams::default(),
-            max_iterations: 0,
-            temperature: 0.0,
-            context_window: 0,
+            max_iterations: None,
+            temperature: None,
+            context_window: None,
             pruning_threshold: 0.0,
             planner_depth: 0,
             debate_rounds: 0,
             available_tools: Vec::new(),
-            tool_timeout_ms: 0,
+            tool_timeout_ms: None,
             retry_policy: RetryPolicy {
                 max_retries: 0,
                 backoff_ms: 0,
@@ -158,10 +161,10 @@ impl RunConfig {
             execution_timeout_ms: 0,
             failing_tests_patience: 0,
             no_progress_timeout_ms: 0,
-            docker_image,
+            docker_image: None,
             tools_commit,
             sandbox_limits: SandboxLimits {
-                memory_mb: 0,
+                memory_mb: None,
                 cpu_cores: 0.0,
                 disk_mb: 0,
                 network_enabled: false,

@@ -153,8 +153,10 @@ pub struct RunStop {
     pub success: Option<bool>,
     /// Score in 0..1 (fraction of judge tests passing); null when no judge ran.
     pub final_score: Option<f64>,
-    /// Wall time of the run, ms.
-    pub wall_time_ms: u64,
+    /// Wall time of the run, ms; null (or absent) when nobody measured it: an imported
+    /// trajectory, which records the time of each command but not of the whole run.
+    #[serde(default)]
+    pub wall_time_ms: Option<u64>,
     /// Input + output tokens of every model call of the run; null when unknown: some
     /// call's tokens are unknown (a call that got no answer, or no usage in it), the agent
     /// reported no call at all (an `exec` agent that sends no `deliberation`), or an
@@ -162,8 +164,11 @@ pub struct RunStop {
     pub total_tokens: Option<u64>,
     /// Tool errors: tool calls whose `exit_kind` is not `ok` (a command exiting
     /// non-zero is one, `deterministic`). Each one also has a `failure` event of the
-    /// same step, and the `tool_errors` query counts the same calls.
-    pub tool_errors: u32,
+    /// same step, and the `tool_errors` query counts the same calls. Null (or absent) when
+    /// nobody counted them: the producer does not see how its tool calls ended (a run
+    /// received as a trace whose tool spans state no status counts those it saw fail).
+    #[serde(default)]
+    pub tool_errors: Option<u32>,
     /// Variance of the score across judge repetitions; null unless the judge was
     /// repeated (this runner judges once, so it always sends null).
     pub stability_variance: Option<f64>,
@@ -173,8 +178,11 @@ pub struct RunStop {
     pub tests_passed: Option<u32>,
     /// Judge tests failing; null when no judge ran.
     pub tests_failed: Option<u32>,
-    /// Number of files that differ from the fixture at the end.
-    pub files_modified: u32,
+    /// Number of files that differ from the fixture at the end. Null (or absent) when
+    /// nobody compared them: a producer without the task's files (a run received as a
+    /// trace), an `exec` agent's run stopped before the comparison.
+    #[serde(default)]
+    pub files_modified: Option<u32>,
     /// Whether the run stopped before submitting.
     pub early_stopped: bool,
     /// Why it stopped early (`max_iterations`, `shutdown`, the provider's error, ...).
@@ -186,8 +194,11 @@ pub struct RunStop {
     /// failed call whose tokens were never reported), or the agent reported no call at
     /// all (an `exec` agent that sends no `deliberation`).
     pub cost_usd: Option<f64>,
-    /// Model calls of the run (a call with retries counts once).
-    pub api_calls: u32,
+    /// Model calls of the run (a call with retries counts once). Null (or absent) when
+    /// nobody counted them: an `exec` agent that reports no `deliberation`, an imported
+    /// trajectory that records no call count.
+    #[serde(default)]
+    pub api_calls: Option<u32>,
     /// Agent turns taken: turns whose model call got no completion do not count (the
     /// agent did not act), so a run the provider never answered took 0. Null (or absent)
     /// when nobody counted them: an `exec` agent's run (the runner sees the agent's events,
@@ -216,8 +227,9 @@ pub struct RunClaim {
     pub total_tokens: Option<u64>,
     /// The `cost_usd` the agent declared, USD.
     pub cost_usd: Option<f64>,
-    /// The `api_calls` the agent declared.
-    pub api_calls: u32,
+    /// The `api_calls` the agent declared (null: it did not say).
+    #[serde(default)]
+    pub api_calls: Option<u32>,
     /// The `turns` the agent declared (null: it did not say).
     pub turns: Option<u32>,
     /// The `run_stop` fields whose declared value disagrees with the runner's (both

@@ -147,7 +147,7 @@ pub(super) fn sandbox_limits<'de, D: Deserializer<'de>>(d: D) -> Result<SandboxL
     }
     let w = Wire::deserialize(d)?;
     Ok(SandboxLimits {
-        memory_mb: w.memory_mb,
+        memory_mb: Some(w.memory_mb),
         cpu_cores: w.cpu_cores,
         disk_mb: w.disk_mb,
         network_enabled: w.network_enabled,

@@ -194,7 +194,7 @@ mod tests {
                 .expect("llm-local.toml has a valid config")
         })
         .expect("llm-local.toml parses");
-        config.strategy = strategy;
+        config.strategy = Some(strategy);
         config.strategy_params = params;
         config
     }

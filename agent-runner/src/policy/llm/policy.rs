@@ -312,7 +312,8 @@ impl LlmPolicy {
         let estimate =
             (prompt_bytes + self.tools_bytes) / BYTES_PER_TOKEN + messages * TOKENS_PER_MESSAGE;
         let reply = self.client.config().max_tokens.unwrap_or(0) as usize;
-        let window = self.config.context_window as usize;
+        let window = self.config.context_window.unwrap_or(0) as usize;
+        // 0 or unstated: no window to check against.
         if window > 0 && estimate + reply > window {
             return Err(PolicyStop {
                 status: ExitStatus::ExitContext,

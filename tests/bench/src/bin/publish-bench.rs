@@ -134,7 +134,7 @@ fn sequencer() -> RunSequencer {
         "scripted:reference",
         sha256_hex(b"cfg"),
         sha256_hex(b"env"),
-        42,
+        Some(42),
         "bench-host",
     )
 }

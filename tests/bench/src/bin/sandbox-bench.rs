@@ -35,7 +35,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     // The limits of the shipped smoke scenario.
     let limits = SandboxLimits {
-        memory_mb: 2048,
+        memory_mb: Some(2048),
         cpu_cores: 1.0,
         disk_mb: 1024,
         network_enabled: false,
@@ -43,7 +43,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let sandboxed = Confinement::for_run(&limits, false).context("the sandbox")?;
     let plain = Confinement::unsandboxed(&limits);
-    let info = sandboxed.info(120_000, 600_000);
+    let info = sandboxed.info(Some(120_000), 600_000);
     let enforced: Vec<String> = info
         .enforced
         .iter()

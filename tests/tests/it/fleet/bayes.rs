@@ -204,8 +204,28 @@ async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
     let [best_row] = best_rows[..] else {
         panic!("one best row: {best_rows:?}")
     };
-    let best_config: Value =
-        serde_json::from_str(&column("suggested_config")[best_row]).expect("config JSON");
+    let proposals: Vec<u64> = column("proposal")
+        .iter()
+        .map(|v| v.parse().expect("a number"))
+        .collect();
+    assert_eq!(
+        proposals,
+        (0..10).collect::<Vec<_>>(),
+        "numbered from 0 like trials"
+    );
+    assert!(
+        column("task_id").iter().all(|t| t != "NULL"),
+        "every finished proposal names its run's task"
+    );
+    let best_cfg = &column("cfg_hash")[best_row];
+    let best_config: Value = serde_json::from_str(&query(
+        &sink.clickhouse,
+        &format!(
+            "SELECT any(suggested_config) FROM benchstream.optimizer_updates FINAL \
+             WHERE cfg_hash = '{best_cfg}' FORMAT TSVRaw"
+        ),
+    ))
+    .expect("config JSON");
     let t = best_config["temperature"].as_f64().expect("temperature");
     assert!(BAND.contains(&t), "best config's temperature {t}");
     sink.stop().await;

@@ -56,15 +56,15 @@ async fn example_agent_events_reach_clickhouse() {
 
     let run = report.summary.run_id;
     sink.wait_for_run(&report.summary).await;
-    // The agent reported no model call: what it spent is unknown, not $0. Nobody counted
-    // its turns either: NULL, not 0.
+    // The agent reported no model call: what it spent and how many calls it made are
+    // unknown, not $0 and 0. Nobody counted its turns either: NULL, not 0.
     assert_eq!(report.summary.result.turns, None);
     sink.wait_for(
         &format!(
-            "SELECT isNull(cost_usd), isNull(total_tokens), api_calls, isNull(turns) \
+            "SELECT isNull(cost_usd), isNull(total_tokens), isNull(api_calls), isNull(turns) \
              FROM benchstream.run_stops FINAL WHERE run_id = '{run}' FORMAT TSV"
         ),
-        "1\t1\t0\t1",
+        "1\t1\t1\t1",
     )
     .await;
     assert_eq!(

@@ -74,7 +74,7 @@ async fn two_workers_split_a_sweep_without_overlap_or_gaps() {
             (
                 event.cfg_hash.to_string(),
                 event.task_id.clone(),
-                event.seed,
+                event.seed.expect("a sweep run's seed"),
             )
         })
         .collect();

@@ -52,7 +52,7 @@ async fn hung_call_is_a_timeout_deliberation_and_the_run_goes_on() {
     let result = &finished.summary.result;
     assert_eq!(result.success, Some(true), "{result:?}");
     // The unanswered call was no turn of the agent's.
-    assert_eq!((result.turns, result.api_calls), (Some(4), 5));
+    assert_eq!((result.turns, result.api_calls), (Some(4), Some(5)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -74,7 +74,8 @@ async fn rate_limit_then_success_counts_the_retries() {
     assert!(first.latency_ms >= 1000, "Retry-After: 1 was honoured");
     assert!(deliberations[1..].iter().all(|d| d.retries == 0));
     assert_eq!(
-        finished.summary.result.api_calls, 4,
+        finished.summary.result.api_calls,
+        Some(4),
         "a call with retries is one api call"
     );
     assert_eq!(finished.summary.result.success, Some(true));

@@ -7,8 +7,9 @@
 //! `tests/fixtures/llm/*.toml`; the model listing is `tests/fixtures/llm/models.json`
 //! (OpenRouter's `/api/v1/models` shape). The end-to-end test goes through NATS, the sink
 //! and ClickHouse; the others read the run's `events.jsonl`, which holds the same bytes
-//! the runner publishes. [`unknown`] is the end-to-end test of the unknown for a native
-//! run: a provider that reports nothing optional leaves every optional column NULL.
+//! the runner publishes. [`unknown`] is the end-to-end test of the unknown: a provider, an
+//! `exec` agent, a SWE-agent trajectory and a Smith run that report nothing optional
+//! leave every optional column NULL.
 
 mod cost;
 mod end_to_end;

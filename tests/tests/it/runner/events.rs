@@ -48,7 +48,7 @@ async fn event_stream_has_gapless_seq_hashes_subjects_and_headers() {
         assert_eq!((e.run_id, e.task_id.as_str()), (run.run_id, TASK));
         assert_eq!(e.cfg_hash, cfg_hash);
         assert_eq!(e.env_hash, run.env_hash);
-        assert_eq!((e.seed, e.host.as_str()), (42, "test-host"));
+        assert_eq!((e.seed, e.host.as_str()), (Some(42), "test-host"));
         assert_eq!(e.policy_id, "scripted:reference");
         assert_eq!(m.subject, prefix.event_subject(run.run_id, e.event_type()));
         assert_eq!(

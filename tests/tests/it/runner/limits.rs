@@ -19,7 +19,7 @@ async fn failing_tests_patience_stops_a_run_that_does_not_improve() {
         Some("failing_tests_patience")
     );
     assert!(r.early_stopped && r.success == Some(false));
-    assert_eq!((r.turns, r.files_modified), (Some(3), 3));
+    assert_eq!((r.turns, r.files_modified), (Some(3), Some(3)));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

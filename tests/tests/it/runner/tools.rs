@@ -27,7 +27,7 @@ async fn tool_timeout_kills_the_process_group_and_reports_timeout() {
 
     let run = &report.runs[0];
     assert_eq!(run.result.exit_status, ExitStatus::Submitted);
-    assert_eq!(run.result.tool_errors, 2);
+    assert_eq!(run.result.tool_errors, Some(2));
     let events = journal_events(run);
     let calls: Vec<_> = events
         .iter()

@@ -13,6 +13,6 @@ mod outage;
 mod replay;
 pub(crate) mod setup;
 mod shutdown;
-mod smith;
+pub(crate) mod smith;
 mod startup;
 mod transient;

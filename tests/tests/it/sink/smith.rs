@@ -20,7 +20,7 @@ use benchstream_tests::events::publish_raw;
 const FIXTURE_SHA256: &str = "2a7171ad3a40e3eb9f84bfca24eab95f4e107c303598fadb3c74db10a389417a";
 
 /// The fixture's lines, each a Smith event exactly as its producer emitted it.
-fn smith_events() -> Vec<Vec<u8>> {
+pub(crate) fn smith_events() -> Vec<Vec<u8>> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../schemas/tests/fixtures/smith/smith-events.jsonl");
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
