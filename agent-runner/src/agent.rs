@@ -47,7 +47,7 @@ use crate::publish::PublisherHandle;
 use crate::recorder::{RecordError, RunRecorder, Usage};
 use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::tools::bwrap::{Confinement, SandboxMode};
-use crate::tools::{Sandbox, ToolLimits, ToolOutcome, ToolRequest, Toolbox};
+use crate::tools::{ToolLimits, ToolOutcome, ToolRequest, Toolbox};
 
 /// Version of this runner (`run_start.runner_version`).
 pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -253,9 +253,14 @@ pub async fn execute(
         patience: Patience::default(),
         first_tool_failure: None,
     };
-    let workspace = Sandbox::create(&task.fixture_dir(), &task.fixture)
+    let workspace = task
+        .workspace()
         .map_err(|e| e.to_string())
-        .and_then(|ws| confinement.map(|c| (ws, c)).map_err(|e| e.to_string()));
+        .and_then(|ws| {
+            confinement
+                .map(|c| (ws, c.with_environment(task.environment_dir())))
+                .map_err(|e| e.to_string())
+        });
     let (end, toolbox) = match workspace {
         Ok((sandbox, confinement)) => {
             let toolbox = Toolbox::new(

@@ -37,6 +37,9 @@ pub enum Command {
     Sweep(Box<crate::sweep::SweepArgs>),
     /// Run an external agent program as one run; it reports events as JSON lines.
     Exec(Box<crate::exec::ExecArgs>),
+    /// Make tasks from other benchmarks' data (`tasks import swe-bench`).
+    #[command(subcommand)]
+    Tasks(crate::tasks::TasksCommand),
     /// Import runs recorded by other agent frameworks.
     #[command(subcommand)]
     Import(crate::import::ImportCommand),

@@ -36,6 +36,10 @@
 //! - [`otlp`]: an OTLP/HTTP receiver turning OpenTelemetry GenAI traces into events
 //!   (`agent-runner otlp`).
 //! - [`maintenance`]: `scenarios hash|check` and `spool flush|status`.
+//! - [`tasks`]: tasks made from other benchmarks' data (`agent-runner tasks import
+//!   swe-bench`: SWE-bench-format instances and local clones).
+//! - [`base_repo`]: one-commit git repositories, the only history an agent on a
+//!   SWE-bench-format task sees (its fixture and its scratch copy).
 //! - [`cli`]: the command line ([`cli::Cli`]): every command, and the flags of `run`,
 //!   `scenarios` and `spool` → validated configs.
 //! - [`flags`]: the flag groups several commands share (scenarios, events and publishing,
@@ -63,6 +67,7 @@
 
 pub mod agent;
 pub mod backoff;
+pub mod base_repo;
 pub mod classify;
 pub mod cli;
 pub mod context_plan;
@@ -88,6 +93,7 @@ pub mod scenario;
 pub mod spool;
 pub mod sweep;
 pub mod tail;
+pub mod tasks;
 pub mod terminal;
 pub mod tools;
 

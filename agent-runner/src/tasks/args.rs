@@ -1,0 +1,114 @@
+//! `agent-runner tasks ...`: the flags, and their conversion into a validated
+//! [`SweBenchImport`]. Nothing here runs anything.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::error::Error;
+use crate::scenario::DEFAULT_TEST_CMD;
+
+/// `agent-runner tasks ...`
+#[derive(Debug, Subcommand)]
+pub enum TasksCommand {
+    /// Make tasks from another benchmark's data.
+    #[command(subcommand)]
+    Import(ImportSource),
+}
+
+/// `agent-runner tasks import ...`
+#[derive(Debug, Subcommand)]
+pub enum ImportSource {
+    /// SWE-bench-format instances (JSON lines or a JSON array) with local clones of their
+    /// repositories: one task per instance, its fixture the tree at `base_commit` without
+    /// any later history, judged by SWE-bench's rules.
+    SweBench(Box<SweBenchImportArgs>),
+}
+
+/// `agent-runner tasks import swe-bench`.
+#[derive(Debug, Args)]
+pub struct SweBenchImportArgs {
+    /// The instances: a JSON array or JSON lines of SWE-bench records.
+    #[arg(long, env = "BENCH_SWE_INSTANCES")]
+    pub instances: PathBuf,
+    /// Directory of local clones, one per repository, named `owner__name`. Nothing is
+    /// downloaded.
+    #[arg(long, env = "BENCH_SWE_REPOS")]
+    pub repos: PathBuf,
+    /// Scenarios directory the tasks (`tasks/<instance_id>/`), environments (`envs/`) and
+    /// the scenario file go to; its `pins.toml` is rewritten.
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    pub scenarios_dir: PathBuf,
+    /// Name of the scenario file written (`<name>.toml`), listing the imported tasks.
+    #[arg(long, env = "BENCH_SWE_SCENARIO")]
+    pub scenario: String,
+    /// Environment setup (`bash -c`, network allowed, once per repository and version)
+    /// for instances that name none (`install`, `pip_packages`).
+    #[arg(long, env = "BENCH_SWE_INSTALL")]
+    pub install: Option<String>,
+    /// Test command for instances that name none (`test_cmd`): a pytest invocation.
+    #[arg(long, env = "BENCH_SWE_TEST_CMD", default_value = DEFAULT_TEST_CMD)]
+    pub test_cmd: String,
+    /// The Python the environments are made with: the one the agent sandbox runs.
+    #[arg(long, env = "BENCH_SWE_PYTHON", default_value = "/usr/bin/python3")]
+    pub python: PathBuf,
+    /// Time limit of one judging (all the instance's tests), ms.
+    #[arg(long, env = "BENCH_SWE_JUDGE_TIMEOUT_MS", default_value_t = 1_800_000)]
+    pub judge_timeout_ms: u64,
+}
+
+/// Everything `tasks import swe-bench` needs, validated.
+#[derive(Debug, Clone)]
+pub struct SweBenchImport {
+    /// The instances file.
+    pub instances: PathBuf,
+    /// The clones' directory.
+    pub repos: PathBuf,
+    /// The scenarios directory written to.
+    pub scenarios_dir: PathBuf,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The default environment setup command.
+    pub install: Option<String>,
+    /// The default test command.
+    pub test_cmd: String,
+    /// The environments' interpreter.
+    pub python: PathBuf,
+    /// Per-judging time limit, ms.
+    pub judge_timeout_ms: u64,
+}
+
+impl TasksCommand {
+    /// The validated config.
+    pub fn into_config(self) -> Result<SweBenchImport, Error> {
+        let TasksCommand::Import(ImportSource::SweBench(args)) = self;
+        let name_ok = !args.scenario.is_empty()
+            && args
+                .scenario
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && !args.scenario.starts_with('.');
+        if !name_ok {
+            return Err(Error::Config(format!(
+                "--scenario {:?}: letters, digits, . - _ only",
+                args.scenario
+            )));
+        }
+        if args.test_cmd.split_whitespace().next().is_none() {
+            return Err(Error::Config("--test-cmd is empty".into()));
+        }
+        if args.judge_timeout_ms == 0 {
+            return Err(Error::Config("--judge-timeout-ms must be > 0".into()));
+        }
+        Ok(SweBenchImport {
+            instances: args.instances,
+            repos: args.repos,
+            scenarios_dir: args.scenarios_dir,
+            scenario: args.scenario,
+            install: args.install,
+            test_cmd: args.test_cmd,
+            python: args.python,
+            judge_timeout_ms: args.judge_timeout_ms,
+        })
+    }
+}
