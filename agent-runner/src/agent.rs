@@ -44,7 +44,7 @@ use crate::judge::{self, Verdict, SCORING_VERSION};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
 use crate::publish::PublisherHandle;
-use crate::recorder::{RecordError, RunRecorder, Usage};
+use crate::recorder::{RecordError, RunRecorder, Usage, DIFF_FILE};
 use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::tools::bwrap::{Confinement, SandboxMode};
 use crate::tools::{ToolLimits, ToolOutcome, ToolRequest, Toolbox};
@@ -350,15 +350,19 @@ pub async fn execute(
             Payload::Failure(run_failure(&end, verdict.as_ref(), &progress)),
         )?;
     }
-    let result = run_stop(
-        &rec,
-        &end,
-        verdict.as_ref(),
-        files_modified,
-        started,
-        progress.tool_errors,
-        Some(progress.turns),
-    );
+    let diff_sha256 = record_swe_bench(&mut rec, verdict.as_ref())?;
+    let result = RunStop {
+        diff_sha256,
+        ..run_stop(
+            &rec,
+            &end,
+            verdict.as_ref(),
+            files_modified,
+            started,
+            progress.tool_errors,
+            Some(progress.turns),
+        )
+    };
     rec.emit(None, Payload::RunStop(result.clone()))?;
     RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())
 }
@@ -383,6 +387,26 @@ pub(crate) fn run_start(
         sandbox: Some(sandbox),
         sweep: None,
     }
+}
+
+/// Records what a verdict by SWE-bench's rules adds to a run: one `test_outcome` per test,
+/// and the final diff as [`DIFF_FILE`] beside the run's events. Returns the diff's SHA-256
+/// for `run_stop.diff_sha256` (`None`: no such verdict, or no diff).
+pub(crate) fn record_swe_bench(
+    rec: &mut RunRecorder,
+    verdict: Option<&Verdict>,
+) -> Result<Option<Hash256>, RecordError> {
+    let Some(swe) = verdict.and_then(|v| v.swe_bench.as_ref()) else {
+        return Ok(None);
+    };
+    for test in &swe.tests {
+        rec.emit(None, Payload::TestOutcome(test.clone()))?;
+    }
+    let Some(diff) = &swe.diff else {
+        return Ok(None);
+    };
+    rec.write_artifact(DIFF_FILE, diff)?;
+    Ok(Some(schemas::sha256_hex(diff)))
 }
 
 /// The `run_stop` of a run that ended as `end`, `started` ago, with the model usage `rec`
@@ -417,6 +441,7 @@ pub(crate) fn run_stop(
         api_calls: usage.api_calls,
         turns,
         claim: None,
+        diff_sha256: None,
     }
 }
 

@@ -5,6 +5,10 @@
 //! remote, no other ref, no reflog, no pack, no stash, no hooks, so `git log --all`,
 //! `git fsck --lost-found` and `.git/packed-refs` show the base and nothing later.
 //!
+//! [`final_diff`] is what an agent changed: `git diff` of a work tree against a base
+//! tree, through a git directory of the runner's own, whatever the work tree's `.git`
+//! holds.
+//!
 //! Every git command runs with the host's system and global configuration ignored and a
 //! fixed identity and date, so the same files always give the same commit id, and an
 //! operator's settings (signing, hooks paths, filters) change nothing.
@@ -189,6 +193,58 @@ pub fn init(dir: &Path, message: &str) -> Result<String, BaseRepoError> {
     Ok(String::from_utf8_lossy(&head.stdout).trim().to_owned())
 }
 
+/// `git diff --binary` of `work` against `base` (two directories; their `.git`s are not
+/// read): what was added, changed and deleted, files the work tree's `.gitignore` ignores
+/// left out unless the base has them, as `git diff` shows a change to a repository whose
+/// one commit is `base`. Made in a git directory of its own, so nothing under `work` (an
+/// agent's, its `.git` included) decides what the diff holds, and no configuration of it
+/// runs anything.
+pub fn final_diff(base: &Path, work: &Path) -> Result<Vec<u8>, BaseRepoError> {
+    let scratch = tempfile::tempdir().map_err(|source| BaseRepoError::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    let git_dir = scratch.path().join("git");
+    let on = |tree: &Path, args: &[&str]| {
+        let mut all = vec![
+            OsStr::new("--git-dir"),
+            git_dir.as_os_str(),
+            OsStr::new("--work-tree"),
+            tree.as_os_str(),
+        ];
+        all.extend(args.iter().map(OsStr::new));
+        git(all, &[])
+    };
+    on(base, &["init", "--quiet", "--initial-branch=main"])?;
+    on(base, &["add", "--all", "--force"])?;
+    on(
+        base,
+        &[
+            "-c",
+            "core.logAllRefUpdates=false",
+            "commit",
+            "--quiet",
+            "--no-verify",
+            "--allow-empty",
+            "-m",
+            "base",
+        ],
+    )?;
+    on(work, &["add", "--all"])?;
+    let diff = on(
+        work,
+        &[
+            "diff",
+            "--cached",
+            "--binary",
+            "--no-color",
+            "--no-ext-diff",
+            "HEAD",
+        ],
+    )?;
+    Ok(diff.stdout)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,5 +274,32 @@ mod tests {
         .expect("ls-files");
         assert_eq!(String::from_utf8_lossy(&files.stdout), ".gitignore\npkg/mod.py\n");
         assert!(!a.path().join(".git/logs").exists());
+    }
+
+    #[test]
+    fn the_final_diff_is_against_the_base_whatever_the_work_trees_git_says() {
+        let base = tempfile::tempdir().expect("tempdir");
+        let work = tempfile::tempdir().expect("tempdir");
+        for dir in [base.path(), work.path()] {
+            fs::write(dir.join("a.py"), "x = 1\n").expect("write");
+            fs::write(dir.join("gone.py"), "y = 2\n").expect("write");
+        }
+        init(work.path(), "base").expect("init");
+        fs::write(work.path().join("a.py"), "x = 2\n").expect("write");
+        fs::remove_file(work.path().join("gone.py")).expect("rm");
+        fs::write(work.path().join("new.py"), "z = 3\n").expect("write");
+        // Committing the change in the work tree's own repository hides nothing.
+        git(
+            [OsStr::new("-C"), work.path().as_os_str(), OsStr::new("commit"), OsStr::new("-qam"), OsStr::new("hide")],
+            &[],
+        )
+        .expect("commit");
+        let diff = String::from_utf8(final_diff(base.path(), work.path()).expect("diff"))
+            .expect("utf-8");
+        assert!(diff.contains("diff --git a/a.py b/a.py"), "{diff}");
+        assert!(diff.contains("+x = 2"), "{diff}");
+        assert!(diff.contains("deleted file mode"), "{diff}");
+        assert!(diff.contains("+z = 3"), "{diff}");
+        assert!(final_diff(base.path(), base.path()).expect("diff").is_empty());
     }
 }

@@ -27,7 +27,7 @@ use schemas::smith::{
 };
 use schemas::{
     BenchmarkEvent, ContextDecision, Decoded, Deliberation, EventType, Failure, OptimizerUpdate,
-    Payload, Protocol, RunStart, RunStop, Step, ToolCall,
+    Payload, Protocol, RunStart, RunStop, Step, TestOutcome, ToolCall,
 };
 use serde::{Serialize, Serializer};
 use uuid::Uuid;
@@ -65,6 +65,7 @@ pub const fn typed_table(event_type: EventType) -> &'static str {
         EventType::ContextDecision => "context_decisions",
         EventType::Failure => "failures",
         EventType::OptimizerUpdate => "optimizer_updates",
+        EventType::TestOutcome => "test_outcomes",
     }
 }
 
@@ -433,6 +434,19 @@ typed_row! {
         cost_usd: Option<f64>,
         api_calls: Option<u32>,
         turns: Option<u32>,
+        diff_sha256: Option<&'a str>,
+    }
+}
+
+typed_row! {
+    /// `test_outcomes`: one judged test of a SWE-bench-format task.
+    TestOutcomeRow {
+        test_id: &'a str,
+        test_set: &'static str,
+        before: Option<bool>,
+        after: bool,
+        duration_ms: Option<u64>,
+        reason: Option<&'a str>,
     }
 }
 
@@ -559,6 +573,7 @@ pub enum TypedRow<'a> {
     ContextDecision(ContextDecisionRow<'a>),
     Failure(FailureRow<'a>),
     OptimizerUpdate(OptimizerUpdateRow<'a>),
+    TestOutcome(TestOutcomeRow<'a>),
 }
 
 impl<'a> TypedRow<'a> {
@@ -584,6 +599,7 @@ impl<'a> TypedRow<'a> {
             Payload::ContextDecision(p) => TypedRow::ContextDecision(context_decision(received, p)),
             Payload::Failure(p) => TypedRow::Failure(failure(received, p)),
             Payload::OptimizerUpdate(p) => TypedRow::OptimizerUpdate(optimizer_update(received, p)),
+            Payload::TestOutcome(p) => TypedRow::TestOutcome(test_outcome(received, p)),
         }
     }
 
@@ -738,6 +754,18 @@ fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
         cost_usd: p.cost_usd,
         api_calls: Some(p.api_calls),
         turns: p.turns,
+        diff_sha256: p.diff_sha256.as_ref().map(|h| h.as_str()),
+    })
+}
+
+fn test_outcome<'a>(received: &Received<'a>, p: &'a TestOutcome) -> TestOutcomeRow<'a> {
+    with_envelope!(TestOutcomeRow, received, {
+        test_id: &p.test_id,
+        test_set: p.test_set.as_str(),
+        before: p.before,
+        after: p.after,
+        duration_ms: p.duration_ms,
+        reason: p.reason.as_deref(),
     })
 }
 
@@ -755,6 +783,7 @@ fn smith_run_stop<'a>(received: &Received<'a>, p: &'a SmithRunResult) -> RunStop
         cost_usd: None,
         api_calls: None,
         turns: None,
+        diff_sha256: None,
     })
 }
 

@@ -53,6 +53,7 @@ use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rowbinary;
 use crate::rows::{
     typed_table, ContextDecisionRow, DeliberationRow, FailureRow, OptimizerUpdateRow, RunStartRow,
+    TestOutcomeRow,
     RunStopRow, StepRow, Table, ToolCallRow,
 };
 
@@ -273,7 +274,7 @@ impl ClickHouseInserter {
             RunStart => RunStartRow, RunStop => RunStopRow, Step => StepRow,
             ToolCall => ToolCallRow, Deliberation => DeliberationRow,
             ContextDecision => ContextDecisionRow, Failure => FailureRow,
-            OptimizerUpdate => OptimizerUpdateRow
+            OptimizerUpdate => OptimizerUpdateRow, TestOutcome => TestOutcomeRow
         );
         for &i in items {
             insert.buffer().extend_from_slice(batch.typed_row(i));

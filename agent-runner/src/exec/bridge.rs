@@ -316,7 +316,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         AgentEnd::Exited(status) => status.code(),
         AgentEnd::TimedOut | AgentEnd::Shutdown | AgentEnd::NotStarted => None,
     };
-    let (result, verdict) = close_run(
+    let (mut result, verdict) = close_run(
         &rec,
         &end,
         state.agent_stop.take(),
@@ -331,6 +331,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     if let Some(why) = confinement.setup_failure() {
         rec.emit(None, Payload::Failure(agent::environment_failure(why)))?;
     }
+    result.diff_sha256 = agent::record_swe_bench(&mut rec, verdict.as_ref())?;
     rec.emit(None, Payload::RunStop(result.clone()))?;
     let summary = RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())?;
     drop(rec);

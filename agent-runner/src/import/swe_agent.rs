@@ -216,6 +216,7 @@ pub fn events(
             api_calls: traj.api_calls(),
             turns: Some(u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX)),
             claim: None,
+            diff_sha256: None,
         }),
     )?;
     Ok(out.events)

@@ -86,6 +86,18 @@ pub struct Verdict {
     /// Protected files the agent had changed, restored before the tests ran (final
     /// verdicts only), sorted by path.
     pub restored: Vec<Tampered>,
+    /// A SWE-bench-format task's final verdict: each test's outcome and the final diff.
+    pub swe_bench: Option<SweBenchVerdict>,
+}
+
+/// What a final verdict by SWE-bench's rules adds ([`swe_bench`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SweBenchVerdict {
+    /// Every `FAIL_TO_PASS` then `PASS_TO_PASS` test, as `test_outcome` events carry them.
+    pub tests: Vec<schemas::TestOutcome>,
+    /// `git diff --binary` of what the agent left against the base, before the judge
+    /// changed anything; `None` when it could not be taken.
+    pub diff: Option<Vec<u8>>,
 }
 
 /// One failing judge test.

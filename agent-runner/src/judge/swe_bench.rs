@@ -18,10 +18,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use schemas::TestOutcome;
+
 use super::report::Report;
-use super::{FailReason, Verdict, JUDGE_OUTPUT_CAP};
+use super::{FailReason, SweBenchVerdict, Verdict, JUDGE_OUTPUT_CAP};
+use crate::base_repo;
 use crate::fixture_tree::walk;
-use crate::scenario::{LoadedTask, SweBench};
+use crate::scenario::{LoadedTask, SweBench, TestSet};
 use crate::tools::bwrap::{Bind, Confinement, SandboxedCommand};
 use crate::tools::exec::run_confined;
 
@@ -31,39 +34,46 @@ const PYTEST_REPORT: &str = include_str!("benchstream_pytest_report.py");
 /// Its module name, as `-p` loads it.
 const PLUGIN: &str = "benchstream_pytest_report";
 
-/// The final verdict on `dir` by SWE-bench's rules: restore, apply `test_patch`, run.
+/// The final verdict on `dir` by SWE-bench's rules: the final diff, then restore, apply
+/// `test_patch`, run.
 pub async fn judge_submission(
     task: &LoadedTask,
     swe: &SweBench,
     dir: &Path,
     confinement: &Confinement,
 ) -> Verdict {
-    let restored = match task
+    // What the agent submitted, before the judge changes the scratch copy.
+    let diff = base_repo::final_diff(&task.fixture_dir(), dir)
+        .inspect_err(|e| tracing::warn!(task = %task.task.id, error = %e, "cannot take the final diff"))
+        .ok();
+    // A restore that fails fails every test: the pristine tests could not be put back.
+    let restore = task
         .protected
         .restore(&task.fixture_dir(), &task.fixture, dir)
-    {
-        Ok(restored) => restored,
-        Err(e) => {
+        .map_err(|e| {
             tracing::error!(task = %task.task.id, error = %e, "cannot restore the test files; every test fails");
-            return all_failing(swe, &FailReason::Setup(e.to_string()));
-        }
-    };
+            FailReason::Setup(e.to_string())
+        });
+    let restored = restore.as_ref().cloned().unwrap_or_default();
     if !restored.is_empty() {
         let files: Vec<String> = restored.iter().map(ToString::to_string).collect();
         tracing::warn!(task = %task.task.id, files = %files.join(", "), "the agent changed files of test_patch or pytest's own; restored before judging");
     }
-    let verdict = match JudgeRun::create(swe, dir, confinement) {
-        Ok(run) => match run.apply_test_patch().await {
+    let outcome = match (restore, JudgeRun::create(swe, dir, confinement)) {
+        (Err(reason), _) => Err(reason),
+        (_, Err(e)) => Err(FailReason::Setup(e.to_string())),
+        (Ok(_), Ok(run)) => match run.apply_test_patch().await {
             Ok(()) => match run.pristine(task) {
-                Ok(binds) => run.tests(&binds).await,
-                Err(e) => all_failing(swe, &FailReason::Setup(format!("test files: {e}"))),
+                Ok(binds) => run.reported(&binds).await,
+                Err(e) => Err(FailReason::Setup(format!("test files: {e}"))),
             },
-            Err(reason) => all_failing(swe, &reason),
+            Err(reason) => Err(reason),
         },
-        Err(e) => all_failing(swe, &FailReason::Setup(e.to_string())),
     };
+    let (verdict, tests) = decide(swe, &outcome);
     Verdict {
         restored,
+        swe_bench: Some(SweBenchVerdict { tests, diff }),
         ..verdict
     }
 }
@@ -71,19 +81,41 @@ pub async fn judge_submission(
 /// The tests as the agent left the scratch copy, without `test_patch` (the probes between
 /// turns change nothing in it): the `FAIL_TO_PASS` tests `test_patch` adds fail there.
 pub async fn probe(swe: &SweBench, dir: &Path, confinement: &Confinement) -> Verdict {
-    match JudgeRun::create(swe, dir, confinement) {
-        Ok(run) => run.tests(&[]).await,
-        Err(e) => all_failing(swe, &FailReason::Setup(e.to_string())),
-    }
+    let outcome = match JudgeRun::create(swe, dir, confinement) {
+        Ok(run) => run.reported(&[]).await,
+        Err(e) => Err(FailReason::Setup(e.to_string())),
+    };
+    decide(swe, &outcome).0
 }
 
-/// Every test failing for `reason`.
-fn all_failing(swe: &SweBench, reason: &FailReason) -> Verdict {
+/// Each judged test decided from the report (or failing for the reason there is none):
+/// the verdict, and every test's outcome as a `test_outcome` carries it.
+fn decide(
+    swe: &SweBench,
+    outcome: &Result<(Report, Option<i32>), FailReason>,
+) -> (Verdict, Vec<TestOutcome>) {
     let mut verdict = Verdict::default();
-    for (id, _) in swe.tests() {
-        verdict.record(id, Err(reason.clone()));
+    let mut tests = Vec::new();
+    for (id, set) in swe.tests() {
+        let (result, duration_ms) = match outcome {
+            Ok((report, exit)) => (report.decide(id, *exit), report.duration_ms(id)),
+            Err(reason) => (Err(reason.clone()), None),
+        };
+        tests.push(TestOutcome {
+            test_id: id.to_owned(),
+            test_set: match set {
+                TestSet::FailToPass => schemas::TestSet::FailToPass,
+                TestSet::PassToPass => schemas::TestSet::PassToPass,
+            },
+            // Known only from the task's validation, which the run does not repeat.
+            before: None,
+            after: result.is_ok(),
+            duration_ms,
+            reason: result.as_ref().err().map(ToString::to_string),
+        });
+        verdict.record(id, result);
     }
-    verdict
+    (verdict, tests)
 }
 
 /// One judging's judge-only directory (plugin, patch, pristine copies, report), deleted on
@@ -209,20 +241,7 @@ impl<'a> JudgeRun<'a> {
         Ok(binds)
     }
 
-    /// Runs every judged test in one sandbox, with the plugin's report, and decides each.
-    async fn tests(&self, binds: &[Bind]) -> Verdict {
-        match self.reported(binds).await {
-            Ok((report, exit)) => {
-                let mut verdict = Verdict::default();
-                for (id, _) in self.swe.tests() {
-                    verdict.record(id, report.decide(id, exit));
-                }
-                verdict
-            }
-            Err(reason) => all_failing(self.swe, &reason),
-        }
-    }
-
+    /// Runs every judged test in one sandbox with the plugin; its report and exit code.
     async fn reported(&self, binds: &[Bind]) -> Result<(Report, Option<i32>), FailReason> {
         let setup = |e: io::Error| FailReason::Setup(format!("report directory: {e}"));
         let reports = self.root.join("report");

@@ -429,6 +429,7 @@ impl SpanEvents<'_, '_> {
             // A trace's verdict is stored as the trace states it, under its own scoring
             // version; `claim` is only for an `exec` agent's `run_stop` beside the judge's.
             claim: None,
+            diff_sha256: None,
         })
     }
 

@@ -199,6 +199,13 @@ pub struct RunStop {
     /// sent none (and for every other producer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim: Option<RunClaim>,
+    /// SHA-256 of the run's final diff: `git diff --binary` of what the agent left against
+    /// the task's base, taken before the judge touched anything (the way SWE-bench keeps
+    /// predictions), stored as `final.diff` beside the run's `events.jsonl`. Absent when
+    /// the task has no base repository (only SWE-bench-format tasks have one) or the diff
+    /// could not be taken; the SHA-256 of no bytes when the agent changed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_sha256: Option<Hash256>,
 }
 
 /// An agent's own account of its run, beside the runner's (`run_stop.claim`).
