@@ -11,88 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use benchstream_tests::runs;
+use benchstream_tests::swe_bench::{git, Project, BUGGY, F2P, TESTS_BASE};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
-
-/// `git <args>` in `dir` with the host's configuration ignored; its stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "dev")
-        .env("GIT_AUTHOR_EMAIL", "dev@example.org")
-        .env("GIT_COMMITTER_NAME", "dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.org")
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn write(path: &Path, text: &str) {
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).expect("mkdir");
-    }
-    fs::write(path, text).expect("write");
-}
-
-const BUGGY: &str = "def add(a, b):\n    return a - b\n\n\ndef neg(a):\n    return -a\n";
-const FIXED: &str = "def add(a, b):\n    return a + b\n\n\ndef neg(a):\n    return -a\n";
-const TESTS_BASE: &str =
-    "from calc import neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n";
-const TESTS_FIX: &str = "from calc import add, neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
-
-/// A project `o/calc` with a buggy base commit, then the fix with its regression test,
-/// a tag on it and a remote: `(clones dir, base commit, fix commit, gold patch, test
-/// patch)`.
-fn project(root: &Path) -> (PathBuf, String, String, String, String) {
-    let repos = root.join("repos");
-    let clone = repos.join("o__calc");
-    fs::create_dir_all(&clone).expect("mkdir");
-    git(&clone, &["init", "-q", "-b", "main"]);
-    write(&clone.join("calc.py"), BUGGY);
-    write(&clone.join("tests/test_calc.py"), TESTS_BASE);
-    git(&clone, &["add", "-A"]);
-    git(&clone, &["commit", "-qm", "calc"]);
-    let base = git(&clone, &["rev-parse", "HEAD"]).trim().to_owned();
-    write(&clone.join("calc.py"), FIXED);
-    write(&clone.join("tests/test_calc.py"), TESTS_FIX);
-    git(&clone, &["add", "-A"]);
-    git(&clone, &["commit", "-qm", "fix add (the answer)"]);
-    let fix = git(&clone, &["rev-parse", "HEAD"]).trim().to_owned();
-    git(&clone, &["tag", "v1.1"]);
-    git(&clone, &["remote", "add", "origin", "https://example.org/o/calc.git"]);
-    git(&clone, &["pack-refs", "--all"]);
-    let patch = git(&clone, &["diff", &base, &fix, "--", "calc.py"]);
-    let test_patch = git(&clone, &["diff", &base, &fix, "--", "tests"]);
-    (repos, base, fix, patch, test_patch)
-}
-
-/// The instance record as the published dataset writes it (lists as JSON strings).
-fn instance(id: &str, base: &str, patch: &str, test_patch: &str) -> String {
-    serde_json::json!({
-        "instance_id": id,
-        "repo": "o/calc",
-        "base_commit": base,
-        "problem_statement": "add() subtracts instead of adding.",
-        "hints_text": "",
-        "patch": patch,
-        "test_patch": test_patch,
-        "FAIL_TO_PASS": "[\"tests/test_calc.py::test_add\"]",
-        "PASS_TO_PASS": "[\"tests/test_calc.py::test_neg\"]",
-        "version": "1.0",
-        "environment_setup_commit": base,
-        "created_at": "2024-01-01T00:00:00Z",
-    })
-    .to_string()
-}
 
 fn runner(cwd: &Path, args: &[&str]) -> Output {
     Command::new(RUNNER)
@@ -109,14 +30,15 @@ fn text(bytes: &[u8]) -> String {
 
 /// Imports one good instance and one whose base commit the clone lacks.
 fn import(root: &Path) -> (PathBuf, String, String) {
-    let (repos, base, fix, patch, test_patch) = project(root);
+    let project = Project::create(root);
+    fs::write(root.join("gold.patch"), &project.patch).expect("write");
     let instances = root.join("instances.jsonl");
     fs::write(
         &instances,
         format!(
             "{}\n{}\n",
-            instance("o__calc-1", &base, &patch, &test_patch),
-            instance("o__calc-2", &"0".repeat(40), &patch, &test_patch),
+            project.instance("o__calc-1", &project.base),
+            project.instance("o__calc-2", &"0".repeat(40)),
         ),
     )
     .expect("write");
@@ -130,7 +52,7 @@ fn import(root: &Path) -> (PathBuf, String, String) {
             "--instances",
             instances.to_str().expect("utf-8"),
             "--repos",
-            repos.to_str().expect("utf-8"),
+            project.repos.to_str().expect("utf-8"),
             "--scenarios-dir",
             scenarios.to_str().expect("utf-8"),
             "--scenario",
@@ -142,7 +64,7 @@ fn import(root: &Path) -> (PathBuf, String, String) {
     assert!(report.contains("imported o__calc-1: o/calc at"), "{report}");
     assert!(report.contains("failed o__calc-2: "), "{report}");
     assert!(report.contains("1 imported, 0 skipped, 1 failed"), "{report}");
-    (scenarios, base, fix)
+    (scenarios, project.base, project.fix)
 }
 
 #[test]
@@ -197,8 +119,9 @@ fn an_imported_fixture_holds_the_base_and_no_later_history() {
     assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
 }
 
-/// Runs `scenario` of `scenarios` with the scripted policy; the run's summary.
-fn run(root: &Path, scenarios: &Path, scenario: &str) -> serde_json::Value {
+/// Runs `scenario` of `scenarios` with the scripted policy; the run's summary and
+/// directory.
+fn run(root: &Path, scenarios: &Path, scenario: &str) -> (serde_json::Value, PathBuf) {
     let out_dir = root.join(format!("runs-{scenario}"));
     let out = runner(
         root,
@@ -219,7 +142,8 @@ fn run(root: &Path, scenarios: &Path, scenario: &str) -> serde_json::Value {
         text(&out.stdout),
         text(&out.stderr)
     );
-    runs::summary(&runs::only_run_dir(&out_dir))
+    let dir = runs::only_run_dir(&out_dir);
+    (runs::summary(&dir), dir)
 }
 
 /// A copy of the imported scenario whose scripted policy does `actions` instead of the
@@ -248,25 +172,47 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
     let root = tempfile::tempdir().expect("tempdir");
     let (scenarios, _, _) = import(root.path());
 
-    let gold = run(root.path(), &scenarios, "swe-local");
+    let (gold, gold_dir) = run(root.path(), &scenarios, "swe-local");
     assert_eq!(gold["result"]["success"], true, "{gold:#}");
     assert_eq!(gold["result"]["tests_passed"], 2, "{gold:#}");
     assert_eq!(gold["result"]["final_score"], 1.0, "{gold:#}");
+    // The final diff is the gold patch, kept with its hash on run_stop; one outcome per
+    // test precedes run_stop.
+    let diff = fs::read(gold_dir.join("final.diff")).expect("final.diff");
+    let project_patch = fs::read_to_string(root.path().join("gold.patch")).expect("patch");
+    assert_eq!(text(&diff), project_patch);
+    assert_eq!(
+        gold["result"]["diff_sha256"],
+        schemas::sha256_hex(&diff).as_str(),
+        "{gold:#}"
+    );
+    let outcomes: Vec<schemas::TestOutcome> = runs::journal_events(&gold_dir)
+        .into_iter()
+        .filter_map(|e| match e.payload {
+            schemas::Payload::TestOutcome(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outcomes.len(), 2);
+    assert!(outcomes.iter().all(|t| t.after && t.reason.is_none() && t.before.is_none()));
+    assert_eq!(outcomes[0].test_id, F2P);
+    assert_eq!(outcomes[0].test_set, schemas::TestSet::FailToPass);
 
     variant(root.path(), &scenarios, "swe-nothing", "[{ tool = \"submit\" }]");
-    let nothing = run(root.path(), &scenarios, "swe-nothing");
+    let (nothing, nothing_dir) = run(root.path(), &scenarios, "swe-nothing");
+    assert_eq!(fs::read(nothing_dir.join("final.diff")).expect("diff"), b"");
     assert_eq!(nothing["result"]["success"], false, "{nothing:#}");
     assert_eq!(nothing["result"]["tests_passed"], 1, "{nothing:#}");
     assert_eq!(
         nothing["result"]["failing_tests"],
-        serde_json::json!(["tests/test_calc.py::test_add"]),
+        serde_json::json!([F2P]),
         "{nothing:#}"
     );
 
     // Replaces the test file by one whose tests all pass on the buggy code.
     let cheat = "[{ tool = \"write_file\", path = \"tests/test_calc.py\", content = \"def test_add():\\n    pass\\n\\n\\ndef test_neg():\\n    pass\\n\" }, { tool = \"submit\" }]";
     variant(root.path(), &scenarios, "swe-cheat", cheat);
-    let cheated = run(root.path(), &scenarios, "swe-cheat");
+    let (cheated, _) = run(root.path(), &scenarios, "swe-cheat");
     assert_eq!(cheated["result"]["success"], false, "{cheated:#}");
     assert_eq!(cheated["result"]["tests_passed"], 1, "{cheated:#}");
     assert_eq!(

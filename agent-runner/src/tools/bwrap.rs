@@ -22,6 +22,8 @@
 //! - toolchains that live outside the system directories, read-only: the Rust sysroot the
 //!   runner's `rustc` reports, and every directory in `BENCH_SANDBOX_TOOLCHAINS`
 //!   (colon-separated); their `bin/` goes first on `PATH`;
+//! - a task's environment, when it has one (a SWE-bench-format task's virtualenv,
+//!   [`Confinement::with_environment`]), read-only, its `bin/` first of all on `PATH`;
 //! - the run's scratch copy, read-write, at its host path: the only writable host path;
 //! - a fresh `/proc`, read-only as a whole, and a minimal `/dev`;
 //! - no network (an empty network namespace), or with `sandbox_limits.network_enabled` a
