@@ -193,6 +193,29 @@ pub fn init(dir: &Path, message: &str) -> Result<String, BaseRepoError> {
     Ok(String::from_utf8_lossy(&head.stdout).trim().to_owned())
 }
 
+/// Applies `patch` (a `git diff`) to the work tree `work` with `git apply`.
+pub fn apply(work: &Path, patch: &str) -> Result<(), BaseRepoError> {
+    let file = tempfile::NamedTempFile::new().map_err(|source| BaseRepoError::Io {
+        path: std::env::temp_dir(),
+        source,
+    })?;
+    fs::write(file.path(), patch).map_err(|source| BaseRepoError::Io {
+        path: file.path().to_path_buf(),
+        source,
+    })?;
+    git(
+        [
+            OsStr::new("-C"),
+            work.as_os_str(),
+            OsStr::new("apply"),
+            OsStr::new("--whitespace=nowarn"),
+            file.path().as_os_str(),
+        ],
+        &[],
+    )
+    .map(|_| ())
+}
+
 /// `git diff --binary` of `work` against `base` (two directories; their `.git`s are not
 /// read): what was added, changed and deleted, files the work tree's `.gitignore` ignores
 /// left out unless the base has them, as `git diff` shows a change to a repository whose

@@ -58,7 +58,10 @@ async fn execute(command: Command, shutdown: CancellationToken) -> Result<Exit, 
             eprint!("{report}");
             report.exit()
         }
-        Command::Tasks(a) => print(tasks::import_swe_bench(&a.into_config()?)?),
+        Command::Tasks(a) => match a.into_config()? {
+            tasks::TasksConfig::Import(c) => print(tasks::import_swe_bench(&c)?),
+            tasks::TasksConfig::Validate(c) => print(tasks::validate(&c).await?),
+        },
         Command::Otlp(a) => print(otlp::run(a.into_config()?, shutdown).await?),
         Command::Tail(a) => {
             tail::run(a.into_config()?, &mut io::stdout(), shutdown).await?;

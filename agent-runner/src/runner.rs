@@ -65,6 +65,8 @@ pub struct ScenarioReport {
     pub runs: Vec<RunSummary>,
     /// What the publisher did; `None` without publishing.
     pub delivery: Option<DeliveryReport>,
+    /// Tasks left out because `tasks validate` found them broken.
+    pub broken: Vec<String>,
 }
 
 impl ScenarioReport {
@@ -98,6 +100,14 @@ impl fmt::Display for ScenarioReport {
                 run.run_id
             )?;
         }
+        if !self.broken.is_empty() {
+            writeln!(
+                f,
+                "{} broken tasks skipped (tasks validate): {}",
+                self.broken.len(),
+                self.broken.join(", ")
+            )?;
+        }
         let no_sandbox = self.no_sandbox();
         if no_sandbox > 0 {
             writeln!(
@@ -126,7 +136,8 @@ pub async fn run(
     config: RunnerConfig,
     shutdown: CancellationToken,
 ) -> Result<ScenarioReport, Error> {
-    let scenario = LoadedScenario::load(&config.scenario, &config.load)?;
+    let mut scenario = LoadedScenario::load(&config.scenario, &config.load)?;
+    let broken = scenario.without_broken();
     let seed = config.seed.unwrap_or(scenario.scenario.seed);
     // Refuse before any run starts, not run by run.
     config.sandbox.confinement(
@@ -185,6 +196,7 @@ pub async fn run(
         scenario: scenario.scenario.name,
         runs,
         delivery,
+        broken,
     })
 }
 

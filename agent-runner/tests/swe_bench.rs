@@ -4,14 +4,15 @@
 //! fsck --lost-found`, `.git/packed-refs`, the fix's objects), the import reports one line
 //! per instance and fails when one fails; and `run` judges by SWE-bench's rules: the gold
 //! patch resolves the task, an empty submission does not, and editing the test file
-//! `test_patch` touches gains nothing.
+//! `test_patch` touches gains nothing; `tasks validate` marks a task whose lists
+//! contradict the gold patch broken, and `run` leaves it out.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use benchstream_tests::runs;
-use benchstream_tests::swe_bench::{git, Project, BUGGY, F2P, TESTS_BASE};
+use benchstream_tests::swe_bench::{git, Project, BUGGY, F2P, P2P, TESTS_BASE};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
 
@@ -219,5 +220,83 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
         cheated["protected_restored"],
         serde_json::json!(["tests/test_calc.py (modified)"]),
         "{cheated:#}"
+    );
+}
+
+#[test]
+fn validation_marks_a_contradicting_task_broken_and_runs_leave_it_out() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let project = Project::create(root.path());
+    // o__calc-3 claims that test_neg, which passes at the base, is FAIL_TO_PASS.
+    let mut wrong: serde_json::Value =
+        serde_json::from_str(&project.instance("o__calc-3", &project.base)).expect("json");
+    wrong["FAIL_TO_PASS"] = serde_json::json!([P2P]);
+    wrong["PASS_TO_PASS"] = serde_json::json!([]);
+    let instances = root.path().join("instances.json");
+    fs::write(
+        &instances,
+        format!(
+            "[{}, {wrong}]",
+            project.instance("o__calc-1", &project.base)
+        ),
+    )
+    .expect("write");
+    let scenarios = root.path().join("scenarios");
+    let dir = scenarios.to_str().expect("utf-8");
+    let import = runner(
+        root.path(),
+        &[
+            "tasks",
+            "import",
+            "swe-bench",
+            "--instances",
+            instances.to_str().expect("utf-8"),
+            "--repos",
+            project.repos.to_str().expect("utf-8"),
+            "--scenarios-dir",
+            dir,
+            "--scenario",
+            "swe-check",
+        ],
+    );
+    assert_eq!(import.status.code(), Some(0), "{}", text_of(&import));
+
+    let validate = runner(
+        root.path(),
+        &["tasks", "validate", "swe-check", "--scenarios-dir", dir, "--repeat", "2"],
+    );
+    let report = text(&validate.stdout);
+    assert_eq!(validate.status.code(), Some(1), "{}", text_of(&validate));
+    assert!(report.contains("valid o__calc-1: 2 tests, 2 repeats\n"), "{report}");
+    assert!(
+        report.contains(&format!(
+            "broken o__calc-3: 1 tests, 2 repeats; FAIL_TO_PASS {P2P} passes without the fix"
+        )),
+        "{report}"
+    );
+    assert!(report.contains("2 tasks, 1 broken, 0 with flaky tests"), "{report}");
+    let recorded = fs::read_to_string(scenarios.join("tasks/o__calc-1/validation.toml"))
+        .expect("validation.toml");
+    assert!(recorded.contains("broken = false"), "{recorded}");
+    assert!(
+        recorded.contains(&format!(
+            "test_id = \"{F2P}\"\ntest_set = \"fail_to_pass\"\npassed_before = 0\npassed_after = 2"
+        )),
+        "{recorded}"
+    );
+
+    // The run leaves the broken task out, says so, and knows each test's state before.
+    let (gold, gold_dir) = run(root.path(), &scenarios, "swe-check");
+    assert_eq!(gold["task_id"], "o__calc-1");
+    let before: Vec<(String, Option<bool>)> = runs::journal_events(&gold_dir)
+        .into_iter()
+        .filter_map(|e| match e.payload {
+            schemas::Payload::TestOutcome(t) => Some((t.test_id, t.before)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        before,
+        [(F2P.to_owned(), Some(false)), (P2P.to_owned(), Some(true))]
     );
 }

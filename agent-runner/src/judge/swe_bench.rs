@@ -24,7 +24,7 @@ use super::report::Report;
 use super::{FailReason, SweBenchVerdict, Verdict, JUDGE_OUTPUT_CAP};
 use crate::base_repo;
 use crate::fixture_tree::walk;
-use crate::scenario::{LoadedTask, SweBench, TestSet};
+use crate::scenario::{LoadedTask, SweBench, TestSet, Validation};
 use crate::tools::bwrap::{Bind, Confinement, SandboxedCommand};
 use crate::tools::exec::run_confined;
 
@@ -70,7 +70,7 @@ pub async fn judge_submission(
             Err(reason) => Err(reason),
         },
     };
-    let (verdict, tests) = decide(swe, &outcome);
+    let (verdict, tests) = decide(swe, task.validation.as_ref(), &outcome);
     Verdict {
         restored,
         swe_bench: Some(SweBenchVerdict { tests, diff }),
@@ -85,13 +85,15 @@ pub async fn probe(swe: &SweBench, dir: &Path, confinement: &Confinement) -> Ver
         Ok(run) => run.reported(&[]).await,
         Err(e) => Err(FailReason::Setup(e.to_string())),
     };
-    decide(swe, &outcome).0
+    decide(swe, None, &outcome).0
 }
 
 /// Each judged test decided from the report (or failing for the reason there is none):
-/// the verdict, and every test's outcome as a `test_outcome` carries it.
+/// the verdict, and every test's outcome as a `test_outcome` carries it (`before` from the
+/// task's `validation`, when it has one that agreed on the test).
 fn decide(
     swe: &SweBench,
+    validation: Option<&Validation>,
     outcome: &Result<(Report, Option<i32>), FailReason>,
 ) -> (Verdict, Vec<TestOutcome>) {
     let mut verdict = Verdict::default();
@@ -108,7 +110,7 @@ fn decide(
                 TestSet::PassToPass => schemas::TestSet::PassToPass,
             },
             // Known only from the task's validation, which the run does not repeat.
-            before: None,
+            before: validation.and_then(|v| v.before(id)),
             after: result.is_ok(),
             duration_ms,
             reason: result.as_ref().err().map(ToString::to_string),

@@ -10,11 +10,14 @@
 //! - `pins`: `pins.toml` ([`Pins`]).
 //! - `swe_bench`: the `[swe_bench]` section of a task imported from a SWE-bench-format
 //!   instance ([`SweBench`]).
+//! - `validation`: what `tasks validate` found about such a task ([`Validation`]): broken
+//!   tasks are left out of runs ([`LoadedScenario::without_broken`]).
 
 mod file;
 mod pins;
 mod swe_bench;
 mod task;
+mod validation;
 
 use std::fs;
 use std::io;
@@ -30,6 +33,7 @@ pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
 pub use swe_bench::{patch_paths, SweBench, TestSet, DEFAULT_TEST_CMD};
 pub use task::{Judge, JudgeTest, Language, Task, FIXTURE_DIR, TASK_FILE};
+pub use validation::{ValidatedTest, Validation, VALIDATION_FILE};
 
 /// Directory of the environments of SWE-bench-format tasks, at the root of the scenarios
 /// directory (`envs/<owner__name>__<version>/`).
@@ -117,6 +121,8 @@ pub struct LoadedTask {
     /// The judge's inputs: `[judge] protect`, the suite file and the runner configuration
     /// files of the task's language ([`Language::runner_config_patterns`]).
     pub protected: Protected,
+    /// What `tasks validate` found (SWE-bench-format tasks); `None`: never validated.
+    pub validation: Option<Validation>,
 }
 
 impl LoadedScenario {
@@ -177,6 +183,22 @@ impl LoadedScenario {
         Ok(loaded)
     }
 
+    /// Leaves out the tasks `tasks validate` found broken, saying so on the log; their ids.
+    /// Runs, sweeps and `exec` call it; validation itself does not.
+    pub fn without_broken(&mut self) -> Vec<String> {
+        let broken: Vec<String> = self
+            .tasks
+            .iter()
+            .filter(|t| t.validation.as_ref().is_some_and(|v| v.broken))
+            .map(|t| t.task.id.clone())
+            .collect();
+        if !broken.is_empty() {
+            self.tasks.retain(|t| !broken.contains(&t.task.id));
+            tracing::warn!(count = broken.len(), tasks = %broken.join(", "), "skipping tasks that failed validation (validation.toml says broken)");
+        }
+        broken
+    }
+
     fn check_pins(&self) -> Result<(), ScenarioError> {
         let pins_path = self.dir.join(PINS_FILE);
         let pins = Pins::load(&self.dir)?.unwrap_or_default();
@@ -227,7 +249,12 @@ impl LoadedTask {
             (None, None) => Vec::new(),
         };
         let protected = Protected::new(&patterns).map_err(invalid_glob)?;
+        let validation = match task.swe_bench {
+            Some(_) => Validation::load(dir)?,
+            None => None,
+        };
         Ok(LoadedTask {
+            validation,
             task,
             dir: dir.to_path_buf(),
             task_sha256: sha256_hex(&bytes),

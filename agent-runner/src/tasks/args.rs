@@ -5,8 +5,11 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use super::validate::ValidateConfig;
 use crate::error::Error;
-use crate::scenario::DEFAULT_TEST_CMD;
+use crate::flags::resolve_scenario;
+use crate::scenario::{LoadOptions, DEFAULT_TEST_CMD};
+use crate::tools::bwrap::SandboxMode;
 
 /// `agent-runner tasks ...`
 #[derive(Debug, Subcommand)]
@@ -14,6 +17,41 @@ pub enum TasksCommand {
     /// Make tasks from another benchmark's data.
     #[command(subcommand)]
     Import(ImportSource),
+    /// Check the SWE-bench-format tasks of a scenario with their gold patches (K times):
+    /// broken tasks are written down and left out of runs, flaky tests recorded.
+    Validate(Box<ValidateArgs>),
+}
+
+/// `agent-runner tasks validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Scenario file, or the name of one in --scenarios-dir.
+    pub scenario: String,
+    /// Judge each state (the base, the gold patch) this many times; outcomes that differ
+    /// between repetitions mark a test flaky.
+    #[arg(long, env = "BENCH_VALIDATE_REPEAT", default_value_t = 1)]
+    pub repeat: u32,
+    /// Only these tasks (comma-separated ids of the scenario).
+    #[arg(long, env = "BENCH_RUNNER_TASKS", value_delimiter = ',')]
+    pub tasks: Option<Vec<String>>,
+    /// Where scenario names are looked up.
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    pub scenarios_dir: PathBuf,
+    /// Validate even if a scenario, task or fixture differs from pins.toml.
+    #[arg(long, env = "BENCH_RUNNER_ALLOW_UNPINNED")]
+    pub allow_unpinned: bool,
+    /// Run the judge's commands as plain processes, without the sandbox.
+    #[arg(long, env = "BENCH_RUNNER_UNSANDBOXED")]
+    pub unsandboxed: bool,
+}
+
+/// A `tasks` command, validated.
+#[derive(Debug, Clone)]
+pub enum TasksConfig {
+    /// `tasks import swe-bench`.
+    Import(SweBenchImport),
+    /// `tasks validate`.
+    Validate(ValidateConfig),
 }
 
 /// `agent-runner tasks import ...`
@@ -80,8 +118,36 @@ pub struct SweBenchImport {
 
 impl TasksCommand {
     /// The validated config.
-    pub fn into_config(self) -> Result<SweBenchImport, Error> {
-        let TasksCommand::Import(ImportSource::SweBench(args)) = self;
+    pub fn into_config(self) -> Result<TasksConfig, Error> {
+        match self {
+            TasksCommand::Import(ImportSource::SweBench(args)) => {
+                args.into_config().map(TasksConfig::Import)
+            }
+            TasksCommand::Validate(args) => {
+                if args.repeat == 0 {
+                    return Err(Error::Config("--repeat must be at least 1".into()));
+                }
+                Ok(TasksConfig::Validate(ValidateConfig {
+                    scenario: resolve_scenario(&args.scenario, &args.scenarios_dir),
+                    load: LoadOptions {
+                        tasks: args.tasks,
+                        allow_unpinned: args.allow_unpinned,
+                    },
+                    repeat: args.repeat,
+                    sandbox: if args.unsandboxed {
+                        SandboxMode::Off
+                    } else {
+                        SandboxMode::Required
+                    },
+                }))
+            }
+        }
+    }
+}
+
+impl SweBenchImportArgs {
+    fn into_config(self) -> Result<SweBenchImport, Error> {
+        let args = self;
         let name_ok = !args.scenario.is_empty()
             && args
                 .scenario

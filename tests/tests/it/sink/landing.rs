@@ -138,7 +138,10 @@ fn check_typed_row(world: &World, event: &BenchmarkEvent) {
         Payload::OptimizerUpdate(_) => {
             assert_eq!(json_column("suggested_config"), data["suggested_config"]);
         }
-        Payload::RunStop(_) | Payload::Step(_) | Payload::ContextDecision(_) => {}
+        Payload::RunStop(_)
+        | Payload::Step(_)
+        | Payload::ContextDecision(_)
+        | Payload::TestOutcome(_) => {}
     }
 }
 
