@@ -33,13 +33,15 @@ use std::time::{Duration, Instant};
 
 use schemas::{
     Canonical, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
-    RecoveryAttempt, RunConfig, RunSequencer, RunStart, RunStop, SandboxInfo, SandboxLimits,
+    RecoveryAttempt, RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo,
+    SandboxLimits,
     ScenarioRef, Step, StepType, SweepRef, ToolCall,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::integrity;
 use crate::judge::{self, Verdict, SCORING_VERSION};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
@@ -350,9 +352,17 @@ pub async fn execute(
             Payload::Failure(run_failure(&end, verdict.as_ref(), &progress)),
         )?;
     }
-    let diff_sha256 = record_swe_bench(&mut rec, verdict.as_ref())?;
+    let commands = bash_commands(&progress.history);
+    let swe = record_swe_bench(
+        &mut rec,
+        task,
+        verdict.as_ref(),
+        Some(&commands),
+        config.sandbox_limits.network_enabled,
+    )?;
     let result = RunStop {
-        diff_sha256,
+        diff_sha256: swe.diff_sha256,
+        integrity: swe.integrity,
         ..run_stop(
             &rec,
             &end,
@@ -389,24 +399,58 @@ pub(crate) fn run_start(
     }
 }
 
-/// Records what a verdict by SWE-bench's rules adds to a run: one `test_outcome` per test,
-/// and the final diff as [`DIFF_FILE`] beside the run's events. Returns the diff's SHA-256
-/// for `run_stop.diff_sha256` (`None`: no such verdict, or no diff).
+/// What a verdict by SWE-bench's rules adds to `run_stop`.
+#[derive(Debug, Default)]
+pub(crate) struct SweBenchStop {
+    /// `run_stop.diff_sha256`.
+    pub diff_sha256: Option<Hash256>,
+    /// `run_stop.integrity`.
+    pub integrity: Option<RunIntegrity>,
+}
+
+/// Records what a verdict by SWE-bench's rules adds to a run of `task`: one
+/// `test_outcome` per test, and the final diff as [`DIFF_FILE`] beside the run's events;
+/// returns the diff's SHA-256 and the run's integrity flags for `run_stop` (nothing
+/// without such a verdict). `commands` are the agent's `bash` commands, when the runner
+/// saw them.
 pub(crate) fn record_swe_bench(
     rec: &mut RunRecorder,
+    task: &LoadedTask,
     verdict: Option<&Verdict>,
-) -> Result<Option<Hash256>, RecordError> {
-    let Some(swe) = verdict.and_then(|v| v.swe_bench.as_ref()) else {
-        return Ok(None);
+    commands: Option<&[String]>,
+    network_enabled: bool,
+) -> Result<SweBenchStop, RecordError> {
+    let (Some(verdict), Some(swe)) = (verdict, &task.task.swe_bench) else {
+        return Ok(SweBenchStop::default());
     };
-    for test in &swe.tests {
+    let Some(judged) = &verdict.swe_bench else {
+        return Ok(SweBenchStop::default());
+    };
+    for test in &judged.tests {
         rec.emit(None, Payload::TestOutcome(test.clone()))?;
     }
-    let Some(diff) = &swe.diff else {
-        return Ok(None);
-    };
-    rec.write_artifact(DIFF_FILE, diff)?;
-    Ok(Some(schemas::sha256_hex(diff)))
+    if let Some(diff) = &judged.diff {
+        rec.write_artifact(DIFF_FILE, diff)?;
+    }
+    Ok(SweBenchStop {
+        diff_sha256: judged.diff.as_deref().map(schemas::sha256_hex),
+        integrity: Some(integrity::flags(integrity::Seen {
+            restored: &verdict.restored,
+            commands,
+            network_enabled,
+            diff: judged.diff.as_deref(),
+            gold: &swe.patch,
+        })),
+    })
+}
+
+/// The `bash` commands of a native run's tool calls, in order.
+fn bash_commands(history: &[Exchange]) -> Vec<String> {
+    history
+        .iter()
+        .filter(|e| e.request.tool == "bash")
+        .filter_map(|e| e.request.args.get("command")?.as_str().map(str::to_owned))
+        .collect()
 }
 
 /// The `run_stop` of a run that ended as `end`, `started` ago, with the model usage `rec`
@@ -442,6 +486,7 @@ pub(crate) fn run_stop(
         turns,
         claim: None,
         diff_sha256: None,
+        integrity: None,
     }
 }
 

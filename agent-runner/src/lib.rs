@@ -19,6 +19,8 @@
 //! - [`limits`]: the limits that end a run early and the exit status of each.
 //! - [`backoff`]: the wait before a retry under a run's `retry_policy` (tools and models).
 //! - [`judge`]: running a task's judge tests.
+//! - [`integrity`]: the integrity flags of a run of a SWE-bench-format task (test files
+//!   edited, history and network commands, similarity to the gold patch).
 //! - [`protect`]: the judge's own files (`[judge] protect`), restored before the verdict.
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
 //! - [`outgoing`]: an event as a message ready to publish or to spool.
@@ -76,6 +78,7 @@ pub mod exec;
 pub mod fixture_tree;
 pub mod flags;
 pub mod import;
+pub mod integrity;
 pub mod judge;
 pub mod limits;
 pub mod maintenance;

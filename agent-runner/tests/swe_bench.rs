@@ -194,6 +194,11 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
             _ => None,
         })
         .collect();
+    let integrity = &gold["result"]["integrity"];
+    assert_eq!(integrity["gold_similarity"], 1.0, "{gold:#}");
+    assert_eq!(integrity["history_commands"], 0, "{gold:#}");
+    assert_eq!(integrity["network_commands"], 0, "{gold:#}");
+    assert_eq!(integrity["test_files_edited"], serde_json::json!([]), "{gold:#}");
     assert_eq!(outcomes.len(), 2);
     assert!(outcomes.iter().all(|t| t.after && t.reason.is_none() && t.before.is_none()));
     assert_eq!(outcomes[0].test_id, F2P);
@@ -221,6 +226,13 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
         serde_json::json!(["tests/test_calc.py (modified)"]),
         "{cheated:#}"
     );
+    let integrity = &cheated["result"]["integrity"];
+    assert_eq!(
+        integrity["test_files_edited"],
+        serde_json::json!(["tests/test_calc.py (modified)"]),
+        "{cheated:#}"
+    );
+    assert_eq!(integrity["gold_similarity"], 0.0, "{cheated:#}");
 }
 
 #[test]

@@ -435,6 +435,10 @@ typed_row! {
         api_calls: Option<u32>,
         turns: Option<u32>,
         diff_sha256: Option<&'a str>,
+        test_files_edited: Option<u32>,
+        history_commands: Option<u32>,
+        network_commands: Option<u32>,
+        gold_similarity: Option<f64>,
     }
 }
 
@@ -755,6 +759,13 @@ fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
         api_calls: Some(p.api_calls),
         turns: p.turns,
         diff_sha256: p.diff_sha256.as_ref().map(|h| h.as_str()),
+        test_files_edited: p
+            .integrity
+            .as_ref()
+            .map(|i| u32::try_from(i.test_files_edited.len()).unwrap_or(u32::MAX)),
+        history_commands: p.integrity.as_ref().and_then(|i| i.history_commands),
+        network_commands: p.integrity.as_ref().and_then(|i| i.network_commands),
+        gold_similarity: p.integrity.as_ref().and_then(|i| i.gold_similarity),
     })
 }
 
@@ -784,6 +795,10 @@ fn smith_run_stop<'a>(received: &Received<'a>, p: &'a SmithRunResult) -> RunStop
         api_calls: None,
         turns: None,
         diff_sha256: None,
+        test_files_edited: None,
+        history_commands: None,
+        network_commands: None,
+        gold_similarity: None,
     })
 }
 

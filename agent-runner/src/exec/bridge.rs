@@ -331,7 +331,16 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     if let Some(why) = confinement.setup_failure() {
         rec.emit(None, Payload::Failure(agent::environment_failure(why)))?;
     }
-    result.diff_sha256 = agent::record_swe_bench(&mut rec, verdict.as_ref())?;
+    // An exec agent's commands are its own: the runner does not see them.
+    let swe = agent::record_swe_bench(
+        &mut rec,
+        task,
+        verdict.as_ref(),
+        None,
+        run_config.sandbox_limits.network_enabled,
+    )?;
+    result.diff_sha256 = swe.diff_sha256;
+    result.integrity = swe.integrity;
     rec.emit(None, Payload::RunStop(result.clone()))?;
     let summary = RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())?;
     drop(rec);

@@ -217,6 +217,7 @@ pub fn events(
             turns: Some(u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX)),
             claim: None,
             diff_sha256: None,
+            integrity: None,
         }),
     )?;
     Ok(out.events)

@@ -430,6 +430,7 @@ impl SpanEvents<'_, '_> {
             // version; `claim` is only for an `exec` agent's `run_stop` beside the judge's.
             claim: None,
             diff_sha256: None,
+            integrity: None,
         })
     }
 

@@ -11,8 +11,15 @@
 -- - duration_ms: time it took in the judged run; NULL when its report gave none;
 -- - reason: why it did not pass; NULL when it passed.
 --
--- `run_stops.diff_sha256`: SHA-256 of the run's final diff (`final.diff` beside its
--- events); NULL for runs of other tasks and for rows written before this migration.
+-- `run_stops` gains, from `run_stop` (NULL for runs of other tasks and for rows written
+-- before this migration):
+-- - diff_sha256: SHA-256 of the run's final diff (`final.diff` beside its events);
+-- - test_files_edited: how many files of test_patch (or pytest's own) the agent had
+--   changed, restored before judging (`integrity.test_files_edited`, counted);
+-- - history_commands, network_commands: the agent's commands that read git history or
+--   tried the network while it was off (`integrity.*`; NULL when the runner did not see
+--   the commands, as for `exec` agents, and network_commands when the network was on);
+-- - gold_similarity: similarity of the final diff to the gold patch, 0..1.
 --
 -- CREATE ... IF NOT EXISTS and the guarded ADD COLUMN (18.16 has no IF NOT EXISTS
 -- there) let this file run twice.
@@ -48,4 +55,9 @@ PARTITION BY toYear(ts)
 ORDER BY (run_id, event_id);
 
 -- only if: SELECT count() = 0 FROM system.columns WHERE database = currentDatabase() AND table = 'run_stops' AND name = 'diff_sha256'
-ALTER TABLE run_stops ADD COLUMN diff_sha256 Nullable(String) AFTER turns;
+ALTER TABLE run_stops
+    ADD COLUMN diff_sha256 Nullable(String) AFTER turns,
+    ADD COLUMN test_files_edited Nullable(UInt32) AFTER diff_sha256,
+    ADD COLUMN history_commands Nullable(UInt32) AFTER test_files_edited,
+    ADD COLUMN network_commands Nullable(UInt32) AFTER history_commands,
+    ADD COLUMN gold_similarity Nullable(Float64) AFTER network_commands;

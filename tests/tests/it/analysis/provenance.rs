@@ -67,6 +67,10 @@ const NOT_ON_THE_WIRE: &[(&str, &str)] = &[
     ("deliberations.action_reasons", "`actions[].reason`"),
     ("failures.root_kind", "`first_failure_root.kind`"),
     (
+        "run_stops.test_files_edited",
+        "the length of `integrity.test_files_edited` (NULL without `integrity`)",
+    ),
+    (
         "failures.first_failure_root",
         "`first_failure_root`, as JSON text",
     ),
@@ -275,7 +279,8 @@ fn payload_of(table: &str) -> Option<(&'static str, &'static [(&'static str, &'s
                 ("sandbox_", "SandboxLimits"),
             ],
         ),
-        "run_stops" => ("RunStop", &[]),
+        "run_stops" => ("RunStop", &[("", "RunIntegrity")]),
+        "test_outcomes" => ("TestOutcome", &[]),
         "steps" => ("Step", &[]),
         "tool_calls" => ("ToolCall", &[("", "EvidenceFootprint")]),
         "deliberations" => ("Deliberation", &[]),
@@ -343,6 +348,7 @@ fn nested_path(def: &str, field: &str) -> String {
         "SandboxLimits" => format!("sandbox_limits.{field}"),
         "StrategyParams" => format!("strategy_params.{field}"),
         "EvidenceFootprint" => format!("evidence_footprint.{field}"),
+        "RunIntegrity" => format!("integrity.{field}"),
         "FinalErrorState" => format!("final_error_state.{field}"),
         _ => field.to_owned(),
     }
