@@ -34,8 +34,7 @@ use std::time::{Duration, Instant};
 use schemas::{
     Canonical, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
     RecoveryAttempt, RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo,
-    SandboxLimits,
-    ScenarioRef, Step, StepType, SweepRef, ToolCall,
+    SandboxLimits, ScenarioRef, Step, StepType, SweepRef, ToolCall,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -255,14 +254,11 @@ pub async fn execute(
         patience: Patience::default(),
         first_tool_failure: None,
     };
-    let workspace = task
-        .workspace()
-        .map_err(|e| e.to_string())
-        .and_then(|ws| {
-            confinement
-                .map(|c| (ws, c.with_environment(task.environment_dir())))
-                .map_err(|e| e.to_string())
-        });
+    let workspace = task.workspace().map_err(|e| e.to_string()).and_then(|ws| {
+        confinement
+            .map(|c| (ws, c.with_environment(task.environment_dir())))
+            .map_err(|e| e.to_string())
+    });
     let (end, toolbox) = match workspace {
         Ok((sandbox, confinement)) => {
             let toolbox = Toolbox::new(

@@ -284,18 +284,31 @@ mod tests {
         let first = init(a.path(), "base").expect("init");
         assert_eq!(init(b.path(), "base").expect("init"), first);
         let out = git(
-            [OsStr::new("-C"), a.path().as_os_str(), OsStr::new("log"), OsStr::new("--all"), OsStr::new("--format=%H")],
+            [
+                OsStr::new("-C"),
+                a.path().as_os_str(),
+                OsStr::new("log"),
+                OsStr::new("--all"),
+                OsStr::new("--format=%H"),
+            ],
             &[],
         )
         .expect("log");
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), first);
         // Ignored files are part of the base too.
         let files = git(
-            [OsStr::new("-C"), a.path().as_os_str(), OsStr::new("ls-files")],
+            [
+                OsStr::new("-C"),
+                a.path().as_os_str(),
+                OsStr::new("ls-files"),
+            ],
             &[],
         )
         .expect("ls-files");
-        assert_eq!(String::from_utf8_lossy(&files.stdout), ".gitignore\npkg/mod.py\n");
+        assert_eq!(
+            String::from_utf8_lossy(&files.stdout),
+            ".gitignore\npkg/mod.py\n"
+        );
         assert!(!a.path().join(".git/logs").exists());
     }
 
@@ -313,16 +326,24 @@ mod tests {
         fs::write(work.path().join("new.py"), "z = 3\n").expect("write");
         // Committing the change in the work tree's own repository hides nothing.
         git(
-            [OsStr::new("-C"), work.path().as_os_str(), OsStr::new("commit"), OsStr::new("-qam"), OsStr::new("hide")],
+            [
+                OsStr::new("-C"),
+                work.path().as_os_str(),
+                OsStr::new("commit"),
+                OsStr::new("-qam"),
+                OsStr::new("hide"),
+            ],
             &[],
         )
         .expect("commit");
-        let diff = String::from_utf8(final_diff(base.path(), work.path()).expect("diff"))
-            .expect("utf-8");
+        let diff =
+            String::from_utf8(final_diff(base.path(), work.path()).expect("diff")).expect("utf-8");
         assert!(diff.contains("diff --git a/a.py b/a.py"), "{diff}");
         assert!(diff.contains("+x = 2"), "{diff}");
         assert!(diff.contains("deleted file mode"), "{diff}");
         assert!(diff.contains("+z = 3"), "{diff}");
-        assert!(final_diff(base.path(), base.path()).expect("diff").is_empty());
+        assert!(final_diff(base.path(), base.path())
+            .expect("diff")
+            .is_empty());
     }
 }

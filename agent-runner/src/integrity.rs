@@ -136,7 +136,10 @@ mod tests {
             network_enabled: true,
             ..seen
         });
-        assert_eq!((unseen.history_commands, unseen.network_commands), (None, None));
+        assert_eq!(
+            (unseen.history_commands, unseen.network_commands),
+            (None, None)
+        );
     }
 
     #[test]

@@ -64,7 +64,10 @@ fn import(root: &Path) -> (PathBuf, String, String) {
     assert_eq!(out.status.code(), Some(1), "one instance failed: {report}");
     assert!(report.contains("imported o__calc-1: o/calc at"), "{report}");
     assert!(report.contains("failed o__calc-2: "), "{report}");
-    assert!(report.contains("1 imported, 0 skipped, 1 failed"), "{report}");
+    assert!(
+        report.contains("1 imported, 0 skipped, 1 failed"),
+        "{report}"
+    );
     (scenarios, project.base, project.fix)
 }
 
@@ -73,7 +76,10 @@ fn an_imported_fixture_holds_the_base_and_no_later_history() {
     let root = tempfile::tempdir().expect("tempdir");
     let (scenarios, base, fix) = import(root.path());
     let fixture = scenarios.join("tasks/o__calc-1/fixture");
-    assert_eq!(fs::read_to_string(fixture.join("calc.py")).expect("read"), BUGGY);
+    assert_eq!(
+        fs::read_to_string(fixture.join("calc.py")).expect("read"),
+        BUGGY
+    );
     assert_eq!(
         fs::read_to_string(fixture.join("tests/test_calc.py")).expect("read"),
         TESTS_BASE
@@ -82,7 +88,12 @@ fn an_imported_fixture_holds_the_base_and_no_later_history() {
     let all = git(&fixture, &["log", "--all", "--format=%H %s"]);
     assert_eq!(all.lines().count(), 1, "{all}");
     assert!(all.contains(&format!("o/calc at {base}")), "{all}");
-    assert_eq!(git(&fixture, &["rev-list", "--all", "--reflog"]).lines().count(), 1);
+    assert_eq!(
+        git(&fixture, &["rev-list", "--all", "--reflog"])
+            .lines()
+            .count(),
+        1
+    );
     let fsck = git(&fixture, &["fsck", "--lost-found", "--no-progress"]);
     assert!(!fsck.contains("dangling"), "{fsck}");
     assert!(!fixture.join(".git/lost-found/commit").exists());
@@ -92,7 +103,10 @@ fn an_imported_fixture_holds_the_base_and_no_later_history() {
     assert_eq!(git(&fixture, &["tag"]), "");
     assert_eq!(git(&fixture, &["remote"]), "");
     assert_eq!(git(&fixture, &["stash", "list"]), "");
-    assert_eq!(git(&fixture, &["for-each-ref", "--format=%(refname)"]), "refs/heads/main\n");
+    assert_eq!(
+        git(&fixture, &["for-each-ref", "--format=%(refname)"]),
+        "refs/heads/main\n"
+    );
     let probe = Command::new("git")
         .arg("-C")
         .arg(&fixture)
@@ -115,7 +129,12 @@ fn an_imported_fixture_holds_the_base_and_no_later_history() {
     assert!(scenarios.join("envs/o__calc__1.0/bin/python").exists());
     let check = runner(
         root.path(),
-        &["scenarios", "check", "--dir", scenarios.to_str().expect("utf-8")],
+        &[
+            "scenarios",
+            "check",
+            "--dir",
+            scenarios.to_str().expect("utf-8"),
+        ],
     );
     assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
 }
@@ -159,7 +178,12 @@ fn variant(root: &Path, scenarios: &Path, name: &str, actions: &str) {
     .expect("write");
     let hash = runner(
         root,
-        &["scenarios", "hash", "--dir", scenarios.to_str().expect("utf-8")],
+        &[
+            "scenarios",
+            "hash",
+            "--dir",
+            scenarios.to_str().expect("utf-8"),
+        ],
     );
     assert_eq!(hash.status.code(), Some(0), "{}", text_of(&hash));
 }
@@ -198,13 +222,24 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
     assert_eq!(integrity["gold_similarity"], 1.0, "{gold:#}");
     assert_eq!(integrity["history_commands"], 0, "{gold:#}");
     assert_eq!(integrity["network_commands"], 0, "{gold:#}");
-    assert_eq!(integrity["test_files_edited"], serde_json::json!([]), "{gold:#}");
+    assert_eq!(
+        integrity["test_files_edited"],
+        serde_json::json!([]),
+        "{gold:#}"
+    );
     assert_eq!(outcomes.len(), 2);
-    assert!(outcomes.iter().all(|t| t.after && t.reason.is_none() && t.before.is_none()));
+    assert!(outcomes
+        .iter()
+        .all(|t| t.after && t.reason.is_none() && t.before.is_none()));
     assert_eq!(outcomes[0].test_id, F2P);
     assert_eq!(outcomes[0].test_set, schemas::TestSet::FailToPass);
 
-    variant(root.path(), &scenarios, "swe-nothing", "[{ tool = \"submit\" }]");
+    variant(
+        root.path(),
+        &scenarios,
+        "swe-nothing",
+        "[{ tool = \"submit\" }]",
+    );
     let (nothing, nothing_dir) = run(root.path(), &scenarios, "swe-nothing");
     assert_eq!(fs::read(nothing_dir.join("final.diff")).expect("diff"), b"");
     assert_eq!(nothing["result"]["success"], false, "{nothing:#}");
@@ -275,18 +310,32 @@ fn validation_marks_a_contradicting_task_broken_and_runs_leave_it_out() {
 
     let validate = runner(
         root.path(),
-        &["tasks", "validate", "swe-check", "--scenarios-dir", dir, "--repeat", "2"],
+        &[
+            "tasks",
+            "validate",
+            "swe-check",
+            "--scenarios-dir",
+            dir,
+            "--repeat",
+            "2",
+        ],
     );
     let report = text(&validate.stdout);
     assert_eq!(validate.status.code(), Some(1), "{}", text_of(&validate));
-    assert!(report.contains("valid o__calc-1: 2 tests, 2 repeats\n"), "{report}");
+    assert!(
+        report.contains("valid o__calc-1: 2 tests, 2 repeats\n"),
+        "{report}"
+    );
     assert!(
         report.contains(&format!(
             "broken o__calc-3: 1 tests, 2 repeats; FAIL_TO_PASS {P2P} passes without the fix"
         )),
         "{report}"
     );
-    assert!(report.contains("2 tasks, 1 broken, 0 with flaky tests"), "{report}");
+    assert!(
+        report.contains("2 tasks, 1 broken, 0 with flaky tests"),
+        "{report}"
+    );
     let recorded = fs::read_to_string(scenarios.join("tasks/o__calc-1/validation.toml"))
         .expect("validation.toml");
     assert!(recorded.contains("broken = false"), "{recorded}");

@@ -53,8 +53,7 @@ use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rowbinary;
 use crate::rows::{
     typed_table, ContextDecisionRow, DeliberationRow, FailureRow, OptimizerUpdateRow, RunStartRow,
-    TestOutcomeRow,
-    RunStopRow, StepRow, Table, ToolCallRow,
+    RunStopRow, StepRow, Table, TestOutcomeRow, ToolCallRow,
 };
 
 /// Why an accepted event is dead-lettered after all.

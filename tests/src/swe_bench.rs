@@ -83,7 +83,10 @@ impl Project {
         git(&clone, &["commit", "-qm", "fix add (the answer)"]);
         let fix = git(&clone, &["rev-parse", "HEAD"]).trim().to_owned();
         git(&clone, &["tag", "v1.1"]);
-        git(&clone, &["remote", "add", "origin", "https://example.org/o/calc.git"]);
+        git(
+            &clone,
+            &["remote", "add", "origin", "https://example.org/o/calc.git"],
+        );
         git(&clone, &["pack-refs", "--all"]);
         let patch = git(&clone, &["diff", &base, &fix, "--", "calc.py"]);
         let test_patch = git(&clone, &["diff", &base, &fix, "--", "tests"]);

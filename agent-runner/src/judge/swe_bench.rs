@@ -44,7 +44,9 @@ pub async fn judge_submission(
 ) -> Verdict {
     // What the agent submitted, before the judge changes the scratch copy.
     let diff = base_repo::final_diff(&task.fixture_dir(), dir)
-        .inspect_err(|e| tracing::warn!(task = %task.task.id, error = %e, "cannot take the final diff"))
+        .inspect_err(
+            |e| tracing::warn!(task = %task.task.id, error = %e, "cannot take the final diff"),
+        )
         .ok();
     // A restore that fails fails every test: the pristine tests could not be put back.
     let restore = task

@@ -96,7 +96,10 @@ impl SweBench {
 
     /// The test command's words.
     pub fn test_argv(&self) -> Vec<String> {
-        self.test_cmd.split_whitespace().map(str::to_owned).collect()
+        self.test_cmd
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
     }
 
     /// What is wrong with this section, if anything.
@@ -194,12 +197,7 @@ mod tests {
                      rename from old.py\nrename to renamed.py\n";
         assert_eq!(
             patch_paths(patch),
-            [
-                "old.py",
-                "renamed.py",
-                "tests/new.py",
-                "tests/test_a.py"
-            ]
+            ["old.py", "renamed.py", "tests/new.py", "tests/test_a.py"]
         );
     }
 
@@ -221,7 +219,10 @@ mod tests {
             test_patch: "--- a/t/test_a.py\n+++ b/t/test_a.py\n".into(),
         };
         assert_eq!(swe.test_files(), ["t/test_a.py", "t/test_b.py"]);
-        assert_eq!(swe.tests()[0], ("t/test_a.py::test_x[a b]", TestSet::FailToPass));
+        assert_eq!(
+            swe.tests()[0],
+            ("t/test_a.py::test_x[a b]", TestSet::FailToPass)
+        );
         assert_eq!(swe.check("o__n-1"), Ok(()));
         let outside = SweBench {
             pass_to_pass: vec!["../x.py::t".into()],

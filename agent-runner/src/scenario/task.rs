@@ -181,7 +181,6 @@ impl Task {
         }
         Ok(task)
     }
-
 }
 
 impl Judge {

@@ -77,9 +77,15 @@ fn make(env: &Path, setup: &Setup, workdir: &Path) -> Result<(), String> {
     };
     if !setup.pip_packages.is_empty() {
         let mut pip = Command::new(bin.join("python"));
-        pip.args(["-m", "pip", "install", "--disable-pip-version-check", "--no-input"])
-            .args(&setup.pip_packages)
-            .current_dir(workdir);
+        pip.args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-input",
+        ])
+        .args(&setup.pip_packages)
+        .current_dir(workdir);
         run(&mut pip, "pip install")?;
     }
     if let Some(install) = &setup.install {

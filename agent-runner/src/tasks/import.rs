@@ -24,9 +24,7 @@ use super::instance::{parse_instances, Instance};
 use super::SweBenchImport;
 use crate::base_repo;
 use crate::error::{Error, Exit, Outcome, TasksError};
-use crate::scenario::{
-    base_message, Pins, SweBench, ENVS_DIR, FIXTURE_DIR, TASKS_DIR, TASK_FILE,
-};
+use crate::scenario::{base_message, Pins, SweBench, ENVS_DIR, FIXTURE_DIR, TASKS_DIR, TASK_FILE};
 
 /// Where a task is written before it is renamed into `tasks/`.
 const STAGING_DIR: &str = ".importing";
@@ -174,7 +172,9 @@ pub fn import_swe_bench(config: &SweBenchImport) -> Result<ImportReport, Error> 
     let scenario = if imported.is_empty() {
         None
     } else {
-        let path = config.scenarios_dir.join(format!("{}.toml", config.scenario));
+        let path = config
+            .scenarios_dir
+            .join(format!("{}.toml", config.scenario));
         fs::write(&path, scenario_file(config, &imported)).map_err(write_err(&path))?;
         Pins::compute(&config.scenarios_dir)?.write(&config.scenarios_dir)?;
         Some(path)
@@ -191,7 +191,11 @@ fn import_one(
     instance.check()?;
     let clone = config.repos.join(instance.clone_name());
     if !clone.is_dir() {
-        return Err(format!("no clone of {} at {}", instance.repo, clone.display()));
+        return Err(format!(
+            "no clone of {} at {}",
+            instance.repo,
+            clone.display()
+        ));
     }
     let git_dir = base_repo::git_dir(&clone).map_err(|e| e.to_string())?;
     let swe = SweBench {

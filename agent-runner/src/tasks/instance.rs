@@ -85,9 +85,11 @@ impl Instance {
         if !(valid(parts.next()) && valid(parts.next()) && parts.next().is_none()) {
             return Err(format!("repo {:?} is not owner/name", self.repo));
         }
-        if self.base_commit.is_empty() || !self.base_commit.chars().all(|c| c.is_ascii_hexdigit())
-        {
-            return Err(format!("base_commit {:?} is not a commit id", self.base_commit));
+        if self.base_commit.is_empty() || !self.base_commit.chars().all(|c| c.is_ascii_hexdigit()) {
+            return Err(format!(
+                "base_commit {:?} is not a commit id",
+                self.base_commit
+            ));
         }
         if self.problem_statement.trim().is_empty() {
             return Err("problem_statement is empty".into());

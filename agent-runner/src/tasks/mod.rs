@@ -18,6 +18,6 @@ mod instance;
 mod validate;
 
 pub use args::{SweBenchImport, SweBenchImportArgs, TasksCommand, TasksConfig, ValidateArgs};
-pub use validate::{validate, TaskValidation, ValidateConfig, ValidateReport};
 pub use import::{import_swe_bench, ImportLine, ImportReport, LineKind};
 pub use instance::{parse_instances, Instance};
+pub use validate::{validate, TaskValidation, ValidateConfig, ValidateReport};

@@ -72,7 +72,12 @@ impl fmt::Display for ValidateReport {
             match found {
                 TaskValidation::Validated(v) => {
                     let word = if v.broken { "broken" } else { "valid" };
-                    write!(f, "{word} {id}: {} tests, {} repeats", v.tests.len(), v.repeats)?;
+                    write!(
+                        f,
+                        "{word} {id}: {} tests, {} repeats",
+                        v.tests.len(),
+                        v.repeats
+                    )?;
                     if v.broken {
                         write!(f, "; {}", v.reasons.join("; "))?;
                     }
@@ -121,9 +126,7 @@ pub async fn validate(config: &ValidateConfig) -> Result<ValidateReport, Error> 
         let found = match &task.task.swe_bench {
             None => TaskValidation::NotSweBench,
             Some(swe) => {
-                let confinement = confinement
-                    .clone()
-                    .with_environment(task.environment_dir());
+                let confinement = confinement.clone().with_environment(task.environment_dir());
                 let validation = match repeat(task, swe, &confinement, config.repeat).await {
                     Ok(validation) => validation,
                     Err(why) => Validation {

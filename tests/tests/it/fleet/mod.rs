@@ -11,8 +11,8 @@ mod bayes;
 mod cluster;
 mod exec;
 mod import;
-mod sweep;
 mod swe_bench;
+mod sweep;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
