@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 
 use schemas::{
     Canonical, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
-    RecoveryAttempt, RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo,
-    SandboxLimits, ScenarioRef, Step, StepType, SweepRef, ToolCall,
+    RecoveryAttempt, Regrade, RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop,
+    SandboxInfo, SandboxLimits, ScenarioRef, Step, StepType, SweepRef, ToolCall,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -74,6 +74,9 @@ pub struct RunSpec<'a> {
     pub publisher: Option<PublisherHandle>,
     /// The sweep job this run is (`run_start.sweep`); `None` outside a sweep.
     pub sweep: Option<SweepRef>,
+    /// `--regrade K`: judge a SWE-bench-format task's final diff K more times
+    /// (`run_stop.regrade`); 0 = judge once.
+    pub regrade: u32,
 }
 
 /// `summary.json`: the run's identity and result.
@@ -285,7 +288,7 @@ pub async fn execute(
     };
 
     // `None`: no judge ran, so no test count or score is known.
-    let (verdict, files_modified, end) = match &toolbox {
+    let (verdict, files_modified, end, regrades) = match &toolbox {
         Some(toolbox) => {
             let root = toolbox.sandbox().root();
             // On shutdown the run ends now, unjudged, and the workspace is removed within
@@ -316,9 +319,19 @@ pub async fn execute(
                     tracing::warn!(error = %e, "cannot list the scratch directory");
                     0
                 });
-            (verdict, modified, end)
+            // `--regrade K`: the final diff judged again, for the verdict's stability.
+            let diff = verdict
+                .as_ref()
+                .and_then(|v| v.swe_bench.as_ref()?.diff.as_deref());
+            let regrades = match diff {
+                Some(diff) if spec.regrade > 0 && !shutdown.is_cancelled() => {
+                    judge::regrade(task, diff, toolbox.confinement(), spec.regrade).await
+                }
+                _ => Vec::new(),
+            };
+            (verdict, modified, end, regrades)
         }
-        None => (None, 0, end),
+        None => (None, 0, end, Vec::new()),
     };
     // After the judge: a judge test whose sandbox failed makes the run one too.
     let infrastructure_failure = end.is_infrastructure_failure(rec.usage());
@@ -356,9 +369,15 @@ pub async fn execute(
         Some(&commands),
         config.sandbox_limits.network_enabled,
     )?;
+    let regrade = verdict
+        .as_ref()
+        .filter(|_| !regrades.is_empty())
+        .map(|v| regrade_of(v, &regrades));
     let result = RunStop {
         diff_sha256: swe.diff_sha256,
         integrity: swe.integrity,
+        stability_variance: regrade.as_ref().map(|(_, variance)| *variance),
+        regrade: regrade.map(|(regrade, _)| regrade),
         ..run_stop(
             &rec,
             &end,
@@ -440,6 +459,22 @@ pub(crate) fn record_swe_bench(
     })
 }
 
+/// `run_stop.regrade` and the variance of the scores, from the run's own verdict and the
+/// verdicts of its final diff judged again.
+fn regrade_of(first: &Verdict, again: &[Verdict]) -> (Regrade, f64) {
+    let all: Vec<&Verdict> = std::iter::once(first).chain(again).collect();
+    let scores: Vec<f64> = all.iter().map(|v| v.score()).collect();
+    let n = scores.len() as f64;
+    let mean = scores.iter().sum::<f64>() / n;
+    let variance = scores.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / n;
+    let regrade = Regrade {
+        judgings: u32::try_from(all.len()).unwrap_or(u32::MAX),
+        resolved: u32::try_from(all.iter().filter(|v| v.success()).count()).unwrap_or(u32::MAX),
+        stable: scores.iter().all(|s| *s == scores[0]),
+    };
+    (regrade, variance)
+}
+
 /// The `bash` commands of a native run's tool calls, in order.
 fn bash_commands(history: &[Exchange]) -> Vec<String> {
     history
@@ -483,6 +518,7 @@ pub(crate) fn run_stop(
         claim: None,
         diff_sha256: None,
         integrity: None,
+        regrade: None,
     }
 }
 

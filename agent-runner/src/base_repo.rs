@@ -194,12 +194,12 @@ pub fn init(dir: &Path, message: &str) -> Result<String, BaseRepoError> {
 }
 
 /// Applies `patch` (a `git diff`) to the work tree `work` with `git apply`.
-pub fn apply(work: &Path, patch: &str) -> Result<(), BaseRepoError> {
+pub fn apply(work: &Path, patch: impl AsRef<[u8]>) -> Result<(), BaseRepoError> {
     let file = tempfile::NamedTempFile::new().map_err(|source| BaseRepoError::Io {
         path: std::env::temp_dir(),
         source,
     })?;
-    fs::write(file.path(), patch).map_err(|source| BaseRepoError::Io {
+    fs::write(file.path(), patch.as_ref()).map_err(|source| BaseRepoError::Io {
         path: file.path().to_path_buf(),
         source,
     })?;

@@ -43,6 +43,9 @@ pub struct RunnerConfig {
     pub llm: Option<LlmConfig>,
     /// Whether agent commands must run in the sandbox. Default: required.
     pub sandbox: SandboxMode,
+    /// Judge each SWE-bench-format run's final diff this many more times
+    /// (`run_stop.regrade`). Default 0.
+    pub regrade: u32,
 }
 
 /// The broker side of a runner.
@@ -177,6 +180,7 @@ pub async fn run(
             out_dir: config.out_dir.as_deref(),
             publisher: handle.clone(),
             sweep: None,
+            regrade: config.regrade,
         };
         pending.push(run_one(spec, policy, stop.clone(), bar.clone()));
     }

@@ -5,7 +5,8 @@
 //! per instance and fails when one fails; and `run` judges by SWE-bench's rules: the gold
 //! patch resolves the task, an empty submission does not, and editing the test file
 //! `test_patch` touches gains nothing; `tasks validate` marks a task whose lists
-//! contradict the gold patch broken, and `run` leaves it out.
+//! contradict the gold patch broken, and `run` leaves it out; `run --regrade K` judges
+//! the final diff again and records that the verdict held.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -141,21 +142,25 @@ fn an_imported_fixture_holds_the_base_and_no_later_history() {
 
 /// Runs `scenario` of `scenarios` with the scripted policy; the run's summary and
 /// directory.
-fn run(root: &Path, scenarios: &Path, scenario: &str) -> (serde_json::Value, PathBuf) {
+fn run(
+    root: &Path,
+    scenarios: &Path,
+    scenario: &str,
+    extra: &[&str],
+) -> (serde_json::Value, PathBuf) {
     let out_dir = root.join(format!("runs-{scenario}"));
-    let out = runner(
-        root,
-        &[
-            "run",
-            scenario,
-            "--scenarios-dir",
-            scenarios.to_str().expect("utf-8"),
-            "--no-publish",
-            "--no-progress",
-            "--out",
-            out_dir.to_str().expect("utf-8"),
-        ],
-    );
+    let mut args = vec![
+        "run",
+        scenario,
+        "--scenarios-dir",
+        scenarios.to_str().expect("utf-8"),
+        "--no-publish",
+        "--no-progress",
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ];
+    args.extend_from_slice(extra);
+    let out = runner(root, &args);
     assert!(
         matches!(out.status.code(), Some(0 | 1)),
         "{}\n{}",
@@ -197,7 +202,14 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
     let root = tempfile::tempdir().expect("tempdir");
     let (scenarios, _, _) = import(root.path());
 
-    let (gold, gold_dir) = run(root.path(), &scenarios, "swe-local");
+    // Judged twice more: the verdict holds.
+    let (gold, gold_dir) = run(root.path(), &scenarios, "swe-local", &["--regrade", "2"]);
+    assert_eq!(
+        gold["result"]["regrade"],
+        serde_json::json!({"judgings": 3, "resolved": 3, "stable": true}),
+        "{gold:#}"
+    );
+    assert_eq!(gold["result"]["stability_variance"], 0.0, "{gold:#}");
     assert_eq!(gold["result"]["success"], true, "{gold:#}");
     assert_eq!(gold["result"]["tests_passed"], 2, "{gold:#}");
     assert_eq!(gold["result"]["final_score"], 1.0, "{gold:#}");
@@ -240,7 +252,7 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
         "swe-nothing",
         "[{ tool = \"submit\" }]",
     );
-    let (nothing, nothing_dir) = run(root.path(), &scenarios, "swe-nothing");
+    let (nothing, nothing_dir) = run(root.path(), &scenarios, "swe-nothing", &[]);
     assert_eq!(fs::read(nothing_dir.join("final.diff")).expect("diff"), b"");
     assert_eq!(nothing["result"]["success"], false, "{nothing:#}");
     assert_eq!(nothing["result"]["tests_passed"], 1, "{nothing:#}");
@@ -253,7 +265,7 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
     // Replaces the test file by one whose tests all pass on the buggy code.
     let cheat = "[{ tool = \"write_file\", path = \"tests/test_calc.py\", content = \"def test_add():\\n    pass\\n\\n\\ndef test_neg():\\n    pass\\n\" }, { tool = \"submit\" }]";
     variant(root.path(), &scenarios, "swe-cheat", cheat);
-    let (cheated, _) = run(root.path(), &scenarios, "swe-cheat");
+    let (cheated, _) = run(root.path(), &scenarios, "swe-cheat", &[]);
     assert_eq!(cheated["result"]["success"], false, "{cheated:#}");
     assert_eq!(cheated["result"]["tests_passed"], 1, "{cheated:#}");
     assert_eq!(
@@ -347,7 +359,7 @@ fn validation_marks_a_contradicting_task_broken_and_runs_leave_it_out() {
     );
 
     // The run leaves the broken task out, says so, and knows each test's state before.
-    let (gold, gold_dir) = run(root.path(), &scenarios, "swe-check");
+    let (gold, gold_dir) = run(root.path(), &scenarios, "swe-check", &[]);
     assert_eq!(gold["task_id"], "o__calc-1");
     let before: Vec<(String, Option<bool>)> = runs::journal_events(&gold_dir)
         .into_iter()

@@ -439,6 +439,8 @@ typed_row! {
         history_commands: Option<u32>,
         network_commands: Option<u32>,
         gold_similarity: Option<f64>,
+        regrade_judgings: Option<u32>,
+        regrade_resolved: Option<u32>,
     }
 }
 
@@ -766,6 +768,8 @@ fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
         history_commands: p.integrity.as_ref().and_then(|i| i.history_commands),
         network_commands: p.integrity.as_ref().and_then(|i| i.network_commands),
         gold_similarity: p.integrity.as_ref().and_then(|i| i.gold_similarity),
+        regrade_judgings: p.regrade.as_ref().map(|r| r.judgings),
+        regrade_resolved: p.regrade.as_ref().map(|r| r.resolved),
     })
 }
 
@@ -799,6 +803,8 @@ fn smith_run_stop<'a>(received: &Received<'a>, p: &'a SmithRunResult) -> RunStop
         history_commands: None,
         network_commands: None,
         gold_similarity: None,
+        regrade_judgings: None,
+        regrade_resolved: None,
     })
 }
 

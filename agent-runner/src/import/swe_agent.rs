@@ -218,6 +218,7 @@ pub fn events(
             claim: None,
             diff_sha256: None,
             integrity: None,
+            regrade: None,
         }),
     )?;
     Ok(out.events)

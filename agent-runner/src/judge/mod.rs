@@ -203,6 +203,20 @@ pub async fn judge_submission(task: &LoadedTask, dir: &Path, confinement: &Confi
     }
 }
 
+/// A SWE-bench-format task's final `diff` judged `times` more times, each on a fresh copy
+/// of the base with it applied (`run --regrade K`); no verdicts for other tasks.
+pub async fn regrade(
+    task: &LoadedTask,
+    diff: &[u8],
+    confinement: &Confinement,
+    times: u32,
+) -> Vec<Verdict> {
+    match &task.task.swe_bench {
+        Some(swe) => swe_bench::regrade(task, swe, diff, confinement, times).await,
+        None => Vec::new(),
+    }
+}
+
 /// Runs every judge test of `task` in `dir` as the agent left it (the probes between
 /// turns; the final verdict after restoring), each in a sandbox of its own with the
 /// pristine inputs mounted.

@@ -80,6 +80,35 @@ pub async fn judge_submission(
     }
 }
 
+/// `diff` (a run's final diff) judged `times` more times, each on a fresh copy of the base
+/// with it applied, by [`judge_submission`]. A diff that does not apply fails every test of
+/// that judging (logged).
+pub async fn regrade(
+    task: &LoadedTask,
+    swe: &SweBench,
+    diff: &[u8],
+    confinement: &Confinement,
+    times: u32,
+) -> Vec<Verdict> {
+    let mut verdicts = Vec::new();
+    for _ in 0..times {
+        let applied = task.workspace().map_err(|e| e.to_string()).and_then(|ws| {
+            base_repo::apply(ws.root(), diff)
+                .map(|()| ws)
+                .map_err(|e| e.to_string())
+        });
+        let verdict = match applied {
+            Ok(ws) => judge_submission(task, swe, ws.root(), confinement).await,
+            Err(why) => {
+                tracing::warn!(task = %task.task.id, error = %why, "cannot regrade the final diff");
+                decide(swe, None, &Err(FailReason::Setup(why))).0
+            }
+        };
+        verdicts.push(verdict);
+    }
+    verdicts
+}
+
 /// The tests as the agent left the scratch copy, without `test_patch` (the probes between
 /// turns change nothing in it): the `FAIL_TO_PASS` tests `test_patch` adds fail there.
 pub async fn probe(swe: &SweBench, dir: &Path, confinement: &Confinement) -> Verdict {

@@ -431,6 +431,7 @@ impl SpanEvents<'_, '_> {
             claim: None,
             diff_sha256: None,
             integrity: None,
+            regrade: None,
         })
     }
 

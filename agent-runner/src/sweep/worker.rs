@@ -628,6 +628,8 @@ impl Worker<'_> {
                 key: job.key.to_owned(),
                 trial: job.trial,
             }),
+            // Sweeps judge once; `run --regrade` measures a verdict's stability.
+            regrade: 0,
         };
         let summary = match agent::execute(spec, policy, self.stop.clone()).await {
             Ok(summary) => summary,

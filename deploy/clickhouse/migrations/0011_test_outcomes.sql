@@ -19,7 +19,10 @@
 -- - history_commands, network_commands: the agent's commands that read git history or
 --   tried the network while it was off (`integrity.*`; NULL when the runner did not see
 --   the commands, as for `exec` agents, and network_commands when the network was on);
--- - gold_similarity: similarity of the final diff to the gold patch, 0..1.
+-- - gold_similarity: similarity of the final diff to the gold patch, 0..1;
+-- - regrade_judgings, regrade_resolved: with `run --regrade K`, the judgings of the
+--   final diff (K + 1) and how many resolved the task (stable: 0 or all); NULL when the
+--   run was not regraded.
 --
 -- CREATE ... IF NOT EXISTS and the guarded ADD COLUMN (18.16 has no IF NOT EXISTS
 -- there) let this file run twice.
@@ -60,4 +63,6 @@ ALTER TABLE run_stops
     ADD COLUMN test_files_edited Nullable(UInt32) AFTER diff_sha256,
     ADD COLUMN history_commands Nullable(UInt32) AFTER test_files_edited,
     ADD COLUMN network_commands Nullable(UInt32) AFTER history_commands,
-    ADD COLUMN gold_similarity Nullable(Float64) AFTER network_commands;
+    ADD COLUMN gold_similarity Nullable(Float64) AFTER network_commands,
+    ADD COLUMN regrade_judgings Nullable(UInt32) AFTER gold_similarity,
+    ADD COLUMN regrade_resolved Nullable(UInt32) AFTER regrade_judgings;

@@ -210,6 +210,23 @@ pub struct RunStop {
     /// result, for reading rates with and without such runs. Absent for other tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integrity: Option<RunIntegrity>,
+    /// The final diff judged again (`agent-runner run --regrade K`, SWE-bench-format
+    /// tasks): whether the verdict held. `stability_variance` is then the variance of the
+    /// scores of all the judgings. Absent when the run was not regraded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regrade: Option<Regrade>,
+}
+
+/// Re-judgings of a run's final diff, each on a fresh copy of the base with the diff
+/// applied (`run_stop.regrade`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Regrade {
+    /// Judgings of the final diff: the run's own verdict and the K again.
+    pub judgings: u32,
+    /// How many of them resolved the task (every judged test passing).
+    pub resolved: u32,
+    /// Whether every judging gave the same score (so the same verdict).
+    pub stable: bool,
 }
 
 /// Integrity flags of a run of a SWE-bench-format task (`run_stop.integrity`). Each is a

@@ -279,7 +279,7 @@ fn payload_of(table: &str) -> Option<(&'static str, &'static [(&'static str, &'s
                 ("sandbox_", "SandboxLimits"),
             ],
         ),
-        "run_stops" => ("RunStop", &[("", "RunIntegrity")]),
+        "run_stops" => ("RunStop", &[("", "RunIntegrity"), ("regrade_", "Regrade")]),
         "test_outcomes" => ("TestOutcome", &[]),
         "steps" => ("Step", &[]),
         "tool_calls" => ("ToolCall", &[("", "EvidenceFootprint")]),
@@ -349,6 +349,7 @@ fn nested_path(def: &str, field: &str) -> String {
         "StrategyParams" => format!("strategy_params.{field}"),
         "EvidenceFootprint" => format!("evidence_footprint.{field}"),
         "RunIntegrity" => format!("integrity.{field}"),
+        "Regrade" => format!("regrade.{field}"),
         "FinalErrorState" => format!("final_error_state.{field}"),
         _ => field.to_owned(),
     }

@@ -185,7 +185,7 @@ async fn every_event_type_lands_in_its_table_with_its_values() {
     ));
     assert_eq!(
         raw_types,
-        "['run_start','run_stop','step','tool_call','deliberation','context_decision','failure','optimizer_update']"
+        "['run_start','run_stop','step','tool_call','deliberation','context_decision','failure','optimizer_update','test_outcome']"
     );
     sink.stop().await.expect("clean stop");
 }
