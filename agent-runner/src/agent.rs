@@ -33,21 +33,22 @@ use std::time::{Duration, Instant};
 
 use schemas::{
     Canonical, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
-    RecoveryAttempt, RunConfig, RunSequencer, RunStart, RunStop, SandboxInfo, SandboxLimits,
-    ScenarioRef, Step, StepType, SweepRef, ToolCall,
+    RecoveryAttempt, Regrade, RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop,
+    SandboxInfo, SandboxLimits, ScenarioRef, Step, StepType, SweepRef, ToolCall,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::integrity;
 use crate::judge::{self, Verdict, SCORING_VERSION};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
 use crate::publish::PublisherHandle;
-use crate::recorder::{RecordError, RunRecorder, Usage};
+use crate::recorder::{RecordError, RunRecorder, Usage, DIFF_FILE};
 use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::tools::bwrap::{Confinement, SandboxMode};
-use crate::tools::{Sandbox, ToolLimits, ToolOutcome, ToolRequest, Toolbox};
+use crate::tools::{ToolLimits, ToolOutcome, ToolRequest, Toolbox};
 
 /// Version of this runner (`run_start.runner_version`).
 pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -73,6 +74,9 @@ pub struct RunSpec<'a> {
     pub publisher: Option<PublisherHandle>,
     /// The sweep job this run is (`run_start.sweep`); `None` outside a sweep.
     pub sweep: Option<SweepRef>,
+    /// `--regrade K`: judge a SWE-bench-format task's final diff K more times
+    /// (`run_stop.regrade`); 0 = judge once.
+    pub regrade: u32,
 }
 
 /// `summary.json`: the run's identity and result.
@@ -253,9 +257,11 @@ pub async fn execute(
         patience: Patience::default(),
         first_tool_failure: None,
     };
-    let workspace = Sandbox::create(&task.fixture_dir(), &task.fixture)
-        .map_err(|e| e.to_string())
-        .and_then(|ws| confinement.map(|c| (ws, c)).map_err(|e| e.to_string()));
+    let workspace = task.workspace().map_err(|e| e.to_string()).and_then(|ws| {
+        confinement
+            .map(|c| (ws, c.with_environment(task.environment_dir())))
+            .map_err(|e| e.to_string())
+    });
     let (end, toolbox) = match workspace {
         Ok((sandbox, confinement)) => {
             let toolbox = Toolbox::new(
@@ -282,7 +288,7 @@ pub async fn execute(
     };
 
     // `None`: no judge ran, so no test count or score is known.
-    let (verdict, files_modified, end) = match &toolbox {
+    let (verdict, files_modified, end, regrades) = match &toolbox {
         Some(toolbox) => {
             let root = toolbox.sandbox().root();
             // On shutdown the run ends now, unjudged, and the workspace is removed within
@@ -311,10 +317,20 @@ pub async fn execute(
                 .map(|changed| changed.len())
                 .map_err(|e| tracing::warn!(error = %e, "cannot list the scratch directory"))
                 .ok();
-            (verdict, modified, end)
+            // `--regrade K`: the final diff judged again, for the verdict's stability.
+            let diff = verdict
+                .as_ref()
+                .and_then(|v| v.swe_bench.as_ref()?.diff.as_deref());
+            let regrades = match diff {
+                Some(diff) if spec.regrade > 0 && !shutdown.is_cancelled() => {
+                    judge::regrade(task, diff, toolbox.confinement(), spec.regrade).await
+                }
+                _ => Vec::new(),
+            };
+            (verdict, modified, end, regrades)
         }
         // No sandbox, no scratch copy: nothing was compared.
-        None => (None, None, end),
+        None => (None, None, end, Vec::new()),
     };
     // After the judge: a judge test whose sandbox failed makes the run one too.
     let infrastructure_failure = end.is_infrastructure_failure(rec.usage());
@@ -344,15 +360,33 @@ pub async fn execute(
             Payload::Failure(run_failure(&end, verdict.as_ref(), &progress)),
         )?;
     }
-    let result = run_stop(
-        &rec,
-        &end,
+    let commands = bash_commands(&progress.history);
+    let swe = record_swe_bench(
+        &mut rec,
+        task,
         verdict.as_ref(),
-        files_modified,
-        started,
-        Some(progress.tool_errors),
-        Some(progress.turns),
-    );
+        Some(&commands),
+        config.sandbox_limits.network_enabled,
+    )?;
+    let regrade = verdict
+        .as_ref()
+        .filter(|_| !regrades.is_empty())
+        .map(|v| regrade_of(v, &regrades));
+    let result = RunStop {
+        diff_sha256: swe.diff_sha256,
+        integrity: swe.integrity,
+        stability_variance: regrade.as_ref().map(|(_, variance)| *variance),
+        regrade: regrade.map(|(regrade, _)| regrade),
+        ..run_stop(
+            &rec,
+            &end,
+            verdict.as_ref(),
+            files_modified,
+            started,
+            Some(progress.tool_errors),
+            Some(progress.turns),
+        )
+    };
     rec.emit(None, Payload::RunStop(result.clone()))?;
     RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())
 }
@@ -377,6 +411,76 @@ pub(crate) fn run_start(
         sandbox: Some(sandbox),
         sweep: None,
     }
+}
+
+/// What a verdict by SWE-bench's rules adds to `run_stop`.
+#[derive(Debug, Default)]
+pub(crate) struct SweBenchStop {
+    /// `run_stop.diff_sha256`.
+    pub diff_sha256: Option<Hash256>,
+    /// `run_stop.integrity`.
+    pub integrity: Option<RunIntegrity>,
+}
+
+/// Records what a verdict by SWE-bench's rules adds to a run of `task`: one
+/// `test_outcome` per test, and the final diff as [`DIFF_FILE`] beside the run's events;
+/// returns the diff's SHA-256 and the run's integrity flags for `run_stop` (nothing
+/// without such a verdict). `commands` are the agent's `bash` commands, when the runner
+/// saw them.
+pub(crate) fn record_swe_bench(
+    rec: &mut RunRecorder,
+    task: &LoadedTask,
+    verdict: Option<&Verdict>,
+    commands: Option<&[String]>,
+    network_enabled: bool,
+) -> Result<SweBenchStop, RecordError> {
+    let (Some(verdict), Some(swe)) = (verdict, &task.task.swe_bench) else {
+        return Ok(SweBenchStop::default());
+    };
+    let Some(judged) = &verdict.swe_bench else {
+        return Ok(SweBenchStop::default());
+    };
+    for test in &judged.tests {
+        rec.emit(None, Payload::TestOutcome(test.clone()))?;
+    }
+    if let Some(diff) = &judged.diff {
+        rec.write_artifact(DIFF_FILE, diff)?;
+    }
+    Ok(SweBenchStop {
+        diff_sha256: judged.diff.as_deref().map(schemas::sha256_hex),
+        integrity: Some(integrity::flags(integrity::Seen {
+            restored: &verdict.restored,
+            commands,
+            network_enabled,
+            diff: judged.diff.as_deref(),
+            gold: &swe.patch,
+        })),
+    })
+}
+
+/// `run_stop.regrade` and the variance of the scores, from the run's own verdict and the
+/// verdicts of its final diff judged again.
+fn regrade_of(first: &Verdict, again: &[Verdict]) -> (Regrade, f64) {
+    let all: Vec<&Verdict> = std::iter::once(first).chain(again).collect();
+    let scores: Vec<f64> = all.iter().map(|v| v.score()).collect();
+    let n = scores.len() as f64;
+    let mean = scores.iter().sum::<f64>() / n;
+    let variance = scores.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / n;
+    let regrade = Regrade {
+        judgings: u32::try_from(all.len()).unwrap_or(u32::MAX),
+        resolved: u32::try_from(all.iter().filter(|v| v.success()).count()).unwrap_or(u32::MAX),
+        stable: scores.iter().all(|s| *s == scores[0]),
+    };
+    (regrade, variance)
+}
+
+/// The `bash` commands of a native run's tool calls, in order.
+fn bash_commands(history: &[Exchange]) -> Vec<String> {
+    history
+        .iter()
+        .filter(|e| e.request.tool == "bash")
+        .filter_map(|e| e.request.args.get("command")?.as_str().map(str::to_owned))
+        .collect()
 }
 
 /// The `run_stop` of a run that ended as `end`, `started` ago, with the model usage `rec`
@@ -412,6 +516,9 @@ pub(crate) fn run_stop(
         api_calls: Some(usage.api_calls),
         turns,
         claim: None,
+        diff_sha256: None,
+        integrity: None,
+        regrade: None,
     }
 }
 

@@ -37,6 +37,9 @@ pub enum Command {
     Sweep(Box<crate::sweep::SweepArgs>),
     /// Run an external agent program as one run; it reports events as JSON lines.
     Exec(Box<crate::exec::ExecArgs>),
+    /// Make tasks from other benchmarks' data (`tasks import swe-bench`).
+    #[command(subcommand)]
+    Tasks(crate::tasks::TasksCommand),
     /// Import runs recorded by other agent frameworks.
     #[command(subcommand)]
     Import(crate::import::ImportCommand),
@@ -114,6 +117,15 @@ pub struct RunArgs {
     /// No progress bar.
     #[arg(long, env = "BENCH_RUNNER_NO_PROGRESS")]
     pub no_progress: bool,
+    /// Judge the final diff of each SWE-bench-format task's run K more times, each on a
+    /// fresh copy of the base, and record whether the verdict held (`run_stop.regrade`).
+    #[arg(
+        long,
+        env = "BENCH_RUNNER_REGRADE",
+        default_value_t = 0,
+        value_name = "K"
+    )]
+    pub regrade: u32,
     #[command(flatten)]
     pub events: OptionalEventArgs,
     #[command(flatten)]
@@ -143,6 +155,7 @@ impl RunArgs {
             progress: !self.no_progress,
             llm: self.llm.into_config()?,
             sandbox,
+            regrade: self.regrade,
         })
     }
 }

@@ -64,6 +64,31 @@ pub enum Error {
     /// `otlp`: the receiver could not listen or serve.
     #[error(transparent)]
     Otlp(#[from] OtlpError),
+    /// `tasks import`: the instances file or the scenarios directory could not be used.
+    #[error(transparent)]
+    Tasks(#[from] TasksError),
+}
+
+/// What only `tasks import` can meet as a whole; an instance that cannot be imported is a
+/// line of its report, not an error.
+#[derive(Debug, thiserror::Error)]
+pub enum TasksError {
+    /// The instances file cannot be read or is neither a JSON array nor JSON lines.
+    #[error("{path}: {message}")]
+    Instances {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The scenario file cannot be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 /// What only the OTLP receiver can meet; a bad request is not an error (it gets its HTTP
@@ -243,7 +268,8 @@ impl Error {
             | Error::Exec(ExecError::ProgramNotFound { .. } | ExecError::Unmountable(_))
             | Error::Import(
                 ImportError::Read { .. } | ImportError::Parse { .. } | ImportError::TooLarge { .. },
-            ) => Exit::Usage,
+            )
+            | Error::Tasks(TasksError::Instances { .. }) => Exit::Usage,
             Error::Spool(_) | Error::Publish(PublishFailure::Spool(_)) => Exit::Spool,
             Error::Connect(_)
             | Error::Record(_)
@@ -251,7 +277,8 @@ impl Error {
             | Error::Sweep(SweepError::Claims(_) | SweepError::ClickHouse(_))
             | Error::Exec(ExecError::Sandbox(_) | ExecError::Wait(_) | ExecError::Brief(_))
             | Error::Tail(_)
-            | Error::Otlp(_) => Exit::Failure,
+            | Error::Otlp(_)
+            | Error::Tasks(TasksError::Write { .. }) => Exit::Failure,
         }
     }
 }

@@ -19,6 +19,8 @@
 //! - [`limits`]: the limits that end a run early and the exit status of each.
 //! - [`backoff`]: the wait before a retry under a run's `retry_policy` (tools and models).
 //! - [`judge`]: running a task's judge tests.
+//! - [`integrity`]: the integrity flags of a run of a SWE-bench-format task (test files
+//!   edited, history and network commands, similarity to the gold patch).
 //! - [`protect`]: the judge's own files (`[judge] protect`), restored before the verdict.
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
 //! - [`outgoing`]: an event as a message ready to publish or to spool.
@@ -36,6 +38,10 @@
 //! - [`otlp`]: an OTLP/HTTP receiver turning OpenTelemetry GenAI traces into events
 //!   (`agent-runner otlp`).
 //! - [`maintenance`]: `scenarios hash|check` and `spool flush|status`.
+//! - [`tasks`]: tasks made from other benchmarks' data (`agent-runner tasks import
+//!   swe-bench`: SWE-bench-format instances and local clones).
+//! - [`base_repo`]: one-commit git repositories, the only history an agent on a
+//!   SWE-bench-format task sees (its fixture and its scratch copy).
 //! - [`cli`]: the command line ([`cli::Cli`]): every command, and the flags of `run`,
 //!   `scenarios` and `spool` → validated configs.
 //! - [`flags`]: the flag groups several commands share (scenarios, events and publishing,
@@ -63,6 +69,7 @@
 
 pub mod agent;
 pub mod backoff;
+pub mod base_repo;
 pub mod classify;
 pub mod cli;
 pub mod context_plan;
@@ -71,6 +78,7 @@ pub mod exec;
 pub mod fixture_tree;
 pub mod flags;
 pub mod import;
+pub mod integrity;
 pub mod judge;
 pub mod limits;
 pub mod maintenance;
@@ -88,6 +96,7 @@ pub mod scenario;
 pub mod spool;
 pub mod sweep;
 pub mod tail;
+pub mod tasks;
 pub mod terminal;
 pub mod tools;
 

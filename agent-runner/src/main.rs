@@ -5,7 +5,7 @@ use std::io;
 use std::process::ExitCode;
 
 use agent_runner::cli::{Cli, Command, ScenariosCommand as Scenarios, SpoolCommand as Spool};
-use agent_runner::{exec, import, maintenance, otlp, sweep, tail, Error, Exit, Outcome};
+use agent_runner::{exec, import, maintenance, otlp, sweep, tail, tasks, Error, Exit, Outcome};
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio_util::sync::CancellationToken;
@@ -58,6 +58,10 @@ async fn execute(command: Command, shutdown: CancellationToken) -> Result<Exit, 
             eprint!("{report}");
             report.exit()
         }
+        Command::Tasks(a) => match a.into_config()? {
+            tasks::TasksConfig::Import(c) => print(tasks::import_swe_bench(&c)?),
+            tasks::TasksConfig::Validate(c) => print(tasks::validate(&c).await?),
+        },
         Command::Otlp(a) => print(otlp::run(a.into_config()?, shutdown).await?),
         Command::Tail(a) => {
             tail::run(a.into_config()?, &mut io::stdout(), shutdown).await?;

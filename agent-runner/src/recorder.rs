@@ -24,6 +24,8 @@ use crate::publish::PublisherHandle;
 /// File names of the per-run artifacts.
 pub const EVENTS_FILE: &str = "events.jsonl";
 pub const SUMMARY_FILE: &str = "summary.json";
+/// The final diff of a run of a SWE-bench-format task, beside its events.
+pub const DIFF_FILE: &str = "final.diff";
 
 /// Writing a run's artifacts failed.
 #[derive(Debug, thiserror::Error)]
@@ -194,6 +196,13 @@ impl RunRecorder {
             source: io::Error::other(e),
         })?;
         fs::write(&path, body).map_err(|source| RecordError { path, source })
+    }
+
+    /// Writes `bytes` as `<name>` beside `events.jsonl` (no-op without an output dir).
+    pub fn write_artifact(&self, name: &str, bytes: &[u8]) -> Result<(), RecordError> {
+        let Some(dir) = &self.dir else { return Ok(()) };
+        let path = dir.join(name);
+        fs::write(&path, bytes).map_err(|source| RecordError { path, source })
     }
 
     /// The run's stamping identity (run id, task, policy, hashes, seed, host).

@@ -43,6 +43,9 @@ pub struct RunnerConfig {
     pub llm: Option<LlmConfig>,
     /// Whether agent commands must run in the sandbox. Default: required.
     pub sandbox: SandboxMode,
+    /// Judge each SWE-bench-format run's final diff this many more times
+    /// (`run_stop.regrade`). Default 0.
+    pub regrade: u32,
 }
 
 /// The broker side of a runner.
@@ -65,6 +68,8 @@ pub struct ScenarioReport {
     pub runs: Vec<RunSummary>,
     /// What the publisher did; `None` without publishing.
     pub delivery: Option<DeliveryReport>,
+    /// Tasks left out because `tasks validate` found them broken.
+    pub broken: Vec<String>,
 }
 
 impl ScenarioReport {
@@ -98,6 +103,14 @@ impl fmt::Display for ScenarioReport {
                 run.run_id
             )?;
         }
+        if !self.broken.is_empty() {
+            writeln!(
+                f,
+                "{} broken tasks skipped (tasks validate): {}",
+                self.broken.len(),
+                self.broken.join(", ")
+            )?;
+        }
         let no_sandbox = self.no_sandbox();
         if no_sandbox > 0 {
             writeln!(
@@ -126,7 +139,8 @@ pub async fn run(
     config: RunnerConfig,
     shutdown: CancellationToken,
 ) -> Result<ScenarioReport, Error> {
-    let scenario = LoadedScenario::load(&config.scenario, &config.load)?;
+    let mut scenario = LoadedScenario::load(&config.scenario, &config.load)?;
+    let broken = scenario.without_broken();
     let seed = config.seed.unwrap_or(scenario.scenario.seed);
     // Refuse before any run starts, not run by run.
     config.sandbox.confinement(
@@ -166,6 +180,7 @@ pub async fn run(
             out_dir: config.out_dir.as_deref(),
             publisher: handle.clone(),
             sweep: None,
+            regrade: config.regrade,
         };
         pending.push(run_one(spec, policy, stop.clone(), bar.clone()));
     }
@@ -185,6 +200,7 @@ pub async fn run(
         scenario: scenario.scenario.name,
         runs,
         delivery,
+        broken,
     })
 }
 

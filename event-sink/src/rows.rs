@@ -27,7 +27,7 @@ use schemas::smith::{
 };
 use schemas::{
     BenchmarkEvent, ContextDecision, ContextStrategy, Decoded, Deliberation, EventType, Failure,
-    OptimizerUpdate, Payload, Protocol, RunStart, RunStop, Step, ToolCall,
+    OptimizerUpdate, Payload, Protocol, RunStart, RunStop, Step, TestOutcome, ToolCall,
 };
 use serde::{Serialize, Serializer};
 use uuid::Uuid;
@@ -65,6 +65,7 @@ pub const fn typed_table(event_type: EventType) -> &'static str {
         EventType::ContextDecision => "context_decisions",
         EventType::Failure => "failures",
         EventType::OptimizerUpdate => "optimizer_updates",
+        EventType::TestOutcome => "test_outcomes",
     }
 }
 
@@ -433,6 +434,25 @@ typed_row! {
         cost_usd: Option<f64>,
         api_calls: Option<u32>,
         turns: Option<u32>,
+        diff_sha256: Option<&'a str>,
+        test_files_edited: Option<u32>,
+        history_commands: Option<u32>,
+        network_commands: Option<u32>,
+        gold_similarity: Option<f64>,
+        regrade_judgings: Option<u32>,
+        regrade_resolved: Option<u32>,
+    }
+}
+
+typed_row! {
+    /// `test_outcomes`: one judged test of a SWE-bench-format task.
+    TestOutcomeRow {
+        test_id: &'a str,
+        test_set: &'static str,
+        before: Option<bool>,
+        after: bool,
+        duration_ms: Option<u64>,
+        reason: Option<&'a str>,
     }
 }
 
@@ -559,6 +579,7 @@ pub enum TypedRow<'a> {
     ContextDecision(ContextDecisionRow<'a>),
     Failure(FailureRow<'a>),
     OptimizerUpdate(OptimizerUpdateRow<'a>),
+    TestOutcome(TestOutcomeRow<'a>),
 }
 
 impl<'a> TypedRow<'a> {
@@ -584,6 +605,7 @@ impl<'a> TypedRow<'a> {
             Payload::ContextDecision(p) => TypedRow::ContextDecision(context_decision(received, p)),
             Payload::Failure(p) => TypedRow::Failure(failure(received, p)),
             Payload::OptimizerUpdate(p) => TypedRow::OptimizerUpdate(optimizer_update(received, p)),
+            Payload::TestOutcome(p) => TypedRow::TestOutcome(test_outcome(received, p)),
         }
     }
 
@@ -740,6 +762,27 @@ fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
         turns: p.turns,
         tool_errors: p.tool_errors,
         files_modified: p.files_modified,
+        diff_sha256: p.diff_sha256.as_ref().map(|h| h.as_str()),
+        test_files_edited: p
+            .integrity
+            .as_ref()
+            .map(|i| u32::try_from(i.test_files_edited.len()).unwrap_or(u32::MAX)),
+        history_commands: p.integrity.as_ref().and_then(|i| i.history_commands),
+        network_commands: p.integrity.as_ref().and_then(|i| i.network_commands),
+        gold_similarity: p.integrity.as_ref().and_then(|i| i.gold_similarity),
+        regrade_judgings: p.regrade.as_ref().map(|r| r.judgings),
+        regrade_resolved: p.regrade.as_ref().map(|r| r.resolved),
+    })
+}
+
+fn test_outcome<'a>(received: &Received<'a>, p: &'a TestOutcome) -> TestOutcomeRow<'a> {
+    with_envelope!(TestOutcomeRow, received, {
+        test_id: &p.test_id,
+        test_set: p.test_set.as_str(),
+        before: p.before,
+        after: p.after,
+        duration_ms: p.duration_ms,
+        reason: p.reason.as_deref(),
     })
 }
 
@@ -759,6 +802,13 @@ fn smith_run_stop<'a>(received: &Received<'a>, p: &'a SmithRunResult) -> RunStop
         turns: None,
         tool_errors: Some(p.tool_errors),
         files_modified: Some(p.files_modified),
+        diff_sha256: None,
+        test_files_edited: None,
+        history_commands: None,
+        network_commands: None,
+        gold_similarity: None,
+        regrade_judgings: None,
+        regrade_resolved: None,
     })
 }
 

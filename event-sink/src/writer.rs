@@ -53,7 +53,7 @@ use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rowbinary;
 use crate::rows::{
     typed_table, ContextDecisionRow, DeliberationRow, FailureRow, OptimizerUpdateRow, RunStartRow,
-    RunStopRow, StepRow, Table, ToolCallRow,
+    RunStopRow, StepRow, Table, TestOutcomeRow, ToolCallRow,
 };
 
 /// Why an accepted event is dead-lettered after all.
@@ -273,7 +273,7 @@ impl ClickHouseInserter {
             RunStart => RunStartRow, RunStop => RunStopRow, Step => StepRow,
             ToolCall => ToolCallRow, Deliberation => DeliberationRow,
             ContextDecision => ContextDecisionRow, Failure => FailureRow,
-            OptimizerUpdate => OptimizerUpdateRow
+            OptimizerUpdate => OptimizerUpdateRow, TestOutcome => TestOutcomeRow
         );
         for &i in items {
             insert.buffer().extend_from_slice(batch.typed_row(i));

@@ -14,6 +14,8 @@
 //! - [`runs`]: a run's `events.jsonl` and `summary.json`.
 //! - [`spool`]: spools written with the runner's own code, to damage or flush.
 //! - [`cli`]: the product binaries run to their exit, and what their `--help` shows.
+//! - [`swe_bench`]: a SWE-bench-format project made on the spot (a git repository whose
+//!   history goes past its base, and its instance record).
 //!
 //! The benchmarks that run on these servers are a package of their own, `bench/`
 //! (`benchstream-bench`), so that neither the product crates nor this one carry them.
@@ -27,6 +29,7 @@ pub mod query;
 pub mod runs;
 pub mod spool;
 pub mod stream;
+pub mod swe_bench;
 
 pub use harness::{
     free_port, processes_with, ClickHouseCluster, ClickHouseServer, Fault, FaultProxy, NatsAuth,

@@ -61,15 +61,15 @@ impl ExecArgs {
         let tasks = match self.tasks {
             Some(tasks) => tasks,
             None => {
-                LoadedScenario::load(
+                let mut loaded = LoadedScenario::load(
                     &scenario,
                     &LoadOptions {
                         tasks: None,
                         allow_unpinned: self.scenarios.allow_unpinned,
                     },
-                )?
-                .scenario
-                .tasks
+                )?;
+                loaded.without_broken();
+                loaded.tasks.into_iter().map(|t| t.task.id).collect()
             }
         };
         let (host, publish) = self.events.into_setup()?;

@@ -163,7 +163,8 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     let seed = config.seed.unwrap_or(scenario.scenario.seed);
     let confinement = config
         .sandbox
-        .confinement(&run_config.sandbox_limits, false)?;
+        .confinement(&run_config.sandbox_limits, false)?
+        .with_environment(task.environment_dir());
     let sandbox_info =
         confinement.info(run_config.tool_timeout_ms, run_config.execution_timeout_ms);
     // Files named on the command line (the agent's script) are passed by absolute path,
@@ -196,7 +197,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     if confinement.is_sandboxed() {
         read_only = bwrap::mountable_read_only(&read_only).map_err(ExecError::from)?;
     }
-    let sandbox = Sandbox::create(&task.fixture_dir(), &task.fixture).map_err(ExecError::from)?;
+    let sandbox = task.workspace().map_err(ExecError::from)?;
     // What the agent may know of its task: the problem statement. The task directory holds
     // the answer key (`[[solution]]`) and the judge's files, so it is never mounted.
     let brief = task_brief(&task.task.problem).map_err(ExecError::Brief)?;
@@ -315,7 +316,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         AgentEnd::Exited(status) => status.code(),
         AgentEnd::TimedOut | AgentEnd::Shutdown | AgentEnd::NotStarted => None,
     };
-    let (result, verdict) = close_run(
+    let (mut result, verdict) = close_run(
         &rec,
         &end,
         state.agent_stop.take(),
@@ -330,6 +331,16 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     if let Some(why) = confinement.setup_failure() {
         rec.emit(None, Payload::Failure(agent::environment_failure(why)))?;
     }
+    // An exec agent's commands are its own: the runner does not see them.
+    let swe = agent::record_swe_bench(
+        &mut rec,
+        task,
+        verdict.as_ref(),
+        None,
+        run_config.sandbox_limits.network_enabled,
+    )?;
+    result.diff_sha256 = swe.diff_sha256;
+    result.integrity = swe.integrity;
     rec.emit(None, Payload::RunStop(result.clone()))?;
     let summary = RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())?;
     drop(rec);

@@ -227,6 +227,9 @@ pub fn events(
             api_calls,
             turns: Some(u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX)),
             claim: None,
+            diff_sha256: None,
+            integrity: None,
+            regrade: None,
         }),
     )?;
     Ok(out.events)

@@ -36,8 +36,12 @@
 //! scratch copy ([`crate::protect`]), so what had to be restored is part of the verdict. The
 //! probes between turns ([`judge`]) change nothing in the scratch copy: a file the agent
 //! deleted or replaced by a link is not mounted there, and its test fails.
+//!
+//! A task imported from a SWE-bench-format instance is judged by SWE-bench's rules instead
+//! ([`swe_bench`]), with the same report rules.
 
 mod report;
+mod swe_bench;
 
 use std::fs;
 use std::io;
@@ -82,6 +86,18 @@ pub struct Verdict {
     /// Protected files the agent had changed, restored before the tests ran (final
     /// verdicts only), sorted by path.
     pub restored: Vec<Tampered>,
+    /// A SWE-bench-format task's final verdict: each test's outcome and the final diff.
+    pub swe_bench: Option<SweBenchVerdict>,
+}
+
+/// What a final verdict by SWE-bench's rules adds ([`swe_bench`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SweBenchVerdict {
+    /// Every `FAIL_TO_PASS` then `PASS_TO_PASS` test, as `test_outcome` events carry them.
+    pub tests: Vec<schemas::TestOutcome>,
+    /// `git diff --binary` of what the agent left against the base, before the judge
+    /// changed anything; `None` when it could not be taken.
+    pub diff: Option<Vec<u8>>,
 }
 
 /// One failing judge test.
@@ -114,7 +130,7 @@ impl Verdict {
     pub fn all_failing(judge: &Judge, reason: &FailReason) -> Verdict {
         let mut verdict = Verdict::default();
         for test in &judge.tests {
-            verdict.record(test, Err(reason.clone()));
+            verdict.record(&test.name, Err(reason.clone()));
         }
         verdict
     }
@@ -142,14 +158,14 @@ impl Verdict {
         }
     }
 
-    fn record(&mut self, test: &JudgeTest, outcome: Result<(), FailReason>) {
+    fn record(&mut self, name: &str, outcome: Result<(), FailReason>) {
         match outcome {
             Ok(()) => self.passed += 1,
             Err(reason) => {
-                tracing::debug!(test = %test.name, %reason, "judge test failed");
+                tracing::debug!(test = %name, %reason, "judge test failed");
                 self.failed += 1;
                 self.failures.push(FailedTest {
-                    name: test.name.clone(),
+                    name: name.to_owned(),
                     reason,
                 });
             }
@@ -161,6 +177,12 @@ impl Verdict {
 /// files, then runs every judge test. A restore that fails is logged and fails every test
 /// (the pristine tests could not be put back, so nothing the tests say could be trusted).
 pub async fn judge_submission(task: &LoadedTask, dir: &Path, confinement: &Confinement) -> Verdict {
+    let tests = match (&task.task.judge, &task.task.swe_bench) {
+        (_, Some(swe)) => return swe_bench::judge_submission(task, swe, dir, confinement).await,
+        (Some(tests), None) => tests,
+        // A loaded task has one or the other.
+        (None, None) => return Verdict::default(),
+    };
     let restored = match task
         .protected
         .restore(&task.fixture_dir(), &task.fixture, dir)
@@ -168,7 +190,7 @@ pub async fn judge_submission(task: &LoadedTask, dir: &Path, confinement: &Confi
         Ok(restored) => restored,
         Err(e) => {
             tracing::error!(task = %task.task.id, error = %e, "cannot restore the protected files; every judge test fails");
-            return Verdict::all_failing(&task.task.judge, &FailReason::Setup(e.to_string()));
+            return Verdict::all_failing(tests, &FailReason::Setup(e.to_string()));
         }
     };
     if !restored.is_empty() {
@@ -181,11 +203,30 @@ pub async fn judge_submission(task: &LoadedTask, dir: &Path, confinement: &Confi
     }
 }
 
+/// A SWE-bench-format task's final `diff` judged `times` more times, each on a fresh copy
+/// of the base with it applied (`run --regrade K`); no verdicts for other tasks.
+pub async fn regrade(
+    task: &LoadedTask,
+    diff: &[u8],
+    confinement: &Confinement,
+    times: u32,
+) -> Vec<Verdict> {
+    match &task.task.swe_bench {
+        Some(swe) => swe_bench::regrade(task, swe, diff, confinement, times).await,
+        None => Vec::new(),
+    }
+}
+
 /// Runs every judge test of `task` in `dir` as the agent left it (the probes between
 /// turns; the final verdict after restoring), each in a sandbox of its own with the
 /// pristine inputs mounted.
 pub async fn judge(task: &LoadedTask, dir: &Path, confinement: &Confinement) -> Verdict {
-    let judge = &task.task.judge;
+    let judge = match (&task.task.judge, &task.task.swe_bench) {
+        (_, Some(swe)) => return swe_bench::probe(swe, dir, confinement).await,
+        (Some(judge), None) => judge,
+        // A loaded task has one or the other.
+        (None, None) => return Verdict::default(),
+    };
     let setup = match JudgeDir::create(task, dir) {
         Ok(setup) => setup,
         Err(e) => {
@@ -204,18 +245,18 @@ pub async fn judge(task: &LoadedTask, dir: &Path, confinement: &Confinement) -> 
     match task.task.language {
         Language::Python => {
             for (i, test) in judge.tests.iter().enumerate() {
-                verdict.record(test, ctx.unittest(i, test).await);
+                verdict.record(&test.name, ctx.unittest(i, test).await);
             }
         }
         Language::Shell => {
             for (i, test) in judge.tests.iter().enumerate() {
-                verdict.record(test, ctx.shell(i, test).await);
+                verdict.record(&test.name, ctx.shell(i, test).await);
             }
         }
         Language::Rust => match ctx.cargo_build().await {
             Ok(executable) => {
                 for (i, test) in judge.tests.iter().enumerate() {
-                    verdict.record(test, ctx.libtest(i, test, &executable).await);
+                    verdict.record(&test.name, ctx.libtest(i, test, &executable).await);
                 }
             }
             Err(reason) => {

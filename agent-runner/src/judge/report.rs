@@ -64,6 +64,9 @@ pub struct Report {
     expected: Vec<String>,
     /// Whether the runner said it finished (harness reports only).
     complete: bool,
+    /// Milliseconds each test took, when the runner says (`duration <seconds> <id>`: the
+    /// pytest plugin); a test named twice has no time.
+    durations: std::collections::BTreeMap<String, Option<u64>>,
 }
 
 impl Report {
@@ -81,6 +84,20 @@ impl Report {
                 Some(("passed", id)) => report.lines.push((id.to_owned(), Outcome::Passed)),
                 Some(("failed", id)) => report.lines.push((id.to_owned(), Outcome::Failed)),
                 Some(("expect", id)) => report.expected.push(id.to_owned()),
+                Some(("duration", rest)) => {
+                    if let Some((secs, id)) = rest.split_once(' ') {
+                        let ms = secs
+                            .parse::<f64>()
+                            .ok()
+                            .filter(|s| s.is_finite() && *s >= 0.0)
+                            .map(|s| (s * 1000.0).round() as u64);
+                        report
+                            .durations
+                            .entry(id.to_owned())
+                            .and_modify(|d| *d = None)
+                            .or_insert(ms);
+                    }
+                }
                 _ => {}
             }
         }
@@ -104,6 +121,12 @@ impl Report {
             _ if !self.complete => Err(FailReason::Incomplete { exit }),
             _ => Err(FailReason::NotInReport),
         }
+    }
+
+    /// How long test `id` took, ms, when a complete report says (once).
+    pub fn duration_ms(&self, id: &str) -> Option<u64> {
+        let ms = (*self.durations.get(id)?)?;
+        self.complete.then_some(ms)
     }
 
     /// The verdict on a whole suite: every test the report names passed, once each, there
@@ -149,6 +172,13 @@ mod tests {
         assert_eq!(r.decide("m.T.b", Some(0)), Err(FailReason::Failed));
         assert_eq!(r.decide("m.T.c", Some(0)), Err(FailReason::Ambiguous));
         assert_eq!(r.decide("m.T.d", Some(0)), Err(FailReason::NotInReport));
+        let timed = Report::harness(
+            "passed t::a\nduration 0.0125 t::a\nduration x t::b\ncomplete k\n",
+            "k",
+        );
+        assert_eq!(timed.duration_ms("t::a"), Some(13));
+        assert_eq!(timed.duration_ms("t::b"), None);
+        assert_eq!(timed.duration_ms("t::c"), None);
         assert_eq!(r.decide_all(Some(0)), Err(FailReason::Failed));
     }
 

@@ -428,6 +428,9 @@ impl SpanEvents<'_, '_> {
             // A trace's verdict is stored as the trace states it, under its own scoring
             // version; `claim` is only for an `exec` agent's `run_stop` beside the judge's.
             claim: None,
+            diff_sha256: None,
+            integrity: None,
+            regrade: None,
         })
     }
 

@@ -8,10 +8,16 @@
 //! - `file`: the scenario file ([`Scenario`]).
 //! - `task`: `task.toml` ([`Task`]).
 //! - `pins`: `pins.toml` ([`Pins`]).
+//! - `swe_bench`: the `[swe_bench]` section of a task imported from a SWE-bench-format
+//!   instance ([`SweBench`]).
+//! - `validation`: what `tasks validate` found about such a task ([`Validation`]): broken
+//!   tasks are left out of runs ([`LoadedScenario::without_broken`]).
 
 mod file;
 mod pins;
+mod swe_bench;
 mod task;
+mod validation;
 
 use std::fs;
 use std::io;
@@ -21,10 +27,30 @@ use schemas::{sha256_hex, Hash256};
 
 use crate::fixture_tree::{Tree, TreeError};
 use crate::protect::Protected;
+use crate::tools::{Sandbox, SandboxError};
 
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
-pub use task::{Judge, JudgeTest, Language, Task};
+pub use swe_bench::{patch_paths, SweBench, TestSet, DEFAULT_TEST_CMD};
+pub use task::{Judge, JudgeTest, Language, Task, FIXTURE_DIR, TASK_FILE};
+pub use validation::{ValidatedTest, Validation, VALIDATION_FILE};
+
+/// Directory of the environments of SWE-bench-format tasks, at the root of the scenarios
+/// directory (`envs/<owner__name>__<version>/`).
+pub const ENVS_DIR: &str = "envs";
+
+/// Files a SWE-bench-format task's judge keeps pristine besides those `test_patch`
+/// touches: pytest's configuration and what `python -m pytest`, which puts the working
+/// directory first on the import path, would import from the repository in place of
+/// pytest itself (agent-made ones are deleted before the final verdict).
+const SWE_BENCH_JUDGE_PATTERNS: [&str; 6] = [
+    "pytest.py",
+    "py.py",
+    "_pytest",
+    "_pytest/**",
+    "pluggy",
+    "pluggy/**",
+];
 
 /// Loading a scenario or a task failed.
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +121,8 @@ pub struct LoadedTask {
     /// The judge's inputs: `[judge] protect`, the suite file and the runner configuration
     /// files of the task's language ([`Language::runner_config_patterns`]).
     pub protected: Protected,
+    /// What `tasks validate` found (SWE-bench-format tasks); `None`: never validated.
+    pub validation: Option<Validation>,
 }
 
 impl LoadedScenario {
@@ -155,6 +183,22 @@ impl LoadedScenario {
         Ok(loaded)
     }
 
+    /// Leaves out the tasks `tasks validate` found broken, saying so on the log; their ids.
+    /// Runs, sweeps and `exec` call it; validation itself does not.
+    pub fn without_broken(&mut self) -> Vec<String> {
+        let broken: Vec<String> = self
+            .tasks
+            .iter()
+            .filter(|t| t.validation.as_ref().is_some_and(|v| v.broken))
+            .map(|t| t.task.id.clone())
+            .collect();
+        if !broken.is_empty() {
+            self.tasks.retain(|t| !broken.contains(&t.task.id));
+            tracing::warn!(count = broken.len(), tasks = %broken.join(", "), "skipping tasks that failed validation (validation.toml says broken)");
+        }
+        broken
+    }
+
     fn check_pins(&self) -> Result<(), ScenarioError> {
         let pins_path = self.dir.join(PINS_FILE);
         let pins = Pins::load(&self.dir)?.unwrap_or_default();
@@ -186,50 +230,97 @@ impl LoadedTask {
             path: task_file.clone(),
             reason: format!("judge.protect: {e}"),
         };
-        let unmatched = Protected::new(&task.judge.protect)
-            .map_err(invalid_glob)?
-            .unmatched(&fixture)
-            .into_iter()
-            .map(str::to_owned)
-            .collect::<Vec<_>>();
-        if !unmatched.is_empty() {
-            return Err(ScenarioError::Invalid {
-                path: task_file,
-                reason: format!(
-                    "judge.protect patterns {unmatched:?} match no fixture file (they would protect nothing)"
-                ),
-            });
-        }
-        // The judge's inputs: the task's own patterns, the suite file and the runner
-        // configuration of its language.
-        let suite = task.judge.suite_file(task.language);
-        if !fixture.entries().iter().any(|e| e.path == suite) {
-            return Err(ScenarioError::Invalid {
-                path: task_file,
-                reason: format!("judge.suite: the fixture has no {suite}"),
-            });
-        }
-        let patterns: Vec<String> = task
-            .judge
-            .protect
-            .iter()
-            .cloned()
-            .chain([globset::escape(&suite)])
-            .chain(
-                task.language
-                    .runner_config_patterns()
-                    .iter()
-                    .map(|p| (*p).to_owned()),
-            )
-            .collect();
+        let patterns = match (&task.judge, &task.swe_bench) {
+            (Some(judge), _) => Self::judge_patterns(&task_file, task.language, judge, &fixture)?,
+            // The files `test_patch` touches are restored to the base before it is applied
+            // (one it creates is deleted first); pytest's own configuration and names are
+            // the judge's too.
+            (None, Some(swe)) => patch_paths(&swe.test_patch)
+                .iter()
+                .map(|p| globset::escape(p))
+                .chain(
+                    Language::Python
+                        .runner_config_patterns()
+                        .iter()
+                        .chain(&SWE_BENCH_JUDGE_PATTERNS)
+                        .map(|p| (*p).to_owned()),
+                )
+                .collect(),
+            (None, None) => Vec::new(),
+        };
         let protected = Protected::new(&patterns).map_err(invalid_glob)?;
+        let validation = match task.swe_bench {
+            Some(_) => Validation::load(dir)?,
+            None => None,
+        };
         Ok(LoadedTask {
+            validation,
             task,
             dir: dir.to_path_buf(),
             task_sha256: sha256_hex(&bytes),
             fixture,
             protected,
         })
+    }
+
+    /// The judge's inputs of a task with `[judge]`: the task's own patterns (each must
+    /// match a fixture file), the suite file (which must exist) and the runner
+    /// configuration of its language.
+    fn judge_patterns(
+        task_file: &Path,
+        language: Language,
+        judge: &Judge,
+        fixture: &Tree,
+    ) -> Result<Vec<String>, ScenarioError> {
+        let invalid = |reason: String| ScenarioError::Invalid {
+            path: task_file.to_path_buf(),
+            reason,
+        };
+        let unmatched = Protected::new(&judge.protect)
+            .map_err(|e| invalid(format!("judge.protect: {e}")))?
+            .unmatched(fixture)
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>();
+        if !unmatched.is_empty() {
+            return Err(invalid(format!(
+                "judge.protect patterns {unmatched:?} match no fixture file (they would protect nothing)"
+            )));
+        }
+        let suite = judge.suite_file(language);
+        if !fixture.entries().iter().any(|e| e.path == suite) {
+            return Err(invalid(format!("judge.suite: the fixture has no {suite}")));
+        }
+        Ok(judge
+            .protect
+            .iter()
+            .cloned()
+            .chain([globset::escape(&suite)])
+            .chain(
+                language
+                    .runner_config_patterns()
+                    .iter()
+                    .map(|p| (*p).to_owned()),
+            )
+            .collect())
+    }
+
+    /// The environment of a SWE-bench-format task (`<scenarios>/envs/<name>`), if it has
+    /// one. The task directory is `<scenarios>/tasks/<id>`.
+    pub fn environment_dir(&self) -> Option<PathBuf> {
+        let name = self.task.swe_bench.as_ref()?.environment.as_ref()?;
+        let scenarios = self.dir.parent()?.parent()?;
+        Some(scenarios.join(ENVS_DIR).join(name))
+    }
+
+    /// A fresh scratch copy of the fixture for a run; for a SWE-bench-format task a git
+    /// repository whose one commit is the fixture.
+    pub fn workspace(&self) -> Result<Sandbox, SandboxError> {
+        let sandbox = Sandbox::create(&self.fixture_dir(), &self.fixture)?;
+        match &self.task.swe_bench {
+            Some(swe) => sandbox.commit_base(&base_message(swe)),
+            None => Ok(sandbox),
+        }
     }
 
     /// The fixture directory.
@@ -249,6 +340,12 @@ impl LoadedTask {
             fixture: self.fixture_sha256(),
         }
     }
+}
+
+/// The message of the one commit of a SWE-bench-format task's repository (its fixture and
+/// every scratch copy): the instance and its base commit.
+pub fn base_message(swe: &SweBench) -> String {
+    format!("{} at {}", swe.repo, swe.base_commit)
 }
 
 /// Parses TOML with the error's line and column in the message.

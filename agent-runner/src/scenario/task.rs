@@ -1,11 +1,13 @@
-//! A benchmark task: `scenarios/tasks/<id>/task.toml` (problem, judge tests, reference
-//! solution) plus the buggy project in `fixture/`. Format: `scenarios/README.md`.
+//! A benchmark task: `scenarios/tasks/<id>/task.toml` (problem, judge tests or a
+//! SWE-bench instance, reference solution) plus the buggy project in `fixture/`. Format:
+//! `scenarios/README.md`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use super::swe_bench::SweBench;
 use super::ScenarioError;
 use crate::protect::Protected;
 use crate::tools::ToolRequest;
@@ -27,8 +29,14 @@ pub struct Task {
     pub title: String,
     /// The problem statement given to the agent.
     pub problem: String,
-    /// How success is decided.
-    pub judge: Judge,
+    /// How success is decided: the task's own judge tests. A task has this or
+    /// `swe_bench`, never both.
+    #[serde(default)]
+    pub judge: Option<Judge>,
+    /// A task imported from a SWE-bench-format instance, judged by SWE-bench's rules
+    /// (`agent-runner tasks import swe-bench`).
+    #[serde(default)]
+    pub swe_bench: Option<SweBench>,
     /// The reference solution, in tool-call form (what the `scripted` policy replays).
     #[serde(default)]
     pub solution: Vec<ToolRequest>,
@@ -145,14 +153,25 @@ impl Task {
                 task.id
             )));
         }
-        if task.judge.tests.is_empty() {
-            return Err(invalid("judge has no tests".into()));
+        match (&task.judge, &task.swe_bench) {
+            (Some(judge), None) => {
+                if judge.tests.is_empty() {
+                    return Err(invalid("judge has no tests".into()));
+                }
+                if judge.timeout_ms == 0 {
+                    return Err(invalid("judge.timeout_ms must be > 0".into()));
+                }
+                judge.check().map_err(invalid)?;
+                Protected::new(&judge.protect)
+                    .map_err(|e| invalid(format!("judge.protect: {e}")))?;
+            }
+            (None, Some(swe)) => swe.check(&task.id).map_err(invalid)?,
+            _ => {
+                return Err(invalid(
+                    "a task has exactly one of [judge] and [swe_bench]".into(),
+                ))
+            }
         }
-        if task.judge.timeout_ms == 0 {
-            return Err(invalid("judge.timeout_ms must be > 0".into()));
-        }
-        task.check_judge().map_err(invalid)?;
-        Protected::new(&task.judge.protect).map_err(|e| invalid(format!("judge.protect: {e}")))?;
         for (i, step) in task.solution.iter().enumerate() {
             step.parse()
                 .map_err(|e| invalid(format!("solution step {}: {e}", i + 1)))?;
@@ -162,11 +181,13 @@ impl Task {
         }
         Ok(task)
     }
+}
 
+impl Judge {
     /// The judge's names are unique and usable in reports, its suite a relative path
     /// inside the fixture, its environment free of the sandbox's own variables.
-    fn check_judge(&self) -> Result<(), String> {
-        let judge = &self.judge;
+    fn check(&self) -> Result<(), String> {
+        let judge = self;
         let suite = Path::new(&judge.suite);
         let inside = suite
             .components()
@@ -202,7 +223,9 @@ impl Task {
         }
         Ok(())
     }
+}
 
+impl Task {
     /// The fixture directory of the task in `dir`.
     pub fn fixture_dir(dir: &Path) -> PathBuf {
         dir.join(FIXTURE_DIR)

@@ -115,13 +115,15 @@ impl Plan {
             message: e.to_string(),
         })?;
         let sweep = SweepFile::parse(file, &text)?;
-        let scenario = LoadedScenario::load(
+        let mut scenario = LoadedScenario::load(
             &sweep.scenario_path(file, scenarios_dir),
             &LoadOptions {
                 tasks: sweep.tasks.clone(),
                 allow_unpinned,
             },
         )?;
+        // Logged with their count; the plan holds only the tasks that can be judged.
+        scenario.without_broken();
         let tasks: Vec<String> = scenario.tasks.iter().map(|t| t.task.id.clone()).collect();
         let base_seed = sweep.seed.unwrap_or(scenario.scenario.seed);
         if sweep.method == Method::Bayes {
@@ -628,6 +630,8 @@ impl Worker<'_> {
                 key: job.key.to_owned(),
                 trial: job.trial,
             }),
+            // Sweeps judge once; `run --regrade` measures a verdict's stability.
+            regrade: 0,
         };
         let summary = match agent::execute(spec, policy, self.stop.clone()).await {
             Ok(summary) => summary,

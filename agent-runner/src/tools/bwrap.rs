@@ -22,6 +22,8 @@
 //! - toolchains that live outside the system directories, read-only: the Rust sysroot the
 //!   runner's `rustc` reports, and every directory in `BENCH_SANDBOX_TOOLCHAINS`
 //!   (colon-separated); their `bin/` goes first on `PATH`;
+//! - a task's environment, when it has one (a SWE-bench-format task's virtualenv,
+//!   [`Confinement::with_environment`]), read-only, its `bin/` first of all on `PATH`;
 //! - the run's scratch copy, read-write, at its host path: the only writable host path;
 //! - a fresh `/proc`, read-only as a whole, and a minimal `/dev`;
 //! - no network (an empty network namespace), or with `sandbox_limits.network_enabled` a
@@ -546,6 +548,9 @@ pub struct Confinement {
     limits: ResourceLimits,
     /// Why a sandbox of this run could not be set up, the first time it could not.
     setup_failure: Arc<OnceLock<String>>,
+    /// The task's environment (a SWE-bench-format task's virtualenv): mounted read-only
+    /// at its host path, its `bin/` first on `PATH`.
+    environment: Option<PathBuf>,
 }
 
 /// One process to start in a sandbox.
@@ -633,6 +638,16 @@ impl Confinement {
             network: limits.network_enabled,
             limits: ResourceLimits::from_config(limits),
             setup_failure: Arc::default(),
+            environment: None,
+        }
+    }
+
+    /// This confinement with `environment` (a task's prepared environment, made before
+    /// the run with network) read-only in every sandbox, its `bin/` first on `PATH`.
+    pub fn with_environment(self, environment: Option<PathBuf>) -> Confinement {
+        Confinement {
+            environment,
+            ..self
         }
     }
 
@@ -763,7 +778,10 @@ impl Confinement {
             Some(_) => Some(nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?),
             None => None,
         };
-        let path = sandbox_path();
+        let path = match &self.environment {
+            Some(env) => format!("{}:{}", env.join("bin").display(), sandbox_path()),
+            None => sandbox_path(),
+        };
         let home = match self.bwrap {
             Some(_) => SANDBOX_HOME.to_owned(),
             None => std::env::var("HOME").unwrap_or_else(|_| SANDBOX_HOME.to_owned()),
@@ -877,7 +895,11 @@ impl Confinement {
             let path = Path::new("/etc").join(entry);
             args.extend(["--ro-bind-try".into(), path.clone().into(), path.into()]);
         }
-        for dir in toolchains.iter().chain(spec.read_only) {
+        for dir in toolchains
+            .iter()
+            .chain(spec.read_only)
+            .chain(&self.environment)
+        {
             args.extend([
                 "--ro-bind".into(),
                 dir.clone().into_os_string(),

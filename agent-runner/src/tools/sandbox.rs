@@ -54,6 +54,8 @@ pub enum SandboxError {
         expected: String,
         actual: String,
     },
+    #[error("cannot make the base repository of the scratch copy: {0}")]
+    BaseRepo(#[from] crate::base_repo::BaseRepoError),
 }
 
 impl Sandbox {
@@ -91,6 +93,14 @@ impl Sandbox {
             set_executable(&target, entry.executable).map_err(copy_err)?;
         }
         Ok(Sandbox { root, _dir: dir })
+    }
+
+    /// Makes the scratch copy, as created, a git repository whose one commit is the
+    /// fixture (`message` its message), so that the agent can use git on it and sees no
+    /// history ([`crate::base_repo`]).
+    pub fn commit_base(self, message: &str) -> Result<Sandbox, SandboxError> {
+        crate::base_repo::init(&self.root, message)?;
+        Ok(self)
     }
 
     /// The scratch root (canonical).

@@ -189,6 +189,7 @@ pub const QUERIES: &[Query] = &[
     query!("sweep_trajectory"),
     query!("instances"),
     query!("paired_outcomes"),
+    query!("test_outcomes"),
 ];
 
 /// Parameter values by name, as given on the command line.

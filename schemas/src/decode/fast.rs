@@ -172,6 +172,7 @@ impl<'de> DeserializeSeed<'de> for PayloadOf {
             EventType::ContextDecision => Payload::ContextDecision(Deserialize::deserialize(d)?),
             EventType::Failure => Payload::Failure(Deserialize::deserialize(d)?),
             EventType::OptimizerUpdate => Payload::OptimizerUpdate(Deserialize::deserialize(d)?),
+            EventType::TestOutcome => Payload::TestOutcome(Deserialize::deserialize(d)?),
         })
     }
 }

@@ -238,6 +238,7 @@ fn payload(event_type: EventType, data: Value) -> Result<Payload, DecodeError> {
         EventType::ContextDecision => typed(data, Payload::ContextDecision),
         EventType::Failure => typed(data, Payload::Failure),
         EventType::OptimizerUpdate => typed(data, Payload::OptimizerUpdate),
+        EventType::TestOutcome => typed(data, Payload::TestOutcome),
     }
 }
 

@@ -10,6 +10,7 @@ mod failure;
 mod optimizer;
 mod run;
 mod step;
+mod test_outcome;
 mod tool;
 
 pub use config::{ContextStrategy, RetryPolicy, RunConfig, SandboxLimits, StrategyParams};
@@ -18,10 +19,11 @@ pub use deliberation::{Action, Deliberation, DeliberationStatus, PricingSource};
 pub use failure::{Failure, FailureRoot, FinalErrorState, RecoveryAttempt};
 pub use optimizer::OptimizerUpdate;
 pub use run::{
-    EnforcedLimit, ExitStatus, PidsLimit, RunClaim, RunStart, RunStop, SandboxInfo, SandboxNetwork,
-    ScenarioRef, SweepRef,
+    EnforcedLimit, ExitStatus, PidsLimit, Regrade, RunClaim, RunIntegrity, RunStart, RunStop,
+    SandboxInfo, SandboxNetwork, ScenarioRef, SweepRef,
 };
 pub use step::{Step, StepType};
+pub use test_outcome::{TestOutcome, TestSet};
 pub use tool::{EvidenceFootprint, ExitKind, ToolCall};
 
 use std::fmt;
@@ -51,6 +53,8 @@ pub enum Payload {
     Failure(Failure),
     /// `optimizer_update`: the next config a sweep optimizer suggests.
     OptimizerUpdate(OptimizerUpdate),
+    /// `test_outcome`: one judged test of a SWE-bench-format task.
+    TestOutcome(TestOutcome),
 }
 
 impl Payload {
@@ -65,6 +69,7 @@ impl Payload {
             Payload::ContextDecision(_) => EventType::ContextDecision,
             Payload::Failure(_) => EventType::Failure,
             Payload::OptimizerUpdate(_) => EventType::OptimizerUpdate,
+            Payload::TestOutcome(_) => EventType::TestOutcome,
         }
     }
 }
@@ -91,11 +96,13 @@ pub enum EventType {
     Failure,
     /// `optimizer_update`.
     OptimizerUpdate,
+    /// `test_outcome`.
+    TestOutcome,
 }
 
 impl EventType {
     /// Every event type, in a stable order.
-    pub const ALL: [EventType; 8] = [
+    pub const ALL: [EventType; 9] = [
         EventType::RunStart,
         EventType::RunStop,
         EventType::Step,
@@ -104,6 +111,7 @@ impl EventType {
         EventType::ContextDecision,
         EventType::Failure,
         EventType::OptimizerUpdate,
+        EventType::TestOutcome,
     ];
 
     /// The wire name, e.g. `tool_call`.
@@ -117,6 +125,7 @@ impl EventType {
             EventType::ContextDecision => "context_decision",
             EventType::Failure => "failure",
             EventType::OptimizerUpdate => "optimizer_update",
+            EventType::TestOutcome => "test_outcome",
         }
     }
 

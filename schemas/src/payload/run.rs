@@ -210,6 +210,60 @@ pub struct RunStop {
     /// sent none (and for every other producer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim: Option<RunClaim>,
+    /// SHA-256 of the run's final diff: `git diff --binary` of what the agent left against
+    /// the task's base, taken before the judge touched anything (the way SWE-bench keeps
+    /// predictions), stored as `final.diff` beside the run's `events.jsonl`. Absent when
+    /// the task has no base repository (only SWE-bench-format tasks have one) or the diff
+    /// could not be taken; the SHA-256 of no bytes when the agent changed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff_sha256: Option<Hash256>,
+    /// What the runner noticed about how a run of a SWE-bench-format task got its
+    /// result, for reading rates with and without such runs. Absent for other tasks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrity: Option<RunIntegrity>,
+    /// The final diff judged again (`agent-runner run --regrade K`, SWE-bench-format
+    /// tasks): whether the verdict held. `stability_variance` is then the variance of the
+    /// scores of all the judgings. Absent when the run was not regraded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regrade: Option<Regrade>,
+}
+
+/// Re-judgings of a run's final diff, each on a fresh copy of the base with the diff
+/// applied (`run_stop.regrade`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Regrade {
+    /// Judgings of the final diff: the run's own verdict and the K again.
+    pub judgings: u32,
+    /// How many of them resolved the task (every judged test passing).
+    pub resolved: u32,
+    /// Whether every judging gave the same score (so the same verdict).
+    pub stable: bool,
+}
+
+/// Integrity flags of a run of a SWE-bench-format task (`run_stop.integrity`). Each is a
+/// fact the runner established or null; none changes the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunIntegrity {
+    /// Files the judge keeps pristine (those `test_patch` touches, pytest's own) that the
+    /// agent had changed, created or deleted, as `"<path> (modified|deleted|created)"`;
+    /// restored before the tests ran. Empty when it changed none.
+    pub test_files_edited: Vec<String>,
+    /// The agent's commands that read the repository's history or git internals (`git
+    /// log`, `show`, `reflog`, `fsck`, `rev-list`, `cat-file`, `ls-tree`, `for-each-ref`,
+    /// `blame`, `describe`, or a path under `.git/objects`, `.git/refs`, `.git/logs`,
+    /// `.git/packed-refs`). Its repository holds the base alone, so this is the attempt,
+    /// not a leak. Null when the runner did not see the commands (an `exec` agent's).
+    pub history_commands: Option<u32>,
+    /// The agent's commands that tried the network while the run had none (`curl`,
+    /// `wget`, `pip install`/`download`, `git clone`/`fetch`/`pull`, `apt-get install`,
+    /// `npm install`, `ssh`). Null when the network was on or the runner did not see the
+    /// commands.
+    pub network_commands: Option<u32>,
+    /// Similarity of the final diff to the gold patch, 0..1: the Dice coefficient of
+    /// their changed lines (`+`/`-` lines, whitespace at the ends ignored, as multisets);
+    /// 1 is the gold patch's changes exactly. Null when there was no final diff or no gold
+    /// patch.
+    pub gold_similarity: Option<f64>,
 }
 
 /// An agent's own account of its run, beside the runner's (`run_stop.claim`).

@@ -73,6 +73,7 @@ pub fn runner_config(
         publish,
         llm: None,
         progress: false,
+        regrade: 0,
         sandbox: agent_runner::tools::bwrap::SandboxMode::Required,
     }
 }

@@ -1,6 +1,7 @@
 //! Fleet features end to end against real servers: sweeps split between workers through
 //! a JetStream KV bucket, the adaptive and bayes methods reading ClickHouse, external agents over
-//! JSON lines, SWE-agent trajectory import, and a run surviving the loss of one node of
+//! JSON lines, SWE-agent trajectory import, SWE-bench-format tasks imported and judged
+//! into ClickHouse, and a run surviving the loss of one node of
 //! a 3-node cluster (plus the script that starts that cluster).
 //!
 //! Runner-side helpers (publish setup, stream reading, an in-process sink) are the shared
@@ -10,6 +11,7 @@ mod bayes;
 mod cluster;
 mod exec;
 mod import;
+mod swe_bench;
 mod sweep;
 
 use std::collections::HashSet;

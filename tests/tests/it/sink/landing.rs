@@ -138,7 +138,10 @@ fn check_typed_row(world: &World, event: &BenchmarkEvent) {
         Payload::OptimizerUpdate(_) => {
             assert_eq!(json_column("suggested_config"), data["suggested_config"]);
         }
-        Payload::RunStop(_) | Payload::Step(_) | Payload::ContextDecision(_) => {}
+        Payload::RunStop(_)
+        | Payload::Step(_)
+        | Payload::ContextDecision(_)
+        | Payload::TestOutcome(_) => {}
     }
 }
 
@@ -182,7 +185,7 @@ async fn every_event_type_lands_in_its_table_with_its_values() {
     ));
     assert_eq!(
         raw_types,
-        "['run_start','run_stop','step','tool_call','deliberation','context_decision','failure','optimizer_update']"
+        "['run_start','run_stop','step','tool_call','deliberation','context_decision','failure','optimizer_update','test_outcome']"
     );
     sink.stop().await.expect("clean stop");
 }

@@ -1,0 +1,180 @@
+//! `agent-runner tasks ...`: the flags, and their conversion into a validated
+//! [`SweBenchImport`]. Nothing here runs anything.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::validate::ValidateConfig;
+use crate::error::Error;
+use crate::flags::resolve_scenario;
+use crate::scenario::{LoadOptions, DEFAULT_TEST_CMD};
+use crate::tools::bwrap::SandboxMode;
+
+/// `agent-runner tasks ...`
+#[derive(Debug, Subcommand)]
+pub enum TasksCommand {
+    /// Make tasks from another benchmark's data.
+    #[command(subcommand)]
+    Import(ImportSource),
+    /// Check the SWE-bench-format tasks of a scenario with their gold patches (K times):
+    /// broken tasks are written down and left out of runs, flaky tests recorded.
+    Validate(Box<ValidateArgs>),
+}
+
+/// `agent-runner tasks validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Scenario file, or the name of one in --scenarios-dir.
+    pub scenario: String,
+    /// Judge each state (the base, the gold patch) this many times; outcomes that differ
+    /// between repetitions mark a test flaky.
+    #[arg(long, env = "BENCH_VALIDATE_REPEAT", default_value_t = 1)]
+    pub repeat: u32,
+    /// Only these tasks (comma-separated ids of the scenario).
+    #[arg(long, env = "BENCH_RUNNER_TASKS", value_delimiter = ',')]
+    pub tasks: Option<Vec<String>>,
+    /// Where scenario names are looked up.
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    pub scenarios_dir: PathBuf,
+    /// Validate even if a scenario, task or fixture differs from pins.toml.
+    #[arg(long, env = "BENCH_RUNNER_ALLOW_UNPINNED")]
+    pub allow_unpinned: bool,
+    /// Run the judge's commands as plain processes, without the sandbox.
+    #[arg(long, env = "BENCH_RUNNER_UNSANDBOXED")]
+    pub unsandboxed: bool,
+}
+
+/// A `tasks` command, validated.
+#[derive(Debug, Clone)]
+pub enum TasksConfig {
+    /// `tasks import swe-bench`.
+    Import(SweBenchImport),
+    /// `tasks validate`.
+    Validate(ValidateConfig),
+}
+
+/// `agent-runner tasks import ...`
+#[derive(Debug, Subcommand)]
+pub enum ImportSource {
+    /// SWE-bench-format instances (JSON lines or a JSON array) with local clones of their
+    /// repositories: one task per instance, its fixture the tree at `base_commit` without
+    /// any later history, judged by SWE-bench's rules.
+    SweBench(Box<SweBenchImportArgs>),
+}
+
+/// `agent-runner tasks import swe-bench`.
+#[derive(Debug, Args)]
+pub struct SweBenchImportArgs {
+    /// The instances: a JSON array or JSON lines of SWE-bench records.
+    #[arg(long, env = "BENCH_SWE_INSTANCES")]
+    pub instances: PathBuf,
+    /// Directory of local clones, one per repository, named `owner__name`. Nothing is
+    /// downloaded.
+    #[arg(long, env = "BENCH_SWE_REPOS")]
+    pub repos: PathBuf,
+    /// Scenarios directory the tasks (`tasks/<instance_id>/`), environments (`envs/`) and
+    /// the scenario file go to; its `pins.toml` is rewritten.
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    pub scenarios_dir: PathBuf,
+    /// Name of the scenario file written (`<name>.toml`), listing the imported tasks.
+    #[arg(long, env = "BENCH_SWE_SCENARIO")]
+    pub scenario: String,
+    /// Environment setup (`bash -c`, network allowed, once per repository and version)
+    /// for instances that name none (`install`, `pip_packages`).
+    #[arg(long, env = "BENCH_SWE_INSTALL")]
+    pub install: Option<String>,
+    /// Test command for instances that name none (`test_cmd`): a pytest invocation.
+    #[arg(long, env = "BENCH_SWE_TEST_CMD", default_value = DEFAULT_TEST_CMD)]
+    pub test_cmd: String,
+    /// The Python the environments are made with: the one the agent sandbox runs.
+    #[arg(long, env = "BENCH_SWE_PYTHON", default_value = "/usr/bin/python3")]
+    pub python: PathBuf,
+    /// Time limit of one judging (all the instance's tests), ms.
+    #[arg(long, env = "BENCH_SWE_JUDGE_TIMEOUT_MS", default_value_t = 1_800_000)]
+    pub judge_timeout_ms: u64,
+}
+
+/// Everything `tasks import swe-bench` needs, validated.
+#[derive(Debug, Clone)]
+pub struct SweBenchImport {
+    /// The instances file.
+    pub instances: PathBuf,
+    /// The clones' directory.
+    pub repos: PathBuf,
+    /// The scenarios directory written to.
+    pub scenarios_dir: PathBuf,
+    /// The scenario's name.
+    pub scenario: String,
+    /// The default environment setup command.
+    pub install: Option<String>,
+    /// The default test command.
+    pub test_cmd: String,
+    /// The environments' interpreter.
+    pub python: PathBuf,
+    /// Per-judging time limit, ms.
+    pub judge_timeout_ms: u64,
+}
+
+impl TasksCommand {
+    /// The validated config.
+    pub fn into_config(self) -> Result<TasksConfig, Error> {
+        match self {
+            TasksCommand::Import(ImportSource::SweBench(args)) => {
+                args.into_config().map(TasksConfig::Import)
+            }
+            TasksCommand::Validate(args) => {
+                if args.repeat == 0 {
+                    return Err(Error::Config("--repeat must be at least 1".into()));
+                }
+                Ok(TasksConfig::Validate(ValidateConfig {
+                    scenario: resolve_scenario(&args.scenario, &args.scenarios_dir),
+                    load: LoadOptions {
+                        tasks: args.tasks,
+                        allow_unpinned: args.allow_unpinned,
+                    },
+                    repeat: args.repeat,
+                    sandbox: if args.unsandboxed {
+                        SandboxMode::Off
+                    } else {
+                        SandboxMode::Required
+                    },
+                }))
+            }
+        }
+    }
+}
+
+impl SweBenchImportArgs {
+    fn into_config(self) -> Result<SweBenchImport, Error> {
+        let args = self;
+        let name_ok = !args.scenario.is_empty()
+            && args
+                .scenario
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && !args.scenario.starts_with('.');
+        if !name_ok {
+            return Err(Error::Config(format!(
+                "--scenario {:?}: letters, digits, . - _ only",
+                args.scenario
+            )));
+        }
+        if args.test_cmd.split_whitespace().next().is_none() {
+            return Err(Error::Config("--test-cmd is empty".into()));
+        }
+        if args.judge_timeout_ms == 0 {
+            return Err(Error::Config("--judge-timeout-ms must be > 0".into()));
+        }
+        Ok(SweBenchImport {
+            instances: args.instances,
+            repos: args.repos,
+            scenarios_dir: args.scenarios_dir,
+            scenario: args.scenario,
+            install: args.install,
+            test_cmd: args.test_cmd,
+            python: args.python,
+            judge_timeout_ms: args.judge_timeout_ms,
+        })
+    }
+}

@@ -1,0 +1,207 @@
+//! `agent-runner tasks validate NAME [--repeat K]`: checks every SWE-bench-format task of
+//! a scenario the way SWE-bench validates instances, K times over. Each repetition judges
+//! two fresh scratch copies by the task's own judge ([`crate::judge::judge_submission`]):
+//! the base as it is (so `test_patch` on the base: `FAIL_TO_PASS` must fail,
+//! `PASS_TO_PASS` pass) and the base with the gold patch applied (every test must pass).
+//! A test that contradicts its list in every repetition makes the task broken; one whose
+//! outcome differs between repetitions of the same state is flaky. The result is written
+//! to `tasks/<id>/validation.toml` ([`Validation`]); runs, sweeps and `exec` then leave
+//! broken tasks out with a count, and runs take `test_outcome.before` from it.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::base_repo;
+use crate::error::{Error, Exit, Outcome};
+use crate::judge;
+use crate::scenario::{
+    LoadOptions, LoadedScenario, LoadedTask, SweBench, ValidatedTest, Validation,
+};
+use crate::tools::bwrap::{Confinement, SandboxMode};
+
+/// Everything `tasks validate` needs, validated.
+#[derive(Debug, Clone)]
+pub struct ValidateConfig {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// Task filter and pin policy.
+    pub load: LoadOptions,
+    /// Repetitions of each state, ≥ 1.
+    pub repeat: u32,
+    /// Whether the judge's commands run in the sandbox.
+    pub sandbox: SandboxMode,
+}
+
+/// What validation found about one task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskValidation {
+    /// Validated (broken or not): what was written to `validation.toml`.
+    Validated(Validation),
+    /// Not a SWE-bench-format task: nothing to validate.
+    NotSweBench,
+    /// Could not be validated (the gold patch does not apply, no scratch copy): why. The
+    /// task is written down as broken.
+    Failed(String),
+}
+
+/// What `tasks validate` did, task by task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidateReport {
+    /// `(task id, what was found)`, in scenario order.
+    pub tasks: Vec<(String, TaskValidation)>,
+}
+
+impl ValidateReport {
+    /// Tasks found broken or that could not be validated.
+    pub fn broken(&self) -> usize {
+        self.tasks
+            .iter()
+            .filter(|(_, v)| match v {
+                TaskValidation::Validated(v) => v.broken,
+                TaskValidation::Failed(_) => true,
+                TaskValidation::NotSweBench => false,
+            })
+            .count()
+    }
+}
+
+impl fmt::Display for ValidateReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut flaky_tasks = 0;
+        for (id, found) in &self.tasks {
+            match found {
+                TaskValidation::Validated(v) => {
+                    let word = if v.broken { "broken" } else { "valid" };
+                    write!(
+                        f,
+                        "{word} {id}: {} tests, {} repeats",
+                        v.tests.len(),
+                        v.repeats
+                    )?;
+                    if v.broken {
+                        write!(f, "; {}", v.reasons.join("; "))?;
+                    }
+                    let flaky = v.flaky();
+                    if !flaky.is_empty() {
+                        flaky_tasks += 1;
+                        write!(f, "; flaky: {}", flaky.join(", "))?;
+                    }
+                    writeln!(f)?;
+                }
+                TaskValidation::NotSweBench => {
+                    writeln!(f, "skipped {id}: not a SWE-bench-format task")?
+                }
+                TaskValidation::Failed(why) => writeln!(f, "broken {id}: {why}")?,
+            }
+        }
+        writeln!(
+            f,
+            "{} tasks, {} broken, {flaky_tasks} with flaky tests",
+            self.tasks.len(),
+            self.broken()
+        )
+    }
+}
+
+/// [`Exit::Failure`] when a task is broken.
+impl Outcome for ValidateReport {
+    fn exit(&self) -> Exit {
+        if self.broken() > 0 {
+            Exit::Failure
+        } else {
+            Exit::Ok
+        }
+    }
+}
+
+/// Validates every selected task of the scenario and writes each one's
+/// `validation.toml`.
+pub async fn validate(config: &ValidateConfig) -> Result<ValidateReport, Error> {
+    let scenario = LoadedScenario::load(&config.scenario, &config.load)?;
+    let limits = &scenario.scenario.config.sandbox_limits;
+    // Only the judge runs, with the dataset's patches: no agent's commands.
+    let confinement = config.sandbox.confinement(limits, true)?;
+    let mut tasks = Vec::new();
+    for task in &scenario.tasks {
+        let found = match &task.task.swe_bench {
+            None => TaskValidation::NotSweBench,
+            Some(swe) => {
+                let confinement = confinement.clone().with_environment(task.environment_dir());
+                let validation = match repeat(task, swe, &confinement, config.repeat).await {
+                    Ok(validation) => validation,
+                    Err(why) => Validation {
+                        repeats: config.repeat,
+                        broken: true,
+                        reasons: vec![why],
+                        tests: Vec::new(),
+                    },
+                };
+                validation.write(&task.dir)?;
+                if validation.tests.is_empty() {
+                    TaskValidation::Failed(validation.reasons.join("; "))
+                } else {
+                    TaskValidation::Validated(validation)
+                }
+            }
+        };
+        tasks.push((task.task.id.clone(), found));
+    }
+    Ok(ValidateReport { tasks })
+}
+
+/// `repeats` judgings of the base and of the gold patch.
+async fn repeat(
+    task: &LoadedTask,
+    swe: &SweBench,
+    confinement: &Confinement,
+    repeats: u32,
+) -> Result<Validation, String> {
+    let mut tests: Vec<ValidatedTest> = swe
+        .tests()
+        .iter()
+        .map(|(id, set)| ValidatedTest {
+            test_id: (*id).to_owned(),
+            test_set: match set {
+                crate::scenario::TestSet::FailToPass => "fail_to_pass".to_owned(),
+                crate::scenario::TestSet::PassToPass => "pass_to_pass".to_owned(),
+            },
+            passed_before: 0,
+            passed_after: 0,
+        })
+        .collect();
+    for _ in 0..repeats {
+        let base = task.workspace().map_err(|e| e.to_string())?;
+        let before = judge::judge_submission(task, base.root(), confinement).await;
+        let gold = task.workspace().map_err(|e| e.to_string())?;
+        base_repo::apply(gold.root(), &swe.patch)
+            .map_err(|e| format!("the gold patch does not apply: {e}"))?;
+        let after = judge::judge_submission(task, gold.root(), confinement).await;
+        if let Some(why) = confinement.setup_failure() {
+            return Err(format!("the judge's sandbox could not be set up: {why}"));
+        }
+        for (test, i) in tests.iter_mut().zip(0..) {
+            test.passed_before += u32::from(passed(&before, i));
+            test.passed_after += u32::from(passed(&after, i));
+        }
+    }
+    let reasons: Vec<String> = tests
+        .iter()
+        .zip(swe.tests())
+        .filter_map(|(test, (_, set))| test.contradiction(set, repeats))
+        .collect();
+    Ok(Validation {
+        repeats,
+        broken: !reasons.is_empty(),
+        reasons,
+        tests,
+    })
+}
+
+/// Whether the `i`-th test of a SWE-bench verdict passed.
+fn passed(verdict: &judge::Verdict, i: usize) -> bool {
+    verdict
+        .swe_bench
+        .as_ref()
+        .and_then(|v| v.tests.get(i))
+        .is_some_and(|t| t.after)
+}

@@ -1,0 +1,375 @@
+//! SWE-bench-format tasks as a user meets them: `agent-runner tasks import swe-bench` on a
+//! git repository made here, whose history goes on past the base with the fix, a tag and
+//! a remote; the fixture then holds the base and nothing later (`git log --all`, `git
+//! fsck --lost-found`, `.git/packed-refs`, the fix's objects), the import reports one line
+//! per instance and fails when one fails; and `run` judges by SWE-bench's rules: the gold
+//! patch resolves the task, an empty submission does not, and editing the test file
+//! `test_patch` touches gains nothing; `tasks validate` marks a task whose lists
+//! contradict the gold patch broken, and `run` leaves it out; `run --regrade K` judges
+//! the final diff again and records that the verdict held.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use benchstream_tests::runs;
+use benchstream_tests::swe_bench::{git, Project, BUGGY, F2P, P2P, TESTS_BASE};
+
+const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
+
+fn runner(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(RUNNER)
+        .current_dir(cwd)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run agent-runner")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Imports one good instance and one whose base commit the clone lacks.
+fn import(root: &Path) -> (PathBuf, String, String) {
+    let project = Project::create(root);
+    fs::write(root.join("gold.patch"), &project.patch).expect("write");
+    let instances = root.join("instances.jsonl");
+    fs::write(
+        &instances,
+        format!(
+            "{}\n{}\n",
+            project.instance("o__calc-1", &project.base),
+            project.instance("o__calc-2", &"0".repeat(40)),
+        ),
+    )
+    .expect("write");
+    let scenarios = root.join("scenarios");
+    let out = runner(
+        root,
+        &[
+            "tasks",
+            "import",
+            "swe-bench",
+            "--instances",
+            instances.to_str().expect("utf-8"),
+            "--repos",
+            project.repos.to_str().expect("utf-8"),
+            "--scenarios-dir",
+            scenarios.to_str().expect("utf-8"),
+            "--scenario",
+            "swe-local",
+        ],
+    );
+    let report = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "one instance failed: {report}");
+    assert!(report.contains("imported o__calc-1: o/calc at"), "{report}");
+    assert!(report.contains("failed o__calc-2: "), "{report}");
+    assert!(
+        report.contains("1 imported, 0 skipped, 1 failed"),
+        "{report}"
+    );
+    (scenarios, project.base, project.fix)
+}
+
+#[test]
+fn an_imported_fixture_holds_the_base_and_no_later_history() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (scenarios, base, fix) = import(root.path());
+    let fixture = scenarios.join("tasks/o__calc-1/fixture");
+    assert_eq!(
+        fs::read_to_string(fixture.join("calc.py")).expect("read"),
+        BUGGY
+    );
+    assert_eq!(
+        fs::read_to_string(fixture.join("tests/test_calc.py")).expect("read"),
+        TESTS_BASE
+    );
+    // One commit, reachable from everything; its message names the base.
+    let all = git(&fixture, &["log", "--all", "--format=%H %s"]);
+    assert_eq!(all.lines().count(), 1, "{all}");
+    assert!(all.contains(&format!("o/calc at {base}")), "{all}");
+    assert_eq!(
+        git(&fixture, &["rev-list", "--all", "--reflog"])
+            .lines()
+            .count(),
+        1
+    );
+    let fsck = git(&fixture, &["fsck", "--lost-found", "--no-progress"]);
+    assert!(!fsck.contains("dangling"), "{fsck}");
+    assert!(!fixture.join(".git/lost-found/commit").exists());
+    // No packed refs, tags, remotes, stash or reflog; the fix's objects are nowhere.
+    assert!(!fixture.join(".git/packed-refs").exists());
+    assert!(!fixture.join(".git/logs").exists());
+    assert_eq!(git(&fixture, &["tag"]), "");
+    assert_eq!(git(&fixture, &["remote"]), "");
+    assert_eq!(git(&fixture, &["stash", "list"]), "");
+    assert_eq!(
+        git(&fixture, &["for-each-ref", "--format=%(refname)"]),
+        "refs/heads/main\n"
+    );
+    let probe = Command::new("git")
+        .arg("-C")
+        .arg(&fixture)
+        .args(["cat-file", "-e", &fix])
+        .output()
+        .expect("git");
+    assert!(!probe.status.success(), "the fix commit is in the fixture");
+    let everything = fs::read_dir(fixture.join(".git/objects/pack"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(everything, 0, "packs in the fixture");
+    // The answer key stays in task.toml, out of the fixture.
+    let grep = Command::new("grep")
+        .args(["-r", "-l", "a + b", "--exclude-dir=.git"])
+        .arg(&fixture)
+        .output()
+        .expect("grep");
+    assert_eq!(text(&grep.stdout), "");
+    // The environment was made once, and the scenario is pinned.
+    assert!(scenarios.join("envs/o__calc__1.0/bin/python").exists());
+    let check = runner(
+        root.path(),
+        &[
+            "scenarios",
+            "check",
+            "--dir",
+            scenarios.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(check.status.code(), Some(0), "{}", text(&check.stdout));
+}
+
+/// Runs `scenario` of `scenarios` with the scripted policy; the run's summary and
+/// directory.
+fn run(
+    root: &Path,
+    scenarios: &Path,
+    scenario: &str,
+    extra: &[&str],
+) -> (serde_json::Value, PathBuf) {
+    let out_dir = root.join(format!("runs-{scenario}"));
+    let mut args = vec![
+        "run",
+        scenario,
+        "--scenarios-dir",
+        scenarios.to_str().expect("utf-8"),
+        "--no-publish",
+        "--no-progress",
+        "--out",
+        out_dir.to_str().expect("utf-8"),
+    ];
+    args.extend_from_slice(extra);
+    let out = runner(root, &args);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let dir = runs::only_run_dir(&out_dir);
+    (runs::summary(&dir), dir)
+}
+
+/// A copy of the imported scenario whose scripted policy does `actions` instead of the
+/// gold patch, pinned.
+fn variant(root: &Path, scenarios: &Path, name: &str, actions: &str) {
+    let base = fs::read_to_string(scenarios.join("swe-local.toml")).expect("scenario");
+    let text = base.replace("name = \"swe-local\"", &format!("name = \"{name}\""));
+    fs::write(
+        scenarios.join(format!("{name}.toml")),
+        format!("{text}\n[scripted]\nactions = {actions}\n"),
+    )
+    .expect("write");
+    let hash = runner(
+        root,
+        &[
+            "scenarios",
+            "hash",
+            "--dir",
+            scenarios.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(hash.status.code(), Some(0), "{}", text_of(&hash));
+}
+
+fn text_of(out: &Output) -> String {
+    format!("{}{}", text(&out.stdout), text(&out.stderr))
+}
+
+#[test]
+fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (scenarios, _, _) = import(root.path());
+
+    // Judged twice more: the verdict holds.
+    let (gold, gold_dir) = run(root.path(), &scenarios, "swe-local", &["--regrade", "2"]);
+    assert_eq!(
+        gold["result"]["regrade"],
+        serde_json::json!({"judgings": 3, "resolved": 3, "stable": true}),
+        "{gold:#}"
+    );
+    assert_eq!(gold["result"]["stability_variance"], 0.0, "{gold:#}");
+    assert_eq!(gold["result"]["success"], true, "{gold:#}");
+    assert_eq!(gold["result"]["tests_passed"], 2, "{gold:#}");
+    assert_eq!(gold["result"]["final_score"], 1.0, "{gold:#}");
+    // The final diff is the gold patch, kept with its hash on run_stop; one outcome per
+    // test precedes run_stop.
+    let diff = fs::read(gold_dir.join("final.diff")).expect("final.diff");
+    let project_patch = fs::read_to_string(root.path().join("gold.patch")).expect("patch");
+    assert_eq!(text(&diff), project_patch);
+    assert_eq!(
+        gold["result"]["diff_sha256"],
+        schemas::sha256_hex(&diff).as_str(),
+        "{gold:#}"
+    );
+    let outcomes: Vec<schemas::TestOutcome> = runs::journal_events(&gold_dir)
+        .into_iter()
+        .filter_map(|e| match e.payload {
+            schemas::Payload::TestOutcome(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    let integrity = &gold["result"]["integrity"];
+    assert_eq!(integrity["gold_similarity"], 1.0, "{gold:#}");
+    assert_eq!(integrity["history_commands"], 0, "{gold:#}");
+    assert_eq!(integrity["network_commands"], 0, "{gold:#}");
+    assert_eq!(
+        integrity["test_files_edited"],
+        serde_json::json!([]),
+        "{gold:#}"
+    );
+    assert_eq!(outcomes.len(), 2);
+    assert!(outcomes
+        .iter()
+        .all(|t| t.after && t.reason.is_none() && t.before.is_none()));
+    assert_eq!(outcomes[0].test_id, F2P);
+    assert_eq!(outcomes[0].test_set, schemas::TestSet::FailToPass);
+
+    variant(
+        root.path(),
+        &scenarios,
+        "swe-nothing",
+        "[{ tool = \"submit\" }]",
+    );
+    let (nothing, nothing_dir) = run(root.path(), &scenarios, "swe-nothing", &[]);
+    assert_eq!(fs::read(nothing_dir.join("final.diff")).expect("diff"), b"");
+    assert_eq!(nothing["result"]["success"], false, "{nothing:#}");
+    assert_eq!(nothing["result"]["tests_passed"], 1, "{nothing:#}");
+    assert_eq!(
+        nothing["result"]["failing_tests"],
+        serde_json::json!([F2P]),
+        "{nothing:#}"
+    );
+
+    // Replaces the test file by one whose tests all pass on the buggy code.
+    let cheat = "[{ tool = \"write_file\", path = \"tests/test_calc.py\", content = \"def test_add():\\n    pass\\n\\n\\ndef test_neg():\\n    pass\\n\" }, { tool = \"submit\" }]";
+    variant(root.path(), &scenarios, "swe-cheat", cheat);
+    let (cheated, _) = run(root.path(), &scenarios, "swe-cheat", &[]);
+    assert_eq!(cheated["result"]["success"], false, "{cheated:#}");
+    assert_eq!(cheated["result"]["tests_passed"], 1, "{cheated:#}");
+    assert_eq!(
+        cheated["protected_restored"],
+        serde_json::json!(["tests/test_calc.py (modified)"]),
+        "{cheated:#}"
+    );
+    let integrity = &cheated["result"]["integrity"];
+    assert_eq!(
+        integrity["test_files_edited"],
+        serde_json::json!(["tests/test_calc.py (modified)"]),
+        "{cheated:#}"
+    );
+    assert_eq!(integrity["gold_similarity"], 0.0, "{cheated:#}");
+}
+
+#[test]
+fn validation_marks_a_contradicting_task_broken_and_runs_leave_it_out() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let project = Project::create(root.path());
+    // o__calc-3 claims that test_neg, which passes at the base, is FAIL_TO_PASS.
+    let mut wrong: serde_json::Value =
+        serde_json::from_str(&project.instance("o__calc-3", &project.base)).expect("json");
+    wrong["FAIL_TO_PASS"] = serde_json::json!([P2P]);
+    wrong["PASS_TO_PASS"] = serde_json::json!([]);
+    let instances = root.path().join("instances.json");
+    fs::write(
+        &instances,
+        format!(
+            "[{}, {wrong}]",
+            project.instance("o__calc-1", &project.base)
+        ),
+    )
+    .expect("write");
+    let scenarios = root.path().join("scenarios");
+    let dir = scenarios.to_str().expect("utf-8");
+    let import = runner(
+        root.path(),
+        &[
+            "tasks",
+            "import",
+            "swe-bench",
+            "--instances",
+            instances.to_str().expect("utf-8"),
+            "--repos",
+            project.repos.to_str().expect("utf-8"),
+            "--scenarios-dir",
+            dir,
+            "--scenario",
+            "swe-check",
+        ],
+    );
+    assert_eq!(import.status.code(), Some(0), "{}", text_of(&import));
+
+    let validate = runner(
+        root.path(),
+        &[
+            "tasks",
+            "validate",
+            "swe-check",
+            "--scenarios-dir",
+            dir,
+            "--repeat",
+            "2",
+        ],
+    );
+    let report = text(&validate.stdout);
+    assert_eq!(validate.status.code(), Some(1), "{}", text_of(&validate));
+    assert!(
+        report.contains("valid o__calc-1: 2 tests, 2 repeats\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!(
+            "broken o__calc-3: 1 tests, 2 repeats; FAIL_TO_PASS {P2P} passes without the fix"
+        )),
+        "{report}"
+    );
+    assert!(
+        report.contains("2 tasks, 1 broken, 0 with flaky tests"),
+        "{report}"
+    );
+    let recorded = fs::read_to_string(scenarios.join("tasks/o__calc-1/validation.toml"))
+        .expect("validation.toml");
+    assert!(recorded.contains("broken = false"), "{recorded}");
+    assert!(
+        recorded.contains(&format!(
+            "test_id = \"{F2P}\"\ntest_set = \"fail_to_pass\"\npassed_before = 0\npassed_after = 2"
+        )),
+        "{recorded}"
+    );
+
+    // The run leaves the broken task out, says so, and knows each test's state before.
+    let (gold, gold_dir) = run(root.path(), &scenarios, "swe-check", &[]);
+    assert_eq!(gold["task_id"], "o__calc-1");
+    let before: Vec<(String, Option<bool>)> = runs::journal_events(&gold_dir)
+        .into_iter()
+        .filter_map(|e| match e.payload {
+            schemas::Payload::TestOutcome(t) => Some((t.test_id, t.before)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        before,
+        [(F2P.to_owned(), Some(false)), (P2P.to_owned(), Some(true))]
+    );
+}

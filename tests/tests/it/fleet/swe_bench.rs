@@ -1,0 +1,151 @@
+//! A SWE-bench-format task end to end: imported from a local repository, run by `exec`
+//! agents (one applies the fix, one edits the test file `test_patch` touches, one does
+//! nothing), judged by SWE-bench's rules, and stored: each test's outcome in
+//! `test_outcomes`, the verdict and the final diff's hash in `run_stops`, and the shipped
+//! `test_outcomes` query finding the test that flips.
+
+use std::ffi::OsString;
+
+use agent_runner::exec::{self, ExecConfig};
+use agent_runner::tasks::{import_swe_bench, SweBenchImport};
+use analysis::Query;
+use benchstream_tests::swe_bench::{Project, F2P, FIXED, P2P};
+use schemas::SubjectPrefix;
+use tokio_util::sync::CancellationToken;
+
+use super::query;
+use crate::common::{publish_setup, start_pipeline};
+
+const POLICY: &str = "exec:swe-test-agent";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse() {
+    let (nats, sink) = start_pipeline().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let project = Project::create(dir.path());
+    let instances = dir.path().join("instances.jsonl");
+    std::fs::write(&instances, project.instance("o__calc-1", &project.base)).expect("write");
+    let scenarios = dir.path().join("scenarios");
+    let report = import_swe_bench(&SweBenchImport {
+        instances,
+        repos: project.repos.clone(),
+        scenarios_dir: scenarios.clone(),
+        scenario: "swe-local".into(),
+        install: None,
+        test_cmd: "python -m pytest -rA".into(),
+        python: "/usr/bin/python3".into(),
+        judge_timeout_ms: 120_000,
+    })
+    .expect("import");
+    assert_eq!(report.lines.len(), 1, "{report}");
+
+    // Each agent is a shell command in its scratch copy; exiting 0 submits.
+    let fix = format!("printf '%s' '{FIXED}' > calc.py");
+    let cheat = "printf 'def test_add():\\n    pass\\n\\n\\ndef test_neg():\\n    pass\\n' \
+                 > tests/test_calc.py";
+    let mut runs = Vec::new();
+    for command in [fix.as_str(), cheat, "true"] {
+        let summary = exec::run(
+            ExecConfig {
+                command: ["sh", "-c", command].map(OsString::from).to_vec(),
+                scenario: scenarios.join("swe-local.toml"),
+                task: "o__calc-1".to_owned(),
+                allow_unpinned: false,
+                seed: None,
+                policy_id: Some(POLICY.to_owned()),
+                host: "swe-host".to_owned(),
+                sandbox: Default::default(),
+                read_only: Vec::new(),
+                out_dir: Some(dir.path().join("runs")),
+                publish: Some(publish_setup(
+                    &nats.url(),
+                    &SubjectPrefix::default(),
+                    dir.path(),
+                )),
+            },
+            CancellationToken::new(),
+        )
+        .await
+        .expect("exec run")
+        .summary;
+        sink.wait_for_run(&summary).await;
+        runs.push(summary);
+    }
+    let [fixed, cheated, idle] = &runs[..] else {
+        panic!("three runs")
+    };
+    assert_eq!(fixed.result.success, Some(true));
+    assert_eq!(cheated.result.success, Some(false));
+    assert_eq!(idle.result.success, Some(false));
+
+    // Per run: its tests as the judge decided them, and the verdict beside them.
+    for (run, expected) in [
+        (fixed, "1\t1\t2\t1"),
+        (cheated, "0\t1\t1\t0.5"),
+        (idle, "0\t1\t1\t0.5"),
+    ] {
+        let answer = query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT anyIf(after, test_id = '{F2P}'), anyIf(after, test_id = '{P2P}'), \
+                 (SELECT tests_passed FROM benchstream.run_stops FINAL WHERE run_id = '{id}'), \
+                 (SELECT final_score FROM benchstream.run_stops FINAL WHERE run_id = '{id}') \
+                 FROM benchstream.test_outcomes FINAL WHERE run_id = '{id}' FORMAT TSV",
+                id = run.run_id
+            ),
+        );
+        assert_eq!(answer, expected, "run {}", run.run_id);
+        let stored = query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT assumeNotNull(diff_sha256) FROM benchstream.run_stops FINAL \
+                 WHERE run_id = '{}' FORMAT TSV",
+                run.run_id
+            ),
+        );
+        let diff = std::fs::read(
+            run.artifacts
+                .as_ref()
+                .expect("artifacts")
+                .join("final.diff"),
+        )
+        .expect("final.diff");
+        assert_eq!(stored, schemas::sha256_hex(&diff).as_str());
+    }
+    // What the test-editing run failed on, and its edit in the diff it submitted.
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT reason, isNull(before), isNotNull(duration_ms) \
+                 FROM benchstream.test_outcomes FINAL WHERE run_id = '{}' AND after = 0 \
+                 FORMAT TSV",
+                cheated.run_id
+            )
+        ),
+        "failed\t1\t1"
+    );
+
+    // The shipped query: test_add passed in one of three runs of one config (it flips);
+    // test_neg in all three.
+    let client = clickhouse::Client::default()
+        .with_url(sink.clickhouse.http_url())
+        .with_database("benchstream");
+    let table = Query::find("test_outcomes")
+        .expect("shipped")
+        .run(&client, &Default::default())
+        .await
+        .expect("query runs");
+    let row = |test: &str| {
+        (0..table.rows.len())
+            .find(|&r| table.get(r, "test_id") == Some(test))
+            .map(|r| {
+                ["runs", "passed", "never_passed", "flipping_configs"]
+                    .map(|c| table.get(r, c).unwrap_or_default().to_owned())
+            })
+            .expect("a row per test")
+    };
+    assert_eq!(row(F2P), ["3", "1", "0", "1"]);
+    assert_eq!(row(P2P), ["3", "3", "0", "0"]);
+    sink.stop().await;
+}
