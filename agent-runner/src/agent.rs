@@ -253,9 +253,11 @@ pub async fn execute(
         patience: Patience::default(),
         first_tool_failure: None,
     };
-    let workspace = Sandbox::create(&task.fixture_dir(), &task.fixture)
-        .map_err(|e| e.to_string())
-        .and_then(|ws| confinement.map(|c| (ws, c)).map_err(|e| e.to_string()));
+    let workspace = confinement.map_err(|e| e.to_string()).and_then(|c| {
+        Sandbox::create(&task.fixture_dir(), &task.fixture, c.workspace_bound())
+            .map(|ws| (ws, c))
+            .map_err(|e| e.to_string())
+    });
     let (end, toolbox) = match workspace {
         Ok((sandbox, confinement)) => {
             let toolbox = Toolbox::new(

@@ -73,6 +73,7 @@ use tokio::process::Command;
 
 use super::network::{self, NetworkTools, PastaNetwork};
 use super::seccomp;
+use super::workspace_fs::{self, WorkspaceBound};
 
 /// Host directories bound read-only when they are directories, recreated as the same
 /// symlinks when they are links (merged-`/usr` systems).
@@ -540,6 +541,9 @@ pub struct Confinement {
     network: bool,
     /// rlimits and `pids.max`.
     limits: ResourceLimits,
+    /// The size and inodes of the run's workspace file system (`disk_mb`), where the host
+    /// lets the runner mount one ([`workspace_fs::probe`]).
+    workspace: WorkspaceBound,
     /// Why a sandbox of this run could not be set up, the first time it could not.
     setup_failure: Arc<OnceLock<String>>,
 }
@@ -628,6 +632,7 @@ impl Confinement {
             bwrap: None,
             network: limits.network_enabled,
             limits: ResourceLimits::from_config(limits),
+            workspace: WorkspaceBound::from_limits(limits),
             setup_failure: Arc::default(),
         }
     }
@@ -643,6 +648,13 @@ impl Confinement {
     pub fn record_setup_failure(&self, why: String) {
         tracing::error!(reason = %crate::terminal::Escaped(&why), "the agent sandbox could not be set up; the run is not a result");
         let _ = self.setup_failure.set(why);
+    }
+
+    /// The bound of the run's workspace file system, where the runner can mount one
+    /// (a root runner, sandboxed or not); `None` = the scratch copy is a plain directory,
+    /// bounded per file only.
+    pub fn workspace_bound(&self) -> Option<WorkspaceBound> {
+        workspace_fs::probe().is_ok().then_some(self.workspace)
     }
 
     /// Whether processes run inside bwrap.
@@ -682,6 +694,10 @@ impl Confinement {
         let sandboxed = self.bwrap.is_some();
         if sandboxed {
             add("tmp_bytes", self.limits.tmp_bytes, "tmpfs");
+        }
+        if let Some(bound) = self.workspace_bound() {
+            add("workspace_bytes", bound.bytes, "tmpfs");
+            add("workspace_inodes", bound.inodes, "tmpfs");
         }
         add("tool_timeout_ms", tool_timeout_ms, "runner");
         add("execution_timeout_ms", execution_timeout_ms, "runner");
