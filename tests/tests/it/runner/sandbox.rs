@@ -613,3 +613,46 @@ sys.exit(61)
         "the agent ran out of time before any limit held: the test proves nothing"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cannot_write_past_its_disk_nor_make_files_without_end() {
+    // disk_mb = 16: twice that in files of 8 MB (each under the per-file limit) in the
+    // workspace and in /tmp, and 50,000 files in the workspace.
+    let dir = tempfile::tempdir().expect("dir");
+    let script = repo_path("tests/fixtures/runner/hostile-disk.sh");
+    let command = vec![
+        OsString::from("bash"),
+        script.into_os_string(),
+        OsString::from("16"),
+    ];
+    let report = exec::run(
+        exec_config(command, fixture_scenario("hostile-disk"), dir.path(), Vec::new()),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    assert_eq!(
+        report.agent_exit,
+        Some(0),
+        "an attack succeeded: the exit status is its number in hostile-disk.sh"
+    );
+    // The agent's failed writes are its own business: the run is judged as any other.
+    assert_eq!(report.summary.result.exit_status, ExitStatus::Submitted);
+    assert!(report.summary.result.success.is_some());
+
+    // The record says what bounded the disk (a root runner mounts the workspace's tmpfs).
+    let events = journal_events(&report.summary);
+    let enforced = &run_start_sandbox(&events).enforced;
+    for (limit, value) in [
+        ("workspace_bytes", 16 << 20),
+        ("workspace_inodes", 4096),
+        ("tmp_bytes", 16 << 20),
+    ] {
+        assert!(
+            enforced
+                .iter()
+                .any(|l| l.limit == limit && l.value == value && l.by == "tmpfs"),
+            "{limit} = {value} by tmpfs is not recorded (a runner that is not root?): {enforced:?}"
+        );
+    }
+}
