@@ -151,6 +151,22 @@ exec "$@" 8<"$a" 9<"$b""#;
 /// `/proc` would let them set `kernel.core_pattern` (a program the host runs as root).
 const PROC_AND_DEV: [&str; 6] = ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"];
 
+/// Files of `/proc` hidden from the sandbox (a device node bound over them, which its
+/// `nodev` mount makes unreadable): the keyrings of the host. Not namespaced, they list
+/// every key whose owner is the reader's uid on the host, so under a root runner the
+/// names of root's keys and those of other runs. Their payloads are out of reach anyway
+/// (`keyctl` is denied by [`super::seccomp`]), but names can be secrets too.
+const PROC_MASKED: [&str; 2] = ["/proc/keys", "/proc/key-users"];
+
+/// [`PROC_AND_DEV`], then [`PROC_MASKED`] (those this kernel has).
+fn proc_and_dev() -> Vec<OsString> {
+    let mut args: Vec<OsString> = PROC_AND_DEV.map(OsString::from).to_vec();
+    for file in PROC_MASKED.iter().filter(|f| Path::new(f).exists()) {
+        args.extend(["--ro-bind".into(), "/dev/null".into(), (*file).into()]);
+    }
+    args
+}
+
 /// Host directories that can never be bound read-only into a sandbox: bwrap replaces
 /// `/proc` and `/dev`, and `/sys` shows the host's devices and cgroups.
 const UNMOUNTABLE_ROOTS: &[&str] = &["/proc", "/dev", "/sys"];
@@ -223,7 +239,7 @@ fn probe_bwrap() -> Result<String, String> {
         .args(confinement_args())
         .args(system_binds())
         .arg("--unshare-net")
-        .args(PROC_AND_DEV)
+        .args(proc_and_dev())
         .arg("true");
     let out = probe
         .output()
@@ -893,7 +909,7 @@ impl Confinement {
                 dir.clone().into_os_string(),
             ]);
         }
-        args.extend(PROC_AND_DEV.map(OsString::from));
+        args.extend(proc_and_dev());
         let workdir = spec.workdir.as_os_str().to_owned();
         args.extend([
             "--bind".into(),
@@ -1130,6 +1146,7 @@ mod tests {
         assert!(has(&["--cap-drop", "ALL"]));
         assert!(has(&["--add-seccomp-fd", "8"]) && has(&["--add-seccomp-fd", "9"]));
         assert!(has(&["--proc", "/proc", "--remount-ro", "/proc"]));
+        assert!(has(&["--ro-bind", "/dev/null", "/proc/keys"]));
         // /tmp is sized by disk_mb and mounted before every bind, which go on top of it.
         let sized = args
             .windows(4)

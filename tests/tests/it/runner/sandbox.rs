@@ -333,12 +333,72 @@ fn own_uid() -> u32 {
     fs::metadata("/proc/self").expect("/proc/self").uid()
 }
 
+/// A `user` key in the user keyring of this process's uid (the runner's, shared by every
+/// process of that uid: under a root runner, by every run), listed in the host's
+/// `/proc/keys` to every process of that uid; invalidated on drop.
+struct UserKey {
+    description: String,
+    id: i64,
+}
+
+impl UserKey {
+    /// Adds the key with `add_key(2)` from a child Python: the user keyring outlives it
+    /// (a session keyring it made for itself would not).
+    fn add() -> UserKey {
+        let description = format!("bench-canary-key-{}", uuid::Uuid::new_v4().simple());
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import ctypes, sys\n\
+                 libc = ctypes.CDLL(None, use_errno=True)\n\
+                 libc.syscall.restype = ctypes.c_long\n\
+                 n = {'x86_64': 248, 'aarch64': 217}[__import__('platform').machine()]\n\
+                 key = libc.syscall(n, b'user', sys.argv[1].encode(), b'runner secret', 13, -4)\n\
+                 print(key)\n\
+                 sys.exit(key < 0)",
+                &description,
+            ])
+            .output()
+            .expect("python3");
+        assert!(out.status.success(), "add_key: {out:?}");
+        let id = String::from_utf8_lossy(&out.stdout).trim().parse().expect("key id");
+        let key = UserKey { description, id };
+        // The attack is real: the key is listed on the host.
+        let keys = fs::read_to_string("/proc/keys").expect("/proc/keys");
+        assert!(keys.contains(&key.description), "{keys}");
+        key
+    }
+}
+
+impl Drop for UserKey {
+    fn drop(&mut self) {
+        // KEYCTL_INVALIDATE (21): gone from every keyring at once.
+        let _ = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import ctypes, sys\n\
+                 libc = ctypes.CDLL(None)\n\
+                 n = {'x86_64': 250, 'aarch64': 219}[__import__('platform').machine()]\n\
+                 libc.syscall(n, 21, int(sys.argv[1]))",
+                &self.id.to_string(),
+            ])
+            .status();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_runner_gives_its_agent_no_privilege() {
     // CI runs as root: this is the case where bwrap alone would leave every capability.
     let canary = Canary::new("privileges.txt");
     let core_pattern = fs::read_to_string("/proc/sys/kernel/core_pattern").expect("read");
     let dir = tempfile::tempdir().expect("dir");
+    let key = UserKey::add();
+    // Another run's scratch copy, where runs keep theirs.
+    let other_run = tempfile::Builder::new()
+        .prefix("bench-run-")
+        .tempdir()
+        .expect("other scratch");
+    fs::write(other_run.path().join("secret.txt"), "secret\n").expect("write");
     let script = repo_path("tests/fixtures/runner/hostile-privileges.sh");
     let command = vec![
         OsString::from("bash"),
@@ -346,6 +406,10 @@ async fn a_root_runner_gives_its_agent_no_privilege() {
         OsString::from(CANARY_DIR),
         OsString::from("privileges.txt"),
         OsString::from("64"),
+        OsString::from(&key.description),
+        OsString::from(key.id.to_string()),
+        OsString::from(std::process::id().to_string()),
+        other_run.path().as_os_str().to_owned(),
     ];
     let (report, _) = hostile_exec_command(command, dir.path()).await;
     assert_eq!(
