@@ -69,6 +69,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(8, "0008_unknown_call_tokens"),
     migration!(9, "0009_unknown_step_tokens"),
     migration!(10, "0010_run_start_sweep"),
+    migration!(11, "0011_run_start_sandbox_kind"),
 ];
 
 impl Migration {
