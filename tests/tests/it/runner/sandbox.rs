@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use agent_runner::exec::{self, ExecConfig, ExecReport};
 use agent_runner::tools::bwrap;
 use benchstream_tests::{processes_with, ClickHouseServer, NatsServer};
-use schemas::{BenchmarkEvent, ExitKind, ExitStatus, Payload, SandboxNetwork, StepType, ToolCall};
+use schemas::{
+    BenchmarkEvent, ExitKind, ExitStatus, Payload, PidsLimit, SandboxNetwork, StepType, ToolCall,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{fixture_scenario, journal_events, repo_path, run_offline};
@@ -430,7 +432,10 @@ async fn a_root_runner_gives_its_agent_no_privilege() {
     let sandbox = run_start_sandbox(&events);
     assert_eq!(sandbox.kind, "bwrap");
     assert_eq!(sandbox.uid_inside, Some(bwrap::SANDBOX_UID));
+    // A root runner's agent is uid 0 on the host (without any capability there): said so.
     assert_eq!(sandbox.uid_outside, Some(own_uid()));
+    // A plain root shell on this (cgroup v1) host: a pids cgroup per command.
+    assert_eq!(sandbox.pids_limit, Some(PidsLimit::Cgroup), "{sandbox:?}");
     assert_eq!(sandbox.user_namespace, Some(true));
     assert_eq!(sandbox.capabilities_dropped, Some(true));
     assert_eq!(sandbox.seccomp, Some(true));
