@@ -546,46 +546,51 @@ async fn a_read_only_path_the_sandbox_cannot_show_is_refused_before_the_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn what_the_agent_writes_to_its_tmp_counts_against_its_memory() {
-    // memory_mb = 128, disk_mb = 512: /tmp may hold 512 MB, but its pages are memory.
-    let dir = tempfile::tempdir().expect("dir");
-    let script = "head -c 300M /dev/zero > /tmp/big 2>/dev/null; \
-                  size=$(stat -c %s /tmp/big); \
-                  [ \"$size\" -ge $((300 * 1024 * 1024)) ] && exit 60; \
-                  exit 0";
-    let report = exec::run(
-        exec_config(
-            ["bash", "-c", script].map(OsString::from).to_vec(),
-            fixture_scenario("hostile-tmpfs"),
-            dir.path(),
-            Vec::new(),
-        ),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
-    let events = journal_events(&report.summary);
-    let enforced = &run_start_sandbox(&events).enforced;
-    assert!(
-        enforced
-            .iter()
-            .any(|l| l.limit == "memory_bytes" && l.value == 128 << 20 && l.by == "cgroup"),
-        "no memory cgroup on this host: {enforced:?}"
-    );
-    assert!(
-        enforced
-            .iter()
-            .any(|l| l.limit == "tmp_bytes" && l.value == 512 << 20 && l.by == "tmpfs"),
-        "{enforced:?}"
-    );
-    // The memory cgroup stops the writer short (0), or kills the shell too (none; or,
-    // with /tmp still full, a later fork of it: 1, 2, 137). 60 alone is the attack.
-    assert_ne!(
-        report.agent_exit,
-        Some(60),
-        "300 MB reached /tmp under a 128 MB memory limit"
-    );
-    assert_ne!(report.summary.result.exit_status, ExitStatus::ExitTimeout);
+async fn what_the_agent_writes_to_its_tmp_and_workspace_counts_against_its_memory() {
+    // memory_mb = 128, disk_mb = 512: /tmp and the workspace may hold 512 MB each, but
+    // both are tmpfs (the workspace's under a root runner), whose pages are memory.
+    for target in ["/tmp/big", "big"] {
+        let dir = tempfile::tempdir().expect("dir");
+        let script = format!(
+            "head -c 300M /dev/zero > {target} 2>/dev/null; \
+             size=$(stat -c %s {target}); \
+             [ \"$size\" -ge $((300 * 1024 * 1024)) ] && exit 60; \
+             exit 0"
+        );
+        let report = exec::run(
+            exec_config(
+                ["bash", "-c", &script].map(OsString::from).to_vec(),
+                fixture_scenario("hostile-tmpfs"),
+                dir.path(),
+                Vec::new(),
+            ),
+            CancellationToken::new(),
+        )
+        .await
+        .expect("exec run");
+        let events = journal_events(&report.summary);
+        let enforced = &run_start_sandbox(&events).enforced;
+        for (limit, value, by) in [
+            ("memory_bytes", 128 << 20, "cgroup"),
+            ("tmp_bytes", 512 << 20, "tmpfs"),
+            ("workspace_bytes", 512 << 20, "tmpfs"),
+        ] {
+            assert!(
+                enforced
+                    .iter()
+                    .any(|l| l.limit == limit && l.value == value && l.by == by),
+                "{limit} = {value} by {by} does not hold on this host: {enforced:?}"
+            );
+        }
+        // The memory cgroup stops the writer short (0), or kills the shell too (none; or,
+        // with the tmpfs still full, a later fork of it: 1, 2, 137). 60 alone is the attack.
+        assert_ne!(
+            report.agent_exit,
+            Some(60),
+            "300 MB reached {target} under a 128 MB memory limit"
+        );
+        assert_ne!(report.summary.result.exit_status, ExitStatus::ExitTimeout);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
