@@ -363,7 +363,10 @@ impl UserKey {
             .output()
             .expect("python3");
         assert!(out.status.success(), "add_key: {out:?}");
-        let id = String::from_utf8_lossy(&out.stdout).trim().parse().expect("key id");
+        let id = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("key id");
         let key = UserKey { description, id };
         // The attack is real: the key is listed on the host.
         let keys = fs::read_to_string("/proc/keys").expect("/proc/keys");
@@ -700,7 +703,12 @@ async fn an_agent_cannot_write_past_its_disk_nor_make_files_without_end() {
         OsString::from("16"),
     ];
     let report = exec::run(
-        exec_config(command, fixture_scenario("hostile-disk"), dir.path(), Vec::new()),
+        exec_config(
+            command,
+            fixture_scenario("hostile-disk"),
+            dir.path(),
+            Vec::new(),
+        ),
         CancellationToken::new(),
     )
     .await
