@@ -22,8 +22,10 @@
 //! - toolchains that live outside the system directories, read-only: the Rust sysroot the
 //!   runner's `rustc` reports, and every directory in `BENCH_SANDBOX_TOOLCHAINS`
 //!   (colon-separated); their `bin/` goes first on `PATH`;
-//! - the run's scratch copy, read-write, at its host path: the only writable host path;
-//! - a fresh `/proc`, read-only as a whole, and a minimal `/dev`;
+//! - the run's scratch copy, read-write, at its host path: the only writable host path
+//!   (a tmpfs of `disk_mb` with an inode cap under a root runner: [`super::workspace_fs`]);
+//! - a fresh `/proc`, read-only as a whole, without the host's key lists, and a minimal
+//!   `/dev`;
 //! - no network (an empty network namespace), or with `sandbox_limits.network_enabled` a
 //!   namespace of its own behind pasta ([`super::network`]) that cannot reach the host's
 //!   loopback;
@@ -33,8 +35,7 @@
 //!
 //! Limits, enforced rather than recorded: the launcher shell sets rlimits before `bwrap`
 //! starts (address space = `memory_mb`, CPU seconds, file size = `disk_mb`, open files,
-//! processes),
-//! and where the host lets the runner create cgroups (the v1 `pids` and `memory`
+//! processes), and where the host lets the runner create cgroups (the v1 `pids` and `memory`
 //! hierarchies, or v2 with the controllers delegated: systemd `Delegate=yes`, the runner
 //! then moving itself into a leaf of its cgroup, `enable_delegated`) each command gets its
 //! own `pids.max`, which holds a fork bomb even for root, whom `RLIMIT_NPROC` does not
