@@ -257,9 +257,9 @@ pub async fn execute(
         patience: Patience::default(),
         first_tool_failure: None,
     };
-    let workspace = task.workspace().map_err(|e| e.to_string()).and_then(|ws| {
-        confinement
-            .map(|c| (ws, c.with_environment(task.environment_dir())))
+    let workspace = confinement.map_err(|e| e.to_string()).and_then(|c| {
+        task.workspace(c.workspace_bound())
+            .map(|ws| (ws, c.with_environment(task.environment_dir())))
             .map_err(|e| e.to_string())
     });
     let (end, toolbox) = match workspace {

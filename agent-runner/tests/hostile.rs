@@ -19,7 +19,7 @@ use benchstream_tests::processes_with;
 use benchstream_tests::runs::{journal_events, only_run_dir, summary};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{chown, geteuid, Gid, Pid, Uid};
-use schemas::{ExitStatus, Payload};
+use schemas::{ExitStatus, Payload, PidsLimit};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
 
@@ -127,6 +127,31 @@ fn assert_no_result(out: &Output, dir: &Path) {
         matches!(&e.payload, Payload::Failure(f) if f.final_error_state.error_category == "environment")
     });
     assert!(environment, "no failure says the environment failed");
+
+    // The record says what held for this runner: its own uid outside, and, with no cgroup
+    // the user may create (the host's hierarchies are root's), the process limit by
+    // RLIMIT_NPROC, the fallback; no workspace file system (mounting one needs root).
+    let sandbox = match &events[0].payload {
+        Payload::RunStart(start) => start.sandbox.as_ref().expect("run_start.sandbox"),
+        other => panic!("the first event is not run_start: {other:?}"),
+    };
+    assert_eq!(sandbox.uid_outside, Some(RUNNER_UID));
+    assert_eq!(sandbox.uid_inside, Some(65534));
+    assert_eq!(
+        sandbox.pids_limit,
+        Some(PidsLimit::Rlimit),
+        "this host delegates a pids cgroup to an unprivileged user: {sandbox:?}"
+    );
+    let by = |limit: &str| -> Vec<&str> {
+        sandbox
+            .enforced
+            .iter()
+            .filter(|l| l.limit == limit)
+            .map(|l| l.by.as_str())
+            .collect()
+    };
+    assert_eq!(by("processes"), ["rlimit"], "{:?}", sandbox.enforced);
+    assert!(by("workspace_bytes").is_empty(), "{:?}", sandbox.enforced);
 }
 
 /// A directory [`RUNNER_UID`] owns.

@@ -412,6 +412,7 @@ typed_row! {
         sweep_name: Option<&'a str>,
         sweep_key: Option<&'a str>,
         sweep_trial: Option<u64>,
+        sandbox_kind: Option<&'a str>,
     }
 }
 
@@ -721,6 +722,7 @@ fn run_start<'a>(received: &Received<'a>, p: &'a RunStart) -> RunStartRow<'a> {
         sweep_name: p.sweep.as_ref().map(|s| s.name.as_str()),
         sweep_key: p.sweep.as_ref().map(|s| s.key.as_str()),
         sweep_trial: p.sweep.as_ref().and_then(|s| s.trial),
+        sandbox_kind: p.sandbox.as_ref().map(|s| s.kind.as_str()),
     })
 }
 
@@ -745,6 +747,7 @@ fn smith_run_start<'a>(received: &Received<'a>, c: &'a SmithRunConfig) -> RunSta
         sweep_name: None,
         sweep_key: None,
         sweep_trial: None,
+        sandbox_kind: None,
     })
 }
 

@@ -197,7 +197,9 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     if confinement.is_sandboxed() {
         read_only = bwrap::mountable_read_only(&read_only).map_err(ExecError::from)?;
     }
-    let sandbox = task.workspace().map_err(ExecError::from)?;
+    let sandbox = task
+        .workspace(confinement.workspace_bound())
+        .map_err(ExecError::from)?;
     // What the agent may know of its task: the problem statement. The task directory holds
     // the answer key (`[[solution]]`) and the judge's files, so it is never mounted.
     let brief = task_brief(&task.task.problem).map_err(ExecError::Brief)?;

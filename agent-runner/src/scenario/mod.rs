@@ -27,7 +27,7 @@ use schemas::{sha256_hex, Hash256};
 
 use crate::fixture_tree::{Tree, TreeError};
 use crate::protect::Protected;
-use crate::tools::{Sandbox, SandboxError};
+use crate::tools::{Sandbox, SandboxError, WorkspaceBound};
 
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
@@ -314,9 +314,11 @@ impl LoadedTask {
     }
 
     /// A fresh scratch copy of the fixture for a run; for a SWE-bench-format task a git
-    /// repository whose one commit is the fixture.
-    pub fn workspace(&self) -> Result<Sandbox, SandboxError> {
-        let sandbox = Sandbox::create(&self.fixture_dir(), &self.fixture)?;
+    /// repository whose one commit is the fixture. `bound`: the size and inodes of its
+    /// own file system, for an agent's copy under a root runner (`None`: a host directory,
+    /// as for the judge's copies).
+    pub fn workspace(&self, bound: Option<WorkspaceBound>) -> Result<Sandbox, SandboxError> {
+        let sandbox = Sandbox::create(&self.fixture_dir(), &self.fixture, bound)?;
         match &self.task.swe_bench {
             Some(swe) => sandbox.commit_base(&base_message(swe)),
             None => Ok(sandbox),

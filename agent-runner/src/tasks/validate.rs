@@ -170,9 +170,9 @@ async fn repeat(
         })
         .collect();
     for _ in 0..repeats {
-        let base = task.workspace().map_err(|e| e.to_string())?;
+        let base = task.workspace(None).map_err(|e| e.to_string())?;
         let before = judge::judge_submission(task, base.root(), confinement).await;
-        let gold = task.workspace().map_err(|e| e.to_string())?;
+        let gold = task.workspace(None).map_err(|e| e.to_string())?;
         base_repo::apply(gold.root(), &swe.patch)
             .map_err(|e| format!("the gold patch does not apply: {e}"))?;
         let after = judge::judge_submission(task, gold.root(), confinement).await;

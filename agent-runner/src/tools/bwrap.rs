@@ -24,8 +24,10 @@
 //!   (colon-separated); their `bin/` goes first on `PATH`;
 //! - a task's environment, when it has one (a SWE-bench-format task's virtualenv,
 //!   [`Confinement::with_environment`]), read-only, its `bin/` first of all on `PATH`;
-//! - the run's scratch copy, read-write, at its host path: the only writable host path;
-//! - a fresh `/proc`, read-only as a whole, and a minimal `/dev`;
+//! - the run's scratch copy, read-write, at its host path: the only writable host path
+//!   (a tmpfs of `disk_mb` with an inode cap under a root runner: [`super::workspace_fs`]);
+//! - a fresh `/proc`, read-only as a whole, without the host's key lists, and a minimal
+//!   `/dev`;
 //! - no network (an empty network namespace), or with `sandbox_limits.network_enabled` a
 //!   namespace of its own behind pasta ([`super::network`]) that cannot reach the host's
 //!   loopback;
@@ -33,9 +35,9 @@
 //!   variables the caller documents for its process. Nothing else of the runner's
 //!   environment (API keys, NATS and ClickHouse settings) reaches it.
 //!
-//! Limits, enforced rather than recorded: `prlimit` sets rlimits before `bwrap` starts
-//! (address space = `memory_mb`, CPU seconds, file size = `disk_mb`, open files, processes),
-//! and where the host lets the runner create cgroups (the v1 `pids` and `memory`
+//! Limits, enforced rather than recorded: the launcher shell sets rlimits before `bwrap`
+//! starts (address space = `memory_mb`, CPU seconds, file size = `disk_mb`, open files,
+//! processes), and where the host lets the runner create cgroups (the v1 `pids` and `memory`
 //! hierarchies, or v2 with the controllers delegated: systemd `Delegate=yes`, the runner
 //! then moving itself into a leaf of its cgroup, `enable_delegated`) each command gets its
 //! own `pids.max`, which holds a fork bomb even for root, whom `RLIMIT_NPROC` does not
@@ -75,6 +77,7 @@ use tokio::process::Command;
 
 use super::network::{self, NetworkTools, PastaNetwork};
 use super::seccomp;
+use super::workspace_fs::{self, WorkspaceBound};
 
 /// Host directories bound read-only when they are directories, recreated as the same
 /// symlinks when they are links (merged-`/usr` systems).
@@ -133,16 +136,25 @@ const SECCOMP_FDS: [&str; 2] = ["8", "9"];
 const STATUS_FD: &str = "7";
 
 /// The first process of every confined command, `/bin/sh -c LAUNCHER PIDS MEMORY FILTER1
-/// FILTER2 STATUS PROGRAM...`: joins the command's `pids` and `memory` cgroups (the
+/// FILTER2 STATUS LIMITS PROGRAM...`: joins the command's `pids` and `memory` cgroups (the
 /// `cgroup.procs` files given, when not empty) before anything else runs, so no fork
 /// escapes them and no page goes uncharged ("0" = the writer); when STATUS is not empty
 /// (it is [`STATUS_FD`]), moves its stdin, the write end of bwrap's status pipe, to that
-/// descriptor and reads `/dev/null` instead; opens the seccomp filters on [`SECCOMP_FDS`]
-/// (when given) and becomes the rest of the command line. The descriptors are fixed in the
-/// script, not taken from the arguments, because a shell redirects only literal numbers.
+/// descriptor and reads `/dev/null` instead; sets the rlimits of LIMITS (when not empty:
+/// [`ResourceLimits::launcher_arg`]) with the shell's own `ulimit`, soft and hard, so they
+/// hold for the whole tree; opens the seccomp filters on [`SECCOMP_FDS`] (when given) and
+/// becomes the rest of the command line. The descriptors are fixed in the script, not
+/// taken from the arguments, because a shell redirects only literal numbers.
+///
+/// `ulimit` is the shell's builtin rather than util-linux `prlimit` in front of bwrap: one
+/// program less to start per command (about 7 ms of a tool call on a loaded 2-core host).
+/// Its units are POSIX's (`-v` KiB, `-f` 512-byte blocks, also in bash's POSIX mode as
+/// `sh`); the process count is `-u` in bash and `-p` in dash, hence the fallback.
 const LAUNCHER: &str = r#"for cg in "$0" "$1"; do [ -z "$cg" ] || echo 0 > "$cg" || exit 126; done
 if [ -n "$4" ]; then exec 7>&0 </dev/null || exit 126; fi
-a=$2 b=$3; shift 4
+limits() { ulimit -v "$1" && ulimit -t "$2" && ulimit -f "$3" && ulimit -n "$4" && { ulimit -u "$5" 2>/dev/null || ulimit -p "$5"; }; }
+if [ -n "$5" ]; then set -f; limits $5 || exit 126; fi
+a=$2 b=$3; shift 5
 [ -z "$a" ] && exec "$@"
 exec "$@" 8<"$a" 9<"$b""#;
 
@@ -151,6 +163,22 @@ exec "$@" 8<"$a" 9<"$b""#;
 /// owner of `/proc/sys/*` and `/proc/sysrq-trigger`, which check no capability: a writable
 /// `/proc` would let them set `kernel.core_pattern` (a program the host runs as root).
 const PROC_AND_DEV: [&str; 6] = ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"];
+
+/// Files of `/proc` hidden from the sandbox (a device node bound over them, which its
+/// `nodev` mount makes unreadable): the keyrings of the host. Not namespaced, they list
+/// every key whose owner is the reader's uid on the host, so under a root runner the
+/// names of root's keys and those of other runs. Their payloads are out of reach anyway
+/// (`keyctl` is denied by [`super::seccomp`]), but names can be secrets too.
+const PROC_MASKED: [&str; 2] = ["/proc/keys", "/proc/key-users"];
+
+/// [`PROC_AND_DEV`], then [`PROC_MASKED`] (those this kernel has).
+fn proc_and_dev() -> Vec<OsString> {
+    let mut args: Vec<OsString> = PROC_AND_DEV.map(OsString::from).to_vec();
+    for file in PROC_MASKED.iter().filter(|f| Path::new(f).exists()) {
+        args.extend(["--ro-bind".into(), "/dev/null".into(), (*file).into()]);
+    }
+    args
+}
 
 /// Host directories that can never be bound read-only into a sandbox: bwrap replaces
 /// `/proc` and `/dev`, and `/sys` shows the host's devices and cgroups.
@@ -162,8 +190,6 @@ pub struct HostSupport {
     /// `bwrap --version` when bwrap works here with every confinement a sandbox gets
     /// (user namespace, no capabilities, seccomp), or why it does not.
     bwrap: Result<String, String>,
-    /// Whether util-linux `prlimit` is there to set rlimits before exec.
-    prlimit: bool,
     /// The cgroup directory under which per-sandbox `pids` cgroups can be created.
     pids_cgroup: Option<PathBuf>,
     /// The cgroup directory under which per-sandbox `memory` cgroups can be created.
@@ -181,8 +207,8 @@ impl HostSupport {
     }
 }
 
-/// Probes the host on first use: bwrap creating every namespace a sandbox uses, `prlimit`,
-/// a writable `pids` cgroup, toolchains.
+/// Probes the host on first use: bwrap creating every namespace a sandbox uses, writable
+/// `pids` and `memory` cgroups, the network tools, toolchains.
 pub fn host() -> &'static HostSupport {
     static HOST: OnceLock<HostSupport> = OnceLock::new();
     HOST.get_or_init(|| {
@@ -190,18 +216,12 @@ pub fn host() -> &'static HostSupport {
         let own_cgroups = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let support = HostSupport {
             bwrap: probe_bwrap(),
-            prlimit: std::process::Command::new("prlimit")
-                .arg("--version")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success()),
             pids_cgroup: probe_cgroup(&own_cgroups, Controller::Pids),
             memory_cgroup: probe_cgroup(&own_cgroups, Controller::Memory),
             network: network::probe(),
             toolchains: toolchains(),
         };
-        tracing::info!(bwrap = ?support.bwrap, prlimit = support.prlimit, pids_cgroup = ?support.pids_cgroup, memory_cgroup = ?support.memory_cgroup, network = ?support.network.as_ref().err(), toolchains = ?support.toolchains, "agent sandbox support");
+        tracing::info!(bwrap = ?support.bwrap, pids_cgroup = ?support.pids_cgroup, memory_cgroup = ?support.memory_cgroup, network = ?support.network.as_ref().err(), toolchains = ?support.toolchains, "agent sandbox support");
         support
     })
 }
@@ -219,12 +239,12 @@ fn probe_bwrap() -> Result<String, String> {
         .arg(LAUNCHER)
         .args(["", ""])
         .args(filters.paths())
-        .arg("")
+        .args(["", ""])
         .arg("bwrap")
         .args(confinement_args())
         .args(system_binds())
         .arg("--unshare-net")
-        .args(PROC_AND_DEV)
+        .args(proc_and_dev())
         .arg("true");
     let out = probe
         .output()
@@ -521,17 +541,18 @@ impl ResourceLimits {
         }
     }
 
-    fn prlimit_args(&self) -> Vec<OsString> {
-        [
-            format!("--as={}", self.memory_bytes),
-            format!("--cpu={}", self.cpu_seconds),
-            format!("--fsize={}", self.file_size_bytes),
-            format!("--nofile={}", self.open_files),
-            format!("--nproc={}", self.processes),
-        ]
-        .into_iter()
-        .map(OsString::from)
-        .collect()
+    /// The LIMITS argument of [`LAUNCHER`], in `ulimit`'s units: address space (KiB), CPU
+    /// seconds, file size (512-byte blocks), open files, processes. Sizes round down, so
+    /// a limit is never looser than configured.
+    fn launcher_arg(&self) -> String {
+        format!(
+            "{} {} {} {} {}",
+            self.memory_bytes / 1024,
+            self.cpu_seconds,
+            self.file_size_bytes / 512,
+            self.open_files,
+            self.processes
+        )
     }
 }
 
@@ -546,6 +567,9 @@ pub struct Confinement {
     network: bool,
     /// rlimits and `pids.max`.
     limits: ResourceLimits,
+    /// The size and inodes of the run's workspace file system (`disk_mb`), where the host
+    /// lets the runner mount one ([`workspace_fs::probe`]).
+    workspace: WorkspaceBound,
     /// Why a sandbox of this run could not be set up, the first time it could not.
     setup_failure: Arc<OnceLock<String>>,
     /// The task's environment (a SWE-bench-format task's virtualenv): mounted read-only
@@ -637,6 +661,7 @@ impl Confinement {
             bwrap: None,
             network: limits.network_enabled,
             limits: ResourceLimits::from_config(limits),
+            workspace: WorkspaceBound::from_limits(limits),
             setup_failure: Arc::default(),
             environment: None,
         }
@@ -664,6 +689,13 @@ impl Confinement {
         let _ = self.setup_failure.set(why);
     }
 
+    /// The bound of the run's workspace file system, where the runner can mount one
+    /// (a root runner, sandboxed or not); `None` = the scratch copy is a plain directory,
+    /// bounded per file only.
+    pub fn workspace_bound(&self) -> Option<WorkspaceBound> {
+        workspace_fs::probe().is_ok().then_some(self.workspace)
+    }
+
     /// Whether processes run inside bwrap.
     pub fn is_sandboxed(&self) -> bool {
         self.bwrap.is_some()
@@ -682,16 +714,14 @@ impl Confinement {
                 by: by.to_owned(),
             });
         };
-        if host.prlimit {
-            let l = &self.limits;
-            add("memory_bytes", l.memory_bytes, "rlimit");
-            add("cpu_seconds", l.cpu_seconds, "rlimit");
-            add("file_size_bytes", l.file_size_bytes, "rlimit");
-            add("open_files", l.open_files, "rlimit");
-            // Root is exempt from RLIMIT_NPROC; only a cgroup holds its processes.
-            if !nix::unistd::geteuid().is_root() {
-                add("processes", l.processes, "rlimit");
-            }
+        let l = &self.limits;
+        add("memory_bytes", l.memory_bytes, "rlimit");
+        add("cpu_seconds", l.cpu_seconds, "rlimit");
+        add("file_size_bytes", l.file_size_bytes, "rlimit");
+        add("open_files", l.open_files, "rlimit");
+        // Root is exempt from RLIMIT_NPROC; only a cgroup holds its processes.
+        if !nix::unistd::geteuid().is_root() {
+            add("processes", l.processes, "rlimit");
         }
         if host.pids_cgroup.is_some() {
             add("processes", self.limits.processes, "cgroup");
@@ -703,6 +733,10 @@ impl Confinement {
         if sandboxed {
             add("tmp_bytes", self.limits.tmp_bytes, "tmpfs");
         }
+        if let Some(bound) = self.workspace_bound() {
+            add("workspace_bytes", bound.bytes, "tmpfs");
+            add("workspace_inodes", bound.inodes, "tmpfs");
+        }
         if let Some(ms) = tool_timeout_ms {
             add("tool_timeout_ms", ms, "runner");
         }
@@ -710,7 +744,7 @@ impl Confinement {
         let runner_uid = nix::unistd::getuid().as_raw();
         let pids_limit = if host.pids_cgroup.is_some() {
             PidsLimit::Cgroup
-        } else if host.prlimit && runner_uid != 0 {
+        } else if runner_uid != 0 {
             PidsLimit::Rlimit
         } else {
             PidsLimit::None
@@ -801,34 +835,23 @@ impl Confinement {
             Some(_) => Some(seccomp::filters().map_err(io::Error::other)?.paths()),
             None => None,
         };
-        let mut argv: Vec<OsString> = Vec::new();
         let procs = |cg: &Option<SandboxCgroup>| {
             cg.as_ref()
                 .map(|cg| cg.dir.join("cgroup.procs").into_os_string())
                 .unwrap_or_default()
         };
-        if cgroups.pids.is_some()
-            || cgroups.memory.is_some()
-            || filters.is_some()
-            || status.is_some()
-        {
-            argv.extend(["/bin/sh".into(), "-c".into(), LAUNCHER.into()]);
-            argv.push(procs(&cgroups.pids));
-            argv.push(procs(&cgroups.memory));
-            match filters {
-                Some(paths) => argv.extend(paths.map(PathBuf::into_os_string)),
-                None => argv.extend([OsString::new(), OsString::new()]),
-            }
-            argv.push(match status {
-                Some(_) => STATUS_FD.into(),
-                None => OsString::new(),
-            });
+        let mut argv: Vec<OsString> = vec!["/bin/sh".into(), "-c".into(), LAUNCHER.into()];
+        argv.push(procs(&cgroups.pids));
+        argv.push(procs(&cgroups.memory));
+        match filters {
+            Some(paths) => argv.extend(paths.map(PathBuf::into_os_string)),
+            None => argv.extend([OsString::new(), OsString::new()]),
         }
-        if host.prlimit {
-            argv.push("prlimit".into());
-            argv.extend(self.limits.prlimit_args());
-            argv.push("--".into());
-        }
+        argv.push(match status {
+            Some(_) => STATUS_FD.into(),
+            None => OsString::new(),
+        });
+        argv.push(self.limits.launcher_arg().into());
         if let (Some(_), true, Ok(tools)) = (&self.bwrap, self.network, &host.network) {
             let network = PastaNetwork::start(tools)?;
             argv.extend(network.enter());
@@ -906,7 +929,7 @@ impl Confinement {
                 dir.clone().into_os_string(),
             ]);
         }
-        args.extend(PROC_AND_DEV.map(OsString::from));
+        args.extend(proc_and_dev());
         let workdir = spec.workdir.as_os_str().to_owned();
         args.extend([
             "--bind".into(),
@@ -1036,7 +1059,8 @@ impl SandboxCgroup {
             for pid in pids {
                 let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             }
-            std::thread::sleep(std::time::Duration::from_millis(2));
+            // Usually the last process of a command that just ended, on its way out.
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 
@@ -1096,7 +1120,8 @@ mod tests {
         assert_eq!(l.file_size_bytes, 64 << 20);
         // 1.5 s rounds up to 2 s, times 2 cores.
         assert_eq!(l.cpu_seconds, 4);
-        assert!(l.prlimit_args().contains(&OsString::from("--as=536870912")));
+        // KiB, seconds, 512-byte blocks, files, processes.
+        assert_eq!(l.launcher_arg(), "524288 4 131072 1024 256");
     }
 
     #[test]
@@ -1143,6 +1168,7 @@ mod tests {
         assert!(has(&["--cap-drop", "ALL"]));
         assert!(has(&["--add-seccomp-fd", "8"]) && has(&["--add-seccomp-fd", "9"]));
         assert!(has(&["--proc", "/proc", "--remount-ro", "/proc"]));
+        assert!(has(&["--ro-bind", "/dev/null", "/proc/keys"]));
         // /tmp is sized by disk_mb and mounted before every bind, which go on top of it.
         let sized = args
             .windows(4)

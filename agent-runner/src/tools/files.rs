@@ -247,7 +247,7 @@ mod tests {
             fs::write(fixture.path().join(name), text).expect("write");
         }
         let tree = Tree::scan(fixture.path()).expect("scan");
-        let sandbox = Sandbox::create(fixture.path(), &tree).expect("sandbox");
+        let sandbox = Sandbox::create(fixture.path(), &tree, None).expect("sandbox");
         (fixture, sandbox)
     }
 

@@ -114,7 +114,7 @@ mod tests {
         fs::write(fixture.path().join("pkg/a.py"), "def f():\n    return 1\n").expect("write");
         fs::write(fixture.path().join("b.py"), "x = 1\n").expect("write");
         let tree = Tree::scan(fixture.path()).expect("scan");
-        let sb = Sandbox::create(fixture.path(), &tree).expect("sandbox");
+        let sb = Sandbox::create(fixture.path(), &tree, None).expect("sandbox");
 
         let out = grep(&sb, r"def \w+", None);
         assert_eq!(out.exit_kind, ExitKind::Ok);

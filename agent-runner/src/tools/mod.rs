@@ -8,6 +8,7 @@
 //!
 //! - `request`: [`ToolRequest`] / [`ToolCommand`].
 //! - `sandbox`: the scratch copy and path confinement.
+//! - `workspace_fs`: the bounded file system (size and inodes) the scratch copy lives on.
 //! - [`bwrap`]: the process sandbox and limits every command an agent causes runs in.
 //! - `seccomp`: the system calls denied inside it.
 //! - `network`: the network of a sandbox with `network_enabled` (pasta, no host loopback).
@@ -27,6 +28,7 @@ mod network;
 mod request;
 mod sandbox;
 mod seccomp;
+mod workspace_fs;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,6 +37,7 @@ use schemas::{EvidenceFootprint, ExitKind, RetryPolicy, RunConfig};
 
 pub use request::{ToolCommand, ToolRequest, TOOL_NAMES};
 pub use sandbox::{PathError, Sandbox, SandboxError};
+pub use workspace_fs::WorkspaceBound;
 
 use bwrap::Confinement;
 use exec::{Capture, ExecSpec};

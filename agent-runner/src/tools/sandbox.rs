@@ -1,5 +1,6 @@
-//! The run's scratch directory: a private copy of the task fixture in a temp dir, and the
-//! one place that turns an agent-supplied path into a path inside it.
+//! The run's scratch directory: a private copy of the task fixture in a temp dir (on a
+//! bounded file system of its own where the runner can mount one: [`super::workspace_fs`]),
+//! and the one place that turns an agent-supplied path into a path inside it.
 //!
 //! Confinement is lexical first (`..` may not climb above the root, absolute paths must
 //! point inside it) and then physical: every existing component below the root is looked
@@ -15,6 +16,7 @@ use std::path::{Component, Path, PathBuf};
 
 use tempfile::TempDir;
 
+use super::workspace_fs::{TmpfsMount, WorkspaceBound};
 use crate::fixture_tree::Tree;
 
 /// A private copy of a fixture; deleted on drop.
@@ -22,6 +24,9 @@ use crate::fixture_tree::Tree;
 pub struct Sandbox {
     /// Canonical path of the root; every resolved path starts with it.
     root: PathBuf,
+    /// The bounded file system mounted on the directory, when there is one; declared
+    /// before `_dir` so that it is unmounted before the directory is removed.
+    _mount: Option<TmpfsMount>,
     /// Owns the directory.
     _dir: TempDir,
 }
@@ -44,6 +49,8 @@ pub enum PathError {
 pub enum SandboxError {
     #[error("cannot create scratch directory: {0}")]
     Create(io::Error),
+    #[error("cannot mount the bounded workspace file system: {0}")]
+    Mount(io::Error),
     #[error("cannot copy fixture file {path}: {source}")]
     Copy { path: String, source: io::Error },
     #[error(
@@ -63,7 +70,13 @@ impl Sandbox {
     /// checking each file's content against the hash in `tree` as it goes, so the copy is
     /// exactly what was pinned even if the fixture changes meanwhile. The directory is
     /// `0700`: no other user of the host (another run's agent included) can look in.
-    pub fn create(fixture_dir: &Path, tree: &Tree) -> Result<Sandbox, SandboxError> {
+    /// With `bound`, a tmpfs of that size and inode count is mounted on it first, so the
+    /// fixture and everything written after it count against the bound.
+    pub fn create(
+        fixture_dir: &Path,
+        tree: &Tree,
+        bound: Option<WorkspaceBound>,
+    ) -> Result<Sandbox, SandboxError> {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::Builder::new()
             .prefix("bench-run-")
@@ -71,6 +84,10 @@ impl Sandbox {
             .tempdir()
             .map_err(SandboxError::Create)?;
         let root = dir.path().canonicalize().map_err(SandboxError::Create)?;
+        let mount = bound
+            .map(|bound| TmpfsMount::mount(&root, bound))
+            .transpose()
+            .map_err(SandboxError::Mount)?;
         for entry in tree.entries() {
             let copy_err = |source| SandboxError::Copy {
                 path: entry.path.clone(),
@@ -92,7 +109,11 @@ impl Sandbox {
             fs::write(&target, &bytes).map_err(copy_err)?;
             set_executable(&target, entry.executable).map_err(copy_err)?;
         }
-        Ok(Sandbox { root, _dir: dir })
+        Ok(Sandbox {
+            root,
+            _mount: mount,
+            _dir: dir,
+        })
     }
 
     /// Makes the scratch copy, as created, a git repository whose one commit is the
@@ -182,7 +203,7 @@ mod tests {
         fs::create_dir(fixture.path().join("src")).expect("mkdir");
         fs::write(fixture.path().join("src/a.py"), "x = 1\n").expect("write");
         let tree = Tree::scan(fixture.path()).expect("scan");
-        let sandbox = Sandbox::create(fixture.path(), &tree).expect("sandbox");
+        let sandbox = Sandbox::create(fixture.path(), &tree, None).expect("sandbox");
         (fixture, sandbox)
     }
 
@@ -192,6 +213,42 @@ mod tests {
         let (_f, sb) = sandbox();
         let mode = fs::metadata(sb.root()).expect("stat").permissions().mode();
         assert_eq!(mode & 0o777, 0o700, "{mode:o}");
+    }
+
+    #[test]
+    fn a_bounded_workspace_holds_neither_more_bytes_nor_more_files_than_its_bound() {
+        if super::super::workspace_fs::probe().is_err() {
+            // Only a root runner mounts one; CI runs as root.
+            assert!(!nix::unistd::geteuid().is_root(), "root could not mount it");
+            return;
+        }
+        let fixture = tempfile::tempdir().expect("tempdir");
+        fs::write(fixture.path().join("a.py"), "x = 1\n").expect("write");
+        let tree = Tree::scan(fixture.path()).expect("scan");
+        let bound = WorkspaceBound {
+            bytes: 1 << 20,
+            inodes: 100,
+        };
+        let sb = Sandbox::create(fixture.path(), &tree, Some(bound)).expect("sandbox");
+        let root = sb.root().to_path_buf();
+        let full = fs::write(root.join("big"), vec![0u8; 2 << 20]).expect_err("2 MiB in 1");
+        assert_eq!(full.raw_os_error(), Some(libc::ENOSPC), "{full}");
+        fs::remove_file(root.join("big")).expect("rm");
+        let made = (0..1000)
+            .take_while(|n| fs::write(root.join(format!("f{n}")), "").is_ok())
+            .count();
+        assert!(made < 100, "{made} files under a cap of 100 inodes");
+        assert_eq!(
+            fs::read_to_string(root.join("a.py")).expect("fixture"),
+            "x = 1\n"
+        );
+        drop(sb);
+        assert!(!root.exists());
+        let mounts = fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+        assert!(
+            !mounts.contains(root.to_str().expect("utf-8")),
+            "the workspace file system outlived its run"
+        );
     }
 
     #[test]

@@ -4,6 +4,9 @@
 -- temperatures, windows, endpoints or task mixes are not merged. Verdicts of different
 -- scoring versions (run_start.scoring_version: the judge's rules) are never pooled: a
 -- policy judged under two versions has two rows (NULL: a Smith run, which names none).
+-- Nor are runs under different isolation (run_start.sandbox.kind, `sandbox_kind`: `bwrap`,
+-- `none` for plain processes on the host, NULL when the run did not say): a policy run
+-- both in the sandbox and without it has a row for each.
 --
 -- runs = runs started; finished = runs with a run_stop; infra_failures = finished runs
 -- that are infrastructure failures, no result of the policy (success NULL and exit_status
@@ -46,6 +49,7 @@ SELECT
     model,
     strategy,
     scoring_version,
+    sandbox_kind,
     count() AS runs,
     sum(stopped) AS finished,
     countIf(stopped = 1 AND infra = 1) AS infra_failures,
@@ -79,7 +83,7 @@ SELECT
         AS avg_wall_time_s
 FROM
 (
-    SELECT policy_id, cfg_key, model, strategy, scoring_version,
+    SELECT policy_id, cfg_key, model, strategy, scoring_version, sandbox_kind,
         stopped, succeeded, run_exit, run_cost, run_turns, run_api_calls, run_wall_ms,
         call_input, call_cached, call_output, call_reasoning,
         -- An infrastructure failure (agent-runner/README.md): no result of the policy.
@@ -92,13 +96,13 @@ FROM
             OR ifNull(toFloat64(run_total) = call_input + call_output, 0))) AS tokens_known
     FROM
     (
-        SELECT run_id, policy_id, cfg_key, model, strategy, scoring_version,
+        SELECT run_id, policy_id, cfg_key, model, strategy, scoring_version, sandbox_kind,
             stopped, succeeded, run_exit, run_cost, run_turns, run_api_calls, run_wall_ms,
             run_total
         FROM
         (
             SELECT run_id, policy_id, if({by:String} = 'cfg', cfg_hash, '') AS cfg_key,
-                model, strategy, scoring_version
+                model, strategy, scoring_version, sandbox_kind
             FROM run_starts FINAL
             WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
                 AND ({policy:String} = '' OR policy_id = {policy:String})
@@ -126,5 +130,5 @@ FROM
         GROUP BY run_id
     ) AS run_tokens USING run_id
 ) AS runs_with_tokens
-GROUP BY policy_id, cfg_key, model, strategy, scoring_version
-ORDER BY success_rate DESC, avg_cost_usd ASC, policy_id, cfg_key, scoring_version
+GROUP BY policy_id, cfg_key, model, strategy, scoring_version, sandbox_kind
+ORDER BY success_rate DESC, avg_cost_usd ASC, policy_id, cfg_key, scoring_version, sandbox_kind

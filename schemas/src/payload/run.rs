@@ -114,13 +114,14 @@ pub enum PidsLimit {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct EnforcedLimit {
     /// `memory_bytes`, `cpu_seconds`, `processes`, `file_size_bytes`, `open_files`,
-    /// `tmp_bytes`, `tool_timeout_ms` or `execution_timeout_ms`.
+    /// `tmp_bytes`, `workspace_bytes`, `workspace_inodes` (the files, directories and
+    /// links the run's workspace may hold), `tool_timeout_ms` or `execution_timeout_ms`.
     pub limit: String,
     /// The value, in the unit the name gives.
     pub value: u64,
     /// What enforces it: `rlimit` (set before exec, per process), `cgroup` (for the whole
-    /// process tree), `tmpfs` (the size of the sandbox's `/tmp`) or `runner` (the runner
-    /// kills the process tree).
+    /// process tree), `tmpfs` (the size of the sandbox's `/tmp`, the size and inodes of
+    /// the run's workspace) or `runner` (the runner kills the process tree).
     pub by: String,
 }
 

@@ -60,6 +60,7 @@ const NOT_ON_THE_WIRE: &[(&str, &str)] = &[
     ("run_starts.sweep_name", "`sweep.name`"),
     ("run_starts.sweep_key", "`sweep.key`"),
     ("run_starts.sweep_trial", "`sweep.trial`"),
+    ("run_starts.sandbox_kind", "`sandbox.kind`"),
     ("run_starts.available_tools", "`available_tools`"),
     ("deliberations.action_types", "`actions[].type`"),
     ("deliberations.action_targets", "`actions[].target`"),

@@ -384,6 +384,49 @@ async fn a_run_without_its_sandbox_counts_in_no_success_rate_and_as_an_infrastru
     assert_eq!(judged, count(board, d, "judged"), "instances judged it");
 }
 
+/// Runs under different isolation are never pooled: another run of D, made without the
+/// agent sandbox (`run_start.sandbox.kind` = `none`), gets a leaderboard row of its own
+/// and leaves D's row (whose runs did not say their sandbox: NULL) as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_under_different_isolation_have_leaderboard_rows_of_their_own() {
+    let (server, client) = seeded_clickhouse().await;
+    let before = answer(&answers(&client, &fixtures_dir()).await, "leaderboard").clone();
+    let start = r#"{"cfg_hash": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "context_window": 128000, "env_hash": "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "event_id": "ed400000-0000-4000-8000-000000000000", "host": "worker-1", "max_iterations": 30, "model": "gpt-4o", "policy_id": "openai/gpt-4o:raw", "provider": "openai", "received_at": 1741429301, "run_id": "d4000000-0000-4000-8000-000000000000", "seed": 7, "seq": 0, "step_id": null, "strategy": "raw", "summarizer_model": null, "task_id": "task-d1", "ts": 1741429300, "ts_ms": 1741429300123, "sandbox_kind": "none"}"#;
+    let stop = r#"{"api_calls": 1, "cfg_hash": "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc", "cost_usd": 0.01, "env_hash": "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "event_id": "ed400000-0000-4000-8000-000000000001", "exit_status": "submitted", "final_score": 1.0, "host": "worker-1", "policy_id": "openai/gpt-4o:raw", "received_at": 1741429311, "run_id": "d4000000-0000-4000-8000-000000000000", "seed": 7, "seq": 1, "step_id": null, "success": 1, "task_id": "task-d1", "tool_errors": 0, "total_tokens": 0, "ts": 1741429310, "ts_ms": 1741429310123, "turns": 1, "wall_time_ms": 7}"#;
+    server.query(&format!(
+        "INSERT INTO benchstream.run_starts FORMAT JSONEachRow\n{start}"
+    ));
+    server.query(&format!(
+        "INSERT INTO benchstream.run_stops FORMAT JSONEachRow\n{stop}"
+    ));
+    let answers = answers(&client, &fixtures_dir()).await;
+    let board = answer(&answers, "leaderboard");
+    let of_d: Vec<(Option<&str>, Option<&str>, Option<&str>)> = (0..board.rows.len())
+        .filter(|&r| board.get(r, "policy_id") == Some(D))
+        .map(|r| {
+            (
+                board.get(r, "sandbox_kind"),
+                board.get(r, "runs"),
+                board.get(r, "success_rate"),
+            )
+        })
+        .collect();
+    let d_before = row(&before, "policy_id", D);
+    assert_eq!(before.get(d_before, "sandbox_kind"), None);
+    assert_eq!(
+        of_d,
+        vec![
+            (Some("none"), Some("1"), Some("1")),
+            (
+                None,
+                before.get(d_before, "runs"),
+                before.get(d_before, "success_rate")
+            ),
+        ],
+        "the unsandboxed run was pooled with the others"
+    );
+}
+
 /// Each answer equals `<dir>/expected/<query>.csv` byte for byte (the files
 /// chdb_check.py compares against); with `BENCH_BLESS` set, writes those files instead.
 fn assert_answers_equal_expected(answers: &[(&'static str, Table)], dir: &Path) {

@@ -100,6 +100,17 @@ async fn example_agent_events_reach_clickhouse() {
         ),
         "2\t2\t2"
     );
+    // The isolation the run had, which the leaderboard splits runs by.
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT sandbox_kind FROM benchstream.run_starts FINAL \
+                 WHERE run_id = '{run}' FORMAT TSV"
+            )
+        ),
+        "bwrap"
+    );
     sink.stop().await;
 }
 

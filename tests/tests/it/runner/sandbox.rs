@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use agent_runner::exec::{self, ExecConfig, ExecReport};
 use agent_runner::tools::bwrap;
 use benchstream_tests::{processes_with, ClickHouseServer, NatsServer};
-use schemas::{BenchmarkEvent, ExitKind, ExitStatus, Payload, SandboxNetwork, StepType, ToolCall};
+use schemas::{
+    BenchmarkEvent, ExitKind, ExitStatus, Payload, PidsLimit, SandboxNetwork, StepType, ToolCall,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{fixture_scenario, journal_events, repo_path, run_offline};
@@ -333,12 +335,75 @@ fn own_uid() -> u32 {
     fs::metadata("/proc/self").expect("/proc/self").uid()
 }
 
+/// A `user` key in the user keyring of this process's uid (the runner's, shared by every
+/// process of that uid: under a root runner, by every run), listed in the host's
+/// `/proc/keys` to every process of that uid; invalidated on drop.
+struct UserKey {
+    description: String,
+    id: i64,
+}
+
+impl UserKey {
+    /// Adds the key with `add_key(2)` from a child Python: the user keyring outlives it
+    /// (a session keyring it made for itself would not).
+    fn add() -> UserKey {
+        let description = format!("bench-canary-key-{}", uuid::Uuid::new_v4().simple());
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import ctypes, sys\n\
+                 libc = ctypes.CDLL(None, use_errno=True)\n\
+                 libc.syscall.restype = ctypes.c_long\n\
+                 n = {'x86_64': 248, 'aarch64': 217}[__import__('platform').machine()]\n\
+                 key = libc.syscall(n, b'user', sys.argv[1].encode(), b'runner secret', 13, -4)\n\
+                 print(key)\n\
+                 sys.exit(key < 0)",
+                &description,
+            ])
+            .output()
+            .expect("python3");
+        assert!(out.status.success(), "add_key: {out:?}");
+        let id = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("key id");
+        let key = UserKey { description, id };
+        // The attack is real: the key is listed on the host.
+        let keys = fs::read_to_string("/proc/keys").expect("/proc/keys");
+        assert!(keys.contains(&key.description), "{keys}");
+        key
+    }
+}
+
+impl Drop for UserKey {
+    fn drop(&mut self) {
+        // KEYCTL_INVALIDATE (21): gone from every keyring at once.
+        let _ = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import ctypes, sys\n\
+                 libc = ctypes.CDLL(None)\n\
+                 n = {'x86_64': 250, 'aarch64': 219}[__import__('platform').machine()]\n\
+                 libc.syscall(n, 21, int(sys.argv[1]))",
+                &self.id.to_string(),
+            ])
+            .status();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_runner_gives_its_agent_no_privilege() {
     // CI runs as root: this is the case where bwrap alone would leave every capability.
     let canary = Canary::new("privileges.txt");
     let core_pattern = fs::read_to_string("/proc/sys/kernel/core_pattern").expect("read");
     let dir = tempfile::tempdir().expect("dir");
+    let key = UserKey::add();
+    // Another run's scratch copy, where runs keep theirs.
+    let other_run = tempfile::Builder::new()
+        .prefix("bench-run-")
+        .tempdir()
+        .expect("other scratch");
+    fs::write(other_run.path().join("secret.txt"), "secret\n").expect("write");
     let script = repo_path("tests/fixtures/runner/hostile-privileges.sh");
     let command = vec![
         OsString::from("bash"),
@@ -346,6 +411,10 @@ async fn a_root_runner_gives_its_agent_no_privilege() {
         OsString::from(CANARY_DIR),
         OsString::from("privileges.txt"),
         OsString::from("64"),
+        OsString::from(&key.description),
+        OsString::from(key.id.to_string()),
+        OsString::from(std::process::id().to_string()),
+        other_run.path().as_os_str().to_owned(),
     ];
     let (report, _) = hostile_exec_command(command, dir.path()).await;
     assert_eq!(
@@ -366,7 +435,10 @@ async fn a_root_runner_gives_its_agent_no_privilege() {
     let sandbox = run_start_sandbox(&events);
     assert_eq!(sandbox.kind, "bwrap");
     assert_eq!(sandbox.uid_inside, Some(bwrap::SANDBOX_UID));
+    // A root runner's agent is uid 0 on the host (without any capability there): said so.
     assert_eq!(sandbox.uid_outside, Some(own_uid()));
+    // A plain root shell on this (cgroup v1) host: a pids cgroup per command.
+    assert_eq!(sandbox.pids_limit, Some(PidsLimit::Cgroup), "{sandbox:?}");
     assert_eq!(sandbox.user_namespace, Some(true));
     assert_eq!(sandbox.capabilities_dropped, Some(true));
     assert_eq!(sandbox.seccomp, Some(true));
@@ -477,46 +549,51 @@ async fn a_read_only_path_the_sandbox_cannot_show_is_refused_before_the_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn what_the_agent_writes_to_its_tmp_counts_against_its_memory() {
-    // memory_mb = 128, disk_mb = 512: /tmp may hold 512 MB, but its pages are memory.
-    let dir = tempfile::tempdir().expect("dir");
-    let script = "head -c 300M /dev/zero > /tmp/big 2>/dev/null; \
-                  size=$(stat -c %s /tmp/big); \
-                  [ \"$size\" -ge $((300 * 1024 * 1024)) ] && exit 60; \
-                  exit 0";
-    let report = exec::run(
-        exec_config(
-            ["bash", "-c", script].map(OsString::from).to_vec(),
-            fixture_scenario("hostile-tmpfs"),
-            dir.path(),
-            Vec::new(),
-        ),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
-    let events = journal_events(&report.summary);
-    let enforced = &run_start_sandbox(&events).enforced;
-    assert!(
-        enforced
-            .iter()
-            .any(|l| l.limit == "memory_bytes" && l.value == 128 << 20 && l.by == "cgroup"),
-        "no memory cgroup on this host: {enforced:?}"
-    );
-    assert!(
-        enforced
-            .iter()
-            .any(|l| l.limit == "tmp_bytes" && l.value == 512 << 20 && l.by == "tmpfs"),
-        "{enforced:?}"
-    );
-    // The memory cgroup stops the writer short (0), or kills the shell too (none; or,
-    // with /tmp still full, a later fork of it: 1, 2, 137). 60 alone is the attack.
-    assert_ne!(
-        report.agent_exit,
-        Some(60),
-        "300 MB reached /tmp under a 128 MB memory limit"
-    );
-    assert_ne!(report.summary.result.exit_status, ExitStatus::ExitTimeout);
+async fn what_the_agent_writes_to_its_tmp_and_workspace_counts_against_its_memory() {
+    // memory_mb = 128, disk_mb = 512: /tmp and the workspace may hold 512 MB each, but
+    // both are tmpfs (the workspace's under a root runner), whose pages are memory.
+    for target in ["/tmp/big", "big"] {
+        let dir = tempfile::tempdir().expect("dir");
+        let script = format!(
+            "head -c 300M /dev/zero > {target} 2>/dev/null; \
+             size=$(stat -c %s {target}); \
+             [ \"$size\" -ge $((300 * 1024 * 1024)) ] && exit 60; \
+             exit 0"
+        );
+        let report = exec::run(
+            exec_config(
+                ["bash", "-c", &script].map(OsString::from).to_vec(),
+                fixture_scenario("hostile-tmpfs"),
+                dir.path(),
+                Vec::new(),
+            ),
+            CancellationToken::new(),
+        )
+        .await
+        .expect("exec run");
+        let events = journal_events(&report.summary);
+        let enforced = &run_start_sandbox(&events).enforced;
+        for (limit, value, by) in [
+            ("memory_bytes", 128 << 20, "cgroup"),
+            ("tmp_bytes", 512 << 20, "tmpfs"),
+            ("workspace_bytes", 512 << 20, "tmpfs"),
+        ] {
+            assert!(
+                enforced
+                    .iter()
+                    .any(|l| l.limit == limit && l.value == value && l.by == by),
+                "{limit} = {value} by {by} does not hold on this host: {enforced:?}"
+            );
+        }
+        // The memory cgroup stops the writer short (0), or kills the shell too (none; or,
+        // with the tmpfs still full, a later fork of it: 1, 2, 137). 60 alone is the attack.
+        assert_ne!(
+            report.agent_exit,
+            Some(60),
+            "300 MB reached {target} under a 128 MB memory limit"
+        );
+        assert_ne!(report.summary.result.exit_status, ExitStatus::ExitTimeout);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -612,4 +689,52 @@ sys.exit(61)
         ExitStatus::ExitTimeout,
         "the agent ran out of time before any limit held: the test proves nothing"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cannot_write_past_its_disk_nor_make_files_without_end() {
+    // disk_mb = 16: twice that in files of 8 MB (each under the per-file limit) in the
+    // workspace and in /tmp, and 50,000 files in the workspace.
+    let dir = tempfile::tempdir().expect("dir");
+    let script = repo_path("tests/fixtures/runner/hostile-disk.sh");
+    let command = vec![
+        OsString::from("bash"),
+        script.into_os_string(),
+        OsString::from("16"),
+    ];
+    let report = exec::run(
+        exec_config(
+            command,
+            fixture_scenario("hostile-disk"),
+            dir.path(),
+            Vec::new(),
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    assert_eq!(
+        report.agent_exit,
+        Some(0),
+        "an attack succeeded: the exit status is its number in hostile-disk.sh"
+    );
+    // The agent's failed writes are its own business: the run is judged as any other.
+    assert_eq!(report.summary.result.exit_status, ExitStatus::Submitted);
+    assert!(report.summary.result.success.is_some());
+
+    // The record says what bounded the disk (a root runner mounts the workspace's tmpfs).
+    let events = journal_events(&report.summary);
+    let enforced = &run_start_sandbox(&events).enforced;
+    for (limit, value) in [
+        ("workspace_bytes", 16 << 20),
+        ("workspace_inodes", 4096),
+        ("tmp_bytes", 16 << 20),
+    ] {
+        assert!(
+            enforced
+                .iter()
+                .any(|l| l.limit == limit && l.value == value && l.by == "tmpfs"),
+            "{limit} = {value} by tmpfs is not recorded (a runner that is not root?): {enforced:?}"
+        );
+    }
 }

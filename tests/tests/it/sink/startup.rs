@@ -53,7 +53,7 @@ async fn migrations_are_applied_once_and_recorded() {
         recorded.trim(),
         "['schema_migrations','events_raw','dead_letters','typed_events',\
          'bounded_first_write_wins','smith_nullable','unknown_run_results',\
-         'unknown_call_tokens','unknown_step_tokens','run_start_sweep']"
+         'unknown_call_tokens','unknown_step_tokens','run_start_sweep','run_start_sandbox_kind']"
     );
     let tables =
         clickhouse.query("SELECT count() FROM system.tables WHERE database = 'benchstream'");
@@ -95,7 +95,7 @@ async fn migrations_are_applied_once_and_recorded() {
         ),
         "got {refused:?}"
     );
-    assert_eq!(MIGRATIONS.len(), 10);
+    assert_eq!(MIGRATIONS.len(), 11);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
