@@ -131,7 +131,7 @@ mod tests {
     #[test]
     fn the_inode_cap_follows_the_disk_with_a_floor() {
         let limits = |disk_mb| SandboxLimits {
-            memory_mb: 512,
+            memory_mb: Some(512),
             cpu_cores: 1.0,
             disk_mb,
             network_enabled: false,

@@ -95,7 +95,7 @@ async fn migrations_are_applied_once_and_recorded() {
         ),
         "got {refused:?}"
     );
-    assert_eq!(MIGRATIONS.len(), 11);
+    assert_eq!(MIGRATIONS.len(), 14);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
