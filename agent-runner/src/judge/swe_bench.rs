@@ -92,11 +92,14 @@ pub async fn regrade(
 ) -> Vec<Verdict> {
     let mut verdicts = Vec::new();
     for _ in 0..times {
-        let applied = task.workspace(None).map_err(|e| e.to_string()).and_then(|ws| {
-            base_repo::apply(ws.root(), diff)
-                .map(|()| ws)
-                .map_err(|e| e.to_string())
-        });
+        let applied = task
+            .workspace(None)
+            .map_err(|e| e.to_string())
+            .and_then(|ws| {
+                base_repo::apply(ws.root(), diff)
+                    .map(|()| ws)
+                    .map_err(|e| e.to_string())
+            });
         let verdict = match applied {
             Ok(ws) => judge_submission(task, swe, ws.root(), confinement).await,
             Err(why) => {
