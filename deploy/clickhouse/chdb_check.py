@@ -49,7 +49,7 @@ DATASETS = [
 
 def pieces(sql):
     """Cuts `sql` into consecutive ("code" | "quoted" | "comment", start, end) pieces
-    covering it all, by the sink's rules (event-sink/src/sql.rs): quotes '...', "...",
+    covering it all, by the sink's rules (schemas/clickhouse/src/sql.rs): quotes '...', "...",
     `...` with backslash escapes and doubled quotes; comments `-- ...` to end of line and
     `/* ... */`; an unterminated quote or comment runs to the end."""
     found, code_start, i, n = [], 0, 0, len(sql)

@@ -23,12 +23,14 @@
 //!   Distributed ones).
 //! - [`shards`]: on a cluster with `replica_urls`, each shard's rows written to its own
 //!   replicas by a writer of its own, so a shard that is down holds only its rows.
-//! - [`sql`]: which bytes of SQL text are code, quoted text or comments.
 //! - [`metrics`]: Prometheus metrics and the `/metrics` + `/healthz` endpoint.
-//! - [`logging`]: `--log-format` and the tracing subscriber, shared with `bench-analysis`.
 //! - [`alias`]: `event-sink query` / `report`, handed over to the `bench-analysis` binary
 //!   (crate `benchstream-analysis`, `event-sink/analysis/`), which holds the shipped
-//!   queries and the HTML report and builds on [`sql`] and [`config`] from here.
+//!   queries and the HTML report.
+//!
+//! The ClickHouse connection settings and the SQL text reader are `bench_clickhouse`'s
+//! (`schemas/clickhouse/`), the logging set-up `bench_cli`'s (`schemas/cli/`), shared with
+//! `bench-analysis` and `agent-runner`.
 //!
 //! # Guarantees
 //!
@@ -45,7 +47,6 @@ pub mod classify;
 pub mod cluster;
 pub mod config;
 pub mod consumer;
-pub mod logging;
 pub mod metrics;
 pub mod migrations;
 pub mod replay;
@@ -53,8 +54,7 @@ pub mod rowbinary;
 pub mod rows;
 pub mod service;
 pub mod shards;
-pub mod sql;
 pub mod writer;
 
-pub use config::{ClickHouseConnectionArgs, Config, ConfigError, SinkArgs};
+pub use config::{Config, ConfigError, SinkArgs};
 pub use service::{migrate, run, SinkError};

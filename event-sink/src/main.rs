@@ -12,12 +12,12 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use bench_cli::{init_tracing, LogFormat};
+use bench_clickhouse::{ClickHouseConfig, ConnectionArgs};
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use event_sink::alias::exec_analysis;
-use event_sink::config::ClickHouseConfig;
-use event_sink::logging::{init_tracing, LogFormat};
-use event_sink::{ClickHouseConnectionArgs, SinkArgs};
+use event_sink::SinkArgs;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Parser)]
@@ -42,7 +42,7 @@ enum Command {
     Run(Box<SinkArgs>),
     /// Apply pending ClickHouse migrations and exit.
     #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
-    Migrate(ClickHouseConnectionArgs),
+    Migrate(ConnectionArgs),
     /// Dead letters: `replay` publishes them again once their cause is fixed.
     #[command(subcommand)]
     DeadLetters(DeadLetters),
@@ -145,7 +145,7 @@ fn consume(config: event_sink::Config) -> anyhow::Result<()> {
     })
 }
 
-fn migrate(args: ClickHouseConnectionArgs) -> ExitCode {
+fn migrate(args: ConnectionArgs) -> ExitCode {
     match args.load() {
         Ok(clickhouse) => exit_status(apply_migrations(clickhouse)),
         Err(e) => {

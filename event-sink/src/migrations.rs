@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 use crate::classify;
 use crate::cluster::{self, RenderError, Target};
 use crate::rows::datetime;
-use crate::sql::{self, Piece};
+use bench_clickhouse::sql::{self, Piece};
 
 /// One migration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -405,7 +405,7 @@ fn quote_identifier(name: &str) -> String {
 
 /// Splits SQL text on top-level `;` into trimmed, non-empty statements; a piece holding
 /// only comments is dropped. Only a `;` of code splits, never one in quotes or comments
-/// ([`crate::sql`]). The same rules as
+/// ([`bench_clickhouse::sql`]). The same rules as
 /// `split_statements` in `deploy/clickhouse/chdb_check.py`.
 pub fn split_statements(sql: &str) -> Vec<&str> {
     let mut statements = Vec::new();

@@ -35,7 +35,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::batch::Batch;
 use crate::classify;
-use crate::config::{BatchConfig, ClickHouseConfig, Config};
+use bench_clickhouse::ClickHouseConfig;
+
+use crate::config::{BatchConfig, Config};
 use crate::consumer::{self, ConsumerError, Delivery};
 use crate::metrics::{self, CauseLabel, Metrics};
 use crate::migrations::{self, MigrationError};
@@ -112,7 +114,11 @@ pub async fn migrate(config: &ClickHouseConfig) -> Result<Vec<u32>, SinkError> {
             }
         })?;
     migrations::ensure_database(&server, &config.database, config.cluster.as_deref()).await?;
-    Ok(migrations::migrate(&config.client(), config.cluster_target().as_ref()).await?)
+    Ok(migrations::migrate(
+        &config.client(),
+        crate::cluster::Target::of(config).as_ref(),
+    )
+    .await?)
 }
 
 /// Runs the sink until `shutdown` is cancelled, then drains. Fails fast, before taking

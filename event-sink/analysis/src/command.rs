@@ -2,13 +2,13 @@
 //! turning them into a query run, a comparison or a report file. `main.rs` only
 //! dispatches here.
 //!
-//! They take only the ClickHouse connection ([`ClickHouseConnectionArgs`]: `--config`'s
+//! They take only the ClickHouse connection ([`ConnectionArgs`]: `--config`'s
 //! `[clickhouse]`, `BENCH_CLICKHOUSE_*`, `--clickhouse-*`), so they query the database
 //! the sink writes.
 
 use std::path::PathBuf;
 
-use event_sink::config::{ClickHouseConnectionArgs, ConfigError};
+use bench_clickhouse::{ConfigError, ConnectionArgs};
 
 use crate::compare::analyze::DEFAULT_MARGIN;
 use crate::compare::{self, check_named, parse_by, resample, CompareError, Filters, Settings};
@@ -36,7 +36,7 @@ pub struct QueryArgs {
     pub by: Option<GroupBy>,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
-    pub connection: ClickHouseConnectionArgs,
+    pub connection: ConnectionArgs,
 }
 
 /// `bench-analysis report --out report.html [--since T] [--until T] [--policy P]`.
@@ -60,7 +60,7 @@ pub struct ReportArgs {
     pub baseline: Option<String>,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
-    pub connection: ClickHouseConnectionArgs,
+    pub connection: ConnectionArgs,
 }
 
 /// `bench-analysis compare [--policy P ...] [--baseline P] [--by KEYS] [--format F] ...`.
@@ -105,7 +105,7 @@ pub struct CompareArgs {
     pub format: Format,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
-    pub connection: ClickHouseConnectionArgs,
+    pub connection: ConnectionArgs,
 }
 
 /// What `--by` splits the leaderboard by.

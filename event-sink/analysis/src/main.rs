@@ -11,8 +11,8 @@
 use std::process::ExitCode;
 
 use analysis::command::{self, CommandError, CompareArgs, QueryArgs, ReportArgs};
+use bench_cli::{init_tracing, LogFormat};
 use clap::{Parser, Subcommand};
-use event_sink::logging::{init_tracing, LogFormat};
 
 #[derive(Debug, Parser)]
 #[command(

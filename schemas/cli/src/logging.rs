@@ -1,4 +1,4 @@
-//! Logging on stderr for the benchstream binaries (`event-sink`, `bench-analysis`): the
+//! Logging on stderr for the benchstream binaries: the
 //! `--log-format` choice and the tracing subscriber it installs. Filtered by `RUST_LOG`
 //! (default `info`).
 
