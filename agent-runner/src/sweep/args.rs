@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bench_clickhouse::{ClickHouseArgs, ClickHouseConfig, SecretString};
+use bench_clickhouse::{ClickHouseArgs, ClickHouseConfig};
 use clap::Args;
+use secrecy::SecretString;
 
 use super::claim::DEFAULT_BUCKET;
 use super::worker::{Plan, SweepConfig};

@@ -9,9 +9,10 @@
 //!   sink's `--config` file for commands that only read.
 //! - [`sql`]: which bytes of SQL text are code, quoted text or comments (migrations split
 //!   on it, query templates find their placeholders with it).
-//! - [`SecretString`]: the type of every password, token and nkey in the workspace
-//!   (`secrecy`'s: its `Debug` prints `[REDACTED]`, it is wiped on drop, and reading it
-//!   takes an explicit [`ExposeSecret::expose_secret`]).
+//!
+//! Its password, like every password, token, nkey and API key of the workspace, is a
+//! `secrecy::SecretString`: its `Debug` prints `[REDACTED]`, it is wiped on drop, and
+//! reading it takes an explicit `expose_secret()`.
 //!
 //! It lives beside `schemas` and `bench_nats` rather than at the top level, whose layout
 //! is fixed (README.md, "Where things live"); like `bench_nats` it keeps `schemas` free
@@ -23,4 +24,3 @@ pub mod connection;
 pub mod sql;
 
 pub use connection::{ClickHouseArgs, ClickHouseConfig, ConfigError, ConnectionArgs};
-pub use secrecy::{ExposeSecret, SecretString};
