@@ -391,6 +391,42 @@ fn garbage_nats_url_is_a_usage_error() {
     );
 }
 
+/// The runner's edge is the other binaries': with `--log-format json` the error that
+/// ends it is one JSON log line carrying the whole message, and the exit status is the
+/// shared usage code.
+#[test]
+fn with_json_logs_the_error_is_one_json_line_and_a_usage_error_exits_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(RUNNER)
+        .args([
+            "--log-format",
+            "json",
+            "spool",
+            "flush",
+            "--nats-url",
+            "nats://bad host:1",
+        ])
+        .arg("--spool")
+        .arg(dir.path().join("runner.spool"))
+        .output()
+        .expect("run agent-runner");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON log line"))
+        .collect();
+    let [line] = lines.as_slice() else {
+        panic!("one log line expected: {stderr}");
+    };
+    assert_eq!(line["level"], "ERROR", "{stderr}");
+    let message = line["fields"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(r#"invalid nats url "nats://bad host:1""#),
+        "{stderr}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn record_the_stream_refuses_for_good_is_quarantined_and_the_rest_delivered() {
     let nats = NatsServer::start();

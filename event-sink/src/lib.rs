@@ -3,6 +3,8 @@
 //!
 //! # Layout
 //!
+//! - [`command`]: the `event-sink` command line and running each subcommand (`main.rs`
+//!   only parses and hands off).
 //! - [`config`]: settings layered file < env < flags ([`SinkArgs`]) → validated [`Config`].
 //! - [`service`]: [`run`] (start-up checks, receiver and writer tasks, shutdown) and
 //!   [`migrate`].
@@ -45,6 +47,7 @@ pub mod alias;
 pub mod batch;
 pub mod classify;
 pub mod cluster;
+pub mod command;
 pub mod config;
 pub mod consumer;
 pub mod metrics;
