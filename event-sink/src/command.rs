@@ -1,7 +1,7 @@
 //! The `event-sink` command line ([`Cli`]) and running what it asks for ([`execute`]):
 //! `run` (the default) consumes events into ClickHouse on its own runtime, `migrate` only
 //! applies the migrations, `dead-letters replay` publishes dead letters again, and `query`
-//! / `report` / `compare` hand the process over to `bench-analysis` ([`crate::alias`]).
+//! / `report` / `compare` hand the process over to `bench-analysis` (`alias`).
 //! `main.rs` only parses, sets up logging and hands off here.
 //!
 //! Exit status ([`bench_cli::Status`]): 0 after a clean stop, 2 for unusable settings,

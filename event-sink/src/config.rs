@@ -164,18 +164,25 @@ pub struct SinkArgs {
     #[arg(id = "config", long = "config", env = "BENCH_SINK_CONFIG")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// `[nats]`.
     #[command(flatten, next_help_heading = "NATS")]
     pub nats: NatsArgs,
+    /// `[stream]`.
     #[command(flatten, next_help_heading = "Stream")]
     pub stream: StreamArgs,
+    /// `[consumer]`.
     #[command(flatten, next_help_heading = "Consumer")]
     pub consumer: ConsumerArgs,
+    /// `[clickhouse]`.
     #[command(flatten, next_help_heading = "ClickHouse")]
     pub clickhouse: ClickHouseArgs,
+    /// `[batch]`.
     #[command(flatten, next_help_heading = "Batching")]
     pub batch: BatchArgs,
+    /// `[metrics]`.
     #[command(flatten, next_help_heading = "Metrics")]
     pub metrics: MetricsArgs,
+    /// `[runtime]`.
     #[command(flatten, next_help_heading = "Runtime")]
     pub runtime: RuntimeArgs,
 }
@@ -340,9 +347,13 @@ pub struct Config {
     pub stream: StreamSpec,
     /// Create stream and consumer when absent; false = only verify (`--no-create`).
     pub create: bool,
+    /// The durable consumer.
     pub consumer: ConsumerConfig,
+    /// Where the rows go.
     pub clickhouse: ClickHouseConfig,
+    /// Batching, retries and draining.
     pub batch: BatchConfig,
+    /// The metrics endpoint.
     pub metrics: MetricsConfig,
     /// Threads of the runtime the sink runs on (see [`RuntimeArgs`]).
     pub worker_threads: usize,
@@ -351,23 +362,34 @@ pub struct Config {
 /// The durable consumer (see [`ConsumerArgs`] for meanings and defaults).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerConfig {
+    /// Durable name.
     pub name: String,
+    /// Wait for an ack before redelivery.
     pub ack_wait: Duration,
+    /// Delivered but unacked messages, over all sinks; -1 = no limit.
     pub max_ack_pending: i64,
+    /// Deliveries of one message; -1 = no limit.
     pub max_deliver: i64,
+    /// Messages per pull request.
     pub fetch_batch: usize,
 }
 
 /// Batching, retries and draining (see [`BatchArgs`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchConfig {
+    /// Rows per table per insert.
     pub max_rows: usize,
+    /// Bytes held per batch.
     pub max_bytes: usize,
+    /// Longest wait of a received message before its flush.
     pub flush_interval: Duration,
     /// Wait of a batch of at most `linger_max_rows` messages.
     pub linger: Duration,
+    /// Largest batch flushed after `linger`.
     pub linger_max_rows: usize,
+    /// Delays between retries of a failed flush or pull.
     pub retry: Backoff,
+    /// Time shutdown may take to flush and ack.
     pub drain_timeout: Duration,
 }
 
@@ -383,27 +405,39 @@ pub struct MetricsConfig {
 /// Why settings are unusable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The config file could not be read.
     #[error("cannot read config file {path}: {source}")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
+    /// The config file is not TOML, or has a key no section knows.
     #[error("config file {path} is invalid: {source}")]
     Parse {
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: toml::de::Error,
     },
+    /// The `[clickhouse]` settings are unusable.
     #[error(transparent)]
     ClickHouse(#[from] bench_clickhouse::ConfigError),
+    /// The `[nats]` settings are unusable.
     #[error(transparent)]
     Nats(#[from] NatsConfigError),
+    /// The subject prefix is not one.
     #[error(transparent)]
     Prefix(#[from] SubjectPrefixError),
+    /// A value is out of its range.
     #[error("invalid setting {field}: {reason}")]
     Invalid {
+        /// The setting, as `section.key` of the config file.
         field: &'static str,
+        /// What it must be.
         reason: &'static str,
     },
 }

@@ -107,7 +107,9 @@ pub enum MigrationError {
     /// ClickHouse refused a statement or could not be reached.
     #[error("migration {stem} failed: {source}")]
     Statement {
+        /// The migration file's stem (`0001_init`).
         stem: &'static str,
+        /// ClickHouse's answer.
         #[source]
         source: clickhouse::error::Error,
     },
@@ -117,7 +119,9 @@ pub enum MigrationError {
     /// Creating the database failed.
     #[error("cannot create database {database}: {source}")]
     Database {
+        /// The database.
         database: String,
+        /// ClickHouse's answer.
         #[source]
         source: clickhouse::error::Error,
     },
@@ -127,14 +131,19 @@ pub enum MigrationError {
          {current}; migrations must not be edited once applied, add a new one"
     )]
     ChecksumMismatch {
+        /// The migration file's stem.
         stem: &'static str,
+        /// The checksum recorded when it was applied.
         recorded: String,
+        /// The checksum of the file now.
         current: String,
     },
     /// A statement has no cluster rendering.
     #[error("migration {stem}: {source}")]
     Cluster {
+        /// The migration file's stem.
         stem: &'static str,
+        /// Why the statement cannot be rendered.
         #[source]
         source: RenderError,
     },

@@ -67,18 +67,25 @@ pub enum SinkError {
         /// ClickHouse's answer.
         error: clickhouse::error::Error,
     },
+    /// Applying the migrations failed.
     #[error(transparent)]
     Migration(#[from] MigrationError),
+    /// NATS is unreachable or refused the credentials.
     #[error(transparent)]
     Nats(#[from] bench_nats::ConnectError),
+    /// The stream is missing (`--no-create`) or could not be made.
     #[error(transparent)]
     Stream(#[from] bench_nats::StreamError),
+    /// The consumer is missing, wrong, or could not be made.
     #[error(transparent)]
     Consumer(#[from] ConsumerError),
+    /// The metrics endpoint could not listen.
     #[error(transparent)]
     Metrics(#[from] metrics::BindError),
+    /// The cluster's shard layout could not be read (`--replica-urls`).
     #[error(transparent)]
     Layout(#[from] LayoutError),
+    /// Shutdown could not flush and ack in `drain_timeout`; the rest is redelivered.
     #[error("shutdown drain timed out: {0}")]
     DrainTimeout(#[from] Abandoned),
 }
