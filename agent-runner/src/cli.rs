@@ -16,7 +16,11 @@ use crate::tools::DEFAULT_OUTPUT_CAP;
 /// Runs agent benchmark scenarios and publishes their events to NATS JetStream.
 #[derive(Debug, Parser)]
 #[command(name = "agent-runner", version, about)]
+#[command(mut_arg("log_format", |arg| arg.value_parser(bench_cli::LogFormat::terse_parser())))]
 pub struct Cli {
+    /// `--log-format`.
+    #[command(flatten)]
+    pub log: bench_cli::LogArgs,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -14,6 +14,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bench_cli::Status;
+
 use crate::policy::PolicyError;
 use crate::publish::{DeliveryReport, PublishFailure};
 use crate::recorder::RecordError;
@@ -219,15 +221,17 @@ pub enum TailError {
     Messages(#[from] async_nats::jetstream::consumer::StreamError),
 }
 
-/// Process exit codes of `agent-runner`.
+/// Process exit codes of `agent-runner`: the four every benchstream binary shares
+/// ([`Status`]), and the runner's own between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Exit {
     /// Every run ended (solved or not) and every event was acknowledged by JetStream.
-    Ok = 0,
+    Ok = Status::Ok.code(),
     /// Unexpected failure (I/O, artifacts, connection setup).
-    Failure = 1,
+    Failure = Status::Failure.code(),
     /// Bad command line, configuration, scenario or task file.
-    Usage = 2,
+    Usage = Status::Usage.code(),
     /// A scenario file, task file or fixture differs from `pins.toml` (or is unpinned).
     Pins = 3,
     /// Runs ended, but some events are still in the spool (broker unreachable): they are
@@ -245,7 +249,7 @@ pub enum Exit {
     /// `exit_environment` and is no result; the log says why.
     Environment = 7,
     /// Stopped by SIGINT/SIGTERM (after draining).
-    Interrupted = 130,
+    Interrupted = Status::Interrupted.code(),
 }
 
 impl Exit {

@@ -10,6 +10,7 @@ use std::time::Duration;
 use bench_nats::{NatsArgs, StreamSpec};
 use clap::Args;
 use schemas::SubjectPrefix;
+use secrecy::SecretString;
 
 use crate::error::Error;
 use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES};
@@ -226,7 +227,8 @@ impl LlmArgs {
                     Error::Config(format!("--llm-api-key-env: {name} is not set"))
                 })?),
                 None => API_KEY_ENV_VARS.iter().find_map(|name| set(name)),
-            };
+            }
+            .map(SecretString::from);
         let price_overrides = Prices::from_overrides(
             self.prompt_price_per_mtok,
             self.completion_price_per_mtok,

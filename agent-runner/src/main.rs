@@ -1,5 +1,7 @@
 //! `agent-runner`: parse the command line, build a validated config, run it, print its
-//! outcome and map it to an exit code (see README.md, "Exit codes").
+//! outcome and map it to an exit code (see README.md, "Exit codes"). Logging, signals,
+//! the shared exit codes and printing the error are `bench_cli`'s, as in the other
+//! binaries.
 
 use std::io;
 use std::process::ExitCode;
@@ -7,33 +9,24 @@ use std::process::ExitCode;
 use agent_runner::cli::{Cli, Command, ScenariosCommand as Scenarios, SpoolCommand as Spool};
 use agent_runner::{exec, import, maintenance, otlp, sweep, tail, tasks, Error, Exit, Outcome};
 use clap::Parser;
-use tokio::signal::unix::{signal, SignalKind};
 use tokio_util::sync::CancellationToken;
-use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    // Colour only on a terminal, and not with NO_COLOR set (https://no-color.org).
-    let colour = io::IsTerminal::is_terminal(&io::stderr())
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        // Log fields can hold what an agent wrote: never raw control characters.
-        .fmt_fields(agent_runner::terminal::EscapingFields)
-        .with_ansi(colour)
-        .with_writer(io::stderr)
-        .init();
-    let command = Cli::parse().command;
+    let cli = Cli::parse();
+    // Log fields can hold what an agent wrote: never raw control characters.
+    bench_cli::init_tracing_with(cli.log.log_format, agent_runner::terminal::EscapingFields);
+    let command = cli.command;
     // Ctrl-C is how a tail or a receiver ends, not an interruption.
     let interruptible = !matches!(command, Command::Tail(_) | Command::Otlp(_));
-    let shutdown = shutdown_signal(interruptible);
+    let shutdown =
+        bench_cli::cancel_on_signal(interruptible.then_some("stopping runs, draining events"));
     let exit = match execute(command, shutdown.clone()).await {
         Ok(_) if interruptible && shutdown.is_cancelled() => Exit::Interrupted,
         Ok(exit) => exit,
         Err(e) => {
-            let exit = e.exit();
-            eprintln!("agent-runner: {:#}", anyhow::Error::from(e));
-            exit
+            bench_cli::report(&e);
+            e.exit()
         }
     };
     exit.code()
@@ -74,26 +67,4 @@ async fn execute(command: Command, shutdown: CancellationToken) -> Result<Exit, 
 fn print(outcome: impl Outcome) -> Exit {
     print!("{outcome}");
     outcome.exit()
-}
-
-/// Cancelled on SIGINT or SIGTERM; the runner then stops its runs and drains (said on
-/// stderr when `announce`).
-fn shutdown_signal(announce: bool) -> CancellationToken {
-    let token = CancellationToken::new();
-    let cancel = token.clone();
-    tokio::spawn(async move {
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(e) => return tracing::warn!(error = %e, "cannot watch SIGTERM"),
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        if announce {
-            tracing::warn!("shutting down: stopping runs, draining events");
-        }
-        cancel.cancel();
-    });
-    token
 }

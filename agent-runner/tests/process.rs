@@ -376,24 +376,50 @@ async fn flipped_newline_loses_neither_record() {
     assert_eq!(quarantined[0].spool_offset, Some(stray_at as u64));
 }
 
-#[test]
-fn garbage_nats_url_is_a_usage_error() {
+/// `agent-runner <global> spool flush --nats-url <url>` on an empty spool: its exit code
+/// and stderr.
+fn flush_to(global: &[&str], url: &str) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = Command::new(RUNNER)
-        .args([
-            "spool",
-            "flush",
-            "--nats-url",
-            "nats://not a host:4222",
-            "--spool",
-        ])
+        .args(global)
+        .args(["spool", "flush", "--nats-url", url, "--spool"])
         .arg(dir.path().join("runner.spool"))
         .output()
         .expect("run agent-runner");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn garbage_nats_url_is_a_usage_error() {
+    let (code, stderr) = flush_to(&[], "nats://not a host:4222");
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains(r#"invalid nats url "nats://not a host:4222""#),
+        "{stderr}"
+    );
+}
+
+/// The runner's edge is the other binaries': with `--log-format json` the error that
+/// ends it is one JSON log line carrying the whole message, and the exit status is the
+/// shared usage code.
+#[test]
+fn with_json_logs_the_error_is_one_json_line_and_a_usage_error_exits_2() {
+    let (code, stderr) = flush_to(&["--log-format", "json"], "nats://bad host:1");
+    assert_eq!(code, Some(2), "{stderr}");
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("a JSON log line"))
+        .collect();
+    let [line] = lines.as_slice() else {
+        panic!("one log line expected: {stderr}");
+    };
+    assert_eq!(line["level"], "ERROR", "{stderr}");
+    let message = line["fields"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(r#"invalid nats url "nats://bad host:1""#),
         "{stderr}"
     );
 }

@@ -16,7 +16,10 @@ parameters of `<dataset>/params.json`; each answer must equal
 `<dataset>/expected/<query>.csv`, which the Rust tests of `analysis::queries` check
 against (and with BENCH_BLESS=1 write from) the real 18.16 server. The datasets: the
 hand-made one (`fixtures/*.jsonl`, see fixtures/README.md) and one exported from a real
-pipeline run (`fixtures/pipeline/*.jsonl`, see fixtures/pipeline/README.md). Cells
+pipeline run (`fixtures/pipeline/*.jsonl`, see fixtures/pipeline/README.md). The
+queries `agent-runner sweep` runs (`agent-runner/src/sweep/*.sql`, bound by position,
+outside the shipped set) run over each dataset too, and must answer with the columns the
+runner reads, in its order, one row per config or run of the dataset. Cells
 compare as numbers when both parse as numbers (relative 1e-9), otherwise as text. To
 check more SQL, write a stage and append it to STAGES; to check another dataset, add it
 to DATASETS. Files are split into statements with `split_statements`, which follows the
@@ -39,6 +42,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 MIGRATIONS = HERE / "migrations"
 QUERIES = HERE / "queries"
+SWEEP_QUERIES = HERE.parent.parent / "agent-runner" / "src" / "sweep"
 FIXTURES = HERE / "fixtures"
 # (database, directory): every dataset is loaded into its own database.
 DATASETS = [
@@ -49,7 +53,7 @@ DATASETS = [
 
 def pieces(sql):
     """Cuts `sql` into consecutive ("code" | "quoted" | "comment", start, end) pieces
-    covering it all, by the sink's rules (event-sink/src/sql.rs): quotes '...', "...",
+    covering it all, by the sink's rules (schemas/clickhouse/src/sql.rs): quotes '...', "...",
     `...` with backslash escapes and doubled quotes; comments `-- ...` to end of line and
     `/* ... */`; an unterminated quote or comment runs to the end."""
     found, code_start, i, n = [], 0, 0, len(sql)
@@ -249,6 +253,80 @@ def render(sql, values):
     return "".join(out)
 
 
+def bind(sql, literals):
+    """`sql` with each `?` outside quotes and comments replaced, in order, by the next
+    of `literals`, as the runner's ClickHouse client binds its arguments."""
+    values = iter(literals)
+    out, done = [], 0
+    for start, end in code_spans(sql):
+        out.append(sql[done:start])
+        out.append(re.sub(r"\?", lambda _: next(values), sql[start:end]))
+        done = end
+    out.append(sql[done:])
+    if next(values, None) is not None:
+        raise RuntimeError("more arguments than `?` placeholders")
+    return "".join(out)
+
+
+def string_array(session, sql):
+    """The ClickHouse literal of the one String column `sql` answers, as an array."""
+    rows = list(csv.reader(io.StringIO(str(session.query(sql, "CSV")))))
+    return "[" + ",".join(literal("String", row[0]) for row in rows) + "]"
+
+
+def count(session, sql):
+    return int(str(session.query(sql, "CSV")).strip())
+
+
+# The sweep's queries: the columns its row types read by position (`ArmStats` of
+# sweep/adaptive.rs, `TrialResult` of sweep/trials.rs; validation is off on 18.16),
+# what it binds to each `?`, and how many rows the dataset must give.
+SWEEP = {
+    "arm_stats": (
+        ["cfg_hash", "runs", "success_rate", "avg_cost_usd", "avg_tokens", "avg_wall_time_ms"],
+        lambda s: [
+            string_array(s, "SELECT DISTINCT cfg_hash FROM run_stops FINAL"),
+            string_array(s, "SELECT DISTINCT task_id FROM run_stops FINAL"),
+            "0",
+            "0",
+        ],
+        "SELECT count(DISTINCT cfg_hash) FROM run_stops FINAL WHERE isNotNull(success)",
+    ),
+    "trial_results": (
+        ["run_id", "success", "cost_usd", "total_tokens", "wall_time_ms"],
+        lambda s: [string_array(s, "SELECT DISTINCT toString(run_id) FROM run_stops FINAL")],
+        "SELECT count(DISTINCT run_id) FROM run_stops FINAL",
+    ),
+}
+
+
+def stage_sweep_queries_run(session):
+    """Stage: each query of `agent-runner sweep` runs over the loaded dataset and answers
+    with the runner's columns, one row per config (judged runs) or per run."""
+    files = sorted(SWEEP_QUERIES.glob("*.sql"))
+    if sorted(path.stem for path in files) != sorted(SWEEP):
+        found = [path.name for path in files]
+        raise RuntimeError(f"{SWEEP_QUERIES} holds {found}; this check knows {sorted(SWEEP)}")
+    failures = []
+    for path in files:
+        columns, arguments, rows_sql = SWEEP[path.stem]
+        sql = bind(path.read_text(encoding="utf-8"), arguments(session))
+        try:
+            got = list(csv.reader(io.StringIO(str(session.query(sql, "CSVWithNames")))))
+        except Exception as e:  # chdb raises its own exception types
+            failures.append(f"{path.stem}: {e}")
+            continue
+        expected_rows = count(session, rows_sql)
+        if got[:1] != [columns]:
+            header = got[0] if got else []
+            failures.append(f"{path.stem}: columns {header}, the runner reads {columns}")
+        elif len(got) - 1 != expected_rows or expected_rows == 0:
+            failures.append(f"{path.stem}: {len(got) - 1} rows, expected {expected_rows} (> 0)")
+    if failures:
+        raise RuntimeError("\n".join(failures))
+    print(f"  sweep queries: {len(files)} answer with the runner's columns")
+
+
 def same_cell(actual, expected):
     # chdb writes NULL as \N and may print Bool as true/false; the Rust CSV has "" and 0/1.
     actual = {"\\N": "", "true": "1", "false": "0"}.get(actual, actual)
@@ -311,6 +389,7 @@ STAGES = [
         stage_use_migrated_database(database),
         stage_load_dataset(directory),
         stage_queries_match_clickhouse_18(directory),
+        stage_sweep_queries_run,
     )
 ]
 

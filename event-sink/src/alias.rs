@@ -11,7 +11,7 @@ use std::process::Command;
 
 use clap::ValueEnum as _;
 
-use crate::logging::LogFormat;
+use bench_cli::LogFormat;
 
 /// The binary the aliases run (package `benchstream-analysis`).
 pub const ANALYSIS_BINARY: &str = "bench-analysis";

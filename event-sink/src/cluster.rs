@@ -33,7 +33,8 @@
 use clickhouse::{Client, Row};
 use serde::Deserialize;
 
-use crate::sql::{self, Piece};
+use bench_clickhouse::sql::{self, Piece};
+use bench_clickhouse::ClickHouseConfig;
 
 /// Suffix of the shard-local table behind each Distributed table.
 pub const LOCAL_SUFFIX: &str = "_local";
@@ -55,6 +56,16 @@ pub struct Target<'a> {
     pub cluster: &'a str,
     /// Database of the tables (the same name on every server).
     pub database: &'a str,
+}
+
+impl Target<'_> {
+    /// Where migrations apply with `clickhouse`; `None` on one server.
+    pub fn of(clickhouse: &ClickHouseConfig) -> Option<Target<'_>> {
+        clickhouse.cluster.as_deref().map(|cluster| Target {
+            cluster,
+            database: &clickhouse.database,
+        })
+    }
 }
 
 /// The statements that carry out `statement` (one of a migration file, comments and

@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bench_clickhouse::{ClickHouseArgs, ClickHouseConfig};
 use bench_nats::{NatsArgs, NatsConfig, NatsConfigError, StreamSpec};
 use schemas::{SubjectPrefix, SubjectPrefixError};
 use serde::Deserialize;
@@ -93,115 +94,6 @@ section! {
 }
 
 section! {
-    /// `[clickhouse]`: where the rows go.
-    #[derive(Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct ClickHouseArgs {
-        /// HTTP interface URL, `http://` or `https://` (system trust store;
-        /// `SSL_CERT_FILE` adds a CA). Default `http://127.0.0.1:8123`.
-        pub url: Option<String> = ("clickhouse-url", "BENCH_CLICKHOUSE_URL"),
-        /// User. Default `default`.
-        pub user: Option<String> = ("clickhouse-user", "BENCH_CLICKHOUSE_USER"),
-        /// Password. Default empty.
-        #[arg(hide_env_values = true)]
-        pub password: Option<String> = ("clickhouse-password", "BENCH_CLICKHOUSE_PASSWORD"),
-        /// Database holding the tables; created by migrations if absent. Default
-        /// `benchstream`.
-        pub database: Option<String> = ("clickhouse-database", "BENCH_CLICKHOUSE_DATABASE"),
-        /// Limit on one INSERT (sending the rows and waiting for the answer), ms. Default
-        /// 30000; a timed-out insert is retried.
-        pub insert_timeout_ms: Option<u64> =
-            ("insert-timeout-ms", "BENCH_CLICKHOUSE_INSERT_TIMEOUT_MS"),
-        /// ClickHouse cluster (a `remote_servers` name) holding the tables: Replicated
-        /// `<table>_local` tables under Distributed `<table>` ones, created `ON CLUSTER`,
-        /// and inserts that return once the rows are on their shard. Default none: the
-        /// tables of one server.
-        pub cluster: Option<String> = ("cluster", "BENCH_CLICKHOUSE_CLUSTER"),
-        /// On a cluster: the HTTP URLs of its servers, comma-separated (every replica of
-        /// every shard). With them the sink writes each shard's rows into its `_local`
-        /// tables, on one of its replicas, so a shard that is down holds only its own
-        /// rows. Default none: inserts through the Distributed tables of `url`.
-        pub replica_urls: Option<String> = ("replica-urls", "BENCH_CLICKHOUSE_REPLICA_URLS"),
-    }
-}
-
-impl std::fmt::Debug for ClickHouseArgs {
-    // The password stays out of logs.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClickHouseArgs")
-            .field("url", &self.url)
-            .field("user", &self.user)
-            .field("password", &self.password.as_ref().map(|_| "***"))
-            .field("database", &self.database)
-            .field("insert_timeout_ms", &self.insert_timeout_ms)
-            .field("cluster", &self.cluster)
-            .field("replica_urls", &self.replica_urls)
-            .finish()
-    }
-}
-
-impl ClickHouseArgs {
-    /// Fills defaults and checks every value.
-    pub fn resolve(self) -> Result<ClickHouseConfig, ConfigError> {
-        let clickhouse = ClickHouseConfig {
-            url: self.url.unwrap_or_else(|| "http://127.0.0.1:8123".into()),
-            user: self.user.unwrap_or_else(|| "default".into()),
-            password: self.password.unwrap_or_default(),
-            database: nonempty("clickhouse.database", self.database)?
-                .unwrap_or_else(|| "benchstream".into()),
-            insert_timeout: Duration::from_millis(
-                positive("clickhouse.insert_timeout_ms", self.insert_timeout_ms)?.unwrap_or(30_000),
-            ),
-            cluster: nonempty("clickhouse.cluster", self.cluster)?,
-            replica_urls: self
-                .replica_urls
-                .iter()
-                .flat_map(|urls| urls.split(','))
-                .map(|url| url.trim().to_owned())
-                .filter(|url| !url.is_empty())
-                .collect(),
-        };
-        if !clickhouse.replica_urls.is_empty() && clickhouse.cluster.is_none() {
-            return Err(invalid(
-                "clickhouse.replica_urls",
-                "needs clickhouse.cluster",
-            ));
-        }
-        let http = |url: &str| url.starts_with("http://") || url.starts_with("https://");
-        if !clickhouse.replica_urls.iter().all(|url| http(url)) {
-            return Err(invalid(
-                "clickhouse.replica_urls",
-                "must be http:// or https:// URLs",
-            ));
-        }
-        if let Some(cluster) = &clickhouse.cluster {
-            // Both are spliced into `ON CLUSTER` statements, engine arguments and
-            // ZooKeeper paths.
-            let plain = |name: &str| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !plain(cluster) {
-                return Err(invalid(
-                    "clickhouse.cluster",
-                    "must be letters, digits and `_`",
-                ));
-            }
-            if !plain(&clickhouse.database) {
-                return Err(invalid(
-                    "clickhouse.database",
-                    "must be letters, digits and `_` on a cluster",
-                ));
-            }
-        }
-        if !(clickhouse.url.starts_with("http://") || clickhouse.url.starts_with("https://")) {
-            return Err(invalid(
-                "clickhouse.url",
-                "must start with http:// or https://",
-            ));
-        }
-        Ok(clickhouse)
-    }
-}
-
-section! {
     /// `[batch]`: when rows are flushed, how failed flushes are retried, how long shutdown
     /// may drain.
     #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
@@ -272,18 +164,25 @@ pub struct SinkArgs {
     #[arg(id = "config", long = "config", env = "BENCH_SINK_CONFIG")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// `[nats]`.
     #[command(flatten, next_help_heading = "NATS")]
     pub nats: NatsArgs,
+    /// `[stream]`.
     #[command(flatten, next_help_heading = "Stream")]
     pub stream: StreamArgs,
+    /// `[consumer]`.
     #[command(flatten, next_help_heading = "Consumer")]
     pub consumer: ConsumerArgs,
+    /// `[clickhouse]`.
     #[command(flatten, next_help_heading = "ClickHouse")]
     pub clickhouse: ClickHouseArgs,
+    /// `[batch]`.
     #[command(flatten, next_help_heading = "Batching")]
     pub batch: BatchArgs,
+    /// `[metrics]`.
     #[command(flatten, next_help_heading = "Metrics")]
     pub metrics: MetricsArgs,
+    /// `[runtime]`.
     #[command(flatten, next_help_heading = "Runtime")]
     pub runtime: RuntimeArgs,
 }
@@ -439,31 +338,6 @@ impl SinkArgs {
     }
 }
 
-/// The ClickHouse connection of `migrate`, `query` and `report`: the `[clickhouse]`
-/// section of the sink's config file, `BENCH_CLICKHOUSE_*` and `--clickhouse-*`, with
-/// the same names and precedence as the sink's, so they reach the database the sink
-/// writes. The file's other sections are read (and checked) but not used.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct ClickHouseConnectionArgs {
-    /// TOML config file of the sink; flags and environment override its `[clickhouse]`.
-    #[arg(id = "config", long = "config", env = "BENCH_SINK_CONFIG")]
-    pub config: Option<PathBuf>,
-    #[command(flatten, next_help_heading = "ClickHouse")]
-    pub clickhouse: ClickHouseArgs,
-}
-
-impl ClickHouseConnectionArgs {
-    /// Merges the config file's `[clickhouse]` (if any) below these settings, then
-    /// validates the result.
-    pub fn load(self) -> Result<ClickHouseConfig, ConfigError> {
-        let clickhouse = match &self.config {
-            Some(path) => self.clickhouse.merge(SinkArgs::from_file(path)?.clickhouse),
-            None => self.clickhouse,
-        };
-        clickhouse.resolve()
-    }
-}
-
 /// Validated settings of one sink process.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -473,9 +347,13 @@ pub struct Config {
     pub stream: StreamSpec,
     /// Create stream and consumer when absent; false = only verify (`--no-create`).
     pub create: bool,
+    /// The durable consumer.
     pub consumer: ConsumerConfig,
+    /// Where the rows go.
     pub clickhouse: ClickHouseConfig,
+    /// Batching, retries and draining.
     pub batch: BatchConfig,
+    /// The metrics endpoint.
     pub metrics: MetricsConfig,
     /// Threads of the runtime the sink runs on (see [`RuntimeArgs`]).
     pub worker_threads: usize,
@@ -484,100 +362,34 @@ pub struct Config {
 /// The durable consumer (see [`ConsumerArgs`] for meanings and defaults).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerConfig {
+    /// Durable name.
     pub name: String,
+    /// Wait for an ack before redelivery.
     pub ack_wait: Duration,
+    /// Delivered but unacked messages, over all sinks; -1 = no limit.
     pub max_ack_pending: i64,
+    /// Deliveries of one message; -1 = no limit.
     pub max_deliver: i64,
+    /// Messages per pull request.
     pub fetch_batch: usize,
-}
-
-/// The ClickHouse connection (see [`ClickHouseArgs`]).
-#[derive(Clone, PartialEq, Eq)]
-pub struct ClickHouseConfig {
-    pub url: String,
-    pub user: String,
-    pub password: String,
-    pub database: String,
-    pub insert_timeout: Duration,
-    /// The cluster of the tables; `None` = one server.
-    pub cluster: Option<String>,
-    /// HTTP URLs of the cluster's servers, to write shard by shard; empty = through the
-    /// Distributed tables.
-    pub replica_urls: Vec<String>,
-}
-
-impl std::fmt::Debug for ClickHouseConfig {
-    // The password stays out of logs.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClickHouseConfig")
-            .field("url", &self.url)
-            .field("user", &self.user)
-            .field("database", &self.database)
-            .field("insert_timeout", &self.insert_timeout)
-            .field("cluster", &self.cluster)
-            .field("replica_urls", &self.replica_urls)
-            .finish_non_exhaustive()
-    }
-}
-
-impl ClickHouseConfig {
-    /// A client of the server, no database selected.
-    pub fn server_client(&self) -> clickhouse::Client {
-        // 18.16 has no RowBinaryWithNamesAndTypes, which validation needs (event-sink/README.md).
-        clickhouse::Client::default()
-            .with_url(&self.url)
-            .with_user(&self.user)
-            .with_password(&self.password)
-            .with_validation(false)
-    }
-
-    /// A client of the sink's database on the server at `url` (one replica of a shard,
-    /// whose `_local` tables it writes: no Distributed settings).
-    pub fn replica_client(&self, url: &str) -> clickhouse::Client {
-        self.server_client()
-            .with_url(url)
-            .with_database(&self.database)
-    }
-
-    /// A client of the sink's database. On a cluster its inserts into Distributed tables
-    /// are synchronous (`insert_distributed_sync`): the INSERT answers only once every
-    /// shard it touches has written its rows, so an ack follows the rows onto their shard
-    /// and a failed shard fails the insert, which is then retried.
-    pub fn client(&self) -> clickhouse::Client {
-        let client = self.server_client().with_database(&self.database);
-        match &self.cluster {
-            None => client,
-            Some(_) => client
-                .with_setting("insert_distributed_sync", "1")
-                // The server gives up on a shard no later than the client on the insert.
-                .with_setting(
-                    "insert_distributed_timeout",
-                    self.insert_timeout.as_secs().max(1).to_string(),
-                ),
-        }
-    }
-
-    /// Where migrations apply on a cluster; `None` on one server.
-    pub fn cluster_target(&self) -> Option<crate::cluster::Target<'_>> {
-        self.cluster
-            .as_deref()
-            .map(|cluster| crate::cluster::Target {
-                cluster,
-                database: &self.database,
-            })
-    }
 }
 
 /// Batching, retries and draining (see [`BatchArgs`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchConfig {
+    /// Rows per table per insert.
     pub max_rows: usize,
+    /// Bytes held per batch.
     pub max_bytes: usize,
+    /// Longest wait of a received message before its flush.
     pub flush_interval: Duration,
     /// Wait of a batch of at most `linger_max_rows` messages.
     pub linger: Duration,
+    /// Largest batch flushed after `linger`.
     pub linger_max_rows: usize,
+    /// Delays between retries of a failed flush or pull.
     pub retry: Backoff,
+    /// Time shutdown may take to flush and ack.
     pub drain_timeout: Duration,
 }
 
@@ -593,25 +405,39 @@ pub struct MetricsConfig {
 /// Why settings are unusable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The config file could not be read.
     #[error("cannot read config file {path}: {source}")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: std::io::Error,
     },
+    /// The config file is not TOML, or has a key no section knows.
     #[error("config file {path} is invalid: {source}")]
     Parse {
+        /// The file.
         path: PathBuf,
+        /// Why.
         #[source]
         source: toml::de::Error,
     },
+    /// The `[clickhouse]` settings are unusable.
+    #[error(transparent)]
+    ClickHouse(#[from] bench_clickhouse::ConfigError),
+    /// The `[nats]` settings are unusable.
     #[error(transparent)]
     Nats(#[from] NatsConfigError),
+    /// The subject prefix is not one.
     #[error(transparent)]
     Prefix(#[from] SubjectPrefixError),
+    /// A value is out of its range.
     #[error("invalid setting {field}: {reason}")]
     Invalid {
+        /// The setting, as `section.key` of the config file.
         field: &'static str,
+        /// What it must be.
         reason: &'static str,
     },
 }

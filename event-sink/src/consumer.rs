@@ -26,12 +26,27 @@ pub enum ConsumerError {
     #[error(
         "consumer {name} does not exist on stream {stream} (create it, or run without --no-create)"
     )]
-    Missing { stream: String, name: String },
+    /// `--no-create` and the consumer is absent.
+    Missing {
+        /// The stream.
+        stream: String,
+        /// The consumer's durable name.
+        name: String,
+    },
+    /// The consumer exists, but would not wait for the sink's acks.
     #[error("consumer {name} exists with ack policy {policy:?}; the sink needs explicit acks")]
-    WrongAckPolicy { name: String, policy: AckPolicy },
+    WrongAckPolicy {
+        /// The consumer's durable name.
+        name: String,
+        /// Its ack policy.
+        policy: AckPolicy,
+    },
+    /// JetStream refused or did not answer.
     #[error("cannot set up consumer {name}: {source}")]
     Request {
+        /// The consumer's durable name.
         name: String,
+        /// The server's or the client's error.
         #[source]
         source: async_nats::Error,
     },

@@ -3,32 +3,39 @@
 //!
 //! # Layout
 //!
+//! The public modules are what the binary, the end-to-end tests and the benches use; the
+//! others are the pipeline's internals.
+//!
+//! - [`command`]: the `event-sink` command line and running each subcommand (`main.rs`
+//!   only parses and hands off).
 //! - [`config`]: settings layered file < env < flags ([`SinkArgs`]) → validated [`Config`].
-//! - [`service`]: [`run`] (start-up checks, receiver and writer tasks, shutdown) and
+//! - `service`: [`run`] (start-up checks, receiver and writer tasks, shutdown) and
 //!   [`migrate`].
 //! - [`consumer`]: the durable pull consumer, pulling messages, answering them.
-//! - [`batch`]: messages decoded on arrival and grouped for one flush.
-//! - [`admission`]: what a valid event must also satisfy (plausible `ts`, subject
+//! - `batch`: messages decoded on arrival and grouped for one flush.
+//! - `admission`: what a valid event must also satisfy (plausible `ts`, subject
 //!   agreeing with the body) and first write wins per `event_id`.
-//! - [`writer`]: flushing a batch: inserts, isolating rows ClickHouse refuses, retries,
+//! - `writer`: flushing a batch: inserts, isolating rows ClickHouse refuses, retries,
 //!   progress acks, then acks.
-//! - [`classify`]: the one place deciding what a failure means (bad data, refused row,
+//! - `classify`: the one place deciding what a failure means (bad data, refused row,
 //!   transient) and the retry backoff.
 //! - [`rows`]: the ClickHouse row of each table, built from a decoded event.
-//! - [`rowbinary`]: encoding rows in ClickHouse's RowBinary format, once, on arrival.
+//! - `rowbinary`: encoding rows in ClickHouse's RowBinary format, once, on arrival.
 //! - [`migrations`]: the embedded DDL of `deploy/clickhouse/migrations/` and applying it.
 //! - [`replay`]: `event-sink dead-letters replay`, dead letters published again once
 //!   their cause is fixed, through the same path as every message.
 //! - [`cluster`]: the same DDL rendered for a ClickHouse cluster (Replicated tables under
 //!   Distributed ones).
-//! - [`shards`]: on a cluster with `replica_urls`, each shard's rows written to its own
+//! - `shards`: on a cluster with `replica_urls`, each shard's rows written to its own
 //!   replicas by a writer of its own, so a shard that is down holds only its rows.
-//! - [`sql`]: which bytes of SQL text are code, quoted text or comments.
-//! - [`metrics`]: Prometheus metrics and the `/metrics` + `/healthz` endpoint.
-//! - [`logging`]: `--log-format` and the tracing subscriber, shared with `bench-analysis`.
-//! - [`alias`]: `event-sink query` / `report`, handed over to the `bench-analysis` binary
+//! - `metrics`: Prometheus metrics and the `/metrics` + `/healthz` endpoint.
+//! - `alias`: `event-sink query` / `report`, handed over to the `bench-analysis` binary
 //!   (crate `benchstream-analysis`, `event-sink/analysis/`), which holds the shipped
-//!   queries and the HTML report and builds on [`sql`] and [`config`] from here.
+//!   queries and the HTML report.
+//!
+//! The ClickHouse connection settings and the SQL text reader are `bench_clickhouse`'s
+//! (`schemas/clickhouse/`), the logging set-up `bench_cli`'s (`schemas/cli/`), shared with
+//! `bench-analysis` and `agent-runner`.
 //!
 //! # Guarantees
 //!
@@ -38,23 +45,27 @@
 //! stored more than once until ClickHouse merges them, so readers use `FINAL` (see
 //! `deploy/clickhouse/README.md`).
 
-pub mod admission;
-pub mod alias;
-pub mod batch;
-pub mod classify;
+#![warn(missing_docs)]
+
+// What the binary, the end-to-end tests and the benches use.
 pub mod cluster;
+pub mod command;
 pub mod config;
 pub mod consumer;
-pub mod logging;
-pub mod metrics;
 pub mod migrations;
 pub mod replay;
-pub mod rowbinary;
 pub mod rows;
-pub mod service;
-pub mod shards;
-pub mod sql;
-pub mod writer;
 
-pub use config::{ClickHouseConnectionArgs, Config, ConfigError, SinkArgs};
+// Internals of the pipeline.
+mod admission;
+mod alias;
+mod batch;
+mod classify;
+mod metrics;
+mod rowbinary;
+mod service;
+mod shards;
+mod writer;
+
+pub use config::{Config, ConfigError, SinkArgs};
 pub use service::{migrate, run, SinkError};

@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 use crate::classify;
 use crate::cluster::{self, RenderError, Target};
 use crate::rows::datetime;
-use crate::sql::{self, Piece};
+use bench_clickhouse::sql::{self, Piece};
 
 /// One migration file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,7 +111,9 @@ pub enum MigrationError {
     /// ClickHouse refused a statement or could not be reached.
     #[error("migration {stem} failed: {source}")]
     Statement {
+        /// The migration file's stem (`0001_init`).
         stem: &'static str,
+        /// ClickHouse's answer.
         #[source]
         source: clickhouse::error::Error,
     },
@@ -121,7 +123,9 @@ pub enum MigrationError {
     /// Creating the database failed.
     #[error("cannot create database {database}: {source}")]
     Database {
+        /// The database.
         database: String,
+        /// ClickHouse's answer.
         #[source]
         source: clickhouse::error::Error,
     },
@@ -131,14 +135,19 @@ pub enum MigrationError {
          {current}; migrations must not be edited once applied, add a new one"
     )]
     ChecksumMismatch {
+        /// The migration file's stem.
         stem: &'static str,
+        /// The checksum recorded when it was applied.
         recorded: String,
+        /// The checksum of the file now.
         current: String,
     },
     /// A statement has no cluster rendering.
     #[error("migration {stem}: {source}")]
     Cluster {
+        /// The migration file's stem.
         stem: &'static str,
+        /// Why the statement cannot be rendered.
         #[source]
         source: RenderError,
     },
@@ -409,7 +418,7 @@ fn quote_identifier(name: &str) -> String {
 
 /// Splits SQL text on top-level `;` into trimmed, non-empty statements; a piece holding
 /// only comments is dropped. Only a `;` of code splits, never one in quotes or comments
-/// ([`crate::sql`]). The same rules as
+/// ([`bench_clickhouse::sql`]). The same rules as
 /// `split_statements` in `deploy/clickhouse/chdb_check.py`.
 pub fn split_statements(sql: &str) -> Vec<&str> {
     let mut statements = Vec::new();

@@ -7,7 +7,7 @@
 //! would, and skips with a reason what cannot land or has landed:
 //!
 //! - still refused: decoding or admission ([`schemas::decode_message`],
-//!   [`admission::admit`]) still refuses the bytes (the class and error say why);
+//!   `admission::admit`) still refuses the bytes (the class and error say why);
 //! - already stored: `event_ids` holds the same body under its `event_id` (a replay
 //!   that ran before, or a redelivery that landed): nothing to do, so replaying twice is
 //!   harmless;
@@ -50,16 +50,29 @@ pub struct Selection {
 /// Why the replay stopped before its report.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// Reading `dead_letters` failed.
     #[error("cannot read dead letters from clickhouse: {0}")]
     Read(#[source] clickhouse::error::Error),
+    /// A stored `raw` column is not the hex the sink writes.
     #[error("a dead letter's raw bytes are not hex (stream_seq {stream_seq})")]
-    Hex { stream_seq: u64 },
+    Hex {
+        /// The dead letter's stream sequence.
+        stream_seq: u64,
+    },
+    /// Looking up what is stored under an `event_id` failed.
     #[error("{0}")]
     Lookup(String),
+    /// Connecting to NATS failed.
     #[error(transparent)]
     Nats(#[from] bench_nats::ConnectError),
+    /// JetStream did not take a dead letter.
     #[error("cannot publish the dead letter of stream_seq {stream_seq}: {error}")]
-    Publish { stream_seq: u64, error: String },
+    Publish {
+        /// The dead letter's stream sequence.
+        stream_seq: u64,
+        /// Why.
+        error: String,
+    },
 }
 
 /// A row of `deploy/clickhouse/sink/dead_letters.sql`.
@@ -89,7 +102,10 @@ pub struct Considered {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Published again as stream message `new_seq` (`None` on a dry run).
-    Replayed { new_seq: Option<u64> },
+    Replayed {
+        /// The new stream sequence.
+        new_seq: Option<u64>,
+    },
     /// Not published, and why.
     Skipped(Skip),
 }
@@ -98,13 +114,21 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Skip {
     /// Decoding or admission still refuses it.
-    StillRefused { class: String, error: String },
+    StillRefused {
+        /// The dead letter's class now.
+        class: String,
+        /// Why.
+        error: String,
+    },
     /// The same body is stored under its `event_id`.
     AlreadyStored,
     /// A different body is stored under its `event_id`.
     Conflict,
     /// An earlier dead letter of this replay has the same `event_id`.
-    Repeated { of: u64 },
+    Repeated {
+        /// The stream sequence of the earlier one.
+        of: u64,
+    },
     /// JetStream's duplicate window still holds its `Nats-Msg-Id`.
     InDuplicateWindow,
 }
@@ -126,7 +150,9 @@ impl fmt::Display for Skip {
 /// Everything the replay considered, in stream order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
+    /// Nothing was published (`--dry-run`).
     pub dry_run: bool,
+    /// Every dead letter selected, with what became of it.
     pub considered: Vec<Considered>,
 }
 

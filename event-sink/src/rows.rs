@@ -1,6 +1,6 @@
 //! ClickHouse rows: one struct per table, built from a decoded [`BenchmarkEvent`] by
 //! borrowing its strings (no copy of the text on the way to the insert buffer), and
-//! encoded by [`crate::rowbinary`] in field order: a field's type is its column's
+//! encoded by `rowbinary` in field order: a field's type is its column's
 //! encoding (`Option<T>` is `Nullable(T)`).
 //!
 //! The column lists here and the DDL in `deploy/clickhouse/migrations/` must agree: inserts
@@ -235,6 +235,9 @@ pub struct DeadLetterRow<'a> {
 macro_rules! typed_row {
     ($(#[$doc:meta])* $name:ident { $($(#[$attr:meta])* $field:ident: $ty:ty,)* }) => {
         $(#[$doc])*
+        // One field per column, named as the column: the columns are documented where
+        // they are defined (deploy/clickhouse/README.md, PROVENANCE.md), not twice.
+        #[allow(missing_docs)]
         #[derive(Debug, Row, Serialize)]
         pub struct $name<'a> {
             #[serde(with = "clickhouse::serde::uuid")]
@@ -572,13 +575,21 @@ typed_row! {
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub enum TypedRow<'a> {
+    /// A `run_starts` row.
     RunStart(RunStartRow<'a>),
+    /// A `run_stops` row.
     RunStop(RunStopRow<'a>),
+    /// A `steps` row.
     Step(StepRow<'a>),
+    /// A `tool_calls` row.
     ToolCall(ToolCallRow<'a>),
+    /// A `deliberations` row.
     Deliberation(DeliberationRow<'a>),
+    /// A `context_decisions` row.
     ContextDecision(ContextDecisionRow<'a>),
+    /// A `failures` row.
     Failure(FailureRow<'a>),
+    /// An `optimizer_updates` row.
     OptimizerUpdate(OptimizerUpdateRow<'a>),
     TestOutcome(TestOutcomeRow<'a>),
 }

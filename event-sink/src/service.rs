@@ -35,7 +35,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::batch::Batch;
 use crate::classify;
-use crate::config::{BatchConfig, ClickHouseConfig, Config};
+use bench_clickhouse::ClickHouseConfig;
+
+use crate::config::{BatchConfig, Config};
 use crate::consumer::{self, ConsumerError, Delivery};
 use crate::metrics::{self, CauseLabel, Metrics};
 use crate::migrations::{self, MigrationError};
@@ -65,18 +67,25 @@ pub enum SinkError {
         /// ClickHouse's answer.
         error: clickhouse::error::Error,
     },
+    /// Applying the migrations failed.
     #[error(transparent)]
     Migration(#[from] MigrationError),
+    /// NATS is unreachable or refused the credentials.
     #[error(transparent)]
     Nats(#[from] bench_nats::ConnectError),
+    /// The stream is missing (`--no-create`) or could not be made.
     #[error(transparent)]
     Stream(#[from] bench_nats::StreamError),
+    /// The consumer is missing, wrong, or could not be made.
     #[error(transparent)]
     Consumer(#[from] ConsumerError),
+    /// The metrics endpoint could not listen.
     #[error(transparent)]
     Metrics(#[from] metrics::BindError),
+    /// The cluster's shard layout could not be read (`--replica-urls`).
     #[error(transparent)]
     Layout(#[from] LayoutError),
+    /// Shutdown could not flush and ack in `drain_timeout`; the rest is redelivered.
     #[error("shutdown drain timed out: {0}")]
     DrainTimeout(#[from] Abandoned),
 }
@@ -112,7 +121,11 @@ pub async fn migrate(config: &ClickHouseConfig) -> Result<Vec<u32>, SinkError> {
             }
         })?;
     migrations::ensure_database(&server, &config.database, config.cluster.as_deref()).await?;
-    Ok(migrations::migrate(&config.client(), config.cluster_target().as_ref()).await?)
+    Ok(migrations::migrate(
+        &config.client(),
+        crate::cluster::Target::of(config).as_ref(),
+    )
+    .await?)
 }
 
 /// Runs the sink until `shutdown` is cancelled, then drains. Fails fast, before taking

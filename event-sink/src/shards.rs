@@ -31,9 +31,9 @@ use tokio::sync::{mpsc, Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
 use crate::batch::{Batch, Item};
-use crate::config::ClickHouseConfig;
 use crate::metrics::{Metrics, ShardLabel};
 use crate::writer::{answer_all, progress_ticker, Abandoned, ClickHouseInserter, Writer};
+use bench_clickhouse::ClickHouseConfig;
 
 /// Why the cluster's layout could not be read.
 #[derive(Debug, thiserror::Error)]

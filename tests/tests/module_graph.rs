@@ -1,15 +1,23 @@
-//! No import cycle between the top-level modules of a crate: a module that needs another's
-//! piece and is needed by it means the piece belongs in a module of its own.
+//! No import cycle between modules of a crate, at any depth: among the top-level modules,
+//! and among the submodules of each module (`schemas::smith::{payload, wire}`). A module
+//! that needs another's piece and is needed by it means the piece belongs in a module of
+//! its own.
 //!
-//! The graph is read from the source: every `crate::<module>` path in a file (also each
-//! item of `use crate::{a, b::c}`) is an edge from the top-level module the file belongs
-//! to. Comments do not count; paths through root re-exports (`crate::Error`) are not seen.
+//! The graph is read from the source: every `crate::`, `super::` and `self::` path in a
+//! file (also each item of `use crate::{a, b::c}`) names the deepest module of the crate
+//! it reaches, and is an edge between the two sibling modules under which the file's
+//! module and the named one part (a path into the file's own module or one above it is no
+//! edge). Comments do not count; paths through re-exports (`crate::Error`) are not seen,
+//! and an inline module (`mod tests`) is read as part of its file.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
-/// module → module it names → the files that name it.
+/// A module, as its path from the crate root (`[]` is the root).
+type Module = Vec<String>;
+
+/// module → sibling module it names → the files that name it.
 type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 
 #[test]
@@ -23,25 +31,44 @@ fn event_sink_modules_form_no_cycle() {
 }
 
 #[test]
+fn analysis_modules_form_no_cycle() {
+    assert_no_cycle("event-sink/analysis");
+}
+
+#[test]
 fn schemas_modules_form_no_cycle() {
     assert_no_cycle("schemas");
 }
 
-/// Fails naming every cycle among the top-level modules of the workspace crate in `dir`
-/// and the files behind each edge of it.
+#[test]
+fn shared_crates_modules_form_no_cycle() {
+    for dir in ["schemas/nats", "schemas/clickhouse", "schemas/cli"] {
+        assert_no_cycle(dir);
+    }
+}
+
+/// Fails naming every cycle among sibling modules of the workspace crate in `dir` and the
+/// files behind each edge of it.
 fn assert_no_cycle(dir: &str) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("..")
         .join(dir)
         .join("src");
-    let graph = module_graph(&src);
     let mut report = String::new();
-    for cycle in cycles(&graph) {
-        report.push_str(&format!("modules {cycle:?} import one another:\n"));
-        for from in &cycle {
-            for (to, files) in &graph[from] {
-                if cycle.contains(to) {
-                    report.push_str(&format!("  {from} -> {to} ({files:?})\n"));
+    for (parent, graph) in module_graphs(&src) {
+        for cycle in cycles(&graph) {
+            let under = match parent.is_empty() {
+                true => "crate".to_owned(),
+                false => parent.join("::"),
+            };
+            report.push_str(&format!(
+                "modules {cycle:?} of {under} import one another:\n"
+            ));
+            for from in &cycle {
+                for (to, files) in &graph[from] {
+                    if cycle.contains(to) {
+                        report.push_str(&format!("  {from} -> {to} ({files:?})\n"));
+                    }
                 }
             }
         }
@@ -49,76 +76,163 @@ fn assert_no_cycle(dir: &str) {
     assert!(report.is_empty(), "{dir}/src:\n{report}");
 }
 
-fn module_graph(src: &Path) -> Graph {
-    let mut graph = Graph::new();
+/// The module a source file under `src` holds: `a/b.rs` and `a/b/mod.rs` are `a::b`,
+/// `lib.rs` and `main.rs` the root.
+fn module_of(rel: &str) -> Module {
+    let mut parts: Module = rel.split('/').map(str::to_owned).collect();
+    let file = parts.pop().unwrap_or_default();
+    let stem = file.strip_suffix(".rs").unwrap_or(&file);
+    let at_root = parts.is_empty() && (stem == "lib" || stem == "main");
+    if stem != "mod" && !at_root {
+        parts.push(stem.to_owned());
+    }
+    parts
+}
+
+/// For each module with submodules, the graph among them.
+fn module_graphs(src: &Path) -> BTreeMap<Module, Graph> {
+    let mut files = Vec::new();
     for entry in walkdir::WalkDir::new(src).sort_by_file_name() {
         let entry = entry.expect("read src");
         let rel = entry.path().strip_prefix(src).expect("under src");
         let rel = rel.to_str().expect("utf-8 path").to_owned();
-        let top = rel.split('/').next().unwrap_or_default();
-        let top = top.strip_suffix(".rs").unwrap_or(top);
-        if entry.file_type().is_dir() || top == "lib" || top == "main" {
-            continue;
+        if entry.file_type().is_file() && rel.ends_with(".rs") {
+            let text = fs::read_to_string(entry.path()).expect("read source");
+            files.push((module_of(&rel), rel, text));
         }
-        if !rel.ends_with(".rs") {
-            graph.entry(top.to_owned()).or_default();
-            continue;
+    }
+    let mut graphs: BTreeMap<Module, Graph> = BTreeMap::new();
+    let mut modules: BTreeSet<Module> = BTreeSet::new();
+    for (module, _, _) in &files {
+        for depth in 0..=module.len() {
+            modules.insert(module[..depth].to_vec());
         }
-        let text = fs::read_to_string(entry.path()).expect("read source");
-        let named = graph.entry(top.to_owned()).or_default();
-        for module in crate_paths(&text) {
-            if module != top {
-                named.entry(module).or_default().insert(rel.clone());
+    }
+    for module in &modules {
+        if let Some((name, parent)) = module.split_last() {
+            let graph = graphs.entry(parent.to_vec()).or_default();
+            graph.entry(name.clone()).or_default();
+        }
+    }
+    for (from, rel, text) in &files {
+        for path in module_paths(text) {
+            let Some(to) = resolve(&path, from, &modules) else {
+                continue;
+            };
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            if common == from.len() || common == to.len() {
+                continue; // into the file's own module, or one above it
             }
+            let graph = graphs.entry(from[..common].to_vec()).or_default();
+            let named = graph.entry(from[common].clone()).or_default();
+            named
+                .entry(to[common].clone())
+                .or_default()
+                .insert(rel.clone());
         }
     }
-    // Only edges to modules of the crate (not to root re-exports or `self`).
-    let modules: BTreeSet<String> = graph.keys().cloned().collect();
-    for named in graph.values_mut() {
-        named.retain(|to, _| modules.contains(to));
-    }
-    graph
+    graphs
 }
 
-/// The first segment of every `crate::` path in `text`, comments left out.
-fn crate_paths(text: &str) -> BTreeSet<String> {
+/// The deepest module of `modules` that `path` (as written in a file of module `here`)
+/// reaches; `None` for a path that does not start at `crate`, `self` or `super`.
+fn resolve(path: &[String], here: &Module, modules: &BTreeSet<Module>) -> Option<Module> {
+    let (first, rest) = path.split_first()?;
+    let (mut module, mut rest) = match first.as_str() {
+        "crate" => (Module::new(), rest),
+        "self" => (here.clone(), rest),
+        "super" => {
+            let mut module = here.clone();
+            module.pop()?;
+            let mut rest = rest;
+            while rest.first().is_some_and(|s| s == "super") {
+                module.pop()?;
+                rest = &rest[1..];
+            }
+            (module, rest)
+        }
+        _ => return None,
+    };
+    while let Some((segment, tail)) = rest.split_first() {
+        let mut deeper = module.clone();
+        deeper.push(segment.clone());
+        if !modules.contains(&deeper) {
+            break;
+        }
+        module = deeper;
+        rest = tail;
+    }
+    Some(module)
+}
+
+/// Every `crate::`, `super::` and `self::` path in `text`, comments left out; a group
+/// (`crate::a::{b, c::d}`) gives one path per item.
+fn module_paths(text: &str) -> Vec<Vec<String>> {
     let code: String = text
         .lines()
         .map(|line| line.split("//").next().unwrap_or_default())
         .collect::<Vec<_>>()
         .join("\n");
-    let mut names = BTreeSet::new();
-    for (at, _) in code.match_indices("crate::") {
-        let before = code[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue; // `my_crate::`
-        }
-        let rest = &code[at + "crate::".len()..];
-        match rest.strip_prefix('{') {
-            // A group: the first segment of each item at its top level.
-            Some(group) => {
-                let mut depth = 0;
-                let mut item_start = true;
-                for (i, c) in group.char_indices() {
-                    match c {
-                        '{' => depth += 1,
-                        '}' if depth == 0 => break,
-                        '}' => depth -= 1,
-                        ',' if depth == 0 => item_start = true,
-                        c if item_start && !c.is_whitespace() => {
-                            names.insert(ident(&group[i..]));
-                            item_start = false;
-                        }
-                        _ => {}
-                    }
-                }
+    let mut paths = Vec::new();
+    for start in ["crate::", "super::", "self::"] {
+        for (at, _) in code.match_indices(start) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue; // `my_crate::`, or the second `super::` of `super::super::`
             }
-            None => {
-                names.insert(ident(rest));
-            }
+            paths.extend(path_tree(&code[at..]));
         }
     }
-    names
+    paths
+}
+
+/// The paths of the use tree `text` starts with.
+fn path_tree(text: &str) -> Vec<Vec<String>> {
+    let mut prefix = Vec::new();
+    let mut rest = text;
+    loop {
+        rest = rest.trim_start();
+        if let Some(group) = rest.strip_prefix('{') {
+            return group_items(group)
+                .into_iter()
+                .flat_map(path_tree)
+                .map(|tail| [prefix.clone(), tail].concat())
+                .collect();
+        }
+        let segment = ident(rest);
+        if segment.is_empty() {
+            return vec![prefix];
+        }
+        rest = &rest[segment.len()..];
+        prefix.push(segment);
+        match rest.strip_prefix("::") {
+            Some(tail) => rest = tail,
+            None => return vec![prefix],
+        }
+    }
+}
+
+/// The items of a group whose `{` was just read, up to its `}`.
+fn group_items(group: &str) -> Vec<&str> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.retain(|item| !item.trim().is_empty());
+    items
 }
 
 /// The identifier `text` starts with.
@@ -160,14 +274,59 @@ fn cycles(graph: &Graph) -> BTreeSet<Vec<String>> {
         .collect()
 }
 
-/// The reader itself: it sees plain and grouped `crate::` paths but not comments or other
-/// crates, and it finds a cycle that is there (else the checks above could never fail).
+/// The reader itself: it sees plain and grouped `crate::`, `super::` and `self::` paths
+/// but not comments or other crates, places each edge between the right siblings, and
+/// finds a cycle that is there (else the checks above could never fail).
 #[test]
-fn the_reader_sees_crate_paths_and_cycles() {
+fn the_reader_sees_module_paths_and_cycles() {
     let text = "use crate::{a, b::c::{D, E}, \n  d};\nlet x = crate::e::f(); // crate::g\n\
-                use my_crate::h;\n";
-    let found: Vec<String> = crate_paths(text).into_iter().collect();
-    assert_eq!(found, ["a", "b", "d", "e"]);
+                use my_crate::h;\nuse super::super::i::{self, J};\n";
+    let found: BTreeSet<Vec<String>> = module_paths(text).into_iter().collect();
+    let expected: BTreeSet<Vec<String>> = [
+        vec!["crate", "a"],
+        vec!["crate", "b", "c", "D"],
+        vec!["crate", "b", "c", "E"],
+        vec!["crate", "d"],
+        vec!["crate", "e", "f"],
+        vec!["super", "super", "i", "self"],
+        vec!["super", "super", "i", "J"],
+    ]
+    .into_iter()
+    .map(|path| path.into_iter().map(str::to_owned).collect())
+    .collect();
+    assert_eq!(found, expected);
+
+    let module = |path: &str| -> Module { path.split("::").map(str::to_owned).collect() };
+    let modules: BTreeSet<Module> = [vec![], module("s"), module("s::p"), module("s::w")].into();
+    let path = |text: &str| path_tree(text).remove(0);
+    let here = module("s::p");
+    assert_eq!(
+        resolve(&path("super::w::X"), &here, &modules),
+        Some(module("s::w"))
+    );
+    assert_eq!(
+        resolve(&path("crate::s::w::x"), &here, &modules),
+        Some(module("s::w"))
+    );
+    assert_eq!(
+        resolve(&path("super::X"), &here, &modules),
+        Some(module("s"))
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    fs::create_dir(dir.path().join("s")).expect("mkdir");
+    for (file, text) in [
+        ("lib.rs", "mod s;"),
+        ("s/mod.rs", "mod p; mod w;"),
+        ("s/p.rs", "use super::w::f;"),
+        ("s/w.rs", "use crate::s::p::T;"),
+    ] {
+        fs::write(dir.path().join(file), text).expect("write");
+    }
+    let graphs = module_graphs(dir.path());
+    let expected: BTreeSet<Vec<String>> = [vec!["p".into(), "w".into()]].into();
+    assert_eq!(cycles(&graphs[&module("s")]), expected);
+    assert!(cycles(&graphs[&Module::new()]).is_empty());
 
     let edges = [("a", "b"), ("b", "c"), ("c", "a"), ("d", "a")];
     let mut graph = Graph::new();

@@ -1,10 +1,10 @@
 //! `agent-runner otlp`: its flags ([`OtlpArgs`]) and the validated config they become
 //! ([`OtlpConfig`]).
 
-use std::fmt;
 use std::net::SocketAddr;
 
 use clap::Args;
+use secrecy::{ExposeSecret as _, SecretString};
 
 use crate::error::Error;
 use crate::flags::EventArgs;
@@ -25,7 +25,7 @@ pub struct OtlpArgs {
     // This doc is the --help text: `<token>` is a placeholder, not an HTML tag.
     #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = "BENCH_OTLP_BEARER_TOKEN", hide_env_values = true)]
-    pub bearer_token: Option<String>,
+    pub bearer_token: Option<SecretString>,
     /// Largest request body accepted, bytes, compressed and once inflated (413 above).
     #[arg(long, env = "BENCH_OTLP_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
@@ -44,8 +44,8 @@ pub struct OtlpArgs {
 }
 
 /// A bearer token; its `Debug` does not show it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct BearerToken(String);
+#[derive(Debug, Clone)]
+pub struct BearerToken(SecretString);
 
 impl BearerToken {
     /// Whether an `Authorization` header value carries this token. Compares every byte
@@ -54,19 +54,13 @@ impl BearerToken {
         let Some(given) = authorization.strip_prefix(b"Bearer ") else {
             return false;
         };
-        let expected = self.0.as_bytes();
+        let expected = self.0.expose_secret().as_bytes();
         given.len() == expected.len()
             && given
                 .iter()
                 .zip(expected)
                 .fold(0u8, |diff, (a, b)| diff | (a ^ b))
                 == 0
-    }
-}
-
-impl fmt::Debug for BearerToken {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("BearerToken(<hidden>)")
     }
 }
 
@@ -94,7 +88,11 @@ impl OtlpArgs {
             return Err(Error::Config("--max-body-bytes must be at least 1".into()));
         }
         let bearer_token = match self.bearer_token {
-            Some(t) if t.is_empty() || !t.is_ascii() || t.contains(char::is_whitespace) => {
+            Some(t)
+                if t.expose_secret().is_empty()
+                    || !t.expose_secret().is_ascii()
+                    || t.expose_secret().contains(char::is_whitespace) =>
+            {
                 return Err(Error::Config(
                     "--bearer-token must be non-empty printable ASCII without spaces".into(),
                 ))
@@ -125,7 +123,7 @@ mod tests {
 
     #[test]
     fn only_the_exact_bearer_token_is_admitted() {
-        let token = BearerToken("s3cret".to_owned());
+        let token = BearerToken("s3cret".into());
         assert!(token.admits(b"Bearer s3cret"));
         assert!(!token.admits(b"Bearer s3cre"));
         assert!(!token.admits(b"Bearer s3cretx"));

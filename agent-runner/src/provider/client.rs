@@ -3,10 +3,10 @@
 //! timeout and ends in a [`Completion`] or a classified [`CallError`]; retrying is
 //! [`super::retry`]'s job, pricing is [`crate::pricing`]'s.
 
-use std::fmt;
 use std::sync::Once;
 use std::time::Duration;
 
+use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
@@ -20,29 +20,18 @@ pub const API_KEY_ENV_VARS: [&str; 3] =
     ["BENCH_LLM_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"];
 
 /// Where and how to call the provider.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct ProviderConfig {
     /// Base URL of the API, up to and including the version segment:
     /// `https://openrouter.ai/api/v1`, `http://localhost:8000/v1` (vLLM),
     /// `http://localhost:11434/v1` (Ollama).
     pub base_url: String,
     /// Bearer token; `None` sends no `Authorization` header (local servers). Never logged.
-    pub api_key: Option<String>,
+    pub api_key: Option<SecretString>,
     /// Limit of one HTTP attempt, connection to last body byte. Default 30 s.
     pub timeout: Duration,
     /// `max_tokens` of each completion; `None` = the provider's default.
     pub max_tokens: Option<u32>,
-}
-
-impl fmt::Debug for ProviderConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProviderConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
-            .field("timeout", &self.timeout)
-            .field("max_tokens", &self.max_tokens)
-            .finish()
-    }
 }
 
 /// One chat message, as the API takes it (and as an assistant reply comes back).
@@ -224,7 +213,7 @@ impl ChatClient {
     /// Sends under the timeout; returns the body of a 2xx answer.
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<String, CallError> {
         let request = match &self.config.api_key {
-            Some(key) => request.bearer_auth(key),
+            Some(key) => request.bearer_auth(key.expose_secret()),
             None => request,
         }
         .header("X-Title", "benchstream");

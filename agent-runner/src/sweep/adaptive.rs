@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 
+use bench_clickhouse::ClickHouseConfig;
 use schemas::OptimizerUpdate;
 use serde::Deserialize;
 
@@ -25,32 +26,6 @@ use super::SweepError;
 /// The arm statistics query (`?` = cfg hashes, task ids, whether the reward needs the
 /// cost, whether it needs the token count).
 const ARM_STATS_SQL: &str = include_str!("arm_stats.sql");
-
-/// Where past results are read.
-#[derive(Debug, Clone)]
-pub struct ClickHouseSource {
-    /// HTTP URL, e.g. `http://127.0.0.1:8123`.
-    pub url: String,
-    /// User. Default `default`.
-    pub user: String,
-    /// Password. Default empty.
-    pub password: String,
-    /// Database of the sink's tables. Default `benchstream`.
-    pub database: String,
-}
-
-impl ClickHouseSource {
-    /// A client of the sink's database.
-    pub(super) fn client(&self) -> clickhouse::Client {
-        // 18.16 has no RowBinaryWithNamesAndTypes, which validation needs (event-sink/README.md).
-        clickhouse::Client::default()
-            .with_url(&self.url)
-            .with_user(&self.user)
-            .with_password(&self.password)
-            .with_database(&self.database)
-            .with_validation(false)
-    }
-}
 
 /// Finished runs of one arm, as ClickHouse reports them.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, clickhouse::Row)]
@@ -74,7 +49,7 @@ pub struct ArmStats {
 /// reward under `settings` is known count (judged, and with a known cost / token count
 /// where it weighs in).
 pub async fn read_stats(
-    source: &ClickHouseSource,
+    source: &ClickHouseConfig,
     arms: &[Arm],
     tasks: &[String],
     settings: &AdaptiveSettings,

@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use bench_clickhouse::{ClickHouseArgs, ClickHouseConfig};
 use clap::Args;
+use secrecy::SecretString;
 
-use super::adaptive::ClickHouseSource;
 use super::claim::DEFAULT_BUCKET;
 use super::worker::{Plan, SweepConfig};
 use crate::error::Error;
@@ -43,7 +44,7 @@ pub struct SweepArgs {
     #[arg(long, env = "BENCH_SWEEP_CLAIM_LEASE_MS")]
     pub claim_lease_ms: Option<u64>,
     #[command(flatten)]
-    pub clickhouse: ClickHouseArgs,
+    pub clickhouse: PastResultsArgs,
     #[command(flatten)]
     pub events: EventArgs,
     #[command(flatten)]
@@ -51,8 +52,11 @@ pub struct SweepArgs {
 }
 
 /// Where the `adaptive` and `bayes` methods read past results (the sink's database).
+/// The flags and environment variables of the sink's connection, declared here with the
+/// sweep's own help and defaults (no URL means no ClickHouse), then checked and turned
+/// into a client by `bench_clickhouse` like the sink's.
 #[derive(Debug, Args)]
-pub struct ClickHouseArgs {
+pub struct PastResultsArgs {
     /// ClickHouse HTTP URL, e.g. http://127.0.0.1:8123 (needed by methods adaptive and bayes).
     #[arg(long, env = "BENCH_CLICKHOUSE_URL")]
     pub clickhouse_url: Option<String>,
@@ -66,10 +70,29 @@ pub struct ClickHouseArgs {
         default_value = "",
         hide_env_values = true
     )]
-    pub clickhouse_password: String,
+    pub clickhouse_password: SecretString,
     /// Database of the sink's tables.
     #[arg(long, env = "BENCH_CLICKHOUSE_DATABASE", default_value = "benchstream")]
     pub clickhouse_database: String,
+}
+
+impl PastResultsArgs {
+    /// The validated connection; `None` without a URL.
+    fn resolve(self) -> Result<Option<ClickHouseConfig>, Error> {
+        let Some(url) = self.clickhouse_url else {
+            return Ok(None);
+        };
+        ClickHouseArgs {
+            url: Some(url),
+            user: Some(self.clickhouse_user),
+            password: Some(self.clickhouse_password),
+            database: Some(self.clickhouse_database),
+            ..ClickHouseArgs::default()
+        }
+        .resolve()
+        .map(Some)
+        .map_err(|e| Error::Config(e.to_string()))
+    }
 }
 
 impl SweepArgs {
@@ -83,7 +106,7 @@ impl SweepArgs {
                 "--sweep-bucket-replicas must be at least 1".into(),
             ));
         }
-        let c = self.clickhouse;
+        let clickhouse = self.clickhouse.resolve()?;
         let sandbox = self.scenarios.sandbox_mode();
         let (worker, publish) = self.events.into_setup()?;
         Ok(SweepConfig {
@@ -100,12 +123,7 @@ impl SweepArgs {
             bucket: self.sweep_bucket,
             bucket_replicas: self.sweep_bucket_replicas,
             lease: self.claim_lease_ms.map(Duration::from_millis),
-            clickhouse: c.clickhouse_url.map(|url| ClickHouseSource {
-                url,
-                user: c.clickhouse_user,
-                password: c.clickhouse_password,
-                database: c.clickhouse_database,
-            }),
+            clickhouse,
         })
     }
 

@@ -3,10 +3,10 @@
 
 use std::collections::HashMap;
 
+use bench_clickhouse::ClickHouseConfig;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::adaptive::ClickHouseSource;
 use super::file::RewardWeights;
 use super::SweepError;
 
@@ -43,7 +43,7 @@ impl TrialResult {
 
 /// The results ClickHouse holds for `run_ids`, keyed by run id.
 pub async fn read(
-    source: &ClickHouseSource,
+    source: &ClickHouseConfig,
     run_ids: &[Uuid],
 ) -> Result<HashMap<Uuid, TrialResult>, SweepError> {
     let ids: Vec<String> = run_ids.iter().map(Uuid::to_string).collect();

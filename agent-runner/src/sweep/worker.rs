@@ -17,11 +17,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bench_clickhouse::ClickHouseConfig;
 use schemas::{sha256_hex, Hash256, Payload, RunConfig, RunSequencer, SweepRef};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::adaptive::{self, ArmStats, Bandit, ClickHouseSource};
+use super::adaptive::{self, ArmStats, Bandit};
 use super::bayes::{Observation, Proposal, SearchSpace};
 use super::claim::{Claim, ClaimBoard, ClaimConfig, ClaimRecord};
 use super::expand::{self, Configuration, Expansion};
@@ -85,7 +86,7 @@ pub struct SweepConfig {
     pub lease: Option<Duration>,
     /// Past results for the adaptive and bayes methods (required by them, unused
     /// otherwise).
-    pub clickhouse: Option<ClickHouseSource>,
+    pub clickhouse: Option<ClickHouseConfig>,
 }
 
 /// A sweep ready to run: the file, its scenario and its expansion.
@@ -722,7 +723,7 @@ impl KnownTrials {
     async fn observations(
         &mut self,
         worker: &Worker<'_>,
-        source: &ClickHouseSource,
+        source: &ClickHouseConfig,
         trial: u64,
     ) -> Result<Vec<Observation>, Error> {
         for n in 0..trial {

@@ -19,6 +19,13 @@
 //! filter can hide it; the Pareto points also carry `data-cost`/`data-rate` and their
 //! position (`data-cx`/`data-cy`) so the page can redraw the frontier over the policies
 //! left visible. A policy keeps its colour and marker in every chart ([`Policies`]).
+//!
+//! Each chart is a short list of named steps over helpers they share: a plotting area
+//! (`Plot`), its grid lines and tick labels (`y_grid`, `x_grid` with `Tick`s, e.g.
+//! `cost_ticks` of a log axis), its axes and titles (`frame`, `y_title`), the empty-chart
+//! message (`no_data`); the marks of one chart are functions of their own (the Pareto
+//! chart's `frontier_line`, `point_labels`, `pareto_point`; the heat map's `HeatMap`
+//! columns, rows and legend).
 
 use crate::compare::stats::wilson;
 use crate::compare::{Comparison, PairComparison};
@@ -194,8 +201,13 @@ pub fn judged(leaderboard: &Table, policy: &str) -> Option<(u64, u64)> {
 pub fn pareto(id: &str, answer: &Table, leaderboard: &Table, policies: &Policies) -> Element {
     const PARETO_HEIGHT: f64 = 420.0;
     let points = points(answer);
-    let bottom = PARETO_HEIGHT - BOTTOM;
-    let mut doc = document(
+    let plot = Plot {
+        left: LEFT,
+        top: TOP,
+        right: WIDTH - RIGHT,
+        bottom: PARETO_HEIGHT - BOTTOM,
+    };
+    let doc = document(
         id,
         WIDTH,
         PARETO_HEIGHT,
@@ -213,83 +225,22 @@ pub fn pareto(id: &str, answer: &Table, leaderboard: &Table, policies: &Policies
     );
     let y = Scale {
         domain: (0.0, 1.0),
-        range: (bottom, TOP),
+        range: (plot.bottom, TOP),
     };
-    for tick in y.ticks() {
-        let py = y.map(tick);
-        doc = doc
-            .child(line(LEFT, py, WIDTH - RIGHT, py, "#e3e3e3"))
-            .child(
-                text(
-                    LEFT - 6.0,
-                    py + 4.0,
-                    "end",
-                    &format!("{:.0}%", tick * 100.0),
-                )
-                .attr("class", "tick"),
-            );
-    }
-    for tick in x.ticks() {
-        let px = x.map(tick);
-        let major = (tick.log10() - tick.log10().round()).abs() < 1e-9;
-        doc = doc
-            .child(line(
-                px,
-                TOP,
-                px,
-                bottom,
-                if major { "#d0d0d0" } else { "#efefef" },
-            ))
-            .child(text(px, bottom + 16.0, "middle", &usd(tick)).attr(
-                "class",
-                if major {
-                    "tick log-tick major"
-                } else {
-                    "tick log-tick"
-                },
-            ));
-    }
+    let mut doc = y_grid(doc, &plot, &y, |tick| format!("{:.0}%", tick * 100.0));
+    doc = x_grid(doc, &plot, cost_ticks(&x));
     if free {
-        let lane = LEFT + 22.0;
-        doc = doc
-            .child(text(lane, bottom + 16.0, "middle", "$0").attr("class", "tick"))
-            .child(line(
-                axis_left,
-                bottom - 4.0,
-                axis_left + 6.0,
-                bottom + 4.0,
-                "#555",
-            ))
-            .child(line(
-                axis_left + 4.0,
-                bottom - 4.0,
-                axis_left + 10.0,
-                bottom + 4.0,
-                "#555",
-            ));
+        doc = free_lane(doc, &plot, axis_left);
     }
-    doc = doc
-        .child(line(LEFT, bottom, WIDTH - RIGHT, bottom, "#555"))
-        .child(line(LEFT, TOP, LEFT, bottom, "#555"))
-        .child(text(
-            (LEFT + WIDTH - RIGHT) / 2.0,
-            PARETO_HEIGHT - 12.0,
-            "middle",
-            "average cost per finished run (USD, log scale)",
-        ))
-        .child(
-            text(16.0, (TOP + bottom) / 2.0, "middle", "success rate").attr(
-                "transform",
-                format_args!("rotate(-90 16 {:.1})", (TOP + bottom) / 2.0),
-            ),
-        );
+    doc = frame(
+        doc,
+        &plot,
+        PARETO_HEIGHT,
+        "average cost per finished run (USD, log scale)",
+    )
+    .child(y_title(&plot, "success rate"));
     if points.is_empty() {
-        return doc.child(text(
-            WIDTH / 2.0,
-            PARETO_HEIGHT / 2.0,
-            "middle",
-            "no priced runs",
-        ));
+        return no_data(doc, WIDTH / 2.0, PARETO_HEIGHT / 2.0, "no priced runs");
     }
     let at = |p: &Point| {
         let cx = if p.cost == 0.0 {
@@ -299,6 +250,131 @@ pub fn pareto(id: &str, answer: &Table, leaderboard: &Table, policies: &Policies
         };
         (cx, y.map(p.rate))
     };
+    doc = doc.child(frontier_line(&points, at));
+    let labels = point_labels(&points, at, &plot, policies);
+    for p in &points {
+        doc = pareto_point(doc, p, at(p), &y, leaderboard, policies);
+    }
+    labels.into_iter().fold(doc, Element::child)
+}
+
+/// The plotting area of a chart with axes, in chart pixels.
+#[derive(Debug, Clone, Copy)]
+struct Plot {
+    left: f64,
+    top: f64,
+    right: f64,
+    bottom: f64,
+}
+
+/// A tick of an x axis: where, its label, and how its grid line and label are drawn.
+struct Tick {
+    /// Position in chart pixels.
+    at: f64,
+    label: String,
+    /// Colour of its grid line.
+    stroke: &'static str,
+    /// CSS class of its label.
+    class: &'static str,
+}
+
+/// Horizontal grid lines across `plot` at the ticks of `y`, labelled left of it.
+fn y_grid(mut doc: Element, plot: &Plot, y: &Scale, label: impl Fn(f64) -> String) -> Element {
+    for tick in y.ticks() {
+        let py = y.map(tick);
+        doc = doc
+            .child(line(plot.left, py, plot.right, py, "#e3e3e3"))
+            .child(text(plot.left - 6.0, py + 4.0, "end", &label(tick)).attr("class", "tick"));
+    }
+    doc
+}
+
+/// Vertical grid lines over `plot` at `ticks`, labelled under it.
+fn x_grid(mut doc: Element, plot: &Plot, ticks: impl IntoIterator<Item = Tick>) -> Element {
+    for tick in ticks {
+        doc = doc
+            .child(line(tick.at, plot.top, tick.at, plot.bottom, tick.stroke))
+            .child(
+                text(tick.at, plot.bottom + 16.0, "middle", &tick.label).attr("class", tick.class),
+            );
+    }
+    doc
+}
+
+/// The ticks of a logarithmic cost axis: decades stronger than the steps between them.
+fn cost_ticks(x: &LogScale) -> Vec<Tick> {
+    x.ticks()
+        .into_iter()
+        .map(|tick| {
+            let major = (tick.log10() - tick.log10().round()).abs() < 1e-9;
+            Tick {
+                at: x.map(tick),
+                label: usd(tick),
+                stroke: if major { "#d0d0d0" } else { "#efefef" },
+                class: if major {
+                    "tick log-tick major"
+                } else {
+                    "tick log-tick"
+                },
+            }
+        })
+        .collect()
+}
+
+/// The `$0` lane left of a log cost axis starting at `axis_left`, and the break mark
+/// between them.
+fn free_lane(doc: Element, plot: &Plot, axis_left: f64) -> Element {
+    let (lane, bottom) = (plot.left + 22.0, plot.bottom);
+    doc.child(text(lane, bottom + 16.0, "middle", "$0").attr("class", "tick"))
+        .child(line(
+            axis_left,
+            bottom - 4.0,
+            axis_left + 6.0,
+            bottom + 4.0,
+            "#555",
+        ))
+        .child(line(
+            axis_left + 4.0,
+            bottom - 4.0,
+            axis_left + 10.0,
+            bottom + 4.0,
+            "#555",
+        ))
+}
+
+/// The two axis lines of `plot` and the x axis' title near the foot of a chart `height`
+/// high.
+fn frame(doc: Element, plot: &Plot, height: f64, x_title: &str) -> Element {
+    doc.child(line(
+        plot.left,
+        plot.bottom,
+        plot.right,
+        plot.bottom,
+        "#555",
+    ))
+    .child(line(plot.left, plot.top, plot.left, plot.bottom, "#555"))
+    .child(text(
+        (plot.left + plot.right) / 2.0,
+        height - 12.0,
+        "middle",
+        x_title,
+    ))
+}
+
+/// The y axis' title, turned, left of `plot`.
+fn y_title(plot: &Plot, title: &str) -> Element {
+    let middle = (plot.top + plot.bottom) / 2.0;
+    text(16.0, middle, "middle", title)
+        .attr("transform", format_args!("rotate(-90 16 {middle:.1})"))
+}
+
+/// The message a chart shows instead of marks when it has nothing to draw.
+fn no_data(doc: Element, x: f64, y: f64, message: &str) -> Element {
+    doc.child(text(x, y, "middle", message))
+}
+
+/// The dashed line through the frontier's points, by cost.
+fn frontier_line(points: &[Point], at: impl Fn(&Point) -> (f64, f64)) -> Element {
     let mut frontier: Vec<&Point> = points.iter().filter(|p| p.frontier).collect();
     frontier.sort_by(|a, b| a.cost.total_cmp(&b.cost));
     let path: Vec<String> = frontier
@@ -308,18 +384,26 @@ pub fn pareto(id: &str, answer: &Table, leaderboard: &Table, policies: &Policies
             format!("{cx:.1},{cy:.1}")
         })
         .collect();
-    doc = doc.child(
-        Element::new("polyline")
-            .attr("class", "frontier")
-            .attr("points", path.join(" "))
-            .attr("fill", "none")
-            .attr("stroke", "#333")
-            .attr("stroke-dasharray", "6 4")
-            .attr("stroke-width", 2),
-    );
-    // Labels may not cover a mark or another label: every mark's box is taken first,
-    // then frontier points are labelled before the others.
-    let area = Box4(LEFT + 2.0, 2.0, WIDTH - RIGHT, bottom - 2.0);
+    Element::new("polyline")
+        .attr("class", "frontier")
+        .attr("points", path.join(" "))
+        .attr("fill", "none")
+        .attr("stroke", "#333")
+        .attr("stroke-dasharray", "6 4")
+        .attr("stroke-width", 2)
+}
+
+/// The labels of the points (and leaders to the diagonal ones): a label may not cover a
+/// mark or another label, so every mark's box is taken first, then frontier points are
+/// labelled before the others, each with its policy id, else its legend number, else
+/// nothing.
+fn point_labels(
+    points: &[Point],
+    at: impl Fn(&Point) -> (f64, f64),
+    plot: &Plot,
+    policies: &Policies,
+) -> Vec<Element> {
+    let area = Box4(plot.left + 2.0, 2.0, plot.right, plot.bottom - 2.0);
     let mut taken: Vec<Box4> = points
         .iter()
         .map(|p| {
@@ -339,86 +423,93 @@ pub fn pareto(id: &str, answer: &Table, leaderboard: &Table, policies: &Policies
                 place_label(label.chars().count(), (cx, cy), &taken, &area, centred)
                     .map(|(lx, ly, anchor, bounds)| (label, lx, ly, anchor, bounds))
             });
-        if let Some((label, lx, ly, anchor, bounds)) = placed {
-            taken.push(bounds);
-            if anchor != "middle" && (ly - 4.0 - cy).abs() > 4.0 {
-                // A diagonal label: a short leader ties it to its mark.
-                let dx = if anchor == "start" { 5.0 } else { -5.0 };
-                let dy = if ly < cy { -5.0 } else { 5.0 };
-                let end_y = if ly < cy { ly + 1.0 } else { ly - 9.0 };
-                labels.push(
-                    line(cx + dx, cy + dy, lx, end_y, "#888")
-                        .attr("class", "leader")
-                        .attr("data-policy", p.policy),
-                );
-            }
+        let Some((label, lx, ly, anchor, bounds)) = placed else {
+            continue;
+        };
+        taken.push(bounds);
+        if anchor != "middle" && (ly - 4.0 - cy).abs() > 4.0 {
+            // A diagonal label: a short leader ties it to its mark.
+            let dx = if anchor == "start" { 5.0 } else { -5.0 };
+            let dy = if ly < cy { -5.0 } else { 5.0 };
+            let end_y = if ly < cy { ly + 1.0 } else { ly - 9.0 };
             labels.push(
-                text(lx, ly, anchor, label)
-                    .attr("class", "point-label")
+                line(cx + dx, cy + dy, lx, end_y, "#888")
+                    .attr("class", "leader")
                     .attr("data-policy", p.policy),
             );
         }
-    }
-    for p in &points {
-        let (cx, cy) = at(p);
-        let counts = judged(leaderboard, p.policy);
-        let interval = counts.and_then(|(n, solved)| wilson(solved, n));
-        if let Some(interval) = interval {
-            doc = doc.child(
-                line(
-                    cx,
-                    y.map(interval.low),
-                    cx,
-                    y.map(interval.high),
-                    policies.colour(p.policy),
-                )
-                .attr("class", "whisker")
-                .attr("stroke-opacity", 0.6)
+        labels.push(
+            text(lx, ly, anchor, label)
+                .attr("class", "point-label")
                 .attr("data-policy", p.policy),
-            );
-        }
-        let tip = format!(
-            "{} {}: success {:.1}%{}{}, {} per finished run{}",
-            policies.number(p.policy),
-            p.policy,
-            p.rate * 100.0,
-            counts.map_or(String::new(), |(n, _)| format!(" of n={n} judged")),
-            interval.map_or(String::new(), |i| format!(
-                " (95 % {:.0}\u{2013}{:.0}%)",
-                i.low * 100.0,
-                i.high * 100.0
-            )),
-            usd(p.cost),
-            if p.frontier { ", on the frontier" } else { "" }
         );
+    }
+    labels
+}
+
+/// One policy's point at (cx, cy), with the whisker of its Wilson interval (from its
+/// judged runs in `leaderboard`) and a tooltip with its figures.
+fn pareto_point(
+    mut doc: Element,
+    p: &Point,
+    (cx, cy): (f64, f64),
+    y: &Scale,
+    leaderboard: &Table,
+    policies: &Policies,
+) -> Element {
+    let counts = judged(leaderboard, p.policy);
+    let interval = counts.and_then(|(n, solved)| wilson(solved, n));
+    if let Some(interval) = interval {
         doc = doc.child(
-            marker(
-                policies.shape(p.policy),
+            line(
                 cx,
-                cy,
-                6.5,
+                y.map(interval.low),
+                cx,
+                y.map(interval.high),
                 policies.colour(p.policy),
             )
-            .attr(
-                "class",
-                if p.frontier {
-                    "point on-frontier"
-                } else {
-                    "point"
-                },
-            )
-            .attr("data-policy", p.policy)
-            .attr("data-cost", p.cost)
-            .attr("data-rate", p.rate)
-            .attr("data-cx", format_args!("{cx:.1}"))
-            .attr("data-cy", format_args!("{cy:.1}"))
-            .tooltip(&tip),
+            .attr("class", "whisker")
+            .attr("stroke-opacity", 0.6)
+            .attr("data-policy", p.policy),
         );
     }
-    for label in labels {
-        doc = doc.child(label);
-    }
-    doc
+    let tip = format!(
+        "{} {}: success {:.1}%{}{}, {} per finished run{}",
+        policies.number(p.policy),
+        p.policy,
+        p.rate * 100.0,
+        counts.map_or(String::new(), |(n, _)| format!(" of n={n} judged")),
+        interval.map_or(String::new(), |i| format!(
+            " (95 % {:.0}\u{2013}{:.0}%)",
+            i.low * 100.0,
+            i.high * 100.0
+        )),
+        usd(p.cost),
+        if p.frontier { ", on the frontier" } else { "" }
+    );
+    doc.child(
+        marker(
+            policies.shape(p.policy),
+            cx,
+            cy,
+            6.5,
+            policies.colour(p.policy),
+        )
+        .attr(
+            "class",
+            if p.frontier {
+                "point on-frontier"
+            } else {
+                "point"
+            },
+        )
+        .attr("data-policy", p.policy)
+        .attr("data-cost", p.cost)
+        .attr("data-rate", p.rate)
+        .attr("data-cx", format_args!("{cx:.1}"))
+        .attr("data-cy", format_args!("{cy:.1}"))
+        .tooltip(&tip),
+    )
 }
 
 /// The policies of `leaderboard` that [`pareto`] cannot place, each with the reason:
@@ -560,7 +651,7 @@ fn stacked_bars(id: &str, label: &str, unit: &str, bars: &[Bar], categories: &[&
     let height = legend_top + 40.0;
     let mut doc = document(id, WIDTH, height, label).attr("class", "chart stacked");
     if bars.is_empty() {
-        return doc.child(text(WIDTH / 2.0, TOP + 20.0, "middle", "no data"));
+        return no_data(doc, WIDTH / 2.0, TOP + 20.0, "no data");
     }
     let x = Scale {
         domain: (0.0, 1.0),
@@ -655,13 +746,47 @@ fn stacked_bars(id: &str, label: &str, unit: &str, bars: &[Bar], categories: &[&
 /// LLM calls per policy (rows) and latency bucket (columns) as a heat map, plus a
 /// column of timed-out calls.
 pub fn latency(id: &str, answer: &Table, policies: &Policies) -> Element {
-    const BUCKETS: usize = 10;
-    const ROW: f64 = 24.0;
-    const MAP_WIDTH: f64 = 1000.0;
-    const NAMES: f64 = 380.0;
-    const CELL: f64 = 54.0;
-    // (policy, calls per bucket, timeouts per bucket), in the policies' order.
-    let mut rows: Vec<(&str, [f64; BUCKETS], [f64; BUCKETS])> = Vec::new();
+    let rows = latency_rows(answer, policies);
+    let header = TOP + 24.0;
+    let legend_top = header + rows.len().max(1) as f64 * HeatMap::ROW + 14.0;
+    let doc = document(
+        id,
+        HeatMap::WIDTH,
+        legend_top + 30.0,
+        "LLM calls per policy and latency bucket",
+    )
+    .attr("class", "chart latency");
+    let map = HeatMap {
+        header,
+        most: rows
+            .iter()
+            .flat_map(|row| row.calls.iter().copied())
+            .fold(1.0, f64::max),
+    };
+    let mut doc = map.columns(doc);
+    if rows.is_empty() {
+        return no_data(doc, HeatMap::WIDTH / 2.0, header + 20.0, "no LLM calls");
+    }
+    for (r, row) in rows.iter().enumerate() {
+        doc = doc.child(map.row(header + r as f64 * HeatMap::ROW, row, policies));
+    }
+    map.legend(doc, legend_top)
+}
+
+/// Latency buckets of `latency_histogram`.
+const BUCKETS: usize = 10;
+
+/// One policy's LLM calls, per latency bucket.
+struct LatencyRow<'a> {
+    policy: &'a str,
+    calls: [f64; BUCKETS],
+    /// Those of `calls` that timed out.
+    timeouts: [f64; BUCKETS],
+}
+
+/// The calls of `answer` (`latency_histogram`) per policy, in the policies' order.
+fn latency_rows<'a>(answer: &'a Table, policies: &Policies) -> Vec<LatencyRow<'a>> {
+    let mut rows: Vec<LatencyRow<'a>> = Vec::new();
     for row in 0..answer.rows.len() {
         let (Some(policy), Some(bucket), Some(calls)) = (
             answer.get(row, "policy_id"),
@@ -671,93 +796,133 @@ pub fn latency(id: &str, answer: &Table, policies: &Policies) -> Element {
             continue;
         };
         let i = (bucket as usize).clamp(1, BUCKETS) - 1;
-        let index = match rows.iter().position(|(p, _, _)| *p == policy) {
+        let index = match rows.iter().position(|r| r.policy == policy) {
             Some(index) => index,
             None => {
-                rows.push((policy, [0.0; BUCKETS], [0.0; BUCKETS]));
+                rows.push(LatencyRow {
+                    policy,
+                    calls: [0.0; BUCKETS],
+                    timeouts: [0.0; BUCKETS],
+                });
                 rows.len() - 1
             }
         };
-        rows[index].1[i] += calls;
-        rows[index].2[i] += answer.number(row, "timeouts").unwrap_or(0.0);
+        rows[index].calls[i] += calls;
+        rows[index].timeouts[i] += answer.number(row, "timeouts").unwrap_or(0.0);
     }
-    rows.sort_by_key(|(policy, _, _)| policies.number(policy));
-    let header = TOP + 24.0;
-    let legend_top = header + rows.len().max(1) as f64 * ROW + 14.0;
-    let mut doc = document(
-        id,
-        MAP_WIDTH,
-        legend_top + 30.0,
-        "LLM calls per policy and latency bucket",
-    )
-    .attr("class", "chart latency");
-    let column = |i: usize| NAMES + i as f64 * CELL;
-    for i in 0..BUCKETS {
-        doc = doc.child(
-            text(
-                column(i) + CELL / 2.0,
-                header - 8.0,
-                "middle",
-                &bucket_label(i + 1),
-            )
-            .attr("class", "tick"),
-        );
+    rows.sort_by_key(|row| policies.number(row.policy));
+    rows
+}
+
+/// The latency heat map's layout and shading.
+struct HeatMap {
+    /// Top of the first row, under the column heads.
+    header: f64,
+    /// The largest count of one cell (at least 1).
+    most: f64,
+}
+
+impl HeatMap {
+    const ROW: f64 = 24.0;
+    const WIDTH: f64 = 1000.0;
+    /// Room for the policy names left of the cells.
+    const NAMES: f64 = 380.0;
+    const CELL: f64 = 54.0;
+    const FILL: &'static str = "#2c5d9e";
+
+    /// Left edge of bucket column `i`.
+    fn column(i: usize) -> f64 {
+        Self::NAMES + i as f64 * Self::CELL
     }
-    let timeouts_x = column(BUCKETS) + 8.0;
-    doc = doc
-        .child(text(
-            column(0),
+
+    /// Left edge of the column of timed-out calls.
+    fn timeouts_x() -> f64 {
+        Self::column(BUCKETS) + 8.0
+    }
+
+    /// The shade of a cell of `calls`, 0 to 1: by log(1 + calls), so a bucket of 1 call
+    /// stays visible beside one of 10 000.
+    fn shade(&self, calls: f64) -> f64 {
+        (calls.ln_1p() / self.most.ln_1p()).clamp(0.0, 1.0)
+    }
+
+    /// The fill opacity of a cell of `shade`: never quite transparent.
+    fn opacity(shade: f64) -> f64 {
+        0.08 + 0.92 * shade
+    }
+
+    /// The column heads: each bucket's lower bound, and the timeouts column.
+    fn columns(&self, mut doc: Element) -> Element {
+        for i in 0..BUCKETS {
+            doc = doc.child(
+                text(
+                    Self::column(i) + Self::CELL / 2.0,
+                    self.header - 8.0,
+                    "middle",
+                    &bucket_label(i + 1),
+                )
+                .attr("class", "tick"),
+            );
+        }
+        doc.child(text(
+            Self::column(0),
             TOP - 4.0,
             "start",
             "latency of the call (bucket lower bound)",
         ))
-        .child(text(timeouts_x + 4.0, header - 8.0, "start", "timed out").attr("class", "tick"));
-    if rows.is_empty() {
-        return doc.child(text(
-            MAP_WIDTH / 2.0,
-            header + 20.0,
-            "middle",
-            "no LLM calls",
-        ));
+        .child(
+            text(
+                Self::timeouts_x() + 4.0,
+                self.header - 8.0,
+                "start",
+                "timed out",
+            )
+            .attr("class", "tick"),
+        )
     }
-    let most = rows
-        .iter()
-        .flat_map(|(_, calls, _)| calls.iter().copied())
-        .fold(1.0, f64::max);
-    // Shade by log(1 + calls): a bucket of 1 call stays visible beside one of 10 000.
-    let shade = |calls: f64| (calls.ln_1p() / most.ln_1p()).clamp(0.0, 1.0);
-    for (r, (policy, calls, timeouts)) in rows.iter().enumerate() {
-        let top = header + r as f64 * ROW;
-        let total: f64 = calls.iter().sum();
-        let timed_out: f64 = timeouts.iter().sum();
+
+    /// One policy's row at `top`: its marker and name, a cell per bucket with calls
+    /// (outlined when some timed out), and its timed-out calls.
+    fn row(&self, top: f64, row: &LatencyRow, policies: &Policies) -> Element {
+        let policy = row.policy;
+        let middle = top + Self::ROW / 2.0;
+        let total: f64 = row.calls.iter().sum();
+        let timed_out: f64 = row.timeouts.iter().sum();
         let mut group = Element::new("g")
             .attr("class", "latency-row")
-            .attr("data-policy", *policy)
+            .attr("data-policy", policy)
             .child(marker(
                 policies.shape(policy),
                 10.0,
-                top + ROW / 2.0,
+                middle,
                 5.0,
                 policies.colour(policy),
             ))
             .child(
                 text(
                     22.0,
-                    top + ROW / 2.0 + 4.0,
+                    middle + 4.0,
                     "start",
-                    &fit(policy, NAMES - 30.0),
+                    &fit(policy, Self::NAMES - 30.0),
                 )
                 .attr("class", "bar-label")
                 .tooltip(&format!("{policy}: {total} LLM calls")),
             );
         for i in 0..BUCKETS {
-            if calls[i] == 0.0 {
+            let (calls, timeouts) = (row.calls[i], row.timeouts[i]);
+            if calls == 0.0 {
                 continue;
             }
-            let t = shade(calls[i]);
-            let mut cell = rect(column(i) + 1.0, top + 1.0, CELL - 2.0, ROW - 2.0, "#2c5d9e")
-                .attr("fill-opacity", format_args!("{:.2}", 0.08 + 0.92 * t));
-            cell = if timeouts[i] > 0.0 {
+            let shade = self.shade(calls);
+            let mut cell = rect(
+                Self::column(i) + 1.0,
+                top + 1.0,
+                Self::CELL - 2.0,
+                Self::ROW - 2.0,
+                Self::FILL,
+            )
+            .attr("fill-opacity", format_args!("{:.2}", Self::opacity(shade)));
+            cell = if timeouts > 0.0 {
                 cell.attr("class", "cell has-timeouts")
                     .attr("stroke", "#d62728")
                     .attr("stroke-width", 2)
@@ -766,27 +931,25 @@ pub fn latency(id: &str, answer: &Table, policies: &Policies) -> Element {
             };
             group = group
                 .child(cell.tooltip(&format!(
-                    "{policy}, {}: {} calls, {} timed out",
+                    "{policy}, {}: {calls} calls, {timeouts} timed out",
                     bucket_label(i + 1),
-                    calls[i],
-                    timeouts[i]
                 )))
                 .child(
                     text(
-                        column(i) + CELL / 2.0,
-                        top + ROW / 2.0 + 4.0,
+                        Self::column(i) + Self::CELL / 2.0,
+                        middle + 4.0,
                         "middle",
-                        &compact(calls[i]),
+                        &compact(calls),
                     )
-                    .attr("fill", if t > 0.55 { "#fff" } else { "#222" })
+                    .attr("fill", if shade > 0.55 { "#fff" } else { "#222" })
                     .attr("class", "count"),
                 );
         }
         let share = if total > 0.0 { timed_out / total } else { 0.0 };
-        group = group.child(
+        group.child(
             text(
-                timeouts_x + 4.0,
-                top + ROW / 2.0 + 4.0,
+                Self::timeouts_x() + 4.0,
+                middle + 4.0,
                 "start",
                 &if timed_out > 0.0 {
                     format!("{} ({:.0}%)", compact(timed_out), share * 100.0)
@@ -795,41 +958,44 @@ pub fn latency(id: &str, answer: &Table, policies: &Policies) -> Element {
                 },
             )
             .attr("class", if timed_out > 0.0 { "timeouts" } else { "tick" }),
-        );
-        doc = doc.child(group);
-    }
-    let scale: Vec<(f64, String)> = [1.0, 10.0, 100.0, 1000.0, 10_000.0]
-        .into_iter()
-        .filter(|v| *v <= most)
-        .map(|v| (v, compact(v)))
-        .collect();
-    doc = doc.child(
-        text(22.0, legend_top + 12.0, "start", "calls (log shade):").attr("class", "legend"),
-    );
-    for (i, (value, label)) in scale.iter().enumerate() {
-        let x = 150.0 + i as f64 * 56.0;
-        doc = doc
-            .child(rect(x, legend_top, 18.0, 16.0, "#2c5d9e").attr(
-                "fill-opacity",
-                format_args!("{:.2}", 0.08 + 0.92 * shade(*value)),
-            ))
-            .child(text(x + 22.0, legend_top + 12.0, "start", label).attr("class", "legend"));
-    }
-    let note = 150.0 + scale.len() as f64 * 56.0 + 16.0;
-    doc.child(
-        rect(note, legend_top, 18.0, 16.0, "#fff")
-            .attr("stroke", "#d62728")
-            .attr("stroke-width", 2),
-    )
-    .child(
-        text(
-            note + 24.0,
-            legend_top + 12.0,
-            "start",
-            "bucket holds timed-out calls",
         )
-        .attr("class", "legend"),
-    )
+    }
+
+    /// The shading scale (powers of ten up to the largest cell) and the outline's
+    /// meaning, at `top`.
+    fn legend(&self, mut doc: Element, top: f64) -> Element {
+        let scale: Vec<(f64, String)> = [1.0, 10.0, 100.0, 1000.0, 10_000.0]
+            .into_iter()
+            .filter(|v| *v <= self.most)
+            .map(|v| (v, compact(v)))
+            .collect();
+        doc = doc
+            .child(text(22.0, top + 12.0, "start", "calls (log shade):").attr("class", "legend"));
+        for (i, (value, label)) in scale.iter().enumerate() {
+            let x = 150.0 + i as f64 * 56.0;
+            doc = doc
+                .child(rect(x, top, 18.0, 16.0, Self::FILL).attr(
+                    "fill-opacity",
+                    format_args!("{:.2}", Self::opacity(self.shade(*value))),
+                ))
+                .child(text(x + 22.0, top + 12.0, "start", label).attr("class", "legend"));
+        }
+        let note = 150.0 + scale.len() as f64 * 56.0 + 16.0;
+        doc.child(
+            rect(note, top, 18.0, 16.0, "#fff")
+                .attr("stroke", "#d62728")
+                .attr("stroke-width", 2),
+        )
+        .child(
+            text(
+                note + 24.0,
+                top + 12.0,
+                "start",
+                "bucket holds timed-out calls",
+            )
+            .attr("class", "legend"),
+        )
+    }
 }
 
 /// `< 250 ms`, `250 ms`, `500 ms`, `1 s`, ... `≥ 64 s`: the lower bound of a
@@ -904,19 +1070,19 @@ pub fn forest(id: &str, comparison: &Comparison, policies: &Policies) -> Element
         .chain([0.0, margin]);
     let (lo, hi) = ends.fold((0.0_f64, 0.0_f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     let x = Scale::nice(lo.max(-1.0), hi.min(1.0), (PLOT_LEFT, PLOT_RIGHT));
-    for tick in x.ticks() {
-        let px = x.map(tick);
-        doc = doc.child(line(px, TOP, px, bottom, "#eee")).child(
-            text(
-                px,
-                bottom + 16.0,
-                "middle",
-                &format!("{:+.0}", tick * 100.0),
-            )
-            .attr("class", "tick"),
-        );
-    }
-    doc = doc
+    let plot = Plot {
+        left: PLOT_LEFT,
+        top: TOP,
+        right: PLOT_RIGHT,
+        bottom,
+    };
+    let ticks = x.ticks().into_iter().map(|tick| Tick {
+        at: x.map(tick),
+        label: format!("{:+.0}", tick * 100.0),
+        stroke: "#eee",
+        class: "tick",
+    });
+    doc = x_grid(doc, &plot, ticks)
         .child(line(x.map(0.0), TOP - 6.0, x.map(0.0), bottom, "#555"))
         .child(
             line(x.map(margin), TOP - 6.0, x.map(margin), bottom, "#b22")
@@ -932,12 +1098,12 @@ pub fn forest(id: &str, comparison: &Comparison, policies: &Policies) -> Element
             "candidate \u{2212} baseline, points of solve rate (paired, 95 % interval)",
         ));
     if rows.is_empty() {
-        return doc.child(text(
+        return no_data(
+            doc,
             WIDTH / 2.0,
             TOP + ROW / 2.0,
-            "middle",
             "no pair of policies with shared tasks",
-        ));
+        );
     }
     for (i, c) in rows.iter().enumerate() {
         let cy = TOP + ROW * (i as f64 + 0.5);

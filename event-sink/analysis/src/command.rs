@@ -1,20 +1,68 @@
-//! The `bench-analysis query`, `compare` and `report` subcommands: their flags, and
-//! turning them into a query run, a comparison or a report file. `main.rs` only
-//! dispatches here.
+//! The `bench-analysis` command line ([`Cli`]) and its `query`, `compare` and `report`
+//! subcommands: their flags, and turning them into a query run, a comparison or a report
+//! file ([`execute`]). `main.rs` only parses, sets up logging and hands off here.
 //!
-//! They take only the ClickHouse connection ([`ClickHouseConnectionArgs`]: `--config`'s
+//! They take only the ClickHouse connection ([`ConnectionArgs`]: `--config`'s
 //! `[clickhouse]`, `BENCH_CLICKHOUSE_*`, `--clickhouse-*`), so they query the database
 //! the sink writes.
 
 use std::path::PathBuf;
 
-use event_sink::config::{ClickHouseConnectionArgs, ConfigError};
+use bench_cli::{LogArgs, Status};
+use bench_clickhouse::{ConfigError, ConnectionArgs};
+use clap::{Parser, Subcommand};
 
 use crate::compare::analyze::DEFAULT_MARGIN;
 use crate::compare::{self, check_named, parse_by, resample, CompareError, Filters, Settings};
 use crate::queries::{ParamValues, Query, QueryError, QUERIES};
 use crate::report::{generate_report, ReportOptions};
 use crate::table::Format;
+
+/// `bench-analysis`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "bench-analysis",
+    version,
+    about = "Shipped queries and the HTML report over benchstream events in ClickHouse"
+)]
+pub struct Cli {
+    /// `--log-format`.
+    #[command(flatten)]
+    pub log: LogArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Each takes only the ClickHouse connection (`--insert-timeout-ms` is accepted but
+/// hidden: they insert nothing).
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a shipped query (deploy/clickhouse/queries/; `query list` lists them).
+    #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
+    Query(QueryArgs),
+    /// Compare policies on the tasks they share: solve rates with intervals, paired
+    /// differences, exact tests, cost, the difference the data could detect.
+    #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
+    Compare(CompareArgs),
+    /// Write a self-contained HTML report with tables and charts.
+    #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
+    Report(ReportArgs),
+}
+
+/// Runs `command`: `query` and `compare` print their answer on stdout; `report` writes
+/// its file.
+pub async fn execute(command: Command) -> Result<(), CommandError> {
+    match command {
+        Command::Query(args) => print!("{}", query(args).await?),
+        Command::Compare(args) => print!("{}", compare(args).await?),
+        Command::Report(args) => {
+            let path = report(args).await?;
+            tracing::info!(path = %path.display(), "report written");
+        }
+    }
+    Ok(())
+}
 
 /// `bench-analysis query <name> [--param k=v ...] [--format table|json|csv]`.
 #[derive(Debug, Clone, clap::Args)]
@@ -36,7 +84,7 @@ pub struct QueryArgs {
     pub by: Option<GroupBy>,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
-    pub connection: ClickHouseConnectionArgs,
+    pub connection: ConnectionArgs,
 }
 
 /// `bench-analysis report --out report.html [--since T] [--until T] [--policy P]`.
@@ -60,7 +108,7 @@ pub struct ReportArgs {
     pub baseline: Option<String>,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
-    pub connection: ClickHouseConnectionArgs,
+    pub connection: ConnectionArgs,
 }
 
 /// `bench-analysis compare [--policy P ...] [--baseline P] [--by KEYS] [--format F] ...`.
@@ -105,7 +153,7 @@ pub struct CompareArgs {
     pub format: Format,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
-    pub connection: ClickHouseConnectionArgs,
+    pub connection: ConnectionArgs,
 }
 
 /// What `--by` splits the leaderboard by.
@@ -151,10 +199,10 @@ pub enum CommandError {
 }
 
 impl CommandError {
-    /// Whether the command line itself is wrong (settings, query name, parameters):
-    /// the exit status 2 of a usage error, rather than 1.
-    pub fn is_usage(&self) -> bool {
-        matches!(
+    /// The exit status: [`Status::Usage`] when the command line itself is wrong
+    /// (settings, query name, parameters), else [`Status::Failure`].
+    pub fn status(&self) -> Status {
+        let usage = matches!(
             self,
             CommandError::Config(_)
                 | CommandError::Query(
@@ -170,7 +218,12 @@ impl CommandError {
                         | CompareError::BadKeys(_)
                         | CompareError::Query(QueryError::InvalidParam { .. })
                 )
-        )
+        );
+        if usage {
+            Status::Usage
+        } else {
+            Status::Failure
+        }
     }
 }
 
@@ -299,6 +352,12 @@ fn parse_param(text: &str) -> Result<(String, String), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 
     #[test]
     fn the_catalog_holds_every_description_whole_and_wrapped() {

@@ -1,8 +1,9 @@
 //! benchstream-analysis: answers from the events the sink stored, the shipped SQL queries
 //! and the HTML report, run by the `bench-analysis` binary (and by `event-sink query` /
-//! `event-sink report`, which hand over to it). It reads the database through the sink's
-//! connection settings ([`event_sink::ClickHouseConnectionArgs`]) and reads SQL text with
-//! the sink's [`event_sink::sql`], so the ingest binary links none of this.
+//! `event-sink report`, which hand over to it). It reads the database with the sink's
+//! connection settings ([`bench_clickhouse::ConnectionArgs`]) and reads SQL text with
+//! [`bench_clickhouse::sql`], as the sink does; it links nothing of the sink, and the
+//! sink nothing of it.
 //!
 //! # Layout
 //!

@@ -336,9 +336,9 @@ impl Query {
 }
 
 /// Byte offsets of the `{` that open a placeholder: those in code, never in string
-/// literals, quoted identifiers or comments ([`event_sink::sql`]).
+/// literals, quoted identifiers or comments ([`bench_clickhouse::sql`]).
 fn placeholder_starts(sql: &str) -> Vec<usize> {
-    event_sink::sql::code_positions(sql, '{')
+    bench_clickhouse::sql::code_positions(sql, '{')
 }
 
 /// Parses `name Type [= 'default']: help` (the default may hold `:`).

@@ -3,13 +3,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 
 /// NATS connection settings as given by a user: every field optional so that a config file,
 /// environment variables and flags can be layered (`file < env < flags`, see
 /// [`NatsArgs::merge`]). Flatten into a clap parser with `#[command(flatten)]`, or into a
-/// TOML section with serde.
-#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+/// TOML section with serde. Password, token and nkey are [`SecretString`]s: `Debug`
+/// prints none of them.
+#[derive(Debug, Clone, Default, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NatsArgs {
     /// NATS server URL(s), comma-separated. Default `nats://127.0.0.1:4222`.
@@ -24,7 +26,7 @@ pub struct NatsArgs {
         env = "BENCH_NATS_PASSWORD",
         hide_env_values = true
     )]
-    pub password: Option<String>,
+    pub password: Option<SecretString>,
     /// Token auth.
     #[arg(
         id = "nats_token",
@@ -32,7 +34,7 @@ pub struct NatsArgs {
         env = "BENCH_NATS_TOKEN",
         hide_env_values = true
     )]
-    pub token: Option<String>,
+    pub token: Option<SecretString>,
     /// NKey seed (`SU...`) for nkey auth.
     #[arg(
         id = "nats_nkey",
@@ -40,7 +42,7 @@ pub struct NatsArgs {
         env = "BENCH_NATS_NKEY",
         hide_env_values = true
     )]
-    pub nkey: Option<String>,
+    pub nkey: Option<SecretString>,
     /// Path of a `.creds` file (JWT + nkey seed).
     #[arg(id = "nats_creds", long = "nats-creds", env = "BENCH_NATS_CREDS")]
     pub creds: Option<PathBuf>,
@@ -147,31 +149,22 @@ impl NatsArgs {
     }
 }
 
-/// How the client authenticates. At most one method at a time.
-#[derive(Clone, PartialEq, Eq)]
+/// How the client authenticates. At most one method at a time. Its secrets are
+/// [`SecretString`]s, so `Debug` prints none of them.
+#[derive(Debug, Clone)]
 pub enum NatsAuth {
     None,
-    UserPassword { user: String, password: String },
-    Token(String),
-    NKey(String),
+    UserPassword {
+        user: String,
+        password: SecretString,
+    },
+    Token(SecretString),
+    NKey(SecretString),
     CredsFile(PathBuf),
 }
 
-impl std::fmt::Debug for NatsAuth {
-    // Secrets stay out of logs.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NatsAuth::None => f.write_str("None"),
-            NatsAuth::UserPassword { user, .. } => write!(f, "UserPassword({user}, ***)"),
-            NatsAuth::Token(_) => f.write_str("Token(***)"),
-            NatsAuth::NKey(_) => f.write_str("NKey(***)"),
-            NatsAuth::CredsFile(path) => write!(f, "CredsFile({})", path.display()),
-        }
-    }
-}
-
 /// Validated connection settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct NatsConfig {
     /// Server URL(s), comma-separated.
     pub url: String,
@@ -261,10 +254,17 @@ pub async fn connect(
     let mut options = match &config.auth {
         NatsAuth::None => async_nats::ConnectOptions::new(),
         NatsAuth::UserPassword { user, password } => {
-            async_nats::ConnectOptions::with_user_and_password(user.clone(), password.clone())
+            async_nats::ConnectOptions::with_user_and_password(
+                user.clone(),
+                password.expose_secret().to_owned(),
+            )
         }
-        NatsAuth::Token(token) => async_nats::ConnectOptions::with_token(token.clone()),
-        NatsAuth::NKey(seed) => async_nats::ConnectOptions::with_nkey(seed.clone()),
+        NatsAuth::Token(token) => {
+            async_nats::ConnectOptions::with_token(token.expose_secret().to_owned())
+        }
+        NatsAuth::NKey(seed) => {
+            async_nats::ConnectOptions::with_nkey(seed.expose_secret().to_owned())
+        }
         NatsAuth::CredsFile(path) => async_nats::ConnectOptions::with_credentials_file(path)
             .await
             .map_err(|source| ConnectError::CredsFile {
@@ -318,7 +318,7 @@ mod tests {
         };
         let cfg = flags.merge(file).resolve().expect("valid");
         assert_eq!(cfg.url, "nats://flag:4222");
-        assert_eq!(cfg.auth, NatsAuth::Token("t".into()));
+        assert!(matches!(cfg.auth, NatsAuth::Token(t) if t.expose_secret() == "t"));
     }
 
     #[test]
@@ -328,12 +328,18 @@ mod tests {
             nkey: Some("SU".into()),
             ..NatsArgs::default()
         };
-        assert_eq!(both.resolve(), Err(NatsConfigError::SeveralAuthMethods));
+        assert_eq!(
+            both.resolve().err(),
+            Some(NatsConfigError::SeveralAuthMethods)
+        );
         let half = NatsArgs {
             user: Some("u".into()),
             ..NatsArgs::default()
         };
-        assert_eq!(half.resolve(), Err(NatsConfigError::UserPasswordPair));
+        assert_eq!(
+            half.resolve().err(),
+            Some(NatsConfigError::UserPasswordPair)
+        );
     }
 
     /// Flattened next to other `url`/`user` fields (the sink's ClickHouse args), the ids
@@ -382,10 +388,24 @@ mod tests {
 
     #[test]
     fn secrets_are_not_debug_printed() {
-        let auth = NatsAuth::UserPassword {
-            user: "u".into(),
-            password: "hunter2".into(),
-        };
-        assert!(!format!("{auth:?}").contains("hunter2"));
+        for args in [
+            NatsArgs {
+                user: Some("u".into()),
+                password: Some("hunter2".into()),
+                ..NatsArgs::default()
+            },
+            NatsArgs {
+                token: Some("hunter2".into()),
+                ..NatsArgs::default()
+            },
+            NatsArgs {
+                nkey: Some("hunter2".into()),
+                ..NatsArgs::default()
+            },
+        ] {
+            assert!(!format!("{args:?}").contains("hunter2"));
+            let config = args.resolve().expect("valid");
+            assert!(!format!("{config:?}").contains("hunter2"));
+        }
     }
 }

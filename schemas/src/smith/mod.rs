@@ -29,6 +29,7 @@
 //! otherwise the id is derived from what the event says, so every copy of one event gets
 //! the same id and counts once.
 
+mod envelope;
 mod identity;
 mod payload;
 mod wire;
@@ -110,12 +111,10 @@ pub(crate) fn decode(
             }
         }
     }
-    let wire: wire::Envelope =
-        serde_path_to_error::deserialize(Value::Object(object)).map_err(|e| {
-            DecodeError::InvalidField {
-                path: e.path().to_string(),
-                message: e.into_inner().to_string(),
-            }
+    let wire: envelope::Envelope = serde_path_to_error::deserialize(Value::Object(object))
+        .map_err(|e| DecodeError::InvalidField {
+            path: e.path().to_string(),
+            message: e.into_inner().to_string(),
         })?;
     let event_type = wire.event_type.event_type();
     Ok(SmithEvent {

@@ -168,6 +168,12 @@ pub struct ExitOutcome {
     pub message: Option<String>,
 }
 
+/// Smith's `ExitKind` as an [`ExitOutcome`] (the encoding is [`wire::exit_kind`]'s).
+fn exit_outcome<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ExitOutcome, D::Error> {
+    let (kind, message) = wire::exit_kind(d)?;
+    Ok(ExitOutcome { kind, message })
+}
+
 /// Smith's `ToolPerformance`: this crate's [`crate::ToolCall`] with Smith's own
 /// `tool_args_hash` (not a SHA-256) and its exit kind as an [`ExitOutcome`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -181,7 +187,7 @@ pub struct SmithToolCall {
     /// Retries.
     pub retries: u32,
     /// How it ended.
-    #[serde(deserialize_with = "wire::exit_outcome")]
+    #[serde(deserialize_with = "exit_outcome")]
     pub exit_kind: ExitOutcome,
     /// What it touched (same shape as this crate's).
     pub evidence_footprint: EvidenceFootprint,

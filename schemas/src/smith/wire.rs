@@ -1,35 +1,14 @@
-//! How Smith's JSON values are read: its envelope, and the `deserialize_with` functions
-//! that turn its encodings (`Duration` objects, widened f32, PascalCase enums, externally
-//! tagged enums) into this crate's values. Each encoding is converted here and nowhere
-//! else.
+//! How Smith's JSON values are read: the `deserialize_with` functions that turn its
+//! encodings (`Duration` objects, widened f32, PascalCase enums, externally tagged enums)
+//! into this crate's values. Each encoding is converted here and nowhere else. It knows
+//! only this crate's types, none of the mapped Smith payloads (`payload`) or the envelope
+//! (`envelope`), which read through it.
 
-use chrono::{DateTime, Utc};
 use serde::de::{Error, IntoDeserializer};
 use serde::{Deserialize, Deserializer};
-use uuid::Uuid;
 
-use super::payload::{ExitOutcome, SmithPayload};
 use crate::payload::{ContextDecision, ExitKind, Failure, FailureRoot, SandboxLimits};
 use crate::payload::{FinalErrorState, RecoveryAttempt, SegmentType};
-
-/// Smith's envelope. `data` is compared with `event_type` before this is read; unknown
-/// extra fields are ignored here (the sink keeps the message byte for byte).
-#[derive(Deserialize)]
-pub(super) struct Envelope {
-    pub run_id: Uuid,
-    pub task_id: String,
-    pub step_id: Uuid,
-    pub ts: Timestamp,
-    pub policy_id: String,
-    pub cfg_hash: String,
-    pub env_hash: String,
-    pub seed: u64,
-    pub event_type: SmithPayload,
-}
-
-/// Smith's `ts`: RFC 3339 in UTC with 0 to 9 fraction digits, all of which chrono reads.
-#[derive(Deserialize)]
-pub(super) struct Timestamp(#[serde(with = "crate::envelope::ts_format")] pub DateTime<Utc>);
 
 /// The shortest decimal that reads back as the same `f32`: Smith's f32 fields arrive
 /// widened to f64 (`0.7f32` as `0.699999988079071`), which is not what the producer set.
@@ -110,8 +89,10 @@ where
 }
 
 /// Smith's `ExitKind`: unit variants for outcomes without a message, newtype variants
-/// (`{"Flake": "msg"}`) for those with one.
-pub(super) fn exit_outcome<'de, D: Deserializer<'de>>(d: D) -> Result<ExitOutcome, D::Error> {
+/// (`{"Flake": "msg"}`) for those with one; the kind and its message.
+pub(super) fn exit_kind<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<(ExitKind, Option<String>), D::Error> {
     #[derive(Deserialize)]
     enum Wire {
         Ok,
@@ -122,7 +103,7 @@ pub(super) fn exit_outcome<'de, D: Deserializer<'de>>(d: D) -> Result<ExitOutcom
         UserError(String),
         SystemError(String),
     }
-    let (kind, message) = match Wire::deserialize(d)? {
+    Ok(match Wire::deserialize(d)? {
         Wire::Ok => (ExitKind::Ok, None),
         Wire::Deterministic(m) => (ExitKind::Deterministic, Some(m)),
         Wire::Flake(m) => (ExitKind::Flake, Some(m)),
@@ -130,8 +111,7 @@ pub(super) fn exit_outcome<'de, D: Deserializer<'de>>(d: D) -> Result<ExitOutcom
         Wire::Timeout => (ExitKind::Timeout, None),
         Wire::UserError(m) => (ExitKind::UserError, Some(m)),
         Wire::SystemError(m) => (ExitKind::SystemError, Some(m)),
-    };
-    Ok(ExitOutcome { kind, message })
+    })
 }
 
 /// Smith's `SandboxLimits`: this crate's, with `cpu_cores` an f32.

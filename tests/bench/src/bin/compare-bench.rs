@@ -18,11 +18,10 @@ use analysis::compare::resample::DEFAULT_SEED;
 use analysis::compare::{self as stats, Dimension, Settings};
 use analysis::Format;
 use anyhow::Context as _;
+use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
 use benchstream_bench::data_dir_line;
 use benchstream_tests::ClickHouseServer;
 use clap::Parser;
-use event_sink::config::ClickHouseArgs;
-use event_sink::ClickHouseConnectionArgs;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -105,14 +104,14 @@ fn rows(args: &Args) -> [String; 3] {
     [starts, stops, raw]
 }
 
-fn connection(server: &ClickHouseServer) -> ClickHouseConnectionArgs {
-    ClickHouseConnectionArgs {
+fn connection(server: &ClickHouseServer) -> ConnectionArgs {
+    ConnectionArgs {
         clickhouse: ClickHouseArgs {
             url: Some(server.http_url()),
             database: Some(DATABASE.to_owned()),
             ..ClickHouseArgs::default()
         },
-        ..ClickHouseConnectionArgs::default()
+        ..ConnectionArgs::default()
     }
 }
 

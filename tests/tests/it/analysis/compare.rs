@@ -8,9 +8,8 @@
 use analysis::command::{self, CompareArgs};
 use analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
 use analysis::Format;
+use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
 use benchstream_tests::events::{fixture, publish, Run};
-use event_sink::config::ClickHouseArgs;
-use event_sink::ClickHouseConnectionArgs;
 use schemas::{BenchmarkEvent, EventType, ExitStatus, Payload};
 use serde_json::Value;
 
@@ -132,12 +131,12 @@ async fn compare_counts_only_finished_judged_runs_and_tests_the_pairs() {
         seed: DEFAULT_SEED,
         resamples: DEFAULT_RESAMPLES,
         format: Format::Json,
-        connection: ClickHouseConnectionArgs {
+        connection: ConnectionArgs {
             clickhouse: ClickHouseArgs {
                 url: Some(sink.clickhouse.http_url()),
                 ..ClickHouseArgs::default()
             },
-            ..ClickHouseConnectionArgs::default()
+            ..ConnectionArgs::default()
         },
     };
     let output = command::compare(args).await.expect("compare answers");

@@ -17,8 +17,8 @@ mod sweep;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use agent_runner::sweep::adaptive::ClickHouseSource;
 use agent_runner::sweep::{SweepConfig, SweepReport};
+use bench_clickhouse::{ClickHouseArgs, ClickHouseConfig};
 use schemas::SubjectPrefix;
 
 use crate::common::{publish_setup, repo_path, SinkToClickHouse};
@@ -58,13 +58,15 @@ fn worker(file: &Path, url: &str, name: &str, dir: &Path) -> SweepConfig {
 }
 
 /// Where a sweep reads past results: `sink`'s ClickHouse.
-fn clickhouse_source(sink: &SinkToClickHouse) -> ClickHouseSource {
-    ClickHouseSource {
-        url: sink.clickhouse.http_url(),
-        user: "default".to_owned(),
-        password: String::new(),
-        database: "benchstream".to_owned(),
+fn clickhouse_source(sink: &SinkToClickHouse) -> ClickHouseConfig {
+    ClickHouseArgs {
+        url: Some(sink.clickhouse.http_url()),
+        user: Some("default".to_owned()),
+        database: Some("benchstream".to_owned()),
+        ..ClickHouseArgs::default()
     }
+    .resolve()
+    .expect("the sink's ClickHouse settings are valid")
 }
 
 /// Checks that two workers split the sweep keys `all` between them: no key ran on both,

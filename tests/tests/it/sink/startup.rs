@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
+use bench_clickhouse::ClickHouseArgs;
 use benchstream_tests::{free_port, ClickHouseServer, NatsAuth, NatsOptions, NatsServer};
-use event_sink::config::{ClickHouseArgs, StreamArgs};
+use event_sink::config::StreamArgs;
 use event_sink::migrations::{MigrationError, MIGRATIONS};
 use event_sink::SinkError;
 

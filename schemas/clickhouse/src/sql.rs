@@ -1,6 +1,6 @@
-//! ClickHouse SQL text as the sink's tools read it: which bytes are code and which are
-//! quoted text or comments. Migrations split statements on the `;` of code only, and
-//! query templates take only a `{` of code as a parameter.
+//! ClickHouse SQL text as the sink and `bench-analysis` read it: which bytes are code
+//! and which are quoted text or comments. Migrations split statements on the `;` of code
+//! only, and query templates take only a `{` of code as a parameter.
 //!
 //! Quotes are `'...'` (string literals), `"..."` and `` `...` `` (identifiers); inside
 //! them a backslash escapes the next byte and a doubled quote is one quote, as in

@@ -1,0 +1,23 @@
+//! The edge every benchstream binary (`agent-runner`, `event-sink`, `bench-analysis`)
+//! shares, so all three behave the same there (ripgrep's `crates/cli` is the model).
+//! Each `main.rs` parses its command line, sets up logging, builds its shutdown token and
+//! hands off to its library; the error that comes back is printed and mapped to an exit
+//! status here.
+//!
+//! # Layout
+//!
+//! - [`logging`]: `--log-format` ([`LogArgs`]) and the tracing subscriber on stderr,
+//!   filtered by `RUST_LOG`.
+//! - [`signal`]: SIGINT / SIGTERM into a `CancellationToken`.
+//! - [`exit`]: the exit statuses all three share (0 ok, 1 failure, 2 usage, 130
+//!   interrupted) and the one way the error that ends a command is printed.
+
+#![warn(missing_docs)]
+
+pub mod exit;
+pub mod logging;
+pub mod signal;
+
+pub use exit::{report, Status};
+pub use logging::{init_tracing, init_tracing_with, LogArgs, LogFormat};
+pub use signal::cancel_on_signal;
