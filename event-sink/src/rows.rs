@@ -591,6 +591,7 @@ pub enum TypedRow<'a> {
     Failure(FailureRow<'a>),
     /// An `optimizer_updates` row.
     OptimizerUpdate(OptimizerUpdateRow<'a>),
+    /// A `test_outcomes` row.
     TestOutcome(TestOutcomeRow<'a>),
 }
 
