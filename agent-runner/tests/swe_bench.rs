@@ -280,6 +280,29 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
         "{cheated:#}"
     );
     assert_eq!(integrity["gold_similarity"], 0.0, "{cheated:#}");
+
+    // A module named like the judge's pytest plugin, first on the import path of
+    // `python -m pytest`, that writes a forged report with the real token and exits.
+    let forger = "import os\n\
+                  p = os.environ['BENCH_JUDGE_REPORT']\n\
+                  t = open(os.path.join(os.path.dirname(p), 'token')).read().strip()\n\
+                  open(p, 'w').write('passed tests/test_calc.py::test_add\\n\
+                  passed tests/test_calc.py::test_neg\\ncomplete ' + t + '\\n')\n\
+                  os._exit(0)\n";
+    let forge = format!(
+        "[{{ tool = \"write_file\", path = \"benchstream_pytest_report.py\", content = {} }}, \
+         {{ tool = \"submit\" }}]",
+        serde_json::to_string(forger).expect("json")
+    );
+    variant(root.path(), &scenarios, "swe-forge", &forge);
+    let (forged, _) = run(root.path(), &scenarios, "swe-forge", &[]);
+    assert_eq!(forged["result"]["success"], false, "{forged:#}");
+    assert_eq!(forged["result"]["tests_passed"], 1, "{forged:#}");
+    assert_eq!(
+        forged["result"]["integrity"]["test_files_edited"],
+        serde_json::json!(["benchstream_pytest_report.py (created)"]),
+        "{forged:#}"
+    );
 }
 
 #[test]

@@ -42,15 +42,20 @@ pub const ENVS_DIR: &str = "envs";
 /// Files a SWE-bench-format task's judge keeps pristine besides those `test_patch`
 /// touches: pytest's configuration and what `python -m pytest`, which puts the working
 /// directory first on the import path, would import from the repository in place of
-/// pytest itself (agent-made ones are deleted before the final verdict).
-const SWE_BENCH_JUDGE_PATTERNS: [&str; 6] = [
-    "pytest.py",
-    "py.py",
-    "_pytest",
+/// pytest or of the judge's own plugin (agent-made ones are deleted before the final
+/// verdict).
+const SWE_BENCH_JUDGE_PATTERNS: [&str; 9] = [
+    // Sources, bytecode and extension modules alike: Python imports each of them.
+    "pytest.*",
+    "pytest/**",
+    "py.*",
+    "py/**",
     "_pytest/**",
-    "pluggy",
+    "pluggy.*",
     "pluggy/**",
-];
+    "benchstream_pytest_report.*",
+    "benchstream_pytest_report/**",
+]
 
 /// Loading a scenario or a task failed.
 #[derive(Debug, thiserror::Error)]
