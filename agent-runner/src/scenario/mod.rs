@@ -55,7 +55,7 @@ const SWE_BENCH_JUDGE_PATTERNS: [&str; 9] = [
     "pluggy/**",
     "benchstream_pytest_report.*",
     "benchstream_pytest_report/**",
-]
+];
 
 /// Loading a scenario or a task failed.
 #[derive(Debug, thiserror::Error)]
