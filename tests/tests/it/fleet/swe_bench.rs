@@ -1,8 +1,8 @@
 //! A SWE-bench-format task end to end: imported from a local repository, run by `exec`
 //! agents (one applies the fix, one edits the test file `test_patch` touches, one does
 //! nothing), judged by SWE-bench's rules, and stored: each test's outcome in
-//! `test_outcomes`, the verdict and the final diff's hash in `run_stops`, and the shipped
-//! `test_outcomes` query finding the test that flips.
+//! `test_outcomes`, the verdict, the final diff's hash and the integrity flags in
+//! `run_stops`, and the shipped `test_outcomes` query finding the test that flips.
 
 use std::ffi::OsString;
 
@@ -124,6 +124,23 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
             )
         ),
         "failed\t1\t1"
+    );
+
+    // Integrity flags: the test file the second agent rewrote; an exec agent's commands
+    // are unseen (NULL, not 0); similarity to the gold patch.
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT run_id = '{fixed}', test_files_edited, isNull(history_commands), \
+                 isNull(network_commands), gold_similarity FROM benchstream.run_stops FINAL \
+                 WHERE run_id IN ('{fixed}', '{cheated}') ORDER BY run_id = '{fixed}' \
+                 FORMAT TSV",
+                fixed = fixed.run_id,
+                cheated = cheated.run_id
+            )
+        ),
+        "0\t1\t1\t1\t0\n1\t0\t1\t1\t1"
     );
 
     // The shipped query: test_add passed in one of three runs of one config (it flips);
