@@ -2,7 +2,8 @@
 //! agents (one applies the fix, one edits the test file `test_patch` touches, one does
 //! nothing), judged by SWE-bench's rules, and stored: each test's outcome in
 //! `test_outcomes`, the verdict, the final diff's hash and the integrity flags in
-//! `run_stops`, and the shipped `test_outcomes` query finding the test that flips.
+//! `run_stops`, the shipped `test_outcomes` query finding the test that flips and
+//! `swe_integrity` giving the resolve rate without the flagged run.
 
 use std::ffi::OsString;
 
@@ -164,5 +165,27 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
     };
     assert_eq!(row(F2P), ["3", "1", "0", "1"]);
     assert_eq!(row(P2P), ["3", "3", "0", "0"]);
+
+    // Rates with and without the flagged run (the one that rewrote the test file).
+    let rates = Query::find("swe_integrity")
+        .expect("shipped")
+        .run(&client, &Default::default())
+        .await
+        .expect("query runs");
+    let r = (0..rates.rows.len())
+        .find(|&r| rates.get(r, "policy_id") == Some(POLICY))
+        .expect("the policy's row");
+    assert_eq!(
+        [
+            "runs",
+            "resolved",
+            "flagged_runs",
+            "clean_runs",
+            "clean_resolved",
+            "clean_resolve_rate"
+        ]
+        .map(|c| rates.get(r, c).unwrap_or_default()),
+        ["3", "1", "1", "2", "1", "0.5"]
+    );
     sink.stop().await;
 }
