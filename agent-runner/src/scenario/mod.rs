@@ -31,7 +31,7 @@ use crate::tools::{Sandbox, SandboxError};
 
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
-pub use swe_bench::{patch_paths, SweBench, TestSet, DEFAULT_TEST_CMD};
+pub use swe_bench::{patch_paths, SweBench, DEFAULT_TEST_CMD};
 pub use task::{Judge, JudgeTest, Language, Task, FIXTURE_DIR, TASK_FILE};
 pub use validation::{ValidatedTest, Validation, VALIDATION_FILE};
 
