@@ -6,7 +6,8 @@
 //! patch resolves the task, an empty submission does not, and editing the test file
 //! `test_patch` touches gains nothing; `tasks validate` marks a task whose lists
 //! contradict the gold patch broken, and `run` leaves it out; `run --regrade K` judges
-//! the final diff again and records that the verdict held.
+//! the final diff again and records that the verdict held; an environment is set up once
+//! per repository and version, and runs see it read-only.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -280,6 +281,29 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
         "{cheated:#}"
     );
     assert_eq!(integrity["gold_similarity"], 0.0, "{cheated:#}");
+
+    // A module named like the judge's pytest plugin, first on the import path of
+    // `python -m pytest`, that writes a forged report with the real token and exits.
+    let forger = "import os\n\
+                  p = os.environ['BENCH_JUDGE_REPORT']\n\
+                  t = open(os.path.join(os.path.dirname(p), 'token')).read().strip()\n\
+                  open(p, 'w').write('passed tests/test_calc.py::test_add\\n\
+                  passed tests/test_calc.py::test_neg\\ncomplete ' + t + '\\n')\n\
+                  os._exit(0)\n";
+    let forge = format!(
+        "[{{ tool = \"write_file\", path = \"benchstream_pytest_report.py\", content = {} }}, \
+         {{ tool = \"submit\" }}]",
+        serde_json::to_string(forger).expect("json")
+    );
+    variant(root.path(), &scenarios, "swe-forge", &forge);
+    let (forged, _) = run(root.path(), &scenarios, "swe-forge", &[]);
+    assert_eq!(forged["result"]["success"], false, "{forged:#}");
+    assert_eq!(forged["result"]["tests_passed"], 1, "{forged:#}");
+    assert_eq!(
+        forged["result"]["integrity"]["test_files_edited"],
+        serde_json::json!(["benchstream_pytest_report.py (created)"]),
+        "{forged:#}"
+    );
 }
 
 #[test]
@@ -372,4 +396,79 @@ fn validation_marks_a_contradicting_task_broken_and_runs_leave_it_out() {
         before,
         [(F2P.to_owned(), Some(false)), (P2P.to_owned(), Some(true))]
     );
+}
+
+#[test]
+fn the_environment_is_set_up_once_per_repository_and_version_and_read_only_in_runs() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let project = Project::create(root.path());
+    let instances = root.path().join("instances.jsonl");
+    // Two instances of one repository and version share one environment.
+    fs::write(
+        &instances,
+        format!(
+            "{}\n{}\n",
+            project.instance("o__calc-1", &project.base),
+            project.instance("o__calc-5", &project.base)
+        ),
+    )
+    .expect("write");
+    let scenarios = root.path().join("scenarios");
+    let dir = scenarios.to_str().expect("utf-8");
+    // The setup counts its runs and installs a module into the environment.
+    let install = "echo ran >> \"$VIRTUAL_ENV/setup-runs\" && \
+                   printf 'VALUE = 5\\n' > \"$(python -c 'import sysconfig; \
+                   print(sysconfig.get_path(\"purelib\"))')/benchhelper.py\"";
+    let import = runner(
+        root.path(),
+        &[
+            "tasks",
+            "import",
+            "swe-bench",
+            "--instances",
+            instances.to_str().expect("utf-8"),
+            "--repos",
+            project.repos.to_str().expect("utf-8"),
+            "--scenarios-dir",
+            dir,
+            "--scenario",
+            "swe-env",
+            "--install",
+            install,
+        ],
+    );
+    assert_eq!(import.status.code(), Some(0), "{}", text_of(&import));
+    let env = scenarios.join("envs/o__calc__1.0");
+    assert_eq!(
+        fs::read_to_string(env.join("setup-runs")).expect("setup ran"),
+        "ran\n"
+    );
+    // A run sees the environment's module, and cannot write into the environment: what
+    // the command left in the workspace is in the final diff.
+    let env_path = env.canonicalize().expect("env");
+    let probe = format!(
+        "python -c 'import benchhelper; print(benchhelper.VALUE)' > probe.txt; \
+         touch {}/written 2>/dev/null || echo read-only >> probe.txt",
+        env_path.display()
+    );
+    let actions = format!(
+        "[{{ tool = \"bash\", command = {} }}, {{ tool = \"submit\" }}]",
+        serde_json::to_string(&probe).expect("json")
+    );
+    let base = fs::read_to_string(scenarios.join("swe-env.toml")).expect("scenario");
+    fs::write(
+        scenarios.join("swe-env-probe.toml"),
+        format!(
+            "{}\n[scripted]\nactions = {actions}\n",
+            base.replace("name = \"swe-env\"", "name = \"swe-env-probe\"")
+                .replace("  \"o__calc-5\",\n", "")
+        ),
+    )
+    .expect("write");
+    let hash = runner(root.path(), &["scenarios", "hash", "--dir", dir]);
+    assert_eq!(hash.status.code(), Some(0), "{}", text_of(&hash));
+    let (_, run_dir) = run(root.path(), &scenarios, "swe-env-probe", &[]);
+    let diff = fs::read_to_string(run_dir.join("final.diff")).expect("final.diff");
+    assert!(diff.contains("+5\n+read-only\n"), "{diff}");
+    assert!(!env.join("written").exists());
 }

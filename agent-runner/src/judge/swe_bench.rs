@@ -24,7 +24,7 @@ use super::report::Report;
 use super::{FailReason, SweBenchVerdict, Verdict, JUDGE_OUTPUT_CAP};
 use crate::base_repo;
 use crate::fixture_tree::walk;
-use crate::scenario::{LoadedTask, SweBench, TestSet, Validation};
+use crate::scenario::{LoadedTask, SweBench, Validation};
 use crate::tools::bwrap::{Bind, Confinement, SandboxedCommand};
 use crate::tools::exec::run_confined;
 
@@ -139,10 +139,7 @@ fn decide(
         };
         tests.push(TestOutcome {
             test_id: id.to_owned(),
-            test_set: match set {
-                TestSet::FailToPass => schemas::TestSet::FailToPass,
-                TestSet::PassToPass => schemas::TestSet::PassToPass,
-            },
+            test_set: set,
             // Known only from the task's validation, which the run does not repeat.
             before: validation.and_then(|v| v.before(id)),
             after: result.is_ok(),

@@ -31,7 +31,7 @@ use crate::tools::{Sandbox, SandboxError, WorkspaceBound};
 
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
-pub use swe_bench::{patch_paths, SweBench, TestSet, DEFAULT_TEST_CMD};
+pub use swe_bench::{patch_paths, SweBench, DEFAULT_TEST_CMD};
 pub use task::{Judge, JudgeTest, Language, Task, FIXTURE_DIR, TASK_FILE};
 pub use validation::{ValidatedTest, Validation, VALIDATION_FILE};
 
@@ -42,14 +42,19 @@ pub const ENVS_DIR: &str = "envs";
 /// Files a SWE-bench-format task's judge keeps pristine besides those `test_patch`
 /// touches: pytest's configuration and what `python -m pytest`, which puts the working
 /// directory first on the import path, would import from the repository in place of
-/// pytest itself (agent-made ones are deleted before the final verdict).
-const SWE_BENCH_JUDGE_PATTERNS: [&str; 6] = [
-    "pytest.py",
-    "py.py",
-    "_pytest",
+/// pytest or of the judge's own plugin (agent-made ones are deleted before the final
+/// verdict).
+const SWE_BENCH_JUDGE_PATTERNS: [&str; 9] = [
+    // Sources, bytecode and extension modules alike: Python imports each of them.
+    "pytest.*",
+    "pytest/**",
+    "py.*",
+    "py/**",
     "_pytest/**",
-    "pluggy",
+    "pluggy.*",
     "pluggy/**",
+    "benchstream_pytest_report.*",
+    "benchstream_pytest_report/**",
 ];
 
 /// Loading a scenario or a task failed.

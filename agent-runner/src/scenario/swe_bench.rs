@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 
+use schemas::TestSet;
 use serde::{Deserialize, Serialize};
 
 /// The test command when an instance and the import name none.
@@ -48,23 +49,6 @@ pub struct SweBench {
     pub patch: String,
     /// The tests' patch (`test_patch`), applied by the judge after the agent.
     pub test_patch: String,
-}
-
-/// Which set a judged test belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum TestSet {
-    FailToPass,
-    PassToPass,
-}
-
-impl TestSet {
-    /// `F2P` / `P2P`, as stored.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TestSet::FailToPass => "F2P",
-            TestSet::PassToPass => "P2P",
-        }
-    }
 }
 
 impl SweBench {

@@ -10,9 +10,10 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
+use schemas::TestSet;
 use serde::{Deserialize, Serialize};
 
-use super::{ScenarioError, TestSet};
+use super::ScenarioError;
 
 /// The file name, in the task directory.
 pub const VALIDATION_FILE: &str = "validation.toml";

@@ -161,10 +161,7 @@ async fn repeat(
         .iter()
         .map(|(id, set)| ValidatedTest {
             test_id: (*id).to_owned(),
-            test_set: match set {
-                crate::scenario::TestSet::FailToPass => "fail_to_pass".to_owned(),
-                crate::scenario::TestSet::PassToPass => "pass_to_pass".to_owned(),
-            },
+            test_set: set.as_str().to_owned(),
             passed_before: 0,
             passed_after: 0,
         })

@@ -190,6 +190,7 @@ pub const QUERIES: &[Query] = &[
     query!("instances"),
     query!("paired_outcomes"),
     query!("test_outcomes"),
+    query!("swe_integrity"),
 ];
 
 /// Parameter values by name, as given on the command line.

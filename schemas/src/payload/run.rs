@@ -171,7 +171,8 @@ pub struct RunStop {
     #[serde(default)]
     pub tool_errors: Option<u32>,
     /// Variance of the score across judge repetitions; null unless the judge was
-    /// repeated (this runner judges once, so it always sends null).
+    /// repeated (`agent-runner run --regrade K` on a SWE-bench-format task: see
+    /// `regrade`; otherwise this runner judges once and sends null).
     pub stability_variance: Option<f64>,
     /// Judge tests that fail at the end (empty when no judge ran).
     pub failing_tests: Vec<String>,

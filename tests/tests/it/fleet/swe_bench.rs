@@ -1,8 +1,9 @@
 //! A SWE-bench-format task end to end: imported from a local repository, run by `exec`
 //! agents (one applies the fix, one edits the test file `test_patch` touches, one does
 //! nothing), judged by SWE-bench's rules, and stored: each test's outcome in
-//! `test_outcomes`, the verdict and the final diff's hash in `run_stops`, and the shipped
-//! `test_outcomes` query finding the test that flips.
+//! `test_outcomes`, the verdict, the final diff's hash and the integrity flags in
+//! `run_stops`, the shipped `test_outcomes` query finding the test that flips and
+//! `swe_integrity` giving the resolve rate without the flagged run.
 
 use std::ffi::OsString;
 
@@ -126,6 +127,23 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
         "failed\t1\t1"
     );
 
+    // Integrity flags: the test file the second agent rewrote; an exec agent's commands
+    // are unseen (NULL, not 0); similarity to the gold patch.
+    assert_eq!(
+        query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT run_id = '{fixed}', test_files_edited, isNull(history_commands), \
+                 isNull(network_commands), gold_similarity FROM benchstream.run_stops FINAL \
+                 WHERE run_id IN ('{fixed}', '{cheated}') ORDER BY run_id = '{fixed}' \
+                 FORMAT TSV",
+                fixed = fixed.run_id,
+                cheated = cheated.run_id
+            )
+        ),
+        "0\t1\t1\t1\t0\n1\t0\t1\t1\t1"
+    );
+
     // The shipped query: test_add passed in one of three runs of one config (it flips);
     // test_neg in all three.
     let client = clickhouse::Client::default()
@@ -147,5 +165,27 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
     };
     assert_eq!(row(F2P), ["3", "1", "0", "1"]);
     assert_eq!(row(P2P), ["3", "3", "0", "0"]);
+
+    // Rates with and without the flagged run (the one that rewrote the test file).
+    let rates = Query::find("swe_integrity")
+        .expect("shipped")
+        .run(&client, &Default::default())
+        .await
+        .expect("query runs");
+    let r = (0..rates.rows.len())
+        .find(|&r| rates.get(r, "policy_id") == Some(POLICY))
+        .expect("the policy's row");
+    assert_eq!(
+        [
+            "runs",
+            "resolved",
+            "flagged_runs",
+            "clean_runs",
+            "clean_resolved",
+            "clean_resolve_rate"
+        ]
+        .map(|c| rates.get(r, c).unwrap_or_default()),
+        ["3", "1", "1", "2", "1", "0.5"]
+    );
     sink.stop().await;
 }
