@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS test_outcomes
     policy_id   String,
     cfg_hash    String,
     env_hash    String,
-    seed        UInt64,
+    seed        Nullable(UInt64),
     host        Nullable(String),
     received_at DateTime,
     test_id     String,
