@@ -607,6 +607,7 @@ fn record_tool_call(
         Some(step_id),
         Payload::ToolCall(ToolCall {
             tool_name: request.tool.clone(),
+            call_id: request.call_id.clone(),
             tool_args_hash: request.args_hash(),
             latency_ms: millis(outcome.latency),
             retries: outcome.retries,

@@ -71,6 +71,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(10, "0010_run_start_sweep"),
     migration!(11, "0011_unknown_counts_and_seed"),
     migration!(12, "0012_unstated_run_config"),
+    migration!(13, "0013_tool_call_id"),
 ];
 
 impl Migration {

@@ -469,6 +469,7 @@ typed_row! {
         bytes_written: u64,
         user_feedback_score: Option<f64>,
         intent_accuracy: Option<f64>,
+        call_id: Option<&'a str>,
     }
 }
 
@@ -799,15 +800,18 @@ fn tool_call<'a>(received: &Received<'a>, p: &'a ToolCall) -> ToolCallRow<'a> {
         tool_args_hash: p.tool_args_hash.as_str(),
         exit_kind: p.exit_kind.as_str(),
         exit_message: p.exit_message.as_deref(),
+        call_id: p.call_id.as_deref(),
     })
 }
 
-/// Smith's own argument hash, verbatim; its exit kind's message when it has one.
+/// Smith's own argument hash, verbatim; its exit kind's message when it has one; Smith
+/// gives a call no id.
 fn smith_tool_call<'a>(received: &Received<'a>, p: &'a SmithToolCall) -> ToolCallRow<'a> {
     tool_call_row!(received, p, {
         tool_args_hash: &p.tool_args_hash,
         exit_kind: p.exit_kind.kind.as_str(),
         exit_message: p.exit_kind.message.as_deref(),
+        call_id: None,
     })
 }
 

@@ -286,6 +286,8 @@ fn tool_call(step: &TrajStep) -> ToolCall {
         .to_owned();
     ToolCall {
         tool_name,
+        // SWE-agent's thought-action format gives calls no id.
+        call_id: None,
         tool_args_hash: serde_json::json!({ "action": step.action }).canonical_hash(),
         latency_ms: u64::try_from(step_ms(step)).unwrap_or(0),
         retries: 0,

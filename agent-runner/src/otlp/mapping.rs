@@ -509,6 +509,7 @@ impl SpanEvents<'_, '_> {
         };
         ToolCall {
             tool_name: name.to_owned(),
+            call_id: self.view.str(&["gen_ai.tool.call.id"]).map(str::to_owned),
             tool_args_hash: arguments.canonical_hash(),
             latency_ms: self.ids.latency_ms(),
             retries: 0,

@@ -155,7 +155,7 @@ mod tests {
     #[test]
     fn a_scenario_states_every_setting_that_may_be_null_on_the_wire() {
         let text = include_str!("../../../scenarios/smoke.toml");
-        Scenario::parse(Path::new("smoke.toml"), &text).expect("the shipped scenario");
+        Scenario::parse(Path::new("smoke.toml"), text).expect("the shipped scenario");
         for line in [
             "strategy = ",
             "max_iterations = ",

@@ -154,6 +154,7 @@ fn payload(i: usize) -> Payload {
         0 => Payload::Step(step(StepType::Act, "bash: python3 -m unittest -q".into())),
         1 => Payload::ToolCall(ToolCall {
             tool_name: "bash".into(),
+            call_id: None,
             tool_args_hash: sha256_hex(i.to_string().as_bytes()),
             latency_ms: 41,
             retries: 0,
