@@ -72,6 +72,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(11, "0011_unknown_counts_and_seed"),
     migration!(12, "0012_unstated_run_config"),
     migration!(13, "0013_tool_call_id"),
+    migration!(14, "0014_unmeasured_step_times"),
 ];
 
 impl Migration {

@@ -444,10 +444,10 @@ typed_row! {
         content_truncated: bool,
         tokens_in: Option<u64>,
         tokens_out: Option<u64>,
-        wall_time_ms: u64,
+        wall_time_ms: Option<u64>,
         planned_step: Option<u32>,
         planned: bool,
-        context_kb: f64,
+        context_kb: Option<f64>,
     }
 }
 
@@ -788,10 +788,10 @@ fn smith_step<'a>(received: &Received<'a>, p: &'a SmithStep) -> StepRow<'a> {
         content_truncated: false,
         tokens_in: Some(p.tokens_in),
         tokens_out: Some(p.tokens_out),
-        wall_time_ms: p.wall_time_ms,
+        wall_time_ms: Some(p.wall_time_ms),
         planned_step: None,
         planned: p.planned_step,
-        context_kb: context_kb,
+        context_kb: Some(context_kb),
     })
 }
 

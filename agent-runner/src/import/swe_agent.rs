@@ -155,7 +155,7 @@ pub fn events(
             at,
             step_id,
             Payload::Step(Step {
-                wall_time_ms: u64::try_from(step_ms(step)).unwrap_or(0),
+                wall_time_ms: Some(u64::try_from(step_ms(step)).unwrap_or(0)),
                 ..text_step(StepType::Observe, &step.observation)
             }),
         )?;

@@ -31,7 +31,7 @@ const ALWAYS_SET: [&str; 4] = ["step_id", "seq", "host", "stream_seq"];
 
 /// sha256 of `tests/fixtures/unknown/actions_only_agent.py`.
 const ACTIONS_ONLY_AGENT_SHA256: &str =
-    "3cf6e2226d615592ad36fbd8d1f1d2f2e131233912bd7814471c230d58fce5c7";
+    "b99d39f70be8e4f48d913ec405dc10bba5221ceb60f5321a9a5ef7a813190e75";
 /// sha256 of `tests/fixtures/unknown/minimal.traj`.
 const MINIMAL_TRAJ_SHA256: &str =
     "7d6990b2e00bffbb4325ef67dde39b37612701dc86f5bd0ebac5f25f6152dd11";
@@ -147,10 +147,27 @@ async fn a_provider_that_reports_nothing_optional_leaves_every_optional_column_n
     let summary = run_published(fixture("raw"), provider(&server), &nats, &sink).await;
 
     let run_id = summary.run_id.to_string();
-    // Native envelopes always carry the run's seed.
-    for table in ["deliberations", "steps"] {
-        assert_unknown(&sink, table, &run_id, &["seed"]).await;
-    }
+    // Native envelopes always carry the run's seed; the runner times each tool call's
+    // observe step and measures the context it sends with each model call.
+    assert_unknown(&sink, "deliberations", &run_id, &["seed"]).await;
+    assert_unknown(
+        &sink,
+        "steps",
+        &run_id,
+        &["seed", "wall_time_ms", "context_kb"],
+    )
+    .await;
+    // Which steps: a time only on observe steps, a context size only on the steps that
+    // made the turn's model call.
+    sink.wait_for(
+        &format!(
+            "SELECT countIf(isNotNull(wall_time_ms) AND step_type != 'observe'), \
+             countIf(isNotNull(context_kb) AND step_type NOT IN ('reason', 'act')) \
+             FROM benchstream.steps FINAL WHERE run_id = '{run_id}' FORMAT TSV"
+        ),
+        "0\t0",
+    )
+    .await;
     sink.stop().await;
 }
 
