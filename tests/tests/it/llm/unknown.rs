@@ -8,14 +8,15 @@
 //! - the smallest SWE-agent trajectory the importer reads (`tests/fixtures/unknown/`);
 //! - a Smith run's `RunStart` and `RunStop`, which carry Smith's own numbers only.
 //!
-//! For the last three, every shipped query scoped to the run's policy (or run) shows NULL,
-//! never 0, in each column named after a value the producer did not state.
+//! For the last three, every shipped query scoped to the run's policy (or run), and every
+//! table of the report of that policy, shows NULL, never 0, in each column named after a
+//! value the producer did not state.
 
 use std::ffi::OsString;
 
 use agent_runner::exec::{self, ExecConfig};
 use agent_runner::import::{self, Destination};
-use analysis::{ParamValues, Query, QUERIES};
+use analysis::{generate_report, ParamValues, Query, ReportOptions, QUERIES};
 use schemas::{decode_message, sha256_hex, Decoded, SubjectPrefix};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -98,10 +99,7 @@ async fn assert_queries_show_null(
     run_id: &str,
     unknown: &[&str],
 ) {
-    let client = clickhouse::Client::default()
-        .with_url(sink.clickhouse.http_url())
-        .with_database("benchstream")
-        .with_validation(false);
+    let client = client(sink);
     let mut seen = std::collections::BTreeSet::new();
     for query in QUERIES {
         let params = query.params().expect("declared params");
@@ -134,6 +132,54 @@ async fn assert_queries_show_null(
         }
     }
     assert!(!seen.is_empty(), "no answer has any of {unknown:?}");
+    assert_report_shows_null(&client, policy, unknown).await;
+}
+
+/// A client of the sink's ClickHouse, as `bench-analysis` makes one.
+fn client(sink: &SinkToClickHouse) -> clickhouse::Client {
+    clickhouse::Client::default()
+        .with_url(sink.clickhouse.http_url())
+        .with_database("benchstream")
+        .with_validation(false)
+}
+
+/// Asserts that every table of the report of `policy` shows `NULL` in each of its
+/// columns named in `unknown`, and that some table has such a column.
+async fn assert_report_shows_null(client: &clickhouse::Client, policy: &str, unknown: &[&str]) {
+    let options = ReportOptions {
+        policy: Some(policy.to_owned()),
+        ..ReportOptions::default()
+    };
+    let html = generate_report(client, &options).await.expect("the report");
+    let mut seen = 0;
+    // Each table: `<table id=…><thead><tr><th>name</th>…</tr></thead><tbody><tr…><td…>v</td>…`.
+    for table in html.split("<table id=\"").skip(1) {
+        let id = table.split('"').next().unwrap_or_default();
+        let (head, body) = table.split_once("</thead>").expect("a table head");
+        let names: Vec<&str> = head
+            .split("<th>")
+            .skip(1)
+            .filter_map(|th| th.split("</th>").next())
+            .collect();
+        let body = body.split("</tbody>").next().unwrap_or_default();
+        for row in body.split("</tr>").filter(|r| r.contains("<td")) {
+            let cells: Vec<&str> = row
+                .split("<td")
+                .skip(1)
+                .filter_map(|td| {
+                    td.split_once('>')
+                        .and_then(|(_, v)| v.split("</td>").next())
+                })
+                .collect();
+            for (name, cell) in names.iter().zip(&cells) {
+                if unknown.contains(name) {
+                    seen += 1;
+                    assert_eq!(*cell, "NULL", "report table {id}, column {name}: {row}");
+                }
+            }
+        }
+    }
+    assert!(seen > 0, "no report table has any of {unknown:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
