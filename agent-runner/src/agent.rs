@@ -624,14 +624,14 @@ async fn turns(
         }
         progress.turns += 1;
         let usage = rec.usage();
-        let context_kb = decision.context_kb.unwrap_or_else(|| {
+        let context_kb = Some(decision.context_kb.unwrap_or_else(|| {
             let bytes: usize = progress
                 .history
                 .iter()
                 .map(|e| e.outcome.observation.len())
                 .sum();
             bytes as f64 / 1024.0
-        });
+        }));
         // The turn's model calls go on its first step (the reason step, else the first
         // act), so summing a run's steps counts each call once.
         let mut turn_tokens = usage.tokens_since(&usage_before);
@@ -669,7 +669,7 @@ async fn turns(
             rec.emit(
                 Some(step_id),
                 Payload::Step(Step {
-                    wall_time_ms: millis(outcome.latency),
+                    wall_time_ms: Some(millis(outcome.latency)),
                     ..step(StepType::Observe, outcome.observation.clone())
                 }),
             )?;
@@ -714,6 +714,7 @@ fn record_tool_call(
         Some(step_id),
         Payload::ToolCall(ToolCall {
             tool_name: request.tool.clone(),
+            call_id: request.call_id.clone(),
             tool_args_hash: request.args_hash(),
             latency_ms: millis(outcome.latency),
             retries: outcome.retries,
@@ -894,9 +895,9 @@ pub(crate) fn step(step_type: StepType, content: String) -> Step {
         content_truncated: false,
         tokens_in: None,
         tokens_out: None,
-        wall_time_ms: 0,
+        wall_time_ms: None,
         planned_step: None,
-        context_kb: 0.0,
+        context_kb: None,
     }
 }
 

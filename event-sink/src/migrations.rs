@@ -73,6 +73,8 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(12, "0012_unstated_run_config"),
     migration!(13, "0013_test_outcomes"),
     migration!(14, "0014_run_start_sandbox_kind"),
+    migration!(15, "0015_tool_call_id"),
+    migration!(16, "0016_unmeasured_step_times"),
 ];
 
 impl Migration {

@@ -468,10 +468,10 @@ typed_row! {
         content_truncated: bool,
         tokens_in: Option<u64>,
         tokens_out: Option<u64>,
-        wall_time_ms: u64,
+        wall_time_ms: Option<u64>,
         planned_step: Option<u32>,
         planned: bool,
-        context_kb: f64,
+        context_kb: Option<f64>,
     }
 }
 
@@ -493,6 +493,7 @@ typed_row! {
         bytes_written: u64,
         user_feedback_score: Option<f64>,
         intent_accuracy: Option<f64>,
+        call_id: Option<&'a str>,
     }
 }
 
@@ -852,10 +853,10 @@ fn smith_step<'a>(received: &Received<'a>, p: &'a SmithStep) -> StepRow<'a> {
         content_truncated: false,
         tokens_in: Some(p.tokens_in),
         tokens_out: Some(p.tokens_out),
-        wall_time_ms: p.wall_time_ms,
+        wall_time_ms: Some(p.wall_time_ms),
         planned_step: None,
         planned: p.planned_step,
-        context_kb: context_kb,
+        context_kb: Some(context_kb),
     })
 }
 
@@ -864,15 +865,18 @@ fn tool_call<'a>(received: &Received<'a>, p: &'a ToolCall) -> ToolCallRow<'a> {
         tool_args_hash: p.tool_args_hash.as_str(),
         exit_kind: p.exit_kind.as_str(),
         exit_message: p.exit_message.as_deref(),
+        call_id: p.call_id.as_deref(),
     })
 }
 
-/// Smith's own argument hash, verbatim; its exit kind's message when it has one.
+/// Smith's own argument hash, verbatim; its exit kind's message when it has one; Smith
+/// gives a call no id.
 fn smith_tool_call<'a>(received: &Received<'a>, p: &'a SmithToolCall) -> ToolCallRow<'a> {
     tool_call_row!(received, p, {
         tool_args_hash: &p.tool_args_hash,
         exit_kind: p.exit_kind.kind.as_str(),
         exit_message: p.exit_kind.message.as_deref(),
+        call_id: None,
     })
 }
 

@@ -33,15 +33,17 @@ def args_hash(args):
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def text_step(step_type, content, wall_time_ms=0):
+def text_step(step_type, content, wall_time_ms=None):
+    """A step; what this agent did not measure (tokens: it calls no model; the time of a
+    step it did not time; the context it sent to no model) is null, never 0."""
     return {
         "step_type": step_type,
         "content": content,
-        "tokens_in": 0,
-        "tokens_out": 0,
+        "tokens_in": None,
+        "tokens_out": None,
         "wall_time_ms": wall_time_ms,
         "planned_step": None,
-        "context_kb": 0.0,
+        "context_kb": None,
     }
 
 

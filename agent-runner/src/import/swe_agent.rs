@@ -155,7 +155,7 @@ pub fn events(
             at,
             step_id,
             Payload::Step(Step {
-                wall_time_ms: u64::try_from(step_ms(step)).unwrap_or(0),
+                wall_time_ms: Some(u64::try_from(step_ms(step)).unwrap_or(0)),
                 ..text_step(StepType::Observe, &step.observation)
             }),
         )?;
@@ -289,6 +289,8 @@ fn tool_call(step: &TrajStep) -> ToolCall {
         .to_owned();
     ToolCall {
         tool_name,
+        // SWE-agent's thought-action format gives calls no id.
+        call_id: None,
         tool_args_hash: serde_json::json!({ "action": step.action }).canonical_hash(),
         latency_ms: u64::try_from(step_ms(step)).unwrap_or(0),
         retries: 0,

@@ -326,9 +326,10 @@ impl SpanEvents<'_, '_> {
                     content_truncated: false,
                     tokens_in: deliberation.input_tokens,
                     tokens_out: deliberation.output_tokens,
-                    wall_time_ms: self.ids.latency_ms(),
+                    wall_time_ms: Some(self.ids.latency_ms()),
                     planned_step: None,
-                    context_kb: 0.0,
+                    // A span states no context size.
+                    context_kb: None,
                 };
                 self.push("step", self.ids.start, step_id, Payload::Step(step));
                 self.push(
@@ -512,6 +513,7 @@ impl SpanEvents<'_, '_> {
         };
         ToolCall {
             tool_name: name.to_owned(),
+            call_id: self.view.str(&["gen_ai.tool.call.id"]).map(str::to_owned),
             tool_args_hash: arguments.canonical_hash(),
             latency_ms: self.ids.latency_ms(),
             retries: 0,

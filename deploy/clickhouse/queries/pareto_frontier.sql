@@ -5,7 +5,9 @@
 --
 -- Over finished runs; success_rate is over the runs whose success is known (NULL
 -- success: a submission nobody judged), avg_cost_usd averages the runs with a known
--- cost (priced_runs), and policies without any of either are left out (unknown).
+-- cost (priced_runs) that are results (infrastructure failures, agent-runner/README.md,
+-- left out: they measure the provider or the host), and policies without any of either
+-- are left out (unknown).
 -- Window functions are not in 18.16, so every policy is compared with all the others
 -- through arrays.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
@@ -35,10 +37,11 @@ FROM
             -- '' for NULL: groupArray leaves NULLs out, which would misalign the arrays.
             ifNull(scoring_version, '') AS scoring,
             count() AS finished,
-            countIf(isNotNull(cost_usd)) AS priced,
+            countIf(isNotNull(cost_usd) AND infra = 0) AS priced,
             countIf(isNotNull(success)) AS judged,
             countIf(success = 1) / judged AS policy_rate,
-            sumIf(assumeNotNull(cost_usd), isNotNull(cost_usd)) / priced AS policy_cost
+            sumIf(assumeNotNull(cost_usd), isNotNull(cost_usd) AND infra = 0) / priced
+                AS policy_cost
         FROM
         (
             -- The runs selected by the time range and policy filter.
@@ -48,7 +51,10 @@ FROM
         ) AS started
         ANY INNER JOIN
         (
-            SELECT run_id, success, cost_usd FROM run_stops FINAL
+            SELECT run_id, success, cost_usd,
+                toUInt8(isNull(success)
+                    AND ifNull(exit_status IN ('exit_api', 'exit_environment'), 0)) AS infra
+            FROM run_stops FINAL
         ) AS stopped_runs USING run_id
         GROUP BY policy_id, scoring
         HAVING priced > 0 AND judged > 0

@@ -63,6 +63,7 @@ ANY LEFT JOIN
     SELECT event_id, step_type, CAST(NULL AS Nullable(String)),
         CAST(tokens_in AS Nullable(UInt64)), CAST(tokens_out AS Nullable(UInt64)),
         CAST(NULL AS Nullable(UInt64)), CAST(NULL AS Nullable(Float64)),
+        -- 0 in rows written before migration 0016 meant "not measured".
         CAST(nullIf(wall_time_ms, 0) AS Nullable(UInt64))
     FROM steps FINAL WHERE run_id = {run_id:UUID}
     UNION ALL

@@ -23,12 +23,16 @@ pub struct Step {
     pub tokens_in: Option<u64>,
     /// Completion tokens of the model calls this step made; null as for `tokens_in`.
     pub tokens_out: Option<u64>,
-    /// Wall time of the step, ms (0 when not measured separately).
-    pub wall_time_ms: u64,
+    /// Wall time of the step, ms; null (or absent) when not measured separately (a
+    /// `reason` or `act` step, whose time is its model call's or tool call's).
+    #[serde(default)]
+    pub wall_time_ms: Option<u64>,
     /// Index of the plan item this step executes; null when unplanned.
     pub planned_step: Option<u32>,
-    /// Size of the context sent to the model at this step, KiB.
-    pub context_kb: f64,
+    /// Size of the context sent to the model at this step, KiB; null (or absent) when
+    /// not measured (a step that sent nothing to a model: `observe`, `conclude`).
+    #[serde(default)]
+    pub context_kb: Option<f64>,
 }
 
 /// Kind of agent step.

@@ -10,6 +10,11 @@ use crate::canonical::Hash256;
 pub struct ToolCall {
     /// The tool, e.g. `bash`, `view`, `str_replace`.
     pub tool_name: String,
+    /// The id the model or the agent gave the call, which its result answers (an
+    /// OpenAI-style `tool_call_id`, OpenTelemetry's `gen_ai.tool.call.id`); absent when
+    /// the call had none (a scripted action, an imported trajectory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
     /// SHA-256 of the canonical JSON of the arguments.
     pub tool_args_hash: Hash256,
     /// Wall time of the call, retries included, ms.

@@ -146,14 +146,15 @@ fn payload(i: usize) -> Payload {
         content_truncated: false,
         tokens_in: None,
         tokens_out: None,
-        wall_time_ms: 3,
+        wall_time_ms: Some(3),
         planned_step: None,
-        context_kb: 1.5,
+        context_kb: Some(1.5),
     };
     match i % 3 {
         0 => Payload::Step(step(StepType::Act, "bash: python3 -m unittest -q".into())),
         1 => Payload::ToolCall(ToolCall {
             tool_name: "bash".into(),
+            call_id: None,
             tool_args_hash: sha256_hex(i.to_string().as_bytes()),
             latency_ms: 41,
             retries: 0,

@@ -74,6 +74,15 @@ async fn model_solves_a_shipped_task_and_its_events_land_in_clickhouse() {
         &format!("{}conclude\t\\N\t\\N", turn.repeat(4)),
     )
     .await;
+    // Each tool call keeps the id the model gave it (`call_<i>_<n>` from the stand-in).
+    sink.wait_for(
+        &format!(
+            "SELECT count(), countIf(call_id LIKE 'call%') FROM benchstream.tool_calls FINAL \
+             WHERE run_id = '{run_id}' FORMAT TSV"
+        ),
+        "4\t4",
+    )
+    .await;
     // A chat completion states no confidence: NULL, never a made-up 1.
     sink.wait_for(
         &format!(

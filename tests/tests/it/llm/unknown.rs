@@ -8,14 +8,15 @@
 //! - the smallest SWE-agent trajectory the importer reads (`tests/fixtures/unknown/`);
 //! - a Smith run's `RunStart` and `RunStop`, which carry Smith's own numbers only.
 //!
-//! For the last three, every shipped query scoped to the run's policy (or run) shows NULL,
-//! never 0, in each column named after a value the producer did not state.
+//! For the last three, every shipped query scoped to the run's policy (or run), and every
+//! table of the report of that policy, shows NULL, never 0, in each column named after a
+//! value the producer did not state.
 
 use std::ffi::OsString;
 
 use agent_runner::exec::{self, ExecConfig};
 use agent_runner::import::{self, Destination};
-use analysis::{ParamValues, Query, QUERIES};
+use analysis::{generate_report, ParamValues, Query, ReportOptions, QUERIES};
 use schemas::{decode_message, sha256_hex, Decoded, SubjectPrefix};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -31,7 +32,7 @@ const ALWAYS_SET: [&str; 4] = ["step_id", "seq", "host", "stream_seq"];
 
 /// sha256 of `tests/fixtures/unknown/actions_only_agent.py`.
 const ACTIONS_ONLY_AGENT_SHA256: &str =
-    "3cf6e2226d615592ad36fbd8d1f1d2f2e131233912bd7814471c230d58fce5c7";
+    "b99d39f70be8e4f48d913ec405dc10bba5221ceb60f5321a9a5ef7a813190e75";
 /// sha256 of `tests/fixtures/unknown/minimal.traj`.
 const MINIMAL_TRAJ_SHA256: &str =
     "7d6990b2e00bffbb4325ef67dde39b37612701dc86f5bd0ebac5f25f6152dd11";
@@ -98,10 +99,7 @@ async fn assert_queries_show_null(
     run_id: &str,
     unknown: &[&str],
 ) {
-    let client = clickhouse::Client::default()
-        .with_url(sink.clickhouse.http_url())
-        .with_database("benchstream")
-        .with_validation(false);
+    let client = client(sink);
     let mut seen = std::collections::BTreeSet::new();
     for query in QUERIES {
         let params = query.params().expect("declared params");
@@ -134,6 +132,54 @@ async fn assert_queries_show_null(
         }
     }
     assert!(!seen.is_empty(), "no answer has any of {unknown:?}");
+    assert_report_shows_null(&client, policy, unknown).await;
+}
+
+/// A client of the sink's ClickHouse, as `bench-analysis` makes one.
+fn client(sink: &SinkToClickHouse) -> clickhouse::Client {
+    clickhouse::Client::default()
+        .with_url(sink.clickhouse.http_url())
+        .with_database("benchstream")
+        .with_validation(false)
+}
+
+/// Asserts that every table of the report of `policy` shows `NULL` in each of its
+/// columns named in `unknown`, and that some table has such a column.
+async fn assert_report_shows_null(client: &clickhouse::Client, policy: &str, unknown: &[&str]) {
+    let options = ReportOptions {
+        policy: Some(policy.to_owned()),
+        ..ReportOptions::default()
+    };
+    let html = generate_report(client, &options).await.expect("the report");
+    let mut seen = 0;
+    // Each table: `<table id=…><thead><tr><th>name</th>…</tr></thead><tbody><tr…><td…>v</td>…`.
+    for table in html.split("<table id=\"").skip(1) {
+        let id = table.split('"').next().unwrap_or_default();
+        let (head, body) = table.split_once("</thead>").expect("a table head");
+        let names: Vec<&str> = head
+            .split("<th>")
+            .skip(1)
+            .filter_map(|th| th.split("</th>").next())
+            .collect();
+        let body = body.split("</tbody>").next().unwrap_or_default();
+        for row in body.split("</tr>").filter(|r| r.contains("<td")) {
+            let cells: Vec<&str> = row
+                .split("<td")
+                .skip(1)
+                .filter_map(|td| {
+                    td.split_once('>')
+                        .and_then(|(_, v)| v.split("</td>").next())
+                })
+                .collect();
+            for (name, cell) in names.iter().zip(&cells) {
+                if unknown.contains(name) {
+                    seen += 1;
+                    assert_eq!(*cell, "NULL", "report table {id}, column {name}: {row}");
+                }
+            }
+        }
+    }
+    assert!(seen > 0, "no report table has any of {unknown:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,10 +193,27 @@ async fn a_provider_that_reports_nothing_optional_leaves_every_optional_column_n
     let summary = run_published(fixture("raw"), provider(&server), &nats, &sink).await;
 
     let run_id = summary.run_id.to_string();
-    // Native envelopes always carry the run's seed.
-    for table in ["deliberations", "steps"] {
-        assert_unknown(&sink, table, &run_id, &["seed"]).await;
-    }
+    // Native envelopes always carry the run's seed; the runner times each tool call's
+    // observe step and measures the context it sends with each model call.
+    assert_unknown(&sink, "deliberations", &run_id, &["seed"]).await;
+    assert_unknown(
+        &sink,
+        "steps",
+        &run_id,
+        &["seed", "wall_time_ms", "context_kb"],
+    )
+    .await;
+    // Which steps: a time only on observe steps, a context size only on the steps that
+    // made the turn's model call.
+    sink.wait_for(
+        &format!(
+            "SELECT countIf(isNotNull(wall_time_ms) AND step_type != 'observe'), \
+             countIf(isNotNull(context_kb) AND step_type NOT IN ('reason', 'act')) \
+             FROM benchstream.steps FINAL WHERE run_id = '{run_id}' FORMAT TSV"
+        ),
+        "0\t0",
+    )
+    .await;
     sink.stop().await;
 }
 

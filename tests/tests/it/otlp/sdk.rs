@@ -101,12 +101,12 @@ async fn a_trace_exported_twice_lands_exactly_and_once() {
     assert_eq!(
         query(
             ch,
-            "SELECT tool_name, exit_kind, latency_ms, tool_args_hash, exit_message \
+            "SELECT tool_name, call_id, exit_kind, latency_ms, tool_args_hash, exit_message \
              FROM benchstream.tool_calls ORDER BY latency_ms FORMAT TSV"
         ),
         format!(
-            "bash\tok\t250\t{ls_hash}\t\\N\n\
-             run_tests\ttimeout\t2000\t{empty_hash}\tTimeoutError: tests timed out"
+            "bash\tcall_1\tok\t250\t{ls_hash}\t\\N\n\
+             run_tests\tcall_2\ttimeout\t2000\t{empty_hash}\tTimeoutError: tests timed out"
         )
     );
     assert_eq!(
