@@ -204,14 +204,7 @@ impl SinkArgs {
 
     /// Reads a TOML config file.
     pub fn from_file(path: &Path) -> Result<SinkArgs, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        toml::from_str(&text).map_err(|source| ConfigError::Parse {
-            path: path.to_owned(),
-            source,
-        })
+        Ok(bench_cli::config_file::read(path)?)
     }
 
     /// Merges the config file named by `config` (if any) below these settings, then
@@ -405,24 +398,9 @@ pub struct MetricsConfig {
 /// Why settings are unusable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The config file could not be read.
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The config file is not TOML, or has a key no section knows.
-    #[error("config file {path} is invalid: {source}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: toml::de::Error,
-    },
+    /// The config file could not be read, or has a key no section knows.
+    #[error(transparent)]
+    File(#[from] bench_cli::ConfigFileError),
     /// The `[clickhouse]` settings are unusable.
     #[error(transparent)]
     ClickHouse(#[from] bench_clickhouse::ConfigError),

@@ -167,14 +167,7 @@ impl ClickHouseArgs {
             #[serde(default)]
             clickhouse: ClickHouseArgs,
         }
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        let file: File = toml::from_str(&text).map_err(|source| ConfigError::Parse {
-            path: path.to_owned(),
-            source,
-        })?;
+        let file: File = bench_cli::config_file::read(path)?;
         Ok(file.clickhouse)
     }
 }
@@ -268,24 +261,10 @@ impl ClickHouseConfig {
 /// Why ClickHouse settings are unusable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The config file could not be read.
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The config file is not TOML, or its `[clickhouse]` is not the section above.
-    #[error("config file {path} is invalid: {source}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: toml::de::Error,
-    },
+    /// The config file could not be read, or its `[clickhouse]` is not the section
+    /// above.
+    #[error(transparent)]
+    File(#[from] bench_cli::ConfigFileError),
     /// A value is out of its range.
     #[error("invalid setting {field}: {reason}")]
     Invalid {
