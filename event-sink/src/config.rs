@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bench_cli::config_file::{invalid, nonempty, positive, InvalidSetting};
 use bench_clickhouse::{ClickHouseArgs, ClickHouseConfig};
 use bench_nats::{NatsArgs, NatsConfig, NatsConfigError, StreamSpec};
 use schemas::{SubjectPrefix, SubjectPrefixError};
@@ -237,7 +238,7 @@ impl SinkArgs {
                 .unwrap_or(defaults.replicas),
         };
         if !is_nats_name(&stream.name) {
-            return Err(invalid("stream.name", "letters, digits, `-` and `_` only"));
+            return Err(invalid("stream.name", "letters, digits, `-` and `_` only").into());
         }
 
         let c = self.consumer;
@@ -249,22 +250,16 @@ impl SinkArgs {
             fetch_batch: positive("consumer.fetch_batch", c.fetch_batch)?.unwrap_or(1000),
         };
         if !is_nats_name(&consumer.name) {
-            return Err(invalid(
-                "consumer.name",
-                "letters, digits, `-` and `_` only",
-            ));
+            return Err(invalid("consumer.name", "letters, digits, `-` and `_` only").into());
         }
         if consumer.ack_wait < Duration::from_secs(3) {
-            return Err(invalid("consumer.ack_wait_ms", "must be at least 3000"));
+            return Err(invalid("consumer.ack_wait_ms", "must be at least 3000").into());
         }
         if consumer.max_ack_pending != -1 && consumer.max_ack_pending < 1 {
-            return Err(invalid(
-                "consumer.max_ack_pending",
-                "must be -1 or positive",
-            ));
+            return Err(invalid("consumer.max_ack_pending", "must be -1 or positive").into());
         }
         if consumer.max_deliver != -1 && consumer.max_deliver < 1 {
-            return Err(invalid("consumer.max_deliver", "must be -1 or positive"));
+            return Err(invalid("consumer.max_deliver", "must be -1 or positive").into());
         }
 
         let clickhouse = self.clickhouse.resolve()?;
@@ -292,7 +287,8 @@ impl SinkArgs {
             return Err(invalid(
                 "batch.retry_max_ms",
                 "must not be below batch.retry_initial_ms",
-            ));
+            )
+            .into());
         }
 
         let m = self.metrics;
@@ -411,34 +407,8 @@ pub enum ConfigError {
     #[error(transparent)]
     Prefix(#[from] SubjectPrefixError),
     /// A value is out of its range.
-    #[error("invalid setting {field}: {reason}")]
-    Invalid {
-        /// The setting, as `section.key` of the config file.
-        field: &'static str,
-        /// What it must be.
-        reason: &'static str,
-    },
-}
-
-fn invalid(field: &'static str, reason: &'static str) -> ConfigError {
-    ConfigError::Invalid { field, reason }
-}
-
-fn nonempty(field: &'static str, value: Option<String>) -> Result<Option<String>, ConfigError> {
-    match value {
-        Some(v) if v.trim().is_empty() => Err(invalid(field, "must not be empty")),
-        other => Ok(other),
-    }
-}
-
-fn positive<T: PartialEq + Default>(
-    field: &'static str,
-    value: Option<T>,
-) -> Result<Option<T>, ConfigError> {
-    match value {
-        Some(v) if v == T::default() => Err(invalid(field, "must be positive")),
-        other => Ok(other),
-    }
+    #[error(transparent)]
+    Invalid(#[from] InvalidSetting),
 }
 
 /// JetStream stream and consumer names: no whitespace, dots, wildcards or path

@@ -1,5 +1,6 @@
 //! The `--config FILE` of the binaries: reading a TOML settings file into its typed
-//! layer, with the one error type every binary reports for it.
+//! layer, with the one error type every binary reports for it, and the one error (and
+//! checks) of a setting whose value is out of range, whichever layer it came from.
 
 use std::path::{Path, PathBuf};
 
@@ -38,4 +39,42 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigFileError> {
         path: path.to_owned(),
         source,
     })
+}
+
+/// A setting whose value is out of its range: named as `section.key` of the config file
+/// (`batch.max_rows`), with what it must be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid setting {field}: {reason}")]
+pub struct InvalidSetting {
+    /// The setting, as `section.key` of the config file.
+    pub field: &'static str,
+    /// What it must be.
+    pub reason: &'static str,
+}
+
+/// `field` is invalid for `reason`.
+pub fn invalid(field: &'static str, reason: &'static str) -> InvalidSetting {
+    InvalidSetting { field, reason }
+}
+
+/// `value`, unless it is given and blank.
+pub fn nonempty(
+    field: &'static str,
+    value: Option<String>,
+) -> Result<Option<String>, InvalidSetting> {
+    match value {
+        Some(v) if v.trim().is_empty() => Err(invalid(field, "must not be empty")),
+        other => Ok(other),
+    }
+}
+
+/// `value`, unless it is given and zero.
+pub fn positive<T: PartialEq + Default>(
+    field: &'static str,
+    value: Option<T>,
+) -> Result<Option<T>, InvalidSetting> {
+    match value {
+        Some(v) if v == T::default() => Err(invalid(field, "must be positive")),
+        other => Ok(other),
+    }
 }

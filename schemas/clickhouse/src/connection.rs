@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bench_cli::config_file::{invalid, nonempty, positive, InvalidSetting};
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 
@@ -105,11 +106,7 @@ impl ClickHouseArgs {
             database: nonempty("clickhouse.database", self.database)?
                 .unwrap_or_else(|| DEFAULT_DATABASE.into()),
             insert_timeout: Duration::from_millis(
-                match self.insert_timeout_ms {
-                    Some(0) => Err(invalid("clickhouse.insert_timeout_ms", "must be positive")),
-                    other => Ok(other),
-                }?
-                .unwrap_or(30_000),
+                positive("clickhouse.insert_timeout_ms", self.insert_timeout_ms)?.unwrap_or(30_000),
             ),
             cluster: nonempty("clickhouse.cluster", self.cluster)?,
             replica_urls: self
@@ -121,39 +118,34 @@ impl ClickHouseArgs {
                 .collect(),
         };
         if !clickhouse.replica_urls.is_empty() && clickhouse.cluster.is_none() {
-            return Err(invalid(
-                "clickhouse.replica_urls",
-                "needs clickhouse.cluster",
-            ));
+            return Err(invalid("clickhouse.replica_urls", "needs clickhouse.cluster").into());
         }
         if !clickhouse.replica_urls.iter().all(|url| is_http(url)) {
             return Err(invalid(
                 "clickhouse.replica_urls",
                 "must be http:// or https:// URLs",
-            ));
+            )
+            .into());
         }
         if let Some(cluster) = &clickhouse.cluster {
             // Both are spliced into `ON CLUSTER` statements, engine arguments and
             // ZooKeeper paths.
             let plain = |name: &str| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !plain(cluster) {
-                return Err(invalid(
-                    "clickhouse.cluster",
-                    "must be letters, digits and `_`",
-                ));
+                return Err(
+                    invalid("clickhouse.cluster", "must be letters, digits and `_`").into(),
+                );
             }
             if !plain(&clickhouse.database) {
                 return Err(invalid(
                     "clickhouse.database",
                     "must be letters, digits and `_` on a cluster",
-                ));
+                )
+                .into());
             }
         }
         if !is_http(&clickhouse.url) {
-            return Err(invalid(
-                "clickhouse.url",
-                "must start with http:// or https://",
-            ));
+            return Err(invalid("clickhouse.url", "must start with http:// or https://").into());
         }
         Ok(clickhouse)
     }
@@ -266,24 +258,8 @@ pub enum ConfigError {
     #[error(transparent)]
     File(#[from] bench_cli::ConfigFileError),
     /// A value is out of its range.
-    #[error("invalid setting {field}: {reason}")]
-    Invalid {
-        /// The setting, as `section.key` of the config file.
-        field: &'static str,
-        /// What it must be.
-        reason: &'static str,
-    },
-}
-
-fn invalid(field: &'static str, reason: &'static str) -> ConfigError {
-    ConfigError::Invalid { field, reason }
-}
-
-fn nonempty(field: &'static str, value: Option<String>) -> Result<Option<String>, ConfigError> {
-    match value {
-        Some(v) if v.trim().is_empty() => Err(invalid(field, "must not be empty")),
-        other => Ok(other),
-    }
+    #[error(transparent)]
+    Invalid(#[from] InvalidSetting),
 }
 
 fn is_http(url: &str) -> bool {
