@@ -18,39 +18,10 @@ use bench_nats::{NatsArgs, NatsConfig, NatsConfigError, StreamSpec};
 use schemas::{SubjectPrefix, SubjectPrefixError};
 use serde::Deserialize;
 
+use bench_cli::section;
+
 use crate::classify::Backoff;
 use crate::metrics::ConnectionLimits;
-
-/// Defines a section of settings: every field an optional flag `--<flag>` with environment
-/// variable `<env>` (the flag is also the clap id, hence the value name in `--help`),
-/// further `#[arg]`s as given; and `merge`, field by field.
-macro_rules! section {
-    (
-        $(#[$meta:meta])*
-        pub struct $name:ident {
-            $(
-                $(#[$attr:meta])*
-                pub $field:ident: $ty:ty = ($flag:literal, $env:literal),
-            )+
-        }
-    ) => {
-        $(#[$meta])*
-        pub struct $name {
-            $(
-                $(#[$attr])*
-                #[arg(id = $flag, long = $flag, env = $env)]
-                pub $field: $ty,
-            )+
-        }
-
-        impl $name {
-            /// Field by field, `self` wins over `lower`.
-            pub fn merge(self, lower: $name) -> $name {
-                $name { $($field: self.$field.or(lower.$field)),+ }
-            }
-        }
-    };
-}
 
 section! {
     /// `[stream]`: the JetStream stream the sink reads.

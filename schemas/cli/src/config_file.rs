@@ -6,6 +6,39 @@ use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
+/// Defines a section of settings: every field an optional flag `--<flag>` with environment
+/// variable `<env>` (the flag is also the clap id, hence the value name in `--help`),
+/// further `#[arg]`s as given; and `merge`, field by field. The one way the binaries
+/// declare a section of their settings (flags, environment, the `[section]` of the file).
+#[macro_export]
+macro_rules! section {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[$attr:meta])*
+                pub $field:ident: $ty:ty = ($flag:literal, $env:literal),
+            )+
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $(
+                $(#[$attr])*
+                #[arg(id = $flag, long = $flag, env = $env)]
+                pub $field: $ty,
+            )+
+        }
+
+        impl $name {
+            /// Field by field, `self` wins over `lower`.
+            pub fn merge(self, lower: $name) -> $name {
+                $name { $($field: self.$field.or(lower.$field)),+ }
+            }
+        }
+    };
+}
+
 /// Why a settings file could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigFileError {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bench_cli::config_file::{invalid, nonempty, positive, InvalidSetting};
+use bench_cli::section;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 
@@ -20,83 +21,43 @@ pub const DEFAULT_USER: &str = "default";
 /// Default database of the sink's tables.
 pub const DEFAULT_DATABASE: &str = "benchstream";
 
-/// `[clickhouse]`: where the rows are. Every field an optional flag with its environment
-/// variable (the flag is also the clap id, hence the value name in `--help`), so a config
-/// file, the environment and flags can be layered ([`ClickHouseArgs::merge`]).
-#[derive(Debug, Clone, Default, clap::Args, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClickHouseArgs {
-    /// HTTP interface URL, `http://` or `https://` (system trust store;
-    /// `SSL_CERT_FILE` adds a CA). Default `http://127.0.0.1:8123`.
-    #[arg(
-        id = "clickhouse-url",
-        long = "clickhouse-url",
-        env = "BENCH_CLICKHOUSE_URL"
-    )]
-    pub url: Option<String>,
-    /// User. Default `default`.
-    #[arg(
-        id = "clickhouse-user",
-        long = "clickhouse-user",
-        env = "BENCH_CLICKHOUSE_USER"
-    )]
-    pub user: Option<String>,
-    /// Password. Default empty.
-    #[arg(
-        id = "clickhouse-password",
-        long = "clickhouse-password",
-        env = "BENCH_CLICKHOUSE_PASSWORD",
-        hide_env_values = true
-    )]
-    pub password: Option<SecretString>,
-    /// Database holding the tables; created by migrations if absent. Default
-    /// `benchstream`.
-    #[arg(
-        id = "clickhouse-database",
-        long = "clickhouse-database",
-        env = "BENCH_CLICKHOUSE_DATABASE"
-    )]
-    pub database: Option<String>,
-    /// Limit on one INSERT (sending the rows and waiting for the answer), ms. Default
-    /// 30000; a timed-out insert is retried.
-    #[arg(
-        id = "insert-timeout-ms",
-        long = "insert-timeout-ms",
-        env = "BENCH_CLICKHOUSE_INSERT_TIMEOUT_MS"
-    )]
-    pub insert_timeout_ms: Option<u64>,
-    /// ClickHouse cluster (a `remote_servers` name) holding the tables: Replicated
-    /// `<table>_local` tables under Distributed `<table>` ones, created `ON CLUSTER`,
-    /// and inserts that return once the rows are on their shard. Default none: the
-    /// tables of one server.
-    #[arg(id = "cluster", long = "cluster", env = "BENCH_CLICKHOUSE_CLUSTER")]
-    pub cluster: Option<String>,
-    /// On a cluster: the HTTP URLs of its servers, comma-separated (every replica of
-    /// every shard). With them the sink writes each shard's rows into its `_local`
-    /// tables, on one of its replicas, so a shard that is down holds only its own
-    /// rows. Default none: inserts through the Distributed tables of `url`.
-    #[arg(
-        id = "replica-urls",
-        long = "replica-urls",
-        env = "BENCH_CLICKHOUSE_REPLICA_URLS"
-    )]
-    pub replica_urls: Option<String>,
+section! {
+    /// `[clickhouse]`: where the rows are. Every field an optional flag with its
+    /// environment variable, so a config file, the environment and flags can be layered
+    /// ([`ClickHouseArgs::merge`]).
+    #[derive(Debug, Clone, Default, clap::Args, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ClickHouseArgs {
+        /// HTTP interface URL, `http://` or `https://` (system trust store;
+        /// `SSL_CERT_FILE` adds a CA). Default `http://127.0.0.1:8123`.
+        pub url: Option<String> = ("clickhouse-url", "BENCH_CLICKHOUSE_URL"),
+        /// User. Default `default`.
+        pub user: Option<String> = ("clickhouse-user", "BENCH_CLICKHOUSE_USER"),
+        /// Password. Default empty.
+        #[arg(hide_env_values = true)]
+        pub password: Option<SecretString> =
+            ("clickhouse-password", "BENCH_CLICKHOUSE_PASSWORD"),
+        /// Database holding the tables; created by migrations if absent. Default
+        /// `benchstream`.
+        pub database: Option<String> = ("clickhouse-database", "BENCH_CLICKHOUSE_DATABASE"),
+        /// Limit on one INSERT (sending the rows and waiting for the answer), ms. Default
+        /// 30000; a timed-out insert is retried.
+        pub insert_timeout_ms: Option<u64> =
+            ("insert-timeout-ms", "BENCH_CLICKHOUSE_INSERT_TIMEOUT_MS"),
+        /// ClickHouse cluster (a `remote_servers` name) holding the tables: Replicated
+        /// `<table>_local` tables under Distributed `<table>` ones, created `ON CLUSTER`,
+        /// and inserts that return once the rows are on their shard. Default none: the
+        /// tables of one server.
+        pub cluster: Option<String> = ("cluster", "BENCH_CLICKHOUSE_CLUSTER"),
+        /// On a cluster: the HTTP URLs of its servers, comma-separated (every replica of
+        /// every shard). With them the sink writes each shard's rows into its `_local`
+        /// tables, on one of its replicas, so a shard that is down holds only its own
+        /// rows. Default none: inserts through the Distributed tables of `url`.
+        pub replica_urls: Option<String> = ("replica-urls", "BENCH_CLICKHOUSE_REPLICA_URLS"),
+    }
 }
 
 impl ClickHouseArgs {
-    /// Field by field, `self` wins over `lower`.
-    pub fn merge(self, lower: ClickHouseArgs) -> ClickHouseArgs {
-        ClickHouseArgs {
-            url: self.url.or(lower.url),
-            user: self.user.or(lower.user),
-            password: self.password.or(lower.password),
-            database: self.database.or(lower.database),
-            insert_timeout_ms: self.insert_timeout_ms.or(lower.insert_timeout_ms),
-            cluster: self.cluster.or(lower.cluster),
-            replica_urls: self.replica_urls.or(lower.replica_urls),
-        }
-    }
-
     /// Fills defaults and checks every value.
     pub fn resolve(self) -> Result<ClickHouseConfig, ConfigError> {
         let clickhouse = ClickHouseConfig {
