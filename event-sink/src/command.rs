@@ -13,7 +13,6 @@ use std::ffi::OsString;
 use bench_cli::{LogArgs, Status};
 use bench_clickhouse::{ClickHouseConfig, ConnectionArgs};
 use clap::{Parser, Subcommand};
-use tokio_util::sync::CancellationToken;
 
 use crate::alias::{exec_analysis, AliasError};
 use crate::config::{Config, ConfigError, SinkArgs};
@@ -169,7 +168,7 @@ fn serve(args: SinkArgs) -> Result<(), CommandError> {
     }
     .map_err(CommandError::Runtime)?;
     runtime.block_on(async {
-        let shutdown: CancellationToken = bench_cli::cancel_on_signal(Some("draining"));
+        let shutdown = bench_cli::cancel_on_signal(Some("draining"));
         crate::run(config, shutdown)
             .await
             .map_err(CommandError::Sink)

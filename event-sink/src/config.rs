@@ -12,44 +12,16 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bench_cli::config_file::{invalid, nonempty, positive, InvalidSetting};
 use bench_clickhouse::{ClickHouseArgs, ClickHouseConfig};
 use bench_nats::{NatsArgs, NatsConfig, NatsConfigError, StreamSpec};
 use schemas::{SubjectPrefix, SubjectPrefixError};
 use serde::Deserialize;
 
+use bench_cli::section;
+
 use crate::classify::Backoff;
 use crate::metrics::ConnectionLimits;
-
-/// Defines a section of settings: every field an optional flag `--<flag>` with environment
-/// variable `<env>` (the flag is also the clap id, hence the value name in `--help`),
-/// further `#[arg]`s as given; and `merge`, field by field.
-macro_rules! section {
-    (
-        $(#[$meta:meta])*
-        pub struct $name:ident {
-            $(
-                $(#[$attr:meta])*
-                pub $field:ident: $ty:ty = ($flag:literal, $env:literal),
-            )+
-        }
-    ) => {
-        $(#[$meta])*
-        pub struct $name {
-            $(
-                $(#[$attr])*
-                #[arg(id = $flag, long = $flag, env = $env)]
-                pub $field: $ty,
-            )+
-        }
-
-        impl $name {
-            /// Field by field, `self` wins over `lower`.
-            pub fn merge(self, lower: $name) -> $name {
-                $name { $($field: self.$field.or(lower.$field)),+ }
-            }
-        }
-    };
-}
 
 section! {
     /// `[stream]`: the JetStream stream the sink reads.
@@ -204,14 +176,7 @@ impl SinkArgs {
 
     /// Reads a TOML config file.
     pub fn from_file(path: &Path) -> Result<SinkArgs, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        toml::from_str(&text).map_err(|source| ConfigError::Parse {
-            path: path.to_owned(),
-            source,
-        })
+        Ok(bench_cli::config_file::read(path)?)
     }
 
     /// Merges the config file named by `config` (if any) below these settings, then
@@ -244,7 +209,7 @@ impl SinkArgs {
                 .unwrap_or(defaults.replicas),
         };
         if !is_nats_name(&stream.name) {
-            return Err(invalid("stream.name", "letters, digits, `-` and `_` only"));
+            return Err(invalid("stream.name", "letters, digits, `-` and `_` only").into());
         }
 
         let c = self.consumer;
@@ -256,22 +221,16 @@ impl SinkArgs {
             fetch_batch: positive("consumer.fetch_batch", c.fetch_batch)?.unwrap_or(1000),
         };
         if !is_nats_name(&consumer.name) {
-            return Err(invalid(
-                "consumer.name",
-                "letters, digits, `-` and `_` only",
-            ));
+            return Err(invalid("consumer.name", "letters, digits, `-` and `_` only").into());
         }
         if consumer.ack_wait < Duration::from_secs(3) {
-            return Err(invalid("consumer.ack_wait_ms", "must be at least 3000"));
+            return Err(invalid("consumer.ack_wait_ms", "must be at least 3000").into());
         }
         if consumer.max_ack_pending != -1 && consumer.max_ack_pending < 1 {
-            return Err(invalid(
-                "consumer.max_ack_pending",
-                "must be -1 or positive",
-            ));
+            return Err(invalid("consumer.max_ack_pending", "must be -1 or positive").into());
         }
         if consumer.max_deliver != -1 && consumer.max_deliver < 1 {
-            return Err(invalid("consumer.max_deliver", "must be -1 or positive"));
+            return Err(invalid("consumer.max_deliver", "must be -1 or positive").into());
         }
 
         let clickhouse = self.clickhouse.resolve()?;
@@ -299,7 +258,8 @@ impl SinkArgs {
             return Err(invalid(
                 "batch.retry_max_ms",
                 "must not be below batch.retry_initial_ms",
-            ));
+            )
+            .into());
         }
 
         let m = self.metrics;
@@ -405,24 +365,9 @@ pub struct MetricsConfig {
 /// Why settings are unusable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The config file could not be read.
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The config file is not TOML, or has a key no section knows.
-    #[error("config file {path} is invalid: {source}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: toml::de::Error,
-    },
+    /// The config file could not be read, or has a key no section knows.
+    #[error(transparent)]
+    File(#[from] bench_cli::ConfigFileError),
     /// The `[clickhouse]` settings are unusable.
     #[error(transparent)]
     ClickHouse(#[from] bench_clickhouse::ConfigError),
@@ -433,34 +378,8 @@ pub enum ConfigError {
     #[error(transparent)]
     Prefix(#[from] SubjectPrefixError),
     /// A value is out of its range.
-    #[error("invalid setting {field}: {reason}")]
-    Invalid {
-        /// The setting, as `section.key` of the config file.
-        field: &'static str,
-        /// What it must be.
-        reason: &'static str,
-    },
-}
-
-fn invalid(field: &'static str, reason: &'static str) -> ConfigError {
-    ConfigError::Invalid { field, reason }
-}
-
-fn nonempty(field: &'static str, value: Option<String>) -> Result<Option<String>, ConfigError> {
-    match value {
-        Some(v) if v.trim().is_empty() => Err(invalid(field, "must not be empty")),
-        other => Ok(other),
-    }
-}
-
-fn positive<T: PartialEq + Default>(
-    field: &'static str,
-    value: Option<T>,
-) -> Result<Option<T>, ConfigError> {
-    match value {
-        Some(v) if v == T::default() => Err(invalid(field, "must be positive")),
-        other => Ok(other),
-    }
+    #[error(transparent)]
+    Invalid(#[from] InvalidSetting),
 }
 
 /// JetStream stream and consumer names: no whitespace, dots, wildcards or path

@@ -6,6 +6,8 @@
 //!
 //! # Layout
 //!
+//! - [`config_file`]: reading the TOML file of `--config`, with its one error type, and
+//!   the error of a setting out of range.
 //! - [`logging`]: `--log-format` ([`LogArgs`]) and the tracing subscriber on stderr,
 //!   filtered by `RUST_LOG`.
 //! - [`signal`]: SIGINT / SIGTERM into a `CancellationToken`.
@@ -14,10 +16,12 @@
 
 #![warn(missing_docs)]
 
+pub mod config_file;
 pub mod exit;
 pub mod logging;
 pub mod signal;
 
+pub use config_file::{ConfigFileError, InvalidSetting};
 pub use exit::{report, Status};
 pub use logging::{init_tracing, init_tracing_with, LogArgs, LogFormat};
 pub use signal::cancel_on_signal;

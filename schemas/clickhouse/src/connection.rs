@@ -9,6 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bench_cli::config_file::{invalid, nonempty, positive, InvalidSetting};
+use bench_cli::section;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 
@@ -19,83 +21,43 @@ pub const DEFAULT_USER: &str = "default";
 /// Default database of the sink's tables.
 pub const DEFAULT_DATABASE: &str = "benchstream";
 
-/// `[clickhouse]`: where the rows are. Every field an optional flag with its environment
-/// variable (the flag is also the clap id, hence the value name in `--help`), so a config
-/// file, the environment and flags can be layered ([`ClickHouseArgs::merge`]).
-#[derive(Debug, Clone, Default, clap::Args, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClickHouseArgs {
-    /// HTTP interface URL, `http://` or `https://` (system trust store;
-    /// `SSL_CERT_FILE` adds a CA). Default `http://127.0.0.1:8123`.
-    #[arg(
-        id = "clickhouse-url",
-        long = "clickhouse-url",
-        env = "BENCH_CLICKHOUSE_URL"
-    )]
-    pub url: Option<String>,
-    /// User. Default `default`.
-    #[arg(
-        id = "clickhouse-user",
-        long = "clickhouse-user",
-        env = "BENCH_CLICKHOUSE_USER"
-    )]
-    pub user: Option<String>,
-    /// Password. Default empty.
-    #[arg(
-        id = "clickhouse-password",
-        long = "clickhouse-password",
-        env = "BENCH_CLICKHOUSE_PASSWORD",
-        hide_env_values = true
-    )]
-    pub password: Option<SecretString>,
-    /// Database holding the tables; created by migrations if absent. Default
-    /// `benchstream`.
-    #[arg(
-        id = "clickhouse-database",
-        long = "clickhouse-database",
-        env = "BENCH_CLICKHOUSE_DATABASE"
-    )]
-    pub database: Option<String>,
-    /// Limit on one INSERT (sending the rows and waiting for the answer), ms. Default
-    /// 30000; a timed-out insert is retried.
-    #[arg(
-        id = "insert-timeout-ms",
-        long = "insert-timeout-ms",
-        env = "BENCH_CLICKHOUSE_INSERT_TIMEOUT_MS"
-    )]
-    pub insert_timeout_ms: Option<u64>,
-    /// ClickHouse cluster (a `remote_servers` name) holding the tables: Replicated
-    /// `<table>_local` tables under Distributed `<table>` ones, created `ON CLUSTER`,
-    /// and inserts that return once the rows are on their shard. Default none: the
-    /// tables of one server.
-    #[arg(id = "cluster", long = "cluster", env = "BENCH_CLICKHOUSE_CLUSTER")]
-    pub cluster: Option<String>,
-    /// On a cluster: the HTTP URLs of its servers, comma-separated (every replica of
-    /// every shard). With them the sink writes each shard's rows into its `_local`
-    /// tables, on one of its replicas, so a shard that is down holds only its own
-    /// rows. Default none: inserts through the Distributed tables of `url`.
-    #[arg(
-        id = "replica-urls",
-        long = "replica-urls",
-        env = "BENCH_CLICKHOUSE_REPLICA_URLS"
-    )]
-    pub replica_urls: Option<String>,
+section! {
+    /// `[clickhouse]`: where the rows are. Every field an optional flag with its
+    /// environment variable, so a config file, the environment and flags can be layered
+    /// ([`ClickHouseArgs::merge`]).
+    #[derive(Debug, Clone, Default, clap::Args, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct ClickHouseArgs {
+        /// HTTP interface URL, `http://` or `https://` (system trust store;
+        /// `SSL_CERT_FILE` adds a CA). Default `http://127.0.0.1:8123`.
+        pub url: Option<String> = ("clickhouse-url", "BENCH_CLICKHOUSE_URL"),
+        /// User. Default `default`.
+        pub user: Option<String> = ("clickhouse-user", "BENCH_CLICKHOUSE_USER"),
+        /// Password. Default empty.
+        #[arg(hide_env_values = true)]
+        pub password: Option<SecretString> =
+            ("clickhouse-password", "BENCH_CLICKHOUSE_PASSWORD"),
+        /// Database holding the tables; created by migrations if absent. Default
+        /// `benchstream`.
+        pub database: Option<String> = ("clickhouse-database", "BENCH_CLICKHOUSE_DATABASE"),
+        /// Limit on one INSERT (sending the rows and waiting for the answer), ms. Default
+        /// 30000; a timed-out insert is retried.
+        pub insert_timeout_ms: Option<u64> =
+            ("insert-timeout-ms", "BENCH_CLICKHOUSE_INSERT_TIMEOUT_MS"),
+        /// ClickHouse cluster (a `remote_servers` name) holding the tables: Replicated
+        /// `<table>_local` tables under Distributed `<table>` ones, created `ON CLUSTER`,
+        /// and inserts that return once the rows are on their shard. Default none: the
+        /// tables of one server.
+        pub cluster: Option<String> = ("cluster", "BENCH_CLICKHOUSE_CLUSTER"),
+        /// On a cluster: the HTTP URLs of its servers, comma-separated (every replica of
+        /// every shard). With them the sink writes each shard's rows into its `_local`
+        /// tables, on one of its replicas, so a shard that is down holds only its own
+        /// rows. Default none: inserts through the Distributed tables of `url`.
+        pub replica_urls: Option<String> = ("replica-urls", "BENCH_CLICKHOUSE_REPLICA_URLS"),
+    }
 }
 
 impl ClickHouseArgs {
-    /// Field by field, `self` wins over `lower`.
-    pub fn merge(self, lower: ClickHouseArgs) -> ClickHouseArgs {
-        ClickHouseArgs {
-            url: self.url.or(lower.url),
-            user: self.user.or(lower.user),
-            password: self.password.or(lower.password),
-            database: self.database.or(lower.database),
-            insert_timeout_ms: self.insert_timeout_ms.or(lower.insert_timeout_ms),
-            cluster: self.cluster.or(lower.cluster),
-            replica_urls: self.replica_urls.or(lower.replica_urls),
-        }
-    }
-
     /// Fills defaults and checks every value.
     pub fn resolve(self) -> Result<ClickHouseConfig, ConfigError> {
         let clickhouse = ClickHouseConfig {
@@ -105,11 +67,7 @@ impl ClickHouseArgs {
             database: nonempty("clickhouse.database", self.database)?
                 .unwrap_or_else(|| DEFAULT_DATABASE.into()),
             insert_timeout: Duration::from_millis(
-                match self.insert_timeout_ms {
-                    Some(0) => Err(invalid("clickhouse.insert_timeout_ms", "must be positive")),
-                    other => Ok(other),
-                }?
-                .unwrap_or(30_000),
+                positive("clickhouse.insert_timeout_ms", self.insert_timeout_ms)?.unwrap_or(30_000),
             ),
             cluster: nonempty("clickhouse.cluster", self.cluster)?,
             replica_urls: self
@@ -121,39 +79,34 @@ impl ClickHouseArgs {
                 .collect(),
         };
         if !clickhouse.replica_urls.is_empty() && clickhouse.cluster.is_none() {
-            return Err(invalid(
-                "clickhouse.replica_urls",
-                "needs clickhouse.cluster",
-            ));
+            return Err(invalid("clickhouse.replica_urls", "needs clickhouse.cluster").into());
         }
         if !clickhouse.replica_urls.iter().all(|url| is_http(url)) {
             return Err(invalid(
                 "clickhouse.replica_urls",
                 "must be http:// or https:// URLs",
-            ));
+            )
+            .into());
         }
         if let Some(cluster) = &clickhouse.cluster {
             // Both are spliced into `ON CLUSTER` statements, engine arguments and
             // ZooKeeper paths.
             let plain = |name: &str| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             if !plain(cluster) {
-                return Err(invalid(
-                    "clickhouse.cluster",
-                    "must be letters, digits and `_`",
-                ));
+                return Err(
+                    invalid("clickhouse.cluster", "must be letters, digits and `_`").into(),
+                );
             }
             if !plain(&clickhouse.database) {
                 return Err(invalid(
                     "clickhouse.database",
                     "must be letters, digits and `_` on a cluster",
-                ));
+                )
+                .into());
             }
         }
         if !is_http(&clickhouse.url) {
-            return Err(invalid(
-                "clickhouse.url",
-                "must start with http:// or https://",
-            ));
+            return Err(invalid("clickhouse.url", "must start with http:// or https://").into());
         }
         Ok(clickhouse)
     }
@@ -167,14 +120,7 @@ impl ClickHouseArgs {
             #[serde(default)]
             clickhouse: ClickHouseArgs,
         }
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        let file: File = toml::from_str(&text).map_err(|source| ConfigError::Parse {
-            path: path.to_owned(),
-            source,
-        })?;
+        let file: File = bench_cli::config_file::read(path)?;
         Ok(file.clickhouse)
     }
 }
@@ -268,43 +214,13 @@ impl ClickHouseConfig {
 /// Why ClickHouse settings are unusable.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The config file could not be read.
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The config file is not TOML, or its `[clickhouse]` is not the section above.
-    #[error("config file {path} is invalid: {source}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: toml::de::Error,
-    },
+    /// The config file could not be read, or its `[clickhouse]` is not the section
+    /// above.
+    #[error(transparent)]
+    File(#[from] bench_cli::ConfigFileError),
     /// A value is out of its range.
-    #[error("invalid setting {field}: {reason}")]
-    Invalid {
-        /// The setting, as `section.key` of the config file.
-        field: &'static str,
-        /// What it must be.
-        reason: &'static str,
-    },
-}
-
-fn invalid(field: &'static str, reason: &'static str) -> ConfigError {
-    ConfigError::Invalid { field, reason }
-}
-
-fn nonempty(field: &'static str, value: Option<String>) -> Result<Option<String>, ConfigError> {
-    match value {
-        Some(v) if v.trim().is_empty() => Err(invalid(field, "must not be empty")),
-        other => Ok(other),
-    }
+    #[error(transparent)]
+    Invalid(#[from] InvalidSetting),
 }
 
 fn is_http(url: &str) -> bool {
