@@ -53,17 +53,23 @@ const PACED_EVERY: Duration = Duration::from_millis(200);
 const RUNS: usize = 200;
 const EVENTS_PER_RUN: usize = 10;
 
-/// The typed tables; every event is in `events_raw` and in one of these.
-const TYPED_TABLES: [&str; 8] = [
-    "run_starts",
-    "run_stops",
-    "steps",
-    "tool_calls",
-    "deliberations",
-    "context_decisions",
-    "failures",
-    "optimizer_updates",
-];
+/// The typed tables, one per event type; every event is in `events_raw` and in one of
+/// these.
+fn typed_tables() -> impl Iterator<Item = &'static str> {
+    EventType::ALL
+        .into_iter()
+        .map(event_sink::rows::typed_table)
+}
+
+/// A query of the rows of every typed table: `count()` of `benchstream.<table><from>`,
+/// summed.
+fn typed_count(from: &str) -> String {
+    let sum = typed_tables()
+        .map(|t| format!("(SELECT count() FROM benchstream.{t}{from})"))
+        .collect::<Vec<_>>()
+        .join(" + ");
+    format!("SELECT {sum}")
+}
 
 /// NATS with the stream, the cluster, and a JetStream client.
 struct ClusterWorld {
@@ -196,11 +202,7 @@ impl ClusterWorld {
     /// and the forged run_stop dead-lettered, and both replicas of each shard holding the
     /// same rows.
     async fn assert_each_event_once(&self, total: usize) {
-        let typed = TYPED_TABLES
-            .iter()
-            .map(|t| format!("(SELECT count() FROM benchstream.{t} FINAL)"))
-            .collect::<Vec<_>>()
-            .join(" + ");
+        let typed = typed_count(" FINAL");
         let cluster = Arc::clone(&self.cluster);
         tokio::task::spawn_blocking(move || {
             let first = &cluster.servers()[0];
@@ -210,12 +212,7 @@ impl ClusterWorld {
                 &format!("{total}\t{total}"),
                 LANDING,
             );
-            wait_for(
-                first,
-                &format!("SELECT {typed}"),
-                &total.to_string(),
-                LANDING,
-            );
+            wait_for(first, &typed, &total.to_string(), LANDING);
             // Only the malformed message (once, with its bytes) and the forged run_stop
             // are dead letters: no good event was dead-lettered.
             wait_for(
@@ -243,7 +240,7 @@ impl ClusterWorld {
 fn assert_replicas_converge(cluster: &ClickHouseCluster, total: usize) {
     let mut distinct = 0;
     for shard in 1..=SHARDS {
-        for table in std::iter::once("events_raw").chain(TYPED_TABLES) {
+        for table in std::iter::once("events_raw").chain(typed_tables()) {
             let counts = || -> Result<Vec<String>, String> {
                 (1..=REPLICAS)
                     .map(|replica| {
@@ -573,17 +570,8 @@ async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_a
             &format!("{total}\t{total}"),
             LANDING,
         );
-        let typed = TYPED_TABLES
-            .iter()
-            .map(|t| format!("(SELECT count() FROM benchstream.{t} FINAL)"))
-            .collect::<Vec<_>>()
-            .join(" + ");
-        wait_for(
-            first,
-            &format!("SELECT {typed}"),
-            &total.to_string(),
-            LANDING,
-        );
+        let typed = typed_count(" FINAL");
+        wait_for(first, &typed, &total.to_string(), LANDING);
         assert_eq!(
             first
                 .query("SELECT count() FROM benchstream.dead_letters")
@@ -651,13 +639,7 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
     // Shard 1 takes its runs' events, in events_raw and in the typed tables, while
     // shard 2 is still down.
     let on_shard_1 = on_shard_1 * EVENTS_PER_RUN;
-    let typed = TYPED_TABLES
-        .iter()
-        .map(|t| {
-            format!("(SELECT count() FROM benchstream.{t}_local FINAL WHERE run_id IN ({run_ids}))")
-        })
-        .collect::<Vec<_>>()
-        .join(" + ");
+    let typed = typed_count(&format!("_local FINAL WHERE run_id IN ({run_ids})"));
     tokio::task::block_in_place(|| {
         wait_for(
             healthy,
@@ -668,12 +650,7 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
             &on_shard_1.to_string(),
             LANDING,
         );
-        wait_for(
-            healthy,
-            &format!("SELECT {typed}"),
-            &on_shard_1.to_string(),
-            LANDING,
-        );
+        wait_for(healthy, &typed, &on_shard_1.to_string(), LANDING);
     });
     // Shard 2's events wait, unacked, and the gauge shows them.
     // (Polled: the last runs published may be shard 2's and not pulled yet.)
@@ -708,17 +685,8 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
             &format!("{total}\t{total}"),
             LANDING,
         );
-        let typed = TYPED_TABLES
-            .iter()
-            .map(|t| format!("(SELECT count() FROM benchstream.{t} FINAL)"))
-            .collect::<Vec<_>>()
-            .join(" + ");
-        wait_for(
-            first,
-            &format!("SELECT {typed}"),
-            &total.to_string(),
-            LANDING,
-        );
+        let typed = typed_count(" FINAL");
+        wait_for(first, &typed, &total.to_string(), LANDING);
         assert_eq!(
             first
                 .query("SELECT count() FROM benchstream.dead_letters")
