@@ -126,12 +126,12 @@ mod tests {
             diff: None,
             gold: "",
         };
-        let flags = flags(seen);
+        let seen_flags = flags(seen);
         // log, packed-refs, show, fetch (reads no history here, but is git's network).
-        assert_eq!(flags.history_commands, Some(3));
-        assert_eq!(flags.network_commands, Some(4));
-        assert_eq!(flags.gold_similarity, None);
-        let unseen = super::flags(Seen {
+        assert_eq!(seen_flags.history_commands, Some(3));
+        assert_eq!(seen_flags.network_commands, Some(4));
+        assert_eq!(seen_flags.gold_similarity, None);
+        let unseen = flags(Seen {
             commands: None,
             network_enabled: true,
             ..seen

@@ -257,10 +257,17 @@ def bind(sql, literals):
     """`sql` with each `?` outside quotes and comments replaced, in order, by the next
     of `literals`, as the runner's ClickHouse client binds its arguments."""
     values = iter(literals)
+
+    def next_value(_):
+        value = next(values, None)
+        if value is None:
+            raise RuntimeError("fewer arguments than `?` placeholders")
+        return value
+
     out, done = [], 0
     for start, end in code_spans(sql):
         out.append(sql[done:start])
-        out.append(re.sub(r"\?", lambda _: next(values), sql[start:end]))
+        out.append(re.sub(r"\?", next_value, sql[start:end]))
         done = end
     out.append(sql[done:])
     if next(values, None) is not None:
@@ -287,6 +294,7 @@ SWEEP = {
         lambda s: [
             string_array(s, "SELECT DISTINCT cfg_hash FROM run_stops FINAL"),
             string_array(s, "SELECT DISTINCT task_id FROM run_stops FINAL"),
+            "0",
             "0",
             "0",
         ],
