@@ -3,10 +3,12 @@
 //! event-sink running in-process into its own ClickHouse. (What the tests of the product
 //! binaries and the benchmarks share too is in the library: [`benchstream_tests`].)
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_runner::agent::RunSummary;
+use agent_runner::exec::ExecConfig;
 use agent_runner::publish::PublishConfig;
 use agent_runner::scenario::LoadOptions;
 use agent_runner::spool::SpoolConfig;
@@ -49,6 +51,31 @@ pub fn publish_setup(url: &str, prefix: &SubjectPrefix, dir: &Path) -> PublishSe
             },
         },
         create_stream: None,
+    }
+}
+
+/// An `exec` run of `command` as `policy` on `task` of the pinned `scenario`, in the
+/// default sandbox, publishing to `nats_url` with its spool and journal under `dir`.
+pub fn exec_published(
+    command: Vec<OsString>,
+    scenario: PathBuf,
+    task: &str,
+    policy: &str,
+    nats_url: &str,
+    dir: &Path,
+) -> ExecConfig {
+    ExecConfig {
+        command,
+        scenario,
+        task: task.to_owned(),
+        allow_unpinned: false,
+        seed: None,
+        policy_id: Some(policy.to_owned()),
+        host: "exec-host".to_owned(),
+        sandbox: Default::default(),
+        read_only: Vec::new(),
+        out_dir: Some(dir.join("runs")),
+        publish: Some(publish_setup(nats_url, &SubjectPrefix::default(), dir)),
     }
 }
 

@@ -5,11 +5,10 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use agent_runner::exec::{self, ExecConfig};
-use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
 use super::query;
-use crate::common::{publish_setup, repo_path, start_pipeline};
+use crate::common::{exec_published, repo_path, start_pipeline};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn example_agent_events_reach_clickhouse() {
@@ -23,22 +22,16 @@ async fn example_agent_events_reach_clickhouse() {
     let command = format!("echo 'progress: 10%'; exec python3 '{}'", agent.display());
     let report = exec::run(
         ExecConfig {
-            command: ["sh", "-c", &command].map(OsString::from).to_vec(),
-            scenario: repo_path("scenarios/smoke.toml"),
-            task: "sh-ci-exit-status".to_owned(),
-            allow_unpinned: false,
-            seed: None,
-            policy_id: Some("python:example-agent".to_owned()),
-            host: "exec-host".to_owned(),
-            sandbox: Default::default(),
             // The agent's script is named inside the shell text, not as a file argument.
             read_only: agent.parent().map(Path::to_path_buf).into_iter().collect(),
-            out_dir: Some(dir.path().join("runs")),
-            publish: Some(publish_setup(
+            ..exec_published(
+                ["sh", "-c", &command].map(OsString::from).to_vec(),
+                repo_path("scenarios/smoke.toml"),
+                "sh-ci-exit-status",
+                "python:example-agent",
                 &nats.url(),
-                &SubjectPrefix::default(),
                 dir.path(),
-            )),
+            )
         },
         CancellationToken::new(),
     )
@@ -126,23 +119,14 @@ async fn an_agent_that_declares_its_own_success_is_judged_and_its_claims_kept_ap
         .canonicalize()
         .expect("agent");
     let report = exec::run(
-        ExecConfig {
-            command: vec!["python3".into(), agent.into_os_string()],
-            scenario: repo_path("scenarios/smoke.toml"),
-            task: "sh-ci-exit-status".to_owned(),
-            allow_unpinned: false,
-            seed: None,
-            policy_id: Some("exec:self-judging".to_owned()),
-            host: "exec-host".to_owned(),
-            sandbox: Default::default(),
-            read_only: Vec::new(),
-            out_dir: Some(dir.path().join("runs")),
-            publish: Some(publish_setup(
-                &nats.url(),
-                &SubjectPrefix::default(),
-                dir.path(),
-            )),
-        },
+        exec_published(
+            vec!["python3".into(), agent.into_os_string()],
+            repo_path("scenarios/smoke.toml"),
+            "sh-ci-exit-status",
+            "exec:self-judging",
+            &nats.url(),
+            dir.path(),
+        ),
         CancellationToken::new(),
     )
     .await

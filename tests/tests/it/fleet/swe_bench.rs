@@ -7,15 +7,14 @@
 
 use std::ffi::OsString;
 
-use agent_runner::exec::{self, ExecConfig};
+use agent_runner::exec;
 use agent_runner::tasks::{import_swe_bench, SweBenchImport};
 use analysis::Query;
 use benchstream_tests::swe_bench::{Project, F2P, FIXED, P2P};
-use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
 use super::query;
-use crate::common::{publish_setup, start_pipeline};
+use crate::common::{exec_published, start_pipeline};
 
 const POLICY: &str = "exec:swe-test-agent";
 
@@ -47,23 +46,14 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
     let mut runs = Vec::new();
     for command in [fix.as_str(), cheat, "true"] {
         let summary = exec::run(
-            ExecConfig {
-                command: ["sh", "-c", command].map(OsString::from).to_vec(),
-                scenario: scenarios.join("swe-local.toml"),
-                task: "o__calc-1".to_owned(),
-                allow_unpinned: false,
-                seed: None,
-                policy_id: Some(POLICY.to_owned()),
-                host: "swe-host".to_owned(),
-                sandbox: Default::default(),
-                read_only: Vec::new(),
-                out_dir: Some(dir.path().join("runs")),
-                publish: Some(publish_setup(
-                    &nats.url(),
-                    &SubjectPrefix::default(),
-                    dir.path(),
-                )),
-            },
+            exec_published(
+                ["sh", "-c", command].map(OsString::from).to_vec(),
+                scenarios.join("swe-local.toml"),
+                "o__calc-1",
+                POLICY,
+                &nats.url(),
+                dir.path(),
+            ),
             CancellationToken::new(),
         )
         .await

@@ -14,7 +14,7 @@
 
 use std::ffi::OsString;
 
-use agent_runner::exec::{self, ExecConfig};
+use agent_runner::exec;
 use agent_runner::import::{self, Destination};
 use analysis::{generate_report, ParamValues, Query, ReportOptions, QUERIES};
 use schemas::{decode_message, sha256_hex, Decoded, SubjectPrefix};
@@ -25,7 +25,9 @@ use benchstream_tests::events::publish_raw;
 use benchstream_tests::OpenAiServer;
 
 use super::{fixture, provider, reference_replies, run_published, unpriced_models, TASK};
-use crate::common::{jetstream, publish_setup, repo_path, start_pipeline, SinkToClickHouse};
+use crate::common::{
+    exec_published, jetstream, publish_setup, repo_path, start_pipeline, SinkToClickHouse,
+};
 
 /// Nullable envelope columns every native producer fills.
 const ALWAYS_SET: [&str; 4] = ["step_id", "seq", "host", "stream_seq"];
@@ -225,23 +227,14 @@ async fn an_exec_agent_that_sends_only_its_actions_leaves_its_totals_null() {
         .canonicalize()
         .expect("agent");
     let report = exec::run(
-        ExecConfig {
-            command: vec![OsString::from("python3"), agent.into_os_string()],
-            scenario: repo_path("scenarios/smoke.toml"),
-            task: "sh-ci-exit-status".to_owned(),
-            allow_unpinned: false,
-            seed: None,
-            policy_id: Some(EXEC_POLICY.to_owned()),
-            host: "exec-host".to_owned(),
-            sandbox: Default::default(),
-            read_only: Vec::new(),
-            out_dir: Some(dir.path().join("runs")),
-            publish: Some(publish_setup(
-                &nats.url(),
-                &SubjectPrefix::default(),
-                dir.path(),
-            )),
-        },
+        exec_published(
+            vec![OsString::from("python3"), agent.into_os_string()],
+            repo_path("scenarios/smoke.toml"),
+            "sh-ci-exit-status",
+            EXEC_POLICY,
+            &nats.url(),
+            dir.path(),
+        ),
         CancellationToken::new(),
     )
     .await
