@@ -12,8 +12,11 @@
 #                                       the pinned PyPI sdists (cached under target/), gold patch
 #                                       turns FAIL_TO_PASS from failing to passing, PASS_TO_PASS
 #                                       passes both times
+#   8. the pack through agent-runner    `tasks import swe-bench` of the pack's repositories, then
+#                                       `tasks validate --repeat 2`: every task imported, none
+#                                       broken, in the agent sandbox with the judge's own rules
 #
-# Steps 2-7 all run even if one fails, so one run shows every problem; the exit status
+# Steps 2-8 all run even if one fails, so one run shows every problem; the exit status
 # is non-zero if any failed.
 set -euo pipefail
 
@@ -49,6 +52,21 @@ else
 	printf '\n==> chdb check: skipped (no deploy/clickhouse/chdb_check.py)\n'
 fi
 step "swe-pack check" python3 scenarios/swe-pack/check.py --cache target/swe-pack-sdists
+
+# The pack as a user runs it: built, imported and validated by the runner built in step 4.
+swe_pack_import() {
+	local work rc=0
+	work=$(mktemp -d)
+	mkdir -p "$work/scenarios"
+	python3 scenarios/swe-pack/build.py --out "$work/repos" --cache target/swe-pack-sdists >/dev/null &&
+		target/debug/agent-runner tasks import swe-bench \
+			--instances scenarios/swe-pack/instances.jsonl --repos "$work/repos" \
+			--scenarios-dir "$work/scenarios" --scenario swe-pack &&
+		target/debug/agent-runner tasks validate "$work/scenarios/swe-pack.toml" --repeat 2 || rc=$?
+	rm -rf "$work"
+	return "$rc"
+}
+step "swe-pack import and validate" swe_pack_import
 
 if [ "${#failed[@]}" -gt 0 ]; then
 	printf '\nFAILED: %s\n' "${failed[*]}"
