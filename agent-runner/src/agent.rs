@@ -194,6 +194,21 @@ struct Progress {
     first_tool_failure: Option<FailureRoot>,
 }
 
+impl Progress {
+    /// A run's progress before its first turn: nothing done, the clock of no progress
+    /// started now.
+    fn new() -> Progress {
+        Progress {
+            history: Vec::new(),
+            tool_errors: 0,
+            turns: 0,
+            last_change: Instant::now(),
+            patience: Patience::default(),
+            first_tool_failure: None,
+        }
+    }
+}
+
 /// Executes one run of `policy` on `spec.task`.
 pub async fn execute(
     spec: RunSpec<'_>,
@@ -249,14 +264,7 @@ pub async fn execute(
     let scenario_ref = start.scenario.clone();
     rec.emit(None, Payload::RunStart(start))?;
 
-    let mut progress = Progress {
-        history: Vec::new(),
-        tool_errors: 0,
-        turns: 0,
-        last_change: Instant::now(),
-        patience: Patience::default(),
-        first_tool_failure: None,
-    };
+    let mut progress = Progress::new();
     let workspace = confinement.map_err(|e| e.to_string()).and_then(|c| {
         task.workspace(c.workspace_bound())
             .map(|ws| (ws, c.with_environment(task.environment_dir())))
@@ -932,14 +940,7 @@ mod tests {
             Some(true)
         );
 
-        let progress = Progress {
-            history: Vec::new(),
-            tool_errors: 0,
-            turns: 0,
-            last_change: Instant::now(),
-            patience: Patience::default(),
-            first_tool_failure: None,
-        };
+        let progress = Progress::new();
         let failure = run_failure(&end, None, &progress);
         assert_eq!(failure.final_error_state.error_category, "environment");
         assert!(matches!(
