@@ -304,6 +304,25 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
         serde_json::json!(["benchstream_pytest_report.py (created)"]),
         "{forged:#}"
     );
+
+    // The same forger as a plugin of the agent's own, loaded by pytest's configuration:
+    // `addopts` in a `setup.cfg` the agent wrote.
+    let plugged = format!(
+        "[{{ tool = \"write_file\", path = \"agent_plugin.py\", content = {} }}, \
+         {{ tool = \"write_file\", path = \"setup.cfg\", \
+            content = \"[tool:pytest]\\naddopts = -p agent_plugin\\n\" }}, \
+         {{ tool = \"submit\" }}]",
+        serde_json::to_string(forger).expect("json")
+    );
+    variant(root.path(), &scenarios, "swe-addopts", &plugged);
+    let (plugged, _) = run(root.path(), &scenarios, "swe-addopts", &[]);
+    assert_eq!(plugged["result"]["success"], false, "{plugged:#}");
+    assert_eq!(plugged["result"]["tests_passed"], 1, "{plugged:#}");
+    assert_eq!(
+        plugged["result"]["integrity"]["test_files_edited"],
+        serde_json::json!(["setup.cfg (created)"]),
+        "{plugged:#}"
+    );
 }
 
 #[test]

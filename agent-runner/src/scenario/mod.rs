@@ -44,7 +44,20 @@ pub const ENVS_DIR: &str = "envs";
 /// directory first on the import path, would import from the repository in place of
 /// pytest or of the judge's own plugin (agent-made ones are deleted before the final
 /// verdict).
-const SWE_BENCH_JUDGE_PATTERNS: [&str; 9] = [
+const SWE_BENCH_JUDGE_PATTERNS: [&str; 17] = [
+    // Every file pytest reads its configuration from (`pytest.ini` is a Python runner
+    // file already): an `addopts = -p <module>` there loads a plugin of the agent's into
+    // the judge's pytest, where it can write the report itself.
+    "**/.pytest.ini",
+    "**/pytest.toml",
+    "**/.pytest.toml",
+    "**/pyproject.toml",
+    "**/tox.ini",
+    "**/setup.cfg",
+    // Distribution metadata on the import path: a `pytest11` entry point there is a
+    // plugin pytest loads by itself.
+    "*.dist-info/**",
+    "*.egg-info/**",
     // Sources, bytecode and extension modules alike: Python imports each of them.
     "pytest.*",
     "pytest/**",
