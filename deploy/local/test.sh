@@ -6,7 +6,9 @@
 #   3. cargo clippy ... -D warnings     lints, all targets
 #   4. cargo build --workspace --bins   the binaries the end-to-end tests run as processes
 #                                       (event-sink, bench-analysis) from target/debug/
-#   5. cargo test --workspace           unit + end-to-end tests (they start their own servers)
+#   5. cargo test --workspace           unit + end-to-end tests (they start their own servers);
+#                                       the output is kept in target/test-output.log and each
+#                                       failing test's panic message is repeated at the end
 #   6. deploy/clickhouse/chdb_check.py  DDL and shipped queries on current ClickHouse (if present)
 #   7. scenarios/swe-pack/check.py      every SWE-bench task of the pack: repositories built from
 #                                       the pinned PyPI sdists (cached under target/), gold patch
@@ -45,7 +47,24 @@ printf '==> install\n'
 step "cargo fmt" cargo fmt --all --check
 step "cargo clippy" cargo clippy --workspace --all-targets -- -D warnings
 step "cargo build" cargo build --workspace --bins
-step "cargo test" cargo test --workspace --no-fail-fast
+# The test output is kept, so that the end of this script can repeat why each failing test
+# failed: the last lines of a long run are what a CI log shows first.
+test_log=target/test-output.log
+run_tests() {
+	mkdir -p target
+	cargo test --workspace --no-fail-fast 2>&1 | tee "$test_log"
+	return "${PIPESTATUS[0]}"
+}
+# Each failing test's name and panic message (without the captured output or backtrace).
+failure_messages() {
+	awk '
+		/^---- .* ----$/ { print; next }
+		/panicked at/ { grab = 15 }
+		/^stack backtrace:/ || /^note: / { grab = 0 }
+		grab > 0 { print; grab-- }
+	' "$test_log"
+}
+step "cargo test" run_tests
 if [ -f deploy/clickhouse/chdb_check.py ]; then
 	step "chdb check" python3 deploy/clickhouse/chdb_check.py
 else
@@ -69,6 +88,10 @@ swe_pack_import() {
 step "swe-pack import and validate" swe_pack_import
 
 if [ "${#failed[@]}" -gt 0 ]; then
+	if [[ " ${failed[*]} " == *" cargo test "* ]]; then
+		printf '\n==> why the failing tests failed\n'
+		failure_messages
+	fi
 	printf '\nFAILED: %s\n' "${failed[*]}"
 	exit 1
 fi
