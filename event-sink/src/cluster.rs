@@ -27,8 +27,20 @@
 //! `ON CLUSTER` over replicated shards) and drops those left without one, which also
 //! repairs a migration interrupted between its steps.
 //!
+//! `ALTER TABLE` goes `ON CLUSTER` [`Target::alter_cluster`]: a cluster listing one
+//! replica of each shard, when the servers define one. ClickHouse 18.16 lets every replica
+//! of a shard race to execute an `ALTER ... ON CLUSTER` of a Replicated table (it checks
+//! whether another replica did it, then takes the shard's lock, and the other can finish in
+//! between): the second replica executes it too, fails to record it ("Node exists") and
+//! stops its DDL queue until the server restarts, so every later `ON CLUSTER` statement
+//! waits for it in vain. With one replica per shard listed, only that one executes the
+//! ALTER, and the Replicated table carries it to the other replicas.
+//!
 //! Every `ON CLUSTER` statement names its database: the servers that execute it do not
-//! know the session database of the one that queued it.
+//! know the session database of the one that queued it. Each runs through [`execute`],
+//! which waits for a server that is slower than `distributed_ddl_task_timeout`.
+
+use std::time::{Duration, Instant};
 
 use clickhouse::{Client, Row};
 use serde::Deserialize;
@@ -54,6 +66,9 @@ pub struct RenderError {
 pub struct Target<'a> {
     /// Cluster name in the servers' `remote_servers`.
     pub cluster: &'a str,
+    /// The cluster `ALTER TABLE ... ON CLUSTER` goes to: one replica of each shard of
+    /// [`Self::cluster`] (`[clickhouse] alter_cluster`), or the cluster itself.
+    pub alter_cluster: &'a str,
     /// Database of the tables (the same name on every server).
     pub database: &'a str,
 }
@@ -63,6 +78,7 @@ impl Target<'_> {
     pub fn of(clickhouse: &ClickHouseConfig) -> Option<Target<'_>> {
         clickhouse.cluster.as_deref().map(|cluster| Target {
             cluster,
+            alter_cluster: clickhouse.alter_cluster.as_deref().unwrap_or(cluster),
             database: &clickhouse.database,
         })
     }
@@ -111,7 +127,7 @@ pub fn render(statement: &str, target: &Target<'_>) -> Result<Vec<String>, Rende
             Ok(vec![format!(
                 "ALTER TABLE {} ON CLUSTER {}{clauses}",
                 qualified(target, &local(name)),
-                target.cluster
+                target.alter_cluster
             )])
         }
         ["RENAME", "TABLE", ..] => rename(&code, target)
@@ -356,7 +372,7 @@ struct TableRow {
 /// Makes every Distributed table of the database match its `_local` table: created when
 /// missing, recreated when the columns differ (after `ALTER` or `RENAME` of the local
 /// table), dropped when the local table is gone. Idempotent.
-pub async fn reconcile(db: &Client, target: &Target<'_>) -> Result<(), clickhouse::error::Error> {
+pub async fn reconcile(db: &Client, target: &Target<'_>) -> Result<(), DdlError> {
     let tables = db
         .query("SELECT name, engine FROM system.tables WHERE database = currentDatabase()")
         .fetch_all::<TableRow>()
@@ -392,12 +408,14 @@ pub async fn reconcile(db: &Client, target: &Target<'_>) -> Result<(), clickhous
         let local_name = local(&table.name);
         let backed = tables.iter().any(|t| is_local(t) && t.name == local_name);
         if !backed || !matches(&table.name, &of(&local_name)) {
-            db.query(&format!(
-                "DROP TABLE IF EXISTS {} ON CLUSTER {}",
-                qualified(target, &table.name),
-                target.cluster
-            ))
-            .execute()
+            execute(
+                db,
+                &format!(
+                    "DROP TABLE IF EXISTS {} ON CLUSTER {}",
+                    qualified(target, &table.name),
+                    target.cluster
+                ),
+            )
             .await?;
         }
     }
@@ -410,19 +428,199 @@ pub async fn reconcile(db: &Client, target: &Target<'_>) -> Result<(), clickhous
         if exists && matches(name, &local_columns) {
             continue;
         }
-        db.query(&distributed(target, name, &local_columns))
-            .execute()
-            .await?;
+        execute(db, &distributed(target, name, &local_columns)).await?;
     }
     Ok(())
+}
+
+/// ClickHouse's TIMEOUT_EXCEEDED: what an `ON CLUSTER` statement answers when a server has
+/// not finished it within `distributed_ddl_task_timeout`.
+const TIMEOUT_EXCEEDED: u32 = 159;
+
+/// How long [`execute`] goes on waiting, after ClickHouse's own
+/// `distributed_ddl_task_timeout` (180 s by default), for the servers that have not
+/// finished an `ON CLUSTER` statement.
+pub const DDL_PATIENCE: Duration = Duration::from_secs(300);
+
+/// How often [`execute`] looks at the servers' progress while it waits.
+const DDL_POLL: Duration = Duration::from_millis(500);
+
+/// Why a statement sent by the migrations failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DdlError {
+    /// ClickHouse refused it or could not be reached.
+    #[error(transparent)]
+    ClickHouse(#[from] clickhouse::error::Error),
+    /// A server executed an `ON CLUSTER` statement after its timeout, and failed.
+    #[error("ON CLUSTER task {task} failed on {host}: {message}")]
+    FailedOn {
+        /// The statement's ZooKeeper task.
+        task: String,
+        /// The server, as the task names it (`host:port`, URL-encoded).
+        host: String,
+        /// The server's error: `code` and message, as it recorded them.
+        message: String,
+    },
+    /// Servers had still not executed an `ON CLUSTER` statement when [`DDL_PATIENCE`]
+    /// ran out after its timeout.
+    #[error(
+        "ON CLUSTER task {task}: {finished} of {hosts} servers executed it, \
+         {DDL_PATIENCE:?} after distributed_ddl_task_timeout; is a server down? \
+         It runs when the server is back; migrate again then"
+    )]
+    Unfinished {
+        /// The statement's ZooKeeper task.
+        task: String,
+        /// Servers that executed it.
+        finished: usize,
+        /// Servers that must.
+        hosts: usize,
+    },
+}
+
+/// Runs `sql` and, for an `ON CLUSTER` statement, waits until every server executed it.
+///
+/// ClickHouse waits for the servers up to `distributed_ddl_task_timeout`, then answers
+/// TIMEOUT_EXCEEDED and leaves the statement to the servers that have not executed it
+/// yet ("they are going to execute the query in background"). On a loaded machine that
+/// is a slow server, not a failure: the statement's task is then followed in ZooKeeper
+/// (`system.zookeeper`, its `finished` node per server) until every server listed in it
+/// has executed it, for up to [`DDL_PATIENCE`] more, and a server's own error is
+/// returned as [`DdlError::FailedOn`]. The migrations run one statement after another,
+/// so the next one never starts before every server has this one.
+pub async fn execute(db: &Client, sql: &str) -> Result<(), DdlError> {
+    let Err(error) = db.query(sql).execute().await else {
+        return Ok(());
+    };
+    let Some(task) = left_in_background(&error) else {
+        return Err(error.into());
+    };
+    tracing::warn!(
+        task,
+        "an ON CLUSTER statement outlasted distributed_ddl_task_timeout; waiting up to \
+         {DDL_PATIENCE:?} more for the servers still executing it"
+    );
+    let hosts = task_hosts(db, &task).await?;
+    let started = Instant::now();
+    loop {
+        let finished = db
+            .query("SELECT name, value FROM system.zookeeper WHERE path = ?")
+            .bind(format!("{task}/finished"))
+            .fetch_all::<ZkNode>()
+            .await?;
+        if let Some(failed) = finished.iter().find(|node| !succeeded(&node.value)) {
+            return Err(DdlError::FailedOn {
+                task,
+                host: failed.name.clone(),
+                message: failed.value.trim().replace('\n', " "),
+            });
+        }
+        if finished.len() >= hosts {
+            return Ok(());
+        }
+        if started.elapsed() >= DDL_PATIENCE {
+            return Err(DdlError::Unfinished {
+                task,
+                finished: finished.len(),
+                hosts,
+            });
+        }
+        tokio::time::sleep(DDL_POLL).await;
+    }
+}
+
+/// A node of `system.zookeeper`.
+#[derive(Debug, Row, Deserialize)]
+struct ZkNode {
+    name: String,
+    value: String,
+}
+
+/// The ZooKeeper path of the task an `ON CLUSTER` statement's timeout left to the
+/// servers, when `error` is that timeout (`Watching task <path> is executing longer than
+/// distributed_ddl_task_timeout ...`).
+fn left_in_background(error: &clickhouse::error::Error) -> Option<String> {
+    if crate::classify::clickhouse_code(error) != Some(TIMEOUT_EXCEEDED) {
+        return None;
+    }
+    let text = error.to_string();
+    let rest = &text[text.find("Watching task ")? + "Watching task ".len()..];
+    let task = rest.split_whitespace().next()?;
+    (task.starts_with('/') && rest.contains("distributed_ddl_task_timeout"))
+        .then(|| task.to_owned())
+}
+
+/// How many servers must execute `task`: the entries of the `hosts: [...]` line of its
+/// ZooKeeper node.
+async fn task_hosts(db: &Client, task: &str) -> Result<usize, DdlError> {
+    let (parent, name) = task.rsplit_once('/').unwrap_or(("", task));
+    let node = db
+        .query("SELECT name, value FROM system.zookeeper WHERE path = ? AND name = ?")
+        .bind(parent)
+        .bind(name)
+        .fetch_one::<ZkNode>()
+        .await?;
+    Ok(count_hosts(&node.value))
+}
+
+/// The number of servers on the `hosts: ['a:1','b:2']` line of a task's text (host
+/// names are URL-encoded there, so they hold no quote or comma).
+fn count_hosts(task_text: &str) -> usize {
+    task_text
+        .lines()
+        .find_map(|line| line.strip_prefix("hosts: "))
+        .map_or(0, |hosts| hosts.matches('\'').count() / 2)
+}
+
+/// Whether a server's `finished` node says it executed the statement: its first line is
+/// the error code, 0 for none.
+fn succeeded(status: &str) -> bool {
+    status.lines().next().map(str::trim) == Some("0")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_timeout_names_the_task_left_to_the_servers() {
+        let timeout = clickhouse::error::Error::BadResponse(
+            "Code: 159, e.displayText() = DB::Exception: Watching task \
+             /clickhouse/task_queue/ddl/query-0000000211 is executing longer than \
+             distributed_ddl_task_timeout (=180) seconds. There are 1 unfinished hosts (1 of \
+             them are currently active), they are going to execute the query in background, \
+             e.what() = DB::Exception"
+                .into(),
+        );
+        assert_eq!(
+            left_in_background(&timeout).as_deref(),
+            Some("/clickhouse/task_queue/ddl/query-0000000211")
+        );
+        let other_timeout = clickhouse::error::Error::BadResponse(
+            "Code: 159, e.displayText() = DB::Exception: Timeout exceeded: elapsed 5 seconds"
+                .into(),
+        );
+        assert_eq!(left_in_background(&other_timeout), None);
+        let refused = clickhouse::error::Error::BadResponse(
+            "Code: 57, e.displayText() = DB::Exception: Table already exists".into(),
+        );
+        assert_eq!(left_in_background(&refused), None);
+    }
+
+    #[test]
+    fn a_tasks_hosts_and_statuses_are_read_from_its_nodes() {
+        let task = "version: 1\nquery: DROP TABLE IF EXISTS db.t ON CLUSTER c\n\
+                    hosts: ['127%2E0%2E0%2E1:9131','127%2E0%2E0%2E1:9132','h:9133']\n\
+                    initiator: vm:9131\n";
+        assert_eq!(count_hosts(task), 3);
+        assert_eq!(count_hosts("version: 1\n"), 0);
+        assert!(succeeded("0\n"));
+        assert!(!succeeded("60\nTable db.t doesn't exist.\n"));
+    }
+
     const TARGET: Target<'static> = Target {
         cluster: "benchstream",
+        alter_cluster: "benchstream_alter",
         database: "db",
     };
 
@@ -498,14 +696,14 @@ mod tests {
         assert_eq!(
             render(alter, &TARGET).expect("renders"),
             vec![
-                "ALTER TABLE db.run_stops_local ON CLUSTER benchstream\n    MODIFY COLUMN host \
+                "ALTER TABLE db.run_stops_local ON CLUSTER benchstream_alter\n    MODIFY COLUMN host \
                   Nullable(String),\n    MODIFY COLUMN turns Nullable(UInt32)"
             ]
         );
         let guarded = "-- only if: SELECT 1\nALTER TABLE steps ADD COLUMN planned UInt8 AFTER x";
         assert_eq!(
             render(guarded, &TARGET).expect("renders"),
-            vec!["ALTER TABLE db.steps_local ON CLUSTER benchstream ADD COLUMN planned UInt8 AFTER x"]
+            vec!["ALTER TABLE db.steps_local ON CLUSTER benchstream_alter ADD COLUMN planned UInt8 AFTER x"]
         );
         assert_eq!(
             render("RENAME TABLE a TO a_old, a_new TO a", &TARGET).expect("renders"),

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::classify;
-use crate::cluster::{self, RenderError, Target};
+use crate::cluster::{self, DdlError, RenderError, Target};
 use crate::rows::datetime;
 use bench_clickhouse::sql::{self, Piece};
 
@@ -115,10 +115,14 @@ pub enum MigrationError {
     Statement {
         /// The migration file's stem (`0001_init`).
         stem: &'static str,
-        /// ClickHouse's answer.
+        /// ClickHouse's answer, or a server's that executed the statement late.
         #[source]
-        source: clickhouse::error::Error,
+        source: DdlError,
     },
+    /// The Distributed tables could not be brought in line with their `_local` tables
+    /// before migrating.
+    #[error("cannot reconcile the Distributed tables: {0}")]
+    Reconcile(#[source] DdlError),
     /// Reading or writing `schema_migrations` failed.
     #[error("cannot access schema_migrations: {0}")]
     Bookkeeping(#[source] clickhouse::error::Error),
@@ -129,7 +133,7 @@ pub enum MigrationError {
         database: String,
         /// ClickHouse's answer.
         #[source]
-        source: clickhouse::error::Error,
+        source: DdlError,
     },
     /// The file of an applied migration changed after it ran.
     #[error(
@@ -195,17 +199,14 @@ pub async fn ensure_database(
         .bind(database)
         .fetch_one::<u64>()
         .await
-        .map_err(error)?;
+        .map_err(|e| error(e.into()))?;
     if exists == 0 {
         let on_cluster = cluster.map_or(String::new(), |c| format!(" ON CLUSTER {c}"));
-        server
-            .query(&format!(
-                "CREATE DATABASE IF NOT EXISTS {}{on_cluster}",
-                quote_identifier(database)
-            ))
-            .execute()
-            .await
-            .map_err(error)?;
+        let create = format!(
+            "CREATE DATABASE IF NOT EXISTS {}{on_cluster}",
+            quote_identifier(database)
+        );
+        cluster::execute(server, &create).await.map_err(error)?;
     }
     Ok(())
 }
@@ -236,7 +237,7 @@ pub async fn apply(
         // its local table), before guards read the Distributed tables' columns.
         cluster::reconcile(db, target)
             .await
-            .map_err(MigrationError::Bookkeeping)?;
+            .map_err(MigrationError::Reconcile)?;
     }
     if pending(migrations, &applied(db).await?)?.is_empty() {
         return Ok(Vec::new());
@@ -342,14 +343,17 @@ async fn apply_pending(
                     .query(condition)
                     .fetch_one::<u8>()
                     .await
-                    .map_err(failed)?
+                    .map_err(|e| failed(e.into()))?
                     == 0
                 {
                     continue;
                 }
             }
             let Some(target) = cluster else {
-                db.query(statement).execute().await.map_err(failed)?;
+                db.query(statement)
+                    .execute()
+                    .await
+                    .map_err(|e| failed(e.into()))?;
                 continue;
             };
             let rendered =
@@ -358,7 +362,7 @@ async fn apply_pending(
                     source,
                 })?;
             for part in rendered {
-                db.query(&part).execute().await.map_err(failed)?;
+                cluster::execute(db, &part).await.map_err(failed)?;
             }
             cluster::reconcile(db, target).await.map_err(failed)?;
         }
@@ -563,6 +567,7 @@ mod tests {
     fn every_shipped_migration_renders_for_a_cluster() {
         let target = Target {
             cluster: "benchstream",
+            alter_cluster: "benchstream",
             database: "db",
         };
         for migration in MIGRATIONS {

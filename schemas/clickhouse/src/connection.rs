@@ -54,6 +54,14 @@ section! {
         /// tables, on one of its replicas, so a shard that is down holds only its own
         /// rows. Default none: inserts through the Distributed tables of `url`.
         pub replica_urls: Option<String> = ("replica-urls", "BENCH_CLICKHOUSE_REPLICA_URLS"),
+        /// On a cluster: the cluster (a `remote_servers` name) that migrations send
+        /// `ALTER TABLE ... ON CLUSTER` to, listing ONE replica of each shard, with
+        /// `internal_replication`; the ALTER of a Replicated table reaches the shard's
+        /// other replicas through ZooKeeper. On ClickHouse 18.16, an `ALTER ON CLUSTER`
+        /// sent to every replica can be executed by two replicas of a shard at once, and
+        /// the second then stops its DDL queue until the server restarts. Default: the
+        /// cluster itself.
+        pub alter_cluster: Option<String> = ("alter-cluster", "BENCH_CLICKHOUSE_ALTER_CLUSTER"),
     }
 }
 
@@ -70,6 +78,7 @@ impl ClickHouseArgs {
                 positive("clickhouse.insert_timeout_ms", self.insert_timeout_ms)?.unwrap_or(30_000),
             ),
             cluster: nonempty("clickhouse.cluster", self.cluster)?,
+            alter_cluster: nonempty("clickhouse.alter_cluster", self.alter_cluster)?,
             replica_urls: self
                 .replica_urls
                 .iter()
@@ -80,6 +89,9 @@ impl ClickHouseArgs {
         };
         if !clickhouse.replica_urls.is_empty() && clickhouse.cluster.is_none() {
             return Err(invalid("clickhouse.replica_urls", "needs clickhouse.cluster").into());
+        }
+        if clickhouse.alter_cluster.is_some() && clickhouse.cluster.is_none() {
+            return Err(invalid("clickhouse.alter_cluster", "needs clickhouse.cluster").into());
         }
         if !clickhouse.replica_urls.iter().all(|url| is_http(url)) {
             return Err(invalid(
@@ -96,6 +108,13 @@ impl ClickHouseArgs {
                 return Err(
                     invalid("clickhouse.cluster", "must be letters, digits and `_`").into(),
                 );
+            }
+            if !clickhouse.alter_cluster.as_deref().is_none_or(plain) {
+                return Err(invalid(
+                    "clickhouse.alter_cluster",
+                    "must be letters, digits and `_`",
+                )
+                .into());
             }
             if !plain(&clickhouse.database) {
                 return Err(invalid(
@@ -167,6 +186,9 @@ pub struct ClickHouseConfig {
     pub insert_timeout: Duration,
     /// The cluster of the tables; `None` = one server.
     pub cluster: Option<String>,
+    /// The cluster migrations send `ALTER ... ON CLUSTER` to (one replica per shard);
+    /// `None` = [`Self::cluster`].
+    pub alter_cluster: Option<String>,
     /// HTTP URLs of the cluster's servers, to write shard by shard; empty = through the
     /// Distributed tables.
     pub replica_urls: Vec<String>,

@@ -25,6 +25,10 @@ use super::process::{
 /// The cluster's name in `remote_servers` (what `event-sink --cluster` takes).
 pub const CLUSTER_NAME: &str = "benchstream";
 
+/// The cluster of one replica per shard (`replica 1` of each) that migrations send their
+/// `ALTER ... ON CLUSTER` to (`[clickhouse] alter_cluster`, `cluster.xml.in`).
+pub const ALTER_CLUSTER_NAME: &str = "benchstream_alter";
+
 /// Shards of the cluster.
 pub const SHARDS: usize = 2;
 /// Replicas of each shard.

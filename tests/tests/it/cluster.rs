@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer};
 use benchstream_tests::free_port;
-use benchstream_tests::harness::clickhouse_cluster::{CLUSTER_NAME, REPLICAS, SHARDS};
+use benchstream_tests::harness::clickhouse_cluster::{
+    ALTER_CLUSTER_NAME, CLUSTER_NAME, REPLICAS, SHARDS,
+};
 use benchstream_tests::{ClickHouseCluster, NatsServer};
 use event_sink::cluster::Target;
 use event_sink::config::MetricsArgs;
@@ -37,9 +39,10 @@ static ONE_CLUSTER_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const
 const LANDING: Duration = Duration::from_secs(120);
 
 /// How long the sink may take to migrate the cluster and start: above ClickHouse's
-/// `distributed_ddl_task_timeout` (180 s), so a statement stuck on a server ends as the
-/// sink's own error, which the test then shows, rather than as a silent wait.
-const STARTUP: Duration = Duration::from_secs(300);
+/// `distributed_ddl_task_timeout` (180 s) plus the sink's own wait for a slow server
+/// (`event_sink::cluster::DDL_PATIENCE`, 300 s), so a statement stuck on a server ends as
+/// the sink's own error, which the test then shows, rather than as a silent wait.
+const STARTUP: Duration = Duration::from_secs(540);
 
 /// The bad message published among the good ones (truncated JSON).
 const MALFORMED: &str = "{\"schema_version\": 1, \"type\": ";
@@ -107,6 +110,7 @@ impl ClusterWorld {
     fn args(&self) -> SinkArgs {
         let mut args = sink_args(&self.nats.url(), &self.cluster.http_url());
         args.clickhouse.cluster = Some(CLUSTER_NAME.into());
+        args.clickhouse.alter_cluster = Some(ALTER_CLUSTER_NAME.into());
         args.batch.retry_max_ms = Some(1000);
         args
     }
@@ -366,6 +370,79 @@ async fn zookeeper_restarted_under_load_loses_and_doubles_nothing() {
         .await;
 }
 
+/// Sends `signal` (`STOP`, `CONT`) to process `pid` with the shell's `kill`.
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "kill -s \"$1\" \"$2\"",
+            "sh",
+            signal,
+            &pid.to_string(),
+        ])
+        .status()
+        .expect("sh runs");
+    assert!(status.success(), "kill -s {signal} {pid}");
+}
+
+/// How long the slow server of the next test is stopped: past the 2 s DDL timeout it
+/// runs the migration with, and short of ZooKeeper's 10 s session timeout, so it comes
+/// back as the same replica.
+const SLOW_SERVER_PAUSE: Duration = Duration::from_secs(8);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_slower_than_the_ddl_timeout_is_waited_for_and_the_migration_completes() {
+    let _serial = serially().await;
+    let cluster = Arc::new(
+        tokio::task::spawn_blocking(ClickHouseCluster::start)
+            .await
+            .expect("cluster starts"),
+    );
+    let mut args = sink_args("nats://127.0.0.1:1", &cluster.http_url());
+    args.clickhouse.cluster = Some(CLUSTER_NAME.into());
+    args.clickhouse.alter_cluster = Some(ALTER_CLUSTER_NAME.into());
+    let config = args.resolve().expect("valid settings").clickhouse;
+    // Every ON CLUSTER statement gives up waiting after 2 s, and one server executes
+    // none for 8 s: ClickHouse answers TIMEOUT_EXCEEDED while that server is stopped.
+    let impatient =
+        |client: clickhouse::Client| client.with_setting("distributed_ddl_task_timeout", "2");
+    let slow = cluster.server(2, 2).pid().expect("server 2/2 runs");
+    signal(slow, "STOP");
+    let resumed = tokio::task::spawn_blocking(move || {
+        std::thread::sleep(SLOW_SERVER_PAUSE);
+        signal(slow, "CONT");
+    });
+    migrations::ensure_database(
+        &impatient(config.server_client()),
+        &config.database,
+        Some(CLUSTER_NAME),
+    )
+    .await
+    .expect("the database, on every server");
+    let applied = migrations::migrate(
+        &impatient(config.client()),
+        event_sink::cluster::Target::of(&config).as_ref(),
+    )
+    .await
+    .expect("migrated, the slow server waited for");
+    resumed.await.expect("server 2/2 resumed");
+    let all: Vec<u32> = MIGRATIONS.iter().map(|m| m.version).collect();
+    assert_eq!(applied, all);
+    // The slow server has every table the others have.
+    let tables = "SELECT name, engine FROM system.tables WHERE database = 'benchstream' \
+                  ORDER BY name";
+    let expected = cluster.servers()[0].query(tables);
+    assert!(expected.contains("run_stops_local\tReplicatedReplacingMergeTree"));
+    for server in cluster.servers() {
+        assert_eq!(
+            server.query(tables),
+            expected,
+            "server {}",
+            server.http_url()
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_migrations_are_idempotent_and_refuse_an_edited_file() {
     let _serial = serially().await;
@@ -374,6 +451,7 @@ async fn cluster_migrations_are_idempotent_and_refuse_an_edited_file() {
         .expect("cluster starts");
     let mut args = sink_args("nats://127.0.0.1:1", &cluster.http_url());
     args.clickhouse.cluster = Some(CLUSTER_NAME.into());
+    args.clickhouse.alter_cluster = Some(ALTER_CLUSTER_NAME.into());
     let config = args.resolve().expect("valid settings").clickhouse;
     let all: Vec<u32> = MIGRATIONS.iter().map(|m| m.version).collect();
     assert_eq!(event_sink::migrate(&config).await.expect("first"), all);
@@ -408,6 +486,7 @@ async fn cluster_migrations_are_idempotent_and_refuse_an_edited_file() {
     let client = config.client();
     let target = Target {
         cluster: CLUSTER_NAME,
+        alter_cluster: ALTER_CLUSTER_NAME,
         database: "benchstream",
     };
     for expected in [vec![alter.version], vec![]] {

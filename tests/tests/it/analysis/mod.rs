@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use analysis::ParamValues;
-use benchstream_tests::harness::clickhouse_cluster::CLUSTER_NAME;
+use benchstream_tests::harness::clickhouse_cluster::{ALTER_CLUSTER_NAME, CLUSTER_NAME};
 use benchstream_tests::{ClickHouseCluster, ClickHouseServer};
 use event_sink::cluster::Target;
 
@@ -89,6 +89,7 @@ async fn seed(
     let client = root.with_database(DATABASE);
     let target = cluster_name.map(|cluster| Target {
         cluster,
+        alter_cluster: ALTER_CLUSTER_NAME,
         database: DATABASE,
     });
     event_sink::migrations::migrate(&client, target.as_ref())
