@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use schemas::{
     ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Payload, RecoveryAttempt, Regrade,
-    RunConfig, RunStop, Step, StepType, SweepRef, ToolCall,
+    RunStop, Step, StepType, SweepRef, ToolCall,
 };
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -342,56 +342,117 @@ async fn turns(
     started: Instant,
     shutdown: &CancellationToken,
 ) -> Result<RunEnd, RecordError> {
-    let config: &RunConfig = &spec.scenario.scenario.config;
-    let limits = Limits::from_config(config);
+    let mut turns = Turns {
+        rec,
+        policy,
+        toolbox,
+        spec,
+        progress,
+        limits: Limits::from_config(&spec.scenario.scenario.config),
+        started,
+        shutdown,
+    };
     loop {
-        if shutdown.is_cancelled() {
-            return Ok(RunEnd::early(ExitStatus::ExitError, "shutdown"));
-        }
-        if let Some(end) = limits.check(progress.turns, started, progress.last_change, rec.usage())
-        {
+        if let Some(end) = turns.take_turn().await? {
             return Ok(end);
         }
+    }
+}
+
+/// The agent loop's state and what it acts with, borrowed for the run's turns.
+struct Turns<'t, 's> {
+    rec: &'t mut RunRecorder,
+    policy: &'t mut dyn Policy,
+    toolbox: &'t Toolbox,
+    spec: &'t RunSpec<'s>,
+    progress: &'t mut Progress,
+    limits: Limits,
+    started: Instant,
+    shutdown: &'t CancellationToken,
+}
+
+/// The end of a run that shutdown cut short.
+fn shutdown_end() -> RunEnd {
+    RunEnd::early(ExitStatus::ExitError, "shutdown")
+}
+
+impl Turns<'_, '_> {
+    /// One turn: the limits, the policy's decision, each of its actions, and the probe of
+    /// the judge's tests after a change; how the run ended if it did.
+    async fn take_turn(&mut self) -> Result<Option<RunEnd>, RecordError> {
+        if self.shutdown.is_cancelled() {
+            return Ok(Some(shutdown_end()));
+        }
+        let progress = &self.progress;
+        if let Some(end) = self.limits.check(
+            progress.turns,
+            self.started,
+            progress.last_change,
+            self.rec.usage(),
+        ) {
+            return Ok(Some(end));
+        }
         let step_id = Uuid::now_v7();
-        let turn = Turn {
-            number: progress.turns,
-            task: &spec.task.task,
-            config,
-            history: &progress.history,
-        };
-        let usage_before = rec.usage().clone();
-        let decided = {
-            let mut events = PolicyEvents::new(rec, step_id);
-            let decided = tokio::select! {
-                decided = tokio::time::timeout(limits.remaining(started), policy.decide(&turn, &mut events)) => Some(decided),
-                _ = shutdown.cancelled() => None,
-            };
-            if let Some(e) = events.into_error() {
-                return Err(e);
-            }
-            decided
-        };
-        let decision: Decision = match decided {
-            None => return Ok(RunEnd::early(ExitStatus::ExitError, "shutdown")),
-            Some(Err(_elapsed)) => {
-                return Ok(RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout"))
-            }
-            Some(Ok(Err(stop))) => {
-                return Ok(RunEnd {
-                    root: stop.root,
-                    ..RunEnd::early(stop.status, stop.reason)
-                })
-            }
-            Some(Ok(Ok(decision))) => decision,
+        let usage_before = self.rec.usage().clone();
+        let decision = match self.decide(step_id).await? {
+            Ok(decision) => decision,
+            Err(end) => return Ok(Some(end)),
         };
         // A turn whose model call got no answer is not one of the agent's.
         if decision.unanswered {
-            continue;
+            return Ok(None);
         }
-        progress.turns += 1;
-        let usage = rec.usage();
+        self.progress.turns += 1;
+        let modified = match self.act(step_id, decision, &usage_before).await? {
+            Acted::Ended(end) => return Ok(Some(end)),
+            Acted::Modified(modified) => modified,
+        };
+        if modified {
+            self.progress.last_change = Instant::now();
+            return self.probe().await;
+        }
+        Ok(None)
+    }
+
+    /// The policy's decision for this turn, bounded by the execution time left and by
+    /// shutdown; how the run ended when there is none.
+    async fn decide(&mut self, step_id: Uuid) -> Result<Result<Decision, RunEnd>, RecordError> {
+        let turn = Turn {
+            number: self.progress.turns,
+            task: &self.spec.task.task,
+            config: &self.spec.scenario.scenario.config,
+            history: &self.progress.history,
+        };
+        let mut events = PolicyEvents::new(self.rec, step_id);
+        let decided = tokio::select! {
+            decided = tokio::time::timeout(self.limits.remaining(self.started), self.policy.decide(&turn, &mut events)) => Some(decided),
+            _ = self.shutdown.cancelled() => None,
+        };
+        if let Some(e) = events.into_error() {
+            return Err(e);
+        }
+        Ok(match decided {
+            None => Err(shutdown_end()),
+            Some(Err(_elapsed)) => Err(RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout")),
+            Some(Ok(Err(stop))) => Err(RunEnd {
+                root: stop.root,
+                ..RunEnd::early(stop.status, stop.reason)
+            }),
+            Some(Ok(Ok(decision))) => Ok(decision),
+        })
+    }
+
+    /// The turn's steps: its `reason` step, then per action `act`, the tool call and
+    /// `observe`; whether a tool changed a file, or how the run ended.
+    async fn act(
+        &mut self,
+        step_id: Uuid,
+        decision: Decision,
+        usage_before: &Usage,
+    ) -> Result<Acted, RecordError> {
         let context_kb = Some(decision.context_kb.unwrap_or_else(|| {
-            let bytes: usize = progress
+            let bytes: usize = self
+                .progress
                 .history
                 .iter()
                 .map(|e| e.outcome.observation.len())
@@ -400,73 +461,77 @@ async fn turns(
         }));
         // The turn's model calls go on its first step (the reason step, else the first
         // act), so summing a run's steps counts each call once.
-        let mut turn_tokens = usage.tokens_since(&usage_before);
-        if let Some(thought) = decision.thought {
+        let mut turn_tokens = self.rec.usage().tokens_since(usage_before);
+        let mut planned = |step_type: StepType, content: String| {
             let (tokens_in, tokens_out) = turn_tokens.take().unzip();
-            rec.emit(
-                Some(step_id),
-                Payload::Step(Step {
-                    tokens_in,
-                    tokens_out,
-                    planned_step: decision.planned_step,
-                    context_kb,
-                    ..step(StepType::Reason, thought)
-                }),
-            )?;
+            Payload::Step(Step {
+                tokens_in,
+                tokens_out,
+                planned_step: decision.planned_step,
+                context_kb,
+                ..step(step_type, content)
+            })
+        };
+        if let Some(thought) = decision.thought {
+            self.rec
+                .emit(Some(step_id), planned(StepType::Reason, thought))?;
         }
         let mut modified = false;
         for request in decision.actions {
-            let (tokens_in, tokens_out) = turn_tokens.take().unzip();
-            rec.emit(
-                Some(step_id),
-                Payload::Step(Step {
-                    tokens_in,
-                    tokens_out,
-                    planned_step: decision.planned_step,
-                    context_kb,
-                    ..step(StepType::Act, request.describe())
-                }),
-            )?;
+            self.rec
+                .emit(Some(step_id), planned(StepType::Act, request.describe()))?;
             let outcome = tokio::select! {
-                outcome = toolbox.call(&request, limits.remaining(started)) => outcome,
-                _ = shutdown.cancelled() => return Ok(RunEnd::early(ExitStatus::ExitError, "shutdown")),
+                outcome = self.toolbox.call(&request, self.limits.remaining(self.started)) => outcome,
+                _ = self.shutdown.cancelled() => return Ok(Acted::Ended(shutdown_end())),
             };
-            record_tool_call(rec, step_id, &request, &outcome, progress)?;
-            rec.emit(
+            record_tool_call(self.rec, step_id, &request, &outcome, self.progress)?;
+            self.rec.emit(
                 Some(step_id),
                 Payload::Step(Step {
                     wall_time_ms: Some(millis(outcome.latency)),
                     ..step(StepType::Observe, outcome.observation.clone())
                 }),
             )?;
-            if let Some(why) = toolbox.confinement().setup_failure() {
-                return Ok(environment_end(why.to_owned()));
+            if let Some(why) = self.toolbox.confinement().setup_failure() {
+                return Ok(Acted::Ended(environment_end(why.to_owned())));
             }
             modified |= !outcome.footprint.files_modified.is_empty();
             let submitted = outcome.submitted;
-            progress.history.push(Exchange {
-                turn: progress.turns - 1,
+            self.progress.history.push(Exchange {
+                turn: self.progress.turns - 1,
                 request,
                 outcome,
             });
             if submitted {
-                return Ok(RunEnd::submitted());
+                return Ok(Acted::Ended(RunEnd::submitted()));
             }
         }
-        if modified {
-            progress.last_change = Instant::now();
-            if limits.probes_tests() {
-                let probe =
-                    judge::judge(spec.task, toolbox.sandbox().root(), toolbox.confinement()).await;
-                if let Some(why) = toolbox.confinement().setup_failure() {
-                    return Ok(environment_end(why.to_owned()));
-                }
-                if let Some(end) = limits.observe_failing(&mut progress.patience, probe.failed) {
-                    return Ok(end);
-                }
-            }
-        }
+        Ok(Acted::Modified(modified))
     }
+
+    /// After a turn that changed a file, when probes are on (`failing_tests_patience`):
+    /// the judge's tests run as a probe; how the run ended if patience ran out.
+    async fn probe(&mut self) -> Result<Option<RunEnd>, RecordError> {
+        if !self.limits.probes_tests() {
+            return Ok(None);
+        }
+        let confinement = self.toolbox.confinement();
+        let probe = judge::judge(self.spec.task, self.toolbox.sandbox().root(), confinement).await;
+        if let Some(why) = confinement.setup_failure() {
+            return Ok(Some(environment_end(why.to_owned())));
+        }
+        Ok(self
+            .limits
+            .observe_failing(&mut self.progress.patience, probe.failed))
+    }
+}
+
+/// What a turn's actions came to.
+enum Acted {
+    /// The run ended (submitted, shutdown, a sandbox missing).
+    Ended(RunEnd),
+    /// The turn goes on; whether a tool changed a file.
+    Modified(bool),
 }
 
 fn record_tool_call(
