@@ -194,31 +194,51 @@ impl SinkArgs {
 
     /// Fills defaults and checks every value.
     pub fn resolve(self) -> Result<Config, ConfigError> {
-        // Also parses the URL: a garbage one is a settings error (exit 2), not a connect one.
-        let nats = self.nats.resolve()?;
+        Ok(Config {
+            // Also parses the URL: a garbage one is a settings error (exit 2), not a
+            // connect one.
+            nats: self.nats.resolve()?,
+            create: !self.stream.no_create.unwrap_or(false),
+            stream: self.stream.resolve()?,
+            consumer: self.consumer.resolve()?,
+            clickhouse: self.clickhouse.resolve()?,
+            batch: self.batch.resolve()?,
+            metrics: self.metrics.resolve()?,
+            worker_threads: positive("runtime.worker_threads", self.runtime.worker_threads)?
+                .unwrap_or(1),
+        })
+    }
+}
 
-        let prefix: SubjectPrefix = match self.stream.prefix {
+impl StreamArgs {
+    /// The stream to read, defaults filled and names checked.
+    fn resolve(self) -> Result<StreamSpec, ConfigError> {
+        let prefix: SubjectPrefix = match self.prefix {
             Some(p) => p.parse()?,
             None => SubjectPrefix::default(),
         };
         let defaults = StreamSpec::default();
         let stream = StreamSpec {
-            name: nonempty("stream.name", self.stream.name)?.unwrap_or(defaults.name),
+            name: nonempty("stream.name", self.name)?.unwrap_or(defaults.name),
             prefix,
-            replicas: positive("stream.replicas", self.stream.replicas)?
-                .unwrap_or(defaults.replicas),
+            replicas: positive("stream.replicas", self.replicas)?.unwrap_or(defaults.replicas),
         };
         if !is_nats_name(&stream.name) {
             return Err(invalid("stream.name", "letters, digits, `-` and `_` only").into());
         }
+        Ok(stream)
+    }
+}
 
-        let c = self.consumer;
+impl ConsumerArgs {
+    /// The durable consumer, defaults filled and bounds checked.
+    fn resolve(self) -> Result<ConsumerConfig, ConfigError> {
         let consumer = ConsumerConfig {
-            name: nonempty("consumer.name", c.name)?.unwrap_or_else(|| "event-sink".into()),
-            ack_wait: Duration::from_millis(c.ack_wait_ms.unwrap_or(10_000)),
-            max_ack_pending: c.max_ack_pending.unwrap_or(100_000),
-            max_deliver: c.max_deliver.unwrap_or(-1),
-            fetch_batch: positive("consumer.fetch_batch", c.fetch_batch)?.unwrap_or(1000),
+            name: nonempty("consumer.name", self.name)?.unwrap_or_else(|| "event-sink".into()),
+            ack_wait: Duration::from_millis(self.ack_wait_ms.unwrap_or(10_000)),
+            max_ack_pending: self.max_ack_pending.unwrap_or(100_000),
+            max_deliver: self.max_deliver.unwrap_or(-1),
+            fetch_batch: positive("consumer.fetch_batch", self.fetch_batch)?.unwrap_or(1000),
         };
         if !is_nats_name(&consumer.name) {
             return Err(invalid("consumer.name", "letters, digits, `-` and `_` only").into());
@@ -232,27 +252,27 @@ impl SinkArgs {
         if consumer.max_deliver != -1 && consumer.max_deliver < 1 {
             return Err(invalid("consumer.max_deliver", "must be -1 or positive").into());
         }
+        Ok(consumer)
+    }
+}
 
-        let clickhouse = self.clickhouse.resolve()?;
-
-        let b = self.batch;
+impl BatchArgs {
+    /// Batching, retries and draining, defaults filled and bounds checked.
+    fn resolve(self) -> Result<BatchConfig, ConfigError> {
+        let millis = |key: &'static str, value: Option<u64>, default: u64| {
+            positive(key, value).map(|v| Duration::from_millis(v.unwrap_or(default)))
+        };
         let batch = BatchConfig {
-            max_rows: positive("batch.max_rows", b.max_rows)?.unwrap_or(20_000),
-            max_bytes: positive("batch.max_bytes", b.max_bytes)?.unwrap_or(24 << 20),
-            flush_interval: Duration::from_millis(
-                positive("batch.flush_interval_ms", b.flush_interval_ms)?.unwrap_or(500),
-            ),
-            linger: Duration::from_millis(positive("batch.linger_ms", b.linger_ms)?.unwrap_or(100)),
-            linger_max_rows: b.linger_max_rows.unwrap_or(200),
+            max_rows: positive("batch.max_rows", self.max_rows)?.unwrap_or(20_000),
+            max_bytes: positive("batch.max_bytes", self.max_bytes)?.unwrap_or(24 << 20),
+            flush_interval: millis("batch.flush_interval_ms", self.flush_interval_ms, 500)?,
+            linger: millis("batch.linger_ms", self.linger_ms, 100)?,
+            linger_max_rows: self.linger_max_rows.unwrap_or(200),
             retry: Backoff {
-                initial: Duration::from_millis(
-                    positive("batch.retry_initial_ms", b.retry_initial_ms)?.unwrap_or(100),
-                ),
-                max: Duration::from_millis(
-                    positive("batch.retry_max_ms", b.retry_max_ms)?.unwrap_or(10_000),
-                ),
+                initial: millis("batch.retry_initial_ms", self.retry_initial_ms, 100)?,
+                max: millis("batch.retry_max_ms", self.retry_max_ms, 10_000)?,
             },
-            drain_timeout: Duration::from_millis(b.drain_timeout_ms.unwrap_or(20_000)),
+            drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(20_000)),
         };
         if batch.retry.max < batch.retry.initial {
             return Err(invalid(
@@ -261,10 +281,15 @@ impl SinkArgs {
             )
             .into());
         }
+        Ok(batch)
+    }
+}
 
-        let m = self.metrics;
-        let metrics = MetricsConfig {
-            listen: match m.listen.as_deref() {
+impl MetricsArgs {
+    /// The metrics endpoint (`off`: none), defaults filled.
+    fn resolve(self) -> Result<MetricsConfig, ConfigError> {
+        Ok(MetricsConfig {
+            listen: match self.listen.as_deref() {
                 None => Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
                 Some("off") => None,
                 Some(addr) => Some(addr.parse().map_err(|_| {
@@ -275,25 +300,13 @@ impl SinkArgs {
                 })?),
             },
             limits: ConnectionLimits {
-                max_connections: positive("metrics.max_connections", m.max_connections)?
+                max_connections: positive("metrics.max_connections", self.max_connections)?
                     .unwrap_or(64),
                 timeout: Duration::from_millis(
-                    positive("metrics.connection_timeout_ms", m.connection_timeout_ms)?
+                    positive("metrics.connection_timeout_ms", self.connection_timeout_ms)?
                         .unwrap_or(10_000),
                 ),
             },
-        };
-
-        Ok(Config {
-            nats,
-            stream,
-            create: !self.stream.no_create.unwrap_or(false),
-            consumer,
-            clickhouse,
-            batch,
-            metrics,
-            worker_threads: positive("runtime.worker_threads", self.runtime.worker_threads)?
-                .unwrap_or(1),
         })
     }
 }
