@@ -23,20 +23,41 @@ use bench_cli::section;
 use crate::classify::Backoff;
 use crate::metrics::ConnectionLimits;
 
-section! {
-    /// `[stream]`: the JetStream stream the sink reads.
-    #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct StreamArgs {
-        /// Stream name. Default `BENCH_EVENTS`.
-        pub name: Option<String> = ("stream", "BENCH_STREAM"),
-        /// Subject prefix; the stream captures `<prefix>.events.>`. Default `bench`.
-        pub prefix: Option<String> = ("subject-prefix", "BENCH_SUBJECT_PREFIX"),
-        /// Replicas when the sink creates the stream: 1 locally, 3 on a cluster. Default 1.
-        pub replicas: Option<usize> = ("stream-replicas", "BENCH_STREAM_REPLICAS"),
-        /// Only verify that stream and consumer exist; never create them. Default false.
-        #[arg(num_args = 0..=1, default_missing_value = "true")]
-        pub no_create: Option<bool> = ("no-create", "BENCH_SINK_NO_CREATE"),
+/// `[stream]`: the JetStream stream the sink reads. Its name and subject prefix are
+/// `--stream` and `--subject-prefix` of [`NatsArgs`] on the command line (worded for the
+/// sink by [`SinkArgs`]), and `name` and `prefix` here in a config file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamArgs {
+    /// Stream name. Default `BENCH_EVENTS`. Flag `--stream` ([`NatsArgs::stream`]).
+    #[arg(skip)]
+    pub name: Option<String>,
+    /// Subject prefix; the stream captures `<prefix>.events.>`. Default `bench`. Flag
+    /// `--subject-prefix` ([`NatsArgs::subject_prefix`]).
+    #[arg(skip)]
+    pub prefix: Option<String>,
+    /// Replicas when the sink creates the stream: 1 locally, 3 on a cluster. Default 1.
+    #[arg(
+        id = "stream-replicas",
+        long = "stream-replicas",
+        env = "BENCH_STREAM_REPLICAS"
+    )]
+    pub replicas: Option<usize>,
+    /// Only verify that stream and consumer exist; never create them. Default false.
+    #[arg(num_args = 0..=1, default_missing_value = "true")]
+    #[arg(id = "no-create", long = "no-create", env = "BENCH_SINK_NO_CREATE")]
+    pub no_create: Option<bool>,
+}
+
+impl StreamArgs {
+    /// Field by field, `self` wins over `lower`.
+    pub fn merge(self, lower: StreamArgs) -> StreamArgs {
+        StreamArgs {
+            name: self.name.or(lower.name),
+            prefix: self.prefix.or(lower.prefix),
+            replicas: self.replicas.or(lower.replicas),
+            no_create: self.no_create.or(lower.no_create),
+        }
     }
 }
 
@@ -131,6 +152,14 @@ section! {
 /// `[runtime]`).
 #[derive(Debug, Clone, Default, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[command(mut_arg("stream", |a| a
+    .help("Stream name. Default `BENCH_EVENTS`")
+    .value_name("stream")
+    .help_heading("Stream")))]
+#[command(mut_arg("subject_prefix", |a| a
+    .help("Subject prefix; the stream captures `<prefix>.events.>`. Default `bench`")
+    .value_name("subject-prefix")
+    .help_heading("Stream")))]
 pub struct SinkArgs {
     /// TOML config file; flags and environment override it.
     #[arg(id = "config", long = "config", env = "BENCH_SINK_CONFIG")]
@@ -193,13 +222,17 @@ impl SinkArgs {
     }
 
     /// Fills defaults and checks every value.
-    pub fn resolve(self) -> Result<Config, ConfigError> {
+    pub fn resolve(mut self) -> Result<Config, ConfigError> {
+        // The stream's name and prefix: flags and environment (`NatsArgs`) over the
+        // file's `[stream]`.
+        let name = self.nats.stream.take();
+        let prefix = self.nats.subject_prefix.take();
         Ok(Config {
             // Also parses the URL: a garbage one is a settings error (exit 2), not a
             // connect one.
             nats: self.nats.resolve()?,
             create: !self.stream.no_create.unwrap_or(false),
-            stream: self.stream.resolve()?,
+            stream: self.stream.resolve(name, prefix)?,
             consumer: self.consumer.resolve()?,
             clickhouse: self.clickhouse.resolve()?,
             batch: self.batch.resolve()?,
@@ -211,15 +244,21 @@ impl SinkArgs {
 }
 
 impl StreamArgs {
-    /// The stream to read, defaults filled and names checked.
-    fn resolve(self) -> Result<StreamSpec, ConfigError> {
-        let prefix: SubjectPrefix = match self.prefix {
-            Some(p) => p.parse()?,
-            None => SubjectPrefix::default(),
+    /// The stream to read, defaults filled and names checked; `name` and `prefix` (the
+    /// flags) win over the file's.
+    fn resolve(
+        self,
+        name: Option<String>,
+        prefix: Option<SubjectPrefix>,
+    ) -> Result<StreamSpec, ConfigError> {
+        let prefix: SubjectPrefix = match (prefix, self.prefix) {
+            (Some(p), _) => p,
+            (None, Some(p)) => p.parse()?,
+            (None, None) => SubjectPrefix::default(),
         };
         let defaults = StreamSpec::default();
         let stream = StreamSpec {
-            name: nonempty("stream.name", self.name)?.unwrap_or(defaults.name),
+            name: nonempty("stream.name", name.or(self.name))?.unwrap_or(defaults.name),
             prefix,
             replicas: positive("stream.replicas", self.replicas)?.unwrap_or(defaults.replicas),
         };

@@ -42,7 +42,7 @@ use crate::error::Error;
 use crate::judge::Verdict;
 use crate::limits::RunEnd;
 use crate::prologue::{self, Judged, Opening, RunSummary};
-use crate::publish::DeliveryReport;
+use crate::publish::{DeliveryReport, PublisherHandle};
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
 use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
@@ -123,6 +123,16 @@ enum AgentEnd {
     NotStarted,
 }
 
+impl AgentEnd {
+    /// The agent's exit code; `None` when it was killed or never started.
+    fn exit_code(&self) -> Option<i32> {
+        match self {
+            AgentEnd::Exited(status) => status.code(),
+            AgentEnd::TimedOut | AgentEnd::Shutdown | AgentEnd::NotStarted => None,
+        }
+    }
+}
+
 /// Runs the agent program of `config` as one run, until it exits, times out or
 /// `shutdown` fires; then drains the publisher.
 pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<ExecReport, Error> {
@@ -139,10 +149,9 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
             allow_unpinned: config.allow_unpinned,
         },
     )?;
-    let task = scenario
-        .tasks
-        .first()
-        .ok_or_else(|| Error::Config(format!("task {} not loaded", config.task)))?;
+    let Some(task) = scenario.tasks.first() else {
+        return Err(Error::Config(format!("task {} not loaded", config.task)));
+    };
     let run_config = &scenario.scenario.config;
     let seed = config.seed.unwrap_or(scenario.scenario.seed);
     let confinement = config
@@ -152,21 +161,13 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     let launch = Launch::prepare(&config, task, &confinement)?;
     let publisher = start_optional_publisher(config.publish.as_ref()).await?;
     let started = Instant::now();
-    let mut run = Opening {
-        scenario: &scenario,
+    let mut run = opening(
+        &config,
+        &scenario,
         task,
-        policy_id: config
-            .policy_id
-            .clone()
-            .unwrap_or_else(|| program::default_policy_id(&config.command)),
         seed,
-        host: &config.host,
-        // The agent runs its own tools: the runner caps none of their output.
-        output_cap: None,
-        sweep: None,
-        publisher: publisher.as_ref().map(|p| p.handle()),
-        out_dir: config.out_dir.as_deref(),
-    }
+        publisher.as_ref().map(|p| p.handle()),
+    )
     .open(prologue::sandbox_in_force(Some(&confinement), run_config))?;
 
     let env = agent_env(run.rec.sequencer(), seed, &scenario, task, &launch);
@@ -187,10 +188,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         None => AgentEnd::NotStarted,
     };
     state.report_suppressed();
-    let agent_exit = match &end {
-        AgentEnd::Exited(status) => status.code(),
-        AgentEnd::TimedOut | AgentEnd::Shutdown | AgentEnd::NotStarted => None,
-    };
+    let agent_exit = end.exit_code();
     let ended = Ended {
         end,
         agent_stop: state.agent_stop.take(),
@@ -216,6 +214,31 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         agent_exit,
         delivery,
     })
+}
+
+/// Who runs `task` of `scenario` with `seed`, and where its events go.
+fn opening<'a>(
+    config: &'a ExecConfig,
+    scenario: &'a LoadedScenario,
+    task: &'a LoadedTask,
+    seed: u64,
+    publisher: Option<PublisherHandle>,
+) -> Opening<'a> {
+    Opening {
+        scenario,
+        task,
+        policy_id: config
+            .policy_id
+            .clone()
+            .unwrap_or_else(|| program::default_policy_id(&config.command)),
+        seed,
+        host: &config.host,
+        // The agent runs its own tools: the runner caps none of their output.
+        output_cap: None,
+        sweep: None,
+        publisher,
+        out_dir: config.out_dir.as_deref(),
+    }
 }
 
 /// The agent program as it is started: its command line with the files it names by
