@@ -492,6 +492,39 @@ mod tests {
     }
 
     #[test]
+    fn the_stream_flags_win_over_the_file_and_the_file_names_them_under_stream() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Command {
+            #[command(flatten)]
+            args: SinkArgs,
+        }
+        let file =
+            parse("[stream]\nname = \"FILE_EVENTS\"\nprefix = \"file\"\n").expect("valid file");
+        let config = SinkArgs::default()
+            .merge(file.clone())
+            .resolve()
+            .expect("valid");
+        assert_eq!(config.stream.name, "FILE_EVENTS");
+        assert_eq!(config.stream.prefix.as_str(), "file");
+        // The flags are NATS's (`--stream`, `--subject-prefix`), still the stream's own.
+        let flags = Command::try_parse_from([
+            "event-sink",
+            "--stream",
+            "FLAG_EVENTS",
+            "--subject-prefix",
+            "flag",
+        ])
+        .expect("flags parse")
+        .args;
+        let config = flags.merge(file).resolve().expect("valid");
+        assert_eq!(config.stream.name, "FLAG_EVENTS");
+        assert_eq!(config.stream.prefix.as_str(), "flag");
+        // In the file they belong to `[stream]`, never to `[nats]`.
+        assert!(parse("[nats]\nstream = \"X\"\n").is_err());
+    }
+
+    #[test]
     fn replica_urls_are_a_comma_separated_list_that_needs_a_cluster() {
         let args = parse(
             "[clickhouse]\ncluster = \"c\"\n\
