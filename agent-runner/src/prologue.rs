@@ -453,7 +453,7 @@ mod tests {
     }
 
     #[test]
-    fn a_native_and_an_exec_run_in_one_environment_hash_it_alike() {
+    fn a_native_and_an_exec_run_in_one_environment_hash_it_alike_but_for_the_tool_cap() {
         let (task, fixture) = (sha256_hex(b"task"), sha256_hex(b"fixture"));
         // Each kind of run builds its own config and sandbox record; nothing of who acts
         // (policy, agent program) enters the hash, so equal environments hash equal.
