@@ -28,30 +28,27 @@
 //! sandbox become events and an exit status. It returns an error only when the run's own
 //! artifacts cannot be written.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Instant;
 
 use schemas::{
-    Canonical, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
-    RecoveryAttempt, Regrade, RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop,
-    SandboxInfo, SandboxLimits, ScenarioRef, Step, StepType, SweepRef, ToolCall,
+    ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Payload, RecoveryAttempt, Regrade,
+    RunStop, Step, StepType, SweepRef, ToolCall,
 };
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::integrity;
-use crate::judge::{self, Verdict, SCORING_VERSION};
+use crate::judge::{self, Verdict};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
+use crate::prologue::{self, environment_end, millis, Judged, Opening};
 use crate::publish::PublisherHandle;
-use crate::recorder::{RecordError, RunRecorder, Usage, DIFF_FILE};
+use crate::recorder::{RecordError, RunRecorder, Usage};
 use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
-use crate::tools::bwrap::{Confinement, SandboxMode};
+use crate::tools::bwrap::{Confinement, SandboxMode, SandboxUnavailable};
 use crate::tools::{ToolLimits, ToolOutcome, ToolRequest, Toolbox};
 
-/// Version of this runner (`run_start.runner_version`).
-pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use crate::prologue::{RunSummary, RUNNER_VERSION};
 
 /// Everything one run needs besides its policy.
 #[derive(Debug, Clone)]
@@ -79,74 +76,6 @@ pub struct RunSpec<'a> {
     pub regrade: u32,
 }
 
-/// `summary.json`: the run's identity and result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct RunSummary {
-    pub run_id: Uuid,
-    pub task_id: String,
-    pub scenario: ScenarioRef,
-    pub policy_id: String,
-    pub seed: Option<u64>,
-    pub host: String,
-    pub cfg_hash: Hash256,
-    pub env_hash: Hash256,
-    pub fixture_sha256: Hash256,
-    /// Events emitted (`seq` 0 to `events - 1`).
-    pub events: u64,
-    /// The `run_stop` payload.
-    pub result: RunStop,
-    /// Protected files (`[judge] protect`) the agent had changed, restored from the fixture
-    /// before the final verdict, as `"<path> (modified|deleted|created)"`; empty when none
-    /// were (omitted from `summary.json` then).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub protected_restored: Vec<String>,
-    /// The judge tests that failed, with why, as `"<name>: <reason>"` (`failed`, `no
-    /// report (exit 0)`, `timed out`, ...); omitted from `summary.json` when none did.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub judge_failures: Vec<String>,
-    /// The artifact directory, if any.
-    pub artifacts: Option<PathBuf>,
-}
-
-impl RunSummary {
-    /// The summary of the run `rec` recorded, once its `run_stop` (`result`) is emitted;
-    /// written to `summary.json` beside its `events.jsonl`.
-    /// `verdict` is the judge's that `result` reports, if any: the protected files it
-    /// restored are listed.
-    pub fn record(
-        rec: &RunRecorder,
-        scenario: ScenarioRef,
-        fixture_sha256: Hash256,
-        result: RunStop,
-        verdict: Option<&Verdict>,
-    ) -> Result<RunSummary, RecordError> {
-        let seq = rec.sequencer();
-        let protected_restored = verdict
-            .iter()
-            .flat_map(|v| &v.restored)
-            .map(ToString::to_string)
-            .collect();
-        let summary = RunSummary {
-            run_id: seq.run_id,
-            task_id: seq.task_id.clone(),
-            scenario,
-            policy_id: seq.policy_id.clone(),
-            seed: seq.seed,
-            host: seq.host.clone(),
-            cfg_hash: seq.cfg_hash.clone(),
-            env_hash: seq.env_hash.clone(),
-            fixture_sha256,
-            events: rec.events(),
-            result,
-            protected_restored,
-            judge_failures: verdict.map(Verdict::failures_explained).unwrap_or_default(),
-            artifacts: rec.dir().map(Path::to_path_buf),
-        };
-        rec.write_summary(&summary)?;
-        Ok(summary)
-    }
-}
-
 /// How a result reads in the runner's reports: `solved`, `unsolved`, `unjudged` (a
 /// submission nobody judged) or `no result` (the run could not get its sandbox), the score (`-` when no judge ran) and the tests passing
 /// out of those run (`-` likewise).
@@ -165,22 +94,6 @@ pub fn result_words(r: &RunStop) -> (&'static str, String, String) {
         _ => "-".to_owned(),
     };
     (outcome, score, tests)
-}
-
-/// What `env_hash` covers: everything about where the run executes that may change its
-/// outcome, and nothing host-specific (the same fixture on two hosts hashes the same).
-#[derive(Debug, Serialize)]
-struct Environment<'a> {
-    docker_image: Option<&'a str>,
-    tools_commit: &'a str,
-    sandbox_limits: &'a SandboxLimits,
-    fixture_sha256: &'a Hash256,
-    task_sha256: &'a Hash256,
-    runner_version: &'static str,
-    scoring_version: &'static str,
-    output_cap_bytes: usize,
-    /// The isolation and the limits actually enforced (`run_start.sandbox`).
-    sandbox: &'a SandboxInfo,
 }
 
 /// State of the loop.
@@ -217,68 +130,31 @@ pub async fn execute(
 ) -> Result<RunSummary, RecordError> {
     let started = Instant::now();
     let config = &spec.scenario.scenario.config;
-    let task = spec.task;
-    let fixture_sha256 = task.fixture_sha256();
     let confinement = spec.sandbox.confinement(
         &config.sandbox_limits,
         spec.scenario.scenario.policy == PolicyKind::Scripted,
     );
     // Without a sandbox that must exist the run records `none` and ends
     // `exit_environment` below, before any agent command runs.
-    let sandbox_info = match &confinement {
-        Ok(c) => c.info(config.tool_timeout_ms, config.execution_timeout_ms),
-        Err(_) => Confinement::unsandboxed(&config.sandbox_limits)
-            .info(config.tool_timeout_ms, config.execution_timeout_ms),
-    };
-    let env_hash = Environment {
-        docker_image: config.docker_image.as_deref(),
-        tools_commit: &config.tools_commit,
-        sandbox_limits: &config.sandbox_limits,
-        fixture_sha256: &fixture_sha256,
-        task_sha256: &task.task_sha256,
-        runner_version: RUNNER_VERSION,
-        scoring_version: SCORING_VERSION,
-        output_cap_bytes: spec.output_cap,
-        sandbox: &sandbox_info,
+    let sandbox = prologue::sandbox_in_force(confinement.as_ref().ok(), config);
+    let mut run = Opening {
+        scenario: spec.scenario,
+        task: spec.task,
+        policy_id: policy.policy_id(),
+        seed: spec.seed,
+        host: spec.host,
+        output_cap: Some(spec.output_cap),
+        sweep: spec.sweep.clone(),
+        publisher: spec.publisher.clone(),
+        out_dir: spec.out_dir,
     }
-    .canonical_hash();
-    let sequencer = RunSequencer::new(
-        Uuid::now_v7(),
-        task.task.id.clone(),
-        policy.policy_id(),
-        config.canonical_hash(),
-        env_hash,
-        Some(spec.seed),
-        spec.host,
-    );
-    let mut rec = RunRecorder::new(sequencer, spec.publisher.clone(), spec.out_dir)?;
-    let start = RunStart {
-        sweep: spec.sweep.clone().map(Box::new),
-        ..run_start(
-            config.clone(),
-            spec.scenario,
-            fixture_sha256.clone(),
-            sandbox_info,
-        )
-    };
-    let scenario_ref = start.scenario.clone();
-    rec.emit(None, Payload::RunStart(start))?;
+    .open(sandbox)?;
 
     let mut progress = Progress::new();
-    let workspace = confinement.map_err(|e| e.to_string()).and_then(|c| {
-        task.workspace(c.workspace_bound())
-            .map(|ws| (ws, c.with_environment(task.environment_dir())))
-            .map_err(|e| e.to_string())
-    });
-    let (end, toolbox) = match workspace {
-        Ok((sandbox, confinement)) => {
-            let toolbox = Toolbox::new(
-                sandbox,
-                ToolLimits::from_config(config, spec.output_cap),
-                confinement,
-            );
+    let (end, toolbox) = match toolbox(&spec, confinement) {
+        Ok(toolbox) => {
             let end = turns(
-                &mut rec,
+                &mut run.rec,
                 &mut *policy,
                 &toolbox,
                 &spec,
@@ -290,60 +166,95 @@ pub async fn execute(
             (end, Some(toolbox))
         }
         Err(e) => {
-            tracing::error!(task = %task.task.id, error = %e, "cannot set up the sandbox");
+            tracing::error!(task = %spec.task.task.id, error = %e, "cannot set up the sandbox");
             (environment_end(e), None)
         }
     };
-
-    // `None`: no judge ran, so no test count or score is known.
-    let (verdict, files_modified, end, regrades) = match &toolbox {
-        Some(toolbox) => {
-            let root = toolbox.sandbox().root();
-            // On shutdown the run ends now, unjudged, and the workspace is removed within
-            // seconds. A run the infrastructure ended before the agent acted (its sandbox
-            // missing included) is not judged: the untouched fixture would score the task,
-            // not the agent.
-            let verdict = if end.is_infrastructure_failure(rec.usage()) {
-                None
-            } else {
-                tokio::select! {
-                    biased;
-                    _ = shutdown.cancelled() => None,
-                    verdict = judge::judge_submission(task, root, toolbox.confinement()) => Some(verdict),
-                }
-            };
-            // A judge test whose sandbox failed makes the verdict meaningless.
-            let (verdict, end) = match toolbox.confinement().setup_failure() {
-                Some(why) if end.status != ExitStatus::ExitEnvironment => {
-                    (None, environment_end(why.to_owned()))
-                }
-                _ => (verdict, end),
-            };
-            let modified = task
-                .fixture
-                .changed_paths_in(root)
-                .map(|changed| changed.len())
-                .map_err(|e| tracing::warn!(error = %e, "cannot list the scratch directory"))
-                .ok();
-            // `--regrade K`: the final diff judged again, for the verdict's stability.
-            let diff = verdict
-                .as_ref()
-                .and_then(|v| v.swe_bench.as_ref()?.diff.as_deref());
-            let regrades = match diff {
-                Some(diff) if spec.regrade > 0 && !shutdown.is_cancelled() => {
-                    judge::regrade(task, diff, toolbox.confinement(), spec.regrade).await
-                }
-                _ => Vec::new(),
-            };
-            (verdict, modified, end, regrades)
-        }
-        // No sandbox, no scratch copy: nothing was compared.
-        None => (None, None, end, Vec::new()),
+    let (judged, regrades) = match &toolbox {
+        Some(toolbox) => judge_final(&spec, toolbox, end, run.rec.usage(), &shutdown).await,
+        // No sandbox, no scratch copy: nothing was judged or compared.
+        None => (
+            Judged {
+                verdict: None,
+                end,
+                files_modified: None,
+            },
+            Vec::new(),
+        ),
     };
+    let result = conclude(&mut run.rec, &spec, &judged, &regrades, &progress, started)?;
+    run.close(result, judged.verdict.as_ref())
+}
+
+/// The run's tools: its scratch copy, confined with the task's environment; why not when
+/// its sandbox could not be set up.
+fn toolbox(
+    spec: &RunSpec<'_>,
+    confinement: Result<Confinement, SandboxUnavailable>,
+) -> Result<Toolbox, String> {
+    let confinement = confinement.map_err(|e| e.to_string())?;
+    let scratch = spec
+        .task
+        .workspace(confinement.workspace_bound())
+        .map_err(|e| e.to_string())?;
+    Ok(Toolbox::new(
+        scratch,
+        ToolLimits::from_config(&spec.scenario.scenario.config, spec.output_cap),
+        confinement.with_environment(spec.task.environment_dir()),
+    ))
+}
+
+/// The judge's verdict on the run's scratch copy and, under `--regrade K`, the verdicts
+/// of its final diff judged K more times (for the verdict's stability).
+async fn judge_final(
+    spec: &RunSpec<'_>,
+    toolbox: &Toolbox,
+    end: RunEnd,
+    usage: &Usage,
+    shutdown: &CancellationToken,
+) -> (Judged, Vec<Verdict>) {
+    let judged = prologue::judge_scratch(
+        spec.task,
+        toolbox.sandbox().root(),
+        toolbox.confinement(),
+        end,
+        usage,
+        shutdown,
+    )
+    .await;
+    let diff = judged
+        .verdict
+        .as_ref()
+        .and_then(|v| v.swe_bench.as_ref()?.diff.as_deref());
+    let regrades = match diff {
+        Some(diff) if spec.regrade > 0 && !shutdown.is_cancelled() => {
+            judge::regrade(spec.task, diff, toolbox.confinement(), spec.regrade).await
+        }
+        _ => Vec::new(),
+    };
+    (judged, regrades)
+}
+
+/// What follows the judge: the `conclude` step, the run's `failure` when it did not
+/// succeed, what a SWE-bench verdict adds; returns the run's `run_stop`.
+fn conclude(
+    rec: &mut RunRecorder,
+    spec: &RunSpec<'_>,
+    judged: &Judged,
+    regrades: &[Verdict],
+    progress: &Progress,
+    started: Instant,
+) -> Result<RunStop, RecordError> {
+    let Judged {
+        verdict,
+        end,
+        files_modified,
+    } = judged;
+    let verdict = verdict.as_ref();
     // After the judge: a judge test whose sandbox failed makes the run one too.
     let infrastructure_failure = end.is_infrastructure_failure(rec.usage());
-    let success = run_success(&end, verdict.as_ref(), rec.usage());
-    let judged = match &verdict {
+    let success = prologue::run_success(end, verdict, rec.usage());
+    let judge_words = match verdict {
         Some(v) => format!(
             "judge: {} of {} tests pass{}",
             v.passed,
@@ -356,113 +267,43 @@ pub async fn execute(
         None,
         Payload::Step(step(
             StepType::Conclude,
-            format!("{}; {judged}", end.reason.as_deref().unwrap_or("submitted")),
+            format!(
+                "{}; {judge_words}",
+                end.reason.as_deref().unwrap_or("submitted")
+            ),
         )),
     )?;
     // A submission nobody judged (success unknown) has no `failure`: it may be right. An
     // infrastructure failure (a run without its sandbox included) has one, rooted in what
     // failed.
     if success == Some(false) || infrastructure_failure {
-        rec.emit(
-            None,
-            Payload::Failure(run_failure(&end, verdict.as_ref(), &progress)),
-        )?;
+        rec.emit(None, Payload::Failure(run_failure(end, verdict, progress)))?;
     }
     let commands = bash_commands(&progress.history);
-    let swe = record_swe_bench(
-        &mut rec,
-        task,
-        verdict.as_ref(),
+    let swe = prologue::record_swe_bench(
+        rec,
+        spec.task,
+        verdict,
         Some(&commands),
-        config.sandbox_limits.network_enabled,
+        spec.scenario.scenario.config.sandbox_limits.network_enabled,
     )?;
     let regrade = verdict
-        .as_ref()
         .filter(|_| !regrades.is_empty())
-        .map(|v| regrade_of(v, &regrades));
-    let result = RunStop {
+        .map(|v| regrade_of(v, regrades));
+    Ok(RunStop {
         diff_sha256: swe.diff_sha256,
         integrity: swe.integrity,
         stability_variance: regrade.as_ref().map(|(_, variance)| *variance),
         regrade: regrade.map(|(regrade, _)| regrade),
-        ..run_stop(
-            &rec,
-            &end,
-            verdict.as_ref(),
-            files_modified,
+        ..prologue::run_stop(
+            rec,
+            end,
+            verdict,
+            *files_modified,
             started,
             Some(progress.tool_errors),
             Some(progress.turns),
         )
-    };
-    rec.emit(None, Payload::RunStop(result.clone()))?;
-    RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())
-}
-
-/// The `run_start` of a run of `scenario` under `config`, on a scratch copy of the fixture
-/// hashed `fixture_sha256`, confined as `sandbox` says.
-pub(crate) fn run_start(
-    config: RunConfig,
-    scenario: &LoadedScenario,
-    fixture_sha256: Hash256,
-    sandbox: SandboxInfo,
-) -> RunStart {
-    RunStart {
-        config,
-        scenario: ScenarioRef {
-            name: scenario.scenario.name.clone(),
-            sha256: scenario.sha256.clone(),
-        },
-        fixture_sha256,
-        scoring_version: SCORING_VERSION.to_owned(),
-        runner_version: RUNNER_VERSION.to_owned(),
-        sandbox: Some(sandbox),
-        sweep: None,
-    }
-}
-
-/// What a verdict by SWE-bench's rules adds to `run_stop`.
-#[derive(Debug, Default)]
-pub(crate) struct SweBenchStop {
-    /// `run_stop.diff_sha256`.
-    pub diff_sha256: Option<Hash256>,
-    /// `run_stop.integrity`.
-    pub integrity: Option<RunIntegrity>,
-}
-
-/// Records what a verdict by SWE-bench's rules adds to a run of `task`: one
-/// `test_outcome` per test, and the final diff as [`DIFF_FILE`] beside the run's events;
-/// returns the diff's SHA-256 and the run's integrity flags for `run_stop` (nothing
-/// without such a verdict). `commands` are the agent's `bash` commands, when the runner
-/// saw them.
-pub(crate) fn record_swe_bench(
-    rec: &mut RunRecorder,
-    task: &LoadedTask,
-    verdict: Option<&Verdict>,
-    commands: Option<&[String]>,
-    network_enabled: bool,
-) -> Result<SweBenchStop, RecordError> {
-    let (Some(verdict), Some(swe)) = (verdict, &task.task.swe_bench) else {
-        return Ok(SweBenchStop::default());
-    };
-    let Some(judged) = &verdict.swe_bench else {
-        return Ok(SweBenchStop::default());
-    };
-    for test in &judged.tests {
-        rec.emit(None, Payload::TestOutcome(test.clone()))?;
-    }
-    if let Some(diff) = &judged.diff {
-        rec.write_artifact(DIFF_FILE, diff)?;
-    }
-    Ok(SweBenchStop {
-        diff_sha256: judged.diff.as_deref().map(schemas::sha256_hex),
-        integrity: Some(integrity::flags(integrity::Seen {
-            restored: &verdict.restored,
-            commands,
-            network_enabled,
-            diff: judged.diff.as_deref(),
-            gold: &swe.patch,
-        })),
     })
 }
 
@@ -491,89 +332,6 @@ fn bash_commands(history: &[Exchange]) -> Vec<String> {
         .collect()
 }
 
-/// The `run_stop` of a run that ended as `end`, `started` ago, with the model usage `rec`
-/// counted: judged by `verdict` (`None`: no judge ran, so test counts and score are
-/// unknown), with `files_modified` paths changed in its scratch copy (`None`: nobody
-/// compared it with the fixture), `tool_errors` failed tool calls and `turns` turns
-/// (`None`: nobody counted them).
-pub(crate) fn run_stop(
-    rec: &RunRecorder,
-    end: &RunEnd,
-    verdict: Option<&Verdict>,
-    files_modified: Option<usize>,
-    started: Instant,
-    tool_errors: Option<u32>,
-    turns: Option<u32>,
-) -> RunStop {
-    let usage = rec.usage();
-    RunStop {
-        success: run_success(end, verdict, usage),
-        final_score: verdict.map(Verdict::score),
-        wall_time_ms: Some(millis(started.elapsed())),
-        total_tokens: usage.total_tokens(),
-        tool_errors,
-        stability_variance: None,
-        failing_tests: verdict.map(Verdict::failing).unwrap_or_default(),
-        tests_passed: verdict.map(|v| v.passed),
-        tests_failed: verdict.map(|v| v.failed),
-        files_modified: files_modified.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
-        early_stopped: end.early_stopped(),
-        early_stop_reason: end.reason.clone(),
-        exit_status: end.status,
-        cost_usd: usage.cost_usd(),
-        api_calls: Some(usage.api_calls),
-        turns,
-        claim: None,
-        diff_sha256: None,
-        integrity: None,
-        regrade: None,
-    }
-}
-
-/// `run_stop.success` of a run that ended as `end` after the model usage `usage`, judged
-/// by `verdict`: null for an infrastructure failure (not a result), else as
-/// [`Verdict::run_success`] reads the verdict.
-fn run_success(end: &RunEnd, verdict: Option<&Verdict>, usage: &Usage) -> Option<bool> {
-    if end.is_infrastructure_failure(usage) {
-        None
-    } else {
-        Verdict::run_success(verdict, end.status == ExitStatus::Submitted)
-    }
-}
-
-/// The end of a run whose sandbox could not be set up, `why`.
-pub(crate) fn environment_end(why: String) -> RunEnd {
-    RunEnd {
-        root: Some(sandbox_root(why)),
-        ..RunEnd::early(ExitStatus::ExitEnvironment, "sandbox setup failed")
-    }
-}
-
-/// The `failure` root of a sandbox that could not be set up, `why`.
-fn sandbox_root(why: String) -> FailureRoot {
-    FailureRoot::Build {
-        error_type: "sandbox".to_owned(),
-        command: why,
-    }
-}
-
-/// The `failure` of a run of an `exec` agent whose sandbox could not be set up, `why`
-/// (a native run's comes from [`run_failure`], with what its turns add).
-pub(crate) fn environment_failure(why: &str) -> Failure {
-    Failure {
-        first_failure_root: sandbox_root(why.to_owned()),
-        recovery_attempts: Vec::new(),
-        final_error_state: FinalErrorState {
-            recoverable: false,
-            error_category: "environment".to_owned(),
-            confidence: 1.0,
-            similar_failures: 0,
-        },
-        contributing_factors: Vec::new(),
-        remediation_suggestions: Vec::new(),
-    }
-}
-
 /// The turns of the run, until something ends it.
 async fn turns(
     rec: &mut RunRecorder,
@@ -584,56 +342,117 @@ async fn turns(
     started: Instant,
     shutdown: &CancellationToken,
 ) -> Result<RunEnd, RecordError> {
-    let config: &RunConfig = &spec.scenario.scenario.config;
-    let limits = Limits::from_config(config);
+    let mut turns = Turns {
+        rec,
+        policy,
+        toolbox,
+        spec,
+        progress,
+        limits: Limits::from_config(&spec.scenario.scenario.config),
+        started,
+        shutdown,
+    };
     loop {
-        if shutdown.is_cancelled() {
-            return Ok(RunEnd::early(ExitStatus::ExitError, "shutdown"));
-        }
-        if let Some(end) = limits.check(progress.turns, started, progress.last_change, rec.usage())
-        {
+        if let Some(end) = turns.take_turn().await? {
             return Ok(end);
         }
+    }
+}
+
+/// The agent loop's state and what it acts with, borrowed for the run's turns.
+struct Turns<'t, 's> {
+    rec: &'t mut RunRecorder,
+    policy: &'t mut dyn Policy,
+    toolbox: &'t Toolbox,
+    spec: &'t RunSpec<'s>,
+    progress: &'t mut Progress,
+    limits: Limits,
+    started: Instant,
+    shutdown: &'t CancellationToken,
+}
+
+/// The end of a run that shutdown cut short.
+fn shutdown_end() -> RunEnd {
+    RunEnd::early(ExitStatus::ExitError, "shutdown")
+}
+
+impl Turns<'_, '_> {
+    /// One turn: the limits, the policy's decision, each of its actions, and the probe of
+    /// the judge's tests after a change; how the run ended if it did.
+    async fn take_turn(&mut self) -> Result<Option<RunEnd>, RecordError> {
+        if self.shutdown.is_cancelled() {
+            return Ok(Some(shutdown_end()));
+        }
+        let progress = &self.progress;
+        if let Some(end) = self.limits.check(
+            progress.turns,
+            self.started,
+            progress.last_change,
+            self.rec.usage(),
+        ) {
+            return Ok(Some(end));
+        }
         let step_id = Uuid::now_v7();
-        let turn = Turn {
-            number: progress.turns,
-            task: &spec.task.task,
-            config,
-            history: &progress.history,
-        };
-        let usage_before = rec.usage().clone();
-        let decided = {
-            let mut events = PolicyEvents::new(rec, step_id);
-            let decided = tokio::select! {
-                decided = tokio::time::timeout(limits.remaining(started), policy.decide(&turn, &mut events)) => Some(decided),
-                _ = shutdown.cancelled() => None,
-            };
-            if let Some(e) = events.into_error() {
-                return Err(e);
-            }
-            decided
-        };
-        let decision: Decision = match decided {
-            None => return Ok(RunEnd::early(ExitStatus::ExitError, "shutdown")),
-            Some(Err(_elapsed)) => {
-                return Ok(RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout"))
-            }
-            Some(Ok(Err(stop))) => {
-                return Ok(RunEnd {
-                    root: stop.root,
-                    ..RunEnd::early(stop.status, stop.reason)
-                })
-            }
-            Some(Ok(Ok(decision))) => decision,
+        let usage_before = self.rec.usage().clone();
+        let decision = match self.decide(step_id).await? {
+            Ok(decision) => decision,
+            Err(end) => return Ok(Some(end)),
         };
         // A turn whose model call got no answer is not one of the agent's.
         if decision.unanswered {
-            continue;
+            return Ok(None);
         }
-        progress.turns += 1;
-        let usage = rec.usage();
+        self.progress.turns += 1;
+        let modified = match self.act(step_id, decision, &usage_before).await? {
+            Acted::Ended(end) => return Ok(Some(end)),
+            Acted::Modified(modified) => modified,
+        };
+        if modified {
+            self.progress.last_change = Instant::now();
+            return self.probe().await;
+        }
+        Ok(None)
+    }
+
+    /// The policy's decision for this turn, bounded by the execution time left and by
+    /// shutdown; how the run ended when there is none.
+    async fn decide(&mut self, step_id: Uuid) -> Result<Result<Decision, RunEnd>, RecordError> {
+        let turn = Turn {
+            number: self.progress.turns,
+            task: &self.spec.task.task,
+            config: &self.spec.scenario.scenario.config,
+            history: &self.progress.history,
+        };
+        let mut events = PolicyEvents::new(self.rec, step_id);
+        let decided = tokio::select! {
+            decided = tokio::time::timeout(self.limits.remaining(self.started), self.policy.decide(&turn, &mut events)) => Some(decided),
+            _ = self.shutdown.cancelled() => None,
+        };
+        if let Some(e) = events.into_error() {
+            return Err(e);
+        }
+        Ok(match decided {
+            None => Err(shutdown_end()),
+            Some(Err(_elapsed)) => Err(RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout")),
+            Some(Ok(Err(stop))) => Err(RunEnd {
+                root: stop.root,
+                ..RunEnd::early(stop.status, stop.reason)
+            }),
+            Some(Ok(Ok(decision))) => Ok(decision),
+        })
+    }
+
+    /// The turn's steps: its `reason` step, then per action `act`, the tool call and
+    /// `observe`; whether a tool changed a file, or how the run ended.
+    async fn act(
+        &mut self,
+        step_id: Uuid,
+        decision: Decision,
+        usage_before: &Usage,
+    ) -> Result<Acted, RecordError> {
         let context_kb = Some(decision.context_kb.unwrap_or_else(|| {
-            let bytes: usize = progress
+            let bytes: usize = self
+                .progress
                 .history
                 .iter()
                 .map(|e| e.outcome.observation.len())
@@ -642,73 +461,77 @@ async fn turns(
         }));
         // The turn's model calls go on its first step (the reason step, else the first
         // act), so summing a run's steps counts each call once.
-        let mut turn_tokens = usage.tokens_since(&usage_before);
-        if let Some(thought) = decision.thought {
+        let mut turn_tokens = self.rec.usage().tokens_since(usage_before);
+        let mut planned = |step_type: StepType, content: String| {
             let (tokens_in, tokens_out) = turn_tokens.take().unzip();
-            rec.emit(
-                Some(step_id),
-                Payload::Step(Step {
-                    tokens_in,
-                    tokens_out,
-                    planned_step: decision.planned_step,
-                    context_kb,
-                    ..step(StepType::Reason, thought)
-                }),
-            )?;
+            Payload::Step(Step {
+                tokens_in,
+                tokens_out,
+                planned_step: decision.planned_step,
+                context_kb,
+                ..step(step_type, content)
+            })
+        };
+        if let Some(thought) = decision.thought {
+            self.rec
+                .emit(Some(step_id), planned(StepType::Reason, thought))?;
         }
         let mut modified = false;
         for request in decision.actions {
-            let (tokens_in, tokens_out) = turn_tokens.take().unzip();
-            rec.emit(
-                Some(step_id),
-                Payload::Step(Step {
-                    tokens_in,
-                    tokens_out,
-                    planned_step: decision.planned_step,
-                    context_kb,
-                    ..step(StepType::Act, request.describe())
-                }),
-            )?;
+            self.rec
+                .emit(Some(step_id), planned(StepType::Act, request.describe()))?;
             let outcome = tokio::select! {
-                outcome = toolbox.call(&request, limits.remaining(started)) => outcome,
-                _ = shutdown.cancelled() => return Ok(RunEnd::early(ExitStatus::ExitError, "shutdown")),
+                outcome = self.toolbox.call(&request, self.limits.remaining(self.started)) => outcome,
+                _ = self.shutdown.cancelled() => return Ok(Acted::Ended(shutdown_end())),
             };
-            record_tool_call(rec, step_id, &request, &outcome, progress)?;
-            rec.emit(
+            record_tool_call(self.rec, step_id, &request, &outcome, self.progress)?;
+            self.rec.emit(
                 Some(step_id),
                 Payload::Step(Step {
                     wall_time_ms: Some(millis(outcome.latency)),
                     ..step(StepType::Observe, outcome.observation.clone())
                 }),
             )?;
-            if let Some(why) = toolbox.confinement().setup_failure() {
-                return Ok(environment_end(why.to_owned()));
+            if let Some(why) = self.toolbox.confinement().setup_failure() {
+                return Ok(Acted::Ended(environment_end(why.to_owned())));
             }
             modified |= !outcome.footprint.files_modified.is_empty();
             let submitted = outcome.submitted;
-            progress.history.push(Exchange {
-                turn: progress.turns - 1,
+            self.progress.history.push(Exchange {
+                turn: self.progress.turns - 1,
                 request,
                 outcome,
             });
             if submitted {
-                return Ok(RunEnd::submitted());
+                return Ok(Acted::Ended(RunEnd::submitted()));
             }
         }
-        if modified {
-            progress.last_change = Instant::now();
-            if limits.probes_tests() {
-                let probe =
-                    judge::judge(spec.task, toolbox.sandbox().root(), toolbox.confinement()).await;
-                if let Some(why) = toolbox.confinement().setup_failure() {
-                    return Ok(environment_end(why.to_owned()));
-                }
-                if let Some(end) = limits.observe_failing(&mut progress.patience, probe.failed) {
-                    return Ok(end);
-                }
-            }
-        }
+        Ok(Acted::Modified(modified))
     }
+
+    /// After a turn that changed a file, when probes are on (`failing_tests_patience`):
+    /// the judge's tests run as a probe; how the run ended if patience ran out.
+    async fn probe(&mut self) -> Result<Option<RunEnd>, RecordError> {
+        if !self.limits.probes_tests() {
+            return Ok(None);
+        }
+        let confinement = self.toolbox.confinement();
+        let probe = judge::judge(self.spec.task, self.toolbox.sandbox().root(), confinement).await;
+        if let Some(why) = confinement.setup_failure() {
+            return Ok(Some(environment_end(why.to_owned())));
+        }
+        Ok(self
+            .limits
+            .observe_failing(&mut self.progress.patience, probe.failed))
+    }
+}
+
+/// What a turn's actions came to.
+enum Acted {
+    /// The run ended (submitted, shutdown, a sandbox missing).
+    Ended(RunEnd),
+    /// The turn goes on; whether a tool changed a file.
+    Modified(bool),
 }
 
 fn record_tool_call(
@@ -909,10 +732,6 @@ pub(crate) fn step(step_type: StepType, content: String) -> Step {
     }
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -930,13 +749,16 @@ mod tests {
             ..Usage::default()
         };
         assert_eq!(end.status, ExitStatus::ExitEnvironment);
-        assert_eq!(run_success(&end, Some(&passing), &answered), None);
-        assert_eq!(run_success(&end, None, &answered), None);
+        assert_eq!(prologue::run_success(&end, Some(&passing), &answered), None);
+        assert_eq!(prologue::run_success(&end, None, &answered), None);
         // Other ends keep the judge's word: no submission is no success.
         let forfeit = RunEnd::early(ExitStatus::ExitForfeit, "max_iterations");
-        assert_eq!(run_success(&forfeit, None, &answered), Some(false));
         assert_eq!(
-            run_success(&RunEnd::submitted(), Some(&passing), &answered),
+            prologue::run_success(&forfeit, None, &answered),
+            Some(false)
+        );
+        assert_eq!(
+            prologue::run_success(&RunEnd::submitted(), Some(&passing), &answered),
             Some(true)
         );
 
@@ -948,7 +770,9 @@ mod tests {
             FailureRoot::Build { ref command, .. } if command.contains("namespace")
         ));
         assert_eq!(
-            environment_failure("why").final_error_state.error_category,
+            prologue::environment_failure("why")
+                .final_error_state
+                .error_category,
             "environment"
         );
     }

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use bench_nats::{NatsArgs, StreamSpec};
 use clap::Args;
-use schemas::SubjectPrefix;
 use secrecy::SecretString;
 
 use crate::error::Error;
@@ -96,16 +95,18 @@ impl OptionalEventArgs {
     }
 }
 
-/// Broker, subjects and spool.
+/// Broker, subjects and spool. `--subject-prefix` and `--stream` are [`NatsArgs`]'s,
+/// worded here for what publishing does with them.
 #[derive(Debug, Args)]
+#[command(mut_arg("subject_prefix", |a| a
+    .help("Subject prefix: events go to <prefix>.events.<run_id>.<type>")
+    .default_value("bench")))]
+#[command(mut_arg("stream", |a| a
+    .help("Stream name used by --create-stream")
+    .default_value("BENCH_EVENTS")))]
 pub struct PublishArgs {
     #[command(flatten)]
     pub nats: NatsArgs,
-    /// Subject prefix: events go to <prefix>.events.<run_id>.<type>.
-    // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
-    #[allow(rustdoc::invalid_html_tags)]
-    #[arg(long, env = "BENCH_SUBJECT_PREFIX", default_value = "bench")]
-    pub subject_prefix: SubjectPrefix,
     /// Spool file for events the broker could not take: the first of its slots
     /// (`<stem>.1.spool`, ... are the others); each process takes a free one.
     #[arg(
@@ -129,30 +130,32 @@ pub struct PublishArgs {
     /// Create the stream when it is missing (local use; in production the sink does).
     #[arg(long, env = "BENCH_RUNNER_CREATE_STREAM")]
     pub create_stream: bool,
-    /// Stream name used by --create-stream.
-    #[arg(long, env = "BENCH_STREAM", default_value = "BENCH_EVENTS")]
-    pub stream: String,
 }
 
 impl PublishArgs {
     /// The validated publishing setup.
-    pub fn into_setup(self) -> Result<PublishSetup, Error> {
+    pub fn into_setup(mut self) -> Result<PublishSetup, Error> {
         if self.publish_window == 0 {
             return Err(Error::Config("--publish-window must be at least 1".into()));
         }
+        let prefix = self.nats.subject_prefix.take().unwrap_or_default();
+        let stream = self.nats.stream.take();
         let nats = self
             .nats
             .resolve()
             .map_err(|e| Error::Config(e.to_string()))?;
-        let create_stream = self.create_stream.then(|| StreamSpec {
-            name: self.stream.clone(),
-            prefix: self.subject_prefix.clone(),
-            ..StreamSpec::default()
+        let create_stream = self.create_stream.then(|| {
+            let defaults = StreamSpec::default();
+            StreamSpec {
+                name: stream.unwrap_or(defaults.name),
+                prefix: prefix.clone(),
+                ..defaults
+            }
         });
         Ok(PublishSetup {
             nats,
             publish: PublishConfig {
-                prefix: self.subject_prefix,
+                prefix,
                 window: self.publish_window,
                 ack_timeout: Duration::from_millis(self.ack_timeout_ms),
                 drain_timeout: Duration::from_millis(self.drain_timeout_ms),

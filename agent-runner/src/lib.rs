@@ -16,6 +16,9 @@
 //! - [`tools`]: the agent's tools (`bash`, `view`, `str_replace`, `write_file`, `grep`,
 //!   `submit`) in a per-run scratch copy of the fixture.
 //! - [`agent`]: one run, the agent loop from `run_start` to `run_stop`.
+//! - `prologue`: what every run of this runner does before its first and after its last
+//!   turn, native or external agent: sandbox in force → `env_hash` → `run_start`, the
+//!   judge on the scratch copy, `run_stop` → `summary.json`.
 //! - [`limits`]: the limits that end a run early and the exit status of each.
 //! - [`backoff`]: the wait before a retry under a run's `retry_policy` (tools and models).
 //! - [`judge`]: running a task's judge tests.
@@ -86,6 +89,7 @@ pub mod otlp;
 pub mod outgoing;
 pub mod policy;
 pub mod pricing;
+mod prologue;
 pub mod protect;
 pub mod provider;
 pub mod publish;

@@ -23,20 +23,41 @@ use bench_cli::section;
 use crate::classify::Backoff;
 use crate::metrics::ConnectionLimits;
 
-section! {
-    /// `[stream]`: the JetStream stream the sink reads.
-    #[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
-    #[serde(deny_unknown_fields)]
-    pub struct StreamArgs {
-        /// Stream name. Default `BENCH_EVENTS`.
-        pub name: Option<String> = ("stream", "BENCH_STREAM"),
-        /// Subject prefix; the stream captures `<prefix>.events.>`. Default `bench`.
-        pub prefix: Option<String> = ("subject-prefix", "BENCH_SUBJECT_PREFIX"),
-        /// Replicas when the sink creates the stream: 1 locally, 3 on a cluster. Default 1.
-        pub replicas: Option<usize> = ("stream-replicas", "BENCH_STREAM_REPLICAS"),
-        /// Only verify that stream and consumer exist; never create them. Default false.
-        #[arg(num_args = 0..=1, default_missing_value = "true")]
-        pub no_create: Option<bool> = ("no-create", "BENCH_SINK_NO_CREATE"),
+/// `[stream]`: the JetStream stream the sink reads. Its name and subject prefix are
+/// `--stream` and `--subject-prefix` of [`NatsArgs`] on the command line (worded for the
+/// sink by [`SinkArgs`]), and `name` and `prefix` here in a config file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamArgs {
+    /// Stream name. Default `BENCH_EVENTS`. Flag `--stream` ([`NatsArgs::stream`]).
+    #[arg(skip)]
+    pub name: Option<String>,
+    /// Subject prefix; the stream captures `<prefix>.events.>`. Default `bench`. Flag
+    /// `--subject-prefix` ([`NatsArgs::subject_prefix`]).
+    #[arg(skip)]
+    pub prefix: Option<String>,
+    /// Replicas when the sink creates the stream: 1 locally, 3 on a cluster. Default 1.
+    #[arg(
+        id = "stream-replicas",
+        long = "stream-replicas",
+        env = "BENCH_STREAM_REPLICAS"
+    )]
+    pub replicas: Option<usize>,
+    /// Only verify that stream and consumer exist; never create them. Default false.
+    #[arg(num_args = 0..=1, default_missing_value = "true")]
+    #[arg(id = "no-create", long = "no-create", env = "BENCH_SINK_NO_CREATE")]
+    pub no_create: Option<bool>,
+}
+
+impl StreamArgs {
+    /// Field by field, `self` wins over `lower`.
+    pub fn merge(self, lower: StreamArgs) -> StreamArgs {
+        StreamArgs {
+            name: self.name.or(lower.name),
+            prefix: self.prefix.or(lower.prefix),
+            replicas: self.replicas.or(lower.replicas),
+            no_create: self.no_create.or(lower.no_create),
+        }
     }
 }
 
@@ -131,6 +152,14 @@ section! {
 /// `[runtime]`).
 #[derive(Debug, Clone, Default, clap::Args, Deserialize)]
 #[serde(deny_unknown_fields, default)]
+#[command(mut_arg("stream", |a| a
+    .help("Stream name. Default `BENCH_EVENTS`")
+    .value_name("stream")
+    .help_heading("Stream")))]
+#[command(mut_arg("subject_prefix", |a| a
+    .help("Subject prefix; the stream captures `<prefix>.events.>`. Default `bench`")
+    .value_name("subject-prefix")
+    .help_heading("Stream")))]
 pub struct SinkArgs {
     /// TOML config file; flags and environment override it.
     #[arg(id = "config", long = "config", env = "BENCH_SINK_CONFIG")]
@@ -193,32 +222,62 @@ impl SinkArgs {
     }
 
     /// Fills defaults and checks every value.
-    pub fn resolve(self) -> Result<Config, ConfigError> {
-        // Also parses the URL: a garbage one is a settings error (exit 2), not a connect one.
-        let nats = self.nats.resolve()?;
+    pub fn resolve(mut self) -> Result<Config, ConfigError> {
+        // The stream's name and prefix: flags and environment (`NatsArgs`) over the
+        // file's `[stream]`.
+        let name = self.nats.stream.take();
+        let prefix = self.nats.subject_prefix.take();
+        Ok(Config {
+            // Also parses the URL: a garbage one is a settings error (exit 2), not a
+            // connect one.
+            nats: self.nats.resolve()?,
+            create: !self.stream.no_create.unwrap_or(false),
+            stream: self.stream.resolve(name, prefix)?,
+            consumer: self.consumer.resolve()?,
+            clickhouse: self.clickhouse.resolve()?,
+            batch: self.batch.resolve()?,
+            metrics: self.metrics.resolve()?,
+            worker_threads: positive("runtime.worker_threads", self.runtime.worker_threads)?
+                .unwrap_or(1),
+        })
+    }
+}
 
-        let prefix: SubjectPrefix = match self.stream.prefix {
-            Some(p) => p.parse()?,
-            None => SubjectPrefix::default(),
+impl StreamArgs {
+    /// The stream to read, defaults filled and names checked; `name` and `prefix` (the
+    /// flags) win over the file's.
+    fn resolve(
+        self,
+        name: Option<String>,
+        prefix: Option<SubjectPrefix>,
+    ) -> Result<StreamSpec, ConfigError> {
+        let prefix: SubjectPrefix = match (prefix, self.prefix) {
+            (Some(p), _) => p,
+            (None, Some(p)) => p.parse()?,
+            (None, None) => SubjectPrefix::default(),
         };
         let defaults = StreamSpec::default();
         let stream = StreamSpec {
-            name: nonempty("stream.name", self.stream.name)?.unwrap_or(defaults.name),
+            name: nonempty("stream.name", name.or(self.name))?.unwrap_or(defaults.name),
             prefix,
-            replicas: positive("stream.replicas", self.stream.replicas)?
-                .unwrap_or(defaults.replicas),
+            replicas: positive("stream.replicas", self.replicas)?.unwrap_or(defaults.replicas),
         };
         if !is_nats_name(&stream.name) {
             return Err(invalid("stream.name", "letters, digits, `-` and `_` only").into());
         }
+        Ok(stream)
+    }
+}
 
-        let c = self.consumer;
+impl ConsumerArgs {
+    /// The durable consumer, defaults filled and bounds checked.
+    fn resolve(self) -> Result<ConsumerConfig, ConfigError> {
         let consumer = ConsumerConfig {
-            name: nonempty("consumer.name", c.name)?.unwrap_or_else(|| "event-sink".into()),
-            ack_wait: Duration::from_millis(c.ack_wait_ms.unwrap_or(10_000)),
-            max_ack_pending: c.max_ack_pending.unwrap_or(100_000),
-            max_deliver: c.max_deliver.unwrap_or(-1),
-            fetch_batch: positive("consumer.fetch_batch", c.fetch_batch)?.unwrap_or(1000),
+            name: nonempty("consumer.name", self.name)?.unwrap_or_else(|| "event-sink".into()),
+            ack_wait: Duration::from_millis(self.ack_wait_ms.unwrap_or(10_000)),
+            max_ack_pending: self.max_ack_pending.unwrap_or(100_000),
+            max_deliver: self.max_deliver.unwrap_or(-1),
+            fetch_batch: positive("consumer.fetch_batch", self.fetch_batch)?.unwrap_or(1000),
         };
         if !is_nats_name(&consumer.name) {
             return Err(invalid("consumer.name", "letters, digits, `-` and `_` only").into());
@@ -232,27 +291,27 @@ impl SinkArgs {
         if consumer.max_deliver != -1 && consumer.max_deliver < 1 {
             return Err(invalid("consumer.max_deliver", "must be -1 or positive").into());
         }
+        Ok(consumer)
+    }
+}
 
-        let clickhouse = self.clickhouse.resolve()?;
-
-        let b = self.batch;
+impl BatchArgs {
+    /// Batching, retries and draining, defaults filled and bounds checked.
+    fn resolve(self) -> Result<BatchConfig, ConfigError> {
+        let millis = |key: &'static str, value: Option<u64>, default: u64| {
+            positive(key, value).map(|v| Duration::from_millis(v.unwrap_or(default)))
+        };
         let batch = BatchConfig {
-            max_rows: positive("batch.max_rows", b.max_rows)?.unwrap_or(20_000),
-            max_bytes: positive("batch.max_bytes", b.max_bytes)?.unwrap_or(24 << 20),
-            flush_interval: Duration::from_millis(
-                positive("batch.flush_interval_ms", b.flush_interval_ms)?.unwrap_or(500),
-            ),
-            linger: Duration::from_millis(positive("batch.linger_ms", b.linger_ms)?.unwrap_or(100)),
-            linger_max_rows: b.linger_max_rows.unwrap_or(200),
+            max_rows: positive("batch.max_rows", self.max_rows)?.unwrap_or(20_000),
+            max_bytes: positive("batch.max_bytes", self.max_bytes)?.unwrap_or(24 << 20),
+            flush_interval: millis("batch.flush_interval_ms", self.flush_interval_ms, 500)?,
+            linger: millis("batch.linger_ms", self.linger_ms, 100)?,
+            linger_max_rows: self.linger_max_rows.unwrap_or(200),
             retry: Backoff {
-                initial: Duration::from_millis(
-                    positive("batch.retry_initial_ms", b.retry_initial_ms)?.unwrap_or(100),
-                ),
-                max: Duration::from_millis(
-                    positive("batch.retry_max_ms", b.retry_max_ms)?.unwrap_or(10_000),
-                ),
+                initial: millis("batch.retry_initial_ms", self.retry_initial_ms, 100)?,
+                max: millis("batch.retry_max_ms", self.retry_max_ms, 10_000)?,
             },
-            drain_timeout: Duration::from_millis(b.drain_timeout_ms.unwrap_or(20_000)),
+            drain_timeout: Duration::from_millis(self.drain_timeout_ms.unwrap_or(20_000)),
         };
         if batch.retry.max < batch.retry.initial {
             return Err(invalid(
@@ -261,10 +320,15 @@ impl SinkArgs {
             )
             .into());
         }
+        Ok(batch)
+    }
+}
 
-        let m = self.metrics;
-        let metrics = MetricsConfig {
-            listen: match m.listen.as_deref() {
+impl MetricsArgs {
+    /// The metrics endpoint (`off`: none), defaults filled.
+    fn resolve(self) -> Result<MetricsConfig, ConfigError> {
+        Ok(MetricsConfig {
+            listen: match self.listen.as_deref() {
                 None => Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
                 Some("off") => None,
                 Some(addr) => Some(addr.parse().map_err(|_| {
@@ -275,25 +339,13 @@ impl SinkArgs {
                 })?),
             },
             limits: ConnectionLimits {
-                max_connections: positive("metrics.max_connections", m.max_connections)?
+                max_connections: positive("metrics.max_connections", self.max_connections)?
                     .unwrap_or(64),
                 timeout: Duration::from_millis(
-                    positive("metrics.connection_timeout_ms", m.connection_timeout_ms)?
+                    positive("metrics.connection_timeout_ms", self.connection_timeout_ms)?
                         .unwrap_or(10_000),
                 ),
             },
-        };
-
-        Ok(Config {
-            nats,
-            stream,
-            create: !self.stream.no_create.unwrap_or(false),
-            consumer,
-            clickhouse,
-            batch,
-            metrics,
-            worker_threads: positive("runtime.worker_threads", self.runtime.worker_threads)?
-                .unwrap_or(1),
         })
     }
 }
@@ -437,6 +489,39 @@ mod tests {
         assert_eq!(config.consumer.ack_wait, Duration::from_secs(9));
         assert_eq!(config.clickhouse.database, "filedb");
         assert_eq!(config.nats.url, "nats://file:4222");
+    }
+
+    #[test]
+    fn the_stream_flags_win_over_the_file_and_the_file_names_them_under_stream() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Command {
+            #[command(flatten)]
+            args: SinkArgs,
+        }
+        let file =
+            parse("[stream]\nname = \"FILE_EVENTS\"\nprefix = \"file\"\n").expect("valid file");
+        let config = SinkArgs::default()
+            .merge(file.clone())
+            .resolve()
+            .expect("valid");
+        assert_eq!(config.stream.name, "FILE_EVENTS");
+        assert_eq!(config.stream.prefix.as_str(), "file");
+        // The flags are NATS's (`--stream`, `--subject-prefix`), still the stream's own.
+        let flags = Command::try_parse_from([
+            "event-sink",
+            "--stream",
+            "FLAG_EVENTS",
+            "--subject-prefix",
+            "flag",
+        ])
+        .expect("flags parse")
+        .args;
+        let config = flags.merge(file).resolve().expect("valid");
+        assert_eq!(config.stream.name, "FLAG_EVENTS");
+        assert_eq!(config.stream.prefix.as_str(), "flag");
+        // In the file they belong to `[stream]`, never to `[nats]`.
+        assert!(parse("[nats]\nstream = \"X\"\n").is_err());
     }
 
     #[test]

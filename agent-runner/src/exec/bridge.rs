@@ -31,25 +31,21 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus as ProcessStatus, Stdio};
 use std::time::Instant;
 
-use schemas::{
-    Canonical, ExitKind, ExitStatus, Hash256, Payload, RunClaim, RunSequencer, RunStop, SandboxInfo,
-};
-use serde::Serialize;
+use schemas::{ExitKind, ExitStatus, Payload, RunClaim, RunSequencer, RunStop};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 use super::program;
 use super::protocol::{parse_line, LineError, MAX_LINE_BYTES};
 use super::ExecError;
-use crate::agent::{self, RunSummary, RUNNER_VERSION};
 use crate::error::Error;
-use crate::judge::{self, Verdict, SCORING_VERSION};
+use crate::judge::Verdict;
 use crate::limits::RunEnd;
-use crate::publish::DeliveryReport;
+use crate::prologue::{self, Judged, Opening, RunSummary};
+use crate::publish::{DeliveryReport, PublisherHandle};
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
-use crate::scenario::{LoadOptions, LoadedScenario};
+use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
 use crate::terminal::{Admit, Escaped, WarnLimiter};
 use crate::tools::bwrap::{self, Bind, Confinement, SandboxMode, SandboxedCommand, TreeGuard};
 use crate::tools::Sandbox;
@@ -114,18 +110,6 @@ pub struct ExecReport {
     pub delivery: Option<DeliveryReport>,
 }
 
-/// What `env_hash` covers for an external agent: the program, and the task it ran on.
-#[derive(Debug, Serialize)]
-struct ExecEnvironment<'a> {
-    command: Vec<String>,
-    fixture_sha256: &'a Hash256,
-    task_sha256: &'a Hash256,
-    runner_version: &'static str,
-    scoring_version: &'static str,
-    /// The isolation and the limits actually enforced (`run_start.sandbox`).
-    sandbox: &'a SandboxInfo,
-}
-
 /// How the agent's part of the run ended.
 enum AgentEnd {
     /// Its stdout closed and it exited.
@@ -137,6 +121,16 @@ enum AgentEnd {
     /// Its sandbox could not be set up or it could not be started: it never ran
     /// (the confinement says why).
     NotStarted,
+}
+
+impl AgentEnd {
+    /// The agent's exit code; `None` when it was killed or never started.
+    fn exit_code(&self) -> Option<i32> {
+        match self {
+            AgentEnd::Exited(status) => status.code(),
+            AgentEnd::TimedOut | AgentEnd::Shutdown | AgentEnd::NotStarted => None,
+        }
+    }
 }
 
 /// Runs the agent program of `config` as one run, until it exits, times out or
@@ -155,155 +149,35 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
             allow_unpinned: config.allow_unpinned,
         },
     )?;
-    let task = scenario
-        .tasks
-        .first()
-        .ok_or_else(|| Error::Config(format!("task {} not loaded", config.task)))?;
+    let Some(task) = scenario.tasks.first() else {
+        return Err(Error::Config(format!("task {} not loaded", config.task)));
+    };
     let run_config = &scenario.scenario.config;
     let seed = config.seed.unwrap_or(scenario.scenario.seed);
     let confinement = config
         .sandbox
         .confinement(&run_config.sandbox_limits, false)?
         .with_environment(task.environment_dir());
-    let sandbox_info =
-        confinement.info(run_config.tool_timeout_ms, run_config.execution_timeout_ms);
-    // Files named on the command line (the agent's script) are passed by absolute path,
-    // since the agent starts in its scratch copy, and their directories are readable.
-    let mut read_only = config
-        .read_only
-        .iter()
-        .map(|dir| {
-            dir.canonicalize()
-                .map_err(|e| Error::Config(format!("--sandbox-ro {}: {e}", dir.display())))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut words = Vec::with_capacity(config.command.len());
-    for (i, word) in config.command.iter().enumerate() {
-        let path = Path::new(word);
-        // The program itself is looked up on PATH unless it has a `/`.
-        let names_file = (i > 0 || path.components().count() > 1) && path.is_file();
-        match names_file.then(|| path.canonicalize().ok()).flatten() {
-            Some(file) => {
-                read_only.extend(file.parent().map(Path::to_path_buf));
-                words.push(file.into_os_string());
-            }
-            None => words.push(word.clone()),
-        }
-    }
-    let (program, args) = words
-        .split_first()
-        .ok_or_else(|| Error::Config("no agent command given (after --)".into()))?;
-    // Before anything is published: a path the agent would not find refuses the run.
-    if confinement.is_sandboxed() {
-        read_only = bwrap::mountable_read_only(&read_only).map_err(ExecError::from)?;
-    }
-    let sandbox = task
-        .workspace(confinement.workspace_bound())
-        .map_err(ExecError::from)?;
-    // What the agent may know of its task: the problem statement. The task directory holds
-    // the answer key (`[[solution]]`) and the judge's files, so it is never mounted.
-    let brief = task_brief(&task.task.problem).map_err(ExecError::Brief)?;
-    let task_dir = brief.path().canonicalize().map_err(ExecError::Brief)?;
-    let fixture_sha256 = task.fixture_sha256();
-    let env_hash = ExecEnvironment {
-        command: config
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        fixture_sha256: &fixture_sha256,
-        task_sha256: &task.task_sha256,
-        runner_version: RUNNER_VERSION,
-        scoring_version: SCORING_VERSION,
-        sandbox: &sandbox_info,
-    }
-    .canonical_hash();
-    let policy_id = config
-        .policy_id
-        .clone()
-        .unwrap_or_else(|| program::default_policy_id(&config.command));
-    let sequencer = RunSequencer::new(
-        Uuid::now_v7(),
-        task.task.id.clone(),
-        policy_id,
-        run_config.canonical_hash(),
-        env_hash,
-        Some(seed),
-        config.host.clone(),
-    );
+    let launch = Launch::prepare(&config, task, &confinement)?;
     let publisher = start_optional_publisher(config.publish.as_ref()).await?;
-    let mut rec = RunRecorder::new(
-        sequencer,
-        publisher.as_ref().map(|p| p.handle()),
-        config.out_dir.as_deref(),
-    )?;
     let started = Instant::now();
-    let start = agent::run_start(
-        run_config.clone(),
+    let mut run = opening(
+        &config,
         &scenario,
-        fixture_sha256.clone(),
-        sandbox_info,
-    );
-    let scenario_ref = start.scenario.clone();
-    rec.emit(None, Payload::RunStart(start))?;
+        task,
+        seed,
+        publisher.as_ref().map(|p| p.handle()),
+    )
+    .open(prologue::sandbox_in_force(Some(&confinement), run_config))?;
 
-    let seq = rec.sequencer().clone();
-    let env: Vec<(String, String)> = [
-        ("BENCH_RUN_ID", seq.run_id.to_string()),
-        ("BENCH_TASK_ID", seq.task_id.clone()),
-        ("BENCH_POLICY_ID", seq.policy_id.clone()),
-        ("BENCH_SEED", seed.to_string()),
-        ("BENCH_CFG_HASH", seq.cfg_hash.to_string()),
-        ("BENCH_HOST", seq.host.clone()),
-        (
-            "BENCH_RUN_CONFIG",
-            schemas::canonical_json(&serde_json::to_value(run_config).unwrap_or_default()),
-        ),
-        ("BENCH_PROBLEM", task.task.problem.clone()),
-        ("BENCH_WORKDIR", sandbox.root().display().to_string()),
-        ("BENCH_TASK_DIR", task_dir.display().to_string()),
-    ]
-    .map(|(k, v)| (k.to_owned(), v))
-    .to_vec();
-    // A sandbox that cannot be prepared or a fork the runner cannot make is the host's
-    // failure, not the agent's: the run ends `exit_environment` (the confinement records
-    // why).
-    let started_agent = confinement
-        .command(&SandboxedCommand {
-            program,
-            args,
-            workdir: sandbox.root(),
-            read_only: &read_only,
-            env: &env,
-            // A bind applied after the sandbox's private /tmp, where the brief lives.
-            binds: &[Bind {
-                src: task_dir.clone(),
-                dest: task_dir,
-                read_only: true,
-            }],
-        })
-        .ok()
-        .and_then(|(mut command, tree)| {
-            let child = command
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| {
-                    confinement.record_setup_failure(format!(
-                        "cannot start {}: {e}",
-                        Escaped(&program.to_string_lossy())
-                    ));
-                })
-                .ok()?;
-            Some((child, tree))
-        });
+    let env = agent_env(run.rec.sequencer(), seed, &scenario, task, &launch);
     let mut state = ReadState::default();
-    let end = match started_agent {
+    let end = match launch.start(&confinement, &env) {
         Some((mut child, tree)) => {
             watch_agent(
                 &mut child,
                 &tree,
-                &mut rec,
+                &mut run.rec,
                 &mut state,
                 &confinement,
                 run_config.execution_timeout_ms,
@@ -314,38 +188,24 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         None => AgentEnd::NotStarted,
     };
     state.report_suppressed();
-    let agent_exit = match &end {
-        AgentEnd::Exited(status) => status.code(),
-        AgentEnd::TimedOut | AgentEnd::Shutdown | AgentEnd::NotStarted => None,
-    };
-    let (mut result, verdict) = close_run(
-        &rec,
-        &end,
-        state.agent_stop.take(),
-        task,
-        &sandbox,
-        &confinement,
+    let agent_exit = end.exit_code();
+    let ended = Ended {
+        end,
+        agent_stop: state.agent_stop.take(),
+        tools: state.tools,
         started,
-        state.tools,
-    )
-    .await;
-    // Why the run is no result, when it is not.
-    if let Some(why) = confinement.setup_failure() {
-        rec.emit(None, Payload::Failure(agent::environment_failure(why)))?;
-    }
-    // An exec agent's commands are its own: the runner does not see them.
-    let swe = agent::record_swe_bench(
-        &mut rec,
+    };
+    let (result, verdict) = close_run(
+        &mut run.rec,
+        ended,
         task,
-        verdict.as_ref(),
-        None,
+        &launch.scratch,
+        &confinement,
         run_config.sandbox_limits.network_enabled,
-    )?;
-    result.diff_sha256 = swe.diff_sha256;
-    result.integrity = swe.integrity;
-    rec.emit(None, Payload::RunStop(result.clone()))?;
-    let summary = RunSummary::record(&rec, scenario_ref, fixture_sha256, result, verdict.as_ref())?;
-    drop(rec);
+        &shutdown,
+    )
+    .await?;
+    let summary = run.close(result, verdict.as_ref())?;
     let delivery = finish_optional_publisher(publisher).await?;
     Ok(ExecReport {
         summary,
@@ -354,6 +214,167 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         agent_exit,
         delivery,
     })
+}
+
+/// Who runs `task` of `scenario` with `seed`, and where its events go.
+fn opening<'a>(
+    config: &'a ExecConfig,
+    scenario: &'a LoadedScenario,
+    task: &'a LoadedTask,
+    seed: u64,
+    publisher: Option<PublisherHandle>,
+) -> Opening<'a> {
+    Opening {
+        scenario,
+        task,
+        policy_id: config
+            .policy_id
+            .clone()
+            .unwrap_or_else(|| program::default_policy_id(&config.command)),
+        seed,
+        host: &config.host,
+        // The agent runs its own tools: the runner caps none of their output.
+        output_cap: None,
+        sweep: None,
+        publisher,
+        out_dir: config.out_dir.as_deref(),
+    }
+}
+
+/// The agent program as it is started: its command line with the files it names by
+/// absolute path, what it may read, its scratch copy and its brief.
+struct Launch {
+    /// The program and its arguments.
+    words: Vec<OsString>,
+    /// Host directories mounted read-only.
+    read_only: Vec<PathBuf>,
+    /// The scratch copy of the task's fixture (`BENCH_WORKDIR`).
+    scratch: Sandbox,
+    /// Holds the problem statement; deleted on drop, so kept for the run.
+    _brief: tempfile::TempDir,
+    /// The brief's directory (`BENCH_TASK_DIR`).
+    task_dir: PathBuf,
+}
+
+impl Launch {
+    /// Everything the agent needs before it starts, checked before anything is published:
+    /// a path the agent would not find refuses the run.
+    fn prepare(
+        config: &ExecConfig,
+        task: &LoadedTask,
+        confinement: &Confinement,
+    ) -> Result<Launch, Error> {
+        // Files named on the command line (the agent's script) are passed by absolute
+        // path, since the agent starts in its scratch copy, and their directories are
+        // readable.
+        let mut read_only = config
+            .read_only
+            .iter()
+            .map(|dir| {
+                dir.canonicalize()
+                    .map_err(|e| Error::Config(format!("--sandbox-ro {}: {e}", dir.display())))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut words = Vec::with_capacity(config.command.len());
+        for (i, word) in config.command.iter().enumerate() {
+            let path = Path::new(word);
+            // The program itself is looked up on PATH unless it has a `/`.
+            let names_file = (i > 0 || path.components().count() > 1) && path.is_file();
+            match names_file.then(|| path.canonicalize().ok()).flatten() {
+                Some(file) => {
+                    read_only.extend(file.parent().map(Path::to_path_buf));
+                    words.push(file.into_os_string());
+                }
+                None => words.push(word.clone()),
+            }
+        }
+        if confinement.is_sandboxed() {
+            read_only = bwrap::mountable_read_only(&read_only).map_err(ExecError::from)?;
+        }
+        let scratch = task
+            .workspace(confinement.workspace_bound())
+            .map_err(ExecError::from)?;
+        // What the agent may know of its task: the problem statement. The task directory
+        // holds the answer key (`[[solution]]`) and the judge's files, so it is never
+        // mounted.
+        let brief = task_brief(&task.task.problem).map_err(ExecError::Brief)?;
+        let task_dir = brief.path().canonicalize().map_err(ExecError::Brief)?;
+        Ok(Launch {
+            words,
+            read_only,
+            scratch,
+            _brief: brief,
+            task_dir,
+        })
+    }
+
+    /// Starts the agent under `confinement` with `env`. A sandbox that cannot be prepared
+    /// or a fork the runner cannot make is the host's failure, not the agent's: `None`,
+    /// and the run ends `exit_environment` (the confinement records why).
+    fn start(
+        &self,
+        confinement: &Confinement,
+        env: &[(String, String)],
+    ) -> Option<(tokio::process::Child, TreeGuard)> {
+        let (program, args) = self.words.split_first()?;
+        let (mut command, tree) = confinement
+            .command(&SandboxedCommand {
+                program,
+                args,
+                workdir: self.scratch.root(),
+                read_only: &self.read_only,
+                env,
+                // A bind applied after the sandbox's private /tmp, where the brief lives.
+                binds: &[Bind {
+                    src: self.task_dir.clone(),
+                    dest: self.task_dir.clone(),
+                    read_only: true,
+                }],
+            })
+            .ok()?;
+        let child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                confinement.record_setup_failure(format!(
+                    "cannot start {}: {e}",
+                    Escaped(&program.to_string_lossy())
+                ));
+            })
+            .ok()?;
+        Some((child, tree))
+    }
+}
+
+/// The agent's environment variables: the run's ids and config, its problem, its scratch
+/// copy and its brief.
+fn agent_env(
+    seq: &RunSequencer,
+    seed: u64,
+    scenario: &LoadedScenario,
+    task: &LoadedTask,
+    launch: &Launch,
+) -> Vec<(String, String)> {
+    [
+        ("BENCH_RUN_ID", seq.run_id.to_string()),
+        ("BENCH_TASK_ID", seq.task_id.clone()),
+        ("BENCH_POLICY_ID", seq.policy_id.clone()),
+        ("BENCH_SEED", seed.to_string()),
+        ("BENCH_CFG_HASH", seq.cfg_hash.to_string()),
+        ("BENCH_HOST", seq.host.clone()),
+        (
+            "BENCH_RUN_CONFIG",
+            schemas::canonical_json(
+                &serde_json::to_value(&scenario.scenario.config).unwrap_or_default(),
+            ),
+        ),
+        ("BENCH_PROBLEM", task.task.problem.clone()),
+        ("BENCH_WORKDIR", launch.scratch.root().display().to_string()),
+        ("BENCH_TASK_DIR", launch.task_dir.display().to_string()),
+    ]
+    .map(|(k, v)| (k.to_owned(), v))
+    .to_vec()
 }
 
 /// A directory holding only `problem.md` (the problem statement): the agent's
@@ -665,28 +686,92 @@ impl ReadState {
     }
 }
 
-/// The run's `run_stop`: the judge's final verdict on the scratch copy (protected files
-/// restored first) and the runner's own totals, with how the agent ended: the status and
-/// reason of its own `run_stop` when it sent one (its report of how it chose to end), else
-/// its exit. What that `run_stop` declared beyond status and reason is kept as
-/// `run_stop.claim`, with the fields that disagree. Also the verdict (`None` on shutdown:
-/// nobody judged), for `summary.json`.
-#[allow(clippy::too_many_arguments)]
-async fn close_run(
-    rec: &RunRecorder,
-    end: &AgentEnd,
+/// How the agent's part of a run ended, and what the runner counted of it.
+struct Ended {
+    /// How the agent ended.
+    end: AgentEnd,
+    /// Its own `run_stop`, if it sent one.
     agent_stop: Option<RunStop>,
-    task: &crate::scenario::LoadedTask,
-    sandbox: &Sandbox,
-    confinement: &Confinement,
-    started: Instant,
+    /// The tool calls it reported.
     tools: ReportedTools,
-) -> (RunStop, Option<Verdict>) {
-    let run_end = match (end, confinement.setup_failure(), &agent_stop) {
+    /// When the run started.
+    started: Instant,
+}
+
+/// Closes the run: the judge's final verdict on the scratch copy (protected files
+/// restored first), a `failure` when the run is no result, what a SWE-bench verdict adds,
+/// and the `run_stop` to emit, with the verdict (`None` on shutdown: nobody judged) for
+/// `summary.json`. The `run_stop` holds the runner's own totals and how the agent ended:
+/// the status and reason of its own `run_stop` when it sent one (its report of how it
+/// chose to end), else its exit. What that `run_stop` declared beyond status and reason
+/// is kept as `run_stop.claim`, with the fields that disagree. `network_enabled`: whether
+/// the run's sandbox had a network.
+async fn close_run(
+    rec: &mut RunRecorder,
+    ended: Ended,
+    task: &LoadedTask,
+    scratch: &Sandbox,
+    confinement: &Confinement,
+    network_enabled: bool,
+    shutdown: &CancellationToken,
+) -> Result<(RunStop, Option<Verdict>), Error> {
+    let run_end = run_end(&ended.end, confinement, ended.agent_stop.as_ref());
+    let Judged {
+        verdict,
+        end: run_end,
+        files_modified,
+    } = prologue::judge_scratch(
+        task,
+        scratch.root(),
+        confinement,
+        run_end,
+        rec.usage(),
+        shutdown,
+    )
+    .await;
+    let usage = rec.usage();
+    let mut stop = RunStop {
+        // The runner sees only the calls the agent reports: an agent that reports none
+        // may still have used a model, so its call count, tokens and cost are unknown,
+        // not 0.
+        total_tokens: usage.total_tokens().filter(|_| usage.api_calls > 0),
+        cost_usd: usage.cost_usd().filter(|_| usage.api_calls > 0),
+        api_calls: Some(usage.api_calls).filter(|&calls| calls > 0),
+        ..prologue::run_stop(
+            rec,
+            &run_end,
+            verdict.as_ref(),
+            files_modified,
+            ended.started,
+            ended.tools.errors(),
+            // The runner sees the agent's events, not its turns: nobody counted them.
+            None,
+        )
+    };
+    stop.claim = ended.agent_stop.map(|declared| claim(&declared, &stop));
+    if let Some(claim) = stop.claim.as_ref().filter(|c| !c.discrepancies.is_empty()) {
+        tracing::warn!(fields = %claim.discrepancies.join(", "), "the agent's run_stop disagrees with the runner's");
+    }
+    // Why the run is no result, when it is not.
+    if let Some(why) = confinement.setup_failure() {
+        rec.emit(None, Payload::Failure(prologue::environment_failure(why)))?;
+    }
+    // An exec agent's commands are its own: the runner does not see them.
+    let swe = prologue::record_swe_bench(rec, task, verdict.as_ref(), None, network_enabled)?;
+    stop.diff_sha256 = swe.diff_sha256;
+    stop.integrity = swe.integrity;
+    Ok((stop, verdict))
+}
+
+/// How the run ended, from how the agent ended: a sandbox that could not be set up comes
+/// first, then shutdown, then the agent's own `run_stop` (its report of how it chose to
+/// end), then its exit.
+fn run_end(end: &AgentEnd, confinement: &Confinement, agent_stop: Option<&RunStop>) -> RunEnd {
+    match (end, confinement.setup_failure(), agent_stop) {
         // An agent that did not start always has its reason recorded.
-        (_, Some(why), _) => agent::environment_end(why.to_owned()),
+        (_, Some(why), _) => prologue::environment_end(why.to_owned()),
         (AgentEnd::NotStarted, None, _) => {
-            agent::environment_end("the agent did not start".to_owned())
+            prologue::environment_end("the agent did not start".to_owned())
         }
         (AgentEnd::Shutdown, None, _) => RunEnd::early(ExitStatus::ExitError, "shutdown"),
         (_, None, Some(stop)) => {
@@ -699,51 +784,7 @@ async fn close_run(
         (AgentEnd::TimedOut, None, None) => {
             RunEnd::early(ExitStatus::ExitTimeout, "execution_timeout")
         }
-    };
-    let root = sandbox.root();
-    // Shutdown ends the run now, unjudged: test counts and score unknown; so does an
-    // agent that never got its sandbox, and a judge that could not get one.
-    let verdict = match end {
-        _ if run_end.status == ExitStatus::ExitEnvironment => None,
-        AgentEnd::Shutdown => None,
-        _ => Some(judge::judge_submission(task, root, confinement).await),
-    };
-    let (verdict, run_end) = match confinement.setup_failure() {
-        Some(why) if run_end.status != ExitStatus::ExitEnvironment => {
-            (None, agent::environment_end(why.to_owned()))
-        }
-        _ => (verdict, run_end),
-    };
-    let files_modified = task
-        .fixture
-        .changed_paths_in(root)
-        .map(|changed| changed.len())
-        .map_err(|e| tracing::warn!(error = %e, "cannot list the scratch directory"))
-        .ok();
-    let usage = rec.usage();
-    let mut stop = RunStop {
-        // The runner sees only the calls the agent reports: an agent that reports none
-        // may still have used a model, so its call count, tokens and cost are unknown,
-        // not 0.
-        total_tokens: usage.total_tokens().filter(|_| usage.api_calls > 0),
-        cost_usd: usage.cost_usd().filter(|_| usage.api_calls > 0),
-        api_calls: Some(usage.api_calls).filter(|&calls| calls > 0),
-        ..agent::run_stop(
-            rec,
-            &run_end,
-            verdict.as_ref(),
-            files_modified,
-            started,
-            tools.errors(),
-            // The runner sees the agent's events, not its turns: nobody counted them.
-            None,
-        )
-    };
-    stop.claim = agent_stop.map(|declared| claim(&declared, &stop));
-    if let Some(claim) = stop.claim.as_ref().filter(|c| !c.discrepancies.is_empty()) {
-        tracing::warn!(fields = %claim.discrepancies.join(", "), "the agent's run_stop disagrees with the runner's");
     }
-    (stop, verdict)
 }
 
 /// `declared` (the agent's `run_stop`) as a claim beside `actual` (the runner's).

@@ -39,8 +39,8 @@ use std::path::Path;
 use chrono::{DateTime, Duration, Utc};
 use schemas::{
     sha256_hex, BenchmarkEvent, Canonical, EvidenceFootprint, ExitKind, ExitStatus, Failure,
-    FailureRoot, FinalErrorState, Payload, RunConfig, RunSequencer, RunStart, RunStop, ScenarioRef,
-    Step, StepType, ToolCall,
+    FailureRoot, FinalErrorState, Hash256, Payload, RunConfig, RunSequencer, RunStart, RunStop,
+    ScenarioRef, Step, StepType, ToolCall,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -86,15 +86,63 @@ pub fn events(
         message: e.to_string(),
     })?;
     let file_sha256 = sha256_hex(file.bytes);
+    let config = run_config(&traj);
+    let mut sequencer = sequencer(file, &file_sha256, &traj, &config, host);
+    let total_ms: i64 = traj.trajectory.iter().map(step_ms).sum();
+    let start = file.recorded_at;
+    let end = start + Duration::milliseconds(total_ms);
+    let mut out = Out {
+        sequencer: &mut sequencer,
+        events: Vec::new(),
+        path: file.path,
+    };
+    out.push(
+        start,
+        None,
+        Payload::RunStart(run_start(&traj, config, file_sha256)),
+    )?;
+    out.push_steps(&traj, start)?;
+    let ending = Ending::of(&traj);
+    out.push(
+        end,
+        None,
+        Payload::Step(text_step(
+            StepType::Conclude,
+            if ending.patch.is_empty() {
+                "no submission"
+            } else {
+                &traj.info.submission
+            },
+        )),
+    )?;
+    if ending.success == Some(false) {
+        out.push(
+            end,
+            None,
+            Payload::Failure(failure(&traj, ending.exit_status)),
+        )?;
+    }
+    out.push(end, None, Payload::RunStop(run_stop(&traj, ending)))?;
+    Ok(out.events)
+}
+
+/// The envelope of the run a trajectory file records: its ids derived from the file's
+/// bytes, its task (the file stem), policy (the model), config and environment (where it
+/// says it ran) hashes; SWE-agent records no seed.
+fn sequencer(
+    file: &TrajFile<'_>,
+    file_sha256: &Hash256,
+    traj: &Trajectory,
+    config: &RunConfig,
+    host: &str,
+) -> RunSequencer {
     let task_id = file
         .path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let config = run_config(&traj);
-    let run_id = derived_uuid(&format!("swe-agent/{file_sha256}"));
-    let mut sequencer = RunSequencer::new(
-        run_id,
+    RunSequencer::new(
+        derived_uuid(&format!("swe-agent/{file_sha256}")),
         task_id,
         format!("swe-agent/{}", config.model),
         config.canonical_hash(),
@@ -104,135 +152,100 @@ pub fn events(
             environment: &traj.environment,
         }
         .canonical_hash(),
-        // SWE-agent records no seed.
         None,
         host,
-    );
-    let total_ms: i64 = traj.trajectory.iter().map(step_ms).sum();
-    let start = file.recorded_at;
-    let end = start + Duration::milliseconds(total_ms);
-    let mut out = Out {
-        sequencer: &mut sequencer,
-        events: Vec::new(),
-        path: file.path,
-    };
+    )
+}
 
-    out.push(
-        start,
-        None,
-        Payload::RunStart(RunStart {
-            config: config.clone(),
-            scenario: ScenarioRef {
-                name: "swe-agent".to_owned(),
-                sha256: file_sha256.clone(),
-            },
-            fixture_sha256: file_sha256.clone(),
-            scoring_version: SCORING_VERSION.to_owned(),
-            runner_version: version_or_unknown(&traj.info.swe_agent_version),
-            // Not known for a run recorded elsewhere.
-            sandbox: None,
-            sweep: None,
-        }),
-    )?;
-    let mut elapsed = 0i64;
-    for (index, step) in traj.trajectory.iter().enumerate() {
-        let at = start + Duration::milliseconds(elapsed);
-        let step_id = Some(derived_uuid(&format!("{run_id}/step/{index}")));
-        if !step.thought.trim().is_empty() {
-            out.push(
-                at,
-                step_id,
-                Payload::Step(text_step(StepType::Reason, &step.thought)),
-            )?;
-        }
-        out.push(
-            at,
-            step_id,
-            Payload::Step(text_step(StepType::Act, &step.action)),
-        )?;
-        out.push(at, step_id, Payload::ToolCall(tool_call(step)))?;
-        out.push(
-            at,
-            step_id,
-            Payload::Step(Step {
-                wall_time_ms: Some(u64::try_from(step_ms(step)).unwrap_or(0)),
-                ..text_step(StepType::Observe, &step.observation)
-            }),
-        )?;
-        elapsed += step_ms(step);
+/// The imported run's `run_start`: the file stands for scenario and fixture.
+fn run_start(traj: &Trajectory, config: RunConfig, file_sha256: Hash256) -> RunStart {
+    RunStart {
+        config,
+        scenario: ScenarioRef {
+            name: "swe-agent".to_owned(),
+            sha256: file_sha256.clone(),
+        },
+        fixture_sha256: file_sha256,
+        scoring_version: SCORING_VERSION.to_owned(),
+        runner_version: version_or_unknown(&traj.info.swe_agent_version),
+        // Not known for a run recorded elsewhere.
+        sandbox: None,
+        sweep: None,
     }
+}
 
-    let (exit_status, early_reason) = exit_status(&traj.info.exit_status);
-    let patch = traj.info.submission.trim();
-    // Nobody judged the patch: success is unknown, unless there is none to judge. A run
-    // the provider or the environment ended before the agent took a step is an
-    // infrastructure failure, no result: unknown too (agent-runner/README.md).
-    let submitted = exit_status == ExitStatus::Submitted && !patch.is_empty();
-    let infrastructure_failure = traj.trajectory.is_empty()
-        && matches!(
+/// How an imported run ended, as far as its file says.
+struct Ending<'t> {
+    exit_status: ExitStatus,
+    early_reason: Option<String>,
+    /// The submitted patch, trimmed; empty when there is none.
+    patch: &'t str,
+    success: Option<bool>,
+}
+
+impl<'t> Ending<'t> {
+    fn of(traj: &'t Trajectory) -> Ending<'t> {
+        let (exit_status, early_reason) = exit_status(&traj.info.exit_status);
+        let patch = traj.info.submission.trim();
+        // Nobody judged the patch: success is unknown, unless there is none to judge. A
+        // run the provider or the environment ended before the agent took a step is an
+        // infrastructure failure, no result: unknown too (agent-runner/README.md).
+        let submitted = exit_status == ExitStatus::Submitted && !patch.is_empty();
+        let infrastructure_failure = traj.trajectory.is_empty()
+            && matches!(
+                exit_status,
+                ExitStatus::ExitApi | ExitStatus::ExitEnvironment
+            );
+        let success = if infrastructure_failure {
+            None
+        } else {
+            Verdict::run_success(None, submitted)
+        };
+        Ending {
             exit_status,
-            ExitStatus::ExitApi | ExitStatus::ExitEnvironment
-        );
-    let success = if infrastructure_failure {
-        None
-    } else {
-        Verdict::run_success(None, submitted)
-    };
-    out.push(
-        end,
-        None,
-        Payload::Step(text_step(
-            StepType::Conclude,
-            if patch.is_empty() {
-                "no submission"
-            } else {
-                &traj.info.submission
-            },
-        )),
-    )?;
-    if success == Some(false) {
-        out.push(end, None, Payload::Failure(failure(&traj, exit_status)))?;
+            early_reason,
+            patch,
+            success,
+        }
     }
+}
+
+/// The imported run's `run_stop`: the file's `model_stats` and what its steps show;
+/// nobody judged it, so every judged number is null.
+fn run_stop(traj: &Trajectory, ending: Ending<'_>) -> RunStop {
     let stats = &traj.info.model_stats;
     let api_calls = traj.api_calls();
-    out.push(
-        end,
-        None,
-        Payload::RunStop(RunStop {
-            success,
-            final_score: None,
-            wall_time_ms: None,
-            total_tokens: stats.total_tokens(api_calls),
-            tool_errors: Some(
-                u32::try_from(
-                    traj.trajectory
-                        .iter()
-                        .filter(|s| observed_exit_kind(&s.observation) != ExitKind::Ok)
-                        .count(),
-                )
-                .unwrap_or(u32::MAX),
-            ),
-            stability_variance: None,
-            failing_tests: Vec::new(),
-            tests_passed: None,
-            tests_failed: None,
-            // The submitted patch is the run's change to the repository; without one
-            // the file does not say what changed.
-            files_modified: (!patch.is_empty())
-                .then(|| u32::try_from(patch.matches("diff --git ").count()).unwrap_or(u32::MAX)),
-            early_stopped: early_reason.is_some(),
-            early_stop_reason: early_reason,
-            exit_status,
-            cost_usd: stats.cost_usd(api_calls),
-            api_calls,
-            turns: Some(u32::try_from(traj.trajectory.len()).unwrap_or(u32::MAX)),
-            claim: None,
-            diff_sha256: None,
-            integrity: None,
-            regrade: None,
-        }),
-    )?;
-    Ok(out.events)
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    RunStop {
+        success: ending.success,
+        final_score: None,
+        wall_time_ms: None,
+        total_tokens: stats.total_tokens(api_calls),
+        tool_errors: Some(count(
+            traj.trajectory
+                .iter()
+                .filter(|s| observed_exit_kind(&s.observation) != ExitKind::Ok)
+                .count(),
+        )),
+        stability_variance: None,
+        failing_tests: Vec::new(),
+        tests_passed: None,
+        tests_failed: None,
+        // The submitted patch is the run's change to the repository; without one the
+        // file does not say what changed.
+        files_modified: (!ending.patch.is_empty())
+            .then(|| count(ending.patch.matches("diff --git ").count())),
+        early_stopped: ending.early_reason.is_some(),
+        early_stop_reason: ending.early_reason,
+        exit_status: ending.exit_status,
+        cost_usd: stats.cost_usd(api_calls),
+        api_calls,
+        turns: Some(count(traj.trajectory.len())),
+        claim: None,
+        diff_sha256: None,
+        integrity: None,
+        regrade: None,
+    }
 }
 
 /// Collects stamped events with their derived ids.
@@ -243,6 +256,40 @@ struct Out<'a> {
 }
 
 impl Out<'_> {
+    /// Per trajectory step from `start`: `reason` (the thought, when any), `act`, the
+    /// tool call and `observe`, each placed after the steps' `execution_time` before it.
+    fn push_steps(&mut self, traj: &Trajectory, start: DateTime<Utc>) -> Result<(), ImportError> {
+        let run_id = self.sequencer.run_id;
+        let mut elapsed = 0i64;
+        for (index, step) in traj.trajectory.iter().enumerate() {
+            let at = start + Duration::milliseconds(elapsed);
+            let step_id = Some(derived_uuid(&format!("{run_id}/step/{index}")));
+            if !step.thought.trim().is_empty() {
+                self.push(
+                    at,
+                    step_id,
+                    Payload::Step(text_step(StepType::Reason, &step.thought)),
+                )?;
+            }
+            self.push(
+                at,
+                step_id,
+                Payload::Step(text_step(StepType::Act, &step.action)),
+            )?;
+            self.push(at, step_id, Payload::ToolCall(tool_call(step)))?;
+            self.push(
+                at,
+                step_id,
+                Payload::Step(Step {
+                    wall_time_ms: Some(u64::try_from(step_ms(step)).unwrap_or(0)),
+                    ..text_step(StepType::Observe, &step.observation)
+                }),
+            )?;
+            elapsed += step_ms(step);
+        }
+        Ok(())
+    }
+
     fn push(
         &mut self,
         at: DateTime<Utc>,

@@ -1,9 +1,9 @@
 //! `agent-runner tail` flags and environment → a validated [`TailConfig`].
 
-use bench_nats::NatsArgs;
+use bench_nats::{NatsArgs, StreamSpec};
 use chrono::{DateTime, Utc};
 use clap::Args;
-use schemas::{EventType, SubjectPrefix};
+use schemas::EventType;
 use uuid::Uuid;
 
 use super::{Filter, TailConfig};
@@ -11,6 +11,10 @@ use crate::error::Error;
 
 /// `agent-runner tail`.
 #[derive(Debug, Args)]
+#[command(mut_arg("subject_prefix", |a| a
+    .help("Subject prefix of the events (<prefix>.events.<run_id>.<type>)")
+    .default_value("bench")))]
+#[command(mut_arg("stream", |a| a.help("The events stream").default_value("BENCH_EVENTS")))]
 pub struct TailArgs {
     /// Only these runs (run ids, comma-separated or repeated).
     #[arg(long, env = "BENCH_TAIL_RUN", value_delimiter = ',')]
@@ -35,28 +39,23 @@ pub struct TailArgs {
     /// Print each event's JSON as published (one line each) instead of a readable line.
     #[arg(long, env = "BENCH_TAIL_JSON")]
     pub json: bool,
+    // `--subject-prefix` and `--stream` included, worded above for what `tail` reads.
     #[command(flatten)]
     pub nats: NatsArgs,
-    /// Subject prefix of the events (<prefix>.events.<run_id>.<type>).
-    // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
-    #[allow(rustdoc::invalid_html_tags)]
-    #[arg(long, env = "BENCH_SUBJECT_PREFIX", default_value = "bench")]
-    pub subject_prefix: SubjectPrefix,
-    /// The events stream.
-    #[arg(long, env = "BENCH_STREAM", default_value = "BENCH_EVENTS")]
-    pub stream: String,
 }
 
 impl TailArgs {
     /// The validated config.
-    pub fn into_config(self) -> Result<TailConfig, Error> {
+    pub fn into_config(mut self) -> Result<TailConfig, Error> {
+        let prefix = self.nats.subject_prefix.take().unwrap_or_default();
+        let stream = self.nats.stream.take();
         Ok(TailConfig {
             nats: self
                 .nats
                 .resolve()
                 .map_err(|e| Error::Config(e.to_string()))?,
-            prefix: self.subject_prefix,
-            stream: self.stream,
+            prefix,
+            stream: stream.unwrap_or_else(|| StreamSpec::default().name),
             filter: Filter {
                 runs: self.run,
                 types: self.types,

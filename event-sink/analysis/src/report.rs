@@ -124,20 +124,7 @@ pub async fn generate_report(
         }
     }
     if let Some(policy) = &options.policy {
-        // A misspelt policy would give an empty page that looks like "no runs yet".
-        let any_time: ParamValues = [("policy".to_owned(), policy.clone())]
-            .into_iter()
-            .collect();
-        if Query::find("runs")?
-            .run(client, &any_time)
-            .await?
-            .rows
-            .is_empty()
-        {
-            return Err(QueryError::UnknownPolicy {
-                policy: policy.clone(),
-            });
-        }
+        policy_has_runs(client, policy).await?;
     }
     let runs = Query::find("runs")?.run(client, &base).await?;
     let latest_start = (0..runs.rows.len())
@@ -192,6 +179,25 @@ pub async fn generate_report(
     }))
 }
 
+/// Refuses a `policy` with no run at any time: a misspelt policy would give an empty
+/// page that looks like "no runs yet".
+async fn policy_has_runs(client: &Client, policy: &str) -> Result<(), QueryError> {
+    let any_time: ParamValues = [("policy".to_owned(), policy.to_owned())]
+        .into_iter()
+        .collect();
+    if Query::find("runs")?
+        .run(client, &any_time)
+        .await?
+        .rows
+        .is_empty()
+    {
+        return Err(QueryError::UnknownPolicy {
+            policy: policy.to_owned(),
+        });
+    }
+    Ok(())
+}
+
 /// The end of the relative windows (unix seconds): the latest run start, but never
 /// after `now` (see the module docs). `None` when there are no runs.
 fn window_anchor(latest_start: Option<i64>, now: i64) -> Option<i64> {
@@ -209,7 +215,33 @@ fn answer<'a>(window: &'a Window, name: &str) -> &'a Table {
 
 /// The page for `data`.
 pub fn render(data: &ReportData) -> String {
-    let policies = Policies(
+    let policies = policies(data);
+    let mut page = String::new();
+    page.push_str(HEAD);
+    let _ = write!(
+        page,
+        "<header><h1>benchstream report</h1><p>Generated {} UTC. {}</p></header>",
+        data.generated_at.format("%Y-%m-%d %H:%M:%S"),
+        escape(&describe(&data.options))
+    );
+    filters(&mut page, data, &policies);
+    for (i, window) in data.windows.iter().enumerate() {
+        window_section(&mut page, i == 0, window, &data.options, &policies);
+    }
+    let _ = write!(
+        page,
+        "<h2>Lost events (seq gaps, runs stale without run_stop)</h2>{}",
+        html_table("table-lost_events", &data.lost_events)
+    );
+    page.push_str(SCRIPT);
+    page.push_str("</body></html>\n");
+    page
+}
+
+/// The policies of the first window's leaderboard, sorted: their numbers and colours
+/// are the same in every window.
+fn policies(data: &ReportData) -> Policies {
+    Policies(
         data.windows
             .first()
             .map(|w| {
@@ -221,18 +253,11 @@ pub fn render(data: &ReportData) -> String {
                 names
             })
             .unwrap_or_default(),
-    );
+    )
+}
 
-    let mut page = String::new();
-    page.push_str(HEAD);
-    let _ = write!(
-        page,
-        "<header><h1>benchstream report</h1><p>Generated {} UTC. {}</p></header>",
-        data.generated_at.format("%Y-%m-%d %H:%M:%S"),
-        escape(&describe(&data.options))
-    );
-
-    // Filters.
+/// The filters: the time range and a checkbox per policy.
+fn filters(page: &mut String, data: &ReportData, policies: &Policies) {
     page.push_str("<nav id=\"filters\"><label>Time range <select id=\"window\">");
     for window in &data.windows {
         let _ = write!(
@@ -255,126 +280,148 @@ pub fn render(data: &ReportData) -> String {
         );
     }
     page.push_str("</span></nav>");
+}
 
-    for (i, window) in data.windows.iter().enumerate() {
-        let key = window.key;
-        let _ = write!(
-            page,
-            "<section class=\"window\" data-window=\"{key}\"{}>",
-            if i == 0 { "" } else { " hidden" }
-        );
-        // Verdicts of different judging rules are never pooled silently.
-        let versions = scoring_versions(answer(window, "leaderboard"));
-        let shown_version = match versions.as_slice() {
-            [_, .., latest] if versions.len() > 1 => {
-                let _ = write!(
-                    page,
-                    "<p class=\"notice\">These runs were judged under {} scoring versions \
-                     ({}): the leaderboard and the Pareto chart keep them apart (a row per \
-                     policy and version); the per-instance table shows version {} only.</p>",
-                    versions.len(),
-                    escape(&versions.join(", ")),
-                    escape(latest)
-                );
-                Some(latest.as_str())
-            }
-            _ => None,
-        };
-        let pareto_id = format!("chart-pareto-{key}");
-        let _ = write!(
-            page,
-            "<div class=\"charts\"><figure class=\"wide\"><figcaption>Success rate vs \
-             cost (dashed: Pareto frontier)</figcaption><div class=\"pareto-card\">{}{}</div>\
-             </figure>",
-            charts::pareto(
-                &pareto_id,
-                answer(window, "pareto_frontier"),
-                answer(window, "leaderboard"),
-                &policies
-            ),
-            pareto_legend(
-                &pareto_id,
-                answer(window, "pareto_frontier"),
-                answer(window, "leaderboard"),
-                &policies
-            )
-        );
-        let figures = [
-            (
-                "Exit status per policy",
-                charts::exit_status(
-                    &format!("chart-exit-status-{key}"),
-                    answer(window, "exit_status"),
-                ),
-                "",
-            ),
-            (
-                "Token mix per policy",
-                charts::token_mix(
-                    &format!("chart-token-mix-{key}"),
-                    answer(window, "leaderboard"),
-                ),
-                "",
-            ),
-            (
-                "LLM call latency per policy",
-                charts::latency(
-                    &format!("chart-latency-{key}"),
-                    answer(window, "latency_histogram"),
-                    &policies,
-                ),
-                " class=\"wide\"",
-            ),
-        ];
-        for (caption, svg, class) in figures {
-            let _ = write!(
-                page,
-                "<figure{class}><figcaption>{caption}</figcaption>{svg}</figure>"
-            );
-        }
-        page.push_str("</div>");
-        page.push_str(&comparison_section(key, window, &data.options, &policies));
-        let _ = write!(
-            page,
-            "<h2>Per instance: task \u{d7} policy</h2>{}",
-            instances_table(
-                &format!("table-instances-{key}"),
-                answer(window, "instances"),
-                &policies,
-                shown_version
-            )
-        );
-        for (name, title) in [
-            ("leaderboard", "Leaderboard"),
-            (
-                "cost_breakdown",
-                "Cost breakdown (agent / summariser / retries)",
-            ),
-            ("exit_status", "Exit status"),
-            (
-                "deliberation_latency",
-                "LLM call latency and timeouts per model",
-            ),
-            ("tool_errors", "Tool error rates"),
-            ("pricing_audit", "Calls with an unknown price"),
-            ("runs", "Runs"),
-        ] {
-            let _ = write!(
-                page,
-                "<h2>{title}</h2>{}",
-                html_table(&format!("table-{name}-{key}"), answer(window, name))
-            );
-        }
-        page.push_str("</section>");
-    }
+/// One time window's section (shown when `shown`, else hidden until picked): the
+/// scoring-version notice, the charts, the comparison, the per-instance table and the
+/// query tables.
+fn window_section(
+    page: &mut String,
+    shown: bool,
+    window: &Window,
+    options: &ReportOptions,
+    policies: &Policies,
+) {
+    let key = window.key;
     let _ = write!(
         page,
-        "<h2>Lost events (seq gaps, runs stale without run_stop)</h2>{}",
-        html_table("table-lost_events", &data.lost_events)
+        "<section class=\"window\" data-window=\"{key}\"{}>",
+        if shown { "" } else { " hidden" }
     );
-    page.push_str(SCRIPT);
-    page.push_str("</body></html>\n");
-    page
+    let shown_version = scoring_notice(page, window);
+    chart_figures(page, window, policies);
+    page.push_str(&comparison_section(key, window, options, policies));
+    let _ = write!(
+        page,
+        "<h2>Per instance: task \u{d7} policy</h2>{}",
+        instances_table(
+            &format!("table-instances-{key}"),
+            answer(window, "instances"),
+            policies,
+            shown_version.as_deref()
+        )
+    );
+    query_tables(page, window);
+    page.push_str("</section>");
+}
+
+/// Verdicts of different judging rules are never pooled silently: when `window` holds
+/// several scoring versions, a notice saying so; returns the version the per-instance
+/// table shows (`None`: there is one).
+fn scoring_notice(page: &mut String, window: &Window) -> Option<String> {
+    let versions = scoring_versions(answer(window, "leaderboard"));
+    match versions.as_slice() {
+        [_, .., latest] if versions.len() > 1 => {
+            let _ = write!(
+                page,
+                "<p class=\"notice\">These runs were judged under {} scoring versions \
+                 ({}): the leaderboard and the Pareto chart keep them apart (a row per \
+                 policy and version); the per-instance table shows version {} only.</p>",
+                versions.len(),
+                escape(&versions.join(", ")),
+                escape(latest)
+            );
+            Some(latest.clone())
+        }
+        _ => None,
+    }
+}
+
+/// The charts of `window`: the Pareto chart with its legend, exit status, token mix and
+/// call latency.
+fn chart_figures(page: &mut String, window: &Window, policies: &Policies) {
+    let key = window.key;
+    let pareto_id = format!("chart-pareto-{key}");
+    let _ = write!(
+        page,
+        "<div class=\"charts\"><figure class=\"wide\"><figcaption>Success rate vs \
+         cost (dashed: Pareto frontier)</figcaption><div class=\"pareto-card\">{}{}</div>\
+         </figure>",
+        charts::pareto(
+            &pareto_id,
+            answer(window, "pareto_frontier"),
+            answer(window, "leaderboard"),
+            policies
+        ),
+        pareto_legend(
+            &pareto_id,
+            answer(window, "pareto_frontier"),
+            answer(window, "leaderboard"),
+            policies
+        )
+    );
+    let figures = [
+        (
+            "Exit status per policy",
+            charts::exit_status(
+                &format!("chart-exit-status-{key}"),
+                answer(window, "exit_status"),
+            ),
+            "",
+        ),
+        (
+            "Token mix per policy",
+            charts::token_mix(
+                &format!("chart-token-mix-{key}"),
+                answer(window, "leaderboard"),
+            ),
+            "",
+        ),
+        (
+            "LLM call latency per policy",
+            charts::latency(
+                &format!("chart-latency-{key}"),
+                answer(window, "latency_histogram"),
+                policies,
+            ),
+            " class=\"wide\"",
+        ),
+    ];
+    for (caption, svg, class) in figures {
+        let _ = write!(
+            page,
+            "<figure{class}><figcaption>{caption}</figcaption>{svg}</figure>"
+        );
+    }
+    page.push_str("</div>");
+}
+
+/// The answers of `window`'s queries, one table each.
+fn query_tables(page: &mut String, window: &Window) {
+    for (name, title) in [
+        ("leaderboard", "Leaderboard"),
+        (
+            "cost_breakdown",
+            "Cost breakdown (agent / summariser / retries)",
+        ),
+        ("exit_status", "Exit status"),
+        (
+            "deliberation_latency",
+            "LLM call latency and timeouts per model",
+        ),
+        ("tool_errors", "Tool error rates"),
+        ("pricing_audit", "Calls with an unknown price"),
+        ("runs", "Runs"),
+    ] {
+        let _ = write!(
+            page,
+            "<h2>{title}</h2>{}",
+            html_table(
+                &format!("table-{name}-{}", window.key),
+                answer(window, name)
+            )
+        );
+    }
 }
 
 /// The Pareto chart's legend (every placed policy: its marker, number, success rate and
@@ -474,21 +521,7 @@ fn instances_table(
     if instances.rows.is_empty() {
         return format!("<p class=\"empty\" id=\"{id}\">none</p>");
     }
-    let mut tasks: Vec<&str> = Vec::new();
-    let mut columns: Vec<&str> = Vec::new();
-    for row in 0..instances.rows.len() {
-        if let Some(task) = instances.get(row, "task_id") {
-            if !tasks.contains(&task) {
-                tasks.push(task);
-            }
-        }
-        if let Some(policy) = instances.get(row, "policy_id") {
-            if !columns.contains(&policy) {
-                columns.push(policy);
-            }
-        }
-    }
-    columns.sort_by_key(|p| policies.number(p));
+    let (tasks, columns) = instance_axes(instances, policies);
     let find = |task: &str, policy: &str| {
         (0..instances.rows.len()).find(|&row| {
             instances.get(row, "task_id") == Some(task)
@@ -521,42 +554,7 @@ fn instances_table(
                 );
                 continue;
             };
-            let count = |name| instances.number(row, name).unwrap_or(0.0);
-            let (runs, finished) = (count("runs"), count("finished"));
-            let (judged, solved) = (count("judged"), count("solved"));
-            // Runs nobody judged are neither solved nor unsolved: the mark is over the
-            // judged ones.
-            let (class, mark) = if finished == 0.0 {
-                ("unfinished", "running".to_owned())
-            } else if judged == 0.0 {
-                ("unjudged", "unjudged".to_owned())
-            } else if solved == judged {
-                ("solved", "\u{2713}".to_owned())
-            } else if solved == 0.0 {
-                ("unsolved", "\u{2717}".to_owned())
-            } else {
-                ("partly", format!("{solved}/{judged}"))
-            };
-            if judged > 0.0 {
-                totals[column].1 += 1;
-                if solved > 0.0 {
-                    totals[column].0 += 1;
-                }
-            }
-            let cost = instances
-                .number(row, "avg_cost_usd")
-                .map_or("cost unknown".to_owned(), |c| format!("${c}"));
-            let turns = instances
-                .number(row, "avg_turns")
-                .map_or(String::new(), |t| format!(" \u{b7} {t} turns"));
-            let _ = write!(
-                out,
-                "<td data-policy=\"{0}\" class=\"{class}\" title=\"{0} on {1}: {solved} of \
-                 {judged} judged runs solved ({finished} finished, {runs} started)\"><b>{mark}</b> \
-                 <small>{cost}{turns}</small></td>",
-                escape(policy),
-                escape(task),
-            );
+            instance_cell(&mut out, instances, row, task, policy, &mut totals[column]);
         }
         out.push_str("</tr>");
     }
@@ -570,6 +568,75 @@ fn instances_table(
     }
     out.push_str("</tr></tfoot></table></div>");
     out
+}
+
+/// The per-instance table's rows (tasks, in the order of the answer) and columns
+/// (policies, by their number).
+fn instance_axes<'t>(instances: &'t Table, policies: &Policies) -> (Vec<&'t str>, Vec<&'t str>) {
+    let mut tasks: Vec<&str> = Vec::new();
+    let mut columns: Vec<&str> = Vec::new();
+    for row in 0..instances.rows.len() {
+        if let Some(task) = instances.get(row, "task_id") {
+            if !tasks.contains(&task) {
+                tasks.push(task);
+            }
+        }
+        if let Some(policy) = instances.get(row, "policy_id") {
+            if !columns.contains(&policy) {
+                columns.push(policy);
+            }
+        }
+    }
+    columns.sort_by_key(|p| policies.number(p));
+    (tasks, columns)
+}
+
+/// The cell of `policy` on `task`, from row `row` of `instances`; counts the task in the
+/// column's `(solved, judged)` totals.
+fn instance_cell(
+    out: &mut String,
+    instances: &Table,
+    row: usize,
+    task: &str,
+    policy: &str,
+    totals: &mut (u32, u32),
+) {
+    let count = |name| instances.number(row, name).unwrap_or(0.0);
+    let (runs, finished) = (count("runs"), count("finished"));
+    let (judged, solved) = (count("judged"), count("solved"));
+    // Runs nobody judged are neither solved nor unsolved: the mark is over the
+    // judged ones.
+    let (class, mark) = if finished == 0.0 {
+        ("unfinished", "running".to_owned())
+    } else if judged == 0.0 {
+        ("unjudged", "unjudged".to_owned())
+    } else if solved == judged {
+        ("solved", "\u{2713}".to_owned())
+    } else if solved == 0.0 {
+        ("unsolved", "\u{2717}".to_owned())
+    } else {
+        ("partly", format!("{solved}/{judged}"))
+    };
+    if judged > 0.0 {
+        totals.1 += 1;
+        if solved > 0.0 {
+            totals.0 += 1;
+        }
+    }
+    let cost = instances
+        .number(row, "avg_cost_usd")
+        .map_or("cost unknown".to_owned(), |c| format!("${c}"));
+    let turns = instances
+        .number(row, "avg_turns")
+        .map_or(String::new(), |t| format!(" \u{b7} {t} turns"));
+    let _ = write!(
+        out,
+        "<td data-policy=\"{0}\" class=\"{class}\" title=\"{0} on {1}: {solved} of \
+         {judged} judged runs solved ({finished} finished, {runs} started)\"><b>{mark}</b> \
+         <small>{cost}{turns}</small></td>",
+        escape(policy),
+        escape(task),
+    );
 }
 
 /// The generation-time filters in words.

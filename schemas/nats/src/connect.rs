@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use schemas::SubjectPrefix;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 
@@ -75,6 +76,27 @@ pub struct NatsArgs {
     /// Client name shown by the server (`nats server report connections`).
     #[arg(id = "nats_name", long = "nats-name", env = "BENCH_NATS_NAME")]
     pub name: Option<String>,
+    /// Subject prefix of the events (`<prefix>.events.<run_id>.<type>`). Default `bench`.
+    /// A flag (and variable) only: in a config file it belongs to the stream's section,
+    /// and each binary words its help for what it does with it (`mut_arg`).
+    #[arg(
+        id = "subject_prefix",
+        long = "subject-prefix",
+        env = "BENCH_SUBJECT_PREFIX",
+        value_name = "SUBJECT_PREFIX"
+    )]
+    #[serde(skip)]
+    pub subject_prefix: Option<SubjectPrefix>,
+    /// Name of the events stream. Default `BENCH_EVENTS`. A flag (and variable) only, as
+    /// `subject_prefix`.
+    #[arg(
+        id = "stream",
+        long = "stream",
+        env = "BENCH_STREAM",
+        value_name = "STREAM"
+    )]
+    #[serde(skip)]
+    pub stream: Option<String>,
 }
 
 /// Default server URL.
@@ -105,7 +127,9 @@ impl NatsArgs {
             tls_key,
             tls_required,
             connect_timeout_ms,
-            name
+            name,
+            subject_prefix,
+            stream
         )
     }
 

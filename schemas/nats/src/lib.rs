@@ -4,7 +4,8 @@
 //!
 //! - [`connect`](mod@connect): [`NatsArgs`] (flags / env / config file, all optional) →
 //!   validated [`NatsConfig`] → [`connect()`], covering user/password, token, nkey,
-//!   `.creds` file and TLS.
+//!   `.creds` file and TLS; also `--subject-prefix` and `--stream`, declared here once
+//!   for every binary (each words their `--help` for its use with clap's `mut_arg`).
 //! - [`stream`]: [`StreamSpec`], the `BENCH_EVENTS` stream definition (the same JSON as
 //!   `deploy/nats/stream-bench-events.json`, which the `nats` CLI can load), and creating or
 //!   verifying it.

@@ -1,0 +1,525 @@
+//! A run's prologue and epilogue, written once for a native run ([`crate::agent::execute`])
+//! and an external agent's ([`crate::exec::bridge::run`]):
+//!
+//! - the prologue ([`Opening::open`]): the sandbox in force ([`sandbox_in_force`]) →
+//!   `env_hash` → sequencer → recorder → `run_start`;
+//! - the judge on the scratch copy ([`judge_scratch`]): the verdict, the run's end once a
+//!   judge sandbox that could not be set up is counted, and the paths changed;
+//! - the epilogue ([`OpenRun::close`]): `run_stop` → `summary.json`, with the pieces of
+//!   `run_stop` both kinds of run share ([`run_stop`], [`record_swe_bench`]).
+//!
+//! `env_hash` is assembled here and nowhere else, from one [`RunEnvironment`], so a native
+//! run and an external agent's under the same isolation, toolchain and task hash their
+//! environment alike: who acts (the policy, the agent program) is `policy_id`, never part
+//! of the environment. Runs recorded elsewhere (imports, traces) have no sandbox, recorder
+//! or judge of this runner, and hash where they came from instead.
+//!
+//! This module decides nothing about how a run ends and starts no agent: what happens
+//! between `run_start` and the judge is the caller's.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use schemas::{
+    Canonical, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload, RunConfig,
+    RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo, SandboxLimits, ScenarioRef,
+    SweepRef,
+};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::integrity;
+use crate::judge::{self, Verdict, SCORING_VERSION};
+use crate::limits::RunEnd;
+use crate::publish::PublisherHandle;
+use crate::recorder::{RecordError, RunRecorder, Usage, DIFF_FILE};
+use crate::scenario::{LoadedScenario, LoadedTask};
+use crate::tools::bwrap::Confinement;
+
+/// Version of this runner (`run_start.runner_version`).
+pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// `summary.json`: the run's identity and result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSummary {
+    pub run_id: Uuid,
+    pub task_id: String,
+    pub scenario: ScenarioRef,
+    pub policy_id: String,
+    pub seed: Option<u64>,
+    pub host: String,
+    pub cfg_hash: Hash256,
+    pub env_hash: Hash256,
+    pub fixture_sha256: Hash256,
+    /// Events emitted (`seq` 0 to `events - 1`).
+    pub events: u64,
+    /// The `run_stop` payload.
+    pub result: RunStop,
+    /// Protected files (`[judge] protect`) the agent had changed, restored from the fixture
+    /// before the final verdict, as `"<path> (modified|deleted|created)"`; empty when none
+    /// were (omitted from `summary.json` then).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub protected_restored: Vec<String>,
+    /// The judge tests that failed, with why, as `"<name>: <reason>"` (`failed`, `no
+    /// report (exit 0)`, `timed out`, ...); omitted from `summary.json` when none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub judge_failures: Vec<String>,
+    /// The artifact directory, if any.
+    pub artifacts: Option<PathBuf>,
+}
+
+/// What `env_hash` covers: everything about where the run executes that may change its
+/// outcome, and nothing host-specific (the same fixture on two hosts hashes the same).
+#[derive(Debug, Serialize)]
+struct RunEnvironment<'a> {
+    docker_image: Option<&'a str>,
+    tools_commit: &'a str,
+    sandbox_limits: &'a SandboxLimits,
+    fixture_sha256: &'a Hash256,
+    task_sha256: &'a Hash256,
+    runner_version: &'static str,
+    scoring_version: &'static str,
+    /// Observation bytes the runner's tools keep per call; absent when the agent brings
+    /// its own tools (an external agent), since the runner then caps nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_cap_bytes: Option<usize>,
+    /// The isolation and the limits actually enforced (`run_start.sandbox`).
+    sandbox: &'a SandboxInfo,
+}
+
+impl<'a> RunEnvironment<'a> {
+    /// The environment of a run of the task hashed `task_sha256` under `config`, confined as `sandbox` says, with
+    /// the runner's tools capped at `output_cap` bytes (`None`: the runner's tools are not
+    /// the agent's).
+    fn of(
+        config: &'a RunConfig,
+        task_sha256: &'a Hash256,
+        fixture_sha256: &'a Hash256,
+        sandbox: &'a SandboxInfo,
+        output_cap: Option<usize>,
+    ) -> RunEnvironment<'a> {
+        RunEnvironment {
+            docker_image: config.docker_image.as_deref(),
+            tools_commit: &config.tools_commit,
+            sandbox_limits: &config.sandbox_limits,
+            fixture_sha256,
+            task_sha256,
+            runner_version: RUNNER_VERSION,
+            scoring_version: SCORING_VERSION,
+            output_cap_bytes: output_cap,
+            sandbox,
+        }
+    }
+}
+
+/// `run_start.sandbox` of a run under `config` confined by `confinement`; a run whose
+/// sandbox could not be made (`None`) records `none`, since no agent command of it runs
+/// confined (it ends `exit_environment` before any does).
+pub(crate) fn sandbox_in_force(
+    confinement: Option<&Confinement>,
+    config: &RunConfig,
+) -> SandboxInfo {
+    let (tool_timeout_ms, execution_timeout_ms) =
+        (config.tool_timeout_ms, config.execution_timeout_ms);
+    match confinement {
+        Some(c) => c.info(tool_timeout_ms, execution_timeout_ms),
+        None => Confinement::unsandboxed(&config.sandbox_limits)
+            .info(tool_timeout_ms, execution_timeout_ms),
+    }
+}
+
+/// Who runs which task, and where its events go: what the prologue needs besides the
+/// sandbox in force.
+pub(crate) struct Opening<'a> {
+    /// The scenario (its config is the run's).
+    pub scenario: &'a LoadedScenario,
+    /// The task.
+    pub task: &'a LoadedTask,
+    /// `policy_id` on every event.
+    pub policy_id: String,
+    /// The run's seed.
+    pub seed: u64,
+    /// `host` on every event.
+    pub host: &'a str,
+    /// Observation bytes the runner's tools keep per call; `None` when the agent runs its
+    /// own tools.
+    pub output_cap: Option<usize>,
+    /// The sweep job this run is (`run_start.sweep`); `None` outside a sweep.
+    pub sweep: Option<SweepRef>,
+    /// Where the events go; `None` = local artifacts only.
+    pub publisher: Option<PublisherHandle>,
+    /// Where `<run_id>/events.jsonl` and `summary.json` go; `None` = nowhere.
+    pub out_dir: Option<&'a Path>,
+}
+
+/// A run whose `run_start` is emitted: its recorder, and what its summary repeats.
+pub(crate) struct OpenRun {
+    /// The run's event stream.
+    pub rec: RunRecorder,
+    scenario: ScenarioRef,
+    fixture_sha256: Hash256,
+}
+
+impl Opening<'_> {
+    /// The prologue: `env_hash` of the run's environment, confined as `sandbox` says →
+    /// sequencer → recorder → `run_start`.
+    pub(crate) fn open(self, sandbox: SandboxInfo) -> Result<OpenRun, RecordError> {
+        let config = &self.scenario.scenario.config;
+        let fixture_sha256 = self.task.fixture_sha256();
+        let env_hash = environment_hash(
+            config,
+            &self.task.task_sha256,
+            &fixture_sha256,
+            &sandbox,
+            self.output_cap,
+        );
+        let sequencer = RunSequencer::new(
+            Uuid::now_v7(),
+            self.task.task.id.clone(),
+            self.policy_id,
+            config.canonical_hash(),
+            env_hash,
+            Some(self.seed),
+            self.host,
+        );
+        let mut rec = RunRecorder::new(sequencer, self.publisher, self.out_dir)?;
+        let scenario = ScenarioRef {
+            name: self.scenario.scenario.name.clone(),
+            sha256: self.scenario.sha256.clone(),
+        };
+        let start = RunStart {
+            config: config.clone(),
+            scenario: scenario.clone(),
+            fixture_sha256: fixture_sha256.clone(),
+            scoring_version: SCORING_VERSION.to_owned(),
+            runner_version: RUNNER_VERSION.to_owned(),
+            sandbox: Some(sandbox),
+            sweep: self.sweep.map(Box::new),
+        };
+        rec.emit(None, Payload::RunStart(start))?;
+        Ok(OpenRun {
+            rec,
+            scenario,
+            fixture_sha256,
+        })
+    }
+}
+
+/// `env_hash` of a run of the task hashed `task_sha256` under `config`, confined as
+/// `sandbox` says, with the runner's tools capped at `output_cap` bytes (`None`: the agent
+/// runs its own).
+fn environment_hash(
+    config: &RunConfig,
+    task_sha256: &Hash256,
+    fixture_sha256: &Hash256,
+    sandbox: &SandboxInfo,
+    output_cap: Option<usize>,
+) -> Hash256 {
+    RunEnvironment::of(config, task_sha256, fixture_sha256, sandbox, output_cap).canonical_hash()
+}
+
+impl OpenRun {
+    /// The epilogue: emits `result` as the run's `run_stop` and writes `summary.json`;
+    /// `verdict` is the judge's that `result` reports, if any.
+    pub(crate) fn close(
+        mut self,
+        result: RunStop,
+        verdict: Option<&Verdict>,
+    ) -> Result<RunSummary, RecordError> {
+        self.rec.emit(None, Payload::RunStop(result.clone()))?;
+        let seq = self.rec.sequencer();
+        let protected_restored = verdict
+            .iter()
+            .flat_map(|v| &v.restored)
+            .map(ToString::to_string)
+            .collect();
+        let summary = RunSummary {
+            run_id: seq.run_id,
+            task_id: seq.task_id.clone(),
+            scenario: self.scenario,
+            policy_id: seq.policy_id.clone(),
+            seed: seq.seed,
+            host: seq.host.clone(),
+            cfg_hash: seq.cfg_hash.clone(),
+            env_hash: seq.env_hash.clone(),
+            fixture_sha256: self.fixture_sha256,
+            events: self.rec.events(),
+            result,
+            protected_restored,
+            judge_failures: verdict.map(Verdict::failures_explained).unwrap_or_default(),
+            artifacts: self.rec.dir().map(Path::to_path_buf),
+        };
+        self.rec.write_summary(&summary)?;
+        Ok(summary)
+    }
+}
+
+/// What the judge found on a run's scratch copy.
+pub(crate) struct Judged {
+    /// The verdict; `None` when no judge ran (shutdown, an infrastructure failure, a
+    /// judge sandbox that could not be set up), so test counts and score are unknown.
+    pub verdict: Option<Verdict>,
+    /// How the run ended, once a judge sandbox that could not be set up is counted.
+    pub end: RunEnd,
+    /// Paths changed in the scratch copy; `None` when it could not be listed.
+    pub files_modified: Option<usize>,
+}
+
+/// Judges the scratch copy at `root` of a run of `task` that ended as `end` after the
+/// model usage `usage`. On shutdown the run ends now, unjudged, and the workspace is
+/// removed within seconds. A run the infrastructure ended (its sandbox missing included)
+/// is not judged: the untouched fixture would score the task, not the agent.
+pub(crate) async fn judge_scratch(
+    task: &LoadedTask,
+    root: &Path,
+    confinement: &Confinement,
+    end: RunEnd,
+    usage: &Usage,
+    shutdown: &CancellationToken,
+) -> Judged {
+    let verdict = if end.is_infrastructure_failure(usage) {
+        None
+    } else {
+        tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => None,
+            verdict = judge::judge_submission(task, root, confinement) => Some(verdict),
+        }
+    };
+    // A judge test whose sandbox failed makes the verdict meaningless.
+    let (verdict, end) = match confinement.setup_failure() {
+        Some(why) if end.status != ExitStatus::ExitEnvironment => {
+            (None, environment_end(why.to_owned()))
+        }
+        _ => (verdict, end),
+    };
+    let files_modified = task
+        .fixture
+        .changed_paths_in(root)
+        .map(|changed| changed.len())
+        .map_err(|e| tracing::warn!(error = %e, "cannot list the scratch directory"))
+        .ok();
+    Judged {
+        verdict,
+        end,
+        files_modified,
+    }
+}
+
+/// What a verdict by SWE-bench's rules adds to `run_stop`.
+#[derive(Debug, Default)]
+pub(crate) struct SweBenchStop {
+    /// `run_stop.diff_sha256`.
+    pub diff_sha256: Option<Hash256>,
+    /// `run_stop.integrity`.
+    pub integrity: Option<RunIntegrity>,
+}
+
+/// Records what a verdict by SWE-bench's rules adds to a run of `task`: one
+/// `test_outcome` per test, and the final diff as [`DIFF_FILE`] beside the run's events;
+/// returns the diff's SHA-256 and the run's integrity flags for `run_stop` (nothing
+/// without such a verdict). `commands` are the agent's `bash` commands, when the runner
+/// saw them.
+pub(crate) fn record_swe_bench(
+    rec: &mut RunRecorder,
+    task: &LoadedTask,
+    verdict: Option<&Verdict>,
+    commands: Option<&[String]>,
+    network_enabled: bool,
+) -> Result<SweBenchStop, RecordError> {
+    let (Some(verdict), Some(swe)) = (verdict, &task.task.swe_bench) else {
+        return Ok(SweBenchStop::default());
+    };
+    let Some(judged) = &verdict.swe_bench else {
+        return Ok(SweBenchStop::default());
+    };
+    for test in &judged.tests {
+        rec.emit(None, Payload::TestOutcome(test.clone()))?;
+    }
+    if let Some(diff) = &judged.diff {
+        rec.write_artifact(DIFF_FILE, diff)?;
+    }
+    Ok(SweBenchStop {
+        diff_sha256: judged.diff.as_deref().map(schemas::sha256_hex),
+        integrity: Some(integrity::flags(integrity::Seen {
+            restored: &verdict.restored,
+            commands,
+            network_enabled,
+            diff: judged.diff.as_deref(),
+            gold: &swe.patch,
+        })),
+    })
+}
+
+/// The `run_stop` of a run that ended as `end`, `started` ago, with the model usage `rec`
+/// counted: judged by `verdict` (`None`: no judge ran, so test counts and score are
+/// unknown), with `files_modified` paths changed in its scratch copy (`None`: nobody
+/// compared it with the fixture), `tool_errors` failed tool calls and `turns` turns
+/// (`None`: nobody counted them).
+pub(crate) fn run_stop(
+    rec: &RunRecorder,
+    end: &RunEnd,
+    verdict: Option<&Verdict>,
+    files_modified: Option<usize>,
+    started: Instant,
+    tool_errors: Option<u32>,
+    turns: Option<u32>,
+) -> RunStop {
+    let usage = rec.usage();
+    RunStop {
+        success: run_success(end, verdict, usage),
+        final_score: verdict.map(Verdict::score),
+        wall_time_ms: Some(millis(started.elapsed())),
+        total_tokens: usage.total_tokens(),
+        tool_errors,
+        stability_variance: None,
+        failing_tests: verdict.map(Verdict::failing).unwrap_or_default(),
+        tests_passed: verdict.map(|v| v.passed),
+        tests_failed: verdict.map(|v| v.failed),
+        files_modified: files_modified.map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+        early_stopped: end.early_stopped(),
+        early_stop_reason: end.reason.clone(),
+        exit_status: end.status,
+        cost_usd: usage.cost_usd(),
+        api_calls: Some(usage.api_calls),
+        turns,
+        claim: None,
+        diff_sha256: None,
+        integrity: None,
+        regrade: None,
+    }
+}
+
+/// `run_stop.success` of a run that ended as `end` after the model usage `usage`, judged
+/// by `verdict`: null for an infrastructure failure (not a result), else as
+/// [`Verdict::run_success`] reads the verdict.
+pub(crate) fn run_success(end: &RunEnd, verdict: Option<&Verdict>, usage: &Usage) -> Option<bool> {
+    if end.is_infrastructure_failure(usage) {
+        None
+    } else {
+        Verdict::run_success(verdict, end.status == ExitStatus::Submitted)
+    }
+}
+
+/// The end of a run whose sandbox could not be set up, `why`.
+pub(crate) fn environment_end(why: String) -> RunEnd {
+    RunEnd {
+        root: Some(sandbox_root(why)),
+        ..RunEnd::early(ExitStatus::ExitEnvironment, "sandbox setup failed")
+    }
+}
+
+/// The `failure` root of a sandbox that could not be set up, `why`.
+fn sandbox_root(why: String) -> FailureRoot {
+    FailureRoot::Build {
+        error_type: "sandbox".to_owned(),
+        command: why,
+    }
+}
+
+/// The `failure` of a run of an `exec` agent whose sandbox could not be set up, `why`
+/// (a native run's comes from its turns, with what they add).
+pub(crate) fn environment_failure(why: &str) -> Failure {
+    Failure {
+        first_failure_root: sandbox_root(why.to_owned()),
+        recovery_attempts: Vec::new(),
+        final_error_state: FinalErrorState {
+            recoverable: false,
+            error_category: "environment".to_owned(),
+            confidence: 1.0,
+            similar_failures: 0,
+        },
+        contributing_factors: Vec::new(),
+        remediation_suggestions: Vec::new(),
+    }
+}
+
+/// `d` in whole milliseconds, saturating.
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schemas::sha256_hex;
+
+    /// A run config as a scenario states it, and the sandbox in force for it.
+    fn environment() -> (RunConfig, SandboxInfo) {
+        let config = RunConfig::unstated("m".to_owned(), "p".to_owned(), "tools@1".to_owned());
+        let sandbox = sandbox_in_force(None, &config);
+        (config, sandbox)
+    }
+
+    #[test]
+    fn a_native_and_an_exec_run_in_one_environment_hash_it_alike_but_for_the_tool_cap() {
+        let (task, fixture) = (sha256_hex(b"task"), sha256_hex(b"fixture"));
+        // Each kind of run builds its own config and sandbox record; nothing of who acts
+        // (policy, agent program) enters the hash, so equal environments hash equal.
+        let (native_config, native_sandbox) = environment();
+        let (exec_config, exec_sandbox) = environment();
+        let cap = crate::tools::DEFAULT_OUTPUT_CAP;
+        let native = environment_hash(&native_config, &task, &fixture, &native_sandbox, Some(cap));
+        let exec = environment_hash(&exec_config, &task, &fixture, &exec_sandbox, None);
+        // The only part an external agent lacks is the cap of the runner's tools, which
+        // it does not use.
+        assert_eq!(
+            exec,
+            serde_json::json!({
+                "docker_image": null,
+                "tools_commit": "tools@1",
+                "sandbox_limits": exec_config.sandbox_limits,
+                "fixture_sha256": fixture,
+                "task_sha256": task,
+                "runner_version": RUNNER_VERSION,
+                "scoring_version": SCORING_VERSION,
+                "sandbox": exec_sandbox,
+            })
+            .canonical_hash()
+        );
+        // A native run's hash is the one it always had: the same fields, the cap included.
+        assert_eq!(
+            native,
+            serde_json::json!({
+                "docker_image": null,
+                "tools_commit": "tools@1",
+                "sandbox_limits": native_config.sandbox_limits,
+                "fixture_sha256": fixture,
+                "task_sha256": task,
+                "runner_version": RUNNER_VERSION,
+                "scoring_version": SCORING_VERSION,
+                "output_cap_bytes": cap,
+                "sandbox": native_sandbox,
+            })
+            .canonical_hash()
+        );
+        assert_eq!(
+            native,
+            environment_hash(&exec_config, &task, &fixture, &exec_sandbox, Some(cap))
+        );
+    }
+
+    #[test]
+    fn a_different_isolation_changes_the_environment_hash() {
+        let (task, fixture) = (sha256_hex(b"task"), sha256_hex(b"fixture"));
+        let (config, plain) = environment();
+        let isolated = SandboxInfo {
+            kind: "bwrap".to_owned(),
+            network_isolated: true,
+            ..plain.clone()
+        };
+        for cap in [None, Some(crate::tools::DEFAULT_OUTPUT_CAP)] {
+            assert_ne!(
+                environment_hash(&config, &task, &fixture, &plain, cap),
+                environment_hash(&config, &task, &fixture, &isolated, cap)
+            );
+        }
+        let mut tighter = config.clone();
+        tighter.sandbox_limits.memory_mb = Some(512);
+        assert_ne!(
+            environment_hash(&config, &task, &fixture, &plain, None),
+            environment_hash(&tighter, &task, &fixture, &plain, None)
+        );
+    }
+}
