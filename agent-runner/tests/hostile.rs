@@ -6,8 +6,10 @@
 //! sequences (on stderr, in file names the judge restores, in malformed lines) reach the
 //! operator's log escaped, and its floods of stderr and malformed stdout lines give a
 //! bounded log with a count of what was not shown; huge sparse files an agent leaves in
-//! its workspace (one over a protected test) do not grow the runner's memory; and a
-//! run's scratch directory is `0700`.
+//! its workspace (one over a protected test) do not grow the runner's memory; a run's
+//! scratch directory is `0700`; and a runner killed with SIGKILL mid-run leaves no
+//! workspace file system mounted on the host (it only ever was in the runner's own mount
+//! namespace).
 
 use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
@@ -372,4 +374,92 @@ fn the_scratch_directory_is_private() {
         "{stdout}\n{}",
         stderr_of(&out)
     );
+}
+
+/// The tmpfs mounted on a workspace under `scratch` in `mountinfo` (a `/proc/*/mountinfo`):
+/// its mount point.
+fn workspace_mount(mountinfo: &str, scratch: &Path) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|line| {
+        // `ID PARENT DEV ROOT MOUNT_POINT OPTIONS... - FSTYPE SOURCE SUPER_OPTIONS`
+        let (mount, fs) = line.split_once(" - ")?;
+        let point = Path::new(mount.split(' ').nth(4)?);
+        let mut fs = fs.split(' ');
+        let (fstype, source) = (fs.next()?, fs.next()?);
+        (fstype == "tmpfs" && source == "bench-workspace" && point.starts_with(scratch))
+            .then(|| point.to_path_buf())
+    })
+}
+
+/// A root runner killed with SIGKILL mid-run cannot unmount its workspace: the tmpfs must
+/// exist in the runner's own mount namespace only, so that it goes with the runner.
+#[test]
+fn a_root_runner_killed_mid_run_leaves_no_workspace_mounted_on_the_host() {
+    assert!(geteuid().is_root(), "this test runs as root, as CI does");
+    // The runner's temp dir: its scratch copies are made here.
+    let scratch = tempfile::tempdir().expect("scratch");
+    let scratch = scratch.path().canonicalize().expect("canonical");
+    let dir = tempfile::tempdir().expect("dir");
+    let mut runner = Command::new(RUNNER)
+        .args([
+            "exec",
+            "--allow-unpinned",
+            "--no-publish",
+            "--task",
+            "sh-ci-exit-status",
+        ])
+        .arg("--scenario")
+        .arg(fixture_scenario("hostile-disk"))
+        .arg("--out")
+        .arg(dir.path().join("runs"))
+        .args(["--", "bash", "-c", "echo x > started; exec sleep 1000.6441"])
+        .env("TMPDIR", &scratch)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start agent-runner exec");
+    let pid = runner.id();
+
+    // The agent has written to its workspace, seen from inside the runner's namespace.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let workspace = loop {
+        let mounts = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
+        if let Some(point) = workspace_mount(&mounts, &scratch) {
+            let started = Path::new(&format!("/proc/{pid}/root")).join(point.strip_prefix("/").expect("absolute").join("started"));
+            if started.exists() {
+                break point;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent never wrote to a workspace tmpfs of the runner's"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let host = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    assert_eq!(
+        workspace_mount(&host, &scratch),
+        None,
+        "the workspace is mounted in the host's mount namespace"
+    );
+
+    runner.kill().expect("SIGKILL");
+    runner.wait().expect("reap");
+    // bwrap dies with the runner (`--die-with-parent`), and the agent with its pid namespace.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_with("sleep 1000.6441").is_empty() {
+        assert!(Instant::now() < deadline, "the agent outlived its runner");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let host = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    assert_eq!(workspace_mount(&host, &scratch), None);
+    assert!(
+        !host.contains(scratch.to_str().expect("utf-8")),
+        "a mount under the runner's temp dir outlived it:\n{host}"
+    );
+    // What is left on the host is the empty directory the tmpfs was mounted on.
+    let left = std::fs::read_dir(&workspace)
+        .expect("the scratch directory")
+        .count();
+    assert_eq!(left, 0, "{} holds files on the host", workspace.display());
 }
