@@ -25,8 +25,8 @@
 //!
 //! Where no namespace can be had (user namespaces disabled by sysctl or by a container, a
 //! caller already threaded), a root runner mounts in the namespace it is in, as a process
-//! that embeds the library without calling [`enter_mount_namespace`] does (the test suite,
-//! `sandbox-bench`): there a runner killed with SIGKILL leaves its workspace file systems
+//! that embeds the library without calling [`enter_mount_namespace`] does (the test
+//! suite's in-process runs): there a runner killed with SIGKILL leaves its workspace file systems
 //! mounted (at most `disk_mb` of memory each) until an operator unmounts them. An
 //! unprivileged runner without a namespace gets no bound. [`probe`] says which held;
 //! `run_start.sandbox.enforced` lists `workspace_bytes` and `workspace_inodes` (by
