@@ -20,7 +20,9 @@ fn main() -> ExitCode {
     if runs_agents(&command) {
         match agent_runner::tools::enter_mount_namespace() {
             Ok(namespace) => tracing::debug!(?namespace, "workspace mounts are the runner's own"),
-            Err(e) => tracing::warn!(error = %e, "workspace mounts are made in the host's mount namespace, if at all"),
+            Err(e) => {
+                tracing::warn!(error = %e, "workspace mounts are made in the host's mount namespace, if at all")
+            }
         }
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()

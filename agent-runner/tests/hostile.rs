@@ -50,13 +50,11 @@ fn as_runner_user() -> Command {
 /// the process `pid` (a runner's own).
 fn in_user_namespace_of(pid: u32) -> Command {
     let mut command = Command::new("nsenter");
-    command
-        .arg(format!("--user=/proc/{pid}/ns/user"))
-        .args([
-            format!("--setuid={RUNNER_UID}"),
-            format!("--setgid={RUNNER_UID}"),
-            "--".to_owned(),
-        ]);
+    command.arg(format!("--user=/proc/{pid}/ns/user")).args([
+        format!("--setuid={RUNNER_UID}"),
+        format!("--setgid={RUNNER_UID}"),
+        "--".to_owned(),
+    ]);
     command
 }
 
@@ -480,7 +478,8 @@ fn a_root_runner_killed_mid_run_leaves_no_workspace_mounted_on_the_host() {
     let workspace = loop {
         let mounts = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
         if let Some(point) = workspace_mount(&mounts, &scratch) {
-            let started = Path::new(&format!("/proc/{pid}/root")).join(point.strip_prefix("/").expect("absolute").join("started"));
+            let started = Path::new(&format!("/proc/{pid}/root"))
+                .join(point.strip_prefix("/").expect("absolute").join("started"));
             if started.exists() {
                 break point;
             }

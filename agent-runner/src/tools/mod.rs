@@ -38,7 +38,9 @@ use schemas::{EvidenceFootprint, ExitKind, RetryPolicy, RunConfig};
 
 pub use request::{ToolCommand, ToolRequest, TOOL_NAMES};
 pub use sandbox::{PathError, Sandbox, SandboxError};
-pub use workspace_fs::{enter_mount_namespace, MountNamespaceError, RunnerNamespace, WorkspaceBound};
+pub use workspace_fs::{
+    enter_mount_namespace, MountNamespaceError, RunnerNamespace, WorkspaceBound,
+};
 
 use bwrap::Confinement;
 use exec::{Capture, ExecSpec};

@@ -8,8 +8,8 @@
 //!
 //! Mounting needs `CAP_SYS_ADMIN` over the runner's mount namespace. The binary's commands
 //! that run agents therefore give the runner a mount namespace of its own at start-up,
-//! before any thread exists ([`enter_mount_namespace`], called by `main` before it builds the async
-//! runtime):
+//! before any thread exists ([`enter_mount_namespace`], called by `main` before it builds
+//! the async runtime):
 //! - a root runner unshares its mount namespace (`CLONE_NEWNS`);
 //! - an unprivileged runner unshares a user namespace together with it (`CLONE_NEWUSER |
 //!   CLONE_NEWNS`), mapping its own uid and gid to themselves (`setgroups` denied): it
@@ -26,8 +26,8 @@
 //! Where no namespace can be had (user namespaces disabled by sysctl or by a container, a
 //! caller already threaded), a root runner mounts in the namespace it is in, as a process
 //! that embeds the library without calling [`enter_mount_namespace`] does (the test
-//! suite's in-process runs): there a runner killed with SIGKILL leaves its workspace file systems
-//! mounted (at most `disk_mb` of memory each) until an operator unmounts them. An
+//! suite's in-process runs): there a runner killed with SIGKILL leaves its workspace file
+//! systems mounted (at most `disk_mb` of memory each) until an operator unmounts them. An
 //! unprivileged runner without a namespace gets no bound. [`probe`] says which held;
 //! `run_start.sandbox.enforced` lists `workspace_bytes` and `workspace_inodes` (by
 //! `tmpfs`) only where it did, and `uid_outside` says whose runner it was.
@@ -103,7 +103,9 @@ pub enum MountNamespaceError {
     },
     #[error("cannot map the runner's uid and gid in its user namespace ({file}): {reason}")]
     Map { file: &'static str, reason: String },
-    #[error("cannot keep the runner's mounts from propagating to the host (making / a slave): {0}")]
+    #[error(
+        "cannot keep the runner's mounts from propagating to the host (making / a slave): {0}"
+    )]
     Slave(nix::Error),
 }
 
@@ -132,9 +134,11 @@ fn unshare_namespaces() -> Result<RunnerNamespace, MountNamespaceError> {
     }
     let (uid, gid) = (geteuid(), getegid());
     let namespace = if uid.is_root() {
-        nix::sched::unshare(CloneFlags::CLONE_NEWNS).map_err(|errno| MountNamespaceError::Unshare {
-            namespaces: "mount",
-            errno,
+        nix::sched::unshare(CloneFlags::CLONE_NEWNS).map_err(|errno| {
+            MountNamespaceError::Unshare {
+                namespaces: "mount",
+                errno,
+            }
         })?;
         RunnerNamespace::Mount
     } else {
@@ -203,10 +207,7 @@ pub struct TmpfsMount {
 impl TmpfsMount {
     /// Mounts a tmpfs of `bound` on `dir` (mode `0700`, owned by the runner).
     pub fn mount(dir: &Path, bound: WorkspaceBound) -> io::Result<TmpfsMount> {
-        let options = format!(
-            "size={},nr_inodes={},mode=0700",
-            bound.bytes, bound.inodes
-        );
+        let options = format!("size={},nr_inodes={},mode=0700", bound.bytes, bound.inodes);
         nix::mount::mount(
             Some("bench-workspace"),
             dir,

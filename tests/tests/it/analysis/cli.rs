@@ -4,7 +4,6 @@
 //!
 //! Both binaries come from the `cargo build` before the tests ([`workspace_binary`]).
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use benchstream_tests::cli::{assert_clickhouse_only_help, help, run_to_exit, workspace_binary};

@@ -78,9 +78,7 @@ async fn an_unprivileged_runner_bounds_its_agents_disk_and_files_and_clickhouse_
     )
     .await;
     let held = |limit: &str, value: u64| {
-        format!(
-            "position(raw, '{{\"limit\":\"{limit}\",\"value\":{value},\"by\":\"tmpfs\"}}') > 0"
-        )
+        format!("position(raw, '{{\"limit\":\"{limit}\",\"value\":{value},\"by\":\"tmpfs\"}}') > 0")
     };
     sink.wait_for(
         &format!(
