@@ -121,7 +121,7 @@ fn pids_running(argv: &[&str]) -> Vec<i32> {
 /// runner's user are started in the runner's own user namespace and the command is
 /// killed: the run goes on starved.
 fn starved_runner(command: &str, args: &[&OsStr], dir: &Path, count: usize) -> Output {
-    let runner = as_runner_user()
+    let mut runner = as_runner_user()
         .args([RUNNER, command, "--allow-unpinned", "--no-publish"])
         .arg("--out")
         .arg(dir.join("runs"))
@@ -138,10 +138,14 @@ fn starved_runner(command: &str, args: &[&OsStr], dir: &Path, count: usize) -> O
         if let Some(&pid) = pids_running(&FIRST_COMMAND).first() {
             break pid;
         }
-        assert!(
-            Instant::now() < deadline,
-            "the first command never ran: no sandbox at all"
-        );
+        if Instant::now() >= deadline || runner.try_wait().is_ok_and(|s| s.is_some()) {
+            let _ = runner.kill();
+            let out = runner.wait_with_output().expect("agent-runner output");
+            panic!(
+                "the first command never ran (no sandbox at all?): {}",
+                stderr_of(&out)
+            );
+        }
         std::thread::sleep(Duration::from_millis(50));
     };
     let _holders = Holders::start(in_user_namespace_of(runner.id()), count, "1000.6404");
@@ -443,6 +447,16 @@ fn workspace_mount(mountinfo: &str, scratch: &Path) -> Option<PathBuf> {
     })
 }
 
+/// A child SIGKILLed and reaped on drop: a runner a failed assertion leaves running.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// A root runner killed with SIGKILL mid-run cannot unmount its workspace: the tmpfs must
 /// exist in the runner's own mount namespace only, so that it goes with the runner.
 #[test]
@@ -452,7 +466,7 @@ fn a_root_runner_killed_mid_run_leaves_no_workspace_mounted_on_the_host() {
     let scratch = tempfile::tempdir().expect("scratch");
     let scratch = scratch.path().canonicalize().expect("canonical");
     let dir = tempfile::tempdir().expect("dir");
-    let mut runner = Command::new(RUNNER)
+    let runner = Command::new(RUNNER)
         .args([
             "exec",
             "--allow-unpinned",
@@ -471,7 +485,8 @@ fn a_root_runner_killed_mid_run_leaves_no_workspace_mounted_on_the_host() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start agent-runner exec");
-    let pid = runner.id();
+    let mut runner = Killed(runner);
+    let pid = runner.0.id();
 
     // The agent has written to its workspace, seen from inside the runner's namespace.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -497,8 +512,8 @@ fn a_root_runner_killed_mid_run_leaves_no_workspace_mounted_on_the_host() {
         "the workspace is mounted in the host's mount namespace"
     );
 
-    runner.kill().expect("SIGKILL");
-    runner.wait().expect("reap");
+    runner.0.kill().expect("SIGKILL");
+    runner.0.wait().expect("reap");
     // bwrap dies with the runner (`--die-with-parent`), and the agent with its pid namespace.
     let deadline = Instant::now() + Duration::from_secs(10);
     while !processes_with("sleep 1000.6441").is_empty() {
