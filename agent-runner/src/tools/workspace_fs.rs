@@ -96,7 +96,7 @@ pub enum MountNamespaceError {
     /// process): the other threads would keep mounting in the host's namespace.
     #[error("the process already has {0} threads; a mount namespace must be entered before any")]
     Threaded(usize),
-    #[error("cannot create a {namespaces} namespace of the runner's own (user namespaces disabled?): {errno}")]
+    #[error("cannot create a {namespaces} namespace (user namespaces disabled?): {errno}")]
     Unshare {
         namespaces: &'static str,
         errno: nix::Error,
@@ -109,8 +109,8 @@ pub enum MountNamespaceError {
     Slave(nix::Error),
 }
 
-/// What [`enter_mount_namespace`] did, once per process; `None` = never called (the library embedded
-/// in a process of its own: the mounts are made in the namespace it is in).
+/// What [`enter_mount_namespace`] did, once per process; `None` = never called (the
+/// library embedded in a process of its own: mounts are made in the namespace it is in).
 static NAMESPACE: OnceLock<Result<RunnerNamespace, MountNamespaceError>> = OnceLock::new();
 
 /// Gives the runner a mount namespace of its own (see the module doc), in which the
@@ -179,12 +179,17 @@ pub fn probe() -> Result<(), String> {
     static PROBE: OnceLock<Result<(), String>> = OnceLock::new();
     PROBE
         .get_or_init(|| {
-            let own_namespace = matches!(NAMESPACE.get(), Some(Ok(_)));
-            if !own_namespace && !geteuid().is_root() {
-                return Err(match NAMESPACE.get() {
-                    Some(Err(e)) => format!("an unprivileged runner mounts a bounded workspace only in a user namespace of its own: {e}"),
-                    _ => "mounting a bounded workspace needs a root runner or a namespace of the runner's own".into(),
-                });
+            let unprivileged = !geteuid().is_root();
+            match NAMESPACE.get() {
+                Some(Ok(_)) => {}
+                Some(Err(e)) if unprivileged => {
+                    return Err(format!("no user namespace of the runner's own: {e}"))
+                }
+                None if unprivileged => {
+                    return Err("the runner entered no user namespace of its own".into())
+                }
+                // Root mounts in the namespace it is in.
+                Some(Err(_)) | None => {}
             }
             let dir = tempfile::tempdir().map_err(|e| format!("no temp dir to probe: {e}"))?;
             let bound = WorkspaceBound {
