@@ -65,7 +65,8 @@ async fn an_unprivileged_runner_bounds_its_agents_disk_and_files_and_clickhouse_
         "an attack succeeded: the agent's exit status is its number in hostile-disk.sh\n\
          {stdout}\n{stderr}"
     );
-    assert_owned_by_runner(&dir.path().join("runs"));
+    // Journal and spool alike.
+    assert_owned_by_runner(dir.path());
 
     // The record, as ClickHouse has it: the bwrap sandbox, the runner's own uid outside,
     // and both workspace bounds by tmpfs beside the /tmp bound.
