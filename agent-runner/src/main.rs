@@ -1,7 +1,9 @@
 //! `agent-runner`: parse the command line, build a validated config, run it, print its
 //! outcome and map it to an exit code (see README.md, "Exit codes"). Logging, signals,
 //! the shared exit codes and printing the error are `bench_cli`'s, as in the other
-//! binaries.
+//! binaries. The commands that run agents first enter a mount namespace of the runner's
+//! own, which must happen while the process has one thread: the async runtime is built
+//! afterwards, here rather than by `#[tokio::main]`.
 
 use std::io;
 use std::process::ExitCode;
