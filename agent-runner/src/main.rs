@@ -1,7 +1,9 @@
 //! `agent-runner`: parse the command line, build a validated config, run it, print its
 //! outcome and map it to an exit code (see README.md, "Exit codes"). Logging, signals,
 //! the shared exit codes and printing the error are `bench_cli`'s, as in the other
-//! binaries.
+//! binaries. The commands that run agents first enter a mount namespace of the runner's
+//! own, which must happen while the process has one thread: the async runtime is built
+//! afterwards, here rather than by `#[tokio::main]`.
 
 use std::io;
 use std::process::ExitCode;
@@ -11,12 +13,44 @@ use agent_runner::{exec, import, maintenance, otlp, sweep, tail, tasks, Error, E
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     // Log fields can hold what an agent wrote: never raw control characters.
     bench_cli::init_tracing_with(cli.log.log_format, agent_runner::terminal::EscapingFields);
     let command = cli.command;
+    // Before any thread exists: the namespace is entered by the calling thread alone.
+    if runs_agents(&command) {
+        match agent_runner::tools::enter_mount_namespace() {
+            Ok(namespace) => tracing::debug!(?namespace, "workspace mounts are the runner's own"),
+            Err(e) => {
+                tracing::warn!(error = %e, "workspace mounts are made in the host's mount namespace, if at all")
+            }
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            bench_cli::report(&e);
+            return Exit::Failure.code();
+        }
+    };
+    runtime.block_on(serve(command))
+}
+
+/// Whether `command` can start agent or judge processes, whose workspaces the runner
+/// mounts ([`agent_runner::tools::enter_mount_namespace`]).
+fn runs_agents(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Tail(_) | Command::Otlp(_) | Command::Scenarios(_) | Command::Spool(_)
+    )
+}
+
+/// Runs `command` until it ends or a signal stops it; its exit code.
+async fn serve(command: Command) -> ExitCode {
     // Ctrl-C is how a tail or a receiver ends, not an interruption.
     let interruptible = !matches!(command, Command::Tail(_) | Command::Otlp(_));
     let shutdown =

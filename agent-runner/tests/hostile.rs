@@ -1,13 +1,17 @@
 //! The runner binary against what a hostile agent does to the host and to the operator,
-//! run as root (as CI runs): a runner whose user's process limit another user's
-//! processes fill cannot get a sandbox, so its run is no result (`exit_environment`,
-//! success and score null) and the runner says why and exits 7, while an agent that only
-//! prints bwrap's error is still judged; an `exec` agent's escape
+//! run as root (as CI runs): an unprivileged runner gets its sandboxes while other
+//! processes of its user fill its process limit (it counts its processes in a user
+//! namespace of its own), but once processes of its user fill the limit inside that
+//! namespace it cannot, so its run is no result (`exit_environment`, success and score
+//! null) and the runner says why and exits 7, while an agent that only prints bwrap's
+//! error is still judged; an `exec` agent's escape
 //! sequences (on stderr, in file names the judge restores, in malformed lines) reach the
 //! operator's log escaped, and its floods of stderr and malformed stdout lines give a
 //! bounded log with a count of what was not shown; huge sparse files an agent leaves in
-//! its workspace (one over a protected test) do not grow the runner's memory; and a
-//! run's scratch directory is `0700`.
+//! its workspace (one over a protected test) do not grow the runner's memory; a run's
+//! scratch directory is `0700`; and a runner killed with SIGKILL mid-run leaves no
+//! workspace file system mounted on the host (it only ever was in the runner's own mount
+//! namespace).
 
 use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
@@ -42,13 +46,26 @@ fn as_runner_user() -> Command {
     command
 }
 
+/// `nsenter` arguments that run what follows as [`RUNNER_UID`] in the user namespace of
+/// the process `pid` (a runner's own).
+fn in_user_namespace_of(pid: u32) -> Command {
+    let mut command = Command::new("nsenter");
+    command.arg(format!("--user=/proc/{pid}/ns/user")).args([
+        format!("--setuid={RUNNER_UID}"),
+        format!("--setgid={RUNNER_UID}"),
+        "--".to_owned(),
+    ]);
+    command
+}
+
 /// Processes of [`RUNNER_UID`] holding its process count up, all killed on drop.
 struct Holders(Child);
 
 impl Holders {
-    /// `count` sleeping processes of [`RUNNER_UID`], once they all exist.
-    fn start(count: usize, marker: &str) -> Holders {
-        let child = as_runner_user()
+    /// `count` sleeping processes of [`RUNNER_UID`] started through `prefix` (which runs
+    /// what follows as that user), once they all exist.
+    fn start(mut prefix: Command, count: usize, marker: &str) -> Holders {
+        let child = prefix
             .args([
                 "sh",
                 "-c",
@@ -81,10 +98,30 @@ fn stderr_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The first command of each starved run (`hostile-starved*.toml`, and the `exec` agent).
+const FIRST_COMMAND: [&str; 2] = ["sleep", "1000.6403"];
+
+/// Pids of the processes whose command line is exactly `argv`.
+fn pids_running(argv: &[&str]) -> Vec<i32> {
+    let wanted = argv.join("\0") + "\0";
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            (cmdline == wanted.as_bytes()).then_some(pid)
+        })
+        .collect()
+}
+
 /// What `agent-runner <command> <args>` run as [`RUNNER_UID`] in `dir` printed; the
 /// command (`run`, `exec`) is given `--allow-unpinned --no-publish --out dir/runs` first.
-fn runner_as_runner_user(command: &str, args: &[&OsStr], dir: &Path) -> Output {
-    as_runner_user()
+/// Once the run's [`FIRST_COMMAND`] runs in its sandbox, `count` processes of the
+/// runner's user are started in the runner's own user namespace and the command is
+/// killed: the run goes on starved.
+fn starved_runner(command: &str, args: &[&OsStr], dir: &Path, count: usize) -> Output {
+    let mut runner = as_runner_user()
         .args([RUNNER, command, "--allow-unpinned", "--no-publish"])
         .arg("--out")
         .arg(dir.join("runs"))
@@ -92,8 +129,28 @@ fn runner_as_runner_user(command: &str, args: &[&OsStr], dir: &Path) -> Output {
         .env("HOME", dir)
         .current_dir(dir)
         .stdin(Stdio::null())
-        .output()
-        .expect("run agent-runner")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run agent-runner");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let first = loop {
+        if let Some(&pid) = pids_running(&FIRST_COMMAND).first() {
+            break pid;
+        }
+        if Instant::now() >= deadline || runner.try_wait().is_ok_and(|s| s.is_some()) {
+            let _ = runner.kill();
+            let out = runner.wait_with_output().expect("agent-runner output");
+            panic!(
+                "the first command never ran (no sandbox at all?): {}",
+                stderr_of(&out)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _holders = Holders::start(in_user_namespace_of(runner.id()), count, "1000.6404");
+    nix::sys::signal::kill(Pid::from_raw(first), Signal::SIGKILL).expect("kill the sleep");
+    runner.wait_with_output().expect("agent-runner output")
 }
 
 /// The run in `dir/runs` is no result: `exit_environment`, nothing judged, and a
@@ -151,7 +208,8 @@ fn assert_no_result(out: &Output, dir: &Path) {
             .collect()
     };
     assert_eq!(by("processes"), ["rlimit"], "{:?}", sandbox.enforced);
-    assert!(by("workspace_bytes").is_empty(), "{:?}", sandbox.enforced);
+    // Its own mount namespace lets it bound the workspace all the same.
+    assert_eq!(by("workspace_bytes"), ["tmpfs"], "{:?}", sandbox.enforced);
 }
 
 /// A directory [`RUNNER_UID`] owns.
@@ -169,34 +227,35 @@ fn runner_user_dir() -> tempfile::TempDir {
 #[test]
 fn a_run_starved_of_processes_is_no_result_and_the_runner_says_why() {
     assert!(geteuid().is_root(), "this test runs as root, as CI does");
-    // Another run's agent of the same user holds more processes than a sandbox may have
-    // (256): no further sandbox can be created, for a tool call, for the judge, or for an
-    // exec agent.
-    let _holders = Holders::start(300, "1000.6402");
+    // Processes of the runner's user outside the runner, more than a sandbox may have
+    // (256): the runner counts its own in its user namespace, so its first command still
+    // gets a sandbox (the runs below would not start otherwise).
+    let _outside = Holders::start(as_runner_user(), 300, "1000.6402");
+    // Then as many inside the runner's namespace (another run's agent of the same
+    // runner): no further sandbox can be created, for a tool call, for the judge of a run
+    // or for the judge of an exec agent.
     for scenario in ["hostile-starved", "hostile-starved-judge"] {
         let dir = runner_user_dir();
         let scenario = fixture_scenario(scenario);
-        let out = runner_as_runner_user(
+        let out = starved_runner(
             "run",
             &[OsStr::new("--no-progress"), scenario.as_os_str()],
             dir.path(),
+            300,
         );
         assert_no_result(&out, dir.path());
     }
     let dir = runner_user_dir();
-    let scenario = fixture_scenario("hostile-exec");
-    let out = runner_as_runner_user(
-        "exec",
-        &[
-            OsStr::new("--task"),
-            OsStr::new("sh-ci-exit-status"),
-            OsStr::new("--scenario"),
-            scenario.as_os_str(),
-            OsStr::new("--"),
-            OsStr::new("true"),
-        ],
-        dir.path(),
-    );
+    let scenario = fixture_scenario("hostile-starved");
+    let mut args = vec![
+        OsStr::new("--task"),
+        OsStr::new("sh-ci-exit-status"),
+        OsStr::new("--scenario"),
+        scenario.as_os_str(),
+        OsStr::new("--"),
+    ];
+    args.extend(FIRST_COMMAND.map(OsStr::new));
+    let out = starved_runner("exec", &args, dir.path(), 300);
     assert_no_result(&out, dir.path());
 }
 
@@ -372,4 +431,104 @@ fn the_scratch_directory_is_private() {
         "{stdout}\n{}",
         stderr_of(&out)
     );
+}
+
+/// The tmpfs mounted on a workspace under `scratch` in `mountinfo` (a `/proc/*/mountinfo`):
+/// its mount point.
+fn workspace_mount(mountinfo: &str, scratch: &Path) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|line| {
+        // `ID PARENT DEV ROOT MOUNT_POINT OPTIONS... - FSTYPE SOURCE SUPER_OPTIONS`
+        let (mount, fs) = line.split_once(" - ")?;
+        let point = Path::new(mount.split(' ').nth(4)?);
+        let mut fs = fs.split(' ');
+        let (fstype, source) = (fs.next()?, fs.next()?);
+        (fstype == "tmpfs" && source == "bench-workspace" && point.starts_with(scratch))
+            .then(|| point.to_path_buf())
+    })
+}
+
+/// A child SIGKILLed and reaped on drop: a runner a failed assertion leaves running.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A root runner killed with SIGKILL mid-run cannot unmount its workspace: the tmpfs must
+/// exist in the runner's own mount namespace only, so that it goes with the runner.
+#[test]
+fn a_root_runner_killed_mid_run_leaves_no_workspace_mounted_on_the_host() {
+    assert!(geteuid().is_root(), "this test runs as root, as CI does");
+    // The runner's temp dir: its scratch copies are made here.
+    let scratch = tempfile::tempdir().expect("scratch");
+    let scratch = scratch.path().canonicalize().expect("canonical");
+    let dir = tempfile::tempdir().expect("dir");
+    let runner = Command::new(RUNNER)
+        .args([
+            "exec",
+            "--allow-unpinned",
+            "--no-publish",
+            "--task",
+            "sh-ci-exit-status",
+        ])
+        .arg("--scenario")
+        .arg(fixture_scenario("hostile-disk"))
+        .arg("--out")
+        .arg(dir.path().join("runs"))
+        .args(["--", "bash", "-c", "echo x > started; exec sleep 1000.6441"])
+        .env("TMPDIR", &scratch)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start agent-runner exec");
+    let mut runner = Killed(runner);
+    let pid = runner.0.id();
+
+    // The agent has written to its workspace, seen from inside the runner's namespace.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let workspace = loop {
+        let mounts = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
+        if let Some(point) = workspace_mount(&mounts, &scratch) {
+            let started = Path::new(&format!("/proc/{pid}/root"))
+                .join(point.strip_prefix("/").expect("absolute").join("started"));
+            if started.exists() {
+                break point;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent never wrote to a workspace tmpfs of the runner's"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let host = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    assert_eq!(
+        workspace_mount(&host, &scratch),
+        None,
+        "the workspace is mounted in the host's mount namespace"
+    );
+
+    runner.0.kill().expect("SIGKILL");
+    runner.0.wait().expect("reap");
+    // bwrap dies with the runner (`--die-with-parent`), and the agent with its pid namespace.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !processes_with("sleep 1000.6441").is_empty() {
+        assert!(Instant::now() < deadline, "the agent outlived its runner");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let host = std::fs::read_to_string("/proc/self/mountinfo").expect("mountinfo");
+    assert_eq!(workspace_mount(&host, &scratch), None);
+    assert!(
+        !host.contains(scratch.to_str().expect("utf-8")),
+        "a mount under the runner's temp dir outlived it:\n{host}"
+    );
+    // What is left on the host is the empty directory the tmpfs was mounted on.
+    let left = std::fs::read_dir(&workspace)
+        .expect("the scratch directory")
+        .count();
+    assert_eq!(left, 0, "{} holds files on the host", workspace.display());
 }

@@ -1,10 +1,12 @@
-//! The product binaries run as processes, for the tests of their command lines: a run to
-//! its exit with its output captured, and the flags each subcommand's `--help` shows.
+//! The product binaries run as processes, for the tests of their command lines: where the
+//! build put them, a run to its exit with its output captured, and the flags each
+//! subcommand's `--help` shows.
 //!
 //! `event-sink run` alone talks to NATS; its other subcommands (`migrate`, and `query` /
 //! `report`, the aliases of `bench-analysis`) only to ClickHouse, and their help must say
 //! so by showing none of the sink's own flags.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// The flags of `event-sink run` alone: its stream, consumer, batching and metrics.
@@ -19,6 +21,27 @@ pub const SINK_ONLY_FLAGS: [&str; 6] = [
 
 /// The flags every subcommand that connects to ClickHouse takes.
 const CLICKHOUSE_FLAGS: [&str; 3] = ["--clickhouse-url", "--clickhouse-database", "--config"];
+
+/// `target/<profile>/<name>`, a binary of the workspace, for a test binary in
+/// `target/<profile>/deps/`: the binaries come from the `cargo build` before the tests.
+///
+/// # Panics
+///
+/// If it is not there, saying how to build it.
+pub fn workspace_binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("own path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/");
+    let path = dir.join(name);
+    assert!(
+        path.is_file(),
+        "no {name} in {}: build the binaries first (`cargo build --workspace --bins`)",
+        dir.display()
+    );
+    path
+}
 
 /// Runs `command` to its exit (it must stop by itself), with no stdin and its stdout and
 /// stderr captured.

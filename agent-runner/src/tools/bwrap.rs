@@ -25,7 +25,8 @@
 //! - a task's environment, when it has one (a SWE-bench-format task's virtualenv,
 //!   [`Confinement::with_environment`]), read-only, its `bin/` first of all on `PATH`;
 //! - the run's scratch copy, read-write, at its host path: the only writable host path
-//!   (a tmpfs of `disk_mb` with an inode cap under a root runner: [`super::workspace_fs`]);
+//!   (a tmpfs of `disk_mb` with an inode cap, in the runner's own mount namespace:
+//!   [`super::workspace_fs`]);
 //! - a fresh `/proc`, read-only as a whole, without the host's key lists, and a minimal
 //!   `/dev`;
 //! - no network (an empty network namespace), or with `sandbox_limits.network_enabled` a
@@ -690,8 +691,8 @@ impl Confinement {
     }
 
     /// The bound of the run's workspace file system, where the runner can mount one
-    /// (a root runner, sandboxed or not); `None` = the scratch copy is a plain directory,
-    /// bounded per file only.
+    /// (sandboxed or not: in its own mount namespace, or as root in the one it is in);
+    /// `None` = the scratch copy is a plain directory, bounded per file only.
     pub fn workspace_bound(&self) -> Option<WorkspaceBound> {
         workspace_fs::probe().is_ok().then_some(self.workspace)
     }

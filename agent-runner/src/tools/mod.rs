@@ -8,7 +8,8 @@
 //!
 //! - `request`: [`ToolRequest`] / [`ToolCommand`].
 //! - `sandbox`: the scratch copy and path confinement.
-//! - `workspace_fs`: the bounded file system (size and inodes) the scratch copy lives on.
+//! - `workspace_fs`: the bounded file system (size and inodes) the scratch copy lives on,
+//!   and the mount namespace of the runner's own it is mounted in.
 //! - [`bwrap`]: the process sandbox and limits every command an agent causes runs in.
 //! - `seccomp`: the system calls denied inside it.
 //! - `network`: the network of a sandbox with `network_enabled` (pasta, no host loopback).
@@ -37,7 +38,9 @@ use schemas::{EvidenceFootprint, ExitKind, RetryPolicy, RunConfig};
 
 pub use request::{ToolCommand, ToolRequest, TOOL_NAMES};
 pub use sandbox::{PathError, Sandbox, SandboxError};
-pub use workspace_fs::WorkspaceBound;
+pub use workspace_fs::{
+    enter_mount_namespace, MountNamespaceError, RunnerNamespace, WorkspaceBound,
+};
 
 use bwrap::Confinement;
 use exec::{Capture, ExecSpec};

@@ -29,15 +29,24 @@
 //! x32 enabled (`CONFIG_X86_X32_ABI` and `syscall.x32=y`; off in Debian's by default) those
 //! calls are not filtered.
 //!
-//! This module does no process work: it compiles and serialises the programs, and keeps
-//! them in unlinked files [`Filters::paths`] lets a child open.
+//! This module compiles and serialises the programs and keeps them in unlinked files that
+//! a child opens by path ([`Filters::paths`]). Those files are held open by a holder
+//! process, not by the runner: under an unprivileged runner the runner holds capabilities
+//! over its own user namespace ([`super::workspace_fs`]) that its children lack, and the
+//! kernel lets no less capable process open a more capable one's descriptors
+//! (`/proc/<pid>/fd`, ptrace access mode). The holder is `/bin/sh` blocked reading a pipe
+//! only the runner can write to: it exits when the runner does, SIGKILL included.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Seek, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
+
+use nix::fcntl::OFlag;
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -136,23 +145,50 @@ mod syscall {
     };
 }
 
-/// The two compiled filters, each in an unlinked file this process keeps open.
+/// The two compiled filters, each in an unlinked file the holder process keeps open,
+/// read-only: the one answering `EPERM` as its stdout, the one answering `clone3` with
+/// `ENOSYS` as its stderr.
 #[derive(Debug)]
 pub struct Filters {
-    /// Denials answered with `EPERM`.
-    deny: File,
-    /// `clone3` answered with `ENOSYS`.
-    no_clone3: File,
+    /// The holder: `/bin/sh` blocked reading its stdin, the read end of a pipe.
+    holder: Child,
+    /// The write end of the holder's pipe, never written and never inherited: closed when
+    /// this process exits, which ends the holder's read and so the holder.
+    _lifeline: OwnedFd,
 }
+
+/// The holder's script: wait for the end of the pipe on its stdin. A builtin with no
+/// redirection, so that fds 1 and 2 stay the filters throughout.
+const HOLDER: &str = "read -r _";
 
 impl Filters {
     /// Paths a child of this process can open to read each filter from its start:
-    /// `/proc/<runner pid>/fd/<n>`, a fresh open file description each time, so
+    /// `/proc/<holder pid>/fd/{1,2}`, a fresh open file description each time, so
     /// concurrent sandboxes never share a read offset.
     pub fn paths(&self) -> [PathBuf; 2] {
-        let pid = std::process::id();
-        [&self.deny, &self.no_clone3]
-            .map(|f| PathBuf::from(format!("/proc/{pid}/fd/{}", f.as_raw_fd())))
+        let pid = self.holder.id();
+        [1, 2].map(|fd| PathBuf::from(format!("/proc/{pid}/fd/{fd}")))
+    }
+
+    /// Starts the holder of `deny` and `no_clone3`, in a process group of its own (a
+    /// Ctrl-C at the runner's terminal must not end it before the runner).
+    fn hold(deny: File, no_clone3: File) -> Result<Filters, SeccompError> {
+        let store = |e: io::Error| SeccompError::Store(e.to_string());
+        let (read_end, write_end) =
+            nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|e| store(e.into()))?;
+        let holder = Command::new("/bin/sh")
+            .args(["-c", HOLDER])
+            .env_clear()
+            .stdin(Stdio::from(read_end))
+            .stdout(Stdio::from(read_only(&deny).map_err(store)?))
+            .stderr(Stdio::from(read_only(&no_clone3).map_err(store)?))
+            .process_group(0)
+            .spawn()
+            .map_err(store)?;
+        Ok(Filters {
+            holder,
+            _lifeline: write_end,
+        })
     }
 }
 
@@ -206,7 +242,13 @@ fn build() -> Result<Filters, SeccompError> {
         SeccompAction::Errno(nix::errno::Errno::ENOSYS as u32),
         arch,
     )?;
-    Ok(Filters { deny, no_clone3 })
+    Filters::hold(deny, no_clone3)
+}
+
+/// A read-only description of `file`: what the holder keeps, so that nothing it might
+/// print can change a filter.
+fn read_only(file: &File) -> io::Result<File> {
+    File::open(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// Compiles `rules` (matching calls get `action`, the rest are allowed) and stores the

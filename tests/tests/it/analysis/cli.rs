@@ -4,31 +4,12 @@
 //!
 //! Both binaries come from the `cargo build` before the tests ([`workspace_binary`]).
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use benchstream_tests::cli::{assert_clickhouse_only_help, help, run_to_exit};
+use benchstream_tests::cli::{assert_clickhouse_only_help, help, run_to_exit, workspace_binary};
 use benchstream_tests::free_port;
 
 use super::{seeded_clickhouse, DATABASE};
-
-/// `target/<profile>/<name>`: the binaries sit one level above this test binary
-/// (`target/<profile>/deps/`).
-fn workspace_binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("own path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/");
-    let path = dir.join(name);
-    assert!(
-        path.is_file(),
-        "no {name} in {}: build the binaries first \
-         (`cargo build -p event-sink -p benchstream-analysis`)",
-        dir.display()
-    );
-    path
-}
 
 fn analysis() -> Command {
     Command::new(workspace_binary("bench-analysis"))

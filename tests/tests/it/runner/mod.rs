@@ -7,6 +7,7 @@
 mod events;
 mod hostile_judge;
 mod limits;
+mod mount_namespace;
 mod outage;
 mod pins;
 mod protect;
