@@ -391,6 +391,11 @@ fn validation_marks_a_contradicting_task_broken_and_runs_leave_it_out() {
         report.contains("2 tasks, 1 broken, 0 with flaky tests"),
         "{report}"
     );
+    // No broker named: nothing published, and the report says what that means.
+    assert!(
+        report.contains("task_validation events: none published (no --nats-url)"),
+        "{report}"
+    );
     let recorded = fs::read_to_string(scenarios.join("tasks/o__calc-1/validation.toml"))
         .expect("validation.toml");
     assert!(recorded.contains("broken = false"), "{recorded}");

@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 
 use super::validate::ValidateConfig;
 use crate::error::Error;
-use crate::flags::resolve_scenario;
+use crate::flags::{resolve_scenario, EventArgs};
 use crate::scenario::{LoadOptions, DEFAULT_TEST_CMD};
 use crate::tools::bwrap::SandboxMode;
 
@@ -43,6 +43,11 @@ pub struct ValidateArgs {
     /// Run the judge's commands as plain processes, without the sandbox.
     #[arg(long, env = "BENCH_RUNNER_UNSANDBOXED")]
     pub unsandboxed: bool,
+    /// Where each task's validation is published as a `task_validation` event, for
+    /// ClickHouse and `compare`: only with `--nats-url` (or `BENCH_NATS_URL`); without
+    /// it nothing is published and the report says so.
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 /// A `tasks` command, validated.
@@ -127,6 +132,10 @@ impl TasksCommand {
                 if args.repeat == 0 {
                     return Err(Error::Config("--repeat must be at least 1".into()));
                 }
+                // A validation is a local result first; publishing it is asked for by
+                // naming a broker, never by a default address.
+                let broker_named = args.events.publish.nats.url.is_some();
+                let (host, publish) = args.events.into_setup()?;
                 Ok(TasksConfig::Validate(ValidateConfig {
                     scenario: resolve_scenario(&args.scenario, &args.scenarios_dir),
                     load: LoadOptions {
@@ -139,6 +148,8 @@ impl TasksCommand {
                     } else {
                         SandboxMode::Required
                     },
+                    host,
+                    publish: broker_named.then_some(publish),
                 }))
             }
         }
