@@ -610,6 +610,7 @@ pub enum TypedRow<'a> {
     OptimizerUpdate(OptimizerUpdateRow<'a>),
     /// A `test_outcomes` row.
     TestOutcome(TestOutcomeRow<'a>),
+    /// A `task_validations` row.
     TaskValidation(TaskValidationRow<'a>),
 }
 
