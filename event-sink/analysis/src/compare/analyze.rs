@@ -462,6 +462,45 @@ mod tests {
     }
 
     #[test]
+    fn the_clean_rate_leaves_flagged_and_unknown_runs_out() {
+        let mut p = policy("p", &[(4, 3), (2, 1)]);
+        // Task 0: one run flagged (solved), one unknown, two clean (one solved);
+        // task 1: both clean, one solved.
+        let flags = [(1, 1, 2, 1), (0, 0, 2, 1)];
+        for (runs, (flagged, unknown, clean, clean_solved)) in p.tasks.values_mut().zip(flags) {
+            runs.flagged_runs = flagged;
+            runs.integrity_unknown_runs = unknown;
+            runs.clean_runs = clean;
+            runs.clean_successes = clean_solved;
+        }
+        let settings = Settings {
+            baseline: None,
+            margin: DEFAULT_MARGIN,
+            seed: 1,
+            resamples: 100,
+        };
+        let summary = &compare(&[p], &settings).policies[0];
+        assert_eq!((summary.runs, summary.solved), (6, 4));
+        assert_eq!(
+            (
+                summary.flagged_runs,
+                summary.integrity_unknown_runs,
+                summary.clean_runs,
+                summary.clean_solved
+            ),
+            (1, 1, 4, 2)
+        );
+        assert!(close(summary.clean_rate.expect("clean runs"), 0.5));
+        let interval = wilson(2, 4).expect("interval");
+        assert_eq!(summary.clean_rate_ci_low, Some(interval.low));
+        assert_eq!(summary.clean_rate_ci_high, Some(interval.high));
+
+        let unseen = policy("u", &[(2, 1)]);
+        let summary = &compare(&[unseen], &settings).policies[0];
+        assert_eq!(summary.clean_rate, None, "no clean run: no clean rate, never 0");
+    }
+
+    #[test]
     fn repeats_give_pass_at_k_and_a_sign_test_on_per_task_rates() {
         let base = policy("base", &[(2, 2), (2, 1), (2, 0)]);
         let cand = policy("cand", &[(2, 2), (2, 2), (2, 1)]);
