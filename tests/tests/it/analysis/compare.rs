@@ -23,7 +23,7 @@ const BASELINE: &str = "bench/baseline:raw";
 const CANDIDATE: &str = "bench/candidate:observation_masking";
 
 /// How a published run ends.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum End {
     /// A run_stop with this success and exit status.
     Stop(Option<bool>, ExitStatus),

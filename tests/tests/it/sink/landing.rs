@@ -141,7 +141,8 @@ fn check_typed_row(world: &World, event: &BenchmarkEvent) {
         Payload::RunStop(_)
         | Payload::Step(_)
         | Payload::ContextDecision(_)
-        | Payload::TestOutcome(_) => {}
+        | Payload::TestOutcome(_)
+        | Payload::TaskValidation(_) => {}
     }
 }
 
