@@ -55,8 +55,8 @@ pub struct ValidateArgs {
 pub enum TasksConfig {
     /// `tasks import swe-bench`.
     Import(SweBenchImport),
-    /// `tasks validate`.
-    Validate(ValidateConfig),
+    /// `tasks validate` (boxed: the publishing setup makes it the large one).
+    Validate(Box<ValidateConfig>),
 }
 
 /// `agent-runner tasks import ...`
@@ -136,7 +136,7 @@ impl TasksCommand {
                 // naming a broker, never by a default address.
                 let broker_named = args.events.publish.nats.url.is_some();
                 let (host, publish) = args.events.into_setup()?;
-                Ok(TasksConfig::Validate(ValidateConfig {
+                Ok(TasksConfig::Validate(Box::new(ValidateConfig {
                     scenario: resolve_scenario(&args.scenario, &args.scenarios_dir),
                     load: LoadOptions {
                         tasks: args.tasks,
@@ -150,7 +150,7 @@ impl TasksCommand {
                     },
                     host,
                     publish: broker_named.then_some(publish),
-                }))
+                })))
             }
         }
     }

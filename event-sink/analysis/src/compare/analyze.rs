@@ -497,7 +497,10 @@ mod tests {
 
         let unseen = policy("u", &[(2, 1)]);
         let summary = &compare(&[unseen], &settings).policies[0];
-        assert_eq!(summary.clean_rate, None, "no clean run: no clean rate, never 0");
+        assert_eq!(
+            summary.clean_rate, None,
+            "no clean run: no clean rate, never 0"
+        );
     }
 
     #[test]

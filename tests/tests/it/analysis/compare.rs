@@ -239,7 +239,12 @@ fn flags(edited: usize, history: Option<u32>, network: Option<u32>) -> RunIntegr
 
 /// Publishes a `task_validation` of `task` at the fixture of `run_start.json` (the one
 /// every published run has), `broken` or not, `ms` after the fixture's time.
-async fn publish_validation(js: &async_nats::jetstream::Context, task: &str, broken: bool, ms: i64) {
+async fn publish_validation(
+    js: &async_nats::jetstream::Context,
+    task: &str,
+    broken: bool,
+    ms: i64,
+) {
     let fixture_sha256 = match fixture(EventType::RunStart).payload {
         Payload::RunStart(start) => start.fixture_sha256,
         _ => unreachable!("a run_start fixture"),
@@ -302,21 +307,41 @@ async fn broken_tasks_are_left_out_and_flagged_runs_are_shown_apart() {
         serde_json::json!({"broken_task": 2}),
         "{output}"
     );
-    let counts = ["runs", "solved", "flagged_runs", "integrity_unknown_runs", "clean_runs", "clean_solved"]
-        .map(|k| p[k].as_u64().unwrap_or_else(|| panic!("{k} in {output}")));
+    let counts = [
+        "runs",
+        "solved",
+        "flagged_runs",
+        "integrity_unknown_runs",
+        "clean_runs",
+        "clean_solved",
+    ]
+    .map(|k| p[k].as_u64().unwrap_or_else(|| panic!("{k} in {output}")));
     assert_eq!(counts, [7, 4, 2, 2, 3, 2], "{output}");
-    let value = |key: &str| p[key].as_f64().unwrap_or_else(|| panic!("{key} in {output}"));
+    let value = |key: &str| {
+        p[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} in {output}"))
+    };
     assert!((value("rate") - 4.0 / 7.0).abs() < 1e-12, "{output}");
     assert!((value("clean_rate") - 2.0 / 3.0).abs() < 1e-12, "{output}");
     // Wilson 95 % of 2/3 (statsmodels): 0.20766 .. 0.93851.
-    assert!((value("clean_rate_ci_low") - 0.207_660).abs() < 1e-5, "{output}");
-    assert!((value("clean_rate_ci_high") - 0.938_508).abs() < 1e-5, "{output}");
+    assert!(
+        (value("clean_rate_ci_low") - 0.207_660).abs() < 1e-5,
+        "{output}"
+    );
+    assert!(
+        (value("clean_rate_ci_high") - 0.938_508).abs() < 1e-5,
+        "{output}"
+    );
 
     // The table and CSV forms show the same counts per policy.
     let args = compare_args(sink.clickhouse.http_url(), None, Format::Csv);
     let table = command::compare(args).await.expect("compare answers");
     let header = table.lines().next().expect("a header");
-    assert!(header.contains("flagged_runs,integrity_unknown_runs,clean_runs,clean_rate"), "{table}");
+    assert!(
+        header.contains("flagged_runs,integrity_unknown_runs,clean_runs,clean_rate"),
+        "{table}"
+    );
     assert!(table.contains("broken_task 2"), "{table}");
     sink.stop().await;
 }
