@@ -7,7 +7,7 @@
 //! a task whose latest `task_validation` found it broken are left out as `broken_task`
 //! (a re-validation that finds it sound counts them again), and the rate is given again
 //! over the runs no integrity flag singles out, with the flagged and unknown ones
-//! counted.
+//! counted; a validation's own stream is never reported as a run that lost events.
 
 use analysis::command::{self, CompareArgs};
 use analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
@@ -343,5 +343,17 @@ async fn broken_tasks_are_left_out_and_flagged_runs_are_shown_apart() {
         "{table}"
     );
     assert!(table.contains("broken_task 2"), "{table}");
+
+    // A validation is a stream of one event, no run: never a run that lost its run_stop.
+    let client = clickhouse::Client::default()
+        .with_url(sink.clickhouse.http_url())
+        .with_database("benchstream");
+    let params = [("stale_minutes".to_owned(), "0".to_owned())].into();
+    let lost = analysis::Query::find("lost_events")
+        .expect("shipped")
+        .run(&client, &params)
+        .await
+        .expect("query runs");
+    assert_eq!(lost.rows.len(), 0, "{lost:?}");
     sink.stop().await;
 }
