@@ -382,7 +382,9 @@ mod tests {
             ]
         );
         assert!(
-            tree.entries().iter().all(|e| e.path != "lib" && e.path != "pkg/current"),
+            tree.entries()
+                .iter()
+                .all(|e| e.path != "lib" && e.path != "pkg/current"),
             "a link is never a file of the tree"
         );
         let listing = format!(
@@ -416,7 +418,10 @@ mod tests {
         }
         assert!(stays_inside(1, Path::new("../README")));
         assert!(!stays_inside(1, Path::new("../../README")));
-        assert!(!stays_inside(2, Path::new("a/../../b")), "`..` after a name");
+        assert!(
+            !stays_inside(2, Path::new("a/../../b")),
+            "`..` after a name"
+        );
     }
 
     #[test]

@@ -121,8 +121,7 @@ impl Sandbox {
                 return Err(SandboxError::Changed {
                     path: link.path.clone(),
                     expected: schemas::sha256_hex(link.target.as_bytes()).to_string(),
-                    actual: schemas::sha256_hex(actual.as_os_str().as_encoded_bytes())
-                        .to_string(),
+                    actual: schemas::sha256_hex(actual.as_os_str().as_encoded_bytes()).to_string(),
                 });
             }
             let at = root.join(&link.path);
