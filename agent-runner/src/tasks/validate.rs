@@ -8,7 +8,7 @@
 //! to `tasks/<id>/validation.toml` ([`Validation`]); runs, sweeps and `exec` then leave
 //! broken tasks out with a count, and runs take `test_outcome.before` from it. With a
 //! broker, each validation is also published as a `task_validation` event (a stream of
-//! its own, [`validation_event`]), so ClickHouse knows which tasks are broken and
+//! its own, `validation_event`), so ClickHouse knows which tasks are broken and
 //! `bench-analysis compare` leaves their runs out.
 
 use std::fmt;
@@ -47,7 +47,7 @@ pub struct ValidateConfig {
 }
 
 /// `policy_id` of `task_validation` events: the gold patch is what is judged, no agent.
-pub const VALIDATION_POLICY: &str = "validation";
+const VALIDATION_POLICY: &str = "validation";
 
 /// What validation found about one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
