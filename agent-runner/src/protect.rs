@@ -147,7 +147,8 @@ impl Protected {
             let pinned = fixture
                 .entries()
                 .iter()
-                .any(|e| e.path == path || e.path.starts_with(&dir_prefix));
+                .any(|e| e.path == path || e.path.starts_with(&dir_prefix))
+                || fixture.links().iter().any(|l| l.path == path);
             if pinned || !self.matches(&path) {
                 continue;
             }

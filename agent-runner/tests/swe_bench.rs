@@ -391,6 +391,11 @@ fn validation_marks_a_contradicting_task_broken_and_runs_leave_it_out() {
         report.contains("2 tasks, 1 broken, 0 with flaky tests"),
         "{report}"
     );
+    // No broker named: nothing published, and the report says what that means.
+    assert!(
+        report.contains("task_validation events: none published (no --nats-url)"),
+        "{report}"
+    );
     let recorded = fs::read_to_string(scenarios.join("tasks/o__calc-1/validation.toml"))
         .expect("validation.toml");
     assert!(recorded.contains("broken = false"), "{recorded}");
@@ -490,4 +495,74 @@ fn the_environment_is_set_up_once_per_repository_and_version_and_read_only_in_ru
     let diff = fs::read_to_string(run_dir.join("final.diff")).expect("final.diff");
     assert!(diff.contains("+5\n+read-only\n"), "{diff}");
     assert!(!env.join("written").exists());
+}
+
+#[test]
+fn a_repository_with_symlinks_inside_imports_and_runs_and_a_link_out_is_refused() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let project = Project::create(root.path());
+    let clone = project.repos.join("o__calc");
+    // A base with links that stay in the tree (a file's and a directory's), and one after
+    // it with a link out of the repository.
+    git(&clone, &["checkout", "-q", "-b", "linked", &project.base]);
+    std::os::unix::fs::symlink("calc.py", clone.join("calc_link.py")).expect("symlink");
+    std::os::unix::fs::symlink("tests", clone.join("checks")).expect("symlink");
+    git(&clone, &["add", "-A"]);
+    git(&clone, &["commit", "-qm", "links"]);
+    let linked = git(&clone, &["rev-parse", "HEAD"]).trim().to_owned();
+    std::os::unix::fs::symlink("../../outside", clone.join("tests/escape")).expect("symlink");
+    git(&clone, &["add", "-A"]);
+    git(&clone, &["commit", "-qm", "a link out"]);
+    let escaping = git(&clone, &["rev-parse", "HEAD"]).trim().to_owned();
+    let instances = root.path().join("instances.jsonl");
+    fs::write(
+        &instances,
+        format!(
+            "{}\n{}\n",
+            project.instance("o__calc-1", &linked),
+            project.instance("o__calc-6", &escaping)
+        ),
+    )
+    .expect("write");
+    let scenarios = root.path().join("scenarios");
+    let import = runner(
+        root.path(),
+        &[
+            "tasks",
+            "import",
+            "swe-bench",
+            "--instances",
+            instances.to_str().expect("utf-8"),
+            "--repos",
+            project.repos.to_str().expect("utf-8"),
+            "--scenarios-dir",
+            scenarios.to_str().expect("utf-8"),
+            "--scenario",
+            "swe-local",
+        ],
+    );
+    let report = text(&import.stdout);
+    assert_eq!(import.status.code(), Some(1), "{}", text_of(&import));
+    assert!(report.contains("imported o__calc-1: "), "{report}");
+    assert!(
+        report.contains("failed o__calc-6: ")
+            && report.contains("tests/escape is a symlink to ../../outside, outside the fixture"),
+        "{report}"
+    );
+
+    // The links are links in the fixture, pinned, and in the run's scratch copy, where
+    // the gold patch resolves the task.
+    let fixture = scenarios.join("tasks/o__calc-1/fixture");
+    assert_eq!(
+        fs::read_link(fixture.join("calc_link.py")).expect("a link"),
+        Path::new("calc.py")
+    );
+    assert_eq!(
+        fs::read_link(fixture.join("checks")).expect("a link"),
+        Path::new("tests")
+    );
+    let (gold, _) = run(root.path(), &scenarios, "swe-local", &[]);
+    assert_eq!(gold["task_id"], "o__calc-1");
+    assert_eq!(gold["result"]["success"], true, "{gold:#}");
+    assert_eq!(gold["result"]["tests_passed"], 2, "{gold:#}");
 }

@@ -75,6 +75,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(14, "0014_run_start_sandbox_kind"),
     migration!(15, "0015_tool_call_id"),
     migration!(16, "0016_unmeasured_step_times"),
+    migration!(17, "0017_task_validations"),
 ];
 
 impl Migration {

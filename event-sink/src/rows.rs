@@ -27,7 +27,8 @@ use schemas::smith::{
 };
 use schemas::{
     BenchmarkEvent, ContextDecision, ContextStrategy, Decoded, Deliberation, EventType, Failure,
-    OptimizerUpdate, Payload, Protocol, RunStart, RunStop, Step, TestOutcome, ToolCall,
+    OptimizerUpdate, Payload, Protocol, RunStart, RunStop, Step, TaskValidation, TestOutcome,
+    ToolCall,
 };
 use serde::{Serialize, Serializer};
 use uuid::Uuid;
@@ -66,6 +67,7 @@ pub const fn typed_table(event_type: EventType) -> &'static str {
         EventType::Failure => "failures",
         EventType::OptimizerUpdate => "optimizer_updates",
         EventType::TestOutcome => "test_outcomes",
+        EventType::TaskValidation => "task_validations",
     }
 }
 
@@ -461,6 +463,20 @@ typed_row! {
 }
 
 typed_row! {
+    /// `task_validations`: one validation of a SWE-bench-format task.
+    TaskValidationRow {
+        scenario: &'a str,
+        task_sha256: &'a str,
+        fixture_sha256: &'a str,
+        repeats: u32,
+        broken: bool,
+        reasons: Vec<&'a str>,
+        tests: u32,
+        flaky_tests: Vec<&'a str>,
+    }
+}
+
+typed_row! {
     /// `steps`: one agent step.
     StepRow {
         step_type: &'static str,
@@ -594,6 +610,8 @@ pub enum TypedRow<'a> {
     OptimizerUpdate(OptimizerUpdateRow<'a>),
     /// A `test_outcomes` row.
     TestOutcome(TestOutcomeRow<'a>),
+    /// A `task_validations` row.
+    TaskValidation(TaskValidationRow<'a>),
 }
 
 impl<'a> TypedRow<'a> {
@@ -620,6 +638,7 @@ impl<'a> TypedRow<'a> {
             Payload::Failure(p) => TypedRow::Failure(failure(received, p)),
             Payload::OptimizerUpdate(p) => TypedRow::OptimizerUpdate(optimizer_update(received, p)),
             Payload::TestOutcome(p) => TypedRow::TestOutcome(test_outcome(received, p)),
+            Payload::TaskValidation(p) => TypedRow::TaskValidation(task_validation(received, p)),
         }
     }
 
@@ -799,6 +818,19 @@ fn test_outcome<'a>(received: &Received<'a>, p: &'a TestOutcome) -> TestOutcomeR
         after: p.after,
         duration_ms: p.duration_ms,
         reason: p.reason.as_deref(),
+    })
+}
+
+fn task_validation<'a>(received: &Received<'a>, p: &'a TaskValidation) -> TaskValidationRow<'a> {
+    with_envelope!(TaskValidationRow, received, {
+        scenario: &p.scenario,
+        task_sha256: p.task_sha256.as_str(),
+        fixture_sha256: p.fixture_sha256.as_str(),
+        repeats: p.repeats,
+        broken: p.broken,
+        reasons: p.reasons.iter().map(String::as_str).collect(),
+        tests: p.tests,
+        flaky_tests: p.flaky_tests.iter().map(String::as_str).collect(),
     })
 }
 

@@ -53,7 +53,7 @@ use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rowbinary;
 use crate::rows::{
     typed_table, ContextDecisionRow, DeliberationRow, FailureRow, OptimizerUpdateRow, RunStartRow,
-    RunStopRow, StepRow, Table, TestOutcomeRow, ToolCallRow,
+    RunStopRow, StepRow, Table, TaskValidationRow, TestOutcomeRow, ToolCallRow,
 };
 
 /// Why an accepted event is dead-lettered after all.
@@ -273,7 +273,8 @@ impl ClickHouseInserter {
             RunStart => RunStartRow, RunStop => RunStopRow, Step => StepRow,
             ToolCall => ToolCallRow, Deliberation => DeliberationRow,
             ContextDecision => ContextDecisionRow, Failure => FailureRow,
-            OptimizerUpdate => OptimizerUpdateRow, TestOutcome => TestOutcomeRow
+            OptimizerUpdate => OptimizerUpdateRow, TestOutcome => TestOutcomeRow,
+            TaskValidation => TaskValidationRow
         );
         for &i in items {
             insert.buffer().extend_from_slice(batch.typed_row(i));

@@ -7,7 +7,12 @@
 //! except those inside [`IGNORED_DIRS`], as one line `<sha256 of content> <x|-> <path>\n`
 //! (`x` when any execute bit is set; path relative, `/`-separated), lines sorted by path
 //! bytes, and the SHA-256 of their concatenation. Directories themselves, timestamps and
-//! owners do not count. Symlinks are refused: a fixture must not point outside itself.
+//! owners do not count. A symlink ([`TreeLink`]: real repositories hold them) counts by
+//! its target: one line `<sha256 of the target's bytes> l <path>`, sorted with the files'
+//! (a tree without links hashes as before links were allowed). A fixture's symlinks must
+//! stay inside it ([`TreeError::LinkOutside`]): a relative target whose `..` components
+//! all lead and climb no higher than the root, then plain names. A link is never
+//! followed here, and never a file of [`Tree::entries`].
 //!
 //! Files are hashed by streaming them through SHA-256 ([`hash_file`]), never read whole:
 //! what an agent leaves in its workspace (a 1 GB sparse file) must not cost the runner its
@@ -24,7 +29,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Read};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use schemas::{sha256_hex, Hash256};
 use sha2::{Digest, Sha256};
@@ -55,6 +60,15 @@ pub struct TreeEntry {
     pub sha256: Hash256,
 }
 
+/// One symbolic link of a fixture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeLink {
+    /// Relative path of the link, `/`-separated.
+    pub path: String,
+    /// Its target as written (relative, inside the tree).
+    pub target: String,
+}
+
 /// Bytes read at a time when hashing a file.
 const HASH_CHUNK: usize = 64 * 1024;
 
@@ -78,6 +92,7 @@ pub fn hash_file(path: &Path) -> io::Result<Hash256> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tree {
     entries: Vec<TreeEntry>,
+    links: Vec<TreeLink>,
 }
 
 /// Reading a tree failed.
@@ -92,10 +107,17 @@ pub enum TreeError {
     /// A path that is no UTF-8, which the listing cannot hold.
     #[error("{0} is not valid UTF-8; fixture paths must be")]
     NonUtf8(PathBuf),
+    /// A fixture's symlink whose target is absolute or climbs out of the fixture.
+    #[error(
+        "{path} is a symlink to {target}, outside the fixture; a fixture's symlinks must \
+         point inside it (relative, never above its root)"
+    )]
+    LinkOutside { path: PathBuf, target: PathBuf },
 }
 
 impl Tree {
-    /// Scans a fixture: `root` recursively, refusing symlinks.
+    /// Scans a fixture: `root` recursively, its symlinks kept as [`TreeLink`]s and refused
+    /// when they point outside it.
     pub fn scan(root: &Path) -> Result<Tree, TreeError> {
         Self::scan_with(root, true)
     }
@@ -106,16 +128,13 @@ impl Tree {
         Self::scan_with(root, false)
     }
 
-    fn scan_with(root: &Path, refuse_symlinks: bool) -> Result<Tree, TreeError> {
-        let symlinks = if refuse_symlinks {
-            Symlinks::Refuse
-        } else {
-            Symlinks::List
-        };
+    fn scan_with(root: &Path, fixture: bool) -> Result<Tree, TreeError> {
         let mut entries = Vec::new();
-        for entry in walk(root).symlinks(symlinks) {
+        let mut links = Vec::new();
+        for entry in walk(root).symlinks(Symlinks::List) {
             let entry = entry?;
-            if !entry.file_type().is_file() {
+            let is_link = entry.file_type().is_symlink();
+            if !(entry.file_type().is_file() || (fixture && is_link)) {
                 continue;
             }
             let path = entry.path();
@@ -129,6 +148,13 @@ impl Tree {
                 path: path.to_path_buf(),
                 source,
             };
+            if is_link {
+                links.push(link(path, rel).map_err(|e| match e {
+                    LinkError::Read(source) => read_err(source),
+                    LinkError::Tree(e) => e,
+                })?);
+                continue;
+            }
             let meta = fs::symlink_metadata(path).map_err(read_err)?;
             entries.push(TreeEntry {
                 path: rel,
@@ -139,21 +165,33 @@ impl Tree {
         }
         // Component order is not byte order (`a/b` < `a.txt` here, not in bytes).
         entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-        Ok(Tree { entries })
+        links.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+        Ok(Tree { entries, links })
     }
 
-    /// The files, sorted by path.
+    /// The regular files, sorted by path.
     pub fn entries(&self) -> &[TreeEntry] {
         &self.entries
     }
 
+    /// The symlinks (of a fixture; none in a workspace scan), sorted by path.
+    pub fn links(&self) -> &[TreeLink] {
+        &self.links
+    }
+
     /// The tree hash (see the module docs).
     pub fn sha256(&self) -> Hash256 {
-        let mut listing = String::new();
-        for e in &self.entries {
+        let files = self.entries.iter().map(|e| {
             let x = if e.executable { 'x' } else { '-' };
-            listing.push_str(&format!("{} {x} {}\n", e.sha256, e.path));
-        }
+            (e.path.as_str(), format!("{} {x} {}\n", e.sha256, e.path))
+        });
+        let links = self.links.iter().map(|l| {
+            let target = sha256_hex(l.target.as_bytes());
+            (l.path.as_str(), format!("{target} l {}\n", l.path))
+        });
+        let mut lines: Vec<(&str, String)> = files.chain(links).collect();
+        lines.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let listing: String = lines.into_iter().map(|(_, line)| line).collect();
         sha256_hex(listing.as_bytes())
     }
 
@@ -233,6 +271,50 @@ impl Tree {
     }
 }
 
+/// Why a fixture's symlink could not be listed.
+enum LinkError {
+    /// Its target could not be read.
+    Read(io::Error),
+    /// Its target is no UTF-8 or leads outside the fixture.
+    Tree(TreeError),
+}
+
+/// The link at `path` (`rel` below the root), if its target stays inside the root.
+fn link(path: &Path, rel: String) -> Result<TreeLink, LinkError> {
+    let target = fs::read_link(path).map_err(LinkError::Read)?;
+    let depth = rel.split('/').count() - 1;
+    if !stays_inside(depth, &target) {
+        return Err(LinkError::Tree(TreeError::LinkOutside {
+            path: path.to_path_buf(),
+            target,
+        }));
+    }
+    let target = target
+        .to_str()
+        .ok_or_else(|| LinkError::Tree(TreeError::NonUtf8(path.to_path_buf())))?
+        .to_owned();
+    Ok(TreeLink { path: rel, target })
+}
+
+/// Whether a link target, read from a directory `depth` levels below the root, stays
+/// inside the root whatever the links it passes through: relative, every `..` before the
+/// first name and no more of them than `depth`. A `..` after a name is refused even when
+/// it would cancel out on paper: after a name that is itself a link, the kernel climbs
+/// from the link's target, not from where the name stands.
+fn stays_inside(depth: usize, target: &Path) -> bool {
+    let mut ups = 0;
+    let mut named = false;
+    for component in target.components() {
+        match component {
+            Component::ParentDir if !named => ups += 1,
+            Component::Normal(_) => named = true,
+            Component::CurDir => {}
+            Component::ParentDir | Component::RootDir | Component::Prefix(_) => return false,
+        }
+    }
+    ups <= depth
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +352,75 @@ mod tests {
         assert_eq!(
             tree.changed_paths_in(dir.path()).expect("compare"),
             vec!["b/run.sh".to_owned()]
+        );
+    }
+
+    #[test]
+    fn links_inside_the_fixture_are_pinned_by_target_and_links_out_refused() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        fs::create_dir_all(root.join("pkg/data")).expect("mkdir");
+        fs::write(root.join("pkg/data/v1.txt"), "one\n").expect("write");
+        fs::write(root.join("README"), "r\n").expect("write");
+        symlink("data/v1.txt", root.join("pkg/current")).expect("symlink");
+        symlink("../README", root.join("pkg/README")).expect("symlink");
+        symlink("pkg", root.join("lib")).expect("symlink");
+
+        let tree = Tree::scan(root).expect("links inside are kept");
+        let links: Vec<(&str, &str)> = tree
+            .links()
+            .iter()
+            .map(|l| (l.path.as_str(), l.target.as_str()))
+            .collect();
+        assert_eq!(
+            links,
+            [
+                ("lib", "pkg"),
+                ("pkg/README", "../README"),
+                ("pkg/current", "data/v1.txt")
+            ]
+        );
+        assert!(
+            tree.entries()
+                .iter()
+                .all(|e| e.path != "lib" && e.path != "pkg/current"),
+            "a link is never a file of the tree"
+        );
+        let listing = format!(
+            "{} - README\n{} l lib\n{} l pkg/README\n{} l pkg/current\n{} - pkg/data/v1.txt\n",
+            sha256_hex(b"r\n"),
+            sha256_hex(b"pkg"),
+            sha256_hex(b"../README"),
+            sha256_hex(b"data/v1.txt"),
+            sha256_hex(b"one\n"),
+        );
+        assert_eq!(tree.sha256(), sha256_hex(listing.as_bytes()));
+        // Retargeting a link changes the pin.
+        fs::remove_file(root.join("pkg/current")).expect("rm");
+        symlink("data", root.join("pkg/current")).expect("symlink");
+        assert_ne!(Tree::scan(root).expect("scan").sha256(), tree.sha256());
+
+        for (name, target) in [
+            ("up", "../outside"),
+            ("abs", "/etc/passwd"),
+            ("cancels", "pkg/../../outside"),
+        ] {
+            let link = root.join(name);
+            symlink(target, &link).expect("symlink");
+            match Tree::scan(root) {
+                Err(e @ TreeError::LinkOutside { .. }) => {
+                    assert!(e.to_string().contains(&link.display().to_string()), "{e}")
+                }
+                other => panic!("{target} not refused: {other:?}"),
+            }
+            fs::remove_file(&link).expect("rm");
+        }
+        assert!(stays_inside(1, Path::new("../README")));
+        assert!(!stays_inside(1, Path::new("../../README")));
+        assert!(
+            !stays_inside(2, Path::new("a/../../b")),
+            "`..` after a name"
         );
     }
 

@@ -19,16 +19,13 @@ pub enum WalkError {
     /// A directory or an entry could not be read (the root, when it is no directory).
     #[error("cannot read {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
-    /// A symlink, under [`Symlinks::Refuse`].
-    #[error("{0} is a symlink; fixtures may hold only regular files and directories")]
-    Symlink(PathBuf),
 }
 
 impl WalkError {
-    /// The path that could not be read, or the refused symlink.
+    /// The path that could not be read.
     pub fn path(&self) -> &Path {
         match self {
-            WalkError::Io { path, .. } | WalkError::Symlink(path) => path,
+            WalkError::Io { path, .. } => path,
         }
     }
 }
@@ -49,7 +46,6 @@ impl From<WalkError> for io::Error {
     fn from(err: WalkError) -> io::Error {
         match err {
             WalkError::Io { source, .. } => source,
-            symlink @ WalkError::Symlink(_) => io::Error::other(symlink.to_string()),
         }
     }
 }
@@ -60,8 +56,6 @@ impl From<WalkError> for io::Error {
 pub enum Symlinks {
     /// Yielded as an entry of its own (`file_type().is_symlink()`), never followed.
     List,
-    /// An error, [`WalkError::Symlink`]: fixtures hold only files and directories.
-    Refuse,
     /// Followed: a linked directory is walked, a linked file yielded as that file, a link
     /// that points nowhere yielded as the link.
     Follow,
@@ -214,9 +208,6 @@ impl Iterator for WalkIter {
                 self.inner.skip_current_dir();
                 continue;
             }
-            if file_type.is_symlink() && self.walk.symlinks == Symlinks::Refuse {
-                return Some(Err(WalkError::Symlink(entry.into_path())));
-            }
             return Some(Ok(FileEntry {
                 path: entry.into_path(),
                 file_type,
@@ -296,7 +287,7 @@ mod tests {
     }
 
     #[test]
-    fn walk_lists_refuses_or_follows_symlinks() {
+    fn walk_lists_or_follows_symlinks() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path();
         fs::create_dir(root.join("real")).expect("mkdir");
@@ -317,16 +308,10 @@ mod tests {
             "a link that points nowhere is yielded as the link"
         );
 
-        let refused: Result<Vec<FileEntry>, WalkError> =
-            walk(root).symlinks(Symlinks::Refuse).into_iter().collect();
-        match refused {
-            Err(WalkError::Symlink(path)) => assert_eq!(path, root.join("link")),
-            other => panic!("symlink not refused: {other:?}"),
-        }
-        assert!(matches!(
-            Tree::scan(root),
-            Err(TreeError::Walk(WalkError::Symlink(_)))
-        ));
+        assert!(
+            matches!(Tree::scan(root), Err(TreeError::LinkOutside { .. })),
+            "absolute targets are outside the fixture"
+        );
         let workspace = Tree::scan_workspace(root).expect("symlinks skipped");
         let paths: Vec<&str> = workspace
             .entries()

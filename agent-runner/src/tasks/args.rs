@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 
 use super::validate::ValidateConfig;
 use crate::error::Error;
-use crate::flags::resolve_scenario;
+use crate::flags::{resolve_scenario, EventArgs};
 use crate::scenario::{LoadOptions, DEFAULT_TEST_CMD};
 use crate::tools::bwrap::SandboxMode;
 
@@ -43,6 +43,11 @@ pub struct ValidateArgs {
     /// Run the judge's commands as plain processes, without the sandbox.
     #[arg(long, env = "BENCH_RUNNER_UNSANDBOXED")]
     pub unsandboxed: bool,
+    /// Where each task's validation is published as a `task_validation` event, for
+    /// ClickHouse and `compare`: only with `--nats-url` (or `BENCH_NATS_URL`); without
+    /// it nothing is published and the report says so.
+    #[command(flatten)]
+    pub events: EventArgs,
 }
 
 /// A `tasks` command, validated.
@@ -50,8 +55,8 @@ pub struct ValidateArgs {
 pub enum TasksConfig {
     /// `tasks import swe-bench`.
     Import(SweBenchImport),
-    /// `tasks validate`.
-    Validate(ValidateConfig),
+    /// `tasks validate` (boxed: the publishing setup makes it the large one).
+    Validate(Box<ValidateConfig>),
 }
 
 /// `agent-runner tasks import ...`
@@ -127,7 +132,11 @@ impl TasksCommand {
                 if args.repeat == 0 {
                     return Err(Error::Config("--repeat must be at least 1".into()));
                 }
-                Ok(TasksConfig::Validate(ValidateConfig {
+                // A validation is a local result first; publishing it is asked for by
+                // naming a broker, never by a default address.
+                let broker_named = args.events.publish.nats.url.is_some();
+                let (host, publish) = args.events.into_setup()?;
+                Ok(TasksConfig::Validate(Box::new(ValidateConfig {
                     scenario: resolve_scenario(&args.scenario, &args.scenarios_dir),
                     load: LoadOptions {
                         tasks: args.tasks,
@@ -139,7 +148,9 @@ impl TasksCommand {
                     } else {
                         SandboxMode::Required
                     },
-                }))
+                    host,
+                    publish: broker_named.then_some(publish),
+                })))
             }
         }
     }

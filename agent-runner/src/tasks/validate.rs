@@ -6,14 +6,23 @@
 //! A test that contradicts its list in every repetition makes the task broken; one whose
 //! outcome differs between repetitions of the same state is flaky. The result is written
 //! to `tasks/<id>/validation.toml` ([`Validation`]); runs, sweeps and `exec` then leave
-//! broken tasks out with a count, and runs take `test_outcome.before` from it.
+//! broken tasks out with a count, and runs take `test_outcome.before` from it. With a
+//! broker, each validation is also published as a `task_validation` event (a stream of
+//! its own, `validation_event`), so ClickHouse knows which tasks are broken and
+//! `bench-analysis compare` leaves their runs out.
 
 use std::fmt;
 use std::path::PathBuf;
 
+use schemas::{Canonical, Payload, RunSequencer};
+use uuid::Uuid;
+
 use crate::base_repo;
 use crate::error::{Error, Exit, Outcome};
 use crate::judge;
+use crate::publish::{DeliveryReport, PublisherHandle};
+use crate::recorder::RunRecorder;
+use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
 use crate::scenario::{
     LoadOptions, LoadedScenario, LoadedTask, SweBench, ValidatedTest, Validation,
 };
@@ -30,7 +39,15 @@ pub struct ValidateConfig {
     pub repeat: u32,
     /// Whether the judge's commands run in the sandbox.
     pub sandbox: SandboxMode,
+    /// `host` of the `task_validation` events.
+    pub host: String,
+    /// Where the `task_validation` events go; `None`: nowhere (no broker given), the
+    /// validations stay in the task directories.
+    pub publish: Option<PublishSetup>,
 }
+
+/// `policy_id` of `task_validation` events: the gold patch is what is judged, no agent.
+const VALIDATION_POLICY: &str = "validation";
 
 /// What validation found about one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +66,9 @@ pub enum TaskValidation {
 pub struct ValidateReport {
     /// `(task id, what was found)`, in scenario order.
     pub tasks: Vec<(String, TaskValidation)>,
+    /// What happened to the `task_validation` events; `None` when none was published
+    /// (no broker given).
+    pub delivery: Option<DeliveryReport>,
 }
 
 impl ValidateReport {
@@ -99,7 +119,15 @@ impl fmt::Display for ValidateReport {
             "{} tasks, {} broken, {flaky_tasks} with flaky tests",
             self.tasks.len(),
             self.broken()
-        )
+        )?;
+        match &self.delivery {
+            Some(delivery) => writeln!(f, "task_validation events: {delivery}"),
+            None => writeln!(
+                f,
+                "task_validation events: none published (no --nats-url): ClickHouse does \
+                 not know these validations, so compare cannot leave broken tasks out"
+            ),
+        }
     }
 }
 
@@ -121,6 +149,8 @@ pub async fn validate(config: &ValidateConfig) -> Result<ValidateReport, Error> 
     let limits = &scenario.scenario.config.sandbox_limits;
     // Only the judge runs, with the dataset's patches: no agent's commands.
     let confinement = config.sandbox.confinement(limits, true)?;
+    let publisher = start_optional_publisher(config.publish.as_ref()).await?;
+    let handle = publisher.as_ref().map(|p| p.handle());
     let mut tasks = Vec::new();
     for task in &scenario.tasks {
         let found = match &task.task.swe_bench {
@@ -137,6 +167,9 @@ pub async fn validate(config: &ValidateConfig) -> Result<ValidateReport, Error> 
                     },
                 };
                 validation.write(&task.dir)?;
+                if let Some(handle) = &handle {
+                    publish(&scenario, task, &validation, &config.host, handle)?;
+                }
                 if validation.tests.is_empty() {
                     TaskValidation::Failed(validation.reasons.join("; "))
                 } else {
@@ -146,7 +179,54 @@ pub async fn validate(config: &ValidateConfig) -> Result<ValidateReport, Error> 
         };
         tasks.push((task.task.id.clone(), found));
     }
-    Ok(ValidateReport { tasks })
+    drop(handle);
+    let delivery = finish_optional_publisher(publisher).await?;
+    Ok(ValidateReport { tasks, delivery })
+}
+
+/// Publishes `validation` of `task` as a stream of its own: a fresh run id, this one
+/// event at `seq` 0. `cfg_hash` is the scenario config's (the sandbox limits the judge
+/// ran under come from it), `env_hash` the task's pin.
+fn publish(
+    scenario: &LoadedScenario,
+    task: &LoadedTask,
+    validation: &Validation,
+    host: &str,
+    handle: &PublisherHandle,
+) -> Result<(), Error> {
+    let sequencer = RunSequencer::new(
+        Uuid::now_v7(),
+        task.task.id.clone(),
+        VALIDATION_POLICY,
+        scenario.scenario.config.canonical_hash(),
+        task.task_sha256.clone(),
+        None,
+        host,
+    );
+    let mut recorder = RunRecorder::new(sequencer, Some(handle.clone()), None)?;
+    recorder.emit(
+        None,
+        Payload::TaskValidation(validation_event(scenario, task, validation)),
+    )?;
+    Ok(())
+}
+
+/// The `task_validation` event of `validation`.
+fn validation_event(
+    scenario: &LoadedScenario,
+    task: &LoadedTask,
+    validation: &Validation,
+) -> schemas::TaskValidation {
+    schemas::TaskValidation {
+        scenario: scenario.scenario.name.clone(),
+        task_sha256: task.task_sha256.clone(),
+        fixture_sha256: task.fixture_sha256(),
+        repeats: validation.repeats,
+        broken: validation.broken,
+        reasons: validation.reasons.clone(),
+        tests: u32::try_from(validation.tests.len()).unwrap_or(u32::MAX),
+        flaky_tests: validation.flaky().into_iter().map(str::to_owned).collect(),
+    }
 }
 
 /// `repeats` judgings of the base and of the gold patch.

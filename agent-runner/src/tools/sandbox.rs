@@ -66,8 +66,9 @@ pub enum SandboxError {
 }
 
 impl Sandbox {
-    /// Copies the files of `tree` (scanned from `fixture_dir`) into a new temp dir,
-    /// checking each file's content against the hash in `tree` as it goes, so the copy is
+    /// Copies the files of `tree` (scanned from `fixture_dir`) into a new temp dir, and
+    /// its symlinks as symlinks, checking each file's content (each link's target)
+    /// against the hash in `tree` as it goes, so the copy is
     /// exactly what was pinned even if the fixture changes meanwhile. The directory is
     /// `0700`: no other user of the host (another run's agent included) can look in.
     /// With `bound`, a tmpfs of that size and inode count is mounted on it first, so the
@@ -108,6 +109,26 @@ impl Sandbox {
             }
             fs::write(&target, &bytes).map_err(copy_err)?;
             set_executable(&target, entry.executable).map_err(copy_err)?;
+        }
+        // The fixture's symlinks, as symlinks (their targets stay inside: `Tree::scan`).
+        for link in tree.links() {
+            let copy_err = |source| SandboxError::Copy {
+                path: link.path.clone(),
+                source,
+            };
+            let actual = fs::read_link(fixture_dir.join(&link.path)).map_err(copy_err)?;
+            if actual.as_os_str() != link.target.as_str() {
+                return Err(SandboxError::Changed {
+                    path: link.path.clone(),
+                    expected: schemas::sha256_hex(link.target.as_bytes()).to_string(),
+                    actual: schemas::sha256_hex(actual.as_os_str().as_encoded_bytes()).to_string(),
+                });
+            }
+            let at = root.join(&link.path);
+            if let Some(parent) = at.parent() {
+                fs::create_dir_all(parent).map_err(copy_err)?;
+            }
+            std::os::unix::fs::symlink(&link.target, &at).map_err(copy_err)?;
         }
         Ok(Sandbox {
             root,

@@ -3,8 +3,10 @@
 -- same tasks, their successes and cost; what `bench-analysis compare` computes its
 -- statistics from, and where your own statistics start.
 --
--- A run counts when it is finished and judged. The others are excluded, counted by
--- reason, each run under the first that applies: unfinished (no run_stop), lost_events
+-- A run counts when it is finished and judged, and its task is not broken. The others
+-- are excluded, counted by reason, each run under the first that applies: broken_task
+-- (the latest validation of its task and fixture, in task_validations, found the task
+-- broken: its runs are no results), unfinished (no run_stop), lost_events
 -- (a gap in its seq numbers, the logic of lost_events), infrastructure (an
 -- infrastructure failure: exit_status exit_environment, or exit_api with no call the
 -- provider answered, i.e. no deliberation with status ok or parse_failure: the
@@ -16,6 +18,14 @@
 -- turns and tokens are sums over the counted runs whose turns (turn_runs) and
 -- total_tokens (token_runs) are known, NULL when none is. Keep scoring_version apart:
 -- verdicts of different judge versions are not comparable.
+-- Integrity (run_stops, SWE-bench-format tasks): a counted run is flagged when a flag
+-- it has says so (test_files_edited, history_commands or network_commands > 0);
+-- otherwise it is unknown when a flag could not be established (test_files_edited NULL:
+-- a task without them; history_commands NULL: the agent's commands were not seen, which
+-- leaves network_commands unknown too; network_commands alone is NULL when the network
+-- was on, where trying it is no flag), and clean when none is NULL. flagged_runs,
+-- integrity_unknown_runs, clean_runs count them; clean_successes = successes of the
+-- clean runs. An unknown run is neither clean nor flagged.
 -- Dedup: every table is read with FINAL. 18.16 allows one JOIN per SELECT, hence the
 -- nesting.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
@@ -42,6 +52,11 @@ SELECT
     if(token_runs = 0, NULL,
         sumIf(toFloat64(assumeNotNull(run_tokens)), excluded = '' AND isNotNull(run_tokens)))
         AS tokens,
+    countIf(excluded = '' AND integrity = 'flagged') AS flagged_runs,
+    countIf(excluded = '' AND integrity = 'unknown') AS integrity_unknown_runs,
+    countIf(excluded = '' AND integrity = 'clean') AS clean_runs,
+    countIf(excluded = '' AND integrity = 'clean' AND solved = 1) AS clean_successes,
+    countIf(excluded = 'broken_task') AS broken_task,
     countIf(excluded = 'unfinished') AS unfinished,
     countIf(excluded = 'lost_events') AS lost_events,
     countIf(excluded = 'infrastructure') AS infrastructure,
@@ -49,11 +64,12 @@ SELECT
 FROM
 (
     SELECT task_id, policy_id, cfg_hash, model, strategy, scoring_version,
-        run_cost, run_turns, run_tokens,
+        run_cost, run_turns, run_tokens, integrity,
         -- assumeNotNull only after the isNull test: 18.16 gives NULL for a comparison
         -- with a Nullable column.
         toUInt8(isNotNull(succeeded) AND assumeNotNull(succeeded) = 1) AS solved,
-        multiIf(stopped = 0, 'unfinished',
+        multiIf(task_broken = 1, 'broken_task',
+            stopped = 0, 'unfinished',
             missing > 0, 'lost_events',
             status = 'exit_environment' OR (status = 'exit_api' AND answered = 0),
                 'infrastructure',
@@ -62,40 +78,61 @@ FROM
     FROM
     (
         SELECT run_id, task_id, policy_id, cfg_hash, model, strategy, scoring_version,
-            stopped, succeeded, status, run_cost, run_turns, run_tokens, missing
+            stopped, succeeded, status, run_cost, run_turns, run_tokens, integrity,
+            missing, task_broken
         FROM
         (
-            SELECT run_id, task_id, policy_id, cfg_hash, model, strategy, scoring_version,
-                stopped, succeeded, status, run_cost, run_turns, run_tokens
+            SELECT run_id, task_id, fixture_key, policy_id, cfg_hash, model, strategy,
+                scoring_version, stopped, succeeded, status, run_cost, run_turns, run_tokens,
+                integrity, missing
             FROM
             (
-                SELECT run_id, task_id, policy_id, cfg_hash, model, strategy, scoring_version
-                FROM run_starts FINAL
-                WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
-                    AND ({policy:String} = '' OR policy_id = {policy:String})
-                    AND ({scenario:String} = '' OR ifNull(scenario_name, '') = {scenario:String})
-                    AND ({tasks:String} = '' OR has(splitByChar(',', {tasks:String}), task_id))
-            ) AS started
+                SELECT run_id, task_id, fixture_key, policy_id, cfg_hash, model, strategy,
+                    scoring_version, stopped, succeeded, status, run_cost, run_turns,
+                    run_tokens, integrity
+                FROM
+                (
+                    SELECT run_id, task_id, ifNull(fixture_sha256, '') AS fixture_key,
+                        policy_id, cfg_hash, model, strategy, scoring_version
+                    FROM run_starts FINAL
+                    WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
+                        AND ({policy:String} = '' OR policy_id = {policy:String})
+                        AND ({scenario:String} = '' OR ifNull(scenario_name, '') = {scenario:String})
+                        AND ({tasks:String} = '' OR has(splitByChar(',', {tasks:String}), task_id))
+                ) AS started
+                ANY LEFT JOIN
+                (
+                    SELECT run_id, toUInt8(1) AS stopped, success AS succeeded,
+                        ifNull(exit_status, '') AS status, cost_usd AS run_cost,
+                        turns AS run_turns, total_tokens AS run_tokens,
+                        multiIf(ifNull(test_files_edited, 0) > 0
+                                OR ifNull(history_commands, 0) > 0
+                                OR ifNull(network_commands, 0) > 0, 'flagged',
+                            isNull(test_files_edited) OR isNull(history_commands), 'unknown',
+                            'clean') AS integrity
+                    FROM run_stops FINAL
+                ) AS stopped_runs USING run_id
+            ) AS run_results
             ANY LEFT JOIN
             (
-                SELECT run_id, toUInt8(1) AS stopped, success AS succeeded,
-                    ifNull(exit_status, '') AS status, cost_usd AS run_cost,
-                    turns AS run_turns, total_tokens AS run_tokens
-                FROM run_stops FINAL
-            ) AS stopped_runs USING run_id
-        ) AS run_results
+                -- The seq-gap test of lost_events: seq starts at 0 and grows by 1 per event,
+                -- so fewer distinct seqs than max + 1 is a lost event; runs without seq
+                -- (Smith) have none.
+                SELECT run_id,
+                    toUInt64(if(countIf(isNotNull(seq)) = 0, 0,
+                        maxIf(assumeNotNull(seq), isNotNull(seq)) + 1
+                            - uniqExactIf(assumeNotNull(seq), isNotNull(seq)))) AS missing
+                FROM events_raw FINAL
+                GROUP BY run_id
+            ) AS sequences USING run_id
+        ) AS sequenced_runs
         ANY LEFT JOIN
         (
-            -- The seq-gap test of lost_events: seq starts at 0 and grows by 1 per event,
-            -- so fewer distinct seqs than max + 1 is a lost event; runs without seq
-            -- (Smith) have none.
-            SELECT run_id,
-                toUInt64(if(countIf(isNotNull(seq)) = 0, 0,
-                    maxIf(assumeNotNull(seq), isNotNull(seq)) + 1
-                        - uniqExactIf(assumeNotNull(seq), isNotNull(seq)))) AS missing
-            FROM events_raw FINAL
-            GROUP BY run_id
-        ) AS sequences USING run_id
+            -- The latest validation of each task and fixture (a run of a task never
+            -- validated joins no row: 0, not broken).
+            SELECT task_id, fixture_sha256 AS fixture_key, broken AS task_broken
+            FROM task_validations FINAL
+        ) AS validations USING task_id, fixture_key
     ) AS checked_runs
     ANY LEFT JOIN
     (

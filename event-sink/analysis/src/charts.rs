@@ -1176,13 +1176,15 @@ mod tests {
         // Two tasks each, one run: the candidate solves what the baseline does not.
         let outcomes = table(
             "task_id\tpolicy_id\truns\tsuccesses\tpriced_runs\tcost_usd\tturn_runs\tturns\t\
-             token_runs\ttokens\tunfinished\tlost_events\tinfrastructure\tunjudged\n\
+             token_runs\ttokens\tflagged_runs\tintegrity_unknown_runs\tclean_runs\t\
+             clean_successes\tbroken_task\tunfinished\tlost_events\tinfrastructure\tunjudged\n\
              String\tString\tUInt64\tUInt64\tUInt64\tNullable(Float64)\tUInt64\t\
-             Nullable(Float64)\tUInt64\tNullable(Float64)\tUInt64\tUInt64\tUInt64\tUInt64\n\
-             t1\tbase\t1\t1\t1\t0.1\t0\t\\N\t0\t\\N\t0\t0\t0\t0\n\
-             t2\tbase\t1\t0\t1\t0.1\t0\t\\N\t0\t\\N\t0\t0\t0\t0\n\
-             t1\tcand\t1\t1\t1\t0.2\t0\t\\N\t0\t\\N\t0\t0\t0\t0\n\
-             t2\tcand\t1\t1\t1\t0.2\t0\t\\N\t0\t\\N\t0\t0\t0\t0\n",
+             Nullable(Float64)\tUInt64\tNullable(Float64)\tUInt64\tUInt64\tUInt64\tUInt64\t\
+             UInt64\tUInt64\tUInt64\tUInt64\tUInt64\n\
+             t1\tbase\t1\t1\t1\t0.1\t0\t\\N\t0\t\\N\t0\t1\t0\t0\t0\t0\t0\t0\t0\n\
+             t2\tbase\t1\t0\t1\t0.1\t0\t\\N\t0\t\\N\t0\t1\t0\t0\t0\t0\t0\t0\t0\n\
+             t1\tcand\t1\t1\t1\t0.2\t0\t\\N\t0\t\\N\t0\t1\t0\t0\t0\t0\t0\t0\t0\n\
+             t2\tcand\t1\t1\t1\t0.2\t0\t\\N\t0\t\\N\t0\t1\t0\t0\t0\t0\t0\t0\t0\n",
         );
         let policies = group(&outcomes, &[Dimension::Policy]).expect("rows read");
         let answer = compare(

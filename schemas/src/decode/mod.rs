@@ -239,6 +239,7 @@ fn payload(event_type: EventType, data: Value) -> Result<Payload, DecodeError> {
         EventType::Failure => typed(data, Payload::Failure),
         EventType::OptimizerUpdate => typed(data, Payload::OptimizerUpdate),
         EventType::TestOutcome => typed(data, Payload::TestOutcome),
+        EventType::TaskValidation => typed(data, Payload::TaskValidation),
     }
 }
 

@@ -10,6 +10,7 @@ mod failure;
 mod optimizer;
 mod run;
 mod step;
+mod task_validation;
 mod test_outcome;
 mod tool;
 
@@ -23,6 +24,7 @@ pub use run::{
     SandboxInfo, SandboxNetwork, ScenarioRef, SweepRef,
 };
 pub use step::{Step, StepType};
+pub use task_validation::TaskValidation;
 pub use test_outcome::{TestOutcome, TestSet};
 pub use tool::{EvidenceFootprint, ExitKind, ToolCall};
 
@@ -55,6 +57,9 @@ pub enum Payload {
     OptimizerUpdate(OptimizerUpdate),
     /// `test_outcome`: one judged test of a SWE-bench-format task.
     TestOutcome(TestOutcome),
+    /// `task_validation`: what validating a SWE-bench-format task with its gold patch
+    /// found.
+    TaskValidation(TaskValidation),
 }
 
 impl Payload {
@@ -70,6 +75,7 @@ impl Payload {
             Payload::Failure(_) => EventType::Failure,
             Payload::OptimizerUpdate(_) => EventType::OptimizerUpdate,
             Payload::TestOutcome(_) => EventType::TestOutcome,
+            Payload::TaskValidation(_) => EventType::TaskValidation,
         }
     }
 }
@@ -98,11 +104,13 @@ pub enum EventType {
     OptimizerUpdate,
     /// `test_outcome`.
     TestOutcome,
+    /// `task_validation`.
+    TaskValidation,
 }
 
 impl EventType {
     /// Every event type, in a stable order.
-    pub const ALL: [EventType; 9] = [
+    pub const ALL: [EventType; 10] = [
         EventType::RunStart,
         EventType::RunStop,
         EventType::Step,
@@ -112,6 +120,7 @@ impl EventType {
         EventType::Failure,
         EventType::OptimizerUpdate,
         EventType::TestOutcome,
+        EventType::TaskValidation,
     ];
 
     /// The wire name, e.g. `tool_call`.
@@ -126,6 +135,7 @@ impl EventType {
             EventType::Failure => "failure",
             EventType::OptimizerUpdate => "optimizer_update",
             EventType::TestOutcome => "test_outcome",
+            EventType::TaskValidation => "task_validation",
         }
     }
 

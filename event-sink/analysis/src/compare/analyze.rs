@@ -1,4 +1,5 @@
-//! The answer of `compare`: per policy, its solve rate with a Wilson interval, its cost
+//! The answer of `compare`: per policy, its solve rate with a Wilson interval (over every
+//! counted run, and over the runs no integrity flag singles out), its cost
 //! with bootstrap intervals, turns, tokens and (with repeats) pass@k and pass^k; per pair
 //! of policies, on the tasks both ran, the paired difference in solve rate and cost
 //! with paired bootstrap intervals, an exact test, Holm-adjusted p-values, a
@@ -65,6 +66,17 @@ pub struct PolicySummary {
     pub rate_ci_high: Option<f64>,
     /// Runs left out, by reason (never counted as failures).
     pub excluded: Exclusions,
+    /// Counted runs an integrity flag singles out, and those whose flags are unknown
+    /// (neither flagged nor clean).
+    pub flagged_runs: u64,
+    pub integrity_unknown_runs: u64,
+    /// Counted runs whose every integrity flag is known and clear, their solved runs,
+    /// and clean_solved / clean_runs with its Wilson interval; null without clean runs.
+    pub clean_runs: u64,
+    pub clean_solved: u64,
+    pub clean_rate: Option<f64>,
+    pub clean_rate_ci_low: Option<f64>,
+    pub clean_rate_ci_high: Option<f64>,
     /// Counted runs whose cost is known.
     pub priced_runs: u64,
     /// Mean cost per run, USD, with its bootstrap interval (tasks resampled); null when
@@ -223,18 +235,13 @@ fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
     let tasks: Vec<&TaskRuns> = policy.tasks.values().collect();
     let mut total = TaskRuns::default();
     for task in &tasks {
-        total.runs += task.runs;
-        total.successes += task.successes;
-        total.priced_runs += task.priced_runs;
-        total.cost_usd += task.cost_usd;
-        total.turn_runs += task.turn_runs;
-        total.turns += task.turns;
-        total.token_runs += task.token_runs;
-        total.tokens += task.tokens;
+        total.add(task);
     }
     let rate_ci = wilson(total.successes, total.runs);
+    let clean_rate_ci = wilson(total.clean_successes, total.clean_runs);
     let cost_known = total.runs > 0 && tasks.iter().all(|t| t.cost_known());
     let ratio = |num: f64, den: u64| (den > 0).then(|| num / den as f64);
+    let clean_rate = ratio(total.clean_successes as f64, total.clean_runs);
     let (mean_cost, per_solved) = if cost_known {
         (
             ratio(total.cost_usd, total.runs),
@@ -272,6 +279,13 @@ fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
         rate_ci_low: rate_ci.map(|i| i.low),
         rate_ci_high: rate_ci.map(|i| i.high),
         excluded: policy.excluded,
+        flagged_runs: total.flagged_runs,
+        integrity_unknown_runs: total.integrity_unknown_runs,
+        clean_runs: total.clean_runs,
+        clean_solved: total.clean_successes,
+        clean_rate,
+        clean_rate_ci_low: clean_rate_ci.map(|i| i.low),
+        clean_rate_ci_high: clean_rate_ci.map(|i| i.high),
         priced_runs: total.priced_runs,
         mean_cost_usd: mean_cost,
         mean_cost_ci_low: mean_cost_ci.map(|i| i.low),
@@ -445,6 +459,48 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-12
+    }
+
+    #[test]
+    fn the_clean_rate_leaves_flagged_and_unknown_runs_out() {
+        let mut p = policy("p", &[(4, 3), (2, 1)]);
+        // Task 0: one run flagged (solved), one unknown, two clean (one solved);
+        // task 1: both clean, one solved.
+        let flags = [(1, 1, 2, 1), (0, 0, 2, 1)];
+        for (runs, (flagged, unknown, clean, clean_solved)) in p.tasks.values_mut().zip(flags) {
+            runs.flagged_runs = flagged;
+            runs.integrity_unknown_runs = unknown;
+            runs.clean_runs = clean;
+            runs.clean_successes = clean_solved;
+        }
+        let settings = Settings {
+            baseline: None,
+            margin: DEFAULT_MARGIN,
+            seed: 1,
+            resamples: 100,
+        };
+        let summary = &compare(&[p], &settings).policies[0];
+        assert_eq!((summary.runs, summary.solved), (6, 4));
+        assert_eq!(
+            (
+                summary.flagged_runs,
+                summary.integrity_unknown_runs,
+                summary.clean_runs,
+                summary.clean_solved
+            ),
+            (1, 1, 4, 2)
+        );
+        assert!(close(summary.clean_rate.expect("clean runs"), 0.5));
+        let interval = wilson(2, 4).expect("interval");
+        assert_eq!(summary.clean_rate_ci_low, Some(interval.low));
+        assert_eq!(summary.clean_rate_ci_high, Some(interval.high));
+
+        let unseen = policy("u", &[(2, 1)]);
+        let summary = &compare(&[unseen], &settings).policies[0];
+        assert_eq!(
+            summary.clean_rate, None,
+            "no clean run: no clean rate, never 0"
+        );
     }
 
     #[test]

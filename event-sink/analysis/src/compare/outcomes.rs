@@ -1,6 +1,6 @@
 //! What `compare` reads: the rows of the shipped `paired_outcomes` query (per task and
-//! policy config: the runs that count, their successes, cost, turns and tokens, and the
-//! runs excluded, by reason), grouped into the policies being compared (`--by`), with
+//! policy config: the runs that count, their successes, cost, turns, tokens and integrity,
+//! and the runs excluded, by reason), grouped into the policies being compared (`--by`), with
 //! policies whose runs were judged under different `scoring_version`s split apart.
 //!
 //! Which runs count is decided in one place, the SQL of `paired_outcomes` (see
@@ -81,6 +81,9 @@ const UNKNOWN: &str = "(unknown)";
 /// reasons that occur are serialized.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Exclusions {
+    /// The latest validation of the run's task (`task_validations`) found it broken.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub broken_task: u64,
     /// No `run_stop`: still running, or its runner died.
     #[serde(skip_serializing_if = "is_zero")]
     pub unfinished: u64,
@@ -102,10 +105,11 @@ fn is_zero(n: &u64) -> bool {
 impl Exclusions {
     /// Every excluded run.
     pub fn total(&self) -> u64 {
-        self.unfinished + self.lost_events + self.infrastructure + self.unjudged
+        self.broken_task + self.unfinished + self.lost_events + self.infrastructure + self.unjudged
     }
 
     fn add(&mut self, other: &Exclusions) {
+        self.broken_task += other.broken_task;
         self.unfinished += other.unfinished;
         self.lost_events += other.lost_events;
         self.infrastructure += other.infrastructure;
@@ -117,6 +121,7 @@ impl fmt::Display for Exclusions {
     /// `unfinished 2, unjudged 1`, or nothing.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let parts = [
+            ("broken_task", self.broken_task),
             ("unfinished", self.unfinished),
             ("lost_events", self.lost_events),
             ("infrastructure", self.infrastructure),
@@ -148,6 +153,14 @@ pub struct TaskRuns {
     /// Runs whose total tokens are known, and their summed tokens.
     pub token_runs: u64,
     pub tokens: f64,
+    /// Runs an integrity flag singles out (edited test files, history read, network
+    /// tried while off).
+    pub flagged_runs: u64,
+    /// Runs with a flag nobody could establish (and none set): neither clean nor flagged.
+    pub integrity_unknown_runs: u64,
+    /// Runs whose every flag is known and clear, and their successes.
+    pub clean_runs: u64,
+    pub clean_successes: u64,
 }
 
 impl TaskRuns {
@@ -161,7 +174,8 @@ impl TaskRuns {
         self.priced_runs == self.runs
     }
 
-    fn add(&mut self, other: &TaskRuns) {
+    /// Adds `other`'s runs to these.
+    pub fn add(&mut self, other: &TaskRuns) {
         self.runs += other.runs;
         self.successes += other.successes;
         self.priced_runs += other.priced_runs;
@@ -170,6 +184,10 @@ impl TaskRuns {
         self.turns += other.turns;
         self.token_runs += other.token_runs;
         self.tokens += other.tokens;
+        self.flagged_runs += other.flagged_runs;
+        self.integrity_unknown_runs += other.integrity_unknown_runs;
+        self.clean_runs += other.clean_runs;
+        self.clean_successes += other.clean_successes;
     }
 }
 
@@ -238,8 +256,13 @@ pub fn group(table: &Table, by: &[Dimension]) -> Result<Vec<PolicyRuns>, RowErro
             turns: sum("turns")?,
             token_runs: count("token_runs")?,
             tokens: sum("tokens")?,
+            flagged_runs: count("flagged_runs")?,
+            integrity_unknown_runs: count("integrity_unknown_runs")?,
+            clean_runs: count("clean_runs")?,
+            clean_successes: count("clean_successes")?,
         };
         let excluded = Exclusions {
+            broken_task: count("broken_task")?,
             unfinished: count("unfinished")?,
             lost_events: count("lost_events")?,
             infrastructure: count("infrastructure")?,
@@ -295,15 +318,17 @@ mod tests {
     fn answer(rows: &[(&str, &str, &str, &str, &str, u64, u64)]) -> Table {
         let mut text = "task_id\tpolicy_id\tmodel\tstrategy\tscoring_version\truns\tsuccesses\t\
                         priced_runs\tcost_usd\tturn_runs\tturns\ttoken_runs\ttokens\t\
-                        unfinished\tlost_events\tinfrastructure\tunjudged\n\
+                        flagged_runs\tintegrity_unknown_runs\tclean_runs\tclean_successes\t\
+                        broken_task\tunfinished\tlost_events\tinfrastructure\tunjudged\n\
                         String\tString\tNullable(String)\tNullable(String)\tNullable(String)\t\
                         UInt64\tUInt64\tUInt64\tNullable(Float64)\tUInt64\tNullable(Float64)\t\
-                        UInt64\tNullable(Float64)\tUInt64\tUInt64\tUInt64\tUInt64\n"
+                        UInt64\tNullable(Float64)\tUInt64\tUInt64\tUInt64\tUInt64\t\
+                        UInt64\tUInt64\tUInt64\tUInt64\tUInt64\n"
             .to_owned();
         for (task, policy, model, strategy, version, runs, solved) in rows {
             text.push_str(&format!(
                 "{task}\t{policy}\t{model}\t{strategy}\t{version}\t{runs}\t{solved}\t{runs}\t\
-                 {}\t0\t\\N\t0\t\\N\t0\t0\t0\t0\n",
+                 {}\t0\t\\N\t0\t\\N\t0\t{runs}\t0\t0\t0\t0\t0\t0\t0\n",
                 0.1 * *runs as f64
             ));
         }

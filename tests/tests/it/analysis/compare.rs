@@ -3,14 +3,18 @@
 //! `compare --format json`. Only finished, judged runs count: a run without `run_stop`,
 //! one with a lost event, an infrastructure failure (`exit_environment`, `exit_api`
 //! before any answer) and an unjudged run are each left out and counted under their
-//! reason, never as failures; `exit_api` after an answered call is a failure.
+//! reason, never as failures; `exit_api` after an answered call is a failure. The runs of
+//! a task whose latest `task_validation` found it broken are left out as `broken_task`
+//! (a re-validation that finds it sound counts them again), and the rate is given again
+//! over the runs no integrity flag singles out, with the flagged and unknown ones
+//! counted; a validation's own stream is never reported as a run that lost events.
 
 use analysis::command::{self, CompareArgs};
 use analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
 use analysis::Format;
 use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
 use benchstream_tests::events::{fixture, publish, Run};
-use schemas::{BenchmarkEvent, EventType, ExitStatus, Payload};
+use schemas::{BenchmarkEvent, EventType, ExitStatus, Payload, RunIntegrity};
 use serde_json::Value;
 
 use crate::common::{jetstream, start_pipeline};
@@ -19,7 +23,7 @@ const BASELINE: &str = "bench/baseline:raw";
 const CANDIDATE: &str = "bench/candidate:observation_masking";
 
 /// How a published run ends.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum End {
     /// A run_stop with this success and exit status.
     Stop(Option<bool>, ExitStatus),
@@ -30,6 +34,32 @@ enum End {
     /// The provider answered one call, then kept failing: `exit_api` after the agent
     /// acted, an ordinary failure.
     ApiAfterAnAnswer,
+    /// A judged run of a SWE-bench-format task with these integrity flags.
+    Flags(bool, RunIntegrity),
+}
+
+/// `compare` of the runs in the ClickHouse at `url`, every flag but these at its default.
+fn compare_args(url: String, baseline: Option<&str>, format: Format) -> CompareArgs {
+    CompareArgs {
+        policies: Vec::new(),
+        baseline: baseline.map(str::to_owned),
+        by: "policy".to_owned(),
+        since: None,
+        until: None,
+        scenario: None,
+        tasks: Vec::new(),
+        margin: 0.05,
+        seed: DEFAULT_SEED,
+        resamples: DEFAULT_RESAMPLES,
+        format,
+        connection: ConnectionArgs {
+            clickhouse: ClickHouseArgs {
+                url: Some(url),
+                ..ClickHouseArgs::default()
+            },
+            ..ConnectionArgs::default()
+        },
+    }
 }
 
 /// Publishes one run of `policy` on `task`; returns how many events it published.
@@ -60,6 +90,14 @@ async fn publish_run(
         End::LostEvent => {
             // Stamped (seq 1) but never published: a gap before the run_stop.
             let _lost = restamp(fixture(EventType::Step));
+            events.push(restamp(stop));
+        }
+        End::Flags(success, integrity) => {
+            if let Payload::RunStop(data) = &mut stop.payload {
+                data.success = Some(success);
+                data.exit_status = ExitStatus::Submitted;
+                data.integrity = Some(integrity);
+            }
             events.push(restamp(stop));
         }
         End::ApiAfterAnAnswer => {
@@ -119,26 +157,7 @@ async fn compare_counts_only_finished_judged_runs_and_tests_the_pairs() {
     .await;
 
     // `compare --baseline <BASELINE> --format json`, every other flag at its default.
-    let args = CompareArgs {
-        policies: Vec::new(),
-        baseline: Some(BASELINE.to_owned()),
-        by: "policy".to_owned(),
-        since: None,
-        until: None,
-        scenario: None,
-        tasks: Vec::new(),
-        margin: 0.05,
-        seed: DEFAULT_SEED,
-        resamples: DEFAULT_RESAMPLES,
-        format: Format::Json,
-        connection: ConnectionArgs {
-            clickhouse: ClickHouseArgs {
-                url: Some(sink.clickhouse.http_url()),
-                ..ClickHouseArgs::default()
-            },
-            ..ConnectionArgs::default()
-        },
-    };
+    let args = compare_args(sink.clickhouse.http_url(), Some(BASELINE), Format::Json);
     let output = command::compare(args).await.expect("compare answers");
     let answer: Value = serde_json::from_str(&output).expect("JSON");
 
@@ -204,5 +223,137 @@ async fn compare_counts_only_finished_judged_runs_and_tests_the_pairs() {
     assert!(rate(pair, "ci_low") < -0.2 && rate(pair, "ci_high") > -0.2);
     assert_eq!(pair["non_inferior"], false);
     assert_eq!(pair["cost_difference"], 0.0);
+    sink.stop().await;
+}
+
+/// Integrity flags: `edited` test files, history commands (`None`: unseen), network
+/// commands (`None`: unseen or the network was on).
+fn flags(edited: usize, history: Option<u32>, network: Option<u32>) -> RunIntegrity {
+    RunIntegrity {
+        test_files_edited: vec!["tests/test_calc.py (modified)".to_owned(); edited],
+        history_commands: history,
+        network_commands: network,
+        gold_similarity: None,
+    }
+}
+
+/// Publishes a `task_validation` of `task` at the fixture of `run_start.json` (the one
+/// every published run has), `broken` or not, `ms` after the fixture's time.
+async fn publish_validation(
+    js: &async_nats::jetstream::Context,
+    task: &str,
+    broken: bool,
+    ms: i64,
+) {
+    let fixture_sha256 = match fixture(EventType::RunStart).payload {
+        Payload::RunStart(start) => start.fixture_sha256,
+        _ => unreachable!("a run_start fixture"),
+    };
+    let mut event = Run::default().stamp(fixture(EventType::TaskValidation));
+    event.task_id = task.to_owned();
+    event.ts += chrono::Duration::milliseconds(ms);
+    if let Payload::TaskValidation(data) = &mut event.payload {
+        data.fixture_sha256 = fixture_sha256;
+        data.broken = broken;
+        if !broken {
+            data.reasons.clear();
+        }
+    }
+    publish(js, &event).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_tasks_are_left_out_and_flagged_runs_are_shown_apart() {
+    let (nats, sink) = start_pipeline().await;
+    let js = jetstream(&nats.url()).await;
+    let mut published = 0;
+    // task-b's latest validation finds it broken: its two runs are no results.
+    // task-r was found broken, then sound again (a later validation): its run counts.
+    for (task, solved) in [("task-b", true), ("task-b", false), ("task-r", true)] {
+        let end = End::Flags(solved, flags(0, Some(0), Some(0)));
+        published += publish_run(&js, CANDIDATE, task, end).await;
+    }
+    publish_validation(&js, "task-b", true, 0).await;
+    publish_validation(&js, "task-r", true, 0).await;
+    publish_validation(&js, "task-r", false, 1_000).await;
+    published += 3;
+    // Counted runs: task-r's (clean, solved), two flagged (a test file edited and
+    // solved, history read), two clean (one solved), and two whose commands nobody saw
+    // (an exec agent's: unknown, however they ended).
+    for (task, end) in [
+        ("task-1", End::Flags(true, flags(1, Some(0), Some(0)))),
+        ("task-2", End::Flags(false, flags(0, Some(2), None))),
+        ("task-3", End::Flags(true, flags(0, Some(0), None))),
+        ("task-4", End::Flags(false, flags(0, Some(0), Some(0)))),
+        ("task-5", End::Flags(true, flags(0, None, None))),
+        ("task-6", End::Flags(false, flags(0, None, None))),
+    ] {
+        published += publish_run(&js, CANDIDATE, task, end).await;
+    }
+    sink.wait_for(
+        "SELECT count() FROM benchstream.events_raw FINAL",
+        &published.to_string(),
+    )
+    .await;
+
+    let args = compare_args(sink.clickhouse.http_url(), None, Format::Json);
+    let output = command::compare(args).await.expect("compare answers");
+    let answer: Value = serde_json::from_str(&output).expect("JSON");
+    let policies = answer["policies"].as_array().expect("policies");
+    assert_eq!(policies.len(), 1, "{output}");
+    let p = &policies[0];
+    assert_eq!(
+        p["excluded"],
+        serde_json::json!({"broken_task": 2}),
+        "{output}"
+    );
+    let counts = [
+        "runs",
+        "solved",
+        "flagged_runs",
+        "integrity_unknown_runs",
+        "clean_runs",
+        "clean_solved",
+    ]
+    .map(|k| p[k].as_u64().unwrap_or_else(|| panic!("{k} in {output}")));
+    assert_eq!(counts, [7, 4, 2, 2, 3, 2], "{output}");
+    let value = |key: &str| {
+        p[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} in {output}"))
+    };
+    assert!((value("rate") - 4.0 / 7.0).abs() < 1e-12, "{output}");
+    assert!((value("clean_rate") - 2.0 / 3.0).abs() < 1e-12, "{output}");
+    // Wilson 95 % of 2/3 (statsmodels): 0.20766 .. 0.93851.
+    assert!(
+        (value("clean_rate_ci_low") - 0.207_660).abs() < 1e-5,
+        "{output}"
+    );
+    assert!(
+        (value("clean_rate_ci_high") - 0.938_508).abs() < 1e-5,
+        "{output}"
+    );
+
+    // The table and CSV forms show the same counts per policy.
+    let args = compare_args(sink.clickhouse.http_url(), None, Format::Csv);
+    let table = command::compare(args).await.expect("compare answers");
+    let header = table.lines().next().expect("a header");
+    assert!(
+        header.contains("flagged_runs,integrity_unknown_runs,clean_runs,clean_rate"),
+        "{table}"
+    );
+    assert!(table.contains("broken_task 2"), "{table}");
+
+    // A validation is a stream of one event, no run: never a run that lost its run_stop.
+    let client = clickhouse::Client::default()
+        .with_url(sink.clickhouse.http_url())
+        .with_database("benchstream");
+    let params = [("stale_minutes".to_owned(), "0".to_owned())].into();
+    let lost = analysis::Query::find("lost_events")
+        .expect("shipped")
+        .run(&client, &params)
+        .await
+        .expect("query runs");
+    assert_eq!(lost.rows.len(), 0, "{lost:?}");
     sink.stop().await;
 }

@@ -3,18 +3,26 @@
 //! nothing), judged by SWE-bench's rules, and stored: each test's outcome in
 //! `test_outcomes`, the verdict, the final diff's hash and the integrity flags in
 //! `run_stops`, the shipped `test_outcomes` query finding the test that flips and
-//! `swe_integrity` giving the resolve rate without the flagged run.
+//! `swe_integrity` giving the resolve rate without the flagged run and counting the runs
+//! whose commands nobody saw as unknown. A task whose lists contradict its gold patch,
+//! validated with a broker, lands in `task_validations`, and `compare` leaves the runs
+//! made on it before out as `broken_task`.
 
 use std::ffi::OsString;
 
 use agent_runner::exec;
-use agent_runner::tasks::{import_swe_bench, SweBenchImport};
-use analysis::Query;
+use agent_runner::scenario::LoadOptions;
+use agent_runner::tasks::{import_swe_bench, validate, SweBenchImport, ValidateConfig};
+use analysis::command::{self, CompareArgs};
+use analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
+use analysis::{Format, Query};
+use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
 use benchstream_tests::swe_bench::{Project, F2P, FIXED, P2P};
+use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
 use super::query;
-use crate::common::{exec_published, start_pipeline};
+use crate::common::{exec_published, publish_setup, start_pipeline};
 
 const POLICY: &str = "exec:swe-test-agent";
 
@@ -156,7 +164,8 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
     assert_eq!(row(F2P), ["3", "1", "0", "1"]);
     assert_eq!(row(P2P), ["3", "3", "0", "0"]);
 
-    // Rates with and without the flagged run (the one that rewrote the test file).
+    // Rates with and without the flagged run (the one that rewrote the test file); the
+    // other two are exec agents' runs, whose commands nobody saw: unknown, not clean.
     let rates = Query::find("swe_integrity")
         .expect("shipped")
         .run(&client, &Default::default())
@@ -170,12 +179,128 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
             "runs",
             "resolved",
             "flagged_runs",
+            "unknown_runs",
             "clean_runs",
             "clean_resolved",
             "clean_resolve_rate"
         ]
         .map(|c| rates.get(r, c).unwrap_or_default()),
-        ["3", "1", "1", "2", "1", "0.5"]
+        ["3", "1", "1", "2", "0", "0", ""]
+    );
+    sink.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_task_validated_broken_leaves_its_runs_out_of_compare() {
+    let (nats, sink) = start_pipeline().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let project = Project::create(dir.path());
+    // o__calc-3 claims that test_neg, which passes at the base, is FAIL_TO_PASS.
+    let mut wrong: serde_json::Value =
+        serde_json::from_str(&project.instance("o__calc-3", &project.base)).expect("json");
+    wrong["FAIL_TO_PASS"] = serde_json::json!([P2P]);
+    wrong["PASS_TO_PASS"] = serde_json::json!([]);
+    let instances = dir.path().join("instances.jsonl");
+    std::fs::write(&instances, wrong.to_string()).expect("write");
+    let scenarios = dir.path().join("scenarios");
+    import_swe_bench(&SweBenchImport {
+        instances,
+        repos: project.repos.clone(),
+        scenarios_dir: scenarios.clone(),
+        scenario: "swe-local".into(),
+        install: None,
+        test_cmd: "python -m pytest -rA".into(),
+        python: "/usr/bin/python3".into(),
+        judge_timeout_ms: 120_000,
+    })
+    .expect("import");
+    let scenario = scenarios.join("swe-local.toml");
+
+    // A run made before anyone validated the task: it is judged (and solved: the test
+    // it is held to passes anyway) and counts, until the validation says otherwise.
+    let summary = exec::run(
+        exec_published(
+            ["true"].map(OsString::from).to_vec(),
+            scenario.clone(),
+            "o__calc-3",
+            POLICY,
+            &nats.url(),
+            dir.path(),
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run")
+    .summary;
+    sink.wait_for_run(&summary).await;
+    let compare_json = || CompareArgs {
+        policies: Vec::new(),
+        baseline: None,
+        by: "policy".to_owned(),
+        since: None,
+        until: None,
+        scenario: None,
+        tasks: Vec::new(),
+        margin: 0.05,
+        seed: DEFAULT_SEED,
+        resamples: DEFAULT_RESAMPLES,
+        format: Format::Json,
+        connection: ConnectionArgs {
+            clickhouse: ClickHouseArgs {
+                url: Some(sink.clickhouse.http_url()),
+                ..ClickHouseArgs::default()
+            },
+            ..ConnectionArgs::default()
+        },
+    };
+    let policy_of = |output: &str| -> serde_json::Value {
+        let answer: serde_json::Value = serde_json::from_str(output).expect("JSON");
+        answer["policies"][0].clone()
+    };
+    let before = command::compare(compare_json()).await.expect("compare");
+    assert_eq!(policy_of(&before)["runs"], 1, "{before}");
+
+    let report = validate(&ValidateConfig {
+        scenario: scenario.clone(),
+        load: LoadOptions::default(),
+        repeat: 1,
+        sandbox: Default::default(),
+        host: "validating-host".to_owned(),
+        publish: Some(publish_setup(
+            &nats.url(),
+            &SubjectPrefix::default(),
+            dir.path(),
+        )),
+    })
+    .await
+    .expect("validate");
+    assert_eq!(report.broken(), 1, "{report}");
+    assert_eq!(
+        report.delivery.as_ref().map(|d| d.published),
+        Some(1),
+        "{report}"
+    );
+
+    // The validation as ClickHouse holds it, at the fixture the run ran on.
+    sink.wait_for(
+        &format!(
+            "SELECT broken, tests, repeats, scenario, policy_id, length(reasons), \
+             fixture_sha256 = (SELECT assumeNotNull(fixture_sha256) \
+                 FROM benchstream.run_starts FINAL WHERE run_id = '{}') \
+             FROM benchstream.task_validations FINAL WHERE task_id = 'o__calc-3' \
+             FORMAT TSV",
+            summary.run_id
+        ),
+        "1\t1\t1\tswe-local\tvalidation\t1\t1",
+    )
+    .await;
+    let after = command::compare(compare_json()).await.expect("compare");
+    let policy = policy_of(&after);
+    assert_eq!(policy["runs"], 0, "{after}");
+    assert_eq!(
+        policy["excluded"],
+        serde_json::json!({"broken_task": 1}),
+        "{after}"
     );
     sink.stop().await;
 }
