@@ -31,7 +31,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use schemas::{
+use bench_schemas::{
     Canonical, ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
     RecoveryAttempt, Regrade, RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop,
     SandboxInfo, SandboxLimits, ScenarioRef, Step, StepType, SweepRef, ToolCall,
@@ -298,7 +298,7 @@ pub async fn execute(
     // `None`: no judge ran, so no test count or score is known.
     let (verdict, files_modified, end, regrades) = match &toolbox {
         Some(toolbox) => {
-            let root = toolbox.sandbox().root();
+            let root = toolbox.scratch().root();
             // On shutdown the run ends now, unjudged, and the workspace is removed within
             // seconds. A run the infrastructure ended before the agent acted (its sandbox
             // missing included) is not judged: the untouched fixture would score the task,
@@ -455,7 +455,7 @@ pub(crate) fn record_swe_bench(
         rec.write_artifact(DIFF_FILE, diff)?;
     }
     Ok(SweBenchStop {
-        diff_sha256: judged.diff.as_deref().map(schemas::sha256_hex),
+        diff_sha256: judged.diff.as_deref().map(bench_schemas::sha256_hex),
         integrity: Some(integrity::flags(integrity::Seen {
             restored: &verdict.restored,
             commands,
@@ -699,7 +699,7 @@ async fn turns(
             progress.last_change = Instant::now();
             if limits.probes_tests() {
                 let probe =
-                    judge::judge(spec.task, toolbox.sandbox().root(), toolbox.confinement()).await;
+                    judge::judge(spec.task, toolbox.scratch().root(), toolbox.confinement()).await;
                 if let Some(why) = toolbox.confinement().setup_failure() {
                     return Ok(environment_end(why.to_owned()));
                 }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bench_nats::{NatsArgs, StreamSpec};
+use bench_schemas::SubjectPrefix;
 use clap::Args;
-use schemas::SubjectPrefix;
 use secrecy::SecretString;
 
 use crate::error::Error;

@@ -25,7 +25,7 @@
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
 //! - [`outgoing`]: an event as a message ready to publish or to spool.
 //! - [`publish`]: acknowledged JetStream publishing with an in-flight window.
-//! - [`classify`]: whether a failed publish may succeed later (spool) or never (quarantine).
+//! - [`publish_failure`]: whether a failed publish may succeed later (spool) or never (quarantine).
 //! - [`spool`]: the crash-safe local spool for events the broker could not take.
 //! - [`quarantine`]: where what can never be delivered is kept, verbatim, with the reason.
 //! - [`runner`]: a whole scenario: concurrency, progress, publisher life cycle ([`run`]).
@@ -70,7 +70,6 @@
 pub mod agent;
 pub mod backoff;
 pub mod base_repo;
-pub mod classify;
 pub mod cli;
 pub mod context_plan;
 pub mod error;
@@ -89,6 +88,7 @@ pub mod pricing;
 pub mod protect;
 pub mod provider;
 pub mod publish;
+pub mod publish_failure;
 pub mod quarantine;
 pub mod recorder;
 pub mod runner;

@@ -26,7 +26,7 @@
 
 use std::fmt;
 
-use schemas::{Deliberation, PricingSource};
+use bench_schemas::{Deliberation, PricingSource};
 use serde_json::Value;
 
 use crate::provider::{ChatClient, TokenUsage};

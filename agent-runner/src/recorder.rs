@@ -11,11 +11,11 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
-use schemas::{
+use bench_schemas::{
     BenchmarkEvent, Deliberation, DeliberationStatus, Failure, FailureRoot, FinalErrorState,
     Payload, RunSequencer,
 };
+use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::pricing::Usd;

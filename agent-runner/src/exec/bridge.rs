@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus as ProcessStatus, Stdio};
 use std::time::Instant;
 
-use schemas::{
+use bench_schemas::{
     Canonical, ExitKind, ExitStatus, Hash256, Payload, RunClaim, RunSequencer, RunStop, SandboxInfo,
 };
 use serde::Serialize;
@@ -52,7 +52,7 @@ use crate::runner::{finish_optional_publisher, start_optional_publisher, Publish
 use crate::scenario::{LoadOptions, LoadedScenario};
 use crate::terminal::{Admit, Escaped, WarnLimiter};
 use crate::tools::bwrap::{self, Bind, Confinement, SandboxMode, SandboxedCommand, TreeGuard};
-use crate::tools::Sandbox;
+use crate::tools::Scratch;
 
 /// Lines of an agent's stderr shown per run; the rest are counted.
 pub const STDERR_LINES_SHOWN: u64 = 200;
@@ -257,7 +257,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         ("BENCH_HOST", seq.host.clone()),
         (
             "BENCH_RUN_CONFIG",
-            schemas::canonical_json(&serde_json::to_value(run_config).unwrap_or_default()),
+            bench_schemas::canonical_json(&serde_json::to_value(run_config).unwrap_or_default()),
         ),
         ("BENCH_PROBLEM", task.task.problem.clone()),
         ("BENCH_WORKDIR", sandbox.root().display().to_string()),
@@ -677,7 +677,7 @@ async fn close_run(
     end: &AgentEnd,
     agent_stop: Option<RunStop>,
     task: &crate::scenario::LoadedTask,
-    sandbox: &Sandbox,
+    sandbox: &Scratch,
     confinement: &Confinement,
     started: Instant,
     tools: ReportedTools,

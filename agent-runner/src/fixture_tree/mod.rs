@@ -26,7 +26,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use schemas::{sha256_hex, Hash256};
+use bench_schemas::{sha256_hex, Hash256};
 use sha2::{Digest, Sha256};
 
 pub use walk::{is_ignored, walk, FileEntry, Symlinks, Walk, WalkError, WalkIter};

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
-use schemas::{BenchmarkEvent, Payload};
+use bench_schemas::{BenchmarkEvent, Payload};
 
 use super::swe_agent::{self, TrajFile};
 use super::ImportError;

@@ -19,8 +19,8 @@
 pub mod llm;
 pub mod scripted;
 
+use bench_schemas::{ContextDecision, Deliberation, ExitStatus, FailureRoot, Payload, RunConfig};
 use futures::future::BoxFuture;
-use schemas::{ContextDecision, Deliberation, ExitStatus, FailureRoot, Payload, RunConfig};
 use uuid::Uuid;
 
 use crate::recorder::{RecordError, RunRecorder};

@@ -23,11 +23,11 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use schemas::{sha256_hex, Hash256};
+use bench_schemas::{sha256_hex, Hash256};
 
 use crate::fixture_tree::{Tree, TreeError};
 use crate::protect::Protected;
-use crate::tools::{Sandbox, SandboxError, WorkspaceBound};
+use crate::tools::{Scratch, ScratchError, WorkspaceBound};
 
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
@@ -335,8 +335,8 @@ impl LoadedTask {
     /// repository whose one commit is the fixture. `bound`: the size and inodes of its
     /// own file system, for an agent's copy under a root runner (`None`: a host directory,
     /// as for the judge's copies).
-    pub fn workspace(&self, bound: Option<WorkspaceBound>) -> Result<Sandbox, SandboxError> {
-        let sandbox = Sandbox::create(&self.fixture_dir(), &self.fixture, bound)?;
+    pub fn workspace(&self, bound: Option<WorkspaceBound>) -> Result<Scratch, ScratchError> {
+        let sandbox = Scratch::create(&self.fixture_dir(), &self.fixture, bound)?;
         match &self.task.swe_bench {
             Some(swe) => sandbox.commit_base(&base_message(swe)),
             None => Ok(sandbox),

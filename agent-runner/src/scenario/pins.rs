@@ -7,7 +7,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use schemas::{sha256_hex, Hash256};
+use bench_schemas::{sha256_hex, Hash256};
 use serde::{Deserialize, Serialize};
 
 use super::{LoadedTask, Scenario, ScenarioError};

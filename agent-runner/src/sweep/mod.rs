@@ -36,7 +36,7 @@ pub use worker::{run, Plan, SweepConfig, SweepReport};
 mod test_inputs {
     use std::path::Path;
 
-    use schemas::RunConfig;
+    use bench_schemas::RunConfig;
 
     use super::SweepFile;
 

@@ -1,9 +1,9 @@
 //! `agent-runner tail` flags and environment → a validated [`TailConfig`].
 
 use bench_nats::NatsArgs;
+use bench_schemas::{EventType, SubjectPrefix};
 use chrono::{DateTime, Utc};
 use clap::Args;
-use schemas::{EventType, SubjectPrefix};
 use uuid::Uuid;
 
 use super::{Filter, TailConfig};

@@ -31,9 +31,9 @@ use async_nats::jetstream::consumer::pull::OrderedConfig;
 use async_nats::jetstream::consumer::DeliverPolicy;
 use async_nats::jetstream::stream::Stream;
 use bench_nats::NatsConfig;
+use bench_schemas::SubjectPrefix;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::error::TailError;

@@ -69,10 +69,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, OnceLock};
 
+use bench_schemas::{EnforcedLimit, PidsLimit, SandboxInfo, SandboxLimits, SandboxNetwork};
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use schemas::{EnforcedLimit, PidsLimit, SandboxInfo, SandboxLimits, SandboxNetwork};
 use tokio::process::Command;
 
 use super::network::{self, NetworkTools, PastaNetwork};

@@ -1,7 +1,7 @@
 //! The file tools: `view`, `str_replace` and `write_file`, inside the sandbox.
 //!
 //! They run in the runner's process (on a blocking thread, under the call's timeout), so
-//! they guard themselves: the path goes through no symlink ([`Sandbox::resolve`]), the
+//! they guard themselves: the path goes through no symlink ([`Scratch::resolve`]), the
 //! file is opened with `O_NOFOLLOW | O_NONBLOCK` (a FIFO cannot block the open), and only a
 //! regular file with a single hard link is read or written: a FIFO, socket or device is
 //! refused, and so is a hard link to a file outside the workspace.
@@ -13,10 +13,10 @@ use std::path::Path;
 
 use nix::fcntl::OFlag;
 
-use schemas::{EvidenceFootprint, ExitKind};
+use bench_schemas::{EvidenceFootprint, ExitKind};
 
 use super::footprint::edit_footprint;
-use super::{Sandbox, ToolOutcome};
+use super::{Scratch, ToolOutcome};
 use crate::fixture_tree::walk;
 
 /// Files larger than this are not loaded by `view`/`str_replace` (use `grep` or `bash`).
@@ -25,7 +25,7 @@ const MAX_FILE_BYTES: u64 = 8 << 20;
 /// `view`: numbered lines of a file (1-based, optional inclusive range), or a directory
 /// listing.
 pub fn view(
-    sandbox: &Sandbox,
+    sandbox: &Scratch,
     raw_path: &str,
     start: Option<u64>,
     end: Option<u64>,
@@ -70,7 +70,7 @@ pub fn view(
 }
 
 /// `str_replace`: replaces the single occurrence of `old` with `new`.
-pub fn str_replace(sandbox: &Sandbox, raw_path: &str, old: &str, new: &str) -> ToolOutcome {
+pub fn str_replace(sandbox: &Scratch, raw_path: &str, old: &str, new: &str) -> ToolOutcome {
     let path = match sandbox.resolve(raw_path) {
         Ok(p) => p,
         Err(e) => return ToolOutcome::path_error(raw_path, &e),
@@ -97,7 +97,7 @@ pub fn str_replace(sandbox: &Sandbox, raw_path: &str, old: &str, new: &str) -> T
 }
 
 /// `write_file`: creates or overwrites a file (parent directories included).
-pub fn write_file(sandbox: &Sandbox, raw_path: &str, content: &str) -> ToolOutcome {
+pub fn write_file(sandbox: &Scratch, raw_path: &str, content: &str) -> ToolOutcome {
     let path = match sandbox.resolve(raw_path) {
         Ok(p) => p,
         Err(e) => return ToolOutcome::path_error(raw_path, &e),
@@ -241,13 +241,13 @@ mod tests {
     use super::*;
     use crate::fixture_tree::Tree;
 
-    fn sandbox_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Sandbox) {
+    fn sandbox_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Scratch) {
         let fixture = tempfile::tempdir().expect("tempdir");
         for (name, text) in files {
             fs::write(fixture.path().join(name), text).expect("write");
         }
         let tree = Tree::scan(fixture.path()).expect("scan");
-        let sandbox = Sandbox::create(fixture.path(), &tree, None).expect("sandbox");
+        let sandbox = Scratch::create(fixture.path(), &tree, None).expect("sandbox");
         (fixture, sandbox)
     }
 

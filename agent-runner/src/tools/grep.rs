@@ -6,10 +6,10 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use bench_schemas::{EvidenceFootprint, ExitKind};
 use regex::Regex;
-use schemas::{EvidenceFootprint, ExitKind};
 
-use super::{Sandbox, ToolOutcome};
+use super::{Scratch, ToolOutcome};
 use crate::fixture_tree::{is_ignored, walk, FileEntry};
 
 /// Matching lines reported; the count of the rest is given.
@@ -20,7 +20,7 @@ const MAX_LINE_CHARS: usize = 300;
 const MAX_FILE_BYTES: u64 = 4 << 20;
 
 /// Searches `pattern` under `raw_path` (default: the root).
-pub fn grep(sandbox: &Sandbox, pattern: &str, raw_path: Option<&str>) -> ToolOutcome {
+pub fn grep(sandbox: &Scratch, pattern: &str, raw_path: Option<&str>) -> ToolOutcome {
     let regex = match Regex::new(pattern) {
         Ok(r) => r,
         Err(e) => return ToolOutcome::failed(ExitKind::UserError, format!("invalid pattern: {e}")),
@@ -114,7 +114,7 @@ mod tests {
         fs::write(fixture.path().join("pkg/a.py"), "def f():\n    return 1\n").expect("write");
         fs::write(fixture.path().join("b.py"), "x = 1\n").expect("write");
         let tree = Tree::scan(fixture.path()).expect("scan");
-        let sb = Sandbox::create(fixture.path(), &tree, None).expect("sandbox");
+        let sb = Scratch::create(fixture.path(), &tree, None).expect("sandbox");
 
         let out = grep(&sb, r"def \w+", None);
         assert_eq!(out.exit_kind, ExitKind::Ok);

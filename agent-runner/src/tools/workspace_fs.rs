@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use schemas::SandboxLimits;
+use bench_schemas::SandboxLimits;
 
 /// Bytes of `disk_mb` per inode of the cap: one file per 16 KiB on average, what source
 /// trees with their build output need, and far fewer than a file-creating loop makes.

@@ -1,4 +1,4 @@
-//! benchstream-analysis: answers from the events the sink stored, the shipped SQL queries
+//! bench-analysis: answers from the events the sink stored, the shipped SQL queries
 //! and the HTML report, run by the `bench-analysis` binary (and by `event-sink query` /
 //! `event-sink report`, which hand over to it). It reads the database with the sink's
 //! connection settings ([`bench_clickhouse::ConnectionArgs`]) and reads SQL text with

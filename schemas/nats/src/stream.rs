@@ -5,7 +5,7 @@
 //! replicas are what deployments change (per team prefix; R3 on a cluster).
 
 use async_nats::jetstream::{self, stream};
-use schemas::SubjectPrefix;
+use bench_schemas::SubjectPrefix;
 
 const STREAM_JSON: &str = include_str!("../../../deploy/nats/stream-bench-events.json");
 

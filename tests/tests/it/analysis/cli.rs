@@ -24,7 +24,7 @@ fn workspace_binary(name: &str) -> PathBuf {
     assert!(
         path.is_file(),
         "no {name} in {}: build the binaries first \
-         (`cargo build -p event-sink -p benchstream-analysis`)",
+         (`cargo build -p event-sink -p bench-analysis`)",
         dir.display()
     );
     path
@@ -281,7 +281,7 @@ fn the_alias_without_bench_analysis_says_how_to_build_it() {
     assert!(
         stderr.contains("bench-analysis query")
             && stderr.contains(&dir.display().to_string())
-            && stderr.contains("cargo build -p benchstream-analysis"),
+            && stderr.contains("cargo build -p bench-analysis"),
         "{stderr}"
     );
 }

@@ -5,12 +5,12 @@
 //! before any answer) and an unjudged run are each left out and counted under their
 //! reason, never as failures; `exit_api` after an answered call is a failure.
 
-use analysis::command::{self, CompareArgs};
-use analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
-use analysis::Format;
+use bench_analysis::command::{self, CompareArgs};
+use bench_analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
+use bench_analysis::Format;
 use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
+use bench_schemas::{BenchmarkEvent, EventType, ExitStatus, Payload};
 use benchstream_tests::events::{fixture, publish, Run};
-use schemas::{BenchmarkEvent, EventType, ExitStatus, Payload};
 use serde_json::Value;
 
 use crate::common::{jetstream, start_pipeline};

@@ -9,7 +9,7 @@ use std::ffi::OsString;
 
 use agent_runner::exec;
 use agent_runner::tasks::{import_swe_bench, SweBenchImport};
-use analysis::Query;
+use bench_analysis::Query;
 use benchstream_tests::swe_bench::{Project, F2P, FIXED, P2P};
 use tokio_util::sync::CancellationToken;
 
@@ -101,7 +101,7 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
                 .join("final.diff"),
         )
         .expect("final.diff");
-        assert_eq!(stored, schemas::sha256_hex(&diff).as_str());
+        assert_eq!(stored, bench_schemas::sha256_hex(&diff).as_str());
     }
     // What the test-editing run failed on, and its edit in the diff it submitted.
     assert_eq!(

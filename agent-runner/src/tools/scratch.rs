@@ -21,7 +21,7 @@ use crate::fixture_tree::Tree;
 
 /// A private copy of a fixture; deleted on drop.
 #[derive(Debug)]
-pub struct Sandbox {
+pub struct Scratch {
     /// Canonical path of the root; every resolved path starts with it.
     root: PathBuf,
     /// The bounded file system mounted on the directory, when there is one; declared
@@ -46,7 +46,7 @@ pub enum PathError {
 
 /// Setting up the scratch copy failed.
 #[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
+pub enum ScratchError {
     #[error("cannot create scratch directory: {0}")]
     Create(io::Error),
     #[error("cannot mount the bounded workspace file system: {0}")]
@@ -65,7 +65,7 @@ pub enum SandboxError {
     BaseRepo(#[from] crate::base_repo::BaseRepoError),
 }
 
-impl Sandbox {
+impl Scratch {
     /// Copies the files of `tree` (scanned from `fixture_dir`) into a new temp dir,
     /// checking each file's content against the hash in `tree` as it goes, so the copy is
     /// exactly what was pinned even if the fixture changes meanwhile. The directory is
@@ -76,27 +76,27 @@ impl Sandbox {
         fixture_dir: &Path,
         tree: &Tree,
         bound: Option<WorkspaceBound>,
-    ) -> Result<Sandbox, SandboxError> {
+    ) -> Result<Scratch, ScratchError> {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::Builder::new()
             .prefix("bench-run-")
             .permissions(fs::Permissions::from_mode(0o700))
             .tempdir()
-            .map_err(SandboxError::Create)?;
-        let root = dir.path().canonicalize().map_err(SandboxError::Create)?;
+            .map_err(ScratchError::Create)?;
+        let root = dir.path().canonicalize().map_err(ScratchError::Create)?;
         let mount = bound
             .map(|bound| TmpfsMount::mount(&root, bound))
             .transpose()
-            .map_err(SandboxError::Mount)?;
+            .map_err(ScratchError::Mount)?;
         for entry in tree.entries() {
-            let copy_err = |source| SandboxError::Copy {
+            let copy_err = |source| ScratchError::Copy {
                 path: entry.path.clone(),
                 source,
             };
             let bytes = fs::read(fixture_dir.join(&entry.path)).map_err(copy_err)?;
-            let actual = schemas::sha256_hex(&bytes);
+            let actual = bench_schemas::sha256_hex(&bytes);
             if actual != entry.sha256 {
-                return Err(SandboxError::Changed {
+                return Err(ScratchError::Changed {
                     path: entry.path.clone(),
                     expected: entry.sha256.to_string(),
                     actual: actual.to_string(),
@@ -109,7 +109,7 @@ impl Sandbox {
             fs::write(&target, &bytes).map_err(copy_err)?;
             set_executable(&target, entry.executable).map_err(copy_err)?;
         }
-        Ok(Sandbox {
+        Ok(Scratch {
             root,
             _mount: mount,
             _dir: dir,
@@ -119,7 +119,7 @@ impl Sandbox {
     /// Makes the scratch copy, as created, a git repository whose one commit is the
     /// fixture (`message` its message), so that the agent can use git on it and sees no
     /// history ([`crate::base_repo`]).
-    pub fn commit_base(self, message: &str) -> Result<Sandbox, SandboxError> {
+    pub fn commit_base(self, message: &str) -> Result<Scratch, ScratchError> {
         crate::base_repo::init(&self.root, message)?;
         Ok(self)
     }
@@ -198,12 +198,12 @@ fn set_executable(path: &Path, executable: bool) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    fn sandbox() -> (TempDir, Sandbox) {
+    fn sandbox() -> (TempDir, Scratch) {
         let fixture = tempfile::tempdir().expect("tempdir");
         fs::create_dir(fixture.path().join("src")).expect("mkdir");
         fs::write(fixture.path().join("src/a.py"), "x = 1\n").expect("write");
         let tree = Tree::scan(fixture.path()).expect("scan");
-        let sandbox = Sandbox::create(fixture.path(), &tree, None).expect("sandbox");
+        let sandbox = Scratch::create(fixture.path(), &tree, None).expect("sandbox");
         (fixture, sandbox)
     }
 
@@ -229,7 +229,7 @@ mod tests {
             bytes: 1 << 20,
             inodes: 100,
         };
-        let sb = Sandbox::create(fixture.path(), &tree, Some(bound)).expect("sandbox");
+        let sb = Scratch::create(fixture.path(), &tree, Some(bound)).expect("sandbox");
         let root = sb.root().to_path_buf();
         let full = fs::write(root.join("big"), vec![0u8; 2 << 20]).expect_err("2 MiB in 1");
         assert_eq!(full.raw_os_error(), Some(libc::ENOSPC), "{full}");
