@@ -37,7 +37,9 @@
 //!   (`agent-runner tail`).
 //! - [`otlp`]: an OTLP/HTTP receiver turning OpenTelemetry GenAI traces into events
 //!   (`agent-runner otlp`).
-//! - [`maintenance`]: `scenarios hash|check` and `spool flush|status`.
+//! - [`pin_report`]: `scenarios hash|check`, a scenarios directory's `pins.toml` rewritten or
+//!   checked.
+//! - [`spool_report`]: `spool flush|status`, the spool replayed or listed.
 //! - [`tasks`]: tasks made from other benchmarks' data (`agent-runner tasks import
 //!   swe-bench`: SWE-bench-format instances and local clones).
 //! - [`base_repo`]: one-commit git repositories, the only history an agent on a
@@ -80,9 +82,9 @@ pub mod import;
 pub mod integrity;
 pub mod judge;
 pub mod limits;
-pub mod maintenance;
 pub mod otlp;
 pub mod outgoing;
+pub mod pin_report;
 pub mod policy;
 pub mod pricing;
 pub mod protect;
@@ -94,6 +96,7 @@ pub mod recorder;
 pub mod runner;
 pub mod scenario;
 pub mod spool;
+pub mod spool_report;
 pub mod sweep;
 pub mod tail;
 pub mod tasks;
