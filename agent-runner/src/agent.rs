@@ -82,14 +82,23 @@ pub struct RunSpec<'a> {
 /// `summary.json`: the run's identity and result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
+    /// The run's id, on every event it emitted.
     pub run_id: Uuid,
+    /// The task it ran.
     pub task_id: String,
+    /// The scenario (name and file hash) the run came from.
     pub scenario: ScenarioRef,
+    /// The policy that acted, as `run_start` names it.
     pub policy_id: String,
+    /// The run's seed; `None` when the scenario set none.
     pub seed: Option<u64>,
+    /// The worker host it ran on.
     pub host: String,
+    /// Hash of the run config (`run_start.cfg_hash`).
     pub cfg_hash: Hash256,
+    /// Hash of the environment it ran in (`run_start.env_hash`).
     pub env_hash: Hash256,
+    /// Hash of the task fixture it started from.
     pub fixture_sha256: Hash256,
     /// Events emitted (`seq` 0 to `events - 1`).
     pub events: u64,
@@ -210,7 +219,7 @@ impl Progress {
 }
 
 /// Executes one run of `policy` on `spec.task`.
-pub async fn execute(
+pub(crate) async fn execute(
     spec: RunSpec<'_>,
     mut policy: Box<dyn Policy>,
     shutdown: CancellationToken,
@@ -597,8 +606,6 @@ async fn turns(
         let step_id = Uuid::now_v7();
         let turn = Turn {
             number: progress.turns,
-            task: &spec.task.task,
-            config,
             history: &progress.history,
         };
         let usage_before = rec.usage().clone();
@@ -686,11 +693,7 @@ async fn turns(
             }
             modified |= !outcome.footprint.files_modified.is_empty();
             let submitted = outcome.submitted;
-            progress.history.push(Exchange {
-                turn: progress.turns - 1,
-                request,
-                outcome,
-            });
+            progress.history.push(Exchange { request, outcome });
             if submitted {
                 return Ok(RunEnd::submitted());
             }

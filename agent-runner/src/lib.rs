@@ -69,31 +69,33 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod agent;
-pub mod backoff;
-pub mod base_repo;
+mod backoff;
+mod base_repo;
 pub mod cli;
-pub mod context_plan;
-pub mod error;
+mod context_plan;
+mod error;
 pub mod exec;
-pub mod fixture_tree;
-pub mod flags;
+mod fixture_tree;
+mod flags;
 pub mod import;
-pub mod integrity;
-pub mod judge;
-pub mod limits;
+mod integrity;
+mod judge;
+mod limits;
 pub mod otlp;
-pub mod outgoing;
+mod outgoing;
 pub mod pin_report;
 pub mod policy;
 pub mod pricing;
-pub mod protect;
+mod protect;
 pub mod provider;
 pub mod publish;
-pub mod publish_failure;
+mod publish_failure;
 pub mod quarantine;
 pub mod recorder;
-pub mod runner;
+mod runner;
 pub mod scenario;
 pub mod spool;
 pub mod spool_report;

@@ -155,8 +155,10 @@ impl std::fmt::Display for DeliveryReport {
 /// The publisher failed for good.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishFailure {
+    /// The spool could not be opened or written.
     #[error(transparent)]
     Spool(#[from] SpoolError),
+    /// The publisher task panicked or was cancelled.
     #[error("publisher task ended abnormally: {0}")]
     Task(String),
 }

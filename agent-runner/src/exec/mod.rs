@@ -14,10 +14,10 @@
 //! The agent never writes envelopes: ids, `seq`, `ts`, hashes, seed and host are the
 //! runner's, so an agent cannot break the stream's invariants (no gaps, unique ids).
 
-pub mod args;
-pub mod bridge;
-pub mod program;
-pub mod protocol;
+pub(crate) mod args;
+pub(crate) mod bridge;
+pub(crate) mod program;
+pub(crate) mod protocol;
 
 pub use crate::error::ExecError;
 pub use args::ExecArgs;

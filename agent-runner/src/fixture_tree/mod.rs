@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use bench_schemas::{sha256_hex, Hash256};
 use sha2::{Digest, Sha256};
 
-pub use walk::{is_ignored, walk, FileEntry, Symlinks, Walk, WalkError, WalkIter};
+pub use walk::{is_ignored, walk, FileEntry, Symlinks, WalkError};
 
 /// Directory names skipped everywhere: caches and build output that tools create while
 /// running (and that must not change a fixture's hash or count as a modified file).

@@ -41,6 +41,7 @@ pub enum ImportCommand {
 pub struct ImportArgs {
     /// Directory holding `.traj` files (searched recursively), or one `.traj` file.
     pub dir: PathBuf,
+    /// Where the events go (publishing, spool, `events.jsonl`), or `--no-publish`.
     #[command(flatten)]
     pub events: OptionalEventArgs,
 }

@@ -73,22 +73,52 @@ const SWE_BENCH_JUDGE_PATTERNS: [&str; 17] = [
 /// Loading a scenario or a task failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
+    /// A file could not be read.
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: io::Error },
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A file could not be written.
     #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, source: io::Error },
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A file is not valid TOML or JSON of its kind.
     #[error("{path}: {message}")]
-    Parse { path: PathBuf, message: String },
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+    },
+    /// A file parsed but a value in it is refused.
     #[error("{path}: {reason}")]
-    Invalid { path: PathBuf, reason: String },
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A fixture tree could not be read or hashed.
     #[error(transparent)]
     Tree(#[from] TreeError),
+    /// `--task` names a task the scenario does not have.
     #[error("task {task:?} is not part of scenario {scenario:?} (its tasks: {known})")]
     UnknownTask {
+        /// The scenario.
         scenario: String,
+        /// The task asked for.
         task: String,
+        /// The scenario's tasks, comma-separated.
         known: String,
     },
+    /// A file differs from its pin.
     #[error(transparent)]
     Pin(#[from] PinError),
 }

@@ -35,6 +35,7 @@ pub struct TailArgs {
     /// Print each event's JSON as published (one line each) instead of a readable line.
     #[arg(long, env = "BENCH_TAIL_JSON")]
     pub json: bool,
+    /// The NATS server and stream to read from.
     #[command(flatten)]
     pub nats: NatsArgs,
     /// Subject prefix of the events (<prefix>.events.<run_id>.<type>).

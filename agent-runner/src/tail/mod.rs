@@ -20,9 +20,9 @@
 //! Without any filter or `--since`, it starts N messages before the end of the stream
 //! instead of replaying all of it.
 
-pub mod args;
-pub mod filter;
-pub mod line;
+pub(crate) mod args;
+pub(crate) mod filter;
+pub(crate) mod line;
 
 use std::collections::VecDeque;
 use std::io::{self, Write};

@@ -19,5 +19,4 @@ mod validate;
 
 pub use args::{SweBenchImport, SweBenchImportArgs, TasksCommand, TasksConfig, ValidateArgs};
 pub use import::{import_swe_bench, ImportLine, ImportReport, LineKind};
-pub use instance::{parse_instances, Instance};
 pub use validate::{validate, TaskValidation, ValidateConfig, ValidateReport};

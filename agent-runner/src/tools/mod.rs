@@ -21,7 +21,7 @@
 
 pub mod bwrap;
 mod files;
-pub mod footprint;
+pub(crate) mod footprint;
 mod grep;
 mod network;
 mod request;
@@ -35,9 +35,11 @@ use std::time::{Duration, Instant};
 
 use bench_schemas::{EvidenceFootprint, ExitKind, RetryPolicy, RunConfig};
 
-pub use request::{ToolCommand, ToolRequest, TOOL_NAMES};
-pub use scratch::{PathError, Scratch, ScratchError};
-pub use workspace_fs::WorkspaceBound;
+pub use request::ToolRequest;
+pub(crate) use request::{ToolCommand, TOOL_NAMES};
+pub use scratch::ScratchError;
+pub(crate) use scratch::{PathError, Scratch};
+pub(crate) use workspace_fs::WorkspaceBound;
 
 use bwrap::Confinement;
 use footprint::Snapshot;
@@ -48,7 +50,7 @@ pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
 
 /// The result of one tool call.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutcome {
+pub(crate) struct ToolOutcome {
     /// What the policy sees (tool output, or the error message).
     pub observation: String,
     /// How the call ended.
@@ -121,7 +123,7 @@ impl ToolOutcome {
 
 /// Limits of the tools of one run.
 #[derive(Debug, Clone)]
-pub struct ToolLimits {
+pub(crate) struct ToolLimits {
     /// Per call time limit (`tool_timeout_ms`).
     pub timeout: Duration,
     /// Observation bytes kept per call.
@@ -152,7 +154,7 @@ impl ToolLimits {
 
 /// The tools of one run, bound to its sandbox.
 #[derive(Debug)]
-pub struct Toolbox {
+pub(crate) struct Toolbox {
     /// The scratch copy; shared with the blocking file-tool tasks.
     sandbox: Arc<Scratch>,
     /// Time, output and tool limits.

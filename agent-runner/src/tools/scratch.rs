@@ -47,20 +47,33 @@ pub enum PathError {
 /// Setting up the scratch copy failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ScratchError {
+    /// The temp directory could not be made.
     #[error("cannot create scratch directory: {0}")]
     Create(io::Error),
+    /// The bounded file system could not be mounted on it.
     #[error("cannot mount the bounded workspace file system: {0}")]
     Mount(io::Error),
+    /// A fixture file could not be copied.
     #[error("cannot copy fixture file {path}: {source}")]
-    Copy { path: String, source: io::Error },
+    Copy {
+        /// The file, relative to the fixture.
+        path: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// A fixture file's content differs from the hash it was verified with.
     #[error(
         "fixture file {path} changed after it was verified (sha256 {actual}, pinned {expected})"
     )]
     Changed {
+        /// The file, relative to the fixture.
         path: String,
+        /// The pinned sha256.
         expected: String,
+        /// The sha256 of what was copied.
         actual: String,
     },
+    /// The one-commit git repository of a SWE-bench-format task could not be made.
     #[error("cannot make the base repository of the scratch copy: {0}")]
     BaseRepo(#[from] crate::base_repo::BaseRepoError),
 }
