@@ -27,12 +27,14 @@
 //!
 //! This crate only reads; it never writes to ClickHouse.
 
-pub mod charts;
+#![warn(missing_docs)]
+
+pub(crate) mod charts;
 pub mod command;
 pub mod compare;
 pub mod queries;
 pub mod report;
-pub mod svg;
+pub(crate) mod svg;
 pub mod table;
 
 pub use queries::{ParamValues, Query, QueryError, QUERIES};

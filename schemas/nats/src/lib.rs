@@ -12,6 +12,8 @@
 //! It lives beside `schemas` (which must stay free of NATS) rather than at the top level,
 //! whose layout is fixed (README.md, "Where things live").
 
+#![warn(missing_docs)]
+
 pub mod connect;
 pub mod stream;
 

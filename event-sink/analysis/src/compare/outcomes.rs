@@ -144,9 +144,11 @@ pub struct TaskRuns {
     pub cost_usd: f64,
     /// Runs whose turns are known, and their summed turns.
     pub turn_runs: u64,
+    /// The turns of those runs, summed.
     pub turns: f64,
     /// Runs whose total tokens are known, and their summed tokens.
     pub token_runs: u64,
+    /// The tokens of those runs, summed.
     pub tokens: f64,
 }
 
