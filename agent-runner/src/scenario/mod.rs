@@ -366,10 +366,10 @@ impl LoadedTask {
     /// own file system, for an agent's copy under a root runner (`None`: a host directory,
     /// as for the judge's copies).
     pub fn workspace(&self, bound: Option<WorkspaceBound>) -> Result<Scratch, ScratchError> {
-        let sandbox = Scratch::create(&self.fixture_dir(), &self.fixture, bound)?;
+        let scratch = Scratch::create(&self.fixture_dir(), &self.fixture, bound)?;
         match &self.task.swe_bench {
-            Some(swe) => sandbox.commit_base(&base_message(swe)),
-            None => Ok(sandbox),
+            Some(swe) => scratch.commit_base(&base_message(swe)),
+            None => Ok(scratch),
         }
     }
 

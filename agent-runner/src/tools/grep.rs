@@ -1,5 +1,5 @@
 //! The `grep` tool: a regular-expression search over the text files under a path in the
-//! sandbox, in-process (no shell quoting, an exact footprint of what was read). It walks
+//! scratch copy, in-process (no shell quoting, an exact footprint of what was read). It walks
 //! without following links and reads only regular files with one hard link.
 
 use std::fs;
@@ -20,13 +20,13 @@ const MAX_LINE_CHARS: usize = 300;
 const MAX_FILE_BYTES: u64 = 4 << 20;
 
 /// Searches `pattern` under `raw_path` (default: the root).
-pub fn grep(sandbox: &Scratch, pattern: &str, raw_path: Option<&str>) -> ToolOutcome {
+pub fn grep(scratch: &Scratch, pattern: &str, raw_path: Option<&str>) -> ToolOutcome {
     let regex = match Regex::new(pattern) {
         Ok(r) => r,
         Err(e) => return ToolOutcome::failed(ExitKind::UserError, format!("invalid pattern: {e}")),
     };
     let raw_path = raw_path.unwrap_or(".");
-    let base = match sandbox.resolve(raw_path) {
+    let base = match scratch.resolve(raw_path) {
         Ok(p) => p,
         Err(e) => return ToolOutcome::path_error(raw_path, &e),
     };
@@ -45,7 +45,7 @@ pub fn grep(sandbox: &Scratch, pattern: &str, raw_path: Option<&str>) -> ToolOut
         }
         footprint.bytes_read += bytes.len() as u64;
         let text = String::from_utf8_lossy(&bytes);
-        let rel = sandbox.relative(&file);
+        let rel = scratch.relative(&file);
         let mut file_matched = false;
         for (n, line) in text.lines().enumerate() {
             if !regex.is_match(line) {

@@ -1,4 +1,4 @@
-//! The agent's tools and the sandbox they act in.
+//! The agent's tools, the scratch copy they act on and the sandbox their commands run in.
 //!
 //! [`Toolbox::call`] takes a [`ToolRequest`] from a policy, parses it into a
 //! [`ToolCommand`], runs it inside the run's [`Scratch`] and returns a [`ToolOutcome`]: the
@@ -7,12 +7,12 @@
 //! files are `user_error`, broken tools are `system_error`, time limits are `timeout`.
 //!
 //! - `request`: [`ToolRequest`] / [`ToolCommand`].
-//! - `sandbox`: the scratch copy and path confinement.
+//! - `scratch`: the scratch copy and path confinement.
 //! - `workspace_fs`: the bounded file system (size and inodes) the scratch copy lives on.
 //! - [`bwrap`]: the process sandbox and limits every command an agent causes runs in.
 //! - `seccomp`: the system calls denied inside it.
 //! - `network`: the network of a sandbox with `network_enabled` (pasta, no host loopback).
-//! - [`exec`]: shell commands in the sandbox, with timeout, tree kill and output cap (used
+//! - [`shell`]: shell commands in the sandbox, with timeout, tree kill and output cap (used
 //!   by `bash` and the judge).
 //! - `files`: `view`, `str_replace`, `write_file`: in-process, off the async runtime,
 //!   never through a link and never on anything but regular files.
@@ -94,7 +94,7 @@ impl ToolOutcome {
         }
     }
 
-    /// The path was refused by the sandbox.
+    /// The path was refused by the scratch copy's confinement.
     pub fn path_error(raw: &str, error: &PathError) -> Self {
         ToolOutcome {
             bad_path: Some(raw.to_owned()),
@@ -152,11 +152,11 @@ impl ToolLimits {
     }
 }
 
-/// The tools of one run, bound to its sandbox.
+/// The tools of one run, bound to its scratch copy.
 #[derive(Debug)]
 pub(crate) struct Toolbox {
     /// The scratch copy; shared with the blocking file-tool tasks.
-    sandbox: Arc<Scratch>,
+    scratch: Arc<Scratch>,
     /// Time, output and tool limits.
     limits: ToolLimits,
     /// Where `bash` commands run.
@@ -164,18 +164,18 @@ pub(crate) struct Toolbox {
 }
 
 impl Toolbox {
-    /// Tools acting in `sandbox` within `limits`, their commands confined by `confinement`.
-    pub fn new(sandbox: Scratch, limits: ToolLimits, confinement: Confinement) -> Self {
+    /// Tools acting in `scratch` within `limits`, their commands confined by `confinement`.
+    pub fn new(scratch: Scratch, limits: ToolLimits, confinement: Confinement) -> Self {
         Toolbox {
-            sandbox: Arc::new(sandbox),
+            scratch: Arc::new(scratch),
             limits,
             confinement,
         }
     }
 
-    /// The sandbox.
+    /// The scratch copy.
     pub fn scratch(&self) -> &Scratch {
-        &self.sandbox
+        &self.scratch
     }
 
     /// The process confinement.
@@ -243,7 +243,7 @@ impl Toolbox {
     /// runtime, and the call still ends on time.
     async fn in_process(&self, command: ToolCommand, budget: Duration) -> ToolOutcome {
         let timeout = self.limits.timeout.min(budget);
-        let sb = Arc::clone(&self.sandbox);
+        let sb = Arc::clone(&self.scratch);
         let work = tokio::task::spawn_blocking(move || match command {
             ToolCommand::View {
                 path,
@@ -273,7 +273,7 @@ impl Toolbox {
     }
 
     async fn bash(&self, command: &str, budget: Duration) -> ToolOutcome {
-        let root = self.sandbox.root();
+        let root = self.scratch.root();
         let timeout = self.limits.timeout.min(budget);
         let before = Snapshot::take(root);
         let spec = ShellSpec {

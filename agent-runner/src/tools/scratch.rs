@@ -211,19 +211,19 @@ fn set_executable(path: &Path, executable: bool) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    fn sandbox() -> (TempDir, Scratch) {
+    fn scratch() -> (TempDir, Scratch) {
         let fixture = tempfile::tempdir().expect("tempdir");
         fs::create_dir(fixture.path().join("src")).expect("mkdir");
         fs::write(fixture.path().join("src/a.py"), "x = 1\n").expect("write");
         let tree = Tree::scan(fixture.path()).expect("scan");
-        let sandbox = Scratch::create(fixture.path(), &tree, None).expect("sandbox");
-        (fixture, sandbox)
+        let scratch = Scratch::create(fixture.path(), &tree, None).expect("sandbox");
+        (fixture, scratch)
     }
 
     #[test]
     fn the_scratch_directory_is_private() {
         use std::os::unix::fs::PermissionsExt;
-        let (_f, sb) = sandbox();
+        let (_f, sb) = scratch();
         let mode = fs::metadata(sb.root()).expect("stat").permissions().mode();
         assert_eq!(mode & 0o777, 0o700, "{mode:o}");
     }
@@ -266,7 +266,7 @@ mod tests {
 
     #[test]
     fn copies_the_fixture() {
-        let (_f, sb) = sandbox();
+        let (_f, sb) = scratch();
         assert_eq!(
             fs::read_to_string(sb.root().join("src/a.py")).expect("read"),
             "x = 1\n"
@@ -275,7 +275,7 @@ mod tests {
 
     #[test]
     fn paths_inside_resolve() {
-        let (_f, sb) = sandbox();
+        let (_f, sb) = scratch();
         for ok in ["src/a.py", "./src/../src/a.py", "new/file.txt", "."] {
             let p = sb.resolve(ok).expect(ok);
             assert!(p.starts_with(sb.root()), "{ok}");
@@ -286,7 +286,7 @@ mod tests {
 
     #[test]
     fn escapes_are_refused() {
-        let (_f, sb) = sandbox();
+        let (_f, sb) = scratch();
         for bad in ["../x", "src/../../x", "/etc/passwd", "a/../../../etc"] {
             assert!(
                 matches!(sb.resolve(bad), Err(PathError::Escapes(_))),
