@@ -70,6 +70,9 @@
 //! ```
 
 #![warn(missing_docs)]
+// The module docs link the crate's private modules too, for readers of
+// `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod agent;
 mod backoff;

@@ -28,6 +28,9 @@
 //! This crate only reads; it never writes to ClickHouse.
 
 #![warn(missing_docs)]
+// The module docs link the crate's private modules too, for readers of
+// `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub(crate) mod charts;
 pub mod command;
