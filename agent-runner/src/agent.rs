@@ -31,7 +31,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use schemas::{
+use bench_schemas::{
     ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Payload, RecoveryAttempt, Regrade,
     RunStop, Step, StepType, SweepRef, ToolCall,
 };
@@ -123,7 +123,7 @@ impl Progress {
 }
 
 /// Executes one run of `policy` on `spec.task`.
-pub async fn execute(
+pub(crate) async fn execute(
     spec: RunSpec<'_>,
     mut policy: Box<dyn Policy>,
     shutdown: CancellationToken,
@@ -215,7 +215,7 @@ async fn judge_final(
 ) -> (Judged, Vec<Verdict>) {
     let judged = prologue::judge_scratch(
         spec.task,
-        toolbox.sandbox().root(),
+        toolbox.scratch().root(),
         toolbox.confinement(),
         end,
         usage,
@@ -419,8 +419,6 @@ impl Turns<'_, '_> {
     async fn decide(&mut self, step_id: Uuid) -> Result<Result<Decision, RunEnd>, RecordError> {
         let turn = Turn {
             number: self.progress.turns,
-            task: &self.spec.task.task,
-            config: &self.spec.scenario.scenario.config,
             history: &self.progress.history,
         };
         let mut events = PolicyEvents::new(self.rec, step_id);
@@ -498,7 +496,6 @@ impl Turns<'_, '_> {
             modified |= !outcome.footprint.files_modified.is_empty();
             let submitted = outcome.submitted;
             self.progress.history.push(Exchange {
-                turn: self.progress.turns - 1,
                 request,
                 outcome,
             });
@@ -516,7 +513,7 @@ impl Turns<'_, '_> {
             return Ok(None);
         }
         let confinement = self.toolbox.confinement();
-        let probe = judge::judge(self.spec.task, self.toolbox.sandbox().root(), confinement).await;
+        let probe = judge::judge(self.spec.task, self.toolbox.scratch().root(), confinement).await;
         if let Some(why) = confinement.setup_failure() {
             return Ok(Some(environment_end(why.to_owned())));
         }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use schemas::RetryPolicy;
+use bench_schemas::RetryPolicy;
 
 /// The wait before retry number `retry` (0-based) under `policy`.
 pub fn delay(policy: &RetryPolicy, retry: u32) -> Duration {

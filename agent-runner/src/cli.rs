@@ -21,6 +21,7 @@ pub struct Cli {
     /// `--log-format`.
     #[command(flatten)]
     pub log: bench_cli::LogArgs,
+    /// What to do.
     #[command(subcommand)]
     pub command: Command,
 }
@@ -113,6 +114,7 @@ pub struct RunArgs {
     /// Seed of every run, instead of the scenario's.
     #[arg(long, env = "BENCH_RUNNER_SEED")]
     pub seed: Option<u64>,
+    /// Where the scenarios are and how they are loaded.
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
     /// Observation bytes kept per tool call.
@@ -130,8 +132,10 @@ pub struct RunArgs {
         value_name = "K"
     )]
     pub regrade: u32,
+    /// Where the events go (publishing, spool, `events.jsonl`), or `--no-publish`.
     #[command(flatten)]
     pub events: OptionalEventArgs,
+    /// The LLM provider of `llm` policies.
     #[command(flatten)]
     pub llm: LlmArgs,
 }

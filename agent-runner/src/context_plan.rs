@@ -5,7 +5,7 @@
 //! This module depends on nothing else in the crate; the strategies themselves live in
 //! `policy::llm::context`.
 
-use schemas::{ContextStrategy, RunConfig};
+use bench_schemas::{ContextStrategy, RunConfig};
 
 /// Default M of `observation_masking` and `hybrid`.
 pub const DEFAULT_OBSERVATION_WINDOW: u32 = 10;

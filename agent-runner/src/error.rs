@@ -22,7 +22,7 @@ use crate::recorder::RecordError;
 use crate::scenario::ScenarioError;
 use crate::spool::SpoolError;
 use crate::tools::bwrap::{SandboxUnavailable, UnmountablePath};
-use crate::tools::SandboxError;
+use crate::tools::ScratchError;
 
 /// Why a runner command failed.
 #[derive(Debug, thiserror::Error)]
@@ -152,7 +152,7 @@ pub enum ExecError {
     Wait(std::io::Error),
     /// The agent's scratch copy of the fixture could not be made.
     #[error(transparent)]
-    Sandbox(#[from] SandboxError),
+    Scratch(#[from] ScratchError),
     /// A path the agent was to read (its program, `--sandbox-ro`) cannot be
     /// made visible in its sandbox.
     #[error(transparent)]
@@ -192,7 +192,7 @@ pub enum ImportError {
         /// The event's `seq`.
         seq: u64,
         /// Why.
-        source: schemas::truncate::EventTooLarge,
+        source: bench_schemas::truncate::EventTooLarge,
     },
 }
 
@@ -279,7 +279,7 @@ impl Error {
             | Error::Record(_)
             | Error::Publish(PublishFailure::Task(_))
             | Error::Sweep(SweepError::Claims(_) | SweepError::ClickHouse(_))
-            | Error::Exec(ExecError::Sandbox(_) | ExecError::Wait(_) | ExecError::Brief(_))
+            | Error::Exec(ExecError::Scratch(_) | ExecError::Wait(_) | ExecError::Brief(_))
             | Error::Tail(_)
             | Error::Otlp(_)
             | Error::Tasks(TasksError::Write { .. }) => Exit::Failure,
@@ -336,12 +336,12 @@ mod tests {
     /// A real record error: the run directory cannot be created under a file.
     fn record_error() -> RecordError {
         let file = tempfile::NamedTempFile::new().expect("temp file");
-        let sequencer = schemas::RunSequencer::new(
+        let sequencer = bench_schemas::RunSequencer::new(
             uuid::Uuid::now_v7(),
             "t",
             "p",
-            schemas::sha256_hex(b"cfg"),
-            schemas::sha256_hex(b"env"),
+            bench_schemas::sha256_hex(b"cfg"),
+            bench_schemas::sha256_hex(b"env"),
             Some(1),
             "h".to_owned(),
         );
@@ -356,7 +356,7 @@ mod tests {
     #[test]
     fn every_error_maps_to_its_documented_exit_code() {
         let path = || PathBuf::from("x");
-        let hash = schemas::sha256_hex(b"x");
+        let hash = bench_schemas::sha256_hex(b"x");
         let stream_error = async_nats::jetstream::context::GetStreamError::new(
             async_nats::jetstream::context::GetStreamErrorKind::EmptyName,
         );
@@ -456,7 +456,7 @@ mod tests {
             (SweepError::Claims("down".into()).into(), Exit::Failure),
             (SweepError::ClickHouse("down".into()).into(), Exit::Failure),
             (
-                ExecError::Sandbox(crate::tools::SandboxError::Create(io_error())).into(),
+                ExecError::Scratch(crate::tools::ScratchError::Create(io_error())).into(),
                 Exit::Failure,
             ),
             (ExecError::Wait(io_error()).into(), Exit::Failure),

@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
+use bench_schemas::RunIntegrity;
 use regex::Regex;
-use schemas::RunIntegrity;
 
 use crate::protect::Tampered;
 

@@ -28,7 +28,7 @@
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
 //! - [`outgoing`]: an event as a message ready to publish or to spool.
 //! - [`publish`]: acknowledged JetStream publishing with an in-flight window.
-//! - [`classify`]: whether a failed publish may succeed later (spool) or never (quarantine).
+//! - [`publish_failure`]: whether a failed publish may succeed later (spool) or never (quarantine).
 //! - [`spool`]: the crash-safe local spool for events the broker could not take.
 //! - [`quarantine`]: where what can never be delivered is kept, verbatim, with the reason.
 //! - [`runner`]: a whole scenario: concurrency, progress, publisher life cycle ([`run`]).
@@ -40,7 +40,9 @@
 //!   (`agent-runner tail`).
 //! - [`otlp`]: an OTLP/HTTP receiver turning OpenTelemetry GenAI traces into events
 //!   (`agent-runner otlp`).
-//! - [`maintenance`]: `scenarios hash|check` and `spool flush|status`.
+//! - [`pin_report`]: `scenarios hash|check`, a scenarios directory's `pins.toml` rewritten or
+//!   checked.
+//! - [`spool_report`]: `spool flush|status`, the spool replayed or listed.
 //! - [`tasks`]: tasks made from other benchmarks' data (`agent-runner tasks import
 //!   swe-bench`: SWE-bench-format instances and local clones).
 //! - [`base_repo`]: one-commit git repositories, the only history an agent on a
@@ -70,34 +72,40 @@
 //! # Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+// The module docs link the crate's private modules too, for readers of
+// `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
+
 pub mod agent;
-pub mod backoff;
-pub mod base_repo;
-pub mod classify;
+mod backoff;
+mod base_repo;
 pub mod cli;
-pub mod context_plan;
-pub mod error;
+mod context_plan;
+mod error;
 pub mod exec;
-pub mod fixture_tree;
-pub mod flags;
+mod fixture_tree;
+mod flags;
 pub mod import;
-pub mod integrity;
-pub mod judge;
-pub mod limits;
-pub mod maintenance;
+mod integrity;
+mod judge;
+mod limits;
 pub mod otlp;
-pub mod outgoing;
+mod outgoing;
+pub mod pin_report;
 pub mod policy;
 pub mod pricing;
 mod prologue;
-pub mod protect;
+mod protect;
 pub mod provider;
 pub mod publish;
+mod publish_failure;
 pub mod quarantine;
 pub mod recorder;
-pub mod runner;
+mod runner;
 pub mod scenario;
 pub mod spool;
+pub mod spool_report;
 pub mod sweep;
 pub mod tail;
 pub mod tasks;

@@ -11,7 +11,7 @@
 
 use std::time::{Duration, Instant};
 
-use schemas::{ExitStatus, FailureRoot, RunConfig};
+use bench_schemas::{ExitStatus, FailureRoot, RunConfig};
 
 use crate::recorder::Usage;
 

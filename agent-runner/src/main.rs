@@ -9,7 +9,9 @@ use std::io;
 use std::process::ExitCode;
 
 use agent_runner::cli::{Cli, Command, ScenariosCommand as Scenarios, SpoolCommand as Spool};
-use agent_runner::{exec, import, maintenance, otlp, sweep, tail, tasks, Error, Exit, Outcome};
+use agent_runner::{
+    exec, import, otlp, pin_report, spool_report, sweep, tail, tasks, Error, Exit, Outcome,
+};
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
@@ -71,10 +73,10 @@ async fn serve(command: Command) -> ExitCode {
 async fn execute(command: Command, shutdown: CancellationToken) -> Result<Exit, Error> {
     Ok(match command {
         Command::Run(a) => print(agent_runner::run(a.into_config()?, shutdown).await?),
-        Command::Scenarios(Scenarios::Hash(a)) => print(maintenance::repin(&a.dir)?),
-        Command::Scenarios(Scenarios::Check(a)) => print(maintenance::check_pins(&a.dir)?),
-        Command::Spool(Spool::Flush(a)) => print(maintenance::flush(&a.into_setup()?).await?),
-        Command::Spool(Spool::Status(a)) => print(maintenance::spool_status(&a.spool, a.json)?),
+        Command::Scenarios(Scenarios::Hash(a)) => print(pin_report::repin(&a.dir)?),
+        Command::Scenarios(Scenarios::Check(a)) => print(pin_report::check_pins(&a.dir)?),
+        Command::Spool(Spool::Flush(a)) => print(spool_report::flush(&a.into_setup()?).await?),
+        Command::Spool(Spool::Status(a)) => print(spool_report::spool_status(&a.spool, a.json)?),
         Command::Sweep(a) if a.dry_run => print(a.plan()?),
         Command::Sweep(a) => print(sweep::run(a.into_config()?, shutdown).await?),
         Command::Exec(a) => exec::run_all(a.into_configs()?, shutdown, |r| println!("{r}"))

@@ -3,9 +3,9 @@
 //! depends on neither.
 
 use async_nats::HeaderMap;
+use bench_schemas::subject::{header_safe, headers};
+use bench_schemas::{BenchmarkEvent, SubjectPrefix};
 use bytes::Bytes;
-use schemas::subject::{header_safe, headers};
-use schemas::{BenchmarkEvent, SubjectPrefix};
 
 use crate::quarantine::RecordIdentity;
 

@@ -26,7 +26,7 @@
 
 use std::fmt;
 
-use schemas::{Deliberation, PricingSource};
+use bench_schemas::{Deliberation, PricingSource};
 use serde_json::Value;
 
 use crate::provider::{ChatClient, TokenUsage};
@@ -51,12 +51,16 @@ impl fmt::Debug for TokenPrice {
 /// A price text that is not a usable price.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PriceError {
+    /// Not a decimal number (the text).
     #[error("{0:?} is not a decimal number")]
     NotANumber(String),
+    /// Below zero (the text).
     #[error("{0:?} is negative")]
     Negative(String),
+    /// Finer than the stored unit, 1e-18 USD, or too large for it (the text).
     #[error("{0:?} is more precise than 1e-18 USD per token or too large")]
     OutOfRange(String),
+    /// One of the prompt and completion prices without the other.
     #[error("give both --prompt-price-per-mtok and --completion-price-per-mtok, or neither (a cached price alone is not enough)")]
     Incomplete,
 }
@@ -226,7 +230,9 @@ impl Prices {
 pub enum Pricing {
     /// Known prices, and where they came from (`override` or `provider_api`).
     Known {
+        /// Where the prices came from.
         source: PricingSource,
+        /// The prices.
         prices: Prices,
     },
     /// No price: costs are null.

@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use schemas::{
+use bench_schemas::{
     Canonical, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload, RunConfig,
     RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo, SandboxLimits, ScenarioRef,
     SweepRef,
@@ -43,14 +43,23 @@ pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// `summary.json`: the run's identity and result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunSummary {
+    /// The run's id, on every event it emitted.
     pub run_id: Uuid,
+    /// The task it ran.
     pub task_id: String,
+    /// The scenario (name and file hash) the run came from.
     pub scenario: ScenarioRef,
+    /// The policy that acted, as `run_start` names it.
     pub policy_id: String,
+    /// The run's seed; `None` when the scenario set none.
     pub seed: Option<u64>,
+    /// The worker host it ran on.
     pub host: String,
+    /// Hash of the run config (`run_start.cfg_hash`).
     pub cfg_hash: Hash256,
+    /// Hash of the environment it ran in (`run_start.env_hash`).
     pub env_hash: Hash256,
+    /// Hash of the task fixture it started from.
     pub fixture_sha256: Hash256,
     /// Events emitted (`seq` 0 to `events - 1`).
     pub events: u64,
@@ -341,7 +350,7 @@ pub(crate) fn record_swe_bench(
         rec.write_artifact(DIFF_FILE, diff)?;
     }
     Ok(SweBenchStop {
-        diff_sha256: judged.diff.as_deref().map(schemas::sha256_hex),
+        diff_sha256: judged.diff.as_deref().map(bench_schemas::sha256_hex),
         integrity: Some(integrity::flags(integrity::Seen {
             restored: &verdict.restored,
             commands,
@@ -443,7 +452,7 @@ pub(crate) fn millis(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use schemas::sha256_hex;
+    use bench_schemas::sha256_hex;
 
     /// A run config as a scenario states it, and the sandbox in force for it.
     fn environment() -> (RunConfig, SandboxInfo) {

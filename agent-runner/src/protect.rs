@@ -166,7 +166,7 @@ impl Protected {
                 continue;
             }
             let bytes = fs::read(fixture_dir.join(&entry.path)).map_err(io_err(&entry.path))?;
-            let actual = schemas::sha256_hex(&bytes);
+            let actual = bench_schemas::sha256_hex(&bytes);
             if actual != entry.sha256 {
                 return Err(RestoreError::Changed {
                     path: entry.path.clone(),

@@ -16,7 +16,7 @@
 //!   [`PublishConfig::window`] in flight; a new message is taken only when the window has
 //!   room.
 //! - **spooling**: when a publish or an ack fails for a transient reason (no connection,
-//!   ack timeout, no stream yet; decided in [`crate::classify`]), that message and every
+//!   ack timeout, no stream yet; decided in [`crate::publish_failure`]), that message and every
 //!   later one are appended to the spool (fsync'd), so order is kept and nothing waits in
 //!   memory for the broker.
 //! - **replay**: while the spool is not empty, the worker retries with backoff: once the
@@ -46,17 +46,17 @@ use async_nats::jetstream;
 use async_nats::jetstream::context::{PublishError, PublishErrorKind};
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::publish::PublishAck;
+use bench_schemas::{BenchmarkEvent, SubjectPrefix};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::stream::FuturesOrdered;
 use futures::StreamExt;
-use schemas::{BenchmarkEvent, SubjectPrefix};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::classify::{self, Verdict};
+use crate::publish_failure::{self, Verdict};
 use crate::quarantine::{QuarantineEntry, QuarantineKind};
 use crate::spool::{self, Entry, Spool, SpoolConfig, SpoolError};
 
@@ -155,8 +155,10 @@ impl std::fmt::Display for DeliveryReport {
 /// The publisher failed for good.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishFailure {
+    /// The spool could not be opened or written.
     #[error(transparent)]
     Spool(#[from] SpoolError),
+    /// The publisher task panicked or was cancelled.
     #[error("publisher task ended abnormally: {0}")]
     Task(String),
 }
@@ -318,7 +320,7 @@ struct Worker {
     /// ...and their messages, in the same order (popped as acks come in).
     pending: VecDeque<Queued>,
     /// This runner's prefix: a stream for it tells "no stream for that old subject" from
-    /// "no stream yet" ([`classify::no_responders`]).
+    /// "no stream yet" ([`publish_failure::no_responders`]).
     prefix: SubjectPrefix,
     report: DeliveryReport,
     /// Current backoff between replay attempts.
@@ -400,7 +402,7 @@ impl Worker {
                     self.inflight.push_back(ack);
                     return Ok(());
                 }
-                Err(e) => match classify::classify(&e) {
+                Err(e) => match publish_failure::classify(&e) {
                     Verdict::Permanent(kind, reason) => {
                         return self.quarantine_message(queued, kind, &reason)
                     }
@@ -456,7 +458,7 @@ impl Worker {
                 queued.settle(Settled::Acked);
                 Ok(())
             }
-            Err(e) => match classify::classify(&e) {
+            Err(e) => match publish_failure::classify(&e) {
                 Verdict::Permanent(kind, reason) => self.quarantine_message(queued, kind, &reason),
                 // "No responders" is decided at replay, where JetStream is asked.
                 _ => {
@@ -485,8 +487,7 @@ impl Worker {
                 continue;
             };
             let result = publish(&self.js, message).await;
-            let stop =
-                matches!(&result, Err(e) if matches!(classify::classify(e), Verdict::Transient(_)));
+            let stop = matches!(&result, Err(e) if matches!(publish_failure::classify(e), Verdict::Transient(_)));
             sent.push(Some(result));
             if stop {
                 break;
@@ -597,8 +598,8 @@ async fn decide(
     error: &PublishError,
     subject: &str,
 ) -> Verdict {
-    match classify::classify(error) {
-        Verdict::NoResponders => classify::no_responders(js, prefix, subject).await,
+    match publish_failure::classify(error) {
+        Verdict::NoResponders => publish_failure::no_responders(js, prefix, subject).await,
         verdict => verdict,
     }
 }

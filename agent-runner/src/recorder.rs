@@ -11,18 +11,19 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
-use schemas::{
+use bench_schemas::{
     BenchmarkEvent, Deliberation, DeliberationStatus, Failure, FailureRoot, FinalErrorState,
     Payload, RunSequencer,
 };
+use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::pricing::Usd;
 use crate::publish::PublisherHandle;
 
-/// File names of the per-run artifacts.
+/// File name of a run's events, one JSON line each.
 pub const EVENTS_FILE: &str = "events.jsonl";
+/// File name of a run's [`crate::agent::RunSummary`].
 pub const SUMMARY_FILE: &str = "summary.json";
 /// The final diff of a run of a SWE-bench-format task, beside its events.
 pub const DIFF_FILE: &str = "final.diff";

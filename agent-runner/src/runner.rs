@@ -82,7 +82,7 @@ impl ScenarioReport {
     pub fn no_sandbox(&self) -> usize {
         self.runs
             .iter()
-            .filter(|r| r.result.exit_status == schemas::ExitStatus::ExitEnvironment)
+            .filter(|r| r.result.exit_status == bench_schemas::ExitStatus::ExitEnvironment)
             .count()
     }
 }

@@ -89,14 +89,29 @@ pub struct SpoolConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum SpoolError {
     #[error("spool {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
-    #[error("all {SLOTS} slots of spool {path} are used by other agent-runner processes (each is locked); give some runners another --spool")]
-    Locked { path: PathBuf },
-    #[error("spool {path} is full: {size} bytes + {incoming} new > cap {max_bytes} bytes. The broker has been unreachable for too long; events are still in each run's events.jsonl. Restore the broker or raise --spool-max-bytes")]
-    Full {
+    /// Reading, writing or locking a slot failed.
+    Io {
+        /// The slot file.
         path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    #[error("all {SLOTS} slots of spool {path} are used by other agent-runner processes (each is locked); give some runners another --spool")]
+    /// Every slot is held by another process.
+    Locked {
+        /// The spool's first slot.
+        path: PathBuf,
+    },
+    #[error("spool {path} is full: {size} bytes + {incoming} new > cap {max_bytes} bytes. The broker has been unreachable for too long; events are still in each run's events.jsonl. Restore the broker or raise --spool-max-bytes")]
+    /// Taking the record would pass `--spool-max-bytes`.
+    Full {
+        /// The slot file.
+        path: PathBuf,
+        /// Bytes the slot holds.
         size: u64,
+        /// Bytes of the record refused.
         incoming: u64,
+        /// The cap.
         max_bytes: u64,
     },
 }

@@ -103,7 +103,10 @@ pub enum Admit {
     Show,
     /// Do not; `suppressed` have not been shown so far (this one included), a power of
     /// ten worth saying.
-    Count { suppressed: u64 },
+    Count {
+        /// Messages not shown so far.
+        suppressed: u64,
+    },
     /// Do not, and say nothing.
     Quiet,
 }

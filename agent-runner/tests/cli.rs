@@ -15,12 +15,12 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use bench_nats::StreamSpec;
+use bench_schemas::SubjectPrefix;
 use benchstream_tests::runs;
 use benchstream_tests::stream::{create_stream, jetstream, stream_messages};
 use benchstream_tests::NatsServer;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use schemas::SubjectPrefix;
 use uuid::Uuid;
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");

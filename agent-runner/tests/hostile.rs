@@ -19,11 +19,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use bench_schemas::{ExitStatus, Payload, PidsLimit};
 use benchstream_tests::processes_with;
 use benchstream_tests::runs::{journal_events, only_run_dir, summary};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{chown, geteuid, Gid, Pid, Uid};
-use schemas::{ExitStatus, Payload, PidsLimit};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
 

@@ -10,9 +10,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use bench_schemas::SubjectPrefix;
 use benchstream_tests::stream::{create_stream, stream_messages};
 use benchstream_tests::{free_port, NatsServer};
-use schemas::SubjectPrefix;
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
 /// Events of one trace of the fixture script (see tests/tests/it/otlp/sdk.rs).

@@ -17,11 +17,11 @@ use agent_runner::publish::Outgoing;
 use agent_runner::quarantine::{QuarantineEntry, QuarantineKind};
 use agent_runner::spool::record_line;
 use bench_nats::StreamSpec;
+use bench_schemas::SubjectPrefix;
 use benchstream_tests::runs::{self, journal_lines, only_run_dir};
 use benchstream_tests::spool::{ids, spool_with, step_messages};
 use benchstream_tests::stream::{self, create_stream, stream_messages};
 use benchstream_tests::{processes_with, NatsServer};
-use schemas::SubjectPrefix;
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
 

@@ -221,13 +221,13 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
     assert_eq!(text(&diff), project_patch);
     assert_eq!(
         gold["result"]["diff_sha256"],
-        schemas::sha256_hex(&diff).as_str(),
+        bench_schemas::sha256_hex(&diff).as_str(),
         "{gold:#}"
     );
-    let outcomes: Vec<schemas::TestOutcome> = runs::journal_events(&gold_dir)
+    let outcomes: Vec<bench_schemas::TestOutcome> = runs::journal_events(&gold_dir)
         .into_iter()
         .filter_map(|e| match e.payload {
-            schemas::Payload::TestOutcome(t) => Some(t),
+            bench_schemas::Payload::TestOutcome(t) => Some(t),
             _ => None,
         })
         .collect();
@@ -245,7 +245,7 @@ fn the_gold_patch_resolves_and_neither_nothing_nor_editing_the_tests_does() {
         .iter()
         .all(|t| t.after && t.reason.is_none() && t.before.is_none()));
     assert_eq!(outcomes[0].test_id, F2P);
-    assert_eq!(outcomes[0].test_set, schemas::TestSet::FailToPass);
+    assert_eq!(outcomes[0].test_set, bench_schemas::TestSet::FailToPass);
 
     variant(
         root.path(),
@@ -412,7 +412,7 @@ fn validation_marks_a_contradicting_task_broken_and_runs_leave_it_out() {
     let before: Vec<(String, Option<bool>)> = runs::journal_events(&gold_dir)
         .into_iter()
         .filter_map(|e| match e.payload {
-            schemas::Payload::TestOutcome(t) => Some((t.test_id, t.before)),
+            bench_schemas::Payload::TestOutcome(t) => Some((t.test_id, t.before)),
             _ => None,
         })
         .collect();

@@ -31,7 +31,7 @@ say "install what is missing"
 ./deploy/local/install.sh
 
 say "build agent-runner, event-sink and bench-analysis"
-cargo build --quiet -p agent-runner -p event-sink -p benchstream-analysis --bins
+cargo build --quiet -p agent-runner -p event-sink -p bench-analysis --bins
 bin=$PWD/target/debug
 
 say "start nats-server and clickhouse-server"

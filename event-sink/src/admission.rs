@@ -22,10 +22,10 @@
 use std::collections::HashMap;
 use std::hash::Hasher;
 
-use schemas::{Decoded, SubjectPrefix};
+use bench_schemas::{Decoded, SubjectPrefix};
 use uuid::Uuid;
 
-use crate::classify::BadData;
+use crate::failure::BadData;
 
 /// `dead_letters.error_class` of an event whose `ts` is outside the accepted window.
 pub const IMPLAUSIBLE_TS: &str = "implausible_ts";

@@ -13,7 +13,7 @@ use clap::ValueEnum as _;
 
 use bench_cli::LogFormat;
 
-/// The binary the aliases run (package `benchstream-analysis`).
+/// The binary the aliases run (package `bench-analysis`).
 pub const ANALYSIS_BINARY: &str = "bench-analysis";
 
 /// Why an alias could not hand over to [`ANALYSIS_BINARY`].
@@ -22,7 +22,7 @@ pub enum AliasError {
     /// Neither beside the running executable nor on `PATH`.
     #[error(
         "`event-sink {command}` runs `{ANALYSIS_BINARY} {command}`, which is neither in {} \
-         nor on PATH: build it with `cargo build -p benchstream-analysis` (it lands beside \
+         nor on PATH: build it with `cargo build -p bench-analysis` (it lands beside \
          event-sink) or install it with `cargo install --path event-sink/analysis`",
         beside.display()
     )]
@@ -101,9 +101,6 @@ mod tests {
         let text = error.to_string();
         assert!(text.contains("bench-analysis query"), "{text}");
         assert!(text.contains("/opt/bench"), "{text}");
-        assert!(
-            text.contains("cargo build -p benchstream-analysis"),
-            "{text}"
-        );
+        assert!(text.contains("cargo build -p bench-analysis"), "{text}");
     }
 }

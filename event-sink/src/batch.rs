@@ -15,13 +15,13 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use schemas::subject::headers;
-use schemas::{Decoded, EventType, SubjectPrefix};
+use bench_schemas::subject::headers;
+use bench_schemas::{Decoded, EventType, SubjectPrefix};
 
 use crate::admission::{self, Candidate};
-use crate::classify::{self, BadData};
 use crate::config::BatchConfig;
 use crate::consumer::Delivery;
+use crate::failure::{self, BadData};
 use crate::rowbinary;
 use crate::rows::{Arrival, DeadLetterRow, EventRawRow, RawBytes, RawEnvelope, TypedRow};
 
@@ -62,7 +62,7 @@ impl Item {
             .and_then(|h| h.get(headers::MSG_ID))
             .map(|v| v.as_str());
         let mut typed = 0..0;
-        let (decoded, event_id) = match schemas::decode_message(&delivery.payload, msg_id) {
+        let (decoded, event_id) = match bench_schemas::decode_message(&delivery.payload, msg_id) {
             Ok(event) => {
                 let arrival = Arrival {
                     received_at,
@@ -77,7 +77,7 @@ impl Item {
                 (decoded, Some(event.event_id()))
             }
             Err(e) => {
-                let (class, error) = classify::bad_data(&e);
+                let (class, error) = failure::bad_data(&e);
                 (Err(BadData { class, error }), None)
             }
         };

@@ -540,7 +540,7 @@ struct ZkNode {
 /// servers, when `error` is that timeout (`Watching task <path> is executing longer than
 /// distributed_ddl_task_timeout ...`).
 fn left_in_background(error: &clickhouse::error::Error) -> Option<String> {
-    if crate::classify::clickhouse_code(error) != Some(TIMEOUT_EXCEEDED) {
+    if crate::failure::clickhouse_code(error) != Some(TIMEOUT_EXCEEDED) {
         return None;
     }
     let text = error.to_string();

@@ -15,12 +15,12 @@ use std::time::Duration;
 use bench_cli::config_file::{invalid, nonempty, positive, InvalidSetting};
 use bench_clickhouse::{ClickHouseArgs, ClickHouseConfig};
 use bench_nats::{NatsArgs, NatsConfig, NatsConfigError, StreamSpec};
-use schemas::{SubjectPrefix, SubjectPrefixError};
+use bench_schemas::{SubjectPrefix, SubjectPrefixError};
 use serde::Deserialize;
 
 use bench_cli::section;
 
-use crate::classify::Backoff;
+use crate::failure::Backoff;
 use crate::metrics::ConnectionLimits;
 
 /// `[stream]`: the JetStream stream the sink reads. Its name and subject prefix are

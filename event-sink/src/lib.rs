@@ -17,7 +17,7 @@
 //!   agreeing with the body) and first write wins per `event_id`.
 //! - `writer`: flushing a batch: inserts, isolating rows ClickHouse refuses, retries,
 //!   progress acks, then acks.
-//! - `classify`: the one place deciding what a failure means (bad data, refused row,
+//! - `failure`: the one place deciding what a failure means (bad data, refused row,
 //!   transient) and the retry backoff.
 //! - [`rows`]: the ClickHouse row of each table, built from a decoded event.
 //! - `rowbinary`: encoding rows in ClickHouse's RowBinary format, once, on arrival.
@@ -30,7 +30,7 @@
 //!   replicas by a writer of its own, so a shard that is down holds only its rows.
 //! - `metrics`: Prometheus metrics and the `/metrics` + `/healthz` endpoint.
 //! - `alias`: `event-sink query` / `report`, handed over to the `bench-analysis` binary
-//!   (crate `benchstream-analysis`, `event-sink/analysis/`), which holds the shipped
+//!   (crate `bench-analysis`, `event-sink/analysis/`), which holds the shipped
 //!   queries and the HTML report.
 //!
 //! The ClickHouse connection settings and the SQL text reader are `bench_clickhouse`'s
@@ -60,7 +60,7 @@ pub mod rows;
 mod admission;
 mod alias;
 mod batch;
-mod classify;
+mod failure;
 mod metrics;
 mod rowbinary;
 mod service;

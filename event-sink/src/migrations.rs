@@ -26,8 +26,8 @@ use clickhouse::{Client, Row};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::classify;
 use crate::cluster::{self, DdlError, RenderError, Target};
+use crate::failure;
 use crate::rows::datetime;
 use bench_clickhouse::sql::{self, Piece};
 
@@ -285,7 +285,7 @@ async fn lock(db: &Client, cluster: Option<&Target<'_>>) -> Result<(), Migration
             Ok(()) => return Ok(()),
             Err(e)
                 if matches!(
-                    classify::clickhouse_code(&e),
+                    failure::clickhouse_code(&e),
                     Some(TABLE_ALREADY_EXISTS | REPLICA_IS_ALREADY_EXIST)
                 ) =>
             {

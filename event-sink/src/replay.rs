@@ -6,7 +6,7 @@
 //! wins, insert, ack. Before publishing, the replay asks the same questions the sink
 //! would, and skips with a reason what cannot land or has landed:
 //!
-//! - still refused: decoding or admission ([`schemas::decode_message`],
+//! - still refused: decoding or admission ([`bench_schemas::decode_message`],
 //!   `admission::admit`) still refuses the bytes (the class and error say why);
 //! - already stored: `event_ids` holds the same body under its `event_id` (a replay
 //!   that ran before, or a redelivery that landed): nothing to do, so replaying twice is
@@ -27,8 +27,8 @@ use std::time::Duration;
 
 use async_nats::jetstream;
 use async_nats::HeaderMap;
+use bench_schemas::subject::headers as header_names;
 use clickhouse::Row;
-use schemas::subject::headers as header_names;
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -262,7 +262,7 @@ pub async fn replay(config: &Config, selection: &Selection) -> Result<Report, Re
         })?;
         let headers = parse_headers(&row.headers);
         let msg_id = headers.get(header_names::MSG_ID).map(|v| v.as_str());
-        let verdict = schemas::decode_message(&raw, msg_id)
+        let verdict = bench_schemas::decode_message(&raw, msg_id)
             .map_err(|e| (e.class().to_owned(), e.to_string()))
             .and_then(|event| {
                 admission::admit(&event, &row.subject, &config.stream.prefix, now)

@@ -11,7 +11,7 @@
 //! protocol has none, and runs received as OpenTelemetry traces send it null), `protocol` naming the wire protocol of the row.
 //!
 //! Events of both wire protocols map onto the same rows. A Smith protocol event
-//! ([`schemas::smith`]) fills what it sends and leaves NULL what it does not (host, model,
+//! ([`bench_schemas::smith`]) fills what it sends and leaves NULL what it does not (host, model,
 //! provider, strategy, replay pins, exit status, call counts); its own short hashes go
 //! into `cfg_hash`/`env_hash`/`tool_args_hash` verbatim, and `protocol` tells the rows
 //! apart.
@@ -19,17 +19,17 @@
 //! This module owns the event → row mapping only; which rows go into which insert is the
 //! writer's business.
 
-use chrono::{DateTime, Utc};
-use clickhouse::Row;
-use schemas::smith::{
+use bench_schemas::smith::{
     SmithEvent, SmithPayload, SmithRunConfig, SmithRunResult, SmithStep, SmithSuggestion,
     SmithToolCall,
 };
-use schemas::{
+use bench_schemas::{
     BenchmarkEvent, ContextDecision, ContextStrategy, Decoded, Deliberation, EventType, Failure,
     OptimizerUpdate, Payload, Protocol, RunStart, RunStop, Step, TaskValidation, TestOutcome,
     ToolCall,
 };
+use chrono::{DateTime, Utc};
+use clickhouse::Row;
 use serde::{Serialize, Serializer};
 use uuid::Uuid;
 
@@ -661,7 +661,7 @@ impl<'a> TypedRow<'a> {
 }
 
 /// A `run_starts` row: the run-config columns, read from `$config` (a native
-/// [`schemas::RunConfig`] or a [`schemas::smith::SmithRunConfig`], whose shared fields have
+/// [`bench_schemas::RunConfig`] or a [`bench_schemas::smith::SmithRunConfig`], whose shared fields have
 /// the same names), plus the columns given. A setting a native config may leave unstated
 /// (null) and Smith always sends is read through `Option::from`, which takes both.
 macro_rules! run_start_row {
@@ -1037,7 +1037,8 @@ mod tests {
         };
         text.lines()
             .map(|line| {
-                let event = schemas::decode_message(line.as_bytes(), None).expect("smith event");
+                let event =
+                    bench_schemas::decode_message(line.as_bytes(), None).expect("smith event");
                 let row = serde_json::to_value(TypedRow::new(&event, arrival)).expect("row");
                 (event.event_type(), row)
             })

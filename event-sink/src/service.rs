@@ -28,13 +28,13 @@ use async_nats::jetstream::{self, AckKind};
 use futures::StreamExt;
 use std::sync::Arc;
 
-use schemas::SubjectPrefix;
+use bench_schemas::SubjectPrefix;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::batch::Batch;
-use crate::classify;
+use crate::failure;
 use bench_clickhouse::ClickHouseConfig;
 
 use crate::config::{BatchConfig, Config};
@@ -107,7 +107,7 @@ pub async fn migrate(config: &ClickHouseConfig) -> Result<Vec<u32>, SinkError> {
         .fetch_one::<u8>()
         .await
         .map_err(|error| {
-            if classify::is_auth_failure(&error) {
+            if failure::is_auth_failure(&error) {
                 SinkError::ClickHouseAuth {
                     url: config.url.clone(),
                     user: config.user.clone(),
@@ -198,7 +198,7 @@ pub async fn run(config: Config, shutdown: CancellationToken) -> Result<(), Sink
         nats: nats.clone(),
         metrics: metrics.clone(),
         retry: config.batch.retry,
-        confirm: classify::Confirmation::DEFAULT,
+        confirm: failure::Confirmation::DEFAULT,
         progress_every,
     };
     let writing = match layout {

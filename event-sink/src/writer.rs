@@ -13,7 +13,7 @@
 //!   skipped safely.
 //! - A rejected insert ([`InsertFailure::Rejected`]) is split in halves, recursively,
 //!   until the refused rows stand alone; a row refused alone is tried again, alone, and
-//!   dead-lettered only when the same refusal repeats ([`classify::Confirmation`]: 3
+//!   dead-lettered only when the same refusal repeats ([`failure::Confirmation`]: 3
 //!   attempts over at least 2 s). Splits, rows stored on a later attempt and flushes
 //!   that needed retries are counted and logged at WARN.
 //! - A transient failure retries the tables not yet written, after a capped exponential
@@ -38,17 +38,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::AckKind;
+use bench_schemas::EventType;
 use bytes::Bytes;
 use clickhouse::insert_formatted::InsertFormatted;
 use clickhouse::{Client, Row};
-use schemas::EventType;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::admission::{self, Original};
 use crate::batch::{Batch, Index};
-use crate::classify::{self, Backoff, Confirmation, InsertFailure};
+use crate::failure::{self, Backoff, Confirmation, InsertFailure};
 use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rowbinary;
 use crate::rows::{
@@ -318,7 +318,7 @@ impl Inserter for ClickHouseInserter {
                     let (class, error) = match (&item.decoded, refused.get(&i)) {
                         (Err(bad), _) => (bad.class, bad.error.as_str()),
                         (Ok(_), Some(refusal)) => (refusal.class, refusal.error.as_str()),
-                        (Ok(_), None) => (classify::REJECTED_BY_CLICKHOUSE, ""),
+                        (Ok(_), None) => (failure::REJECTED_BY_CLICKHOUSE, ""),
                     };
                     item.dead_letter_row(&self.stream, class, error)
                 });
@@ -326,7 +326,7 @@ impl Inserter for ClickHouseInserter {
             }
         };
         result.map_err(|e| match e {
-            WriteError::ClickHouse(e) => classify::insert_failure(&e),
+            WriteError::ClickHouse(e) => failure::insert_failure(&e),
             WriteError::Unencodable(e) => InsertFailure::Rejected(e.to_string()),
         })
     }
@@ -713,7 +713,7 @@ impl<I: Inserter> Writer<I> {
                     progress.unstorable.insert(index, error);
                 }
                 _ => {
-                    let class = classify::REJECTED_BY_CLICKHOUSE;
+                    let class = failure::REJECTED_BY_CLICKHOUSE;
                     progress.refused.insert(index, Refusal { class, error });
                 }
             }
@@ -866,7 +866,7 @@ pub async fn insert_isolating<I: Inserter>(
                 Err(InsertFailure::Rejected(error)) => {
                     // A different refusal starts the count again: a row is dead-lettered
                     // for an error that repeats, not for a run of different ones.
-                    if classify::same_refusal(&error, &suspect.error) {
+                    if failure::same_refusal(&error, &suspect.error) {
                         suspect.attempts += 1;
                     } else {
                         suspect.attempts = 1;

@@ -9,6 +9,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bench_schemas::EventType;
 use benchstream_tests::cli::{assert_clickhouse_only_help, help, run_to_exit, SINK_ONLY_FLAGS};
 use benchstream_tests::events::{publish_all, Run};
 use benchstream_tests::query::wait_for;
@@ -16,9 +17,8 @@ use benchstream_tests::stream::{create_stream, jetstream};
 use benchstream_tests::{free_port, ClickHouseServer, NatsAuth, NatsOptions, NatsServer};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use schemas::EventType;
 
-use schemas::SubjectPrefix;
+use bench_schemas::SubjectPrefix;
 
 const SINK: &str = env!("CARGO_BIN_EXE_event-sink");
 
@@ -341,7 +341,7 @@ fn migrate_subcommand_applies_migrations_and_exits() {
     // dead_letters, schema_migrations.
     assert_eq!(
         tables.trim(),
-        (schemas::EventType::ALL.len() + 5).to_string()
+        (bench_schemas::EventType::ALL.len() + 5).to_string()
     );
 }
 

@@ -2,13 +2,13 @@
 //! as fast: the Smith reading is only tried after the fast path refused the bytes), and
 //! Smith events through `decode_message`.
 //!
-//! `cargo run --release -p benchstream-schemas --example decode_bench [rounds]`
+//! `cargo run --release -p bench-schemas --example decode_bench [rounds]`
 
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use schemas::EventType;
+use bench_schemas::EventType;
 
 fn main() {
     let rounds: usize = std::env::args()
@@ -26,12 +26,12 @@ fn main() {
         .map(<[u8]>::to_vec)
         .collect();
 
-    let decode = per_second(&native, rounds, |b| schemas::decode(b).is_ok());
+    let decode = per_second(&native, rounds, |b| bench_schemas::decode(b).is_ok());
     let message = per_second(&native, rounds, |b| {
-        schemas::decode_message(b, Some("0190a6a8-0000-7000-8000-000000000000")).is_ok()
+        bench_schemas::decode_message(b, Some("0190a6a8-0000-7000-8000-000000000000")).is_ok()
     });
     let smith_rate = per_second(&smith, rounds / 6, |b| {
-        schemas::decode_message(b, Some("smith-1")).is_ok()
+        bench_schemas::decode_message(b, Some("smith-1")).is_ok()
     });
     println!("native via decode:          {decode:>10.0} events/s");
     println!("native via decode_message:  {message:>10.0} events/s");

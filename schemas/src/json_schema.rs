@@ -1,6 +1,6 @@
 //! The JSON Schema document of the wire format, generated from the Rust types so it cannot
 //! drift from them. The committed copy is `schemas/benchmark-event.schema.json`; a test
-//! fails when it is out of date (`BLESS=1 cargo test -p benchstream-schemas` rewrites it).
+//! fails when it is out of date (`BLESS=1 cargo test -p bench-schemas` rewrites it).
 
 use crate::envelope::BenchmarkEvent;
 

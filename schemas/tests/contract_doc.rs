@@ -1,14 +1,14 @@
 //! The field reference of `schemas/README.md` (between its `field-reference` markers) is
 //! rendered from the JSON Schema, so the prose contract and the generated one cannot
 //! drift: this test fails when they differ, and `BLESS=1 cargo test -p
-//! benchstream-schemas` rewrites the section.
+//! bench-schemas` rewrites the section.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value};
 
-const START: &str = "<!-- field-reference:start (generated from the JSON Schema: BLESS=1 cargo test -p benchstream-schemas) -->\n";
+const START: &str = "<!-- field-reference:start (generated from the JSON Schema: BLESS=1 cargo test -p bench-schemas) -->\n";
 const END: &str = "<!-- field-reference:end -->\n";
 
 /// One line of a description, safe inside a Markdown table cell.
@@ -153,7 +153,7 @@ fn definition(out: &mut String, name: &str, schema: &Value) {
 
 /// The whole generated section: the envelope, the event types, every definition.
 fn reference() -> String {
-    let schema: Value = serde_json::from_str(&schemas::json_schema::wire_schema_json())
+    let schema: Value = serde_json::from_str(&bench_schemas::json_schema::wire_schema_json())
         .expect("the generated schema is JSON");
     let mut out = String::from(START);
     out.push_str("\n### Envelope (`BenchmarkEvent`)\n\n");
@@ -202,7 +202,7 @@ fn readme_field_reference_is_generated_from_the_json_schema() {
     assert!(
         current == generated,
         "the field reference of {} is out of date: run `BLESS=1 cargo test -p \
-         benchstream-schemas`",
+         bench-schemas`",
         path.display()
     );
 }

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use schemas::smith::{derived_event_id, ExitOutcome, SmithEvent, SmithPayload};
-use schemas::{
+use bench_schemas::smith::{derived_event_id, ExitOutcome, SmithEvent, SmithPayload};
+use bench_schemas::{
     decode, decode_message, DecodeError, Decoded, EventType, ExitKind, FailureRoot, Protocol,
     SegmentType, StepType,
 };
@@ -20,7 +20,7 @@ fn fixture_lines() -> Vec<String> {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smith/smith-events.jsonl");
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     assert_eq!(
-        schemas::sha256_hex(&bytes).as_str(),
+        bench_schemas::sha256_hex(&bytes).as_str(),
         FIXTURE_SHA256,
         "the Smith fixture changed"
     );
@@ -110,7 +110,7 @@ fn all_49_smith_events_decode_with_every_value_mapped() {
 fn assert_payload_maps(tag: &str, body: &Value, payload: &SmithPayload) {
     match payload {
         SmithPayload::RunStart(c)
-        | SmithPayload::OptimizerUpdate(schemas::smith::SmithSuggestion {
+        | SmithPayload::OptimizerUpdate(bench_schemas::smith::SmithSuggestion {
             suggested_config: c,
             ..
         }) => {

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use schemas::{decode, BenchmarkEvent, DecodeError, EventType};
+use bench_schemas::{decode, BenchmarkEvent, DecodeError, EventType};
 
 fn fixture_path(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -39,7 +39,7 @@ fn unknown_token_counts_are_null_and_reported_ones_stay_exact() {
         "reasoning_tokens",
     ];
     let counts = |event: &BenchmarkEvent| match &event.payload {
-        schemas::Payload::Deliberation(d) => [
+        bench_schemas::Payload::Deliberation(d) => [
             d.input_tokens,
             d.cached_input_tokens,
             d.cache_write_tokens,
@@ -70,7 +70,7 @@ fn unknown_token_counts_are_null_and_reported_ones_stay_exact() {
 #[test]
 fn turns_nobody_counted_decode_as_null_and_counted_ones_stay_exact() {
     let turns = |bytes: &[u8]| match decode(bytes).expect("run_stop decodes").payload {
-        schemas::Payload::RunStop(stop) => stop.turns,
+        bench_schemas::Payload::RunStop(stop) => stop.turns,
         other => panic!("not a run_stop: {other:?}"),
     };
     assert_eq!(turns(fixture("run_stop.json").as_bytes()), Some(3));
@@ -212,7 +212,7 @@ fn bad_input_gets_a_typed_error() {
         ),
         (
             "oversize",
-            vec![b' '; schemas::MAX_EVENT_BYTES + 1],
+            vec![b' '; bench_schemas::MAX_EVENT_BYTES + 1],
             "oversize",
         ),
     ];
@@ -253,7 +253,7 @@ fn hostile_strings_survive_byte_for_byte() {
     let bytes = with_field("step.json", "/data/content", serde_json::json!(hostile));
     let event = decode(&bytes).expect("hostile strings are data");
     match &event.payload {
-        schemas::Payload::Step(step) => assert_eq!(step.content, hostile),
+        bench_schemas::Payload::Step(step) => assert_eq!(step.content, hostile),
         other => panic!("{other:?}"),
     }
     let back = decode(&event.to_json()).expect("re-decode");
@@ -263,14 +263,14 @@ fn hostile_strings_survive_byte_for_byte() {
 #[test]
 fn committed_json_schema_is_up_to_date() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benchmark-event.schema.json");
-    let generated = schemas::json_schema::wire_schema_json();
+    let generated = bench_schemas::json_schema::wire_schema_json();
     if std::env::var_os("BLESS").is_some() {
         std::fs::write(&path, &generated).expect("write schema");
     }
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         committed == generated,
-        "{} is out of date: run `BLESS=1 cargo test -p benchstream-schemas`",
+        "{} is out of date: run `BLESS=1 cargo test -p bench-schemas`",
         path.display()
     );
 }
@@ -318,7 +318,7 @@ fn undescribed(schema: &serde_json::Value, pointer: &str, missing: &mut Vec<Stri
 #[test]
 fn every_json_schema_field_has_a_description() {
     let schema: serde_json::Value =
-        serde_json::from_str(&schemas::json_schema::wire_schema_json()).expect("schema json");
+        serde_json::from_str(&bench_schemas::json_schema::wire_schema_json()).expect("schema json");
     let mut missing = Vec::new();
     undescribed(&schema, "#", &mut missing);
     assert!(

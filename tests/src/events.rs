@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use async_nats::jetstream;
 use async_nats::HeaderMap;
-use schemas::subject::{header_safe, headers};
-use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
+use bench_schemas::subject::{header_safe, headers};
+use bench_schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 use uuid::Uuid;
 
 /// `schemas/tests/fixtures/`: one golden event per type.
@@ -19,7 +19,7 @@ pub fn fixtures_dir() -> PathBuf {
 pub fn fixture(event_type: EventType) -> BenchmarkEvent {
     let path = fixtures_dir().join(format!("{}.json", event_type.as_str()));
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    schemas::decode(&bytes).unwrap_or_else(|e| panic!("{} is invalid: {e}", path.display()))
+    bench_schemas::decode(&bytes).unwrap_or_else(|e| panic!("{} is invalid: {e}", path.display()))
 }
 
 /// A run being replayed from fixtures: a fresh `run_id`, and for each event a fresh

@@ -22,6 +22,8 @@
 //!
 //! The servers must be installed first: `deploy/local/install.sh`.
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod events;
 pub mod harness;

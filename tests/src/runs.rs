@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use schemas::BenchmarkEvent;
+use bench_schemas::BenchmarkEvent;
 
 /// The directory of the only run under `runs`.
 pub fn only_run_dir(runs: &Path) -> PathBuf {
@@ -43,6 +43,6 @@ pub fn journal(run_dir: &Path) -> String {
 pub fn journal_events(run_dir: &Path) -> Vec<BenchmarkEvent> {
     journal(run_dir)
         .lines()
-        .map(|line| schemas::decode(line.as_bytes()).expect("recorded events are valid"))
+        .map(|line| bench_schemas::decode(line.as_bytes()).expect("recorded events are valid"))
         .collect()
 }

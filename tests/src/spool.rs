@@ -6,8 +6,8 @@ use std::path::Path;
 
 use agent_runner::publish::Outgoing;
 use agent_runner::spool::{Spool, SpoolConfig};
+use bench_schemas::SubjectPrefix;
 use bytes::Bytes;
-use schemas::SubjectPrefix;
 
 /// `n` events of a new run (the golden `step` event with fresh ids, seq 0..n) as the
 /// publisher sends them under `prefix`.
@@ -18,7 +18,7 @@ pub fn step_messages(prefix: &str, n: u64) -> Vec<Outgoing> {
         env!("CARGO_MANIFEST_DIR")
     ))
     .expect("golden step event");
-    let mut event = schemas::decode(&golden).expect("golden event decodes");
+    let mut event = bench_schemas::decode(&golden).expect("golden event decodes");
     event.run_id = uuid::Uuid::new_v4();
     (0..n)
         .map(|seq| {

@@ -4,8 +4,8 @@
 use async_nats::jetstream;
 use async_nats::HeaderMap;
 use bench_nats::{NatsConfig, StreamSpec};
+use bench_schemas::{BenchmarkEvent, SubjectPrefix};
 use bytes::Bytes;
-use schemas::{BenchmarkEvent, SubjectPrefix};
 
 /// A JetStream context on the server at `url`.
 pub async fn jetstream(url: &str) -> jetstream::Context {
@@ -58,7 +58,7 @@ pub async fn stream_messages(url: &str, spec: &StreamSpec) -> Vec<Received> {
     }
     for seq in state.first_sequence..=state.last_sequence {
         let m = stream.get_raw_message(seq).await.expect("stored message");
-        let event = schemas::decode(&m.payload).expect("stored events are valid");
+        let event = bench_schemas::decode(&m.payload).expect("stored events are valid");
         out.push(Received {
             subject: m.subject.to_string(),
             headers: m.headers,

@@ -1,5 +1,5 @@
 //! No import cycle between modules of a crate, at any depth: among the top-level modules,
-//! and among the submodules of each module (`schemas::smith::{payload, wire}`). A module
+//! and among the submodules of each module (`bench_schemas::smith::{payload, wire}`). A module
 //! that needs another's piece and is needed by it means the piece belongs in a module of
 //! its own.
 //!

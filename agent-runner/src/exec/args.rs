@@ -36,8 +36,10 @@ pub struct ExecArgs {
     #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = "BENCH_EXEC_POLICY_ID")]
     pub policy_id: Option<String>,
+    /// Where the scenarios are and how they are loaded.
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
+    /// Where the events go (publishing, spool, `events.jsonl`), or `--no-publish`.
     #[command(flatten)]
     pub events: OptionalEventArgs,
     /// A host directory the agent may read (its code, data), besides its task and the

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus as ProcessStatus, Stdio};
 use std::time::Instant;
 
-use schemas::{ExitKind, ExitStatus, Payload, RunClaim, RunSequencer, RunStop};
+use bench_schemas::{ExitKind, ExitStatus, Payload, RunClaim, RunSequencer, RunStop};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio_util::sync::CancellationToken;
 
@@ -48,7 +48,7 @@ use crate::runner::{finish_optional_publisher, start_optional_publisher, Publish
 use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
 use crate::terminal::{Admit, Escaped, WarnLimiter};
 use crate::tools::bwrap::{self, Bind, Confinement, SandboxMode, SandboxedCommand, TreeGuard};
-use crate::tools::Sandbox;
+use crate::tools::Scratch;
 
 /// Lines of an agent's stderr shown per run; the rest are counted.
 pub const STDERR_LINES_SHOWN: u64 = 200;
@@ -249,7 +249,7 @@ struct Launch {
     /// Host directories mounted read-only.
     read_only: Vec<PathBuf>,
     /// The scratch copy of the task's fixture (`BENCH_WORKDIR`).
-    scratch: Sandbox,
+    scratch: Scratch,
     /// Holds the problem statement; deleted on drop, so kept for the run.
     _brief: tempfile::TempDir,
     /// The brief's directory (`BENCH_TASK_DIR`).
@@ -365,7 +365,7 @@ fn agent_env(
         ("BENCH_HOST", seq.host.clone()),
         (
             "BENCH_RUN_CONFIG",
-            schemas::canonical_json(
+            bench_schemas::canonical_json(
                 &serde_json::to_value(&scenario.scenario.config).unwrap_or_default(),
             ),
         ),
@@ -710,7 +710,7 @@ async fn close_run(
     rec: &mut RunRecorder,
     ended: Ended,
     task: &LoadedTask,
-    scratch: &Sandbox,
+    scratch: &Scratch,
     confinement: &Confinement,
     network_enabled: bool,
     shutdown: &CancellationToken,

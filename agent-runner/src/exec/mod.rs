@@ -14,10 +14,10 @@
 //! The agent never writes envelopes: ids, `seq`, `ts`, hashes, seed and host are the
 //! runner's, so an agent cannot break the stream's invariants (no gaps, unique ids).
 
-pub mod args;
-pub mod bridge;
-pub mod program;
-pub mod protocol;
+pub(crate) mod args;
+pub(crate) mod bridge;
+pub(crate) mod program;
+pub(crate) mod protocol;
 
 pub use crate::error::ExecError;
 pub use args::ExecArgs;
@@ -62,7 +62,7 @@ pub async fn run_all(
         }
         let report = run(config, shutdown.clone()).await?;
         ended(&report);
-        if report.summary.result.exit_status == schemas::ExitStatus::ExitEnvironment {
+        if report.summary.result.exit_status == bench_schemas::ExitStatus::ExitEnvironment {
             outcome.no_sandbox += 1;
         }
         if let Some(delivery) = report.delivery {
@@ -90,7 +90,7 @@ impl fmt::Display for ExecReport {
             self.lines,
             match self.agent_exit {
                 Some(code) => code.to_string(),
-                None if r.exit_status == schemas::ExitStatus::ExitEnvironment => {
+                None if r.exit_status == bench_schemas::ExitStatus::ExitEnvironment => {
                     "none (no sandbox)".to_owned()
                 }
                 None => "killed".to_owned(),

@@ -4,19 +4,19 @@
 //! A line is a JSON object `{"type": ..., "data": {...}}` with an optional `"step"` (any
 //! string or integer naming the agent step; events with the same step share a `step_id`)
 //! or `"step_id"` (a UUID). The payload is validated exactly as the sink validates wire
-//! events ([`schemas::decode`](fn@schemas::decode)), on an envelope completed from the run's
+//! events ([`bench_schemas::decode`](fn@bench_schemas::decode)), on an envelope completed from the run's
 //! [`RunSequencer`]; the envelope itself (ids, `seq`, `ts`, hashes) is the runner's.
 //!
 //! Pure: no I/O. The bridge ([`super::bridge`]) decides what to do with each result.
 
-use schemas::envelope::ts_format;
-use schemas::{sha256_hex, BenchmarkEvent, DecodeError, EventType, Payload, RunSequencer};
+use bench_schemas::envelope::ts_format;
+use bench_schemas::{sha256_hex, BenchmarkEvent, DecodeError, EventType, Payload, RunSequencer};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
 /// Longest line read, bytes: an event is at most 1 MiB, plus room for the line's own
 /// keys. Longer lines are skipped as oversize.
-pub const MAX_LINE_BYTES: usize = schemas::MAX_EVENT_BYTES + 64 * 1024;
+pub const MAX_LINE_BYTES: usize = bench_schemas::MAX_EVENT_BYTES + 64 * 1024;
 
 /// Top-level keys a line may carry besides `type` and `data`.
 const STEP_KEYS: [&str; 2] = ["step", "step_id"];
@@ -92,7 +92,7 @@ pub fn parse_line(line: &[u8], sequencer: &RunSequencer) -> Result<AgentEvent, L
     // The envelope the event will get, so that validation is the sink's own.
     let mut full = Map::new();
     for (key, value) in [
-        ("schema_version", Value::from(schemas::SCHEMA_VERSION)),
+        ("schema_version", Value::from(bench_schemas::SCHEMA_VERSION)),
         ("event_id", Value::from(Uuid::nil().to_string())),
         ("run_id", Value::from(sequencer.run_id.to_string())),
         ("task_id", Value::from(sequencer.task_id.clone())),
@@ -112,7 +112,7 @@ pub fn parse_line(line: &[u8], sequencer: &RunSequencer) -> Result<AgentEvent, L
     }
     full.extend(object);
     let bytes = serde_json::to_vec(&Value::Object(full)).unwrap_or_default();
-    let event: BenchmarkEvent = schemas::decode(&bytes)?;
+    let event: BenchmarkEvent = bench_schemas::decode(&bytes)?;
     Ok(AgentEvent {
         step_id,
         payload: event.payload,
@@ -153,7 +153,7 @@ pub fn derived_uuid(name: &str) -> Uuid {
 
 #[cfg(test)]
 mod tests {
-    use schemas::{sha256_hex, StepType};
+    use bench_schemas::{sha256_hex, StepType};
 
     use super::*;
 

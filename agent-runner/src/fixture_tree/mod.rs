@@ -31,10 +31,10 @@ use std::io::{self, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use schemas::{sha256_hex, Hash256};
+use bench_schemas::{sha256_hex, Hash256};
 use sha2::{Digest, Sha256};
 
-pub use walk::{is_ignored, walk, FileEntry, Symlinks, Walk, WalkError, WalkIter};
+pub use walk::{is_ignored, walk, FileEntry, Symlinks, WalkError};
 
 /// Directory names skipped everywhere: caches and build output that tools create while
 /// running (and that must not change a fixture's hash or count as a modified file).

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
-use schemas::{BenchmarkEvent, Payload};
+use bench_schemas::{BenchmarkEvent, Payload};
 
 use super::swe_agent::{self, TrajFile};
 use super::ImportError;
@@ -41,6 +41,7 @@ pub enum ImportCommand {
 pub struct ImportArgs {
     /// Directory holding `.traj` files (searched recursively), or one `.traj` file.
     pub dir: PathBuf,
+    /// Where the events go (publishing, spool, `events.jsonl`), or `--no-publish`.
     #[command(flatten)]
     pub events: OptionalEventArgs,
 }

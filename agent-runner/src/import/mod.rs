@@ -10,9 +10,9 @@
 //! again stores nothing new. A file that cannot be read or parsed is reported and
 //! skipped; the others are still imported.
 
-pub mod args;
-pub mod swe_agent;
-pub mod traj;
+pub(crate) mod args;
+pub(crate) mod swe_agent;
+pub(crate) mod traj;
 
 pub use crate::error::ImportError;
 pub use args::{

@@ -36,12 +36,12 @@
 
 use std::path::Path;
 
-use chrono::{DateTime, Duration, Utc};
-use schemas::{
+use bench_schemas::{
     sha256_hex, BenchmarkEvent, Canonical, EvidenceFootprint, ExitKind, ExitStatus, Failure,
     FailureRoot, FinalErrorState, Hash256, Payload, RunConfig, RunSequencer, RunStart, RunStop,
     ScenarioRef, Step, StepType, ToolCall,
 };
+use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;

@@ -37,9 +37,6 @@ pub struct TrajStep {
     /// The model's reasoning before the action.
     #[serde(default, deserialize_with = "null_default")]
     pub thought: String,
-    /// The model's raw response (thought + action).
-    #[serde(default, deserialize_with = "null_default")]
-    pub response: String,
     /// Seconds the action took in the environment.
     #[serde(default, deserialize_with = "null_default")]
     pub execution_time: f64,
@@ -51,9 +48,6 @@ pub struct HistoryMessage {
     /// `system`, `user`, `assistant` or `tool`.
     #[serde(default, deserialize_with = "null_default")]
     pub role: String,
-    /// The agent that sent or received it (`main` in single-agent runs).
-    #[serde(default, deserialize_with = "null_default")]
-    pub agent: String,
 }
 
 /// `info`: totals and outcome.

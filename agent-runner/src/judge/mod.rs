@@ -52,7 +52,7 @@ use std::time::Duration;
 use crate::protect::Tampered;
 use crate::scenario::{Judge, JudgeTest, Language, LoadedTask};
 use crate::tools::bwrap::{Bind, Confinement, SandboxedCommand};
-use crate::tools::exec::{run_confined, ExecOutput};
+use crate::tools::shell::{run_confined, ShellOutput};
 
 pub use report::FailReason;
 use report::Report;
@@ -94,7 +94,7 @@ pub struct Verdict {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SweBenchVerdict {
     /// Every `FAIL_TO_PASS` then `PASS_TO_PASS` test, as `test_outcome` events carry them.
-    pub tests: Vec<schemas::TestOutcome>,
+    pub tests: Vec<bench_schemas::TestOutcome>,
     /// `git diff --binary` of what the agent left against the base, before the judge
     /// changed anything; `None` when it could not be taken.
     pub diff: Option<Vec<u8>>,
@@ -293,7 +293,7 @@ impl JudgeDir {
                 continue;
             }
             let bytes = fs::read(fixture_dir.join(&entry.path))?;
-            if schemas::sha256_hex(&bytes) != entry.sha256 {
+            if bench_schemas::sha256_hex(&bytes) != entry.sha256 {
                 return Err(io::Error::other(format!(
                     "fixture file {} changed after it was pinned",
                     entry.path
@@ -388,7 +388,7 @@ impl Ctx<'_> {
         extra: &[Bind],
         env: &[(String, String)],
         output_cap: usize,
-    ) -> Result<ExecOutput, FailReason> {
+    ) -> Result<ShellOutput, FailReason> {
         let mut binds = self.setup.pristine.clone();
         // The runner scripts, read-only at their host path.
         let runner = self.setup.root().join("runner");

@@ -18,7 +18,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use schemas::TestOutcome;
+use bench_schemas::TestOutcome;
 
 use super::report::Report;
 use super::{FailReason, SweBenchVerdict, Verdict, JUDGE_OUTPUT_CAP};
@@ -26,7 +26,7 @@ use crate::base_repo;
 use crate::fixture_tree::walk;
 use crate::scenario::{LoadedTask, SweBench, Validation};
 use crate::tools::bwrap::{Bind, Confinement, SandboxedCommand};
-use crate::tools::exec::run_confined;
+use crate::tools::shell::run_confined;
 
 /// The judge-owned pytest plugin.
 const PYTEST_REPORT: &str = include_str!("benchstream_pytest_report.py");
@@ -198,7 +198,7 @@ impl<'a> JudgeRun<'a> {
         args: &[OsString],
         binds: &[Bind],
         env: &[(String, String)],
-    ) -> Result<crate::tools::exec::ExecOutput, FailReason> {
+    ) -> Result<crate::tools::shell::ShellOutput, FailReason> {
         let mut all = binds.to_vec();
         all.push(Bind {
             src: self.runner(),

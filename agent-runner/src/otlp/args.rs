@@ -39,6 +39,7 @@ pub struct OtlpArgs {
     /// Price of cached prompt tokens, USD per million. Default: the prompt price.
     #[arg(long, env = "BENCH_LLM_CACHED_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
     pub cached_prompt_price_per_mtok: Option<TokenPrice>,
+    /// Where the events go: NATS, subject prefix, spool.
     #[command(flatten)]
     pub events: EventArgs,
 }

@@ -19,16 +19,16 @@
 
 use std::collections::HashMap;
 
+use bench_schemas::{
+    BenchmarkEvent, Canonical, Deliberation, DeliberationStatus, EvidenceFootprint, ExitKind,
+    ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload, PricingSource, RunConfig,
+    RunStart, RunStop, ScenarioRef, Step, StepType, ToolCall, SCHEMA_VERSION,
+};
 use chrono::{DateTime, Utc};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::Span;
-use schemas::{
-    BenchmarkEvent, Canonical, Deliberation, DeliberationStatus, EvidenceFootprint, ExitKind,
-    ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload, PricingSource, RunConfig,
-    RunStart, RunStop, ScenarioRef, Step, StepType, ToolCall, SCHEMA_VERSION,
-};
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;

@@ -21,11 +21,11 @@
 //! (trace id, span id, event type), so the copy is dropped by JetStream's duplicate window
 //! or merged by the sink.
 
-pub mod args;
-pub mod body;
-pub mod mapping;
-pub mod receiver;
-pub mod span;
+pub(crate) mod args;
+pub(crate) mod body;
+pub(crate) mod mapping;
+pub(crate) mod receiver;
+pub(crate) mod span;
 
 pub use args::{OtlpArgs, OtlpConfig};
 pub use receiver::{run, serve, OtlpReport};

@@ -16,22 +16,22 @@
 //! - [`scripted`]: replays a fixed action list (reference solutions, smoke tests).
 //! - [`llm`]: a model behind an OpenAI-compatible API, with context strategies.
 
-pub mod llm;
-pub mod scripted;
+pub(crate) mod llm;
+pub(crate) mod scripted;
 
+use bench_schemas::{ContextDecision, Deliberation, ExitStatus, FailureRoot, Payload};
 use futures::future::BoxFuture;
-use schemas::{ContextDecision, Deliberation, ExitStatus, FailureRoot, Payload, RunConfig};
 use uuid::Uuid;
 
 use crate::recorder::{RecordError, RunRecorder};
-use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind, Task};
+use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::tools::{ToolOutcome, ToolRequest};
 
 pub use llm::{LlmConfig, LlmPolicy};
 pub use scripted::ScriptedPolicy;
 
 /// Decides the agent's actions, one turn at a time.
-pub trait Policy: Send {
+pub(crate) trait Policy: Send {
     /// The `policy_id` on every event, e.g. `openai/gpt-4o-mini:observation_masking`.
     fn policy_id(&self) -> String;
 
@@ -46,22 +46,16 @@ pub trait Policy: Send {
 
 /// What a policy sees at the start of a turn.
 #[derive(Debug)]
-pub struct Turn<'a> {
+pub(crate) struct Turn<'a> {
     /// 0-based turn number.
     pub number: u32,
-    /// The task (problem statement, language, ...).
-    pub task: &'a Task,
-    /// The run config (model, temperature, strategy, limits, available tools).
-    pub config: &'a RunConfig,
     /// Every action executed so far, with its observation, oldest first.
     pub history: &'a [Exchange],
 }
 
 /// One executed action and what came back.
 #[derive(Debug, Clone)]
-pub struct Exchange {
-    /// The turn it belonged to.
-    pub turn: u32,
+pub(crate) struct Exchange {
     /// The request as the policy made it (with its `call_id`).
     pub request: ToolRequest,
     /// The outcome; `observation` is the text to show the model.
@@ -70,7 +64,7 @@ pub struct Exchange {
 
 /// A policy's answer for one turn.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Decision {
+pub(crate) struct Decision {
     /// The reasoning behind the actions, if any (a `step` of type `reason`).
     pub thought: Option<String>,
     /// Tool calls to run in order. Empty = a turn without action.
@@ -88,7 +82,7 @@ pub struct Decision {
 /// A policy gives up; the run ends with `status`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{reason} ({})", status.as_str())]
-pub struct PolicyStop {
+pub(crate) struct PolicyStop {
     /// `exit_status` of the run.
     pub status: ExitStatus,
     /// `early_stop_reason` of the run.
@@ -101,7 +95,7 @@ pub struct PolicyStop {
 /// The events a policy emits during a turn, stamped into the run's stream with the turn's
 /// `step_id`.
 #[derive(Debug)]
-pub struct PolicyEvents<'r> {
+pub(crate) struct PolicyEvents<'r> {
     recorder: &'r mut RunRecorder,
     step_id: Uuid,
     error: Option<RecordError>,
@@ -142,15 +136,17 @@ impl<'r> PolicyEvents<'r> {
 /// A policy cannot be built for this scenario.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyError {
+    /// An `llm` policy without a provider URL.
     #[error("policy llm needs a provider: set --llm-base-url (or BENCH_LLM_BASE_URL)")]
     NoProvider,
+    /// The `llm` policy could not be set up (its HTTP client, its context strategy).
     #[error("policy llm: {0}")]
     Llm(String),
 }
 
 /// The policy a scenario asks for, for one task; `seed` is the run's, `llm` how to reach
 /// the provider (model-backed policies only).
-pub fn build(
+pub(crate) fn build(
     scenario: &LoadedScenario,
     task: &LoadedTask,
     seed: u64,

@@ -3,9 +3,9 @@
 //! `[[solution]]` unless the scenario's `[scripted]` section replaces it (e.g. with a bare
 //! `submit` to check that an empty submission fails).
 
+use bench_schemas::ExitStatus;
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use schemas::ExitStatus;
 
 use super::{Decision, Policy, PolicyEvents, PolicyStop, Turn};
 use crate::scenario::{Scenario, Task};

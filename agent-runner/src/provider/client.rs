@@ -12,9 +12,6 @@ use serde_json::Value;
 
 use super::usage::TokenUsage;
 
-/// Default per-call timeout.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-
 /// Environment variables tried, in order, for the API key when no name is given.
 pub const API_KEY_ENV_VARS: [&str; 3] =
     ["BENCH_LLM_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY"];

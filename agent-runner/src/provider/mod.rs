@@ -12,13 +12,14 @@
 //! - [`retry`]: [`with_retries`], the one place deciding what is retried.
 //! - [`usage`]: [`TokenUsage`], the `usage` block in every shape providers send.
 
-pub mod client;
-pub mod retry;
-pub mod usage;
+pub(crate) mod client;
+pub(crate) mod retry;
+pub(crate) mod usage;
 
-pub use client::{
-    CallError, ChatClient, ChatRequest, ClientError, Completion, FunctionCall, Message,
-    ProviderConfig, ToolCall, API_KEY_ENV_VARS, DEFAULT_TIMEOUT,
+pub use client::ProviderConfig;
+pub(crate) use client::{
+    CallError, ChatClient, ChatRequest, ClientError, Completion, FunctionCall, Message, ToolCall,
+    API_KEY_ENV_VARS,
 };
-pub use retry::{with_retries, Attempts};
-pub use usage::TokenUsage;
+pub(crate) use retry::with_retries;
+pub(crate) use usage::TokenUsage;

@@ -11,7 +11,7 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use schemas::RetryPolicy;
+use bench_schemas::RetryPolicy;
 
 use super::client::CallError;
 

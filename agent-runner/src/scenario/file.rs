@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use schemas::RunConfig;
+use bench_schemas::RunConfig;
 use serde::Deserialize;
 
 use super::ScenarioError;

@@ -23,11 +23,11 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use schemas::{sha256_hex, Hash256};
+use bench_schemas::{sha256_hex, Hash256};
 
 use crate::fixture_tree::{Tree, TreeError};
 use crate::protect::Protected;
-use crate::tools::{Sandbox, SandboxError, WorkspaceBound};
+use crate::tools::{Scratch, ScratchError, WorkspaceBound};
 
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
@@ -73,22 +73,52 @@ const SWE_BENCH_JUDGE_PATTERNS: [&str; 17] = [
 /// Loading a scenario or a task failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
+    /// A file could not be read.
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: io::Error },
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A file could not be written.
     #[error("cannot write {path}: {source}")]
-    Write { path: PathBuf, source: io::Error },
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// A file is not valid TOML or JSON of its kind.
     #[error("{path}: {message}")]
-    Parse { path: PathBuf, message: String },
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+    },
+    /// A file parsed but a value in it is refused.
     #[error("{path}: {reason}")]
-    Invalid { path: PathBuf, reason: String },
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A fixture tree could not be read or hashed.
     #[error(transparent)]
     Tree(#[from] TreeError),
+    /// `--task` names a task the scenario does not have.
     #[error("task {task:?} is not part of scenario {scenario:?} (its tasks: {known})")]
     UnknownTask {
+        /// The scenario.
         scenario: String,
+        /// The task asked for.
         task: String,
+        /// The scenario's tasks, comma-separated.
         known: String,
     },
+    /// A file differs from its pin.
     #[error(transparent)]
     Pin(#[from] PinError),
 }
@@ -335,11 +365,11 @@ impl LoadedTask {
     /// repository whose one commit is the fixture. `bound`: the size and inodes of its
     /// own file system, for an agent's copy under a root runner (`None`: a host directory,
     /// as for the judge's copies).
-    pub fn workspace(&self, bound: Option<WorkspaceBound>) -> Result<Sandbox, SandboxError> {
-        let sandbox = Sandbox::create(&self.fixture_dir(), &self.fixture, bound)?;
+    pub fn workspace(&self, bound: Option<WorkspaceBound>) -> Result<Scratch, ScratchError> {
+        let scratch = Scratch::create(&self.fixture_dir(), &self.fixture, bound)?;
         match &self.task.swe_bench {
-            Some(swe) => sandbox.commit_base(&base_message(swe)),
-            None => Ok(sandbox),
+            Some(swe) => scratch.commit_base(&base_message(swe)),
+            None => Ok(scratch),
         }
     }
 

@@ -7,7 +7,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use schemas::{sha256_hex, Hash256};
+use bench_schemas::{sha256_hex, Hash256};
 use serde::{Deserialize, Serialize};
 
 use super::{LoadedTask, Scenario, ScenarioError};
@@ -51,12 +51,23 @@ pub struct TaskPin {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PinError {
     #[error("{what} is not pinned in {pins}; run `agent-runner scenarios hash` to pin it, or pass --allow-unpinned")]
-    NotPinned { what: String, pins: PathBuf },
-    #[error("{what} does not match its pin: sha256 is {actual}, {pins} says {expected}. It was changed since it was pinned; if that is intended run `agent-runner scenarios hash`, or pass --allow-unpinned")]
-    Mismatch {
+    /// A file has no pin.
+    NotPinned {
+        /// The file (`scenario x.toml`, `task y`).
         what: String,
+        /// The `pins.toml` looked in.
         pins: PathBuf,
+    },
+    #[error("{what} does not match its pin: sha256 is {actual}, {pins} says {expected}. It was changed since it was pinned; if that is intended run `agent-runner scenarios hash`, or pass --allow-unpinned")]
+    /// A file's hash differs from its pin.
+    Mismatch {
+        /// The file (`scenario x.toml`, `task y`).
+        what: String,
+        /// The `pins.toml` holding the pin.
+        pins: PathBuf,
+        /// The pinned hash.
         expected: Hash256,
+        /// The file's hash now.
         actual: Hash256,
     },
 }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use schemas::TestSet;
+use bench_schemas::TestSet;
 use serde::{Deserialize, Serialize};
 
 /// The test command when an instance and the import name none.

@@ -46,8 +46,11 @@ pub struct Task {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Language {
+    /// Python 3, judged with `unittest`.
     Python,
+    /// Bash scripts, judged by a shell test script.
     Shell,
+    /// Rust, judged by its libtest tests, built with cargo.
     Rust,
 }
 

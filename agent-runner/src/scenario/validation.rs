@@ -10,7 +10,7 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
-use schemas::TestSet;
+use bench_schemas::TestSet;
 use serde::{Deserialize, Serialize};
 
 use super::ScenarioError;

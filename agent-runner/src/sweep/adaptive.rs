@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use bench_clickhouse::ClickHouseConfig;
-use schemas::OptimizerUpdate;
+use bench_schemas::OptimizerUpdate;
 use serde::Deserialize;
 
 use super::expand::Arm;
@@ -220,7 +220,7 @@ impl<'a> Bandit<'a> {
 
 #[cfg(test)]
 mod tests {
-    use schemas::Canonical;
+    use bench_schemas::Canonical;
 
     use super::*;
     use crate::sweep::test_inputs::smoke_config;

@@ -28,6 +28,7 @@ pub struct SweepArgs {
     /// Print the expansion (configs, counts) and exit without running or connecting.
     #[arg(long, env = "BENCH_SWEEP_DRY_RUN")]
     pub dry_run: bool,
+    /// Where the scenarios are and how they are loaded.
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
     /// Observation bytes kept per tool call.
@@ -43,10 +44,13 @@ pub struct SweepArgs {
     /// scenario's execution_timeout_ms plus 10 minutes.
     #[arg(long, env = "BENCH_SWEEP_CLAIM_LEASE_MS")]
     pub claim_lease_ms: Option<u64>,
+    /// The ClickHouse that holds past results (`adaptive` and `bayes` methods).
     #[command(flatten)]
     pub clickhouse: PastResultsArgs,
+    /// Where the events go: NATS, subject prefix, spool.
     #[command(flatten)]
     pub events: EventArgs,
+    /// The LLM provider of `llm` policies.
     #[command(flatten)]
     pub llm: LlmArgs,
 }

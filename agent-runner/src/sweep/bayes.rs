@@ -23,9 +23,9 @@
 
 use std::collections::BTreeMap;
 
+use bench_schemas::{Canonical, Hash256, OptimizerUpdate, RunConfig};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
-use schemas::{Canonical, Hash256, OptimizerUpdate, RunConfig};
 use serde_json::Value;
 use tpe::density_estimation::{BuildDensityEstimator, DefaultEstimatorBuilder, DensityEstimator};
 
@@ -435,7 +435,7 @@ fn trial_seed(seed: u64, trial: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use schemas::ContextStrategy;
+    use bench_schemas::ContextStrategy;
 
     use super::*;
     use crate::sweep::test_inputs::{smoke_config, sweep};

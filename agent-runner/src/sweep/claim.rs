@@ -45,14 +45,19 @@ pub struct ClaimConfig {
 pub enum ClaimRecord {
     /// A worker runs it.
     Running {
+        /// The worker's name.
         worker: String,
+        /// When it claimed the configuration.
         #[serde(with = "chrono::serde::ts_milliseconds")]
         since: DateTime<Utc>,
     },
     /// It ran; `run_id` is the run's id on its events.
     Done {
+        /// The worker that ran it.
         worker: String,
+        /// The run's id.
         run_id: Uuid,
+        /// When the run was marked done.
         #[serde(with = "chrono::serde::ts_milliseconds")]
         at: DateTime<Utc>,
         /// `bayes` trials: the values of the matrix keys its config used (field path →

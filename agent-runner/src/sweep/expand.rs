@@ -9,7 +9,7 @@
 //! refuse (e.g. `summary_keep >= summary_interval` without a constraint saying so) are
 //! reported as invalid and excluded.
 
-use schemas::{sha256_hex, Canonical, ContextStrategy, Hash256, RunConfig};
+use bench_schemas::{sha256_hex, Canonical, ContextStrategy, Hash256, RunConfig};
 use serde_json::Value;
 
 use super::file::{Constraint, Method, Operand, SweepFile};
@@ -148,7 +148,7 @@ pub fn expand(
 /// The claim key of one configuration.
 fn claim_key(sweep: &str, cfg_hash: &Hash256, task_id: &str, seed: u64) -> String {
     let identity = serde_json::json!({ "cfg_hash": cfg_hash, "task_id": task_id, "seed": seed });
-    let digest = sha256_hex(schemas::canonical_json(&identity).as_bytes());
+    let digest = sha256_hex(bench_schemas::canonical_json(&identity).as_bytes());
     format!("{sweep}.{}", &digest.as_str()[..32])
 }
 
@@ -353,7 +353,7 @@ pub(super) fn splitmix64(state: &mut u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use schemas::ContextStrategy;
+    use bench_schemas::ContextStrategy;
 
     use super::*;
     use crate::sweep::test_inputs::{smoke_config, sweep};

@@ -17,14 +17,14 @@
 //! an atomic create of its key, so two workers never both run it, and a claim whose
 //! worker died is taken over after its lease, so none is missed.
 
-pub mod adaptive;
-pub mod args;
-pub mod bayes;
+pub(crate) mod adaptive;
+pub(crate) mod args;
+pub(crate) mod bayes;
 pub mod claim;
-pub mod expand;
-pub mod file;
-pub mod trials;
-pub mod worker;
+pub(crate) mod expand;
+pub(crate) mod file;
+pub(crate) mod trials;
+pub(crate) mod worker;
 
 pub use crate::error::SweepError;
 pub use args::SweepArgs;
@@ -36,7 +36,7 @@ pub use worker::{run, Plan, SweepConfig, SweepReport};
 mod test_inputs {
     use std::path::Path;
 
-    use schemas::RunConfig;
+    use bench_schemas::RunConfig;
 
     use super::SweepFile;
 

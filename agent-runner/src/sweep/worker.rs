@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bench_clickhouse::ClickHouseConfig;
-use schemas::{sha256_hex, Hash256, Payload, RunConfig, RunSequencer, SweepRef};
+use bench_schemas::{sha256_hex, Hash256, Payload, RunConfig, RunSequencer, SweepRef};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -95,7 +95,7 @@ pub struct Plan {
     /// The sweep file.
     pub sweep: SweepFile,
     /// sha256 of the sweep file (the optimizer stream's `cfg_hash`).
-    pub sha256: schemas::Hash256,
+    pub sha256: bench_schemas::Hash256,
     /// The base scenario with the sweep's tasks.
     pub scenario: LoadedScenario,
     /// Arms and configurations (none for `bayes`).
@@ -327,7 +327,7 @@ impl Outcome for SweepReport {
         let no_sandbox = self
             .runs
             .iter()
-            .filter(|r| r.summary.result.exit_status == schemas::ExitStatus::ExitEnvironment)
+            .filter(|r| r.summary.result.exit_status == bench_schemas::ExitStatus::ExitEnvironment)
             .count();
         crate::error::runs_exit(no_sandbox, Some(&self.delivery))
     }
@@ -697,7 +697,7 @@ fn optimizer_stream(
 }
 
 /// Emits `update` on `recorder`.
-fn emit(recorder: &mut RunRecorder, update: schemas::OptimizerUpdate) -> Result<(), Error> {
+fn emit(recorder: &mut RunRecorder, update: bench_schemas::OptimizerUpdate) -> Result<(), Error> {
     tracing::info!(reasoning = %update.reasoning, "optimizer update");
     recorder.emit(None, Payload::OptimizerUpdate(update))?;
     Ok(())

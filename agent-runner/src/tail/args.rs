@@ -3,7 +3,7 @@
 use bench_nats::{NatsArgs, StreamSpec};
 use chrono::{DateTime, Utc};
 use clap::Args;
-use schemas::EventType;
+use bench_schemas::EventType;
 use uuid::Uuid;
 
 use super::{Filter, TailConfig};
@@ -39,7 +39,8 @@ pub struct TailArgs {
     /// Print each event's JSON as published (one line each) instead of a readable line.
     #[arg(long, env = "BENCH_TAIL_JSON")]
     pub json: bool,
-    // `--subject-prefix` and `--stream` included, worded above for what `tail` reads.
+    /// The NATS server and stream to read from (`--subject-prefix` and `--stream`
+    /// included, worded above for what `tail` reads).
     #[command(flatten)]
     pub nats: NatsArgs,
 }

@@ -2,7 +2,7 @@
 //! event types are subject tokens), and the payload checks it cannot (task, policy).
 //! No I/O.
 
-use schemas::{EventType, SubjectPrefix};
+use bench_schemas::{EventType, SubjectPrefix};
 use serde_json::Value;
 use uuid::Uuid;
 

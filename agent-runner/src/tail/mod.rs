@@ -20,9 +20,9 @@
 //! Without any filter or `--since`, it starts N messages before the end of the stream
 //! instead of replaying all of it.
 
-pub mod args;
-pub mod filter;
-pub mod line;
+pub(crate) mod args;
+pub(crate) mod filter;
+pub(crate) mod line;
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -31,9 +31,9 @@ use async_nats::jetstream::consumer::pull::OrderedConfig;
 use async_nats::jetstream::consumer::DeliverPolicy;
 use async_nats::jetstream::stream::Stream;
 use bench_nats::NatsConfig;
+use bench_schemas::SubjectPrefix;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::error::TailError;

@@ -48,6 +48,7 @@ pub enum LineKind {
 pub struct ImportLine {
     /// The instance id (or the record's position when it has none).
     pub instance: String,
+    /// Imported, skipped or failed.
     pub kind: LineKind,
     /// Why (skipped, failed), or what was done (imported: the base commit, the
     /// environment).

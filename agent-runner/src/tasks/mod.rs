@@ -2,7 +2,7 @@
 //!
 //! - `args`: the flags ([`TasksCommand`]) → a validated [`TasksConfig`].
 //! - `instance`: SWE-bench instance records as the published dataset writes them
-//!   ([`Instance`]), from a JSON array or JSON lines.
+//!   ([`Instance`](instance::Instance)), from a JSON array or JSON lines.
 //! - `environment`: the per repository and version environment an import prepares once,
 //!   with network, and runs then use read-only and offline.
 //! - `import`: the import itself ([`import_swe_bench`]) and its report ([`ImportReport`]):
@@ -19,5 +19,4 @@ mod validate;
 
 pub use args::{SweBenchImport, SweBenchImportArgs, TasksCommand, TasksConfig, ValidateArgs};
 pub use import::{import_swe_bench, ImportLine, ImportReport, LineKind};
-pub use instance::{parse_instances, Instance};
 pub use validate::{validate, TaskValidation, ValidateConfig, ValidateReport};

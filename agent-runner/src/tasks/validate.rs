@@ -14,7 +14,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use schemas::{Canonical, Payload, RunSequencer};
+use bench_schemas::{Canonical, Payload, RunSequencer};
 use uuid::Uuid;
 
 use crate::base_repo;
@@ -216,8 +216,8 @@ fn validation_event(
     scenario: &LoadedScenario,
     task: &LoadedTask,
     validation: &Validation,
-) -> schemas::TaskValidation {
-    schemas::TaskValidation {
+) -> bench_schemas::TaskValidation {
+    bench_schemas::TaskValidation {
         scenario: scenario.scenario.name.clone(),
         task_sha256: task.task_sha256.clone(),
         fixture_sha256: task.fixture_sha256(),

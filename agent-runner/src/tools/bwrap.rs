@@ -70,10 +70,10 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, OnceLock};
 
+use bench_schemas::{EnforcedLimit, PidsLimit, SandboxInfo, SandboxLimits, SandboxNetwork};
 use nix::fcntl::{fcntl, FcntlArg, OFlag};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use schemas::{EnforcedLimit, PidsLimit, SandboxInfo, SandboxLimits, SandboxNetwork};
 use tokio::process::Command;
 
 use super::network::{self, NetworkTools, PastaNetwork};
@@ -444,10 +444,14 @@ pub struct SandboxUnavailable(pub String);
 /// the run starts, since the agent would not find it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnmountablePath {
+    /// The path does not exist (the path, the error).
     #[error("{0}: cannot be made visible in the agent sandbox: it does not exist ({1})")]
     Missing(PathBuf, String),
+    /// The sandbox mounts its own copy of it (the path, which of its directories).
     #[error("{0}: cannot be made visible in the agent sandbox: the sandbox has its own {1}")]
     Replaced(PathBuf, &'static str),
+    /// Mounting it would show the agent other runs' scratch copies (the path, the scratch
+    /// directory).
     #[error("{0}: cannot be made visible in the agent sandbox: it holds the scratch copies of runs ({1})")]
     HoldsScratch(PathBuf, PathBuf),
 }

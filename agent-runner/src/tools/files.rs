@@ -1,7 +1,7 @@
-//! The file tools: `view`, `str_replace` and `write_file`, inside the sandbox.
+//! The file tools: `view`, `str_replace` and `write_file`, inside the scratch copy.
 //!
 //! They run in the runner's process (on a blocking thread, under the call's timeout), so
-//! they guard themselves: the path goes through no symlink ([`Sandbox::resolve`]), the
+//! they guard themselves: the path goes through no symlink ([`Scratch::resolve`]), the
 //! file is opened with `O_NOFOLLOW | O_NONBLOCK` (a FIFO cannot block the open), and only a
 //! regular file with a single hard link is read or written: a FIFO, socket or device is
 //! refused, and so is a hard link to a file outside the workspace.
@@ -13,10 +13,10 @@ use std::path::Path;
 
 use nix::fcntl::OFlag;
 
-use schemas::{EvidenceFootprint, ExitKind};
+use bench_schemas::{EvidenceFootprint, ExitKind};
 
 use super::footprint::edit_footprint;
-use super::{Sandbox, ToolOutcome};
+use super::{Scratch, ToolOutcome};
 use crate::fixture_tree::walk;
 
 /// Files larger than this are not loaded by `view`/`str_replace` (use `grep` or `bash`).
@@ -25,16 +25,16 @@ const MAX_FILE_BYTES: u64 = 8 << 20;
 /// `view`: numbered lines of a file (1-based, optional inclusive range), or a directory
 /// listing.
 pub fn view(
-    sandbox: &Sandbox,
+    scratch: &Scratch,
     raw_path: &str,
     start: Option<u64>,
     end: Option<u64>,
 ) -> ToolOutcome {
-    let path = match sandbox.resolve(raw_path) {
+    let path = match scratch.resolve(raw_path) {
         Ok(p) => p,
         Err(e) => return ToolOutcome::path_error(raw_path, &e),
     };
-    let rel = sandbox.relative(&path);
+    let rel = scratch.relative(&path);
     if path.is_dir() {
         return list_dir(&path, &rel);
     }
@@ -70,12 +70,12 @@ pub fn view(
 }
 
 /// `str_replace`: replaces the single occurrence of `old` with `new`.
-pub fn str_replace(sandbox: &Sandbox, raw_path: &str, old: &str, new: &str) -> ToolOutcome {
-    let path = match sandbox.resolve(raw_path) {
+pub fn str_replace(scratch: &Scratch, raw_path: &str, old: &str, new: &str) -> ToolOutcome {
+    let path = match scratch.resolve(raw_path) {
         Ok(p) => p,
         Err(e) => return ToolOutcome::path_error(raw_path, &e),
     };
-    let rel = sandbox.relative(&path);
+    let rel = scratch.relative(&path);
     if old.is_empty() {
         return ToolOutcome::failed(ExitKind::UserError, "old must not be empty".into());
     }
@@ -97,12 +97,12 @@ pub fn str_replace(sandbox: &Sandbox, raw_path: &str, old: &str, new: &str) -> T
 }
 
 /// `write_file`: creates or overwrites a file (parent directories included).
-pub fn write_file(sandbox: &Sandbox, raw_path: &str, content: &str) -> ToolOutcome {
-    let path = match sandbox.resolve(raw_path) {
+pub fn write_file(scratch: &Scratch, raw_path: &str, content: &str) -> ToolOutcome {
+    let path = match scratch.resolve(raw_path) {
         Ok(p) => p,
         Err(e) => return ToolOutcome::path_error(raw_path, &e),
     };
-    let rel = sandbox.relative(&path);
+    let rel = scratch.relative(&path);
     if path.is_dir() {
         return ToolOutcome::failed(ExitKind::UserError, format!("{rel} is a directory"));
     }
@@ -241,19 +241,19 @@ mod tests {
     use super::*;
     use crate::fixture_tree::Tree;
 
-    fn sandbox_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Sandbox) {
+    fn scratch_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Scratch) {
         let fixture = tempfile::tempdir().expect("tempdir");
         for (name, text) in files {
             fs::write(fixture.path().join(name), text).expect("write");
         }
         let tree = Tree::scan(fixture.path()).expect("scan");
-        let sandbox = Sandbox::create(fixture.path(), &tree, None).expect("sandbox");
-        (fixture, sandbox)
+        let scratch = Scratch::create(fixture.path(), &tree, None).expect("sandbox");
+        (fixture, scratch)
     }
 
     #[test]
     fn view_numbers_lines_in_range() {
-        let (_f, sb) = sandbox_with(&[("a.py", "one\ntwo\nthree\n")]);
+        let (_f, sb) = scratch_with(&[("a.py", "one\ntwo\nthree\n")]);
         let out = view(&sb, "a.py", Some(2), Some(3));
         assert_eq!(out.exit_kind, ExitKind::Ok);
         assert_eq!(out.observation, "     2\ttwo\n     3\tthree\n");
@@ -270,7 +270,7 @@ mod tests {
 
     #[test]
     fn str_replace_needs_a_unique_match() {
-        let (_f, sb) = sandbox_with(&[("a.py", "x = 1\nx = 1\ny = 2\n")]);
+        let (_f, sb) = scratch_with(&[("a.py", "x = 1\nx = 1\ny = 2\n")]);
         assert_eq!(
             str_replace(&sb, "a.py", "x = 1", "x = 3").exit_kind,
             ExitKind::UserError
@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn write_file_refuses_escapes_and_counts_tests() {
-        let (_f, sb) = sandbox_with(&[("a.py", "")]);
+        let (_f, sb) = scratch_with(&[("a.py", "")]);
         let escape = write_file(&sb, "../evil.py", "x");
         assert_eq!(escape.exit_kind, ExitKind::UserError);
         assert_eq!(escape.bad_path.as_deref(), Some("../evil.py"));
@@ -298,7 +298,7 @@ mod tests {
 
     #[test]
     fn links_and_special_files_are_refused() {
-        let (_f, sb) = sandbox_with(&[("a.py", "x\n")]);
+        let (_f, sb) = scratch_with(&[("a.py", "x\n")]);
         let outside = tempfile::tempdir().expect("tempdir");
         let canary = outside.path().join("canary");
         fs::write(&canary, "secret\n").expect("write");

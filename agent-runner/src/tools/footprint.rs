@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::SystemTime;
 
-use schemas::EvidenceFootprint;
+use bench_schemas::EvidenceFootprint;
 
 use crate::fixture_tree::walk;
 

@@ -1,15 +1,15 @@
 //! The `grep` tool: a regular-expression search over the text files under a path in the
-//! sandbox, in-process (no shell quoting, an exact footprint of what was read). It walks
+//! scratch copy, in-process (no shell quoting, an exact footprint of what was read). It walks
 //! without following links and reads only regular files with one hard link.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use bench_schemas::{EvidenceFootprint, ExitKind};
 use regex::Regex;
-use schemas::{EvidenceFootprint, ExitKind};
 
-use super::{Sandbox, ToolOutcome};
+use super::{Scratch, ToolOutcome};
 use crate::fixture_tree::{is_ignored, walk, FileEntry};
 
 /// Matching lines reported; the count of the rest is given.
@@ -20,13 +20,13 @@ const MAX_LINE_CHARS: usize = 300;
 const MAX_FILE_BYTES: u64 = 4 << 20;
 
 /// Searches `pattern` under `raw_path` (default: the root).
-pub fn grep(sandbox: &Sandbox, pattern: &str, raw_path: Option<&str>) -> ToolOutcome {
+pub fn grep(scratch: &Scratch, pattern: &str, raw_path: Option<&str>) -> ToolOutcome {
     let regex = match Regex::new(pattern) {
         Ok(r) => r,
         Err(e) => return ToolOutcome::failed(ExitKind::UserError, format!("invalid pattern: {e}")),
     };
     let raw_path = raw_path.unwrap_or(".");
-    let base = match sandbox.resolve(raw_path) {
+    let base = match scratch.resolve(raw_path) {
         Ok(p) => p,
         Err(e) => return ToolOutcome::path_error(raw_path, &e),
     };
@@ -45,7 +45,7 @@ pub fn grep(sandbox: &Sandbox, pattern: &str, raw_path: Option<&str>) -> ToolOut
         }
         footprint.bytes_read += bytes.len() as u64;
         let text = String::from_utf8_lossy(&bytes);
-        let rel = sandbox.relative(&file);
+        let rel = scratch.relative(&file);
         let mut file_matched = false;
         for (n, line) in text.lines().enumerate() {
             if !regex.is_match(line) {
@@ -114,7 +114,7 @@ mod tests {
         fs::write(fixture.path().join("pkg/a.py"), "def f():\n    return 1\n").expect("write");
         fs::write(fixture.path().join("b.py"), "x = 1\n").expect("write");
         let tree = Tree::scan(fixture.path()).expect("scan");
-        let sb = Sandbox::create(fixture.path(), &tree, None).expect("sandbox");
+        let sb = Scratch::create(fixture.path(), &tree, None).expect("sandbox");
 
         let out = grep(&sb, r"def \w+", None);
         assert_eq!(out.exit_kind, ExitKind::Ok);

@@ -1,7 +1,7 @@
 //! The agent's tools and the sandbox they act in.
 //!
 //! [`Toolbox::call`] takes a [`ToolRequest`] from a policy, parses it into a
-//! [`ToolCommand`], runs it inside the run's [`Sandbox`] and returns a [`ToolOutcome`]: the
+//! [`ToolCommand`], runs it inside the run's [`Scratch`] and returns a [`ToolOutcome`]: the
 //! observation text for the policy, the `exit_kind` and the evidence footprint for the
 //! `tool_call` event. A tool never fails the run: bad arguments, escaping paths and missing
 //! files are `user_error`, broken tools are `system_error`, time limits are `timeout`.
@@ -21,29 +21,30 @@
 //! - [`footprint`]: lines changed, test files, what a shell command changed.
 
 pub mod bwrap;
-pub mod exec;
+pub mod shell;
 mod files;
 pub mod footprint;
 mod grep;
 mod network;
 mod request;
-mod sandbox;
+mod scratch;
 mod seccomp;
 mod workspace_fs;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use schemas::{EvidenceFootprint, ExitKind, RetryPolicy, RunConfig};
+use bench_schemas::{EvidenceFootprint, ExitKind, RetryPolicy, RunConfig};
 
-pub use request::{ToolCommand, ToolRequest, TOOL_NAMES};
-pub use sandbox::{PathError, Sandbox, SandboxError};
-pub use workspace_fs::{
-    enter_mount_namespace, MountNamespaceError, RunnerNamespace, WorkspaceBound,
-};
+pub use request::ToolRequest;
+pub(crate) use request::{ToolCommand, TOOL_NAMES};
+pub use scratch::ScratchError;
+pub(crate) use scratch::{PathError, Scratch};
+pub(crate) use workspace_fs::WorkspaceBound;
+pub use workspace_fs::{enter_mount_namespace, MountNamespaceError, RunnerNamespace};
 
 use bwrap::Confinement;
-use exec::{Capture, ExecSpec};
+use shell::{Capture, ShellSpec};
 use footprint::Snapshot;
 
 /// Default cap of the observation text one call returns, bytes.
@@ -157,7 +158,7 @@ impl ToolLimits {
 #[derive(Debug)]
 pub struct Toolbox {
     /// The scratch copy; shared with the blocking file-tool tasks.
-    sandbox: Arc<Sandbox>,
+    sandbox: Arc<Scratch>,
     /// Time, output and tool limits.
     limits: ToolLimits,
     /// Where `bash` commands run.
@@ -166,7 +167,7 @@ pub struct Toolbox {
 
 impl Toolbox {
     /// Tools acting in `sandbox` within `limits`, their commands confined by `confinement`.
-    pub fn new(sandbox: Sandbox, limits: ToolLimits, confinement: Confinement) -> Self {
+    pub fn new(sandbox: Scratch, limits: ToolLimits, confinement: Confinement) -> Self {
         Toolbox {
             sandbox: Arc::new(sandbox),
             limits,
@@ -175,7 +176,7 @@ impl Toolbox {
     }
 
     /// The sandbox.
-    pub fn sandbox(&self) -> &Sandbox {
+    pub fn scratch(&self) -> &Scratch {
         &self.sandbox
     }
 
@@ -277,14 +278,14 @@ impl Toolbox {
         let root = self.sandbox.root();
         let timeout = self.limits.timeout.min(budget);
         let before = Snapshot::take(root);
-        let spec = ExecSpec {
+        let spec = ShellSpec {
             command,
             cwd: root,
             confinement: &self.confinement,
             timeout,
             output_cap: self.limits.output_cap,
         };
-        let output = match exec::run_shell(&spec).await {
+        let output = match shell::run_shell(&spec).await {
             Ok(o) => o,
             // A sandbox that could not be set up also ends the run (`exit_environment`).
             Err(e) => return ToolOutcome::failed(ExitKind::SystemError, e.to_string()),
@@ -384,7 +385,7 @@ mod tests {
         assert_eq!(kind(Some(153), None, ""), ExitKind::SystemError);
         assert_eq!(kind(Some(1), None, "MemoryError\n"), ExitKind::Oom);
         // Text the agent can print is not a sandbox failure (bwrap's status pipe says
-        // when one is: `exec::run_shell`).
+        // when one is: `shell::run_shell`).
         assert_eq!(
             kind(Some(1), None, "bwrap: Can't mount proc\n"),
             ExitKind::Deterministic

@@ -3,7 +3,7 @@
 //! into ([`ToolCommand`]). Parsing is separate so that a malformed request from a model
 //! becomes a `user_error` tool call, not a crash.
 
-use schemas::Canonical;
+use bench_schemas::Canonical;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -85,7 +85,7 @@ impl ToolRequest {
     }
 
     /// `tool_args_hash`: SHA-256 of the canonical JSON of the arguments.
-    pub fn args_hash(&self) -> schemas::Hash256 {
+    pub fn args_hash(&self) -> bench_schemas::Hash256 {
         self.args.canonical_hash()
     }
 

@@ -49,7 +49,7 @@ use std::sync::OnceLock;
 use nix::mount::{MntFlags, MsFlags};
 use nix::sched::CloneFlags;
 use nix::unistd::{getegid, geteuid};
-use schemas::SandboxLimits;
+use bench_schemas::SandboxLimits;
 
 /// Bytes of `disk_mb` per inode of the cap: one file per 16 KiB on average, what source
 /// trees with their build output need, and far fewer than a file-creating loop makes.
@@ -96,13 +96,23 @@ pub enum MountNamespaceError {
     /// process): the other threads would keep mounting in the host's namespace.
     #[error("the process already has {0} threads; a mount namespace must be entered before any")]
     Threaded(usize),
+    /// `unshare` refused: user namespaces disabled, or not allowed here.
     #[error("cannot create a {namespaces} namespace (user namespaces disabled?): {errno}")]
     Unshare {
+        /// The namespaces asked for (`mount`, `user and mount`).
         namespaces: &'static str,
+        /// Why.
         errno: nix::Error,
     },
+    /// The runner's uid or gid could not be mapped to itself in its user namespace.
     #[error("cannot map the runner's uid and gid in its user namespace ({file}): {reason}")]
-    Map { file: &'static str, reason: String },
+    Map {
+        /// The `/proc/self` file written (`uid_map`, `gid_map`, `setgroups`).
+        file: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// `/` could not be made a recursive slave mount.
     #[error(
         "cannot keep the runner's mounts from propagating to the host (making / a slave): {0}"
     )]

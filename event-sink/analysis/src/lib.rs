@@ -1,4 +1,4 @@
-//! benchstream-analysis: answers from the events the sink stored, the shipped SQL queries
+//! bench-analysis: answers from the events the sink stored, the shipped SQL queries
 //! and the HTML report, run by the `bench-analysis` binary (and by `event-sink query` /
 //! `event-sink report`, which hand over to it). It reads the database with the sink's
 //! connection settings ([`bench_clickhouse::ConnectionArgs`]) and reads SQL text with
@@ -27,12 +27,17 @@
 //!
 //! This crate only reads; it never writes to ClickHouse.
 
-pub mod charts;
+#![warn(missing_docs)]
+// The module docs link the crate's private modules too, for readers of
+// `cargo doc --document-private-items`.
+#![allow(rustdoc::private_intra_doc_links)]
+
+pub(crate) mod charts;
 pub mod command;
 pub mod compare;
 pub mod queries;
 pub mod report;
-pub mod svg;
+pub(crate) mod svg;
 pub mod table;
 
 pub use queries::{ParamValues, Query, QueryError, QUERIES};

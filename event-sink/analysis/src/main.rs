@@ -1,5 +1,5 @@
 //! `bench-analysis`: parses the command line, sets up logging and hands off to
-//! [`analysis::command`]: `query <name>` prints a shipped query's answer, `compare`
+//! [`bench_analysis::command`]: `query <name>` prints a shipped query's answer, `compare`
 //! compares policies with paired statistics, `report` writes the offline HTML report. All
 //! read the database the sink writes, with its connection settings: `--config FILE`
 //! (`[clickhouse]`) < `BENCH_CLICKHOUSE_*` env < `--clickhouse-*` flags; see
@@ -11,7 +11,7 @@
 
 use std::process::ExitCode;
 
-use analysis::command::{execute, Cli};
+use bench_analysis::command::{execute, Cli};
 use bench_cli::Status;
 use clap::Parser;
 

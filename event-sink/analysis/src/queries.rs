@@ -35,45 +35,75 @@ use crate::table::Table;
 pub enum QueryError {
     /// No shipped query has this name.
     #[error("unknown query {name:?}; known: {known}")]
-    UnknownQuery { name: String, known: String },
+    UnknownQuery {
+        /// The name asked for.
+        name: String,
+        /// The shipped queries' names, comma-separated.
+        known: String,
+    },
     /// A parameter the query does not declare.
     #[error("query {query} has no parameter {name:?}; it takes: {known}")]
     UnknownParam {
+        /// The query.
         query: &'static str,
+        /// The parameter given.
         name: String,
+        /// The query's parameters, comma-separated.
         known: String,
     },
     /// A required parameter without a value.
     #[error("query {query} needs --param {name}=<{ty}>")]
     MissingParam {
+        /// The query.
         query: &'static str,
+        /// The parameter.
         name: &'static str,
+        /// Its type.
         ty: ParamType,
     },
     /// A value that does not parse as the parameter's type.
     #[error("parameter {name}={value:?} is not a valid {ty}: {reason}")]
     InvalidParam {
+        /// The parameter.
         name: String,
+        /// The value given.
         value: String,
+        /// Its type.
         ty: ParamType,
+        /// Why the value does not parse.
         reason: String,
     },
     /// `--policy` names a policy no stored run has (in any time range).
     #[error("no stored run has policy {policy:?}; `bench-analysis query leaderboard` lists them")]
-    UnknownPolicy { policy: String },
+    UnknownPolicy {
+        /// The policy asked for.
+        policy: String,
+    },
     /// A `.sql` file that breaks the conventions above (caught by the unit tests).
     #[error("query {query} is malformed: {reason}")]
-    Malformed { query: &'static str, reason: String },
+    Malformed {
+        /// The query.
+        query: &'static str,
+        /// The convention it breaks.
+        reason: String,
+    },
     /// ClickHouse refused the query or could not be reached.
     #[error("query {query} failed: {source}")]
     ClickHouse {
+        /// The query.
         query: &'static str,
+        /// The client's error.
         #[source]
         source: clickhouse::error::Error,
     },
     /// The answer was not the TabSeparatedWithNamesAndTypes text asked for.
     #[error("query {query} returned an unreadable answer: {reason}")]
-    Response { query: &'static str, reason: String },
+    Response {
+        /// The query.
+        query: &'static str,
+        /// What could not be read.
+        reason: String,
+    },
 }
 
 /// The type of a query parameter; each has one literal form (see module docs).
@@ -140,7 +170,9 @@ impl fmt::Display for ParamType {
 /// One declared parameter of a query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Param {
+    /// The name `--param <name>=` sets.
     pub name: &'static str,
+    /// Its type.
     pub ty: ParamType,
     /// Used when no value is given; `None` = required.
     pub default: Option<&'static str>,

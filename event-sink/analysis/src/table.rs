@@ -19,6 +19,7 @@ use std::fmt::Write as _;
 /// One column of an answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
+    /// The column's name in the answer.
     pub name: String,
     /// The ClickHouse type, e.g. `Nullable(Float64)`.
     pub ty: String,
@@ -27,6 +28,7 @@ pub struct Column {
 /// A whole query answer.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Table {
+    /// The columns, in order.
     pub columns: Vec<Column>,
     /// Row-major cells; `None` is SQL NULL.
     pub rows: Vec<Vec<Option<String>>>,

@@ -9,8 +9,8 @@
 
 use std::collections::BTreeMap;
 
-use analysis::compare::outcomes::TaskRuns;
-use analysis::compare::{compare, PolicyRuns, Settings};
+use bench_analysis::compare::outcomes::TaskRuns;
+use bench_analysis::compare::{compare, PolicyRuns, Settings};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 

@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use analysis::compare::outcomes::TaskRuns;
-use analysis::compare::stats::{binomial_two_sided, holm, pass_at_k, pass_hat_k, wilson};
-use analysis::compare::{compare, PolicyRuns, Settings};
+use bench_analysis::compare::outcomes::TaskRuns;
+use bench_analysis::compare::stats::{binomial_two_sided, holm, pass_at_k, pass_hat_k, wilson};
+use bench_analysis::compare::{compare, PolicyRuns, Settings};
 use serde_json::Value;
 
 /// The exact answers agree to this (beta-function binomial tails, floating sums).

@@ -14,8 +14,8 @@
 //! `secrecy::SecretString`: its `Debug` prints `[REDACTED]`, it is wiped on drop, and
 //! reading it takes an explicit `expose_secret()`.
 //!
-//! It lives beside `schemas` and `bench_nats` rather than at the top level, whose layout
-//! is fixed (README.md, "Where things live"); like `bench_nats` it keeps `schemas` free
+//! It lives beside `bench_schemas` and `bench_nats` rather than at the top level, whose layout
+//! is fixed (README.md, "Where things live"); like `bench_nats` it keeps `bench_schemas` free
 //! of a database client.
 
 #![warn(missing_docs)]

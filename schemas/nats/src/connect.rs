@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use schemas::SubjectPrefix;
+use bench_schemas::SubjectPrefix;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 
@@ -177,13 +177,20 @@ impl NatsArgs {
 /// [`SecretString`]s, so `Debug` prints none of them.
 #[derive(Debug, Clone)]
 pub enum NatsAuth {
+    /// No credentials.
     None,
+    /// User name and password.
     UserPassword {
+        /// The user name.
         user: String,
+        /// The password.
         password: SecretString,
     },
+    /// A token.
     Token(SecretString),
+    /// An NKey seed (`SU...`).
     NKey(SecretString),
+    /// A `.creds` file (JWT + nkey seed), read when connecting.
     CredsFile(PathBuf),
 }
 
@@ -192,11 +199,17 @@ pub enum NatsAuth {
 pub struct NatsConfig {
     /// Server URL(s), comma-separated.
     pub url: String,
+    /// How the client authenticates.
     pub auth: NatsAuth,
+    /// CA certificate (PEM) to verify the server with.
     pub tls_ca: Option<PathBuf>,
+    /// Client certificate and key (PEM) for mutual TLS.
     pub client_cert: Option<(PathBuf, PathBuf)>,
+    /// Refuse to connect without TLS.
     pub tls_required: bool,
+    /// Timeout of one connection attempt.
     pub connect_timeout: Duration,
+    /// Client name shown by the server; `None` leaves the client's default.
     pub name: Option<String>,
 }
 
@@ -218,14 +231,19 @@ impl NatsConfig {
 /// A combination of settings that cannot work.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NatsConfigError {
+    /// A user without a password, or a password without a user.
     #[error("nats user and password must be given together")]
     UserPasswordPair,
+    /// More than one auth method given.
     #[error("choose one nats auth method: user/password, token, nkey or creds file")]
     SeveralAuthMethods,
+    /// A client certificate without its key, or a key without its certificate.
     #[error("nats TLS client certificate and key must be given together")]
     CertKeyPair,
+    /// No server URL.
     #[error("nats url is empty")]
     EmptyUrl,
+    /// A server URL the client cannot parse.
     #[error("invalid nats url {server:?}: {reason} (expected host:port or nats://, tls://, ws://, wss:// URLs, comma-separated)")]
     BadUrl {
         /// The server entry that does not parse.
@@ -256,14 +274,20 @@ fn server_addrs(url: &str) -> Result<Vec<async_nats::ServerAddr>, NatsConfigErro
 /// Why connecting failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
+    /// The `.creds` file could not be read.
     #[error("cannot read nats creds file {path}: {source}")]
     CredsFile {
+        /// The file.
         path: PathBuf,
+        /// Why.
         source: std::io::Error,
     },
+    /// The server could not be reached, or refused the client.
     #[error("cannot connect to nats at {url}: {source}")]
     Connect {
+        /// The server URL(s).
         url: String,
+        /// The client's error.
         source: async_nats::ConnectError,
     },
 }

@@ -10,8 +10,10 @@
 //!   `deploy/nats/stream-bench-events.json`, which the `nats` CLI can load), and creating or
 //!   verifying it.
 //!
-//! It lives beside `schemas` (which must stay free of NATS) rather than at the top level,
+//! It lives beside `bench_schemas` (which must stay free of NATS) rather than at the top level,
 //! whose layout is fixed (README.md, "Where things live").
+
+#![warn(missing_docs)]
 
 pub mod connect;
 pub mod stream;

@@ -5,7 +5,7 @@
 //! replicas are what deployments change (per team prefix; R3 on a cluster).
 
 use async_nats::jetstream::{self, stream};
-use schemas::SubjectPrefix;
+use bench_schemas::SubjectPrefix;
 
 const STREAM_JSON: &str = include_str!("../../../deploy/nats/stream-bench-events.json");
 
@@ -34,27 +34,44 @@ impl Default for StreamSpec {
 /// Creating or verifying the stream failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StreamError {
+    /// The stream does not exist and was not to be created.
     #[error("stream {name} does not exist (create it, or run without --no-create)")]
-    Missing { name: String },
+    Missing {
+        /// The stream.
+        name: String,
+    },
+    /// The stream exists but does not capture the events' subjects.
     #[error("stream {name} does not capture {subject}; its subjects are {actual:?}")]
     WrongSubjects {
+        /// The stream.
         name: String,
+        /// The subject it should capture.
         subject: String,
+        /// The subjects it captures.
         actual: Vec<String>,
     },
+    /// JetStream did not answer the lookup.
     #[error("cannot look up stream {name}: {source}")]
     Lookup {
+        /// The stream.
         name: String,
+        /// The client's error.
         source: jetstream::context::GetStreamError,
     },
+    /// JetStream refused to create the stream.
     #[error("cannot create stream {name}: {source}")]
     Create {
+        /// The stream.
         name: String,
+        /// The client's error.
         source: jetstream::context::CreateStreamError,
     },
+    /// JetStream did not answer the stream's info request.
     #[error("cannot read info of stream {name}: {source}")]
     Info {
+        /// The stream.
         name: String,
+        /// The client's error.
         source: jetstream::context::RequestError,
     },
 }

@@ -16,6 +16,8 @@
 //! This library holds what they share: finding the product binary they measure, its peak
 //! memory, and reading percentiles off their samples.
 
+#![warn(missing_docs)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

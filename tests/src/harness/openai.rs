@@ -139,7 +139,9 @@ fn next_id() -> u64 {
 /// One request the stand-in received.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recorded {
+    /// The HTTP method, e.g. `POST`.
     pub method: String,
+    /// The request path, e.g. `/v1/chat/completions`.
     pub path: String,
     /// The body as JSON (`Null` when empty, a string when it was not JSON).
     pub body: Value,

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::jetstream::{self, consumer};
+use bench_schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 use benchstream_tests::free_port;
 use benchstream_tests::harness::clickhouse_cluster::{
     ALTER_CLUSTER_NAME, CLUSTER_NAME, REPLICAS, SHARDS,
@@ -25,7 +26,6 @@ use event_sink::cluster::Target;
 use event_sink::config::MetricsArgs;
 use event_sink::migrations::{self, Migration, MigrationError, MIGRATIONS};
 use event_sink::SinkArgs;
-use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 
 use crate::common::{create_stream, jetstream, sink_args, wait_for};
 use crate::sink::integrity::{flipped, past_the_dedup_window, stop_exit_status, stop_success};

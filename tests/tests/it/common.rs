@@ -15,10 +15,10 @@ use agent_runner::spool::SpoolConfig;
 use agent_runner::{PublishSetup, RunnerConfig};
 use bench_clickhouse::ClickHouseArgs;
 use bench_nats::{NatsArgs, NatsConfig};
+use bench_schemas::{BenchmarkEvent, SubjectPrefix};
 use benchstream_tests::{ClickHouseServer, NatsServer};
 use event_sink::config::{BatchArgs, MetricsArgs};
 use event_sink::SinkArgs;
-use schemas::{BenchmarkEvent, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
 pub use benchstream_tests::query::wait_for;

@@ -8,8 +8,8 @@
 //! reported no usage, has unknown tokens: its token counts are null, and so is its cost
 //! (`cost_usd` null and `pricing_source` `unknown`), never 0 or $0.
 
-use schemas::truncate::{truncate_chars, RAW_OUTPUT_MAX_CHARS, SUMMARY_MAX_CHARS};
-use schemas::{Deliberation, DeliberationStatus, PricingSource, RetryPolicy};
+use bench_schemas::truncate::{truncate_chars, RAW_OUTPUT_MAX_CHARS, SUMMARY_MAX_CHARS};
+use bench_schemas::{Deliberation, DeliberationStatus, PricingSource, RetryPolicy};
 
 use crate::pricing::Pricing;
 use crate::provider::{with_retries, CallError, ChatClient, ChatRequest, Completion};

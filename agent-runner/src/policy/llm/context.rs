@@ -21,7 +21,7 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use schemas::{ContextDecision, ContextStrategy, SegmentType};
+use bench_schemas::{ContextDecision, ContextStrategy, SegmentType};
 
 use crate::context_plan::ContextPlan;
 use crate::provider::Message;
@@ -177,7 +177,7 @@ fn decision(
 
 #[cfg(test)]
 mod tests {
-    use schemas::{RunConfig, StrategyParams};
+    use bench_schemas::{RunConfig, StrategyParams};
 
     use super::super::transcript::{CallRecord, CallResult, TurnRecord};
     use super::*;

@@ -17,13 +17,11 @@
 //! - [`prompt`]: every text the runner puts in a prompt, and the tool definitions.
 //! - [`parse`]: replies (function calls, or JSON in text) → tool requests.
 
-pub mod call;
-pub mod context;
-pub mod parse;
-pub mod policy;
-pub mod prompt;
-pub mod transcript;
+pub(crate) mod call;
+pub(crate) mod context;
+pub(crate) mod parse;
+pub(crate) mod policy;
+pub(crate) mod prompt;
+pub(crate) mod transcript;
 
-pub use policy::{
-    LlmConfig, LlmPolicy, LlmSetupError, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES,
-};
+pub use policy::{LlmConfig, LlmPolicy, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES};

@@ -26,9 +26,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use bench_schemas::{Action, DeliberationStatus, ExitStatus, FailureRoot, RunConfig};
 use futures::future::BoxFuture;
 use futures::FutureExt;
-use schemas::{Action, DeliberationStatus, ExitStatus, FailureRoot, RunConfig};
 use serde_json::Value;
 
 use super::call::{set_summary, Called, Endpoint, AGENT, SUMMARIZER};
@@ -476,7 +476,7 @@ fn turn_record(number: u32, completion: &Completion, parsed: &ParsedReply) -> Tu
             .find(|(f, _)| f == id)
             .map(|(_, e)| CallResult {
                 text: format!("error: {e}"),
-                segment: schemas::SegmentType::ErrorLogs,
+                segment: bench_schemas::SegmentType::ErrorLogs,
             })
     };
     let calls = if parsed.native {

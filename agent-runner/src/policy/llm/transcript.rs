@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 
-use schemas::{ExitKind, SegmentType};
+use bench_schemas::{ExitKind, SegmentType};
 
 use crate::policy::Exchange;
 use crate::provider::{FunctionCall, Message, ToolCall};
@@ -162,7 +162,7 @@ impl TurnRecord {
             text.push_str(&format!("Call `{}` {}\n", call.tool, call.arguments));
             if let Some(result) = &call.result {
                 let mut observation = result.text.clone();
-                if schemas::truncate::truncate_chars(&mut observation, max_chars) {
+                if bench_schemas::truncate::truncate_chars(&mut observation, max_chars) {
                     observation.push_str(" [...]");
                 }
                 text.push_str(&format!("Result:\n{observation}\n"));

@@ -44,8 +44,11 @@ pub struct Comparison {
     pub margin: f64,
     /// The bootstrap's seed and resamples.
     pub seed: u64,
+    /// Bootstrap resamples drawn.
     pub resamples: usize,
+    /// Each policy over its counted runs.
     pub policies: Vec<PolicySummary>,
+    /// Each candidate against the baseline.
     pub comparisons: Vec<PairComparison>,
 }
 
@@ -58,42 +61,55 @@ pub struct PolicySummary {
     pub scoring_version: Option<String>,
     /// Counted runs, the tasks they cover, and the solved runs.
     pub runs: u64,
+    /// Tasks the counted runs cover.
     pub tasks: u64,
+    /// Counted runs judged solved.
     pub solved: u64,
     /// solved / runs, with its Wilson interval; null without runs.
     pub rate: Option<f64>,
+    /// Lower bound of `rate`'s interval.
     pub rate_ci_low: Option<f64>,
+    /// Upper bound of `rate`'s interval.
     pub rate_ci_high: Option<f64>,
     /// Runs left out, by reason (never counted as failures).
     pub excluded: Exclusions,
-    /// Counted runs an integrity flag singles out, and those whose flags are unknown
-    /// (neither flagged nor clean).
+    /// Counted runs an integrity flag singles out.
     pub flagged_runs: u64,
+    /// Counted runs whose flags are unknown: neither flagged nor clean.
     pub integrity_unknown_runs: u64,
-    /// Counted runs whose every integrity flag is known and clear, their solved runs,
-    /// and clean_solved / clean_runs with its Wilson interval; null without clean runs.
+    /// Counted runs whose every integrity flag is known and clear.
     pub clean_runs: u64,
+    /// Solved runs among `clean_runs`.
     pub clean_solved: u64,
+    /// `clean_solved / clean_runs`; null without clean runs.
     pub clean_rate: Option<f64>,
+    /// Lower bound of `clean_rate`'s Wilson 95 % interval.
     pub clean_rate_ci_low: Option<f64>,
+    /// Upper bound of `clean_rate`'s Wilson 95 % interval.
     pub clean_rate_ci_high: Option<f64>,
     /// Counted runs whose cost is known.
     pub priced_runs: u64,
     /// Mean cost per run, USD, with its bootstrap interval (tasks resampled); null when
     /// any counted run's cost is unknown.
     pub mean_cost_usd: Option<f64>,
+    /// Lower bound of `mean_cost_usd`'s interval.
     pub mean_cost_ci_low: Option<f64>,
+    /// Upper bound of `mean_cost_usd`'s interval.
     pub mean_cost_ci_high: Option<f64>,
     /// Total cost / solved runs, USD, with its bootstrap interval; null when a cost is
     /// unknown or nothing was solved.
     pub cost_per_solved_usd: Option<f64>,
+    /// Lower bound of `cost_per_solved_usd`'s interval.
     pub cost_per_solved_ci_low: Option<f64>,
+    /// Upper bound of `cost_per_solved_usd`'s interval.
     pub cost_per_solved_ci_high: Option<f64>,
     /// Mean turns over the counted runs whose turns are known (`turn_runs`).
     pub turn_runs: u64,
+    /// The mean; null when no run's turns are known.
     pub mean_turns: Option<f64>,
     /// Mean total tokens over the counted runs whose tokens are known (`token_runs`).
     pub token_runs: u64,
+    /// The mean; null when no run's tokens are known.
     pub mean_tokens: Option<f64>,
     /// pass@k and pass^k per k, when some task was run more than once; else null.
     pub repeats: Option<Repeats>,
@@ -107,12 +123,14 @@ pub struct Repeats {
     /// The mean over tasks run at least twice of the sample variance of their outcomes
     /// (0 = every task always or never solved), and how many tasks that is.
     pub outcome_variance: f64,
+    /// The tasks run at least twice, which `outcome_variance` averages over.
     pub variance_tasks: u64,
 }
 
 /// pass@k and pass^k at one k, averaged over the tasks with at least k runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PassAtK {
+    /// The number of runs drawn.
     pub k: u64,
     /// The tasks with at least k counted runs.
     pub tasks: u64,
@@ -125,23 +143,30 @@ pub struct PassAtK {
 /// A candidate against a baseline, on the tasks both ran.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PairComparison {
+    /// The baseline policy's label.
     pub baseline: String,
+    /// The candidate policy's label.
     pub candidate: String,
     /// Tasks with counted runs of both.
     pub tasks: u64,
     /// Mean over those tasks of each policy's per-task solve rate.
     pub baseline_rate: Option<f64>,
+    /// The same for the candidate.
     pub candidate_rate: Option<f64>,
     /// candidate_rate − baseline_rate, with its paired bootstrap interval.
     pub difference: Option<f64>,
+    /// Lower bound of `difference`'s interval.
     pub ci_low: Option<f64>,
+    /// Upper bound of `difference`'s interval.
     pub ci_high: Option<f64>,
     /// Tasks where the candidate's rate is higher, and where the baseline's is.
     pub candidate_better: u64,
+    /// Tasks where the baseline's rate is higher.
     pub baseline_better: u64,
     /// The exact two-sided p-value of `method`, and Holm-adjusted over every
     /// comparison of the call.
     pub p_value: Option<f64>,
+    /// `p_value`, Holm-adjusted.
     pub p_adjusted: Option<f64>,
     /// `mcnemar-exact` (one run per task and policy) or `sign-test-exact` (the signs of
     /// the per-task rate differences, with repeats).
@@ -149,7 +174,9 @@ pub struct PairComparison {
     /// Mean over the tasks of the per-task difference in mean cost per run, USD, with
     /// its paired bootstrap interval; null when any of the runs' costs is unknown.
     pub cost_difference: Option<f64>,
+    /// Lower bound of `cost_difference`'s interval.
     pub cost_ci_low: Option<f64>,
+    /// Upper bound of `cost_difference`'s interval.
     pub cost_ci_high: Option<f64>,
     /// Whether the candidate is non-inferior: `ci_low > -margin`.
     pub non_inferior: Option<bool>,

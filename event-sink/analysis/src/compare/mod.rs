@@ -32,6 +32,7 @@ pub use outcomes::{group, parse_by, Dimension, PolicyRuns};
 pub struct Filters {
     /// Runs started at or after / before (any form `--param since=` takes).
     pub since: Option<String>,
+    /// Runs started before this time.
     pub until: Option<String>,
     /// Only runs of this scenario.
     pub scenario: Option<String>,
@@ -57,8 +58,11 @@ pub enum CompareError {
     /// `--policy` or `--baseline` names no policy with counted or excluded runs.
     #[error("no runs of {name:?} (grouped by {by}); policies seen: {known}")]
     UnknownPolicy {
+        /// The label asked for.
         name: String,
+        /// The grouping keys.
         by: String,
+        /// The labels seen, comma-separated.
         known: String,
     },
 }

@@ -149,17 +149,20 @@ pub struct TaskRuns {
     pub cost_usd: f64,
     /// Runs whose turns are known, and their summed turns.
     pub turn_runs: u64,
+    /// The turns of those runs, summed.
     pub turns: f64,
     /// Runs whose total tokens are known, and their summed tokens.
     pub token_runs: u64,
+    /// The tokens of those runs, summed.
     pub tokens: f64,
     /// Runs an integrity flag singles out (edited test files, history read, network
     /// tried while off).
     pub flagged_runs: u64,
     /// Runs with a flag nobody could establish (and none set): neither clean nor flagged.
     pub integrity_unknown_runs: u64,
-    /// Runs whose every flag is known and clear, and their successes.
+    /// Runs whose every flag is known and clear.
     pub clean_runs: u64,
+    /// Successes among `clean_runs`.
     pub clean_successes: u64,
 }
 

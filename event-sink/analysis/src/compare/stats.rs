@@ -18,7 +18,9 @@ pub const POWER: f64 = 0.80;
 /// A two-sided interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Interval {
+    /// The lower bound.
     pub low: f64,
+    /// The upper bound.
     pub high: f64,
 }
 

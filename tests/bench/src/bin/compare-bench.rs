@@ -13,11 +13,11 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use analysis::command::{self, CompareArgs};
-use analysis::compare::resample::DEFAULT_SEED;
-use analysis::compare::{self as stats, Dimension, Settings};
-use analysis::Format;
 use anyhow::Context as _;
+use bench_analysis::command::{self, CompareArgs};
+use bench_analysis::compare::resample::DEFAULT_SEED;
+use bench_analysis::compare::{self as stats, Dimension, Settings};
+use bench_analysis::Format;
 use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
 use benchstream_bench::data_dir_line;
 use benchstream_tests::ClickHouseServer;

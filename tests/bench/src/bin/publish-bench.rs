@@ -23,13 +23,13 @@ use agent_runner::spool::SpoolConfig;
 use anyhow::Context as _;
 use async_nats::jetstream;
 use bench_nats::{NatsConfig, StreamSpec};
-use benchstream_tests::NatsServer;
-use bytes::Bytes;
-use clap::Parser;
-use schemas::{
+use bench_schemas::{
     sha256_hex, BenchmarkEvent, EvidenceFootprint, ExitKind, Payload, RunSequencer, Step, StepType,
     SubjectPrefix, ToolCall,
 };
+use benchstream_tests::NatsServer;
+use bytes::Bytes;
+use clap::Parser;
 use uuid::Uuid;
 
 #[derive(Debug, Parser)]

@@ -16,11 +16,11 @@
 use std::time::Duration;
 
 use agent_runner::tools::bwrap::{self, Confinement};
-use agent_runner::tools::exec::{run_shell, ExecSpec};
+use agent_runner::tools::shell::{run_shell, ShellSpec};
 use anyhow::Context as _;
+use bench_schemas::SandboxLimits;
 use benchstream_bench::percentile;
 use clap::Parser;
-use schemas::SandboxLimits;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -144,7 +144,7 @@ async fn measure(
 ) -> anyhow::Result<Vec<Duration>> {
     let mut samples = Vec::with_capacity(calls);
     for _ in 0..calls {
-        let out = run_shell(&ExecSpec {
+        let out = run_shell(&ShellSpec {
             command: "true",
             cwd: workdir,
             confinement,

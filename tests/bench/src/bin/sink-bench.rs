@@ -45,6 +45,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::ensure;
 use async_nats::jetstream::AckKind;
+use bench_schemas::{BenchmarkEvent, EventType, Payload, SubjectPrefix};
 use benchstream_bench::{data_dir_line, peak_rss, sink_binary};
 use benchstream_tests::events::{fixture, publish_all};
 use benchstream_tests::stream::{create_stream, jetstream};
@@ -58,7 +59,6 @@ use futures::StreamExt;
 use nix::sys::resource::{getrusage, UsageWho};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use schemas::{BenchmarkEvent, EventType, Payload, SubjectPrefix};
 use uuid::Uuid;
 
 #[derive(Debug, Parser)]
@@ -185,7 +185,7 @@ fn reference_inserts(range: std::ops::Range<usize>) -> Vec<String> {
     for (offset, event) in range.clone().map(event).enumerate() {
         let bytes = event.to_json();
         let subject = prefix.event_subject(event.run_id, event.event_type());
-        let event = schemas::Decoded::Benchstream(event);
+        let event = bench_schemas::Decoded::Benchstream(event);
         let env = RawEnvelope::of(&event);
         let arrival = Arrival {
             received_at,

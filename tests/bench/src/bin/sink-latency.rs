@@ -27,6 +27,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::ensure;
+use bench_schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 use benchstream_bench::{data_dir_line, percentile, sink_binary};
 use benchstream_tests::events::{envelope, fixture, Run};
 use benchstream_tests::stream::create_stream;
@@ -34,7 +35,6 @@ use benchstream_tests::{free_port, ClickHouseServer, NatsServer};
 use clap::Parser;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
-use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 use uuid::Uuid;
 
 #[derive(Debug, Parser)]

@@ -262,7 +262,7 @@ fn the_alias_without_bench_analysis_says_how_to_build_it() {
     assert!(
         stderr.contains("bench-analysis query")
             && stderr.contains(&dir.display().to_string())
-            && stderr.contains("cargo build -p benchstream-analysis"),
+            && stderr.contains("cargo build -p bench-analysis"),
         "{stderr}"
     );
 }

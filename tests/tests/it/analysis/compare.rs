@@ -9,12 +9,12 @@
 //! over the runs no integrity flag singles out, with the flagged and unknown ones
 //! counted; a validation's own stream is never reported as a run that lost events.
 
-use analysis::command::{self, CompareArgs};
-use analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
-use analysis::Format;
+use bench_analysis::command::{self, CompareArgs};
+use bench_analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
+use bench_analysis::Format;
 use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
+use bench_schemas::{BenchmarkEvent, EventType, ExitStatus, Payload, RunIntegrity};
 use benchstream_tests::events::{fixture, publish, Run};
-use schemas::{BenchmarkEvent, EventType, ExitStatus, Payload, RunIntegrity};
 use serde_json::Value;
 
 use crate::common::{jetstream, start_pipeline};
@@ -349,7 +349,7 @@ async fn broken_tasks_are_left_out_and_flagged_runs_are_shown_apart() {
         .with_url(sink.clickhouse.http_url())
         .with_database("benchstream");
     let params = [("stale_minutes".to_owned(), "0".to_owned())].into();
-    let lost = analysis::Query::find("lost_events")
+    let lost = bench_analysis::Query::find("lost_events")
         .expect("shipped")
         .run(&client, &params)
         .await

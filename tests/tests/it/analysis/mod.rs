@@ -30,7 +30,7 @@ mod report;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use analysis::ParamValues;
+use bench_analysis::ParamValues;
 use benchstream_tests::harness::clickhouse_cluster::{ALTER_CLUSTER_NAME, CLUSTER_NAME};
 use benchstream_tests::{ClickHouseCluster, ClickHouseServer};
 use event_sink::cluster::Target;

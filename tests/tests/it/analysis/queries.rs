@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use analysis::{Format, Query, Table, QUERIES};
+use bench_analysis::{Format, Query, Table, QUERIES};
 use benchstream_tests::ClickHouseCluster;
 
 use super::{

@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use analysis::{generate_report, ReportOptions};
+use bench_analysis::{generate_report, ReportOptions};
 
 use super::{seeded_clickhouse, seeded_clickhouse_from, sweep_dir};
 

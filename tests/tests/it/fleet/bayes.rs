@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use agent_runner::sweep::claim::{ClaimBoard, ClaimConfig, ClaimRecord};
 use agent_runner::sweep::{self, Plan, SweepConfig, SweepReport};
-use analysis::queries::{ParamValues, Query};
+use bench_analysis::queries::{ParamValues, Query};
 use bench_nats::NatsConfig;
 use benchstream_tests::{OpenAiServer, Reply};
 use serde_json::{json, Value};

@@ -6,9 +6,9 @@ use std::process::Command;
 use agent_runner::PublishSetup;
 use async_nats::jetstream;
 use bench_nats::{NatsConfig, StreamSpec};
+use bench_schemas::{Payload, SubjectPrefix};
 use benchstream_tests::free_port;
 use benchstream_tests::harness::NatsCluster;
-use schemas::{Payload, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{publish_setup, repo_path, slow_steps_config, sorted_seqs, stream_messages};

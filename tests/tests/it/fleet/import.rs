@@ -3,7 +3,7 @@
 //! test counts are NULL, and so are tokens and cost when the file has none.
 
 use agent_runner::import::{self, Destination};
-use schemas::{sha256_hex, SubjectPrefix};
+use bench_schemas::{sha256_hex, SubjectPrefix};
 
 use super::query;
 use crate::common::{publish_setup, repo_path, start_pipeline};

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use agent_runner::sweep::{SweepConfig, SweepReport};
 use bench_clickhouse::{ClickHouseArgs, ClickHouseConfig};
-use schemas::SubjectPrefix;
+use bench_schemas::SubjectPrefix;
 
 use crate::common::{publish_setup, repo_path, SinkToClickHouse};
 

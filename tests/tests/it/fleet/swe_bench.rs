@@ -13,12 +13,12 @@ use std::ffi::OsString;
 use agent_runner::exec;
 use agent_runner::scenario::LoadOptions;
 use agent_runner::tasks::{import_swe_bench, validate, SweBenchImport, ValidateConfig};
-use analysis::command::{self, CompareArgs};
-use analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
-use analysis::{Format, Query};
+use bench_analysis::command::{self, CompareArgs};
+use bench_analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
+use bench_analysis::{Format, Query};
 use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
+use bench_schemas::SubjectPrefix;
 use benchstream_tests::swe_bench::{Project, F2P, FIXED, P2P};
-use schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
 use super::query;
@@ -109,7 +109,7 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
                 .join("final.diff"),
         )
         .expect("final.diff");
-        assert_eq!(stored, schemas::sha256_hex(&diff).as_str());
+        assert_eq!(stored, bench_schemas::sha256_hex(&diff).as_str());
     }
     // What the test-editing run failed on, and its edit in the diff it submitted.
     assert_eq!(

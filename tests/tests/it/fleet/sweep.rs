@@ -8,8 +8,8 @@ use std::time::Duration;
 use agent_runner::sweep::claim::{ClaimBoard, ClaimConfig, ClaimRecord};
 use agent_runner::sweep::{self, Plan};
 use bench_nats::NatsConfig;
+use bench_schemas::{Payload, SubjectPrefix};
 use benchstream_tests::NatsServer;
-use schemas::{Payload, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
 use super::{assert_split, clickhouse_source, fixture, query, worker};

@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use agent_runner::pricing::{Prices, TokenPrice};
+use bench_schemas::{ExitStatus, PricingSource};
 use benchstream_tests::{OpenAiServer, Reply};
-use schemas::{ExitStatus, PricingSource};
 use serde_json::{json, Value};
 
 use super::{

@@ -3,8 +3,8 @@
 //! in ClickHouse, where the run, its deliberations and their costs can be queried, each
 //! step with the tokens of the calls it made.
 
+use bench_schemas::{ExitStatus, SubjectPrefix};
 use benchstream_tests::OpenAiServer;
-use schemas::{ExitStatus, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
 use super::{agent_requests, models, provider, reference_replies, TASK};

@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use agent_runner::agent::RunSummary;
+use bench_schemas::{DeliberationStatus, ExitStatus};
 use benchstream_tests::{OpenAiServer, Reply};
-use schemas::{DeliberationStatus, ExitStatus};
 
 use super::{fixture, models, provider, reference_replies, run, run_published, TASK};
 use crate::common::{start_pipeline, SinkToClickHouse};

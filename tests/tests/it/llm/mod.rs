@@ -27,8 +27,8 @@ use agent_runner::pricing::Prices;
 use agent_runner::provider::ProviderConfig;
 use agent_runner::scenario::LoadedTask;
 use agent_runner::tools::ToolRequest;
+use bench_schemas::{BenchmarkEvent, ContextDecision, Deliberation, Payload, SubjectPrefix};
 use benchstream_tests::{NatsServer, OpenAiServer, Reply};
-use schemas::{BenchmarkEvent, ContextDecision, Deliberation, Payload, SubjectPrefix};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 

@@ -3,8 +3,8 @@
 //! end the run with `exit_format`; a model without function calling can write its calls
 //! as JSON in text; every deliberation carries the raw output and the parsed actions.
 
+use bench_schemas::{DeliberationStatus, ExitStatus};
 use benchstream_tests::{OpenAiServer, Reply};
-use schemas::{DeliberationStatus, ExitStatus};
 use serde_json::Value;
 
 use super::{

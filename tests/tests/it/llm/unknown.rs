@@ -16,8 +16,8 @@ use std::ffi::OsString;
 
 use agent_runner::exec;
 use agent_runner::import::{self, Destination};
-use analysis::{generate_report, ParamValues, Query, ReportOptions, QUERIES};
-use schemas::{decode_message, sha256_hex, Decoded, SubjectPrefix};
+use bench_analysis::{generate_report, ParamValues, Query, ReportOptions, QUERIES};
+use bench_schemas::{decode_message, sha256_hex, Decoded, SubjectPrefix};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 

@@ -6,8 +6,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 
 use bench_nats::StreamSpec;
+use bench_schemas::SubjectPrefix;
 use benchstream_tests::NatsServer;
-use schemas::SubjectPrefix;
 
 use super::{export, Receiver};
 use crate::common::{create_stream, stream_messages};

@@ -1,9 +1,9 @@
 //! The OpenTelemetry Python SDK's own OTLP/HTTP exporter sends an agent trace, and the
 //! same batch again: every fact lands in ClickHouse exactly as the trace states it, once.
 
-use analysis::Query;
+use bench_analysis::Query;
 use bench_nats::StreamSpec;
-use schemas::Canonical;
+use bench_schemas::Canonical;
 
 use super::{export, query, Receiver};
 use crate::common::{start_pipeline, stream_messages};

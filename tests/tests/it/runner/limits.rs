@@ -1,6 +1,6 @@
 //! Limits end a run early with the documented exit status and reason.
 
-use schemas::ExitStatus;
+use bench_schemas::ExitStatus;
 
 use crate::common::{fixture_scenario, run_offline};
 

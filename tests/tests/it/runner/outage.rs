@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use schemas::SubjectPrefix;
+use bench_schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{

@@ -2,7 +2,7 @@
 //! added (`[judge] protect`) are restored before the final verdict, and the tampering is
 //! reported (`summary.json`, the `conclude` step, the `failure` event).
 
-use schemas::{ExitStatus, Payload, StepType};
+use bench_schemas::{ExitStatus, Payload, StepType};
 
 use crate::common::{fixture_scenario, journal_events, run_offline};
 

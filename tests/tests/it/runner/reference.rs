@@ -4,7 +4,7 @@
 use std::fs;
 
 use agent_runner::scenario::TASKS_DIR;
-use schemas::{ExitStatus, Payload, SubjectPrefix};
+use bench_schemas::{ExitStatus, Payload, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{
@@ -59,7 +59,7 @@ async fn reference_solutions_solve_every_shipped_task() {
         // Solved inside the agent sandbox, not beside it.
         let events = crate::common::journal_events(run);
         match &events[0].payload {
-            schemas::Payload::RunStart(start) => assert_eq!(
+            bench_schemas::Payload::RunStart(start) => assert_eq!(
                 start.sandbox.as_ref().map(|s| s.kind.as_str()),
                 Some("bwrap"),
                 "{}",

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 
 use agent_runner::exec::{self, ExecConfig, ExecReport};
 use agent_runner::tools::bwrap;
-use benchstream_tests::{processes_with, ClickHouseServer, NatsServer};
-use schemas::{
+use bench_schemas::{
     BenchmarkEvent, ExitKind, ExitStatus, Payload, PidsLimit, SandboxNetwork, StepType, ToolCall,
 };
+use benchstream_tests::{processes_with, ClickHouseServer, NatsServer};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{fixture_scenario, journal_events, repo_path, run_offline};
@@ -69,7 +69,7 @@ fn observations(events: &[BenchmarkEvent]) -> Vec<&str> {
         .collect()
 }
 
-fn run_start_sandbox(events: &[BenchmarkEvent]) -> &schemas::SandboxInfo {
+fn run_start_sandbox(events: &[BenchmarkEvent]) -> &bench_schemas::SandboxInfo {
     match &events[0].payload {
         Payload::RunStart(start) => start.sandbox.as_ref().expect("run_start.sandbox"),
         other => panic!("first event is not run_start: {other:?}"),

@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
+use bench_schemas::{ExitKind, ExitStatus, FailureRoot, Payload};
 use benchstream_tests::processes_with;
-use schemas::{ExitKind, ExitStatus, FailureRoot, Payload};
 
-use analysis::{ParamValues, Query};
-use schemas::SubjectPrefix;
+use bench_analysis::{ParamValues, Query};
+use bench_schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{

@@ -2,7 +2,7 @@
 //! with the exact bytes and a readable reason, is terminated, and the valid events
 //! published around it all land.
 
-use schemas::{EventType, SubjectPrefix};
+use bench_schemas::{EventType, SubjectPrefix};
 use serde_json::Value;
 
 use super::setup::{RunningSink, World, LANDING};

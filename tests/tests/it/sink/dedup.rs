@@ -1,7 +1,7 @@
 //! Each event counts once, however often it reaches ClickHouse: replays of the same
 //! event (outside JetStream's duplicate window) and several sinks sharing the consumer.
 
-use schemas::{BenchmarkEvent, EventType};
+use bench_schemas::{BenchmarkEvent, EventType};
 
 use super::setup::{RunningSink, World};
 use benchstream_tests::events::{envelope, publish_raw, Run};
@@ -11,7 +11,7 @@ use benchstream_tests::events::{envelope, publish_raw, Run};
 async fn publish_replay(world: &World, event: &BenchmarkEvent) {
     let (subject, mut headers) = envelope(event);
     headers.insert(
-        schemas::subject::headers::MSG_ID,
+        bench_schemas::subject::headers::MSG_ID,
         uuid::Uuid::now_v7().to_string().as_str(),
     );
     publish_raw(&world.js, subject, Some(headers), event.to_json()).await;

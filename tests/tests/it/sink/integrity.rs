@@ -5,11 +5,11 @@
 
 use std::collections::BTreeSet;
 
-use analysis::{ParamValues, Query, Table, QUERIES};
+use bench_analysis::{ParamValues, Query, Table, QUERIES};
+use bench_schemas::subject::headers;
+use bench_schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 use chrono::{DateTime, Datelike, Months, TimeZone, Utc};
 use event_sink::migrations::{self, MIGRATIONS};
-use schemas::subject::headers;
-use schemas::{BenchmarkEvent, EventType, SubjectPrefix};
 use serde_json::Value;
 use uuid::Uuid;
 

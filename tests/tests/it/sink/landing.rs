@@ -1,7 +1,7 @@
 //! Valid events land: each type in its table with the values it was sent with, and every
 //! one in `events_raw` byte for byte, hostile strings included.
 
-use schemas::{BenchmarkEvent, EventType, Payload};
+use bench_schemas::{BenchmarkEvent, EventType, Payload};
 use serde_json::Value;
 
 use super::setup::{RunningSink, World};

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use bench_schemas::EventType;
 use benchstream_tests::free_port;
 use event_sink::config::MetricsArgs;
-use schemas::EventType;
 
 use super::setup::{http_get, sample, RunningSink, World, LANDING};
 use crate::common::wait_for;

@@ -3,9 +3,9 @@
 //! fixed, `dead-letters replay` brings it back through the sink, once, and says what it
 //! skipped and why.
 
+use bench_schemas::{EventType, SubjectPrefix};
 use event_sink::replay::{self, Outcome, Selection, Skip};
 use event_sink::Config;
-use schemas::{EventType, SubjectPrefix};
 
 use super::setup::{RunningSink, World, LANDING};
 use crate::common::wait_for;

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use async_nats::jetstream::{self, consumer};
+use bench_schemas::SubjectPrefix;
 use benchstream_tests::{ClickHouseServer, NatsServer};
 use event_sink::{Config, SinkArgs, SinkError};
-use schemas::SubjectPrefix;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

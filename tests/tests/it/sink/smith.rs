@@ -6,10 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use analysis::{Query, Table};
 use async_nats::HeaderMap;
-use schemas::subject::headers;
-use schemas::{decode_message, Decoded, EventType, SubjectPrefix};
+use bench_analysis::{Query, Table};
+use bench_schemas::subject::headers;
+use bench_schemas::{decode_message, Decoded, EventType, SubjectPrefix};
 use serde_json::{json, Map, Value};
 
 use super::setup::{RunningSink, World};
@@ -24,7 +24,7 @@ pub(crate) fn smith_events() -> Vec<Vec<u8>> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../schemas/tests/fixtures/smith/smith-events.jsonl");
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(schemas::sha256_hex(&bytes).as_str(), FIXTURE_SHA256);
+    assert_eq!(bench_schemas::sha256_hex(&bytes).as_str(), FIXTURE_SHA256);
     bytes
         .split(|&b| b == b'\n')
         .filter(|line| !line.is_empty())

@@ -61,7 +61,7 @@ async fn migrations_are_applied_once_and_recorded() {
     // event_ids and its feed view; no `_0004`/`_0005` copy and no lock left.
     assert_eq!(
         tables.trim(),
-        (schemas::EventType::ALL.len() + 5).to_string()
+        (bench_schemas::EventType::ALL.len() + 5).to_string()
     );
     // Facts a protocol may not send are Nullable; `planned` exists; a call's token counts
     // may be unknown.

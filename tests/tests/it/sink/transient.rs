@@ -8,10 +8,10 @@
 
 use std::time::Duration;
 
+use bench_schemas::EventType;
 use benchstream_tests::{free_port, Fault, FaultProxy};
 use event_sink::config::MetricsArgs;
 use event_sink::rows::typed_table;
-use schemas::EventType;
 
 use super::setup::{http_get, sample, RunningSink, World, LANDING};
 use crate::common::wait_for;

@@ -10,7 +10,7 @@
 //! behind by one call must not outlive it (and would keep the output pipe open).
 //!
 //! A command whose sandbox could not be set up (cgroup, fork, bwrap) did not run: that is
-//! [`ExecError::Sandbox`], recorded on the run's [`Confinement`] as well, never an exit
+//! [`ShellError::Sandbox`], recorded on the run's [`Confinement`] as well, never an exit
 //! status the agent's code could have produced.
 
 use std::ffi::OsString;
@@ -37,7 +37,7 @@ const SETUP_MESSAGE_CHARS: usize = 1000;
 
 /// What to run and within which limits.
 #[derive(Debug, Clone)]
-pub struct ExecSpec<'a> {
+pub struct ShellSpec<'a> {
     /// Shell text given to `bash -c`.
     pub command: &'a str,
     /// Working directory (the run's scratch copy), the only writable path.
@@ -52,7 +52,7 @@ pub struct ExecSpec<'a> {
 
 /// How a command ended.
 #[derive(Debug, Clone)]
-pub struct ExecOutput {
+pub struct ShellOutput {
     /// Exit status of the shell; `None` when it was killed for the timeout.
     pub status: Option<ExitStatus>,
     /// Whether the timeout killed it.
@@ -65,7 +65,7 @@ pub struct ExecOutput {
     pub elapsed: Duration,
 }
 
-impl ExecOutput {
+impl ShellOutput {
     /// Exit code 0 within the time limit.
     pub fn success(&self) -> bool {
         !self.timed_out && self.status.is_some_and(|s| s.success())
@@ -74,7 +74,7 @@ impl ExecOutput {
 
 /// Why a command did not run.
 #[derive(Debug, thiserror::Error)]
-pub enum ExecError {
+pub enum ShellError {
     /// Its sandbox could not be set up; the reason is also the run's
     /// [`Confinement::setup_failure`].
     #[error("the sandbox could not be set up: {0}")]
@@ -88,9 +88,9 @@ pub enum ExecError {
 ///
 /// # Errors
 ///
-/// [`ExecError::Sandbox`] when the sandbox could not be set up (the command never ran);
-/// [`ExecError::Io`] when its output or exit could not be read.
-pub async fn run_shell(spec: &ExecSpec<'_>) -> Result<ExecOutput, ExecError> {
+/// [`ShellError::Sandbox`] when the sandbox could not be set up (the command never ran);
+/// [`ShellError::Io`] when its output or exit could not be read.
+pub async fn run_shell(spec: &ShellSpec<'_>) -> Result<ShellOutput, ShellError> {
     let args: [OsString; 2] = ["-c".into(), spec.command.into()];
     let command = SandboxedCommand {
         program: "bash".as_ref(),
@@ -116,18 +116,18 @@ pub async fn run_confined(
     command: &SandboxedCommand<'_>,
     timeout: Duration,
     output_cap: usize,
-) -> Result<ExecOutput, ExecError> {
+) -> Result<ShellOutput, ShellError> {
     let started = Instant::now();
     let setup_failed = |why: String| {
         confinement.record_setup_failure(why.clone());
-        ExecError::Sandbox(why)
+        ShellError::Sandbox(why)
     };
     // CLOEXEC so that commands spawned concurrently by other runs do not inherit our
     // write end (which would keep this pipe open until they exit).
     let (read_end, write_end) = nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?;
     let (mut command, tree) = confinement
         .command(command)
-        .map_err(|e| ExecError::Sandbox(format!("cannot prepare the sandbox: {e}")))?;
+        .map_err(|e| ShellError::Sandbox(format!("cannot prepare the sandbox: {e}")))?;
     command
         .stdout(Stdio::from(write_end.try_clone()?))
         .stderr(Stdio::from(write_end));
@@ -191,7 +191,7 @@ pub async fn run_confined(
             "bwrap did not start the command: {message}"
         )));
     }
-    Ok(ExecOutput {
+    Ok(ShellOutput {
         status: if timed_out { None } else { status },
         timed_out,
         output,
@@ -281,7 +281,7 @@ mod tests {
     /// Plain processes with generous limits: these tests are about the pipe and the
     /// timeout, not the sandbox (tests/tests/it/runner/sandbox.rs covers that).
     fn bare() -> Confinement {
-        Confinement::unsandboxed(&schemas::SandboxLimits {
+        Confinement::unsandboxed(&bench_schemas::SandboxLimits {
             memory_mb: Some(4096),
             cpu_cores: 1.0,
             disk_mb: 1024,
@@ -313,7 +313,7 @@ mod tests {
     #[tokio::test]
     async fn merges_streams_and_reports_status() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let out = run_shell(&ExecSpec {
+        let out = run_shell(&ShellSpec {
             command: "echo out; echo err >&2; exit 3",
             cwd: dir.path(),
             confinement: &bare(),
@@ -330,7 +330,7 @@ mod tests {
     #[tokio::test]
     async fn background_child_does_not_hold_the_call() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let out = run_shell(&ExecSpec {
+        let out = run_shell(&ShellSpec {
             command: "sleep 30 & echo done",
             cwd: dir.path(),
             confinement: &bare(),
@@ -346,7 +346,7 @@ mod tests {
     #[tokio::test]
     async fn timeout_kills_and_reports() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let out = run_shell(&ExecSpec {
+        let out = run_shell(&ShellSpec {
             command: "echo start; sleep 30",
             cwd: dir.path(),
             confinement: &bare(),

@@ -2,7 +2,7 @@
 //!
 //! | class | examples | action |
 //! |---|---|---|
-//! | bad data | anything [`schemas::decode`](fn@schemas::decode) rejects | one `dead_letters` row, then `Term` |
+//! | bad data | anything [`bench_schemas::decode`](fn@bench_schemas::decode) rejects | one `dead_letters` row, then `Term` |
 //! | refused event | `implausible_ts`, `subject_mismatch`, `conflict` ([`crate::admission`]) | one `dead_letters` row, then `Term` |
 //! | refused data | an insert fails with a code of [`RULES`] that blames the rows ([`Meaning::Data`]) | split the insert until the refused row stands alone, then retry that row alone: only a row refused [`Confirmation::attempts`] times in a row, with the same error, over at least [`Confirmation::over`], is dead-lettered (`rejected_by_clickhouse`) and terminated |
 //! | insert limit | too many partitions for one insert ([`Meaning::InsertLimit`]) | split; the halves pass |
@@ -18,7 +18,7 @@
 
 use std::time::Duration;
 
-use schemas::DecodeError;
+use bench_schemas::DecodeError;
 
 /// `dead_letters.error_class` of a row ClickHouse refused (the other classes are
 /// [`DecodeError::class`]).

@@ -21,7 +21,7 @@ use crate::fixture_tree::Tree;
 
 /// A private copy of a fixture; deleted on drop.
 #[derive(Debug)]
-pub struct Sandbox {
+pub struct Scratch {
     /// Canonical path of the root; every resolved path starts with it.
     root: PathBuf,
     /// The bounded file system mounted on the directory, when there is one; declared
@@ -46,26 +46,40 @@ pub enum PathError {
 
 /// Setting up the scratch copy failed.
 #[derive(Debug, thiserror::Error)]
-pub enum SandboxError {
+pub enum ScratchError {
+    /// The temp directory could not be made.
     #[error("cannot create scratch directory: {0}")]
     Create(io::Error),
+    /// The bounded file system could not be mounted on it.
     #[error("cannot mount the bounded workspace file system: {0}")]
     Mount(io::Error),
+    /// A fixture file or link could not be copied.
     #[error("cannot copy fixture file {path}: {source}")]
-    Copy { path: String, source: io::Error },
+    Copy {
+        /// The file, relative to the fixture.
+        path: String,
+        /// Why.
+        source: io::Error,
+    },
+    /// A fixture file's content (a link's target) differs from the hash it was verified
+    /// with.
     #[error(
         "fixture file {path} changed after it was verified (sha256 {actual}, pinned {expected})"
     )]
     Changed {
+        /// The file, relative to the fixture.
         path: String,
+        /// The pinned sha256.
         expected: String,
+        /// The sha256 of what was copied.
         actual: String,
     },
+    /// The one-commit git repository of a SWE-bench-format task could not be made.
     #[error("cannot make the base repository of the scratch copy: {0}")]
     BaseRepo(#[from] crate::base_repo::BaseRepoError),
 }
 
-impl Sandbox {
+impl Scratch {
     /// Copies the files of `tree` (scanned from `fixture_dir`) into a new temp dir, and
     /// its symlinks as symlinks, checking each file's content (each link's target)
     /// against the hash in `tree` as it goes, so the copy is
@@ -77,27 +91,27 @@ impl Sandbox {
         fixture_dir: &Path,
         tree: &Tree,
         bound: Option<WorkspaceBound>,
-    ) -> Result<Sandbox, SandboxError> {
+    ) -> Result<Scratch, ScratchError> {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::Builder::new()
             .prefix("bench-run-")
             .permissions(fs::Permissions::from_mode(0o700))
             .tempdir()
-            .map_err(SandboxError::Create)?;
-        let root = dir.path().canonicalize().map_err(SandboxError::Create)?;
+            .map_err(ScratchError::Create)?;
+        let root = dir.path().canonicalize().map_err(ScratchError::Create)?;
         let mount = bound
             .map(|bound| TmpfsMount::mount(&root, bound))
             .transpose()
-            .map_err(SandboxError::Mount)?;
+            .map_err(ScratchError::Mount)?;
         for entry in tree.entries() {
-            let copy_err = |source| SandboxError::Copy {
+            let copy_err = |source| ScratchError::Copy {
                 path: entry.path.clone(),
                 source,
             };
             let bytes = fs::read(fixture_dir.join(&entry.path)).map_err(copy_err)?;
-            let actual = schemas::sha256_hex(&bytes);
+            let actual = bench_schemas::sha256_hex(&bytes);
             if actual != entry.sha256 {
-                return Err(SandboxError::Changed {
+                return Err(ScratchError::Changed {
                     path: entry.path.clone(),
                     expected: entry.sha256.to_string(),
                     actual: actual.to_string(),
@@ -112,16 +126,16 @@ impl Sandbox {
         }
         // The fixture's symlinks, as symlinks (their targets stay inside: `Tree::scan`).
         for link in tree.links() {
-            let copy_err = |source| SandboxError::Copy {
+            let copy_err = |source| ScratchError::Copy {
                 path: link.path.clone(),
                 source,
             };
             let actual = fs::read_link(fixture_dir.join(&link.path)).map_err(copy_err)?;
             if actual.as_os_str() != link.target.as_str() {
-                return Err(SandboxError::Changed {
+                return Err(ScratchError::Changed {
                     path: link.path.clone(),
-                    expected: schemas::sha256_hex(link.target.as_bytes()).to_string(),
-                    actual: schemas::sha256_hex(actual.as_os_str().as_encoded_bytes()).to_string(),
+                    expected: bench_schemas::sha256_hex(link.target.as_bytes()).to_string(),
+                    actual: bench_schemas::sha256_hex(actual.as_os_str().as_encoded_bytes()).to_string(),
                 });
             }
             let at = root.join(&link.path);
@@ -130,7 +144,7 @@ impl Sandbox {
             }
             std::os::unix::fs::symlink(&link.target, &at).map_err(copy_err)?;
         }
-        Ok(Sandbox {
+        Ok(Scratch {
             root,
             _mount: mount,
             _dir: dir,
@@ -140,7 +154,7 @@ impl Sandbox {
     /// Makes the scratch copy, as created, a git repository whose one commit is the
     /// fixture (`message` its message), so that the agent can use git on it and sees no
     /// history ([`crate::base_repo`]).
-    pub fn commit_base(self, message: &str) -> Result<Sandbox, SandboxError> {
+    pub fn commit_base(self, message: &str) -> Result<Scratch, ScratchError> {
         crate::base_repo::init(&self.root, message)?;
         Ok(self)
     }
@@ -219,12 +233,12 @@ fn set_executable(path: &Path, executable: bool) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    fn sandbox() -> (TempDir, Sandbox) {
+    fn sandbox() -> (TempDir, Scratch) {
         let fixture = tempfile::tempdir().expect("tempdir");
         fs::create_dir(fixture.path().join("src")).expect("mkdir");
         fs::write(fixture.path().join("src/a.py"), "x = 1\n").expect("write");
         let tree = Tree::scan(fixture.path()).expect("scan");
-        let sandbox = Sandbox::create(fixture.path(), &tree, None).expect("sandbox");
+        let sandbox = Scratch::create(fixture.path(), &tree, None).expect("sandbox");
         (fixture, sandbox)
     }
 
@@ -250,7 +264,7 @@ mod tests {
             bytes: 1 << 20,
             inodes: 100,
         };
-        let sb = Sandbox::create(fixture.path(), &tree, Some(bound)).expect("sandbox");
+        let sb = Scratch::create(fixture.path(), &tree, Some(bound)).expect("sandbox");
         let root = sb.root().to_path_buf();
         let full = fs::write(root.join("big"), vec![0u8; 2 << 20]).expect_err("2 MiB in 1");
         assert_eq!(full.raw_os_error(), Some(libc::ENOSPC), "{full}");

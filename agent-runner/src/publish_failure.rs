@@ -24,7 +24,7 @@
 
 use async_nats::jetstream::context::{GetStreamByNameErrorKind, PublishError, PublishErrorKind};
 use async_nats::jetstream::{self, ErrorCode};
-use schemas::SubjectPrefix;
+use bench_schemas::SubjectPrefix;
 
 use crate::quarantine::QuarantineKind;
 
