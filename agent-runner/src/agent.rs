@@ -495,10 +495,7 @@ impl Turns<'_, '_> {
             }
             modified |= !outcome.footprint.files_modified.is_empty();
             let submitted = outcome.submitted;
-            self.progress.history.push(Exchange {
-                request,
-                outcome,
-            });
+            self.progress.history.push(Exchange { request, outcome });
             if submitted {
                 return Ok(Acted::Ended(RunEnd::submitted()));
             }

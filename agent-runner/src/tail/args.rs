@@ -1,9 +1,9 @@
 //! `agent-runner tail` flags and environment → a validated [`TailConfig`].
 
 use bench_nats::{NatsArgs, StreamSpec};
+use bench_schemas::EventType;
 use chrono::{DateTime, Utc};
 use clap::Args;
-use bench_schemas::EventType;
 use uuid::Uuid;
 
 use super::{Filter, TailConfig};

@@ -21,7 +21,6 @@
 //! - [`footprint`]: lines changed, test files, what a shell command changed.
 
 pub mod bwrap;
-pub mod shell;
 mod files;
 pub mod footprint;
 mod grep;
@@ -29,6 +28,7 @@ mod network;
 mod request;
 mod scratch;
 mod seccomp;
+pub mod shell;
 mod workspace_fs;
 
 use std::sync::Arc;
@@ -44,8 +44,8 @@ pub(crate) use workspace_fs::WorkspaceBound;
 pub use workspace_fs::{enter_mount_namespace, MountNamespaceError, RunnerNamespace};
 
 use bwrap::Confinement;
-use shell::{Capture, ShellSpec};
 use footprint::Snapshot;
+use shell::{Capture, ShellSpec};
 
 /// Default cap of the observation text one call returns, bytes.
 pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;

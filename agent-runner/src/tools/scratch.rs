@@ -135,7 +135,8 @@ impl Scratch {
                 return Err(ScratchError::Changed {
                     path: link.path.clone(),
                     expected: bench_schemas::sha256_hex(link.target.as_bytes()).to_string(),
-                    actual: bench_schemas::sha256_hex(actual.as_os_str().as_encoded_bytes()).to_string(),
+                    actual: bench_schemas::sha256_hex(actual.as_os_str().as_encoded_bytes())
+                        .to_string(),
                 });
             }
             let at = root.join(&link.path);

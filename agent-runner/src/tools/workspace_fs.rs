@@ -46,10 +46,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use bench_schemas::SandboxLimits;
 use nix::mount::{MntFlags, MsFlags};
 use nix::sched::CloneFlags;
 use nix::unistd::{getegid, geteuid};
-use bench_schemas::SandboxLimits;
 
 /// Bytes of `disk_mb` per inode of the cap: one file per 16 KiB on average, what source
 /// trees with their build output need, and far fewer than a file-creating loop makes.
