@@ -1,5 +1,6 @@
 //! A run's prologue and epilogue, written once for a native run ([`crate::agent::execute`])
-//! and an external agent's ([`crate::exec::bridge::run`]):
+//! and an external agent's ([`crate::exec::bridge::run`]), and the `run_start` and
+//! `env_hash` of a run recorded elsewhere (an imported trajectory, a received trace):
 //!
 //! - the prologue ([`Opening::open`]): the sandbox in force ([`sandbox_in_force`]) →
 //!   `env_hash` → sequencer → recorder → `run_start`;
@@ -11,8 +12,11 @@
 //! `env_hash` is assembled here and nowhere else, from one [`RunEnvironment`], so a native
 //! run and an external agent's under the same isolation, toolchain and task hash their
 //! environment alike: who acts (the policy, the agent program) is `policy_id`, never part
-//! of the environment. Runs recorded elsewhere (imports, traces) have no sandbox, recorder
-//! or judge of this runner, and hash where they came from instead.
+//! of the environment. Runs recorded elsewhere (imports, traces) had no sandbox, recorder
+//! or judge of this runner and their environment is not known: they hash where they came
+//! from ([`Provenance`]), which never equals a run's environment here, and their
+//! `run_start` ([`recorded_run_start`]) says "no sandbox" rather than guess one. Every
+//! `run_start` is built by [`run_start`].
 //!
 //! This module decides nothing about how a run ends and starts no agent: what happens
 //! between `run_start` and the judge is the caller's.
@@ -39,6 +43,84 @@ use crate::tools::bwrap::Confinement;
 
 /// Version of this runner (`run_start.runner_version`).
 pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Every `run_start` of this runner: a run it executes ([`Opening::open`]) and one
+/// recorded elsewhere ([`recorded_run_start`]). `versions`: the runner's and the
+/// scoring's.
+fn run_start(
+    config: RunConfig,
+    scenario: ScenarioRef,
+    fixture_sha256: Hash256,
+    (runner_version, scoring_version): (String, &str),
+    sandbox: Option<SandboxInfo>,
+    sweep: Option<SweepRef>,
+) -> RunStart {
+    RunStart {
+        config,
+        scenario,
+        fixture_sha256,
+        scoring_version: scoring_version.to_owned(),
+        runner_version,
+        sandbox,
+        sweep: sweep.map(Box::new),
+    }
+}
+
+/// The `run_start` of a run recorded elsewhere, by `runner_version` and scored (or not)
+/// as `scoring_version` says: its sandbox is not known (NULL, never this runner's) and it
+/// belongs to no sweep of this runner.
+pub(crate) fn recorded_run_start(
+    config: RunConfig,
+    scenario: ScenarioRef,
+    fixture_sha256: Hash256,
+    (runner_version, scoring_version): (String, &str),
+) -> RunStart {
+    run_start(
+        config,
+        scenario,
+        fixture_sha256,
+        (runner_version, scoring_version),
+        None,
+        None,
+    )
+}
+
+/// Where a run recorded elsewhere came from: what its `env_hash` covers, since the
+/// environment it ran in is not known. Its `source` keeps it apart from every
+/// [`RunEnvironment`].
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Provenance<'a> {
+    /// A SWE-agent trajectory file.
+    SweAgent {
+        /// `swe-agent`.
+        source: &'static str,
+        /// The SWE-agent version that wrote it.
+        swe_agent_version: &'a str,
+        /// Its `environment` field.
+        environment: &'a str,
+    },
+    /// An OpenTelemetry trace received by `agent-runner otlp`.
+    Trace {
+        /// `otlp`.
+        source: &'static str,
+        /// `service.name`.
+        service: &'a str,
+        /// `service.version`, when the resource has it.
+        service_version: Option<&'a str>,
+        /// `telemetry.sdk.name`, when the resource has it.
+        sdk: Option<&'a str>,
+        /// `telemetry.sdk.version`, when the resource has it.
+        sdk_version: Option<&'a str>,
+    },
+}
+
+impl Provenance<'_> {
+    /// The `env_hash` of a run that came from here.
+    pub(crate) fn env_hash(&self) -> Hash256 {
+        self.canonical_hash()
+    }
+}
 
 /// `summary.json`: the run's identity and result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -197,15 +279,14 @@ impl Opening<'_> {
             name: self.scenario.scenario.name.clone(),
             sha256: self.scenario.sha256.clone(),
         };
-        let start = RunStart {
-            config: config.clone(),
-            scenario: scenario.clone(),
-            fixture_sha256: fixture_sha256.clone(),
-            scoring_version: SCORING_VERSION.to_owned(),
-            runner_version: RUNNER_VERSION.to_owned(),
-            sandbox: Some(sandbox),
-            sweep: self.sweep.map(Box::new),
-        };
+        let start = run_start(
+            config.clone(),
+            scenario.clone(),
+            fixture_sha256.clone(),
+            (RUNNER_VERSION.to_owned(), SCORING_VERSION),
+            Some(sandbox),
+            self.sweep,
+        );
         rec.emit(None, Payload::RunStart(start))?;
         Ok(OpenRun {
             rec,
@@ -459,6 +540,62 @@ mod tests {
         let config = RunConfig::unstated("m".to_owned(), "p".to_owned(), "tools@1".to_owned());
         let sandbox = sandbox_in_force(None, &config);
         (config, sandbox)
+    }
+
+    #[test]
+    fn a_run_recorded_elsewhere_hashes_where_it_came_from_as_a_plain_object() {
+        // The hash of the object its fields make, as imports have always hashed it: a
+        // re-import of the same file keeps its env_hash.
+        let swe_agent = Provenance::SweAgent {
+            source: "swe-agent",
+            swe_agent_version: "1.0.1",
+            environment: "swe_main",
+        };
+        assert_eq!(
+            swe_agent.env_hash(),
+            serde_json::json!({
+                "source": "swe-agent",
+                "swe_agent_version": "1.0.1",
+                "environment": "swe_main",
+            })
+            .canonical_hash()
+        );
+        let trace = Provenance::Trace {
+            source: "otlp",
+            service: "agent",
+            service_version: None,
+            sdk: Some("opentelemetry"),
+            sdk_version: None,
+        };
+        assert_eq!(
+            trace.env_hash(),
+            serde_json::json!({
+                "source": "otlp",
+                "service": "agent",
+                "service_version": null,
+                "sdk": "opentelemetry",
+                "sdk_version": null,
+            })
+            .canonical_hash()
+        );
+        // Never the environment of a run of this runner.
+        let (config, sandbox) = environment();
+        let task = sha256_hex(b"task");
+        let ran_here = RunEnvironment::of(&config, &task, &task, &sandbox, None);
+        assert_ne!(swe_agent.env_hash(), ran_here.canonical_hash());
+        let start = recorded_run_start(
+            config,
+            ScenarioRef {
+                name: "swe-agent".to_owned(),
+                sha256: task.clone(),
+            },
+            task,
+            ("1.0.1".to_owned(), "swe-agent-unevaluated"),
+        );
+        assert_eq!(start.sandbox, None);
+        assert_eq!(start.sweep, None);
+        assert_eq!(start.scoring_version, "swe-agent-unevaluated");
+        assert_eq!(start.runner_version, "1.0.1");
     }
 
     #[test]

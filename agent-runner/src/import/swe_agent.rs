@@ -42,7 +42,6 @@ use bench_schemas::{
     ScenarioRef, Step, StepType, ToolCall,
 };
 use chrono::{DateTime, Duration, Utc};
-use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -50,6 +49,7 @@ use super::traj::{TrajStep, Trajectory};
 use super::ImportError;
 use crate::exec::protocol::derived_uuid;
 use crate::judge::Verdict;
+use crate::prologue::{recorded_run_start, Provenance};
 
 /// `run_start.scoring_version` of imported runs: not judged by benchstream.
 pub const SCORING_VERSION: &str = "swe-agent-unevaluated";
@@ -66,14 +66,6 @@ pub struct TrajFile<'a> {
     pub bytes: &'a [u8],
     /// When the import recorded it: the `ts` of the run's first event.
     pub recorded_at: DateTime<Utc>,
-}
-
-/// What `env_hash` covers for an imported run.
-#[derive(Debug, Serialize)]
-struct ImportedEnvironment<'a> {
-    source: &'static str,
-    swe_agent_version: &'a str,
-    environment: &'a str,
 }
 
 /// The events of `file`, each with its wire bytes, in `seq` order.
@@ -146,12 +138,12 @@ fn sequencer(
         task_id,
         format!("swe-agent/{}", config.model),
         config.canonical_hash(),
-        ImportedEnvironment {
+        Provenance::SweAgent {
             source: "swe-agent",
             swe_agent_version: &traj.info.swe_agent_version,
             environment: &traj.environment,
         }
-        .canonical_hash(),
+        .env_hash(),
         None,
         host,
     )
@@ -159,19 +151,12 @@ fn sequencer(
 
 /// The imported run's `run_start`: the file stands for scenario and fixture.
 fn run_start(traj: &Trajectory, config: RunConfig, file_sha256: Hash256) -> RunStart {
-    RunStart {
-        config,
-        scenario: ScenarioRef {
-            name: "swe-agent".to_owned(),
-            sha256: file_sha256.clone(),
-        },
-        fixture_sha256: file_sha256,
-        scoring_version: SCORING_VERSION.to_owned(),
-        runner_version: version_or_unknown(&traj.info.swe_agent_version),
-        // Not known for a run recorded elsewhere.
-        sandbox: None,
-        sweep: None,
-    }
+    let scenario = ScenarioRef {
+        name: "swe-agent".to_owned(),
+        sha256: file_sha256.clone(),
+    };
+    let version = version_or_unknown(&traj.info.swe_agent_version);
+    recorded_run_start(config, scenario, file_sha256, (version, SCORING_VERSION))
 }
 
 /// How an imported run ended, as far as its file says.

@@ -22,20 +22,20 @@ use std::collections::HashMap;
 use bench_schemas::{
     BenchmarkEvent, Canonical, Deliberation, DeliberationStatus, EvidenceFootprint, ExitKind,
     ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload, PricingSource, RunConfig,
-    RunStart, RunStop, ScenarioRef, Step, StepType, ToolCall, SCHEMA_VERSION,
+    RunStop, ScenarioRef, Step, StepType, ToolCall, SCHEMA_VERSION,
 };
 use chrono::{DateTime, Utc};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::Span;
-use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::span::{attribute_str, event_number, event_str, tokens, SpanView};
 use crate::exec::protocol::derived_uuid;
 use crate::pricing::Prices;
+use crate::prologue::{recorded_run_start, Provenance};
 use crate::provider::TokenUsage;
 
 /// `run_start.scoring_version` of runs received as traces: nobody judged them here.
@@ -238,22 +238,12 @@ struct RunContext {
     env_hash: Hash256,
 }
 
-/// What `env_hash` covers for a run received as a trace: where it came from.
-#[derive(Debug, Serialize)]
-struct TraceEnvironment<'a> {
-    source: &'static str,
-    service: &'a str,
-    service_version: Option<&'a str>,
-    sdk: Option<&'a str>,
-    sdk_version: Option<&'a str>,
-}
-
 impl RunContext {
     fn of(view: &SpanView<'_>) -> RunContext {
         let key = ContextKey::of(view);
         let service = key.service.to_owned();
         let config = run_config();
-        let env = TraceEnvironment {
+        let env = Provenance::Trace {
             source: "otlp",
             service: &service,
             service_version: attribute_str(view.resource, "service.version"),
@@ -267,7 +257,7 @@ impl RunContext {
                 .map_or_else(|| format!("otlp:{service}"), str::to_owned),
             scenario: key.scenario.unwrap_or(DEFAULT_SCENARIO).to_owned(),
             cfg_hash: config.canonical_hash(),
-            env_hash: env.canonical_hash(),
+            env_hash: env.env_hash(),
             config,
             service,
         }
@@ -373,18 +363,18 @@ impl SpanEvents<'_, '_> {
     }
 
     fn run_start(&self) -> Payload {
-        Payload::RunStart(RunStart {
-            config: self.context.config.clone(),
-            scenario: ScenarioRef {
+        Payload::RunStart(recorded_run_start(
+            self.context.config.clone(),
+            ScenarioRef {
                 name: self.context.scenario.clone(),
                 sha256: self.context.scenario.canonical_hash(),
             },
-            fixture_sha256: self.context.env_hash.clone(),
-            scoring_version: SCORING_VERSION.to_owned(),
-            runner_version: format!("agent-runner {} otlp", env!("CARGO_PKG_VERSION")),
-            sandbox: None,
-            sweep: None,
-        })
+            self.context.env_hash.clone(),
+            (
+                format!("agent-runner {} otlp", env!("CARGO_PKG_VERSION")),
+                SCORING_VERSION,
+            ),
+        ))
     }
 
     fn run_stop(&self) -> Payload {
