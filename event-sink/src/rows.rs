@@ -496,8 +496,8 @@ typed_row! {
     ToolCallRow {
         tool_name: &'a str,
         tool_args_hash: &'a str,
-        latency_ms: u64,
-        retries: u32,
+        latency_ms: Option<u64>,
+        retries: Option<u32>,
         exit_kind: &'static str,
         exit_message: Option<&'a str>,
         files_read: &'a [String],
@@ -520,7 +520,7 @@ typed_row! {
         provider: &'a str,
         model: &'a str,
         status: &'static str,
-        latency_ms: u64,
+        latency_ms: Option<u64>,
         input_tokens: Option<u64>,
         cached_input_tokens: Option<u64>,
         cache_write_tokens: Option<u64>,
@@ -531,7 +531,7 @@ typed_row! {
         prompt_price_per_mtok: Option<f64>,
         completion_price_per_mtok: Option<f64>,
         cached_prompt_price_per_mtok: Option<f64>,
-        retries: u32,
+        retries: Option<u32>,
         action_types: Vec<&'a str>,
         action_targets: Vec<&'a str>,
         action_priorities: Vec<u32>,
@@ -718,8 +718,9 @@ macro_rules! tool_call_row {
         let f = &p.evidence_footprint;
         with_envelope!(ToolCallRow, $received, {
             tool_name: &p.tool_name,
-            latency_ms: p.latency_ms,
-            retries: p.retries,
+            // Smith always measures both; this crate's producers may not.
+            latency_ms: Option::from(p.latency_ms),
+            retries: Option::from(p.retries),
             files_read: &f.files_read,
             files_modified: &f.files_modified,
             lines_changed: f.lines_changed,

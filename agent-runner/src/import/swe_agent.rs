@@ -18,7 +18,8 @@
 //!
 //! Events: `run_start`; per trajectory step a `step` `reason` (the thought, when any),
 //! `act` (the action), a `tool_call` (tool = the action's first word, latency =
-//! `execution_time`, `exit_kind` `deterministic` when the observation carries a failing
+//! `execution_time`, null when the step has none, retries null: the file does not count
+//! them, `exit_kind` `deterministic` when the observation carries a failing
 //! command's message such as `command not found` or a Python traceback, else `ok`:
 //! SWE-agent records no exit code; these count in `run_stop.tool_errors`) and `observe`
 //! (the observation); a `conclude` step with the
@@ -80,7 +81,7 @@ pub fn events(
     let file_sha256 = sha256_hex(file.bytes);
     let config = run_config(&traj);
     let mut sequencer = sequencer(file, &file_sha256, &traj, &config, host);
-    let total_ms: i64 = traj.trajectory.iter().map(step_ms).sum();
+    let total_ms: i64 = traj.trajectory.iter().map(placement_ms).sum();
     let start = file.recorded_at;
     let end = start + Duration::milliseconds(total_ms);
     let mut out = Out {
@@ -266,11 +267,11 @@ impl Out<'_> {
                 at,
                 step_id,
                 Payload::Step(Step {
-                    wall_time_ms: Some(u64::try_from(step_ms(step)).unwrap_or(0)),
+                    wall_time_ms: step_ms(step),
                     ..text_step(StepType::Observe, &step.observation)
                 }),
             )?;
-            elapsed += step_ms(step);
+            elapsed += placement_ms(step);
         }
         Ok(())
     }
@@ -295,8 +296,16 @@ impl Out<'_> {
     }
 }
 
-fn step_ms(step: &TrajStep) -> i64 {
-    (step.execution_time.max(0.0) * 1000.0).round() as i64
+/// The step's `execution_time` in ms; `None` when the step does not state it.
+fn step_ms(step: &TrajStep) -> Option<u64> {
+    step.execution_time
+        .map(|s| (s.max(0.0) * 1000.0).round() as u64)
+}
+
+/// How far the events after `step` are placed after it: its time when stated, else
+/// nothing (only the order of `ts` matters then, which the event index keeps).
+fn placement_ms(step: &TrajStep) -> i64 {
+    step_ms(step).map_or(0, |ms| i64::try_from(ms).unwrap_or(i64::MAX))
 }
 
 fn version_or_unknown(version: &str) -> String {
@@ -324,8 +333,9 @@ fn tool_call(step: &TrajStep) -> ToolCall {
         // SWE-agent's thought-action format gives calls no id.
         call_id: None,
         tool_args_hash: serde_json::json!({ "action": step.action }).canonical_hash(),
-        latency_ms: u64::try_from(step_ms(step)).unwrap_or(0),
-        retries: 0,
+        latency_ms: step_ms(step),
+        // SWE-agent records no retries of a command.
+        retries: None,
         exit_kind: observed_exit_kind(&step.observation),
         exit_message: None,
         evidence_footprint: EvidenceFootprint {

@@ -37,9 +37,10 @@ pub struct TrajStep {
     /// The model's reasoning before the action.
     #[serde(default, deserialize_with = "null_default")]
     pub thought: String,
-    /// Seconds the action took in the environment.
-    #[serde(default, deserialize_with = "null_default")]
-    pub execution_time: f64,
+    /// Seconds the action took in the environment; `None` when the step does not say
+    /// (absent or null).
+    #[serde(default)]
+    pub execution_time: Option<f64>,
 }
 
 /// One chat message of `history`.

@@ -451,7 +451,7 @@ impl SpanEvents<'_, '_> {
                 Some(e) if e.mentions("timeout") => DeliberationStatus::Timeout,
                 Some(_) => DeliberationStatus::ApiError,
             },
-            latency_ms: self.ids.latency_ms(),
+            latency_ms: Some(self.ids.latency_ms()),
             input_tokens: input,
             cached_input_tokens: known(v.count(tokens::CACHE_READ)),
             cache_write_tokens: known(v.count(tokens::CACHE_WRITE)),
@@ -462,7 +462,8 @@ impl SpanEvents<'_, '_> {
             prompt_price_per_mtok: None,
             completion_price_per_mtok: None,
             cached_prompt_price_per_mtok: None,
-            retries: 0,
+            // A span does not say how often the call was tried.
+            retries: None,
             actions: Vec::new(),
             summary: if finish.is_empty() {
                 String::new()
@@ -505,8 +506,9 @@ impl SpanEvents<'_, '_> {
             tool_name: name.to_owned(),
             call_id: self.view.str(&["gen_ai.tool.call.id"]).map(str::to_owned),
             tool_args_hash: arguments.canonical_hash(),
-            latency_ms: self.ids.latency_ms(),
-            retries: 0,
+            latency_ms: Some(self.ids.latency_ms()),
+            // A span does not say how often the tool was tried.
+            retries: None,
             exit_kind,
             exit_message: error.map(|e| e.describe()),
             evidence_footprint: EvidenceFootprint::default(),

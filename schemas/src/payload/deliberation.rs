@@ -21,8 +21,10 @@ pub struct Deliberation {
     pub model: String,
     /// How the call ended.
     pub status: DeliberationStatus,
-    /// Wall time of the call, retries and their waits included, ms.
-    pub latency_ms: u64,
+    /// Wall time of the call, retries and their waits included, ms. Null (or absent) when
+    /// the producer did not time the call: an `exec` agent that sends none.
+    #[serde(default)]
+    pub latency_ms: Option<u64>,
     /// Prompt tokens, cached and cache-written ones included. Null when unknown (never 0
     /// for "unknown"): a call that got no answer (timeout, HTTP error, unreadable reply)
     /// or whose answer reported no usage.
@@ -54,9 +56,11 @@ pub struct Deliberation {
     /// has no separate cached price or the price is unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_prompt_price_per_mtok: Option<f64>,
-    /// Retries spent on this call (429/5xx/timeouts) before the final answer; absent means 0.
+    /// Retries spent on this call (429/5xx/timeouts) before the final answer. Null (or
+    /// absent) when the producer did not count them: an `exec` agent that sends none, a
+    /// trace (a span does not say how often the call was tried).
     #[serde(default)]
-    pub retries: u32,
+    pub retries: Option<u32>,
     /// Actions the model proposed, in its order; empty when it proposed none.
     pub actions: Vec<Action>,
     /// Short summary of the answer, at most 300 chars (`SUMMARY_MAX_CHARS`).

@@ -17,10 +17,16 @@ pub struct ToolCall {
     pub call_id: Option<String>,
     /// SHA-256 of the canonical JSON of the arguments.
     pub tool_args_hash: Hash256,
-    /// Wall time of the call, retries included, ms.
-    pub latency_ms: u64,
-    /// Retries after the first attempt.
-    pub retries: u32,
+    /// Wall time of the call, retries included, ms. Null (or absent) when the producer
+    /// did not time the call: an imported trajectory step without an execution time, an
+    /// `exec` agent that sends none.
+    #[serde(default)]
+    pub latency_ms: Option<u64>,
+    /// Retries after the first attempt. Null (or absent) when the producer did not count
+    /// them: an `exec` agent that sends none, an imported trajectory, a trace (a span does
+    /// not say how often the tool was tried).
+    #[serde(default)]
+    pub retries: Option<u32>,
     /// How the call ended.
     pub exit_kind: ExitKind,
     /// Why the call failed, at most 4096 chars; required for every `exit_kind` except `ok`

@@ -156,8 +156,8 @@ fn payload(i: usize) -> Payload {
             tool_name: "bash".into(),
             call_id: None,
             tool_args_hash: sha256_hex(i.to_string().as_bytes()),
-            latency_ms: 41,
-            retries: 0,
+            latency_ms: Some(41),
+            retries: Some(0),
             exit_kind: ExitKind::Ok,
             exit_message: None,
             evidence_footprint: EvidenceFootprint {
