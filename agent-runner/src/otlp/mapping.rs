@@ -815,7 +815,7 @@ mod tests {
             ),
             (Some(10), Some(4), None, Some(5), Some(2))
         );
-        assert_eq!(d.latency_ms, 1500);
+        assert_eq!((d.latency_ms, d.retries), (Some(1500), None));
         assert_eq!(
             (d.cost_usd, d.pricing_source),
             (None, PricingSource::Unknown)
