@@ -76,6 +76,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(15, "0015_tool_call_id"),
     migration!(16, "0016_unmeasured_step_times"),
     migration!(17, "0017_task_validations"),
+    migration!(18, "0018_unmeasured_call_times"),
 ];
 
 impl Migration {

@@ -1,6 +1,8 @@
 -- LLM call latency per provider and model: p50/p90/p99 (exact quantiles, so 18.16 and
--- current ClickHouse agree) over every call, timed-out ones included, plus counts of
--- timeouts, API errors and unparsable answers.
+-- current ClickHouse agree) over every timed call, timed-out ones included, plus counts of
+-- timeouts, API errors and unparsable answers. A call whose producer did not time it
+-- (latency_ms NULL: an exec agent that sent none) counts in `calls` but not in the
+-- quantiles; they are NULL when no call was timed.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
 -- param policy String = '': only this policy_id; empty = every policy

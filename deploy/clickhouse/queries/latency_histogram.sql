@@ -1,6 +1,7 @@
 -- LLM call latency distribution per policy and model: calls and timed-out calls per
 -- latency bucket. Buckets double from 250 ms; bucket 10 is 64 s and above (upper_ms
--- NULL). Empty buckets are omitted.
+-- NULL). Empty buckets are omitted. Calls whose producer did not time them (latency_ms
+-- NULL) are in no bucket.
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
 -- param policy String = '': only this policy_id; empty = every policy
@@ -17,9 +18,10 @@ FROM
     -- floor(log2(latency / 250)) + 2 is the bucket for 250 ms and above; exact at the
     -- bounds, which are powers of two times 250.
     SELECT policy_id, model, status,
-        toUInt8(least(10, greatest(1, floor(log2(latency_ms / 250)) + 2))) AS bucket
+        toUInt8(least(10, greatest(1, floor(log2(assumeNotNull(latency_ms) / 250)) + 2)))
+            AS bucket
     FROM deliberations FINAL
-    WHERE run_id IN (
+    WHERE isNotNull(latency_ms) AND run_id IN (
         -- The runs selected by the time range and policy filter.
         SELECT run_id FROM run_starts FINAL
         WHERE ts >= {since:DateTime} AND ts < {until:DateTime}

@@ -5,27 +5,33 @@
 -- ('deterministic') included. The runner uses the same definition: each such call has a
 -- `failure` event (root `tool` or `path`) and counts in run_stop.tool_errors, so the
 -- calls here with exit_kind != 'ok' add up to the runs' tool_errors.
+--
+-- avg_latency_ms is over the calls that were timed (NULL when none was); retries is the
+-- sum of the calls' retries, NULL when some call's retries were not counted (an imported
+-- trajectory, a trace, an exec agent that sent none): a partial sum would read as a
+-- count. (One array of tuples, not one array per column: groupArray skips NULLs, which
+-- would shift the columns against each other.)
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
 -- param policy String = '': only this policy_id; empty = every policy
 SELECT
     tool_name,
-    exit_kind,
-    calls,
+    tupleElement(k, 1) AS exit_kind,
+    tupleElement(k, 2) AS calls,
     round(calls / tool_calls, 4) AS share,
     tool_calls,
     round(tool_failures / tool_calls, 4) AS tool_error_rate,
-    avg_latency_ms,
-    retries
+    tupleElement(k, 3) AS avg_latency_ms,
+    tupleElement(k, 4) AS retries
 FROM
 (
-    SELECT tool_name, groupArray(kind) AS kinds, groupArray(n) AS counts,
-        groupArray(latency) AS latencies, groupArray(kind_retries) AS retry_counts,
+    SELECT tool_name, groupArray((kind, n, latency, kind_retries)) AS per_kind,
         sum(n) AS tool_calls, sumIf(n, kind != 'ok') AS tool_failures
     FROM
     (
         SELECT tool_name, exit_kind AS kind, count() AS n,
-            round(avg(latency_ms), 1) AS latency, sum(retries) AS kind_retries
+            round(avg(latency_ms), 1) AS latency,
+            if(countIf(isNull(retries)) > 0, NULL, sum(retries)) AS kind_retries
         FROM tool_calls FINAL
         WHERE run_id IN (
     -- The runs selected by the time range and policy filter.
@@ -37,6 +43,5 @@ FROM
     )
     GROUP BY tool_name
 )
-ARRAY JOIN kinds AS exit_kind, counts AS calls, latencies AS avg_latency_ms,
-    retry_counts AS retries
+ARRAY JOIN per_kind AS k
 ORDER BY tool_name, calls DESC, exit_kind

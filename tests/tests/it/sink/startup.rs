@@ -98,7 +98,7 @@ async fn migrations_are_applied_once_and_recorded() {
         ),
         "got {refused:?}"
     );
-    assert_eq!(MIGRATIONS.len(), 16);
+    assert_eq!(MIGRATIONS.len(), 18);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
