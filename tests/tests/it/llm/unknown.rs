@@ -4,7 +4,8 @@
 //! later is covered without touching this test. The producers:
 //!
 //! - a native run against a provider that sends no usage, no prices and no confidence;
-//! - an `exec` agent that sends only its act steps (`tests/fixtures/unknown/`);
+//! - an `exec` agent that sends only its act steps, and one that sends a tool call and a
+//!   model call with only their required fields (`tests/fixtures/unknown/`);
 //! - the smallest SWE-agent trajectory the importer reads (`tests/fixtures/unknown/`);
 //! - a Smith run's `RunStart` and `RunStop`, which carry Smith's own numbers only.
 //!
@@ -35,12 +36,27 @@ const ALWAYS_SET: [&str; 4] = ["step_id", "seq", "host", "stream_seq"];
 /// sha256 of `tests/fixtures/unknown/actions_only_agent.py`.
 const ACTIONS_ONLY_AGENT_SHA256: &str =
     "b99d39f70be8e4f48d913ec405dc10bba5221ceb60f5321a9a5ef7a813190e75";
+/// sha256 of `tests/fixtures/unknown/untimed_calls_agent.py`.
+const UNTIMED_CALLS_AGENT_SHA256: &str =
+    "2e0dade216a66220bfcae15c5940dfc694edb9b495e72d1de4230f53386553e5";
 /// sha256 of `tests/fixtures/unknown/minimal.traj`.
 const MINIMAL_TRAJ_SHA256: &str =
     "7d6990b2e00bffbb4325ef67dde39b37612701dc86f5bd0ebac5f25f6152dd11";
 
 /// The policy the `exec` agent runs under.
 const EXEC_POLICY: &str = "exec:actions-only";
+/// The policy the `exec` agent that times nothing runs under.
+const UNTIMED_POLICY: &str = "exec:untimed-calls";
+
+/// The columns of the shipped queries that show a call's time or retries.
+const CALL_TIMES: [&str; 6] = [
+    "p50_ms",
+    "p90_ms",
+    "p99_ms",
+    "max_ms",
+    "avg_latency_ms",
+    "retries",
+];
 
 /// `tests/fixtures/unknown/<name>`, checked against its pinned sha256.
 fn pinned(name: &str, sha256: &str) -> std::path::PathBuf {
@@ -196,8 +212,22 @@ async fn a_provider_that_reports_nothing_optional_leaves_every_optional_column_n
 
     let run_id = summary.run_id.to_string();
     // Native envelopes always carry the run's seed; the runner times each tool call's
-    // observe step and measures the context it sends with each model call.
-    assert_unknown(&sink, "deliberations", &run_id, &["seed"]).await;
+    // observe step and measures the context it sends with each model call; it times
+    // every model and tool call and counts their retries.
+    assert_unknown(
+        &sink,
+        "deliberations",
+        &run_id,
+        &["seed", "latency_ms", "retries"],
+    )
+    .await;
+    assert_unknown(
+        &sink,
+        "tool_calls",
+        &run_id,
+        &["seed", "latency_ms", "retries", "call_id"],
+    )
+    .await;
     assert_unknown(
         &sink,
         "steps",
@@ -283,6 +313,37 @@ async fn an_exec_agent_that_sends_only_its_actions_leaves_its_totals_null() {
     sink.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_exec_agent_that_times_no_call_leaves_latency_and_retries_null() {
+    let (nats, sink) = start_pipeline().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let agent = pinned("untimed_calls_agent.py", UNTIMED_CALLS_AGENT_SHA256)
+        .canonicalize()
+        .expect("agent");
+    let report = exec::run(
+        exec_published(
+            vec![OsString::from("python3"), agent.into_os_string()],
+            repo_path("scenarios/smoke.toml"),
+            "sh-ci-exit-status",
+            UNTIMED_POLICY,
+            &nats.url(),
+            dir.path(),
+        ),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    assert_eq!(report.agent_exit, Some(0));
+    sink.wait_for_run(&report.summary).await;
+    let run_id = report.summary.run_id.to_string();
+    // The agent sent one call of each kind with only the fields the wire requires: no
+    // time, retries, tokens, price, confidence or call id.
+    assert_unknown(&sink, "deliberations", &run_id, &["seed"]).await;
+    assert_unknown(&sink, "tool_calls", &run_id, &["seed"]).await;
+    assert_queries_show_null(&sink, UNTIMED_POLICY, &run_id, &CALL_TIMES).await;
+    sink.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_minimal_swe_agent_trajectory_leaves_what_it_does_not_state_null() {
     let (nats, sink) = start_pipeline().await;
@@ -338,7 +399,10 @@ async fn a_minimal_swe_agent_trajectory_leaves_what_it_does_not_state_null() {
         ],
     )
     .await;
+    // The step states no execution time: its tool call's latency and retries and its
+    // observe step's time are NULL, as is everything else a step may leave out.
     assert_unknown(&sink, "tool_calls", &run_id, &[]).await;
+    assert_unknown(&sink, "steps", &run_id, &[]).await;
     let policy = tokio::task::block_in_place(|| {
         sink.clickhouse.query(&format!(
             "SELECT any(policy_id) FROM benchstream.run_starts FINAL \
@@ -360,6 +424,8 @@ async fn a_minimal_swe_agent_trajectory_leaves_what_it_does_not_state_null() {
             "final_score",
             "tokens_in",
             "tokens_out",
+            "avg_latency_ms",
+            "retries",
         ],
     )
     .await;

@@ -89,24 +89,25 @@ async fn a_trace_exported_twice_lands_exactly_and_once() {
             ch,
             "SELECT model, provider, status, latency_ms, input_tokens, cached_input_tokens, \
              cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, pricing_source, \
-             summary FROM benchstream.deliberations ORDER BY latency_ms FORMAT TSV"
+             summary, retries FROM benchstream.deliberations ORDER BY latency_ms FORMAT TSV"
         ),
-        "claude-3-5-haiku\tanthropic\tok\t800\t500\t\\N\t200\t50\t\\N\t0.0006\toverride\t\n\
+        "claude-3-5-haiku\tanthropic\tok\t800\t500\t\\N\t200\t50\t\\N\t0.0006\toverride\t\t\\N\n\
          gpt-4o-mini-2024-07-18\topenai\tok\t1200\t1200\t1000\t\\N\t300\t100\t0.0018\toverride\t\
-         finish_reasons: tool_calls",
-        "legacy and alias attributes read; what no attribute states is NULL"
+         finish_reasons: tool_calls\t\\N",
+        "legacy and alias attributes read; what no attribute states is NULL (a span does \
+         not say how often the call was tried)"
     );
     let ls_hash = serde_json::json!({"command": "ls"}).canonical_hash();
     let empty_hash = serde_json::json!({}).canonical_hash();
     assert_eq!(
         query(
             ch,
-            "SELECT tool_name, call_id, exit_kind, latency_ms, tool_args_hash, exit_message \
-             FROM benchstream.tool_calls ORDER BY latency_ms FORMAT TSV"
+            "SELECT tool_name, call_id, exit_kind, latency_ms, retries, tool_args_hash, \
+             exit_message FROM benchstream.tool_calls ORDER BY latency_ms FORMAT TSV"
         ),
         format!(
-            "bash\tcall_1\tok\t250\t{ls_hash}\t\\N\n\
-             run_tests\tcall_2\ttimeout\t2000\t{empty_hash}\tTimeoutError: tests timed out"
+            "bash\tcall_1\tok\t250\t\\N\t{ls_hash}\t\\N\n\
+             run_tests\tcall_2\ttimeout\t2000\t\\N\t{empty_hash}\tTimeoutError: tests timed out"
         )
     );
     assert_eq!(
