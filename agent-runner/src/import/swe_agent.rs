@@ -603,6 +603,35 @@ mod tests {
     }
 
     #[test]
+    fn a_step_without_execution_time_has_no_latency_and_no_step_has_retries() {
+        let timed = serde_json::json!({"action": "ls", "observation": "a.py",
+                                       "execution_time": 0.25});
+        let untimed = serde_json::json!({"action": "cat a.py", "observation": "x = 1",
+                                         "execution_time": null});
+        let bare = serde_json::json!({"action": "pwd", "observation": "/repo"});
+        let events = events_of(&serde_json::json!({
+            "trajectory": [timed, untimed, bare],
+            "info": {"exit_status": "submitted"},
+        }));
+        let calls: Vec<(Option<u64>, Option<u32>)> = events
+            .iter()
+            .filter_map(|e| match &e.payload {
+                Payload::ToolCall(c) => Some((c.latency_ms, c.retries)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls, [(Some(250), None), (None, None), (None, None)]);
+        let observed: Vec<Option<u64>> = events
+            .iter()
+            .filter_map(|e| match &e.payload {
+                Payload::Step(s) if s.step_type == StepType::Observe => Some(s.wall_time_ms),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(observed, [Some(250), None, None]);
+    }
+
+    #[test]
     fn what_the_replay_config_states_is_kept() {
         let replay = serde_json::json!({
             "env": {"deployment": {"image": "swebench/sweb.eval.x86_64.a:latest"}},
