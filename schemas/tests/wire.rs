@@ -99,6 +99,48 @@ fn turns_nobody_counted_decode_as_null_and_counted_ones_stay_exact() {
 }
 
 #[test]
+fn call_times_nobody_measured_decode_as_null_and_measured_ones_stay_exact() {
+    // (latency_ms, retries) of a tool_call or deliberation.
+    let measured = |bytes: &[u8]| match decode(bytes).expect("decodes").payload {
+        bench_schemas::Payload::ToolCall(c) => (c.latency_ms, c.retries),
+        bench_schemas::Payload::Deliberation(d) => (d.latency_ms, d.retries),
+        other => panic!("not a call: {other:?}"),
+    };
+    for name in ["tool_call.json", "deliberation.json"] {
+        let golden = measured(fixture(name).as_bytes());
+        assert!(
+            golden.0.is_some() && golden.1.is_some(),
+            "{name}: {golden:?}"
+        );
+        // An old producer's 0 is a 0.
+        let zero = with_field(name, "/data/latency_ms", 0.into());
+        assert_eq!(measured(&zero).0, Some(0), "{name}");
+        let zero = with_field(name, "/data/retries", 0.into());
+        assert_eq!(measured(&zero).1, Some(0), "{name}");
+        // Null or absent: not measured.
+        let null = with_field(name, "/data/latency_ms", serde_json::Value::Null);
+        let null = serde_json::from_slice::<serde_json::Value>(&null).expect("json");
+        let mut absent = null.clone();
+        absent["data"]
+            .as_object_mut()
+            .expect("data")
+            .remove("retries");
+        assert_eq!(
+            measured(&serde_json::to_vec(&absent).expect("json")),
+            (None, None),
+            "{name}"
+        );
+        let event = decode(&serde_json::to_vec(&absent).expect("json")).expect("decodes");
+        let wire: serde_json::Value = serde_json::from_slice(&event.to_json()).expect("json");
+        assert_eq!(
+            (&wire["data"]["latency_ms"], &wire["data"]["retries"]),
+            (&serde_json::Value::Null, &serde_json::Value::Null),
+            "{name}: written back as null"
+        );
+    }
+}
+
+#[test]
 fn a_null_seq_is_read_as_unknown_and_written_back_as_null() {
     let event = decode(&with_field("step.json", "/seq", serde_json::Value::Null))
         .expect("a null seq decodes");
