@@ -1,4 +1,5 @@
-//! Start-up: migrations are applied once and recorded; wrong credentials, unreachable
+//! Start-up: migrations are applied once and recorded, and one that makes a column
+//! Nullable keeps the values written before it; wrong credentials, unreachable
 //! servers and a missing stream under `--no-create` are clear errors before any
 //! message is taken. (Exit codes of the binary: `event-sink/tests/process.rs`.)
 
@@ -177,4 +178,58 @@ async fn no_create_only_verifies_stream_and_consumer() {
     };
     let error = run_fails(args).await;
     assert!(error.to_string().contains("event-sink"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_times_written_before_they_could_be_null_keep_their_values() {
+    let server = tokio::task::spawn_blocking(ClickHouseServer::start)
+        .await
+        .expect("server starts");
+    let root = clickhouse::Client::default()
+        .with_url(server.http_url())
+        .with_validation(false);
+    event_sink::migrations::ensure_database(&root, "benchstream", None)
+        .await
+        .expect("database");
+    let db = root.clone().with_database("benchstream");
+    // The schema before 0018, applied by hand (unrecorded: `migrate` runs these again,
+    // which changes nothing), with a measured call of each kind.
+    let before = MIGRATIONS
+        .iter()
+        .position(|m| m.stem == "0018_unmeasured_call_times")
+        .expect("0018 shipped");
+    for migration in &MIGRATIONS[..before] {
+        for statement in migration.statements() {
+            db.query(statement).execute().await.expect("old schema");
+        }
+    }
+    let envelope = "generateUUIDv4(), generateUUIDv4(), 't', now(), 0, 'p', now()";
+    server.query(&format!(
+        "INSERT INTO benchstream.tool_calls (event_id, run_id, task_id, ts, ts_ms, policy_id, \
+         received_at, tool_name, latency_ms, retries) SELECT {envelope}, 'bash', 250, 2"
+    ));
+    server.query(&format!(
+        "INSERT INTO benchstream.deliberations (event_id, run_id, task_id, ts, ts_ms, \
+         policy_id, received_at, agent, latency_ms, retries) SELECT {envelope}, 'agent', \
+         1800, 0"
+    ));
+
+    event_sink::migrations::migrate(&db, None)
+        .await
+        .expect("migrations apply");
+    let answer = |sql: &str| server.query(sql).trim().to_owned();
+    assert_eq!(
+        answer(
+            "SELECT toTypeName(latency_ms), toTypeName(retries), latency_ms, retries \
+             FROM benchstream.tool_calls FORMAT TSV"
+        ),
+        "Nullable(UInt64)\tNullable(UInt32)\t250\t2"
+    );
+    assert_eq!(
+        answer(
+            "SELECT toTypeName(latency_ms), toTypeName(retries), latency_ms, retries \
+             FROM benchstream.deliberations FORMAT TSV"
+        ),
+        "Nullable(UInt64)\tNullable(UInt32)\t1800\t0"
+    );
 }
