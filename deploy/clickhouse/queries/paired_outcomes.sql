@@ -129,9 +129,12 @@ FROM
         ANY LEFT JOIN
         (
             -- The latest validation of each task and fixture (a run of a task never
-            -- validated joins no row: 0, not broken).
-            SELECT task_id, fixture_sha256 AS fixture_key, broken AS task_broken
-            FROM task_validations FINAL
+            -- validated joins no row: 0, not broken). Picked by time rather than by
+            -- FINAL: on a cluster two validations of a task can sit on different shards,
+            -- which FINAL does not fold together.
+            SELECT task_id, fixture_sha256 AS fixture_key, argMax(broken, ts_ms) AS task_broken
+            FROM task_validations
+            GROUP BY task_id, fixture_key
         ) AS validations USING task_id, fixture_key
     ) AS checked_runs
     ANY LEFT JOIN

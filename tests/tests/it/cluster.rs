@@ -64,11 +64,22 @@ fn typed_tables() -> impl Iterator<Item = &'static str> {
         .map(event_sink::rows::typed_table)
 }
 
-/// A query of the rows of every typed table: `count()` of `benchstream.<table><from>`,
-/// summed.
-fn typed_count(from: &str) -> String {
-    let sum = typed_tables()
-        .map(|t| format!("(SELECT count() FROM benchstream.{t}{from})"))
+/// A query of the events the typed tables hold, summed: each table's rows under FINAL
+/// (one per event: a copy delivered twice counts once), in `benchstream.<table><suffix>`
+/// (`""` or `"_local"`), rows matching `filter` (`""` or a `WHERE` clause). A task's
+/// validations fold into one row under FINAL by design (`task_validations` keeps the
+/// latest of each task and fixture), so there each event is counted by its id.
+fn typed_count(suffix: &str, filter: &str) -> String {
+    let sum = EventType::ALL
+        .into_iter()
+        .map(|t| {
+            let table = event_sink::rows::typed_table(t);
+            let (count, last) = match t {
+                EventType::TaskValidation => ("uniqExact(event_id)", ""),
+                _ => ("count()", " FINAL"),
+            };
+            format!("(SELECT {count} FROM benchstream.{table}{suffix}{last} {filter})")
+        })
         .collect::<Vec<_>>()
         .join(" + ");
     format!("SELECT {sum}")
@@ -206,7 +217,7 @@ impl ClusterWorld {
     /// and the forged run_stop dead-lettered, and both replicas of each shard holding the
     /// same rows.
     async fn assert_each_event_once(&self, total: usize) {
-        let typed = typed_count(" FINAL");
+        let typed = typed_count("", "");
         let cluster = Arc::clone(&self.cluster);
         tokio::task::spawn_blocking(move || {
             let first = &cluster.servers()[0];
@@ -649,7 +660,7 @@ async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_a
             &format!("{total}\t{total}"),
             LANDING,
         );
-        let typed = typed_count(" FINAL");
+        let typed = typed_count("", "");
         wait_for(first, &typed, &total.to_string(), LANDING);
         assert_eq!(
             first
@@ -718,7 +729,7 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
     // Shard 1 takes its runs' events, in events_raw and in the typed tables, while
     // shard 2 is still down.
     let on_shard_1 = on_shard_1 * EVENTS_PER_RUN;
-    let typed = typed_count(&format!("_local FINAL WHERE run_id IN ({run_ids})"));
+    let typed = typed_count("_local", &format!("WHERE run_id IN ({run_ids})"));
     tokio::task::block_in_place(|| {
         wait_for(
             healthy,
@@ -764,7 +775,7 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
             &format!("{total}\t{total}"),
             LANDING,
         );
-        let typed = typed_count(" FINAL");
+        let typed = typed_count("", "");
         wait_for(first, &typed, &total.to_string(), LANDING);
         assert_eq!(
             first
