@@ -123,7 +123,7 @@ pub struct CompareArgs {
     pub baseline: Option<String>,
     /// What a policy is: config keys, comma-separated, from policy (policy_id), cfg
     /// (cfg_hash), model, strategy; e.g. `model,strategy`.
-    #[arg(long, value_name = "KEYS", default_value = "policy")]
+    #[arg(long, value_name = "KEYS", default_value = DEFAULT_BY)]
     pub by: String,
     /// Only runs started at or after this time: `YYYY-MM-DD[ HH:MM:SS]` (UTC) or RFC 3339.
     #[arg(long)]
@@ -154,6 +154,30 @@ pub struct CompareArgs {
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ConnectionArgs,
+}
+
+/// `compare --by`'s default: one policy per `policy_id`.
+const DEFAULT_BY: &str = "policy";
+
+impl CompareArgs {
+    /// `compare --format FORMAT` of the database `connection` reaches: every policy, every
+    /// other flag at its default.
+    pub fn every_policy(connection: ConnectionArgs, format: Format) -> CompareArgs {
+        CompareArgs {
+            policies: Vec::new(),
+            baseline: None,
+            by: DEFAULT_BY.to_owned(),
+            since: None,
+            until: None,
+            scenario: None,
+            tasks: Vec::new(),
+            margin: DEFAULT_MARGIN,
+            seed: resample::DEFAULT_SEED,
+            resamples: resample::DEFAULT_RESAMPLES,
+            format,
+            connection,
+        }
+    }
 }
 
 /// What `--by` splits the leaderboard by.

@@ -117,18 +117,9 @@ fn connection(server: &ClickHouseServer) -> ConnectionArgs {
 
 fn compare_args(args: &Args, server: &ClickHouseServer, baseline: Option<String>) -> CompareArgs {
     CompareArgs {
-        policies: Vec::new(),
         baseline,
-        by: "policy".to_owned(),
-        since: None,
-        until: None,
-        scenario: None,
-        tasks: Vec::new(),
-        margin: 0.05,
-        seed: DEFAULT_SEED,
         resamples: args.resamples,
-        format: Format::Json,
-        connection: connection(server),
+        ..CompareArgs::every_policy(connection(server), Format::Json)
     }
 }
 

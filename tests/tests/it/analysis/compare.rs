@@ -10,7 +10,6 @@
 //! counted; a validation's own stream is never reported as a run that lost events.
 
 use bench_analysis::command::{self, CompareArgs};
-use bench_analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
 use bench_analysis::Format;
 use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
 use bench_schemas::{BenchmarkEvent, EventType, ExitStatus, Payload, RunIntegrity};
@@ -40,25 +39,16 @@ enum End {
 
 /// `compare` of the runs in the ClickHouse at `url`, every flag but these at its default.
 fn compare_args(url: String, baseline: Option<&str>, format: Format) -> CompareArgs {
-    CompareArgs {
-        policies: Vec::new(),
-        baseline: baseline.map(str::to_owned),
-        by: "policy".to_owned(),
-        since: None,
-        until: None,
-        scenario: None,
-        tasks: Vec::new(),
-        margin: 0.05,
-        seed: DEFAULT_SEED,
-        resamples: DEFAULT_RESAMPLES,
-        format,
-        connection: ConnectionArgs {
-            clickhouse: ClickHouseArgs {
-                url: Some(url),
-                ..ClickHouseArgs::default()
-            },
-            ..ConnectionArgs::default()
+    let connection = ConnectionArgs {
+        clickhouse: ClickHouseArgs {
+            url: Some(url),
+            ..ClickHouseArgs::default()
         },
+        ..ConnectionArgs::default()
+    };
+    CompareArgs {
+        baseline: baseline.map(str::to_owned),
+        ..CompareArgs::every_policy(connection, format)
     }
 }
 

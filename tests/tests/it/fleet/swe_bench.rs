@@ -14,7 +14,6 @@ use agent_runner::exec;
 use agent_runner::scenario::LoadOptions;
 use agent_runner::tasks::{import_swe_bench, validate, SweBenchImport, ValidateConfig};
 use bench_analysis::command::{self, CompareArgs};
-use bench_analysis::compare::resample::{DEFAULT_RESAMPLES, DEFAULT_SEED};
 use bench_analysis::{Format, Query};
 use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
 use bench_schemas::SubjectPrefix;
@@ -233,25 +232,15 @@ async fn a_task_validated_broken_leaves_its_runs_out_of_compare() {
     .expect("exec run")
     .summary;
     sink.wait_for_run(&summary).await;
-    let compare_json = || CompareArgs {
-        policies: Vec::new(),
-        baseline: None,
-        by: "policy".to_owned(),
-        since: None,
-        until: None,
-        scenario: None,
-        tasks: Vec::new(),
-        margin: 0.05,
-        seed: DEFAULT_SEED,
-        resamples: DEFAULT_RESAMPLES,
-        format: Format::Json,
-        connection: ConnectionArgs {
+    let compare_json = || {
+        let connection = ConnectionArgs {
             clickhouse: ClickHouseArgs {
                 url: Some(sink.clickhouse.http_url()),
                 ..ClickHouseArgs::default()
             },
             ..ConnectionArgs::default()
-        },
+        };
+        CompareArgs::every_policy(connection, Format::Json)
     };
     let policy_of = |output: &str| -> serde_json::Value {
         let answer: serde_json::Value = serde_json::from_str(output).expect("JSON");
