@@ -5,7 +5,10 @@
 //! Restoring makes every protected path of the scratch copy exactly its pinned fixture
 //! file: edited, deleted or replaced ones (by a directory or a symlink, also in a parent
 //! position) are written again from the fixture, checked against the pinned hash, and
-//! files the agent created that match a pattern are deleted. Build and bytecode caches
+//! files the agent created that match a pattern are deleted. A fixture symlink at a
+//! protected path is protected as a link (put back pointing where the fixture's did), and
+//! so is what it points to: the tests read through the link, so a protected test that is
+//! a link to `lib/test_impl.py` protects `lib/test_impl.py` too. Build and bytecode caches
 //! ([`CACHE_DIRS`]) are deleted too: they are keyed on modification times and sizes, which
 //! an agent can forge, so a cache compiled from an edited test could otherwise outlive the
 //! restore. Nothing else is touched (caches never count as tampering). This module only
@@ -19,7 +22,7 @@ use std::path::Path;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-use crate::fixture_tree::{walk, Tree};
+use crate::fixture_tree::{walk, Tree, TreeLink};
 
 /// Build output and bytecode caches, deleted from the scratch copy before the tests run
 /// again (the [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS) that tools regenerate).
@@ -124,6 +127,26 @@ impl Protected {
             .collect()
     }
 
+    /// The fixture paths the protected links of `fixture` lead to, through links to links
+    /// too: each protects what is at that path and below it.
+    fn link_targets(&self, fixture: &Tree) -> Vec<String> {
+        let mut targets: Vec<String> = Vec::new();
+        // Each pass follows one more link of a chain; a chain is at most every link long.
+        for _ in 0..=fixture.links().len() {
+            let before = targets.len();
+            for link in fixture.links() {
+                let target = resolve(link);
+                if !targets.contains(&target) && covers(self, &targets, &link.path) {
+                    targets.push(target);
+                }
+            }
+            if targets.len() == before {
+                break;
+            }
+        }
+        targets
+    }
+
     /// Makes the protected paths of `root` (a scratch copy of `fixture`, scanned from
     /// `fixture_dir`) pristine again; returns what the agent had changed, sorted by path.
     pub fn restore(
@@ -136,6 +159,8 @@ impl Protected {
         if self.is_empty() {
             return Ok(tampered);
         }
+        let targets = self.link_targets(fixture);
+        let protects = |path: &str| covers(self, &targets, path);
         let created = list_non_dirs(root).map_err(|source| RestoreError::Io {
             path: ".".to_owned(),
             source,
@@ -149,7 +174,7 @@ impl Protected {
                 .iter()
                 .any(|e| e.path == path || e.path.starts_with(&dir_prefix))
                 || fixture.links().iter().any(|l| l.path == path);
-            if pinned || !self.matches(&path) {
+            if pinned || !protects(&path) {
                 continue;
             }
             fs::remove_file(root.join(&path)).map_err(io_err(&path))?;
@@ -162,7 +187,7 @@ impl Protected {
         // the parent directories it shares with the next.
         let mut pristine = Vec::new();
         for entry in fixture.entries() {
-            if !self.matches(&entry.path) {
+            if !protects(&entry.path) {
                 continue;
             }
             let bytes = fs::read(fixture_dir.join(&entry.path)).map_err(io_err(&entry.path))?;
@@ -186,6 +211,14 @@ impl Protected {
             write_pristine(root, &entry.path, &bytes, entry.executable)
                 .map_err(io_err(&entry.path))?;
         }
+        for link in fixture.links().iter().filter(|l| protects(&l.path)) {
+            if let Some(change) = restore_link(root, link).map_err(io_err(&link.path))? {
+                tampered.push(Tampered {
+                    path: link.path.clone(),
+                    change,
+                });
+            }
+        }
         clear_caches(root).map_err(io_err("."))?;
         tampered.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(tampered)
@@ -201,6 +234,66 @@ impl fmt::Display for Tampered {
         };
         write!(f, "{} ({change})", self.path)
     }
+}
+
+/// Whether `path` is protected: a pattern names it, or it is at or below one of the
+/// protected links' `targets`.
+fn covers(protected: &Protected, targets: &[String], path: &str) -> bool {
+    protected.matches(path)
+        || targets.iter().any(|t| {
+            t.is_empty()
+                || path == t
+                || path
+                    .strip_prefix(t.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        })
+}
+
+/// The fixture path `link` points to: its directory joined with its target, `.` and `..`
+/// folded (`Tree::scan` keeps only links whose target stays inside; `""` is the root).
+fn resolve(link: &TreeLink) -> String {
+    let mut parts: Vec<&str> = link.path.split('/').collect();
+    parts.pop();
+    for component in link.target.split('/') {
+        match component {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            name => parts.push(name),
+        }
+    }
+    parts.join("/")
+}
+
+/// Puts `link` back in `root` as the fixture has it, replacing whatever the agent left
+/// there (never writing through a link it made); how it differed, `None` if it did not.
+fn restore_link(root: &Path, link: &TreeLink) -> io::Result<Option<Change>> {
+    let at = root.join(&link.path);
+    let change = match fs::symlink_metadata(&at) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            if fs::read_link(&at)?.as_os_str() == link.target.as_str() {
+                return Ok(None);
+            }
+            fs::remove_file(&at)?;
+            Change::Modified
+        }
+        Ok(meta) if meta.is_dir() => {
+            fs::remove_dir_all(&at)?;
+            Change::Modified
+        }
+        Ok(_) => {
+            fs::remove_file(&at)?;
+            Change::Modified
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Change::Deleted,
+        Err(e) => return Err(e),
+    };
+    if let Some(parent) = at.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    std::os::unix::fs::symlink(&link.target, &at)?;
+    Ok(Some(change))
 }
 
 fn io_err(path: &str) -> impl FnOnce(io::Error) -> RestoreError {
@@ -421,6 +514,71 @@ mod tests {
             "exit 0\n",
             "the symlink's target is left alone"
         );
+    }
+
+    #[test]
+    fn a_protected_link_is_put_back_and_what_it_points_to_is_protected_too() {
+        // tests/test_b.sh is a link to lib/test_b_impl.sh, outside every pattern.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let f = dir.path();
+        fs::create_dir_all(f.join("tests")).expect("mkdir");
+        fs::create_dir_all(f.join("lib")).expect("mkdir");
+        fs::write(f.join("lib/test_b_impl.sh"), "exit 1\n").expect("write");
+        fs::write(f.join("lib/code.sh"), "buggy\n").expect("write");
+        std::os::unix::fs::symlink("../lib/test_b_impl.sh", f.join("tests/test_b.sh"))
+            .expect("link");
+        let tree = Tree::scan(f).expect("scan");
+        let p = protected(&["tests/**"]);
+        let scratch = scratch_copy(f, &tree);
+        let s = scratch.path();
+        fs::create_dir_all(s.join("tests")).expect("mkdir");
+        std::os::unix::fs::symlink("../lib/test_b_impl.sh", s.join("tests/test_b.sh"))
+            .expect("link");
+
+        // The test weakened through its link's target, the code fixed: only the test is
+        // put back.
+        fs::write(s.join("lib/test_b_impl.sh"), "exit 0\n").expect("write");
+        fs::write(s.join("lib/code.sh"), "fixed\n").expect("write");
+        let tampered = p.restore(f, &tree, s).expect("restore");
+        assert_eq!(
+            tampered,
+            [Tampered {
+                path: "lib/test_b_impl.sh".to_owned(),
+                change: Change::Modified
+            }]
+        );
+        assert_eq!(
+            fs::read_to_string(s.join("tests/test_b.sh")).expect("read"),
+            "exit 1\n"
+        );
+        assert_eq!(
+            fs::read_to_string(s.join("lib/code.sh")).expect("read"),
+            "fixed\n"
+        );
+
+        // The link itself replaced by a file, then pointed elsewhere: put back.
+        fs::remove_file(s.join("tests/test_b.sh")).expect("rm");
+        fs::write(s.join("tests/test_b.sh"), "exit 0\n").expect("write");
+        let tampered = p.restore(f, &tree, s).expect("restore");
+        assert_eq!(
+            tampered,
+            [Tampered {
+                path: "tests/test_b.sh".to_owned(),
+                change: Change::Modified
+            }]
+        );
+        fs::remove_file(s.join("tests/test_b.sh")).expect("rm");
+        std::os::unix::fs::symlink("../lib/code.sh", s.join("tests/test_b.sh")).expect("link");
+        assert_eq!(p.restore(f, &tree, s).expect("restore").len(), 1);
+        assert_eq!(
+            fs::read_link(s.join("tests/test_b.sh")).expect("link"),
+            Path::new("../lib/test_b_impl.sh")
+        );
+        assert_eq!(
+            fs::read_to_string(s.join("tests/test_b.sh")).expect("read"),
+            "exit 1\n"
+        );
+        assert!(p.restore(f, &tree, s).expect("again").is_empty());
     }
 
     #[test]
