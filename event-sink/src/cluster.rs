@@ -495,12 +495,16 @@ pub async fn execute(db: &Client, sql: &str) -> Result<(), DdlError> {
     let Some(task) = left_in_background(&error) else {
         return Err(error.into());
     };
+    let hosts = task_hosts(db, &task).await?;
+    if hosts == 0 {
+        // A task whose servers cannot be read: nothing to wait for is known.
+        return Err(error.into());
+    }
     tracing::warn!(
         task,
         "an ON CLUSTER statement outlasted distributed_ddl_task_timeout; waiting up to \
          {DDL_PATIENCE:?} more for the servers still executing it"
     );
-    let hosts = task_hosts(db, &task).await?;
     let started = Instant::now();
     loop {
         let finished = db
