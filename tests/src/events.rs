@@ -52,11 +52,27 @@ impl Run {
 
     /// The next `count` events of this run, cycling through every type's fixture.
     pub fn events(&mut self, count: usize) -> Vec<BenchmarkEvent> {
-        EventType::ALL
+        self.cycle(&EventType::ALL, count)
+    }
+
+    /// The next `count` events of this run, cycling through the types a run emits: every
+    /// type but `task_validation`, which is a stream of its own, and whose table keeps
+    /// only the latest validation of each task (merges fold the others away).
+    pub fn run_events(&mut self, count: usize) -> Vec<BenchmarkEvent> {
+        let types: Vec<EventType> = EventType::ALL
             .into_iter()
+            .filter(|t| *t != EventType::TaskValidation)
+            .collect();
+        self.cycle(&types, count)
+    }
+
+    /// The next `count` events, cycling through the fixtures of `types`.
+    fn cycle(&mut self, types: &[EventType], count: usize) -> Vec<BenchmarkEvent> {
+        types
+            .iter()
             .cycle()
             .take(count)
-            .map(|t| self.stamp(fixture(t)))
+            .map(|t| self.stamp(fixture(*t)))
             .collect()
     }
 }
