@@ -50,20 +50,21 @@ impl Run {
         event
     }
 
-    /// The next `count` events of this run, cycling through every type's fixture.
+    /// The next `count` events of this run, cycling through the fixtures of the types a
+    /// run emits: every type but `task_validation`, which is a stream of its own, and
+    /// whose table keeps only the latest validation of each task (FINAL and merges fold
+    /// the others away).
     pub fn events(&mut self, count: usize) -> Vec<BenchmarkEvent> {
-        self.cycle(&EventType::ALL, count)
-    }
-
-    /// The next `count` events of this run, cycling through the types a run emits: every
-    /// type but `task_validation`, which is a stream of its own, and whose table keeps
-    /// only the latest validation of each task (merges fold the others away).
-    pub fn run_events(&mut self, count: usize) -> Vec<BenchmarkEvent> {
         let types: Vec<EventType> = EventType::ALL
             .into_iter()
             .filter(|t| *t != EventType::TaskValidation)
             .collect();
         self.cycle(&types, count)
+    }
+
+    /// The next events of this run: one of every type, in [`EventType::ALL`]'s order.
+    pub fn one_of_each(&mut self) -> Vec<BenchmarkEvent> {
+        self.cycle(&EventType::ALL, EventType::ALL.len())
     }
 
     /// The next `count` events, cycling through the fixtures of `types`.

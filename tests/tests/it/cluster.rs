@@ -67,7 +67,7 @@ fn typed_tables() -> impl Iterator<Item = &'static str> {
 /// A query of the rows of every typed table a run's events go to, under FINAL (one per
 /// event: a copy delivered twice counts once), in `benchstream.<table><suffix>` (`""` or
 /// `"_local"`), matching `filter` (`""` or a `WHERE` clause), summed. The tests publish
-/// runs ([`Run::run_events`]): no task validation, whose table keeps one row per task.
+/// runs ([`Run::events`]): no task validation, whose table keeps one row per task.
 fn typed_count(suffix: &str, filter: &str) -> String {
     let sum = EventType::ALL
         .into_iter()
@@ -144,7 +144,7 @@ impl ClusterWorld {
     ) {
         let sink = self.start_sink(args).await;
         let events: Vec<BenchmarkEvent> = (0..RUNS)
-            .flat_map(|_| Run::default().run_events(EVENTS_PER_RUN))
+            .flat_map(|_| Run::default().events(EVENTS_PER_RUN))
             .collect();
         let total = events.len();
         let (first, rest) = events.split_at(total / 4);
@@ -553,7 +553,7 @@ async fn a_sink_starts_and_ingests_while_a_replica_is_down() {
     };
     // The first start migrates the cluster, every server up.
     let sink = world.start_sink(world.args()).await;
-    publish_all(&world.js, run.run_events(EVENTS_PER_RUN), 64).await;
+    publish_all(&world.js, run.events(EVENTS_PER_RUN), 64).await;
     stored(EVENTS_PER_RUN);
     sink.stop().await.expect("sink stops cleanly");
 
@@ -562,7 +562,7 @@ async fn a_sink_starts_and_ingests_while_a_replica_is_down() {
     let replica = world.cluster.server(2, 1);
     tokio::task::block_in_place(|| replica.stop());
     let sink = world.start_sink(world.args()).await;
-    publish_all(&world.js, run.run_events(EVENTS_PER_RUN), 64).await;
+    publish_all(&world.js, run.events(EVENTS_PER_RUN), 64).await;
     stored(2 * EVENTS_PER_RUN);
     sink.stop().await.expect("sink stops cleanly");
 }
@@ -586,7 +586,7 @@ async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_a
     let sink = world.start_sink(world.args()).await;
     // Migrated and ingesting before the first kill.
     let mut warm_up = Run::default();
-    publish_all(&world.js, warm_up.run_events(EVENTS_PER_RUN), 64).await;
+    publish_all(&world.js, warm_up.events(EVENTS_PER_RUN), 64).await;
     world.wait_acked(EVENTS_PER_RUN as u64).await;
 
     let stop = tokio_util::sync::CancellationToken::new();
@@ -599,7 +599,7 @@ async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_a
             let mut acks = std::collections::VecDeque::with_capacity(SLOW_PUBLISH_WINDOW);
             while !stop.is_cancelled() {
                 let mut run = Run::default();
-                for event in run.run_events(EVENTS_PER_RUN) {
+                for event in run.events(EVENTS_PER_RUN) {
                     pace.tick().await;
                     if acks.len() >= SLOW_PUBLISH_WINDOW {
                         if let Some(ack) = acks.pop_front() {
@@ -689,7 +689,7 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
     let sink = world.start_sink(args).await;
     // Migrated and ingesting, every server up.
     let mut warm_up = Run::default();
-    publish_all(&world.js, warm_up.run_events(EVENTS_PER_RUN), 64).await;
+    publish_all(&world.js, warm_up.events(EVENTS_PER_RUN), 64).await;
     world.wait_acked(EVENTS_PER_RUN as u64).await;
 
     tokio::task::block_in_place(|| {
@@ -702,7 +702,7 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
     let run_ids = run_ids.join(",");
     let events: Vec<BenchmarkEvent> = runs
         .into_iter()
-        .flat_map(|mut run| run.run_events(EVENTS_PER_RUN))
+        .flat_map(|mut run| run.events(EVENTS_PER_RUN))
         .collect();
     let total = events.len() + EVENTS_PER_RUN;
     publish_all(&world.js, events, 64).await;

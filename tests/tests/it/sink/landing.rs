@@ -163,7 +163,7 @@ async fn every_event_type_lands_in_its_table_with_its_values() {
     let world = World::start().await;
     let sink = RunningSink::start_in(&world);
     let mut run = Run::default();
-    let events = run.events(EventType::ALL.len());
+    let events = run.one_of_each();
     for event in &events {
         publish(&world.js, event).await;
     }
