@@ -23,7 +23,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use benchstream_tests::events::publish_raw;
-use benchstream_tests::OpenAiServer;
+use benchstream_tests::{NatsServer, OpenAiServer};
 
 use super::{fixture, provider, reference_replies, run_published, unpriced_models, TASK};
 use crate::common::{
@@ -249,19 +249,23 @@ async fn a_provider_that_reports_nothing_optional_leaves_every_optional_column_n
     sink.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_exec_agent_that_sends_only_its_actions_leaves_its_totals_null() {
+/// Runs the pinned exec agent `tests/fixtures/unknown/<file>` (sha256 `sha256`) as
+/// `policy` on the smoke scenario's `sh-ci-exit-status`, published through a pipeline of
+/// its own; the pipeline and the run's id, once the run's events are in ClickHouse.
+async fn exec_pinned_agent(
+    file: &str,
+    sha256: &str,
+    policy: &str,
+) -> (NatsServer, SinkToClickHouse, String) {
     let (nats, sink) = start_pipeline().await;
     let dir = tempfile::tempdir().expect("dir");
-    let agent = pinned("actions_only_agent.py", ACTIONS_ONLY_AGENT_SHA256)
-        .canonicalize()
-        .expect("agent");
+    let agent = pinned(file, sha256).canonicalize().expect("agent");
     let report = exec::run(
         exec_published(
             vec![OsString::from("python3"), agent.into_os_string()],
             repo_path("scenarios/smoke.toml"),
             "sh-ci-exit-status",
-            EXEC_POLICY,
+            policy,
             &nats.url(),
             dir.path(),
         ),
@@ -271,7 +275,13 @@ async fn an_exec_agent_that_sends_only_its_actions_leaves_its_totals_null() {
     .expect("exec run");
     assert_eq!(report.agent_exit, Some(0));
     sink.wait_for_run(&report.summary).await;
-    let run_id = report.summary.run_id.to_string();
+    (nats, sink, report.summary.run_id.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_exec_agent_that_sends_only_its_actions_leaves_its_totals_null() {
+    let (_nats, sink, run_id) =
+        exec_pinned_agent("actions_only_agent.py", ACTIONS_ONLY_AGENT_SHA256, EXEC_POLICY).await;
     // The runner judged the run, timed it, compared its files and named its end; the
     // agent reported no model call, tool call or turn.
     assert_unknown(
@@ -315,27 +325,9 @@ async fn an_exec_agent_that_sends_only_its_actions_leaves_its_totals_null() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_exec_agent_that_times_no_call_leaves_latency_and_retries_null() {
-    let (nats, sink) = start_pipeline().await;
-    let dir = tempfile::tempdir().expect("dir");
-    let agent = pinned("untimed_calls_agent.py", UNTIMED_CALLS_AGENT_SHA256)
-        .canonicalize()
-        .expect("agent");
-    let report = exec::run(
-        exec_published(
-            vec![OsString::from("python3"), agent.into_os_string()],
-            repo_path("scenarios/smoke.toml"),
-            "sh-ci-exit-status",
-            UNTIMED_POLICY,
-            &nats.url(),
-            dir.path(),
-        ),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
-    assert_eq!(report.agent_exit, Some(0));
-    sink.wait_for_run(&report.summary).await;
-    let run_id = report.summary.run_id.to_string();
+    let (_nats, sink, run_id) =
+        exec_pinned_agent("untimed_calls_agent.py", UNTIMED_CALLS_AGENT_SHA256, UNTIMED_POLICY)
+            .await;
     // The agent sent one call of each kind with only the fields the wire requires: no
     // time, retries, tokens, price, confidence or call id.
     assert_unknown(&sink, "deliberations", &run_id, &["seed"]).await;
