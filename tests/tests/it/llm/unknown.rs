@@ -280,8 +280,12 @@ async fn exec_pinned_agent(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_exec_agent_that_sends_only_its_actions_leaves_its_totals_null() {
-    let (_nats, sink, run_id) =
-        exec_pinned_agent("actions_only_agent.py", ACTIONS_ONLY_AGENT_SHA256, EXEC_POLICY).await;
+    let (_nats, sink, run_id) = exec_pinned_agent(
+        "actions_only_agent.py",
+        ACTIONS_ONLY_AGENT_SHA256,
+        EXEC_POLICY,
+    )
+    .await;
     // The runner judged the run, timed it, compared its files and named its end; the
     // agent reported no model call, tool call or turn.
     assert_unknown(
@@ -325,9 +329,12 @@ async fn an_exec_agent_that_sends_only_its_actions_leaves_its_totals_null() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_exec_agent_that_times_no_call_leaves_latency_and_retries_null() {
-    let (_nats, sink, run_id) =
-        exec_pinned_agent("untimed_calls_agent.py", UNTIMED_CALLS_AGENT_SHA256, UNTIMED_POLICY)
-            .await;
+    let (_nats, sink, run_id) = exec_pinned_agent(
+        "untimed_calls_agent.py",
+        UNTIMED_CALLS_AGENT_SHA256,
+        UNTIMED_POLICY,
+    )
+    .await;
     // The agent sent one call of each kind with only the fields the wire requires: no
     // time, retries, tokens, price, confidence or call id.
     assert_unknown(&sink, "deliberations", &run_id, &["seed"]).await;
