@@ -171,7 +171,7 @@ pub(crate) async fn execute(
         }
     };
     let (judged, regrades) = match &toolbox {
-        Some(toolbox) => judge_final(&spec, toolbox, end, run.rec.usage(), &shutdown).await,
+        Some(toolbox) => judge_final(&spec, toolbox, end, &shutdown).await,
         // No sandbox, no scratch copy: nothing was judged or compared.
         None => (
             Judged {
@@ -210,7 +210,6 @@ async fn judge_final(
     spec: &RunSpec<'_>,
     toolbox: &Toolbox,
     end: RunEnd,
-    usage: &Usage,
     shutdown: &CancellationToken,
 ) -> (Judged, Vec<Verdict>) {
     let judged = prologue::judge_scratch(
@@ -218,7 +217,6 @@ async fn judge_final(
         toolbox.scratch().root(),
         toolbox.confinement(),
         end,
-        usage,
         shutdown,
     )
     .await;
@@ -252,8 +250,8 @@ fn conclude(
     } = judged;
     let verdict = verdict.as_ref();
     // After the judge: a judge test whose sandbox failed makes the run one too.
-    let infrastructure_failure = end.is_infrastructure_failure(rec.usage());
-    let success = prologue::run_success(end, verdict, rec.usage());
+    let infrastructure_failure = end.is_infrastructure_failure();
+    let success = prologue::run_success(end, verdict);
     let judge_words = match verdict {
         Some(v) => format!(
             "judge: {} of {} tests pass{}",
@@ -737,22 +735,17 @@ mod tests {
             passed: 3,
             ..Verdict::default()
         };
-        // Whatever the model answered before: a run without its sandbox is no result.
-        let answered = Usage {
-            answered_calls: 2,
-            ..Usage::default()
-        };
         assert_eq!(end.status, ExitStatus::ExitEnvironment);
-        assert_eq!(prologue::run_success(&end, Some(&passing), &answered), None);
-        assert_eq!(prologue::run_success(&end, None, &answered), None);
+        assert_eq!(prologue::run_success(&end, Some(&passing)), None);
+        assert_eq!(prologue::run_success(&end, None), None);
         // Other ends keep the judge's word: no submission is no success.
         let forfeit = RunEnd::early(ExitStatus::ExitForfeit, "max_iterations");
         assert_eq!(
-            prologue::run_success(&forfeit, None, &answered),
+            prologue::run_success(&forfeit, None),
             Some(false)
         );
         assert_eq!(
-            prologue::run_success(&RunEnd::submitted(), Some(&passing), &answered),
+            prologue::run_success(&RunEnd::submitted(), Some(&passing)),
             Some(true)
         );
 

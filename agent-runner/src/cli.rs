@@ -82,6 +82,7 @@ pub struct StatusArgs {
     /// The spool file: its first slot (every slot is listed; each slot's quarantine is
     /// `<slot>.quarantine`).
     #[arg(
+        value_parser = bench_cli::paths::absolute,
         long,
         env = "BENCH_RUNNER_SPOOL",
         default_value = ".local/spool/agent-runner.spool"
@@ -96,7 +97,7 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 pub struct DirArgs {
     /// Scenarios directory (scenario files, pins.toml, tasks/).
-    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios", value_parser = bench_cli::paths::absolute)]
     pub dir: PathBuf,
 }
 

@@ -37,7 +37,7 @@ use crate::integrity;
 use crate::judge::{self, Verdict, SCORING_VERSION};
 use crate::limits::RunEnd;
 use crate::publish::PublisherHandle;
-use crate::recorder::{RecordError, RunRecorder, Usage, DIFF_FILE};
+use crate::recorder::{RecordError, RunRecorder, DIFF_FILE};
 use crate::scenario::{LoadedScenario, LoadedTask};
 use crate::tools::bwrap::Confinement;
 
@@ -356,8 +356,7 @@ pub(crate) struct Judged {
     pub files_modified: Option<usize>,
 }
 
-/// Judges the scratch copy at `root` of a run of `task` that ended as `end` after the
-/// model usage `usage`. On shutdown the run ends now, unjudged, and the workspace is
+/// Judges the scratch copy at `root` of a run of `task` that ended as `end`. On shutdown the run ends now, unjudged, and the workspace is
 /// removed within seconds. A run the infrastructure ended (its sandbox missing included)
 /// is not judged: the untouched fixture would score the task, not the agent.
 pub(crate) async fn judge_scratch(
@@ -365,10 +364,9 @@ pub(crate) async fn judge_scratch(
     root: &Path,
     confinement: &Confinement,
     end: RunEnd,
-    usage: &Usage,
     shutdown: &CancellationToken,
 ) -> Judged {
-    let verdict = if end.is_infrastructure_failure(usage) {
+    let verdict = if end.is_infrastructure_failure() {
         None
     } else {
         tokio::select! {
@@ -458,7 +456,7 @@ pub(crate) fn run_stop(
 ) -> RunStop {
     let usage = rec.usage();
     RunStop {
-        success: run_success(end, verdict, usage),
+        success: run_success(end, verdict),
         final_score: verdict.map(Verdict::score),
         wall_time_ms: Some(millis(started.elapsed())),
         total_tokens: usage.total_tokens(),
@@ -481,11 +479,11 @@ pub(crate) fn run_stop(
     }
 }
 
-/// `run_stop.success` of a run that ended as `end` after the model usage `usage`, judged
-/// by `verdict`: null for an infrastructure failure (not a result), else as
-/// [`Verdict::run_success`] reads the verdict.
-pub(crate) fn run_success(end: &RunEnd, verdict: Option<&Verdict>, usage: &Usage) -> Option<bool> {
-    if end.is_infrastructure_failure(usage) {
+/// `run_stop.success` of a run that ended as `end`, judged by `verdict`: null for an
+/// infrastructure failure (not a result), else as [`Verdict::run_success`] reads the
+/// verdict.
+pub(crate) fn run_success(end: &RunEnd, verdict: Option<&Verdict>) -> Option<bool> {
+    if end.is_infrastructure_failure() {
         None
     } else {
         Verdict::run_success(verdict, end.status == ExitStatus::Submitted)

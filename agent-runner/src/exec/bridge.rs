@@ -725,7 +725,6 @@ async fn close_run(
         scratch.root(),
         confinement,
         run_end,
-        rec.usage(),
         shutdown,
     )
     .await;
@@ -911,7 +910,7 @@ mod tests {
         for claimed in [ExitStatus::ExitEnvironment, ExitStatus::ExitApi] {
             let end = agent_declared_end(claimed, Some("provider down"));
             assert_eq!(end.status, ExitStatus::ExitError, "{claimed:?}");
-            assert!(!end.is_infrastructure_failure(&crate::recorder::Usage::default()));
+            assert!(!end.is_infrastructure_failure());
         }
         let forfeit = agent_declared_end(ExitStatus::ExitForfeit, Some("gave up"));
         assert_eq!(forfeit.status, ExitStatus::ExitForfeit);

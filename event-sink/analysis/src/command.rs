@@ -91,7 +91,7 @@ pub struct QueryArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReportArgs {
     /// Where to write the HTML page.
-    #[arg(long, env = "BENCH_REPORT_OUT", value_name = "FILE")]
+    #[arg(long, env = "BENCH_REPORT_OUT", value_name = "FILE", value_parser = bench_cli::paths::absolute)]
     pub out: PathBuf,
     /// Only runs started at or after this time: `YYYY-MM-DD[ HH:MM:SS]` (UTC) or RFC 3339.
     #[arg(long, env = "BENCH_REPORT_SINCE")]
