@@ -83,7 +83,13 @@ pub fn result_words(r: &RunStop) -> (&'static str, String, String) {
     let outcome = match r.success {
         Some(true) => "solved",
         Some(false) => "unsolved",
-        None if r.exit_status == ExitStatus::ExitEnvironment => "no result",
+        None if matches!(
+            r.exit_status,
+            ExitStatus::ExitEnvironment | ExitStatus::ExitApi
+        ) =>
+        {
+            "no result"
+        }
         None => "unjudged",
     };
     let score = r

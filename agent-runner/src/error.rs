@@ -127,6 +127,9 @@ pub enum SweepError {
         /// What is wrong with it.
         message: String,
     },
+    /// The sweep file is not the TOML of a sweep: where, the key and why.
+    #[error(transparent)]
+    Toml(#[from] bench_cli::TomlError),
     /// The sweep is well-formed but describes no valid run (constraints, matrix values).
     #[error("invalid sweep: {0}")]
     Invalid(String),
@@ -277,7 +280,7 @@ impl Error {
             | Error::Policy(_)
             | Error::Config(_)
             | Error::Sandbox(_)
-            | Error::Sweep(SweepError::File { .. } | SweepError::Invalid(_))
+            | Error::Sweep(SweepError::File { .. } | SweepError::Toml(_) | SweepError::Invalid(_))
             | Error::Exec(ExecError::ProgramNotFound { .. } | ExecError::Unmountable(_))
             | Error::Import(
                 ImportError::Read { .. } | ImportError::Parse { .. } | ImportError::TooLarge { .. },

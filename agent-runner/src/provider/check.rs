@@ -20,7 +20,7 @@ pub enum CheckError {
     #[error(transparent)]
     Client(#[from] ClientError),
     /// The provider did not answer, or refused.
-    #[error("provider {url}: {source}")]
+    #[error("the provider at {url} failed its check before the first run: {source}")]
     Call {
         /// The base URL.
         url: String,

@@ -52,14 +52,59 @@ pub enum ConfigFileError {
         source: std::io::Error,
     },
     /// The file is not TOML, or not the settings `T` holds.
-    #[error("config file {path} is invalid: {source}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: toml::de::Error,
-    },
+    #[error("invalid config file {0}")]
+    Parse(#[from] TomlError),
+}
+
+/// A TOML file that is not what it should hold: the file, where in it (line, column, the
+/// line itself), the key (`batch.max_rows`) and why, shown over several lines:
+///
+/// ```text
+/// sink.toml, line 3, column 12, key batch.max_rows:
+///     max_rows = "many"
+///                ^^^^^^
+///   invalid type: string "many", expected u64
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct TomlError {
+    /// The file.
+    pub path: PathBuf,
+    /// 1-based line and column of the offending text, when the parser knows it.
+    pub position: Option<(usize, usize)>,
+    /// That line, and the length of the offending text on it.
+    pub excerpt: Option<(String, usize)>,
+    /// The key, as `section.key` (`tasks[2]` for an array element), when known.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for TomlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some((line, column)) = self.position {
+            write!(f, ", line {line}, column {column}")?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, ", key {key}")?;
+        }
+        writeln!(f, ":")?;
+        if let (Some((text, width)), Some((_, column))) = (&self.excerpt, self.position) {
+            writeln!(f, "    {text}")?;
+            let pad: String = text
+                .chars()
+                .take(column - 1)
+                .map(|c| if c == '\t' { '\t' } else { ' ' })
+                .collect();
+            writeln!(f, "    {pad}{}", "^".repeat((*width).max(1)))?;
+        }
+        let mut lines = self.message.trim_end().lines();
+        write!(f, "  {}", lines.next().unwrap_or_default())?;
+        for line in lines {
+            write!(f, "\n  {line}")?;
+        }
+        Ok(())
+    }
 }
 
 /// Reads the TOML file at `path` as `T`.
@@ -68,10 +113,42 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigFileError> {
         path: path.to_owned(),
         source,
     })?;
-    toml::from_str(&text).map_err(|source| ConfigFileError::Parse {
-        path: path.to_owned(),
-        source,
+    Ok(parse(path, &text)?)
+}
+
+/// Parses `text`, the contents of the TOML file `path`, as `T`; an error names the file,
+/// the line, the column and the key.
+pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, TomlError> {
+    let deserializer = toml::Deserializer::parse(text).map_err(|e| toml_error(path, text, &e, None))?;
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let key = e.path().to_string();
+        let key = (key != "." && !key.is_empty()).then_some(key);
+        toml_error(path, text, e.inner(), key)
     })
+}
+
+/// The [`TomlError`] of `error`, met in `text` (the file `path`) at `key`.
+fn toml_error(path: &Path, text: &str, error: &toml::de::Error, key: Option<String>) -> TomlError {
+    let position = error.span().map(|span| {
+        let start = span.start.min(text.len());
+        let before = &text[..start];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let line = before.matches('\n').count() + 1;
+        let column = text[line_start..start].chars().count() + 1;
+        let line_text = text[line_start..].lines().next().unwrap_or_default();
+        let width = text[start..span.end.min(text.len())]
+            .lines()
+            .next()
+            .map_or(1, |t| t.chars().count());
+        ((line, column), (line_text.to_owned(), width))
+    });
+    TomlError {
+        path: path.to_owned(),
+        position: position.as_ref().map(|(p, _)| *p),
+        excerpt: position.map(|(_, e)| e),
+        key,
+        message: error.message().to_owned(),
+    }
 }
 
 /// A setting whose value is out of its range: named as `section.key` of the config file
