@@ -746,10 +746,7 @@ mod tests {
         assert_eq!(prologue::run_success(&end, None), None);
         // Other ends keep the judge's word: no submission is no success.
         let forfeit = RunEnd::early(ExitStatus::ExitForfeit, "max_iterations");
-        assert_eq!(
-            prologue::run_success(&forfeit, None),
-            Some(false)
-        );
+        assert_eq!(prologue::run_success(&forfeit, None), Some(false));
         assert_eq!(
             prologue::run_success(&RunEnd::submitted(), Some(&passing)),
             Some(true)

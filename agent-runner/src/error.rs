@@ -280,7 +280,9 @@ impl Error {
             | Error::Policy(_)
             | Error::Config(_)
             | Error::Sandbox(_)
-            | Error::Sweep(SweepError::File { .. } | SweepError::Toml(_) | SweepError::Invalid(_))
+            | Error::Sweep(
+                SweepError::File { .. } | SweepError::Toml(_) | SweepError::Invalid(_),
+            )
             | Error::Exec(ExecError::ProgramNotFound { .. } | ExecError::Unmountable(_))
             | Error::Import(
                 ImportError::Read { .. } | ImportError::Parse { .. } | ImportError::TooLarge { .. },

@@ -720,14 +720,7 @@ async fn close_run(
         verdict,
         end: run_end,
         files_modified,
-    } = prologue::judge_scratch(
-        task,
-        scratch.root(),
-        confinement,
-        run_end,
-        shutdown,
-    )
-    .await;
+    } = prologue::judge_scratch(task, scratch.root(), confinement, run_end, shutdown).await;
     let usage = rec.usage();
     let mut stop = RunStop {
         // The runner sees only the calls the agent reports: an agent that reports none

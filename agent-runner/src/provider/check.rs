@@ -69,10 +69,12 @@ pub async fn check(config: &ProviderConfig, models: &[&str]) -> Result<(), Check
                 }),
             }
         }
-        Err(CallError::Status {
-            status: 404 | 405, ..
-        }
-        | CallError::Malformed { .. }) => {
+        Err(
+            CallError::Status {
+                status: 404 | 405, ..
+            }
+            | CallError::Malformed { .. },
+        ) => {
             for model in models {
                 client.chat(&one_token(model)).await.map_err(call)?;
             }
@@ -101,7 +103,11 @@ fn listed(ids: &[&str]) -> String {
     if ids.is_empty() {
         return "none".to_owned();
     }
-    let shown: Vec<String> = ids.iter().take(LISTED_SHOWN).map(|id| format!("{id:?}")).collect();
+    let shown: Vec<String> = ids
+        .iter()
+        .take(LISTED_SHOWN)
+        .map(|id| format!("{id:?}"))
+        .collect();
     match ids.len().saturating_sub(LISTED_SHOWN) {
         0 => shown.join(", "),
         more => format!("{} and {more} more", shown.join(", ")),

@@ -324,7 +324,8 @@ impl fmt::Display for SweepReport {
 
 impl Outcome for SweepReport {
     fn exit(&self) -> Exit {
-        let tally = crate::error::RunTally::of(self.runs.iter().map(|r| r.summary.result.exit_status));
+        let tally =
+            crate::error::RunTally::of(self.runs.iter().map(|r| r.summary.result.exit_status));
         crate::error::runs_exit(tally, Some(&self.delivery))
     }
 }

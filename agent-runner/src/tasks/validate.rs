@@ -281,8 +281,12 @@ async fn repeat(
         for (state, verdict) in [("base", &before), ("gold patch", &after)] {
             if let Some(why) = not_judged(verdict) {
                 let env = task.environment_dir();
-                let env = env.as_ref().map_or("none".into(), |e| e.display().to_string());
-                return Err(format!("the {state} could not be judged (environment {env}): {why}"));
+                let env = env
+                    .as_ref()
+                    .map_or("none".into(), |e| e.display().to_string());
+                return Err(format!(
+                    "the {state} could not be judged (environment {env}): {why}"
+                ));
             }
         }
         for (test, i) in tests.iter_mut().zip(0..) {
@@ -311,7 +315,9 @@ fn not_judged(verdict: &judge::Verdict) -> Option<String> {
         FailReason::Setup(why) => Some(why.clone()),
         FailReason::NoReport {
             exit: Some(code @ (126 | 127)),
-        } => Some(format!("the test command could not be started (exit {code})")),
+        } => Some(format!(
+            "the test command could not be started (exit {code})"
+        )),
         _ => None,
     })
 }

@@ -119,7 +119,8 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigFileError> {
 /// Parses `text`, the contents of the TOML file `path`, as `T`; an error names the file,
 /// the line, the column and the key.
 pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, TomlError> {
-    let deserializer = toml::Deserializer::parse(text).map_err(|e| toml_error(path, text, &e, None))?;
+    let deserializer =
+        toml::Deserializer::parse(text).map_err(|e| toml_error(path, text, &e, None))?;
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let key = e.path().to_string();
         let key = (key != "." && !key.is_empty()).then_some(key);

@@ -123,10 +123,7 @@ mod tests {
 
     #[test]
     fn printed_errors_keep_their_lines_and_escape_other_controls() {
-        assert_eq!(
-            Printable("a\n  b\u{1b}[2J").to_string(),
-            "a\n  b\\u{1b}[2J"
-        );
+        assert_eq!(Printable("a\n  b\u{1b}[2J").to_string(), "a\n  b\\u{1b}[2J");
     }
 
     #[test]

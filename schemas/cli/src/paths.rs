@@ -24,7 +24,10 @@ mod tests {
     #[test]
     fn a_relative_path_is_resolved_against_the_current_directory() {
         let cwd = std::env::current_dir().unwrap();
-        assert_eq!(absolute("scenarios/envs").unwrap(), cwd.join("scenarios/envs"));
+        assert_eq!(
+            absolute("scenarios/envs").unwrap(),
+            cwd.join("scenarios/envs")
+        );
         assert_eq!(absolute("/data/x").unwrap(), PathBuf::from("/data/x"));
         assert!(absolute("").is_err());
     }

@@ -8,8 +8,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use benchstream_tests::swe_bench::Project;
 use benchstream_tests::cli::{run_to_exit, workspace_binary};
+use benchstream_tests::swe_bench::Project;
 
 /// `agent-runner args` run in `dir`, logging plainly.
 fn runner(dir: &Path, args: &[&str]) -> Output {
@@ -116,7 +116,10 @@ fn a_task_whose_environment_is_gone_is_an_error_naming_it_not_a_broken_task() {
         .find(|l| l.starts_with("error o__calc-1:"))
         .unwrap_or_else(|| panic!("an error line for o__calc-1: {stdout}"));
     assert!(error.contains(&gone.display().to_string()), "{error}");
-    assert!(!error.contains("o__calc__2.0"), "its own environment: {error}");
+    assert!(
+        !error.contains("o__calc__2.0"),
+        "its own environment: {error}"
+    );
     assert!(stdout.contains("valid o__calc-2:"), "{stdout}");
     assert!(
         stdout.contains("2 tasks, 0 broken, 1 not validated"),

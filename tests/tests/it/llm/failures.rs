@@ -274,7 +274,11 @@ async fn an_unreachable_provider_ends_the_command_before_the_first_run() {
     assert!(matches!(error, Error::Provider(_)), "{error}");
     assert_eq!(error.exit(), Exit::Failure);
     let message = error.to_string();
-    assert_eq!(message.matches(&nowhere).count(), 1, "the URL once: {message}");
+    assert_eq!(
+        message.matches(&nowhere).count(),
+        1,
+        "the URL once: {message}"
+    );
     assert!(message.contains("Connection refused"), "{message}");
     // A model the provider does not list fails the same way, naming it.
     let mut config = runner_config(fixture("raw"), None, true, None, dir.path());
