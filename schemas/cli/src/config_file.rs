@@ -69,34 +69,46 @@ pub enum ConfigFileError {
 pub struct TomlError {
     /// The file.
     pub path: PathBuf,
-    /// 1-based line and column of the offending text, when the parser knows it.
-    pub position: Option<(usize, usize)>,
-    /// That line, and the length of the offending text on it.
-    pub excerpt: Option<(String, usize)>,
+    /// Where in it, when the parser knows.
+    pub at: Option<Box<TomlPosition>>,
     /// The key, as `section.key` (`tasks[2]` for an array element), when known.
     pub key: Option<String>,
     /// What is wrong.
     pub message: String,
 }
 
+/// Where in a TOML file an error is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TomlPosition {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// The line's text.
+    pub text: String,
+    /// Characters of the offending text on it.
+    pub width: usize,
+}
+
 impl std::fmt::Display for TomlError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.path.display())?;
-        if let Some((line, column)) = self.position {
-            write!(f, ", line {line}, column {column}")?;
+        if let Some(at) = &self.at {
+            write!(f, ", line {}, column {}", at.line, at.column)?;
         }
         if let Some(key) = &self.key {
             write!(f, ", key {key}")?;
         }
         writeln!(f, ":")?;
-        if let (Some((text, width)), Some((_, column))) = (&self.excerpt, self.position) {
-            writeln!(f, "    {text}")?;
-            let pad: String = text
+        if let Some(at) = &self.at {
+            writeln!(f, "    {}", at.text)?;
+            let pad: String = at
+                .text
                 .chars()
-                .take(column - 1)
+                .take(at.column - 1)
                 .map(|c| if c == '\t' { '\t' } else { ' ' })
                 .collect();
-            writeln!(f, "    {pad}{}", "^".repeat((*width).max(1)))?;
+            writeln!(f, "    {pad}{}", "^".repeat(at.width.max(1)))?;
         }
         let mut lines = self.message.trim_end().lines();
         write!(f, "  {}", lines.next().unwrap_or_default())?;
@@ -130,23 +142,27 @@ pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, TomlErro
 
 /// The [`TomlError`] of `error`, met in `text` (the file `path`) at `key`.
 fn toml_error(path: &Path, text: &str, error: &toml::de::Error, key: Option<String>) -> TomlError {
-    let position = error.span().map(|span| {
+    let at = error.span().map(|span| {
         let start = span.start.min(text.len());
         let before = &text[..start];
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-        let line = before.matches('\n').count() + 1;
-        let column = text[line_start..start].chars().count() + 1;
-        let line_text = text[line_start..].lines().next().unwrap_or_default();
-        let width = text[start..span.end.min(text.len())]
-            .lines()
-            .next()
-            .map_or(1, |t| t.chars().count());
-        ((line, column), (line_text.to_owned(), width))
+        Box::new(TomlPosition {
+            line: before.matches('\n').count() + 1,
+            column: text[line_start..start].chars().count() + 1,
+            text: text[line_start..]
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+            width: text[start..span.end.min(text.len())]
+                .lines()
+                .next()
+                .map_or(1, |t| t.chars().count()),
+        })
     });
     TomlError {
         path: path.to_owned(),
-        position: position.as_ref().map(|(p, _)| *p),
-        excerpt: position.map(|(_, e)| e),
+        at,
         key,
         message: error.message().to_owned(),
     }

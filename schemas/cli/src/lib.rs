@@ -23,7 +23,7 @@ pub mod logging;
 pub mod paths;
 pub mod signal;
 
-pub use config_file::{ConfigFileError, InvalidSetting, TomlError};
+pub use config_file::{ConfigFileError, InvalidSetting, TomlError, TomlPosition};
 pub use exit::{report, Status};
 pub use logging::{init_tracing, init_tracing_with, LogArgs, LogFormat};
 pub use signal::cancel_on_signal;

@@ -23,12 +23,15 @@ mod tests {
 
     #[test]
     fn a_relative_path_is_resolved_against_the_current_directory() {
-        let cwd = std::env::current_dir().unwrap();
+        let cwd = std::env::current_dir().expect("current directory");
         assert_eq!(
-            absolute("scenarios/envs").unwrap(),
+            absolute("scenarios/envs").expect("resolves"),
             cwd.join("scenarios/envs")
         );
-        assert_eq!(absolute("/data/x").unwrap(), PathBuf::from("/data/x"));
+        assert_eq!(
+            absolute("/data/x").expect("resolves"),
+            PathBuf::from("/data/x")
+        );
         assert!(absolute("").is_err());
     }
 }
