@@ -199,7 +199,9 @@ mod tests {
             panic!("not run")
         };
         let config = args.into_config().expect("valid config");
-        assert_eq!(config.scenario, PathBuf::from("scenarios/smoke.toml"));
+        // The default scenarios directory, resolved where the command started.
+        let cwd = std::env::current_dir().expect("current directory");
+        assert_eq!(config.scenario, cwd.join("scenarios/smoke.toml"));
         assert_eq!(config.load.tasks, Some(vec!["a".into(), "b".into()]));
         assert_eq!((config.concurrency, config.seed), (2, Some(7)));
         let publish = config.publish.expect("publishing");
