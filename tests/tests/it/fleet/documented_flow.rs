@@ -27,11 +27,11 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Imports two tasks of the project (versions 1.0 and 2.0: two environments) into
-/// `<dir>/scenarios` with relative paths only.
+/// Imports two tasks of the project (versions 2.0 and 1.0: two environments), in that
+/// order, into `<dir>/scenarios` with relative paths only.
 fn import(dir: &Path) {
     let project = Project::create(dir);
-    let instances = [("o__calc-1", "1.0"), ("o__calc-2", "2.0")]
+    let instances = [("o__calc-2", "2.0"), ("o__calc-1", "1.0")]
         .map(|(id, version)| {
             let mut record: serde_json::Value =
                 serde_json::from_str(&project.instance(id, &project.base)).expect("record");
@@ -72,10 +72,11 @@ fn validate_and_run_hold_with_the_default_relative_scenarios_dir() {
     let out = runner(dir.path(), &["tasks", "validate", "swe-local"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
-    // One line per task, in the order of the scenario file.
+    // One line per task, in the order of the scenario file (the instances file's), not
+    // sorted.
     let lines: Vec<&str> = stdout.lines().take(2).collect();
-    assert!(lines[0].starts_with("valid o__calc-1:"), "{stdout}");
-    assert!(lines[1].starts_with("valid o__calc-2:"), "{stdout}");
+    assert!(lines[0].starts_with("valid o__calc-2:"), "{stdout}");
+    assert!(lines[1].starts_with("valid o__calc-1:"), "{stdout}");
     assert!(
         stdout.contains("2 tasks, 0 broken, 0 not validated"),
         "{stdout}"
