@@ -154,11 +154,12 @@ fn starved_runner(command: &str, args: &[&OsStr], dir: &Path, count: usize) -> O
 }
 
 /// The run in `dir/runs` is no result: `exit_environment`, nothing judged, and a
-/// `failure` of category `environment`; and the runner exited 7 saying why.
+/// `failure` of category `environment`; and the runner exited 8 (its only run was no
+/// result) saying why.
 fn assert_no_result(out: &Output, dir: &Path) {
     let stderr = stderr_of(out);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(7), "{stdout}\n{stderr}");
+    assert_eq!(out.status.code(), Some(8), "{stdout}\n{stderr}");
     assert!(
         stderr.contains("Creating new namespace failed"),
         "the runner does not say why: {stderr}"
