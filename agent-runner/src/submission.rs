@@ -146,9 +146,19 @@ pub async fn capture(
     work: &Path,
     limits: &SubmissionLimits,
 ) -> Result<Submission, CaptureError> {
+    capture_tree(&task.fixture, &task.fixture_dir(), work, limits).await
+}
+
+/// [`capture`] of `work` against the fixture `tree` at `fixture_dir`.
+async fn capture_tree(
+    tree: &Tree,
+    fixture_dir: &Path,
+    work: &Path,
+    limits: &SubmissionLimits,
+) -> Result<Submission, CaptureError> {
     let limit = limits.timeout();
     let deadline = Instant::now() + limit;
-    let (tree, fixture_dir, caps) = (task.fixture.clone(), task.fixture_dir(), *limits);
+    let (tree, fixture_dir, caps) = (tree.clone(), fixture_dir.to_path_buf(), *limits);
     let work: PathBuf = work.to_path_buf();
     let looked_at = work.clone();
     let (mut submission, stage): (Submission, Scratch) = blocking(move || {
@@ -418,4 +428,120 @@ fn remove(path: &Path) -> Result<(), CaptureError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fixture (`a.py`, `gone.py`, `tests/test_a.py`) and a scratch copy of it.
+    fn fixture() -> (tempfile::TempDir, Tree, Scratch) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::create_dir(dir.path().join("tests")).expect("mkdir");
+        fs::write(dir.path().join("a.py"), "x = 1\n").expect("write");
+        fs::write(dir.path().join("gone.py"), "y = 2\n").expect("write");
+        fs::write(dir.path().join("tests/test_a.py"), "assert True\n").expect("write");
+        let tree = Tree::scan(dir.path()).expect("scan");
+        let work = Scratch::create(dir.path(), &tree, None).expect("copy");
+        (dir, tree, work)
+    }
+
+    #[tokio::test]
+    async fn every_change_is_taken_whatever_git_ignores_and_what_costs_the_host_is_named() {
+        let (dir, tree, work) = fixture();
+        let w = work.root();
+        fs::write(w.join("a.py"), "x = 2\n").expect("write");
+        fs::remove_file(w.join("gone.py")).expect("rm");
+        fs::write(w.join("shadow.py"), "import os\n").expect("write");
+        fs::write(w.join(".gitignore"), "*\n").expect("write");
+        fs::create_dir_all(w.join(".git/info")).expect("mkdir");
+        fs::write(w.join(".git/info/exclude"), "*\n").expect("write");
+        fs::create_dir(w.join("__pycache__")).expect("mkdir");
+        fs::write(w.join("__pycache__/a.cpython-311.pyc"), "bytecode").expect("write");
+        fs::write(w.join("big.bin"), vec![0u8; 2048]).expect("write");
+        fs::write(w.join("linked.txt"), "one\n").expect("write");
+        fs::hard_link(w.join("linked.txt"), w.join("again.txt")).expect("link");
+        std::os::unix::fs::symlink("a.py", w.join("alias.py")).expect("symlink");
+        nix::unistd::mkfifo(&w.join("pipe"), nix::sys::stat::Mode::S_IRWXU).expect("fifo");
+        let limits = SubmissionLimits {
+            file_bytes: 1024,
+            ..SubmissionLimits::default()
+        };
+        let submission = capture_tree(&tree, dir.path(), w, &limits)
+            .await
+            .expect("capture");
+        assert_eq!(
+            submission.changed,
+            [".gitignore", "a.py", "alias.py", "gone.py", "shadow.py"]
+        );
+        let excluded: Vec<String> = submission
+            .excluded
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            excluded,
+            [
+                "again.txt (2 hard links)",
+                "big.bin (2048 bytes, over the 1024-byte file cap)",
+                "linked.txt (2 hard links)",
+                "pipe (a fifo, not a file)",
+            ]
+        );
+        let diff = String::from_utf8(submission.diff.clone()).expect("utf-8");
+        for part in [
+            "+x = 2",
+            "deleted file mode",
+            "b/shadow.py",
+            "b/.gitignore",
+            "new file mode 120000",
+        ] {
+            assert!(diff.contains(part), "{part}: {diff}");
+        }
+        assert!(!diff.contains("pyc") && !diff.contains("big.bin"), "{diff}");
+
+        // The diff applied to a fresh copy gives the workspace back, bar what was left out.
+        let copy = Scratch::create(dir.path(), &tree, None).expect("copy");
+        base_repo::apply(copy.root(), &submission.diff, Duration::from_secs(30))
+            .await
+            .expect("apply");
+        assert_eq!(
+            fs::read_to_string(copy.root().join("a.py")).expect("read"),
+            "x = 2\n"
+        );
+        assert!(!copy.root().join("gone.py").exists());
+        assert_eq!(
+            fs::read_link(copy.root().join("alias.py")).expect("link"),
+            Path::new("a.py")
+        );
+        assert!(!copy.root().join("big.bin").exists());
+    }
+
+    #[tokio::test]
+    async fn the_submission_cap_leaves_out_the_files_past_it_and_nothing_changed_is_an_empty_diff()
+    {
+        let (dir, tree, work) = fixture();
+        let limits = SubmissionLimits {
+            diff_bytes: 10,
+            ..SubmissionLimits::default()
+        };
+        let unchanged = capture_tree(&tree, dir.path(), work.root(), &limits)
+            .await
+            .expect("capture");
+        assert_eq!(unchanged, Submission::default());
+        fs::write(work.root().join("one.txt"), "123456\n").expect("write");
+        fs::write(work.root().join("two.txt"), "123456\n").expect("write");
+        let capped = capture_tree(&tree, dir.path(), work.root(), &limits)
+            .await
+            .expect("capture");
+        assert_eq!(capped.changed, ["one.txt"]);
+        assert_eq!(
+            capped
+                .excluded
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>(),
+            ["two.txt (the submission's 10-byte cap was reached)"]
+        );
+    }
 }
