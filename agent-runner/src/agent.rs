@@ -83,7 +83,13 @@ pub fn result_words(r: &RunStop) -> (&'static str, String, String) {
     let outcome = match r.success {
         Some(true) => "solved",
         Some(false) => "unsolved",
-        None if r.exit_status == ExitStatus::ExitEnvironment => "no result",
+        None if matches!(
+            r.exit_status,
+            ExitStatus::ExitEnvironment | ExitStatus::ExitApi
+        ) =>
+        {
+            "no result"
+        }
         None => "unjudged",
     };
     let score = r
@@ -171,7 +177,7 @@ pub(crate) async fn execute(
         }
     };
     let (judged, regrades) = match &toolbox {
-        Some(toolbox) => judge_final(&spec, toolbox, end, run.rec.usage(), &shutdown).await,
+        Some(toolbox) => judge_final(&spec, toolbox, end, &shutdown).await,
         // No sandbox, no scratch copy: nothing was judged or compared.
         None => (
             Judged {
@@ -212,7 +218,6 @@ async fn judge_final(
     spec: &RunSpec<'_>,
     toolbox: &Toolbox,
     end: RunEnd,
-    usage: &Usage,
     shutdown: &CancellationToken,
 ) -> (Judged, Vec<Verdict>) {
     let judged = prologue::judge_scratch(
@@ -220,7 +225,6 @@ async fn judge_final(
         toolbox.scratch().root(),
         toolbox.confinement(),
         end,
-        usage,
         shutdown,
     )
     .await;
@@ -251,8 +255,8 @@ fn conclude(
     let (verdict, end, files_modified) =
         (judged.verdict.as_ref(), &judged.end, &judged.files_modified);
     // After the judge: a judge test whose sandbox failed makes the run one too.
-    let infrastructure_failure = end.is_infrastructure_failure(rec.usage());
-    let success = prologue::run_success(end, verdict, rec.usage());
+    let infrastructure_failure = end.is_infrastructure_failure();
+    let success = prologue::run_success(end, verdict);
     let judge_words = match verdict {
         Some(v) => format!(
             "judge: {} of {} tests pass{}",
@@ -738,22 +742,14 @@ mod tests {
             passed: 3,
             ..Verdict::default()
         };
-        // Whatever the model answered before: a run without its sandbox is no result.
-        let answered = Usage {
-            answered_calls: 2,
-            ..Usage::default()
-        };
         assert_eq!(end.status, ExitStatus::ExitEnvironment);
-        assert_eq!(prologue::run_success(&end, Some(&passing), &answered), None);
-        assert_eq!(prologue::run_success(&end, None, &answered), None);
+        assert_eq!(prologue::run_success(&end, Some(&passing)), None);
+        assert_eq!(prologue::run_success(&end, None), None);
         // Other ends keep the judge's word: no submission is no success.
         let forfeit = RunEnd::early(ExitStatus::ExitForfeit, "max_iterations");
+        assert_eq!(prologue::run_success(&forfeit, None), Some(false));
         assert_eq!(
-            prologue::run_success(&forfeit, None, &answered),
-            Some(false)
-        );
-        assert_eq!(
-            prologue::run_success(&RunEnd::submitted(), Some(&passing), &answered),
+            prologue::run_success(&RunEnd::submitted(), Some(&passing)),
             Some(true)
         );
 

@@ -82,6 +82,7 @@ pub struct StatusArgs {
     /// The spool file: its first slot (every slot is listed; each slot's quarantine is
     /// `<slot>.quarantine`).
     #[arg(
+        value_parser = bench_cli::paths::absolute,
         long,
         env = "BENCH_RUNNER_SPOOL",
         default_value = ".local/spool/agent-runner.spool"
@@ -96,7 +97,7 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 pub struct DirArgs {
     /// Scenarios directory (scenario files, pins.toml, tasks/).
-    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios", value_parser = bench_cli::paths::absolute)]
     pub dir: PathBuf,
 }
 
@@ -198,7 +199,9 @@ mod tests {
             panic!("not run")
         };
         let config = args.into_config().expect("valid config");
-        assert_eq!(config.scenario, PathBuf::from("scenarios/smoke.toml"));
+        // The default scenarios directory, resolved where the command started.
+        let cwd = std::env::current_dir().expect("current directory");
+        assert_eq!(config.scenario, cwd.join("scenarios/smoke.toml"));
         assert_eq!(config.load.tasks, Some(vec!["a".into(), "b".into()]));
         assert_eq!((config.concurrency, config.seed), (2, Some(7)));
         let publish = config.publish.expect("publishing");

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bench_cli::Status;
+use bench_schemas::ExitStatus;
 
 use crate::policy::PolicyError;
 use crate::publish::{DeliveryReport, PublishFailure};
@@ -69,6 +70,10 @@ pub enum Error {
     /// `tasks import`: the instances file or the scenarios directory could not be used.
     #[error(transparent)]
     Tasks(#[from] TasksError),
+    /// `run`, `sweep`: the provider of an `llm` policy failed its check before the first
+    /// run (unreachable, a refused key, a model it does not serve).
+    #[error(transparent)]
+    Provider(#[from] crate::provider::CheckError),
 }
 
 /// What only `tasks import` can meet as a whole; an instance that cannot be imported is a
@@ -122,6 +127,9 @@ pub enum SweepError {
         /// What is wrong with it.
         message: String,
     },
+    /// The sweep file is not the TOML of a sweep: where, the key and why.
+    #[error(transparent)]
+    Toml(#[from] bench_cli::TomlError),
     /// The sweep is well-formed but describes no valid run (constraints, matrix values).
     #[error("invalid sweep: {0}")]
     Invalid(String),
@@ -248,6 +256,10 @@ pub enum Exit {
     /// failure, a namespace or process limit, a cgroup that could not be made): it ended
     /// `exit_environment` and is no result; the log says why.
     Environment = 7,
+    /// Every event was delivered, but every run was an infrastructure failure (its
+    /// sandbox could not be set up, `exit_environment`, or its provider failed,
+    /// `exit_api`): the command produced no result at all.
+    Infrastructure = 8,
     /// Stopped by SIGINT/SIGTERM (after draining).
     Interrupted = Status::Interrupted.code(),
 }
@@ -268,7 +280,9 @@ impl Error {
             | Error::Policy(_)
             | Error::Config(_)
             | Error::Sandbox(_)
-            | Error::Sweep(SweepError::File { .. } | SweepError::Invalid(_))
+            | Error::Sweep(
+                SweepError::File { .. } | SweepError::Toml(_) | SweepError::Invalid(_),
+            )
             | Error::Exec(ExecError::ProgramNotFound { .. } | ExecError::Unmountable(_))
             | Error::Import(
                 ImportError::Read { .. } | ImportError::Parse { .. } | ImportError::TooLarge { .. },
@@ -282,6 +296,7 @@ impl Error {
             | Error::Exec(ExecError::Scratch(_) | ExecError::Wait(_) | ExecError::Brief(_))
             | Error::Tail(_)
             | Error::Otlp(_)
+            | Error::Provider(_)
             | Error::Tasks(TasksError::Write { .. }) => Exit::Failure,
         }
     }
@@ -302,13 +317,47 @@ impl DeliveryReport {
     }
 }
 
-/// The exit code of a command of which `no_sandbox` runs could not get their sandbox
-/// (`exit_environment`) and whose publishing ended with `delivery` (`None`: none): the
-/// delivery's when it is not [`Exit::Ok`] (events left in the spool must be flushed
-/// whatever the runs were), else [`Exit::Environment`] when a run had no sandbox.
-pub fn runs_exit(no_sandbox: usize, delivery: Option<&DeliveryReport>) -> Exit {
+/// How the runs of a command ended, as far as its exit code cares.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunTally {
+    /// Runs that ended.
+    pub runs: usize,
+    /// Of them, runs that could not get their sandbox (`exit_environment`).
+    pub no_sandbox: usize,
+    /// Of them, infrastructure failures (`exit_environment`, `exit_api`).
+    pub infrastructure: usize,
+}
+
+impl RunTally {
+    /// The tally of runs that ended with `statuses`.
+    pub fn of(statuses: impl IntoIterator<Item = ExitStatus>) -> RunTally {
+        let mut tally = RunTally::default();
+        for status in statuses {
+            tally.add(status);
+        }
+        tally
+    }
+
+    /// Counts one more run, ended with `status`.
+    pub fn add(&mut self, status: ExitStatus) {
+        self.runs += 1;
+        self.no_sandbox += usize::from(status == ExitStatus::ExitEnvironment);
+        self.infrastructure += usize::from(matches!(
+            status,
+            ExitStatus::ExitEnvironment | ExitStatus::ExitApi
+        ));
+    }
+}
+
+/// The exit code of a command whose runs ended as `tally` says and whose publishing
+/// ended with `delivery` (`None`: none): the delivery's when it is not [`Exit::Ok`]
+/// (events left in the spool must be flushed whatever the runs were), else
+/// [`Exit::Infrastructure`] when every run was an infrastructure failure, else
+/// [`Exit::Environment`] when a run had no sandbox.
+pub fn runs_exit(tally: RunTally, delivery: Option<&DeliveryReport>) -> Exit {
     match delivery.map_or(Exit::Ok, DeliveryReport::exit) {
-        Exit::Ok if no_sandbox > 0 => Exit::Environment,
+        Exit::Ok if tally.runs > 0 && tally.infrastructure == tally.runs => Exit::Infrastructure,
+        Exit::Ok if tally.no_sandbox > 0 => Exit::Environment,
         exit => exit,
     }
 }
@@ -489,17 +538,28 @@ mod tests {
     }
 
     /// A run without its sandbox is no result: the runner exits non-zero, after what
-    /// the spool needs.
+    /// the spool needs; a command whose every run was an infrastructure failure has a
+    /// code of its own.
     #[test]
     fn a_run_without_its_sandbox_exits_non_zero() {
+        use ExitStatus::{ExitApi, ExitEnvironment, Submitted};
         let clean = DeliveryReport::default();
-        assert_eq!(runs_exit(0, Some(&clean)), Exit::Ok);
-        assert_eq!(runs_exit(1, Some(&clean)), Exit::Environment);
-        assert_eq!(runs_exit(2, None), Exit::Environment);
+        assert_eq!(runs_exit(RunTally::default(), Some(&clean)), Exit::Ok);
+        assert_eq!(runs_exit(RunTally::of([Submitted]), Some(&clean)), Exit::Ok);
+        let one_without = RunTally::of([Submitted, ExitEnvironment]);
+        assert_eq!(runs_exit(one_without, Some(&clean)), Exit::Environment);
+        assert_eq!(runs_exit(one_without, None), Exit::Environment);
+        assert_eq!(
+            runs_exit(RunTally::of([Submitted, ExitApi]), None),
+            Exit::Ok,
+            "a provider failure among results is counted, not fatal"
+        );
+        let all = RunTally::of([ExitApi, ExitEnvironment, ExitApi]);
+        assert_eq!(runs_exit(all, Some(&clean)), Exit::Infrastructure);
         let spooled = DeliveryReport {
             left_in_spool: 1,
             ..DeliveryReport::default()
         };
-        assert_eq!(runs_exit(1, Some(&spooled)), Exit::Undelivered);
+        assert_eq!(runs_exit(all, Some(&spooled)), Exit::Undelivered);
     }
 }

@@ -25,7 +25,7 @@ use crate::tools::bwrap::SandboxMode;
 #[derive(Debug, Args)]
 pub struct ScenarioArgs {
     /// Where scenario names are looked up.
-    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios", value_parser = bench_cli::paths::absolute)]
     pub scenarios_dir: PathBuf,
     /// Run even if a scenario, task or fixture differs from pins.toml.
     #[arg(long, env = "BENCH_RUNNER_ALLOW_UNPINNED")]
@@ -33,7 +33,7 @@ pub struct ScenarioArgs {
     /// Directory of per-run artifacts (<out>/<run_id>/events.jsonl, summary.json).
     // This doc is the --help text: `<name>` is a placeholder, not an HTML tag.
     #[allow(rustdoc::invalid_html_tags)]
-    #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs")]
+    #[arg(long, env = "BENCH_RUNNER_OUT", default_value = ".local/runs", value_parser = bench_cli::paths::absolute)]
     pub out: PathBuf,
     /// Run agent commands as plain processes on this host, without the bubblewrap
     /// sandbox (hosts without user namespaces; run_start then records sandbox kind none).
@@ -110,6 +110,7 @@ pub struct PublishArgs {
     /// Spool file for events the broker could not take: the first of its slots
     /// (`<stem>.1.spool`, ... are the others); each process takes a free one.
     #[arg(
+        value_parser = bench_cli::paths::absolute,
         long,
         env = "BENCH_RUNNER_SPOOL",
         default_value = ".local/spool/agent-runner.spool"
@@ -261,11 +262,12 @@ fn host_or_default(host: Option<String>) -> String {
     })
 }
 
-/// A path that exists is a file; anything else is a name in `dir`.
+/// A path that exists is a file (made absolute against the current directory, as every
+/// path flag is: [`bench_cli::paths::absolute`]); anything else is a name in `dir`.
 pub fn resolve_scenario(arg: &str, dir: &Path) -> PathBuf {
     let as_path = PathBuf::from(arg);
     if as_path.is_file() {
-        return as_path;
+        return std::path::absolute(&as_path).unwrap_or(as_path);
     }
     let file = if arg.ends_with(".toml") {
         arg.to_owned()

@@ -55,25 +55,22 @@ impl RunEnd {
     }
 
     /// Whether the run is an **infrastructure failure**: it ended because the
-    /// environment or the provider failed before the agent could act, so it is no result
-    /// of the policy. This is the one definition; everything else reads it back from
-    /// `run_stop` (`success` null with `exit_environment` or `exit_api`):
+    /// environment or the provider failed, so it is no result of the policy. This is the
+    /// one definition; everything else reads it back from `run_stop` (`success` null with
+    /// `exit_environment` or `exit_api`):
     ///
     /// - `exit_environment`: the run's sandbox could not be set up, so no agent command
     ///   ran;
-    /// - `exit_api` with no model call answered by a usable completion (`usage` counts
-    ///   the answered ones): every call timed out, failed or came back unreadable.
+    /// - `exit_api`: the provider failed (HTTP errors or timeouts after the retry policy,
+    ///   connection or key refused), whether or not it had answered earlier calls. The
+    ///   model did not fail the task: its provider stopped answering.
     ///
-    /// A run that ended `exit_api` after at least one answered call is a result: the
-    /// agent acted on that answer, and the run is judged as any other. Such a run is not
-    /// judged (the untouched fixture says nothing about the agent) and its `success` is
-    /// null, never `false`.
-    pub fn is_infrastructure_failure(&self, usage: &Usage) -> bool {
-        match self.status {
-            ExitStatus::ExitEnvironment => true,
-            ExitStatus::ExitApi => usage.answered_calls == 0,
-            _ => false,
-        }
+    /// Such a run is not judged and its `success` is null, never `false`.
+    pub fn is_infrastructure_failure(&self) -> bool {
+        matches!(
+            self.status,
+            ExitStatus::ExitEnvironment | ExitStatus::ExitApi
+        )
     }
 }
 

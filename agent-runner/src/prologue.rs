@@ -38,7 +38,7 @@ use crate::integrity;
 use crate::judge::{self, FailReason, Verdict, SCORING_VERSION};
 use crate::limits::RunEnd;
 use crate::publish::PublisherHandle;
-use crate::recorder::{RecordError, RunRecorder, Usage, DIFF_FILE};
+use crate::recorder::{RecordError, RunRecorder, DIFF_FILE};
 use crate::scenario::{LoadedScenario, LoadedTask};
 use crate::submission::{self, CaptureError, Submission};
 use crate::tools::bwrap::Confinement;
@@ -365,7 +365,7 @@ pub(crate) struct Judged {
     pub workspace_differs: Option<bool>,
 }
 
-/// Judges a run of `task` that ended as `end` after the model usage `usage`, its scratch
+/// Judges a run of `task` that ended as `end`, its scratch
 /// copy at `root`: the submission is taken from it ([`submission::capture`]), the verdict
 /// computed from that diff alone on a fresh pristine copy ([`judge::judge_diff`]), and the
 /// scratch copy judged too, as a cross-check whose disagreement is a flag. On shutdown the
@@ -377,10 +377,9 @@ pub(crate) async fn judge_scratch(
     root: &Path,
     confinement: &Confinement,
     end: RunEnd,
-    usage: &Usage,
     shutdown: &CancellationToken,
 ) -> Judged {
-    if end.is_infrastructure_failure(usage) {
+    if end.is_infrastructure_failure() {
         let files_modified = task
             .fixture
             .changed_paths_in(root)
@@ -553,7 +552,7 @@ pub(crate) fn run_stop(
 ) -> RunStop {
     let usage = rec.usage();
     RunStop {
-        success: run_success(end, verdict, usage),
+        success: run_success(end, verdict),
         final_score: verdict.map(Verdict::score),
         wall_time_ms: Some(millis(started.elapsed())),
         total_tokens: usage.total_tokens(),
@@ -576,11 +575,11 @@ pub(crate) fn run_stop(
     }
 }
 
-/// `run_stop.success` of a run that ended as `end` after the model usage `usage`, judged
-/// by `verdict`: null for an infrastructure failure (not a result), else as
-/// [`Verdict::run_success`] reads the verdict.
-pub(crate) fn run_success(end: &RunEnd, verdict: Option<&Verdict>, usage: &Usage) -> Option<bool> {
-    if end.is_infrastructure_failure(usage) {
+/// `run_stop.success` of a run that ended as `end`, judged by `verdict`: null for an
+/// infrastructure failure (not a result), else as [`Verdict::run_success`] reads the
+/// verdict.
+pub(crate) fn run_success(end: &RunEnd, verdict: Option<&Verdict>) -> Option<bool> {
+    if end.is_infrastructure_failure() {
         None
     } else {
         Verdict::run_success(verdict, end.status == ExitStatus::Submitted)

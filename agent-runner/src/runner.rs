@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{self, RunSpec, RunSummary};
-use crate::error::{Error, Exit, Outcome};
+use crate::error::{Error, Exit, Outcome, RunTally};
 use crate::policy::{self, LlmConfig};
 use crate::publish::{DeliveryReport, PublishConfig, PublishFailure, Publisher};
 use crate::scenario::{LoadOptions, LoadedScenario, PolicyKind};
@@ -78,12 +78,10 @@ impl ScenarioReport {
         self.delivery.as_ref().map_or(0, |d| d.left_in_spool)
     }
 
-    /// Runs that could not get their sandbox (`exit_environment`): no results.
-    pub fn no_sandbox(&self) -> usize {
-        self.runs
-            .iter()
-            .filter(|r| r.result.exit_status == bench_schemas::ExitStatus::ExitEnvironment)
-            .count()
+    /// How the runs ended: those that could not get their sandbox (`exit_environment`)
+    /// or whose provider failed (`exit_api`) are no results.
+    pub fn tally(&self) -> RunTally {
+        RunTally::of(self.runs.iter().map(|r| r.result.exit_status))
     }
 }
 
@@ -111,11 +109,19 @@ impl fmt::Display for ScenarioReport {
                 self.broken.join(", ")
             )?;
         }
-        let no_sandbox = self.no_sandbox();
-        if no_sandbox > 0 {
+        let tally = self.tally();
+        if tally.no_sandbox > 0 {
             writeln!(
                 f,
-                "{no_sandbox} runs could not get their sandbox (exit_environment): no results, counted in no success rate; the log says why"
+                "{} runs could not get their sandbox (exit_environment): no results, counted in no success rate; the log says why",
+                tally.no_sandbox
+            )?;
+        }
+        let provider_failed = tally.infrastructure - tally.no_sandbox;
+        if provider_failed > 0 {
+            writeln!(
+                f,
+                "{provider_failed} runs ended because the provider failed (exit_api): no results, counted in no success rate; the log says why"
             )?;
         }
         if let Some(d) = &self.delivery {
@@ -125,11 +131,12 @@ impl fmt::Display for ScenarioReport {
     }
 }
 
-/// The delivery's exit code, else [`Exit::Environment`] when a run could not get its
-/// sandbox ([`crate::error::runs_exit`]).
+/// The delivery's exit code, else [`Exit::Infrastructure`] when no run was a result,
+/// else [`Exit::Environment`] when a run could not get its sandbox
+/// ([`crate::error::runs_exit`]).
 impl Outcome for ScenarioReport {
     fn exit(&self) -> Exit {
-        crate::error::runs_exit(self.no_sandbox(), self.delivery.as_ref())
+        crate::error::runs_exit(self.tally(), self.delivery.as_ref())
     }
 }
 
@@ -152,6 +159,9 @@ pub async fn run(
         .iter()
         .map(|task| policy::build(&scenario, task, seed, config.llm.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
+    if scenario.scenario.policy == PolicyKind::Llm && !scenario.tasks.is_empty() {
+        check_provider(config.llm.as_ref(), &[&scenario.scenario.config.model]).await?;
+    }
 
     let publisher = start_optional_publisher(config.publish.as_ref()).await?;
     // Runs stop when the operator asks or when events can no longer be kept.
@@ -286,4 +296,15 @@ fn progress_bar(enabled: bool, len: usize) -> ProgressBar {
         bar.set_style(style);
     }
     bar
+}
+
+/// Before the first run of an `llm` policy: the provider of `llm` answers and serves each
+/// of `models` ([`crate::provider::check`]), or the command ends now, no run recorded.
+pub(crate) async fn check_provider(llm: Option<&LlmConfig>, models: &[&str]) -> Result<(), Error> {
+    let Some(llm) = llm else {
+        return Ok(());
+    };
+    crate::provider::check(&llm.provider, models).await?;
+    tracing::debug!(provider = %llm.provider.base_url, ?models, "the provider answered its check");
+    Ok(())
 }

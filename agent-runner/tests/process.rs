@@ -18,10 +18,11 @@ use agent_runner::quarantine::{QuarantineEntry, QuarantineKind};
 use agent_runner::spool::record_line;
 use bench_nats::StreamSpec;
 use bench_schemas::SubjectPrefix;
+use benchstream_tests::cli::{assert_config_error, assert_unreachable_error};
 use benchstream_tests::runs::{self, journal_lines, only_run_dir};
 use benchstream_tests::spool::{ids, spool_with, step_messages};
 use benchstream_tests::stream::{self, create_stream, stream_messages};
-use benchstream_tests::{processes_with, NatsServer};
+use benchstream_tests::{free_port, processes_with, NatsServer};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
 
@@ -636,4 +637,55 @@ fn without_bwrap_llm_scenarios_refuse_to_start() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("sandbox is unavailable"), "{stderr}");
     assert!(only_run_dir_absent(dir.path()), "a run started");
+}
+
+#[test]
+fn a_bad_scenario_file_and_an_unreachable_provider_are_named() {
+    let dir = tempfile::tempdir().expect("dir");
+    let scenario = dir.path().join("bad.toml");
+    let toml =
+        "name = \"bad\"\nseed = 1\npolicy = \"llm\"\ntasks = [\"a\"]\n\n[config]\nmodel = 5\n";
+    fs::write(&scenario, toml).expect("write");
+    let out = Command::new(RUNNER)
+        .args(["run", "--no-publish", "--allow-unpinned"])
+        .arg(&scenario)
+        .output()
+        .expect("run agent-runner");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_config_error(
+        &stderr,
+        &scenario,
+        "line 7, column 9",
+        "config.model",
+        "model = 5",
+    );
+
+    // The provider is checked before the first run: nothing runs, nothing is recorded.
+    let nowhere = format!("http://127.0.0.1:{}/v1", free_port());
+    let llm = format!(
+        "{}/../tests/fixtures/llm/raw.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let runs = dir.path().join("runs");
+    let out = Command::new(RUNNER)
+        .args([
+            "run",
+            &llm,
+            "--no-publish",
+            "--no-progress",
+            "--allow-unpinned",
+        ])
+        .args(["--llm-base-url", &nowhere, "--out"])
+        .arg(&runs)
+        .output()
+        .expect("run agent-runner");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let error = stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("an error line: {stderr}"));
+    assert_unreachable_error(error, &nowhere, "Connection refused");
+    assert!(!runs.exists(), "no run was started");
 }

@@ -50,7 +50,7 @@ use crate::writer::{self, Abandoned, ClickHouseInserter, Writer};
 pub enum SinkError {
     /// ClickHouse did not answer at start-up. The cause is part of the message (and not
     /// a `source`, so that error chains do not print it twice).
-    #[error("cannot reach clickhouse at {url}: {error}")]
+    #[error("cannot reach clickhouse at {url}: {}", bench_cli::exit::Chain(error))]
     ClickHouse {
         /// The URL tried.
         url: String,

@@ -10,7 +10,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bench_schemas::EventType;
-use benchstream_tests::cli::{assert_clickhouse_only_help, help, run_to_exit, SINK_ONLY_FLAGS};
+use benchstream_tests::cli::{
+    assert_clickhouse_only_help, assert_config_error, assert_unreachable_error, help, run_to_exit,
+    SINK_ONLY_FLAGS,
+};
 use benchstream_tests::events::{publish_all, Run};
 use benchstream_tests::query::wait_for;
 use benchstream_tests::stream::{create_stream, jetstream};
@@ -580,4 +583,28 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+#[test]
+fn a_bad_config_file_and_an_unreachable_clickhouse_are_named() {
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("sink.toml");
+    let toml = "[batch]\nmax_rows = 5\nflush_interval_ms = \"soon\"\n";
+    std::fs::write(&config, toml).expect("write");
+    let out = run_to_exit(Command::new(SINK).arg("run").arg("--config").arg(&config));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_config_error(
+        &stderr,
+        &config,
+        "line 3, column 21",
+        "batch.flush_interval_ms",
+        "flush_interval_ms = \"soon\"",
+    );
+
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let out = run_to_exit(Command::new(SINK).args(["migrate", "--clickhouse-url", &nowhere]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_unreachable_error(&stderr, &nowhere, "Connection refused");
 }

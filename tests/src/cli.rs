@@ -89,3 +89,42 @@ pub fn assert_clickhouse_only_help(subcommand: &str, text: &str) {
         );
     }
 }
+
+/// Checks `stderr`, a binary's last words on a TOML file it refused: one message naming
+/// the file, the line and column and the key on its first line, with the offending line
+/// of the file quoted on a line of its own (over several lines, not escaped into one).
+///
+/// # Panics
+///
+/// Saying which part is missing.
+pub fn assert_config_error(stderr: &str, file: &Path, position: &str, key: &str, quoted: &str) {
+    let first = stderr
+        .lines()
+        .find(|l| l.contains(&*file.to_string_lossy()))
+        .unwrap_or_else(|| panic!("no line names {}: {stderr}", file.display()));
+    assert!(first.contains(position), "line and column: {stderr}");
+    assert!(first.contains(&format!("key {key}")), "the key: {stderr}");
+    assert!(
+        stderr.lines().any(|l| l.trim() == quoted),
+        "the offending line on a line of its own: {stderr}"
+    );
+    assert!(!stderr.contains("\\n"), "no escaped line breaks: {stderr}");
+}
+
+/// Checks `stderr`, a binary's last words on a server it could not reach at `url`: the
+/// URL said once, with `cause`, and no part of the chain of causes said twice.
+///
+/// # Panics
+///
+/// Saying what is missing or repeated.
+pub fn assert_unreachable_error(stderr: &str, url: &str, cause: &str) {
+    assert_eq!(stderr.matches(url).count(), 1, "the URL once: {stderr}");
+    assert!(stderr.contains(cause), "the cause: {stderr}");
+    let parts: Vec<&str> = stderr.trim().split(": ").collect();
+    for (i, part) in parts.iter().enumerate() {
+        assert!(
+            !parts[i + 1..].contains(part),
+            "{part:?} said twice: {stderr}"
+        );
+    }
+}

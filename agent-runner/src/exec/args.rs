@@ -45,6 +45,7 @@ pub struct ExecArgs {
     /// A host directory the agent may read (its code, data), besides its task and the
     /// files named on its command line. Repeatable, or comma-separated.
     #[arg(
+        value_parser = bench_cli::paths::absolute,
         long = "sandbox-ro",
         env = "BENCH_EXEC_SANDBOX_RO",
         value_delimiter = ','

@@ -732,15 +732,8 @@ async fn close_run(
     shutdown: &CancellationToken,
 ) -> Result<(RunStop, Option<Verdict>), Error> {
     let run_end = run_end(&ended.end, confinement, ended.agent_stop.as_ref());
-    let judged = prologue::judge_scratch(
-        task,
-        scratch.root(),
-        confinement,
-        run_end,
-        rec.usage(),
-        shutdown,
-    )
-    .await;
+    let judged =
+        prologue::judge_scratch(task, scratch.root(), confinement, run_end, shutdown).await;
     let (verdict, run_end, files_modified) = (&judged.verdict, &judged.end, judged.files_modified);
     let usage = rec.usage();
     let mut stop = RunStop {
@@ -931,7 +924,7 @@ mod tests {
         for claimed in [ExitStatus::ExitEnvironment, ExitStatus::ExitApi] {
             let end = agent_declared_end(claimed, Some("provider down"));
             assert_eq!(end.status, ExitStatus::ExitError, "{claimed:?}");
-            assert!(!end.is_infrastructure_failure(&crate::recorder::Usage::default()));
+            assert!(!end.is_infrastructure_failure());
         }
         let forfeit = agent_declared_end(ExitStatus::ExitForfeit, Some("gave up"));
         assert_eq!(forfeit.status, ExitStatus::ExitForfeit);

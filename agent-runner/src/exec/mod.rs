@@ -27,7 +27,7 @@ use std::fmt;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::error::{Error, Exit};
+use crate::error::{Error, Exit, RunTally};
 use crate::publish::DeliveryReport;
 
 /// What `agent-runner exec` did, after each run was handed to the caller as it ended.
@@ -35,8 +35,9 @@ use crate::publish::DeliveryReport;
 pub struct ExecOutcome {
     /// What the publishers of the runs did, summed; `None` without publishing.
     pub delivery: Option<DeliveryReport>,
-    /// Runs whose agent could not get its sandbox (`exit_environment`): no results.
-    pub no_sandbox: usize,
+    /// How the runs ended (those whose agent could not get its sandbox,
+    /// `exit_environment`, are no results).
+    pub runs: RunTally,
 }
 
 impl ExecOutcome {
@@ -44,7 +45,7 @@ impl ExecOutcome {
     /// quarantined ones [`Exit::Quarantined`], else a run without its sandbox
     /// [`Exit::Environment`].
     pub fn exit(&self) -> Exit {
-        crate::error::runs_exit(self.no_sandbox, self.delivery.as_ref())
+        crate::error::runs_exit(self.runs, self.delivery.as_ref())
     }
 }
 
@@ -62,9 +63,7 @@ pub async fn run_all(
         }
         let report = run(config, shutdown.clone()).await?;
         ended(&report);
-        if report.summary.result.exit_status == bench_schemas::ExitStatus::ExitEnvironment {
-            outcome.no_sandbox += 1;
-        }
+        outcome.runs.add(report.summary.result.exit_status);
         if let Some(delivery) = report.delivery {
             outcome
                 .delivery
@@ -112,7 +111,7 @@ mod tests {
                 quarantined,
                 ..DeliveryReport::default()
             }),
-            no_sandbox: 0,
+            runs: RunTally::default(),
         };
         assert_eq!(ExecOutcome::default().exit(), Exit::Ok);
         assert_eq!(outcome(0, 0).exit(), Exit::Ok);

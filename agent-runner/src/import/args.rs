@@ -40,6 +40,7 @@ pub enum ImportCommand {
 )]
 pub struct ImportArgs {
     /// Directory holding `.traj` files (searched recursively), or one `.traj` file.
+    #[arg(value_parser = bench_cli::paths::absolute)]
     pub dir: PathBuf,
     /// Where the events go (publishing, spool, `events.jsonl`), or `--no-publish`.
     #[command(flatten)]

@@ -27,8 +27,8 @@
 //! (tokens, cost, API calls) and the mapped `exit_status`. SWE-agent does not evaluate
 //! its patch, so nobody judged the run: a run that submitted a non-empty patch has
 //! `success` null (unknown), one that did not has `success` false (and a `failure`), one
-//! that ended `exit_api` or `exit_environment` before its first step (an infrastructure
-//! failure, no result) has `success` null, and
+//! that ended `exit_api` or `exit_environment` (an infrastructure failure, no result,
+//! whatever steps came before) has `success` null, and
 //! `final_score`, `tests_passed`, `tests_failed` and `stability_variance` are null. Token
 //! totals and cost are the file's `model_stats`, null where it has none or says 0 for a
 //! run that made model calls (SWE-agent's "not counted", "no price"); per-call token
@@ -174,14 +174,13 @@ impl<'t> Ending<'t> {
         let (exit_status, early_reason) = exit_status(&traj.info.exit_status);
         let patch = traj.info.submission.trim();
         // Nobody judged the patch: success is unknown, unless there is none to judge. A
-        // run the provider or the environment ended before the agent took a step is an
-        // infrastructure failure, no result: unknown too (agent-runner/README.md).
+        // run the provider or the environment ended is an infrastructure failure, no
+        // result: unknown too (agent-runner/README.md).
         let submitted = exit_status == ExitStatus::Submitted && !patch.is_empty();
-        let infrastructure_failure = traj.trajectory.is_empty()
-            && matches!(
-                exit_status,
-                ExitStatus::ExitApi | ExitStatus::ExitEnvironment
-            );
+        let infrastructure_failure = matches!(
+            exit_status,
+            ExitStatus::ExitApi | ExitStatus::ExitEnvironment
+        );
         let success = if infrastructure_failure {
             None
         } else {
@@ -518,10 +517,10 @@ mod tests {
     }
 
     #[test]
-    fn a_provider_or_environment_that_failed_before_any_step_is_no_result() {
+    fn a_provider_or_environment_that_failed_is_no_result_whatever_came_before() {
         for status in ["exit_api", "exit_environment_error"] {
             assert_eq!(run_stop_of(status, 0).success, None, "{status}");
-            assert_eq!(run_stop_of(status, 1).success, Some(false), "{status}");
+            assert_eq!(run_stop_of(status, 1).success, None, "{status}");
         }
         assert_eq!(run_stop_of("exit_cost", 0).success, Some(false));
     }

@@ -247,7 +247,9 @@ fn install_crypto_provider() {
 }
 
 fn transport(e: reqwest::Error) -> CallError {
-    // The chain holds the useful part ("connection refused").
+    // The chain holds the useful part ("connection refused"); the URL is the provider's,
+    // which whoever reports the error names once.
+    let e = e.without_url();
     let mut message = e.to_string();
     let mut source = std::error::Error::source(&e);
     while let Some(s) = source {

@@ -9,13 +9,16 @@
 //!
 //! - [`client`]: [`ChatClient`] (one attempt: chat completion, model listing), the wire
 //!   messages, [`CallError`].
+//! - [`check`]: the one call before the first run that tells a wrong URL, key or model.
 //! - [`retry`]: [`with_retries`], the one place deciding what is retried.
 //! - [`usage`]: [`TokenUsage`], the `usage` block in every shape providers send.
 
+pub(crate) mod check;
 pub(crate) mod client;
 pub(crate) mod retry;
 pub(crate) mod usage;
 
+pub use check::{check, CheckError};
 pub use client::ProviderConfig;
 pub(crate) use client::{
     CallError, ChatClient, ChatRequest, ClientError, Completion, FunctionCall, Message, ToolCall,

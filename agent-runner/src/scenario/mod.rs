@@ -97,6 +97,9 @@ pub enum ScenarioError {
         /// The parser's message.
         message: String,
     },
+    /// A TOML file is not what it should hold: where, the key and why.
+    #[error(transparent)]
+    Toml(#[from] bench_cli::TomlError),
     /// A file parsed but a value in it is refused.
     #[error("{path}: {reason}")]
     Invalid {
@@ -398,10 +401,7 @@ pub fn base_message(swe: &SweBench) -> String {
     format!("{} at {}", swe.repo, swe.base_commit)
 }
 
-/// Parses TOML with the error's line and column in the message.
+/// Parses TOML with the file, line, column and key in the error.
 fn parse_toml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, ScenarioError> {
-    toml::from_str(text).map_err(|e| ScenarioError::Parse {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })
+    Ok(bench_cli::config_file::parse(path, text)?)
 }

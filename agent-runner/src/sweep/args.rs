@@ -21,6 +21,7 @@ use crate::tools::DEFAULT_OUTPUT_CAP;
 )))]
 pub struct SweepArgs {
     /// The sweep file (TOML; format in agent-runner/docs/sweeps.md).
+    #[arg(value_parser = bench_cli::paths::absolute)]
     pub file: PathBuf,
     /// Configurations this worker runs at most. Default: until none is left.
     #[arg(long, env = "BENCH_SWEEP_COUNT")]

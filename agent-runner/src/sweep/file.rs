@@ -409,7 +409,7 @@ impl SweepFile {
             path: path.to_path_buf(),
             message,
         };
-        let sweep: SweepFile = toml::from_str(text).map_err(|e| invalid(e.to_string()))?;
+        let sweep: SweepFile = bench_cli::config_file::parse(path, text)?;
         if sweep.name.is_empty()
             || !sweep
                 .name

@@ -324,12 +324,9 @@ impl fmt::Display for SweepReport {
 
 impl Outcome for SweepReport {
     fn exit(&self) -> Exit {
-        let no_sandbox = self
-            .runs
-            .iter()
-            .filter(|r| r.summary.result.exit_status == bench_schemas::ExitStatus::ExitEnvironment)
-            .count();
-        crate::error::runs_exit(no_sandbox, Some(&self.delivery))
+        let tally =
+            crate::error::RunTally::of(self.runs.iter().map(|r| r.summary.result.exit_status));
+        crate::error::runs_exit(tally, Some(&self.delivery))
     }
 }
 
@@ -343,6 +340,15 @@ pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<Swe
             "method {} reads past results: give --clickhouse-url",
             plan.sweep.method.as_str()
         )));
+    }
+    if plan.scenario.scenario.policy == crate::scenario::PolicyKind::Llm {
+        let mut models: Vec<&str> = std::iter::once(&plan.scenario.scenario.config)
+            .chain(plan.expansion.arms.iter().map(|arm| &arm.config))
+            .map(|c| c.model.as_str())
+            .collect();
+        models.sort_unstable();
+        models.dedup();
+        crate::runner::check_provider(config.llm.as_ref(), &models).await?;
     }
     let lease = config.lease.unwrap_or_else(|| {
         Duration::from_millis(plan.scenario.scenario.config.execution_timeout_ms) + LEASE_MARGIN

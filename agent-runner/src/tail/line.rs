@@ -79,7 +79,7 @@ pub fn render(subject: &str, payload: &[u8]) -> String {
             },
             at("/segment_kb")
         ),
-        "failure" => text(data.get("first_failure_root")),
+        "failure" => failure(data),
         "optimizer_update" => text(data.get("reasoning")),
         _ => text(Some(data)),
     };
@@ -92,6 +92,30 @@ pub fn render(subject: &str, payload: &[u8]) -> String {
         show(event.get("task_id")),
         show(event.get("policy_id")),
         summary
+    )
+}
+
+/// A `failure`: its category and root kind, then the root's facts as `name value`,
+/// each cut to [`TEXT_CHARS`] (`provider provider: provider stand-in; api_error HTTP
+/// 503: down; failed_calls 3`).
+fn failure(data: &Value) -> String {
+    let root = data.get("first_failure_root").unwrap_or(&Value::Null);
+    let facts: Vec<String> = root
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| name.as_str() != "kind")
+        .map(|(name, value)| format!("{name} {}", text(Some(value))))
+        .collect();
+    format!(
+        "{} {}: {}",
+        show(data.pointer("/final_error_state/error_category")),
+        show(root.get("kind")),
+        if facts.is_empty() {
+            "-".to_owned()
+        } else {
+            facts.join("; ")
+        }
     )
 }
 
@@ -207,5 +231,24 @@ mod tests {
         );
         let line = render("bench.events.r.\u{1b}[2J", b"{}");
         assert!(!line.contains('\u{1b}'), "{line}");
+    }
+
+    #[test]
+    fn a_failure_names_its_category_root_and_facts_not_raw_json() {
+        let event = serde_json::json!({
+            "ts": "t", "run_id": "r1", "seq": 3, "task_id": "t", "policy_id": "p",
+            "data": {"first_failure_root": {"kind": "provider", "provider": "stand-in",
+                     "api_error": "provider answered HTTP 503: down", "failed_calls": 3},
+                     "final_error_state": {"error_category": "provider"}}
+        });
+        let line = render("bench.events.r1.failure", event.to_string().as_bytes());
+        assert!(
+            line.ends_with(
+                "provider provider: api_error provider answered HTTP 503: down; \
+                 failed_calls 3; provider stand-in"
+            ),
+            "{line}"
+        );
+        assert!(!line.contains('{'), "{line}");
     }
 }

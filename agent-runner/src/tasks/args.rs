@@ -35,7 +35,7 @@ pub struct ValidateArgs {
     #[arg(long, env = "BENCH_RUNNER_TASKS", value_delimiter = ',')]
     pub tasks: Option<Vec<String>>,
     /// Where scenario names are looked up.
-    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios", value_parser = bench_cli::paths::absolute)]
     pub scenarios_dir: PathBuf,
     /// Validate even if a scenario, task or fixture differs from pins.toml.
     #[arg(long, env = "BENCH_RUNNER_ALLOW_UNPINNED")]
@@ -72,15 +72,15 @@ pub enum ImportSource {
 #[derive(Debug, Args)]
 pub struct SweBenchImportArgs {
     /// The instances: a JSON array or JSON lines of SWE-bench records.
-    #[arg(long, env = "BENCH_SWE_INSTANCES")]
+    #[arg(long, env = "BENCH_SWE_INSTANCES", value_parser = bench_cli::paths::absolute)]
     pub instances: PathBuf,
     /// Directory of local clones, one per repository, named `owner__name`. Nothing is
     /// downloaded.
-    #[arg(long, env = "BENCH_SWE_REPOS")]
+    #[arg(long, env = "BENCH_SWE_REPOS", value_parser = bench_cli::paths::absolute)]
     pub repos: PathBuf,
     /// Scenarios directory the tasks (`tasks/<instance_id>/`), environments (`envs/`) and
     /// the scenario file go to; its `pins.toml` is rewritten.
-    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios")]
+    #[arg(long, env = "BENCH_SCENARIOS_DIR", default_value = "scenarios", value_parser = bench_cli::paths::absolute)]
     pub scenarios_dir: PathBuf,
     /// Name of the scenario file written (`<name>.toml`), listing the imported tasks.
     #[arg(long, env = "BENCH_SWE_SCENARIO")]

@@ -4,7 +4,11 @@
 //! the base as it is (so `test_patch` on the base: `FAIL_TO_PASS` must fail,
 //! `PASS_TO_PASS` pass) and the base with the gold patch applied (every test must pass).
 //! A test that contradicts its list in every repetition makes the task broken; one whose
-//! outcome differs between repetitions of the same state is flaky. The result is written
+//! outcome differs between repetitions of the same state is flaky. Only a task whose
+//! judgings ran can be broken: one whose environment is missing, whose scratch copy or
+//! sandbox cannot be made, whose patches do not apply or whose test command cannot start
+//! is an environment error ([`TaskValidation::Error`]), with its cause; nothing is written
+//! or published for it and the command exits [`Exit::Environment`]. The result is written
 //! to `tasks/<id>/validation.toml` ([`Validation`]); runs, sweeps and `exec` then leave
 //! broken tasks out with a count, and runs take `test_outcome.before` from it. With a
 //! broker, each validation is also published as a `task_validation` event (a stream of
@@ -19,7 +23,7 @@ use uuid::Uuid;
 
 use crate::base_repo;
 use crate::error::{Error, Exit, Outcome};
-use crate::judge;
+use crate::judge::{self, FailReason};
 use crate::publish::{DeliveryReport, PublisherHandle};
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
@@ -59,9 +63,10 @@ pub enum TaskValidation {
     Validated(Validation),
     /// Not a SWE-bench-format task: nothing to validate.
     NotSweBench,
-    /// Could not be validated (the gold patch does not apply, no scratch copy): why. The
-    /// task is written down as broken.
-    Failed(String),
+    /// Could not be validated (its environment is missing, no scratch copy, no sandbox,
+    /// a patch that does not apply, a test command that cannot start): why. Nothing is
+    /// written or published for it: this says nothing about the task.
+    Error(String),
 }
 
 /// What `tasks validate` did, task by task.
@@ -75,15 +80,19 @@ pub struct ValidateReport {
 }
 
 impl ValidateReport {
-    /// Tasks found broken or that could not be validated.
+    /// Tasks whose gold patch was judged and found broken.
     pub fn broken(&self) -> usize {
         self.tasks
             .iter()
-            .filter(|(_, v)| match v {
-                TaskValidation::Validated(v) => v.broken,
-                TaskValidation::Failed(_) => true,
-                TaskValidation::NotSweBench => false,
-            })
+            .filter(|(_, v)| matches!(v, TaskValidation::Validated(v) if v.broken))
+            .count()
+    }
+
+    /// Tasks that could not be validated.
+    pub fn errors(&self) -> usize {
+        self.tasks
+            .iter()
+            .filter(|(_, v)| matches!(v, TaskValidation::Error(_)))
             .count()
     }
 }
@@ -114,14 +123,18 @@ impl fmt::Display for ValidateReport {
                 TaskValidation::NotSweBench => {
                     writeln!(f, "skipped {id}: not a SWE-bench-format task")?
                 }
-                TaskValidation::Failed(why) => writeln!(f, "broken {id}: {why}")?,
+                TaskValidation::Error(why) => {
+                    writeln!(f, "error {id}: not validated, nothing recorded: {why}")?
+                }
             }
         }
         writeln!(
             f,
-            "{} tasks, {} broken, {flaky_tasks} with flaky tests",
+            "{} tasks, {} broken, {} not validated (environment errors), {flaky_tasks} with \
+             flaky tests",
             self.tasks.len(),
-            self.broken()
+            self.broken(),
+            self.errors()
         )?;
         match &self.delivery {
             Some(delivery) => writeln!(f, "task_validation events: {delivery}"),
@@ -134,10 +147,13 @@ impl fmt::Display for ValidateReport {
     }
 }
 
-/// [`Exit::Failure`] when a task is broken.
+/// [`Exit::Environment`] when a task could not be validated, else [`Exit::Failure`] when a
+/// task is broken.
 impl Outcome for ValidateReport {
     fn exit(&self) -> Exit {
-        if self.broken() > 0 {
+        if self.errors() > 0 {
+            Exit::Environment
+        } else if self.broken() > 0 {
             Exit::Failure
         } else {
             Exit::Ok
@@ -150,8 +166,6 @@ impl Outcome for ValidateReport {
 pub async fn validate(config: &ValidateConfig) -> Result<ValidateReport, Error> {
     let scenario = LoadedScenario::load(&config.scenario, &config.load)?;
     let limits = &scenario.scenario.config.sandbox_limits;
-    // Only the judge runs, with the dataset's patches: no agent's commands.
-    let confinement = config.sandbox.confinement(limits, true)?;
     let publisher = start_optional_publisher(config.publish.as_ref()).await?;
     let handle = publisher.as_ref().map(|p| p.handle());
     let mut tasks = Vec::new();
@@ -159,24 +173,24 @@ pub async fn validate(config: &ValidateConfig) -> Result<ValidateReport, Error> 
         let found = match &task.task.swe_bench {
             None => TaskValidation::NotSweBench,
             Some(swe) => {
-                let confinement = confinement.clone().with_environment(task.environment_dir());
-                let validation = match repeat(task, swe, &confinement, config.repeat).await {
-                    Ok(validation) => validation,
-                    Err(why) => Validation {
-                        repeats: config.repeat,
-                        broken: true,
-                        reasons: vec![why],
-                        tests: Vec::new(),
-                    },
-                };
-                validation.write(&task.dir)?;
-                if let Some(handle) = &handle {
-                    publish(&scenario, task, &validation, &config.host, handle)?;
-                }
-                if validation.tests.is_empty() {
-                    TaskValidation::Failed(validation.reasons.join("; "))
-                } else {
-                    TaskValidation::Validated(validation)
+                // Only the judge runs, with the dataset's patches: no agent's commands. A
+                // confinement of the task's own: a sandbox failure is this task's alone.
+                let confinement = config
+                    .sandbox
+                    .confinement(limits, true)?
+                    .with_environment(task.environment_dir());
+                match repeat(task, swe, &confinement, config.repeat).await {
+                    Ok(validation) => {
+                        validation.write(&task.dir)?;
+                        if let Some(handle) = &handle {
+                            publish(&scenario, task, &validation, &config.host, handle)?;
+                        }
+                        TaskValidation::Validated(validation)
+                    }
+                    Err(why) => {
+                        tracing::error!(task = %task.task.id, reason = %crate::terminal::Escaped(&why), "task not validated: its environment or sandbox could not be set up");
+                        TaskValidation::Error(why)
+                    }
                 }
             }
         };
@@ -232,7 +246,8 @@ fn validation_event(
     }
 }
 
-/// `repeats` judgings of the base and of the gold patch.
+/// `repeats` judgings of the base and of the gold patch; `Err` (why) when one of them
+/// could not be judged, so that its outcome says nothing about the task.
 async fn repeat(
     task: &LoadedTask,
     swe: &SweBench,
@@ -249,16 +264,34 @@ async fn repeat(
             passed_after: 0,
         })
         .collect();
+    if let Some(env) = task.environment_dir().filter(|env| !env.is_dir()) {
+        return Err(format!(
+            "its environment {} does not exist (made by `tasks import swe-bench`)",
+            env.display()
+        ));
+    }
+    let scratch = |e: crate::tools::ScratchError| format!("no scratch copy of the fixture: {e}");
     for _ in 0..repeats {
-        let base = task.workspace(None).map_err(|e| e.to_string())?;
+        let base = task.workspace(None).map_err(scratch)?;
         let before = judge::judge_submission(task, base.root(), confinement).await;
-        let gold = task.workspace(None).map_err(|e| e.to_string())?;
+        let gold = task.workspace(None).map_err(scratch)?;
         base_repo::apply(gold.root(), swe.patch.as_bytes(), GOLD_APPLY_TIMEOUT)
             .await
             .map_err(|e| format!("the gold patch does not apply: {e}"))?;
         let after = judge::judge_submission(task, gold.root(), confinement).await;
         if let Some(why) = confinement.setup_failure() {
             return Err(format!("the judge's sandbox could not be set up: {why}"));
+        }
+        for (state, verdict) in [("base", &before), ("gold patch", &after)] {
+            if let Some(why) = not_judged(verdict) {
+                let env = task.environment_dir();
+                let env = env
+                    .as_ref()
+                    .map_or("none".into(), |e| e.display().to_string());
+                return Err(format!(
+                    "the {state} could not be judged (environment {env}): {why}"
+                ));
+            }
         }
         for (test, i) in tests.iter_mut().zip(0..) {
             test.passed_before += u32::from(passed(&before, i));
@@ -275,6 +308,21 @@ async fn repeat(
         broken: !reasons.is_empty(),
         reasons,
         tests,
+    })
+}
+
+/// Why `verdict` judged nothing, if it did not: its tests could not be set up (the
+/// sandbox, `test_patch`, the judge's own files) or the test command could not be started
+/// (exit 126 or 127 and no report).
+fn not_judged(verdict: &judge::Verdict) -> Option<String> {
+    verdict.failures.iter().find_map(|f| match &f.reason {
+        FailReason::Setup(why) => Some(why.clone()),
+        FailReason::NoReport {
+            exit: Some(code @ (126 | 127)),
+        } => Some(format!(
+            "the test command could not be started (exit {code})"
+        )),
+        _ => None,
     })
 }
 

@@ -10,7 +10,7 @@
 --
 -- runs = runs started; finished = runs with a run_stop; infra_failures = finished runs
 -- that are infrastructure failures, no result of the policy (success NULL and exit_status
--- exit_api or exit_environment: the provider never answered, or the sandbox could not be
+-- exit_api or exit_environment: the provider failed, or the sandbox could not be
 -- set up; agent-runner/README.md, "Infrastructure failures are not results"); judged =
 -- finished runs whose success is known (NULL success: a submission nobody judged, e.g.
 -- an imported trajectory, or an infrastructure failure); success_rate = successes /

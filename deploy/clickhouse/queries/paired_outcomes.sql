@@ -9,9 +9,9 @@
 -- broken: its runs are no results; only validations `tasks validate` published count,
 -- policy_id 'validation' on a run_id without run_start), unfinished (no run_stop), lost_events
 -- (a gap in its seq numbers, the logic of lost_events), infrastructure (an
--- infrastructure failure: exit_status exit_environment, or exit_api with no call the
--- provider answered, i.e. no deliberation with status ok or parse_failure: the
--- environment or the provider was down before the agent acted, whatever success says),
+-- infrastructure failure: exit_status exit_environment or exit_api, the sandbox could
+-- not be set up or the provider failed, even after answering earlier calls; whatever
+-- success says, which runs recorded before this rule may hold),
 -- unjudged (success NULL). An excluded run is never a failure.
 -- runs, successes = counted runs and their successes. priced_runs = counted runs whose
 -- cost is known; cost_usd = their summed cost, NULL unless every counted run is priced
@@ -72,8 +72,7 @@ FROM
         multiIf(task_broken = 1, 'broken_task',
             stopped = 0, 'unfinished',
             missing > 0, 'lost_events',
-            status = 'exit_environment' OR (status = 'exit_api' AND answered = 0),
-                'infrastructure',
+            status IN ('exit_environment', 'exit_api'), 'infrastructure',
             isNull(succeeded), 'unjudged',
             '') AS excluded
     FROM
@@ -141,13 +140,6 @@ FROM
             GROUP BY task_id, fixture_key
         ) AS validations USING task_id, fixture_key
     ) AS checked_runs
-    ANY LEFT JOIN
-    (
-        -- Calls the provider answered (a run without calls joins no row: 0).
-        SELECT run_id, countIf(status IN ('ok', 'parse_failure')) AS answered
-        FROM deliberations FINAL
-        GROUP BY run_id
-    ) AS answered_calls USING run_id
 ) AS classified_runs
 GROUP BY task_id, policy_id, cfg_hash, model, strategy, scoring_version
 ORDER BY task_id, policy_id, cfg_hash

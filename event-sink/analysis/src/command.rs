@@ -64,6 +64,24 @@ pub async fn execute(command: Command) -> Result<(), CommandError> {
     Ok(())
 }
 
+/// `error`, or, when ClickHouse at `url` could not be reached (a network error somewhere
+/// in its chain), [`CommandError::Unreachable`] naming the URL once.
+fn reached(url: &str, error: CommandError) -> CommandError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&error);
+    while let Some(e) = source {
+        if let Some(network @ clickhouse::error::Error::Network(_)) =
+            e.downcast_ref::<clickhouse::error::Error>()
+        {
+            return CommandError::Unreachable {
+                url: url.to_owned(),
+                cause: bench_cli::exit::Chain(network).to_string(),
+            };
+        }
+        source = e.source();
+    }
+    error
+}
+
 /// `bench-analysis query <name> [--param k=v ...] [--format table|json|csv]`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct QueryArgs {
@@ -91,7 +109,7 @@ pub struct QueryArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ReportArgs {
     /// Where to write the HTML page.
-    #[arg(long, env = "BENCH_REPORT_OUT", value_name = "FILE")]
+    #[arg(long, env = "BENCH_REPORT_OUT", value_name = "FILE", value_parser = bench_cli::paths::absolute)]
     pub out: PathBuf,
     /// Only runs started at or after this time: `YYYY-MM-DD[ HH:MM:SS]` (UTC) or RFC 3339.
     #[arg(long, env = "BENCH_REPORT_SINCE")]
@@ -211,6 +229,15 @@ pub enum CommandError {
     /// The comparison could not be made.
     #[error(transparent)]
     Compare(#[from] CompareError),
+    /// ClickHouse could not be reached: its URL, and why (the client's chain of causes,
+    /// each once).
+    #[error("cannot reach ClickHouse at {url}: {cause}")]
+    Unreachable {
+        /// The URL tried.
+        url: String,
+        /// Why.
+        cause: String,
+    },
     /// The report could not be written.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -261,13 +288,16 @@ pub async fn query(args: QueryArgs) -> Result<String, CommandError> {
     // A query without a `by` parameter refuses `--by` as it refuses `--param by=...`.
     let values: ParamValues = args.params.into_iter().chain(by).collect();
     query.render(&values)?; // Bad parameters are reported before connecting.
-    let client = args.connection.load()?.client();
-    Ok(query.run(&client, &values).await?.render(args.format))
+    let config = args.connection.load()?;
+    let answer = query.run(&config.client(), &values).await;
+    Ok(answer
+        .map_err(|e| reached(&config.url, e.into()))?
+        .render(args.format))
 }
 
 /// Runs `args` and returns what to print.
 pub async fn compare(args: CompareArgs) -> Result<String, CommandError> {
-    let client = args.connection.load()?.client();
+    let config = args.connection.load()?;
     let by = parse_by(&args.by).map_err(CompareError::BadKeys)?;
     let filters = Filters {
         since: args.since,
@@ -275,7 +305,9 @@ pub async fn compare(args: CompareArgs) -> Result<String, CommandError> {
         scenario: args.scenario,
         tasks: args.tasks,
     };
-    let mut policies = compare::load(&client, &filters, &by).await?;
+    let mut policies = compare::load(&config.client(), &filters, &by)
+        .await
+        .map_err(|e| reached(&config.url, e.into()))?;
     let wanted: Vec<&String> = args.policies.iter().chain(&args.baseline).collect();
     check_named(&policies, &wanted, &by)?;
     if !args.policies.is_empty() {
@@ -295,14 +327,16 @@ pub async fn compare(args: CompareArgs) -> Result<String, CommandError> {
 
 /// Writes the report of `args`; returns the path written.
 pub async fn report(args: ReportArgs) -> Result<PathBuf, CommandError> {
-    let client = args.connection.load()?.client();
+    let config = args.connection.load()?;
     let options = ReportOptions {
         since: args.since,
         until: args.until,
         policy: args.policy,
         baseline: args.baseline,
     };
-    let page = generate_report(&client, &options).await?;
+    let page = generate_report(&config.client(), &options)
+        .await
+        .map_err(|e| reached(&config.url, e.into()))?;
     std::fs::write(&args.out, page).map_err(|source| CommandError::Write {
         path: args.out.clone(),
         source,

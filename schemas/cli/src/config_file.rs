@@ -52,14 +52,71 @@ pub enum ConfigFileError {
         source: std::io::Error,
     },
     /// The file is not TOML, or not the settings `T` holds.
-    #[error("config file {path} is invalid: {source}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: toml::de::Error,
-    },
+    #[error("invalid config file {0}")]
+    Parse(#[from] TomlError),
+}
+
+/// A TOML file that is not what it should hold: the file, where in it (line, column, the
+/// line itself), the key (`batch.max_rows`) and why, shown over several lines:
+///
+/// ```text
+/// sink.toml, line 3, column 12, key batch.max_rows:
+///     max_rows = "many"
+///                ^^^^^^
+///   invalid type: string "many", expected u64
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct TomlError {
+    /// The file.
+    pub path: PathBuf,
+    /// Where in it, when the parser knows.
+    pub at: Option<Box<TomlPosition>>,
+    /// The key, as `section.key` (`tasks[2]` for an array element), when known.
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Where in a TOML file an error is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TomlPosition {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub column: usize,
+    /// The line's text.
+    pub text: String,
+    /// Characters of the offending text on it.
+    pub width: usize,
+}
+
+impl std::fmt::Display for TomlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(at) = &self.at {
+            write!(f, ", line {}, column {}", at.line, at.column)?;
+        }
+        if let Some(key) = &self.key {
+            write!(f, ", key {key}")?;
+        }
+        writeln!(f, ":")?;
+        if let Some(at) = &self.at {
+            writeln!(f, "    {}", at.text)?;
+            let pad: String = at
+                .text
+                .chars()
+                .take(at.column - 1)
+                .map(|c| if c == '\t' { '\t' } else { ' ' })
+                .collect();
+            writeln!(f, "    {pad}{}", "^".repeat(at.width.max(1)))?;
+        }
+        let mut lines = self.message.trim_end().lines();
+        write!(f, "  {}", lines.next().unwrap_or_default())?;
+        for line in lines {
+            write!(f, "\n  {line}")?;
+        }
+        Ok(())
+    }
 }
 
 /// Reads the TOML file at `path` as `T`.
@@ -68,10 +125,47 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigFileError> {
         path: path.to_owned(),
         source,
     })?;
-    toml::from_str(&text).map_err(|source| ConfigFileError::Parse {
-        path: path.to_owned(),
-        source,
+    Ok(parse(path, &text)?)
+}
+
+/// Parses `text`, the contents of the TOML file `path`, as `T`; an error names the file,
+/// the line, the column and the key.
+pub fn parse<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, TomlError> {
+    let deserializer =
+        toml::Deserializer::parse(text).map_err(|e| toml_error(path, text, &e, None))?;
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let key = e.path().to_string();
+        let key = (key != "." && !key.is_empty()).then_some(key);
+        toml_error(path, text, e.inner(), key)
     })
+}
+
+/// The [`TomlError`] of `error`, met in `text` (the file `path`) at `key`.
+fn toml_error(path: &Path, text: &str, error: &toml::de::Error, key: Option<String>) -> TomlError {
+    let at = error.span().map(|span| {
+        let start = span.start.min(text.len());
+        let before = &text[..start];
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        Box::new(TomlPosition {
+            line: before.matches('\n').count() + 1,
+            column: text[line_start..start].chars().count() + 1,
+            text: text[line_start..]
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+            width: text[start..span.end.min(text.len())]
+                .lines()
+                .next()
+                .map_or(1, |t| t.chars().count()),
+        })
+    });
+    TomlError {
+        path: path.to_owned(),
+        at,
+        key,
+        message: error.message().to_owned(),
+    }
 }
 
 /// A setting whose value is out of its range: named as `section.key` of the config file

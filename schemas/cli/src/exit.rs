@@ -8,6 +8,8 @@ use std::error::Error;
 use std::fmt;
 use std::process::ExitCode;
 
+use crate::logging::LogFormat;
+
 /// The exit statuses every benchstream binary uses the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -37,23 +39,55 @@ impl From<Status> for ExitCode {
     }
 }
 
-/// Prints the error that ends a command: one `error` log line on stderr, in the
-/// `--log-format` chosen, with the whole chain of causes (`what: why: why`).
+/// Prints the error that ends a command on stderr, with the whole chain of causes (`what:
+/// why: why`, each said once). With `--log-format text` it is `error: ` and the message,
+/// over several lines when it has them (a config file's excerpt); with `json`, one
+/// `error` log line.
 pub fn report(error: &(dyn Error + 'static)) {
-    tracing::error!("{}", Chain(error));
+    let chain = Chain(error).to_string();
+    match crate::logging::format() {
+        LogFormat::Json => tracing::error!("{chain}"),
+        LogFormat::Text => eprintln!("error: {}", Printable(&chain)),
+    }
 }
 
-/// An error and its causes, outermost first, separated by `: `.
+/// An error and its causes, outermost first, separated by `: `. A cause whose text the
+/// message already holds (an error that shows its source in its own text) is not
+/// repeated.
 #[derive(Debug, Clone, Copy)]
 pub struct Chain<'a>(pub &'a (dyn Error + 'static));
 
 impl fmt::Display for Chain<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
+        let mut shown = self.0.to_string();
         let mut source = self.0.source();
         while let Some(cause) = source {
-            write!(f, ": {cause}")?;
+            let text = cause.to_string();
+            if !shown.contains(&text) {
+                shown.push_str(": ");
+                shown.push_str(&text);
+            }
             source = cause.source();
+        }
+        f.write_str(&shown)
+    }
+}
+
+/// Text for a terminal: line breaks kept, every other control character written as an
+/// escape (`\u{1b}`), so an error quoting what a program wrote cannot rewrite the screen.
+struct Printable<'a>(&'a str);
+
+impl fmt::Display for Printable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use fmt::Write as _;
+        for c in self.0.chars() {
+            if c.is_control() && c != '\n' {
+                for e in c.escape_default() {
+                    f.write_char(e)?;
+                }
+            } else {
+                f.write_char(c)?;
+            }
         }
         Ok(())
     }
@@ -71,6 +105,25 @@ mod tests {
     fn a_chain_names_every_cause_outermost_first() {
         let error = Outer(std::io::Error::other("inner"));
         assert_eq!(Chain(&error).to_string(), "outer: inner");
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("query failed: {0}")]
+    struct Shows(#[source] Outer);
+
+    #[test]
+    fn a_cause_the_message_already_shows_is_not_repeated() {
+        let error = Shows(Outer(std::io::Error::other("refused")));
+        assert_eq!(
+            Chain(&error).to_string(),
+            "query failed: outer: refused",
+            "each cause once"
+        );
+    }
+
+    #[test]
+    fn printed_errors_keep_their_lines_and_escape_other_controls() {
+        assert_eq!(Printable("a\n  b\u{1b}[2J").to_string(), "a\n  b\\u{1b}[2J");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //!   the error of a setting out of range.
 //! - [`logging`]: `--log-format` ([`LogArgs`]) and the tracing subscriber on stderr,
 //!   filtered by `RUST_LOG`.
+//! - [`paths`]: path flags resolved against the current directory as they are parsed.
 //! - [`signal`]: SIGINT / SIGTERM into a `CancellationToken`.
 //! - [`exit`]: the exit statuses all three share (0 ok, 1 failure, 2 usage, 130
 //!   interrupted) and the one way the error that ends a command is printed.
@@ -19,9 +20,10 @@
 pub mod config_file;
 pub mod exit;
 pub mod logging;
+pub mod paths;
 pub mod signal;
 
-pub use config_file::{ConfigFileError, InvalidSetting};
+pub use config_file::{ConfigFileError, InvalidSetting, TomlError, TomlPosition};
 pub use exit::{report, Status};
 pub use logging::{init_tracing, init_tracing_with, LogArgs, LogFormat};
 pub use signal::cancel_on_signal;

@@ -36,6 +36,14 @@ impl LogFormat {
     }
 }
 
+/// The `--log-format` the subscriber was installed with (text before it was).
+static FORMAT: std::sync::OnceLock<LogFormat> = std::sync::OnceLock::new();
+
+/// The `--log-format` in use: how [`crate::report`] prints the error that ends a command.
+pub fn format() -> LogFormat {
+    FORMAT.get().copied().unwrap_or(LogFormat::Text)
+}
+
 /// Installs the global tracing subscriber writing `format` to stderr.
 pub fn init_tracing(format: LogFormat) {
     init_tracing_with(format, DefaultFields::new());
@@ -47,6 +55,7 @@ pub fn init_tracing_with<F>(format: LogFormat, text_fields: F)
 where
     F: for<'w> FormatFields<'w> + Send + Sync + 'static,
 {
+    let _ = FORMAT.set(format);
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     // Colour only on a terminal, and not with NO_COLOR set (https://no-color.org).
     let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())

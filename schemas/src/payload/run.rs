@@ -149,8 +149,8 @@ pub struct RunStop {
     /// within its run); null when a submission was never judged (e.g. an imported
     /// trajectory nobody judged), and for an infrastructure failure, which is no result
     /// and counts in no success rate: the sandbox could not be set up (`exit_environment`,
-    /// whatever the agent did), or the provider failed (`exit_api`) before answering any
-    /// model call with a usable completion.
+    /// whatever the agent did), or the provider failed (`exit_api`), even after answering
+    /// earlier calls.
     pub success: Option<bool>,
     /// Score in 0..1 (fraction of judge tests passing); null when no judge ran.
     pub final_score: Option<f64>,

@@ -6,7 +6,10 @@
 
 use std::process::Command;
 
-use benchstream_tests::cli::{assert_clickhouse_only_help, help, run_to_exit, workspace_binary};
+use benchstream_tests::cli::{
+    assert_clickhouse_only_help, assert_config_error, assert_unreachable_error, help, run_to_exit,
+    workspace_binary,
+};
 use benchstream_tests::free_port;
 
 use super::{seeded_clickhouse, DATABASE};
@@ -265,4 +268,31 @@ fn the_alias_without_bench_analysis_says_how_to_build_it() {
             && stderr.contains("cargo build -p bench-analysis"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_bad_config_file_and_an_unreachable_clickhouse_are_named() {
+    let dir = tempfile::tempdir().expect("dir");
+    let config = dir.path().join("sink.toml");
+    std::fs::write(&config, "[clickhouse]\nurl = 8123\n").expect("write");
+    let out = run_to_exit(
+        analysis()
+            .args(["query", "leaderboard", "--config"])
+            .arg(&config),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_config_error(
+        &stderr,
+        &config,
+        "line 2, column 7",
+        "clickhouse.url",
+        "url = 8123",
+    );
+
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let out = run_to_exit(analysis().args(["query", "leaderboard", "--clickhouse-url", &nowhere]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_unreachable_error(&stderr, &nowhere, "Connection refused");
 }

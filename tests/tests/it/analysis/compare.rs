@@ -1,9 +1,9 @@
 //! `bench-analysis compare` end to end: runs published to a real nats-server as runners
 //! publish them, stored by the event-sink into a real ClickHouse 18.16, compared with
 //! `compare --format json`. Only finished, judged runs count: a run without `run_stop`,
-//! one with a lost event, an infrastructure failure (`exit_environment`, `exit_api`
-//! before any answer) and an unjudged run are each left out and counted under their
-//! reason, never as failures; `exit_api` after an answered call is a failure. The runs of
+//! one with a lost event, an infrastructure failure (`exit_environment`, `exit_api`, even
+//! after an answered call and whatever `success` says) and an unjudged run are each left
+//! out and counted under their reason, never as failures. The runs of
 //! a task whose latest `task_validation` found it broken are left out as `broken_task`
 //! (a re-validation that finds it sound counts them again), and the rate is given again
 //! over the runs no integrity flag singles out, with the flagged and unknown ones
@@ -31,7 +31,7 @@ enum End {
     /// A solved run whose seq 1 never arrived.
     LostEvent,
     /// The provider answered one call, then kept failing: `exit_api` after the agent
-    /// acted, an ordinary failure.
+    /// acted, with `success` false as runners before the provider rule recorded it.
     ApiAfterAnAnswer,
     /// A judged run of a SWE-bench-format task with these integrity flags.
     Flags(bool, RunIntegrity),
@@ -138,7 +138,8 @@ async fn compare_counts_only_finished_judged_runs_and_tests_the_pairs() {
     ] {
         published += publish_run(&js, policy, task, end).await;
     }
-    // A run that counts, as a failure: the provider failed after the agent acted.
+    // Left out too: the provider failed after the agent acted, which is still the
+    // provider's failure, not the policy's.
     published += publish_run(&js, CANDIDATE, "task-15", End::ApiAfterAnAnswer).await;
     sink.wait_for(
         "SELECT count() FROM benchstream.events_raw FINAL",
@@ -172,13 +173,13 @@ async fn compare_counts_only_finished_judged_runs_and_tests_the_pairs() {
     let cand = policy(CANDIDATE);
     assert_eq!(
         (&cand["runs"], &cand["solved"]),
-        (&Value::from(11), &Value::from(6)),
-        "the unfinished and the infrastructure runs are not failures; \
-         exit_api after an answer is"
+        (&Value::from(10), &Value::from(6)),
+        "the unfinished and the infrastructure runs are not failures, \
+         exit_api after an answer included"
     );
     assert_eq!(
         cand["excluded"],
-        serde_json::json!({"unfinished": 1, "infrastructure": 2}),
+        serde_json::json!({"unfinished": 1, "infrastructure": 3}),
         "{output}"
     );
     let rate = |p: &Value, key: &str| p[key].as_f64().expect(key);

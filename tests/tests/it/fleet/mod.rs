@@ -9,6 +9,7 @@
 
 mod bayes;
 mod cluster;
+mod documented_flow;
 mod exec;
 mod import;
 mod swe_bench;

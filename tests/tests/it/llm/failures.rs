@@ -3,18 +3,25 @@
 //! errors that outlast the retries end the run with `exit_api`, and so does a provider
 //! that leaves `max_provider_failures` calls in a row unanswered, both with a `failure`
 //! rooted in the provider and calls whose tokens and cost are unknown (NULL), checked in
-//! ClickHouse. A run whose provider never answered is an infrastructure failure (not
-//! judged, success NULL, 0 turns); one that got an answer first is a judged result; a prompt over the context window ends it with `exit_context`, whether the
-//! provider or the estimate says so.
+//! ClickHouse. A run the provider ended is an infrastructure failure (not judged, success
+//! NULL), whether or not it had answered earlier calls, and `compare` counts it among its
+//! exclusions; a provider that cannot be reached, or does not list the model, ends the
+//! command before the first run, with nothing recorded. A prompt over the context window
+//! ends a run with `exit_context`, whether the provider or the estimate says so.
 
 use std::time::Duration;
 
 use agent_runner::agent::RunSummary;
-use bench_schemas::{DeliberationStatus, ExitStatus};
-use benchstream_tests::{OpenAiServer, Reply};
+use agent_runner::{Error, Exit, Outcome};
+use bench_analysis::command::{self, CompareArgs};
+use bench_analysis::Format;
+use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
+use bench_schemas::{DeliberationStatus, ExitStatus, SubjectPrefix};
+use benchstream_tests::{free_port, OpenAiServer, Reply};
+use tokio_util::sync::CancellationToken;
 
 use super::{fixture, models, provider, reference_replies, run, run_published, TASK};
-use crate::common::{start_pipeline, SinkToClickHouse};
+use crate::common::{publish_setup, runner_config, start_pipeline, SinkToClickHouse};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hung_call_is_a_timeout_deliberation_and_the_run_goes_on() {
@@ -192,28 +199,102 @@ async fn assert_provider_ended_the_run(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_provider_that_fails_after_an_answered_call_ends_a_run_that_is_still_a_result() {
+async fn a_provider_that_dies_mid_run_is_an_infrastructure_failure_left_out_of_compare() {
     let (nats, sink) = start_pipeline().await;
     // One answered call (the first step of the reference solution), then the provider
-    // fails for good.
+    // answers 500 for good.
     let first = reference_replies(TASK).remove(0);
     let server = OpenAiServer::with_replies(
         models(),
         std::iter::once(first).chain([500, 502, 503].map(|s| Reply::error(s, "provider down"))),
     );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
+    let mut config = runner_config(fixture("raw"), None, true, Some(setup), dir.path());
+    config.llm = Some(provider(&server));
 
-    let summary = run_published(fixture("raw"), provider(&server), &nats, &sink).await;
+    let report = agent_runner::run(config, CancellationToken::new())
+        .await
+        .expect("scenario runs");
 
-    // The agent acted on the answer, so the run is judged like any other: it did not
-    // solve the task (success 0, the judge's counts), after 1 turn.
+    // The only run was no result: the command says so with its own exit code.
+    assert_eq!(report.exit(), Exit::Infrastructure, "{report}");
+    let [summary] = <[RunSummary; 1]>::try_from(report.runs).expect("one run");
+    sink.wait_for_run(&summary).await;
+    // The provider failed, not the model: no success, no score, whatever the agent had
+    // done with the answer it got.
     sink.wait_for(
         &format!(
-            "SELECT exit_status, success, isNotNull(tests_passed), isNotNull(final_score), \
-             turns, api_calls FROM benchstream.run_stops FINAL WHERE run_id = '{}' \
-             FORMAT TSV",
+            "SELECT exit_status, isNull(success), isNull(final_score), \
+             isNull(tests_passed), turns, api_calls FROM benchstream.run_stops FINAL \
+             WHERE run_id = '{}' FORMAT TSV",
             summary.run_id
         ),
-        "exit_api\t0\t1\t1\t1\t2",
+        "exit_api\t1\t1\t1\t1\t2",
+    )
+    .await;
+    // compare leaves it out, counted as an infrastructure failure.
+    let connection = ConnectionArgs {
+        clickhouse: ClickHouseArgs {
+            url: Some(sink.clickhouse.http_url()),
+            ..ClickHouseArgs::default()
+        },
+        ..ConnectionArgs::default()
+    };
+    let answer = command::compare(CompareArgs::every_policy(connection, Format::Json))
+        .await
+        .expect("compare");
+    let answer: serde_json::Value = serde_json::from_str(&answer).expect("JSON");
+    let policy = &answer["policies"][0];
+    assert_eq!(policy["runs"], 0, "{answer}");
+    assert_eq!(
+        policy["excluded"],
+        serde_json::json!({"infrastructure": 1}),
+        "{answer}"
+    );
+    sink.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_provider_ends_the_command_before_the_first_run() {
+    let (nats, sink) = start_pipeline().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = OpenAiServer::with_replies(models(), reference_replies(TASK));
+    let nowhere = format!("http://127.0.0.1:{}/v1", free_port());
+    let mut llm = provider(&server);
+    llm.provider.base_url.clone_from(&nowhere);
+    let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
+    let mut config = runner_config(fixture("raw"), None, true, Some(setup), dir.path());
+    config.llm = Some(llm);
+
+    let error = agent_runner::run(config, CancellationToken::new())
+        .await
+        .expect_err("the provider check fails");
+
+    assert!(matches!(error, Error::Provider(_)), "{error}");
+    assert_eq!(error.exit(), Exit::Failure);
+    let message = error.to_string();
+    assert_eq!(
+        message.matches(&nowhere).count(),
+        1,
+        "the URL once: {message}"
+    );
+    assert!(message.contains("Connection refused"), "{message}");
+    // A model the provider does not list fails the same way, naming it.
+    let mut config = runner_config(fixture("raw"), None, true, None, dir.path());
+    config.llm = Some(provider(&server));
+    config.scenario = fixture("unlisted-model");
+    let error = agent_runner::run(config, CancellationToken::new())
+        .await
+        .expect_err("the model check fails");
+    assert!(error.to_string().contains("bench/no-such-model"), "{error}");
+    assert!(server.chat_requests().is_empty(), "no model call was made");
+
+    // Nothing was recorded: a run published afterwards is the only one ClickHouse holds.
+    let summary = run_published(fixture("raw"), provider(&server), &nats, &sink).await;
+    sink.wait_for(
+        "SELECT count(), any(run_id) FROM benchstream.run_starts FINAL FORMAT TSV",
+        &format!("1\t{}", summary.run_id),
     )
     .await;
     sink.stop().await;
