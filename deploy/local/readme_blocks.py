@@ -101,12 +101,17 @@ def parse(file: str, content: str) -> list[Block]:
         if i == len(lines):
             raise BlockError(f"{file}:{start + 1}: code block is never closed")
         if fence.group("info").strip() == "sh":
-            body = [ln[len(indent) :] if ln.startswith(indent) else ln.lstrip() for ln in lines[start + 1 : i]]
+            body = [dedent(ln, indent) for ln in lines[start + 1 : i]]
             marker = MARKER.match(lines[start - 1]) if start > 0 else None
             skip = marker.group("reason").strip() if marker else None
             blocks.append(Block(file, start + 1, "\n".join(body) + "\n", skip))
         i += 1
     return blocks
+
+
+def dedent(line: str, indent: str) -> str:
+    """A line of a block without the indentation of its fence."""
+    return line[len(indent) :] if line.startswith(indent) else line.lstrip()
 
 
 def check_marker(file: str, lines: list[str], i: int) -> None:
@@ -117,7 +122,9 @@ def check_marker(file: str, lines: list[str], i: int) -> None:
     where = f"{file}:{i + 1}"
     marker = MARKER.match(lines[i])
     if not marker:
-        raise BlockError(f"{where}: malformed marker {lines[i].strip()!r}; write <!-- not-run: REASON -->")
+        raise BlockError(
+            f"{where}: malformed marker {lines[i].strip()!r}; write <!-- not-run: REASON -->"
+        )
     if not marker.group("reason").strip():
         raise BlockError(f"{where}: not-run marker without a reason")
     fence = FENCE.match(lines[i + 1]) if i + 1 < len(lines) else None
@@ -179,7 +186,8 @@ def clone_like(repo: Path, files: list[str], dest: Path) -> None:
             shutil.copy2(src, dst)
     git = ["git", "-c", "user.name=readme-blocks", "-c", "user.email=readme-blocks@localhost"]
     git += ["-c", "commit.gpgsign=false", "-C", str(dest)]
-    for args in (["init", "-q"], ["add", "-A", "-f"], ["commit", "-q", "--no-verify", "-m", "working tree"]):
+    commit = ["commit", "-q", "--no-verify", "-m", "the working tree"]
+    for args in (["init", "-q"], ["add", "-A", "-f"], commit):
         subprocess.run(git + args, check=True, stdout=subprocess.DEVNULL)
     (dest / "target").symlink_to(repo / "target")
     with open(dest / ".git" / "info" / "exclude", "a") as exclude:

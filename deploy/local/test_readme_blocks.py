@@ -75,11 +75,17 @@ class Parse(unittest.TestCase):
         self.assertIn("-- skip README.md:5: only deploy/local/test.sh", out.getvalue())
 
     def test_only_selects_a_block_by_file_and_line_or_a_file(self):
-        blocks = [rb.Block("a.md", 3, "", None), rb.Block("a.md", 9, "", None), rb.Block("b.md", 1, "", None)]
+        blocks = [rb.Block(f, n, "", None) for f, n in (("a.md", 3), ("a.md", 9), ("b.md", 1))]
         self.assertEqual(rb.select(blocks, ["a.md:9"]), [blocks[1]])
         self.assertEqual(rb.select(blocks, ["b.md", "a.md"]), blocks)
         with self.assertRaises(SystemExit):
             rb.select(blocks, ["a.md:4"])
+
+    def test_the_repositorys_own_markdown_reads_and_runs_the_demo(self):
+        blocks = rb.collect(rb.REPO, rb.repo_files(rb.REPO))
+        first = blocks[0]
+        self.assertEqual((first.file, first.skip), ("README.md", None))
+        self.assertIn("./deploy/local/demo.sh", rb.without_exempt(first.text))
 
 
 class NoServices:
@@ -117,7 +123,7 @@ class Run(unittest.TestCase):
         with contextlib.redirect_stdout(out):
             blocks = rb.runnable(rb.collect(self.repo, files))
             rc = rb.run_all(
-                self.repo, files, blocks, 60, keep=False, services=NoServices, work_root=self.tmp.name
+                self.repo, files, blocks, 60, False, services=NoServices, work_root=self.tmp.name
             )
         return rc, out.getvalue()
 
