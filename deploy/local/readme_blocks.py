@@ -15,10 +15,11 @@ prints each marked block's reason, and runs the others:
   `cargo run` and `target/debug/...` reuse what is built);
 - the blocks of one file in order, each in its own `bash` with `set -euo pipefail`,
   so any failing command fails its block;
-- with `target/debug` first on PATH (the binaries of `cargo build --workspace --bins`,
-  which must have run) and one nats-server and clickhouse-server for all blocks,
-  started by deploy/local/services.sh on free loopback ports, their state in a
-  temporary directory; the `BENCH_*` port, state and URL variables point at them;
+- without the caller's `BENCH_*` variables, with `target/debug` first on PATH (the
+  binaries of `cargo build --workspace --bins`, which must have run) and one nats-server
+  and clickhouse-server for all blocks, started by deploy/local/services.sh on free
+  loopback ports, their state in a temporary directory; the `BENCH_*` port, state and
+  URL variables point at them;
 - with a path outside the repository that a block writes (`/data/...`) mapped to the
   temporary directory, and printed.
 
@@ -194,6 +195,12 @@ def clone_like(repo: Path, files: list[str], dest: Path) -> None:
         exclude.write("/target\n")
 
 
+def clean_environ() -> dict[str, str]:
+    """This process's environment without its BENCH_* settings: the blocks get the
+    defaults, as in a fresh shell, and the services' variables."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
+
+
 def free_ports(n: int) -> list[int]:
     sockets = []
     try:
@@ -225,7 +232,7 @@ class Services:
         }
 
     def _run(self, action: str) -> None:
-        env = {**os.environ, **self.env}
+        env = {**clean_environ(), **self.env}
         subprocess.run([str(self.repo / "deploy/local/services.sh"), action], env=env, check=True)
 
     def __enter__(self) -> Services:
@@ -315,7 +322,7 @@ def run_all(
     try:
         with services(repo, work / "state") as up:
             env = {
-                **os.environ,
+                **clean_environ(),
                 **up.env,
                 "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
             }
