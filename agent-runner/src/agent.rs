@@ -184,6 +184,8 @@ pub(crate) async fn execute(
                 verdict: None,
                 end,
                 files_modified: None,
+                submission: None,
+                workspace_differs: None,
             },
             Vec::new(),
         ),
@@ -227,9 +229,10 @@ async fn judge_final(
     )
     .await;
     let diff = judged
-        .verdict
+        .submission
         .as_ref()
-        .and_then(|v| v.swe_bench.as_ref()?.diff.as_deref());
+        .filter(|_| judged.verdict.is_some())
+        .map(|s| s.diff.as_slice());
     let regrades = match diff {
         Some(diff) if spec.regrade > 0 && !shutdown.is_cancelled() => {
             judge::regrade(spec.task, diff, toolbox.confinement(), spec.regrade).await
@@ -249,12 +252,8 @@ fn conclude(
     progress: &Progress,
     started: Instant,
 ) -> Result<RunStop, RecordError> {
-    let Judged {
-        verdict,
-        end,
-        files_modified,
-    } = judged;
-    let verdict = verdict.as_ref();
+    let (verdict, end, files_modified) =
+        (judged.verdict.as_ref(), &judged.end, &judged.files_modified);
     // After the judge: a judge test whose sandbox failed makes the run one too.
     let infrastructure_failure = end.is_infrastructure_failure();
     let success = prologue::run_success(end, verdict);
@@ -284,12 +283,14 @@ fn conclude(
         rec.emit(None, Payload::Failure(run_failure(end, verdict, progress)))?;
     }
     let commands = bash_commands(&progress.history);
-    let swe = prologue::record_swe_bench(
+    let swe = prologue::record_submission(
         rec,
         spec.task,
-        verdict,
+        judged,
         Some(&commands),
         spec.scenario.scenario.config.sandbox_limits.network_enabled,
+        // A native agent acts through the runner's tools: it emits no event itself.
+        None,
     )?;
     let regrade = verdict
         .filter(|_| !regrades.is_empty())

@@ -18,6 +18,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 /// Author, committer and date of every base commit made here.
 const IDENTITY: [(&str, &str); 6] = [
@@ -40,18 +41,20 @@ pub enum BaseRepoError {
     Io { path: PathBuf, source: io::Error },
     #[error("{0} is not a git repository")]
     NotARepository(PathBuf),
+    #[error("git took longer than {0:?}")]
+    TimedOut(Duration),
 }
 
-/// `git <args>` with the host's configuration ignored; its output when it succeeds.
-fn git<I, S>(args: I, envs: &[(&str, &OsStr)]) -> Result<Output, BaseRepoError>
+/// `git <args>` with the host's configuration ignored, not yet started.
+fn command<I, S>(args: I, envs: &[(&str, &OsStr)]) -> Command
 where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let args: Vec<S> = args.into_iter().collect();
-    let out = Command::new("git")
+    let mut command = Command::new("git");
+    command
         .args(["-c", "safe.directory=*"])
-        .args(&args)
+        .args(args)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
         .env("GIT_TERMINAL_PROMPT", "0")
@@ -59,9 +62,12 @@ where
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
         .envs(IDENTITY)
-        .envs(envs.iter().copied())
-        .output()
-        .map_err(BaseRepoError::Spawn)?;
+        .envs(envs.iter().copied());
+    command
+}
+
+/// `out` of `git <args>` when it succeeded, else the error with its stderr.
+fn succeeded<S: AsRef<OsStr>>(args: &[S], out: Output) -> Result<Output, BaseRepoError> {
     if out.status.success() {
         Ok(out)
     } else {
@@ -74,6 +80,35 @@ where
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         })
     }
+}
+
+/// `git <args>` with the host's configuration ignored; its output when it succeeds.
+fn git<I, S>(args: I, envs: &[(&str, &OsStr)]) -> Result<Output, BaseRepoError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<S> = args.into_iter().collect();
+    let out = command(&args, envs)
+        .output()
+        .map_err(BaseRepoError::Spawn)?;
+    succeeded(&args, out)
+}
+
+/// [`git`] as a child the async runtime waits for, killed when it takes longer than
+/// `timeout`.
+async fn git_within(
+    args: &[&OsStr],
+    envs: &[(&str, &OsStr)],
+    timeout: Duration,
+) -> Result<Output, BaseRepoError> {
+    let mut child = tokio::process::Command::from(command(args, envs));
+    child.kill_on_drop(true).stdin(std::process::Stdio::null());
+    let out = tokio::time::timeout(timeout, child.output())
+        .await
+        .map_err(|_| BaseRepoError::TimedOut(timeout))?
+        .map_err(BaseRepoError::Spawn)?;
+    succeeded(args, out)
 }
 
 /// The git directory of the clone at `clone` (a work tree or a bare repository).
@@ -193,79 +228,112 @@ pub fn init(dir: &Path, message: &str) -> Result<String, BaseRepoError> {
     Ok(String::from_utf8_lossy(&head.stdout).trim().to_owned())
 }
 
-/// Applies `patch` (a `git diff`) to the work tree `work` with `git apply`.
-pub fn apply(work: &Path, patch: impl AsRef<[u8]>) -> Result<(), BaseRepoError> {
+/// Applies `patch` (a `git diff`) to the work tree `work` with `git apply`, within
+/// `timeout`. git looks for no repository above `work`: in a repository of its own
+/// (a SWE-bench-format task's copy) or none, the paths are `work`'s.
+pub async fn apply(work: &Path, patch: &[u8], timeout: Duration) -> Result<(), BaseRepoError> {
     let file = tempfile::NamedTempFile::new().map_err(|source| BaseRepoError::Io {
         path: std::env::temp_dir(),
         source,
     })?;
-    fs::write(file.path(), patch.as_ref()).map_err(|source| BaseRepoError::Io {
+    fs::write(file.path(), patch).map_err(|source| BaseRepoError::Io {
         path: file.path().to_path_buf(),
         source,
     })?;
-    git(
-        [
+    let ceiling = work.parent().unwrap_or(work).as_os_str();
+    git_within(
+        &[
             OsStr::new("-C"),
             work.as_os_str(),
             OsStr::new("apply"),
             OsStr::new("--whitespace=nowarn"),
             file.path().as_os_str(),
         ],
-        &[],
+        &[("GIT_CEILING_DIRECTORIES", ceiling)],
+        timeout,
     )
+    .await
     .map(|_| ())
 }
 
-/// `git diff --binary` of `work` against `base` (two directories; their `.git`s are not
-/// read): what was added, changed and deleted, files the work tree's `.gitignore` ignores
-/// left out unless the base has them, as `git diff` shows a change to a repository whose
-/// one commit is `base`. Made in a git directory of its own, so nothing under `work` (an
-/// agent's, its `.git` included) decides what the diff holds, and no configuration of it
-/// runs anything.
-pub fn final_diff(base: &Path, work: &Path) -> Result<Vec<u8>, BaseRepoError> {
-    let scratch = tempfile::tempdir().map_err(|source| BaseRepoError::Io {
-        path: std::env::temp_dir(),
-        source,
-    })?;
-    let git_dir = scratch.path().join("git");
-    let on = |tree: &Path, args: &[&str]| {
-        let mut all = vec![
-            OsStr::new("--git-dir"),
-            git_dir.as_os_str(),
-            OsStr::new("--work-tree"),
-            tree.as_os_str(),
-        ];
-        all.extend(args.iter().map(OsStr::new));
-        git(all, &[])
-    };
-    on(base, &["init", "--quiet", "--initial-branch=main"])?;
-    on(base, &["add", "--all", "--force"])?;
-    on(
-        base,
-        &[
+/// Commits every file of `work_tree` (ignored ones too) as the one commit of a new git
+/// directory `git_dir`, within `timeout`: the base a submission is diffed against
+/// ([`diff_against_commit`]). Nothing under the work tree decides what the commit holds:
+/// the git directory is the runner's own, and `--force` adds what any `.gitignore` names.
+pub async fn commit_tree(
+    git_dir: &Path,
+    work_tree: &Path,
+    timeout: Duration,
+) -> Result<(), BaseRepoError> {
+    let on = |args: &[&'static str]| on_tree(git_dir, work_tree, args);
+    git_within(
+        &on(&["init", "--quiet", "--initial-branch=main"]),
+        &[],
+        timeout,
+    )
+    .await?;
+    git_within(&on(&["add", "--all", "--force"]), &[], timeout).await?;
+    git_within(
+        &on(&[
             "-c",
             "core.logAllRefUpdates=false",
+            "-c",
+            "commit.gpgSign=false",
             "commit",
             "--quiet",
             "--no-verify",
             "--allow-empty",
             "-m",
             "base",
-        ],
-    )?;
-    on(work, &["add", "--all"])?;
-    let diff = on(
-        work,
-        &[
+        ]),
+        &[],
+        timeout,
+    )
+    .await
+    .map(|_| ())
+}
+
+/// `git diff --binary` of everything in `work_tree` (ignored files too) against the commit
+/// [`commit_tree`] made in `git_dir`, within `timeout`.
+pub async fn diff_against_commit(
+    git_dir: &Path,
+    work_tree: &Path,
+    timeout: Duration,
+) -> Result<Vec<u8>, BaseRepoError> {
+    let on = |args: &[&'static str]| on_tree(git_dir, work_tree, args);
+    git_within(&on(&["add", "--all", "--force"]), &[], timeout).await?;
+    let diff = git_within(
+        &on(&[
             "diff",
             "--cached",
             "--binary",
             "--no-color",
             "--no-ext-diff",
+            "--no-renames",
             "HEAD",
-        ],
-    )?;
+        ]),
+        &[],
+        timeout,
+    )
+    .await?;
     Ok(diff.stdout)
+}
+
+/// `--git-dir G --work-tree W <args>`.
+fn on_tree<'a>(git_dir: &'a Path, work_tree: &'a Path, args: &[&'static str]) -> Vec<&'a OsStr> {
+    let mut all = vec![
+        OsStr::new("--git-dir"),
+        git_dir.as_os_str(),
+        OsStr::new("--work-tree"),
+        work_tree.as_os_str(),
+        // The runner's own settings, whatever the work tree's attributes ask.
+        OsStr::new("-c"),
+        OsStr::new("core.autocrlf=false"),
+        OsStr::new("-c"),
+        OsStr::new("core.excludesFile=/dev/null"),
+    ];
+    all.extend(args.iter().map(|a| OsStr::new(*a)));
+    all
 }
 
 #[cfg(test)]
@@ -312,19 +380,26 @@ mod tests {
         assert!(!a.path().join(".git/logs").exists());
     }
 
-    #[test]
-    fn the_final_diff_is_against_the_base_whatever_the_work_trees_git_says() {
-        let base = tempfile::tempdir().expect("tempdir");
+    #[tokio::test]
+    async fn the_diff_is_against_the_base_commit_whatever_the_work_trees_git_says() {
         let work = tempfile::tempdir().expect("tempdir");
-        for dir in [base.path(), work.path()] {
-            fs::write(dir.join("a.py"), "x = 1\n").expect("write");
-            fs::write(dir.join("gone.py"), "y = 2\n").expect("write");
-        }
+        let git_dir = tempfile::tempdir().expect("tempdir");
+        let limit = Duration::from_secs(30);
+        fs::write(work.path().join("a.py"), "x = 1\n").expect("write");
+        fs::write(work.path().join("gone.py"), "y = 2\n").expect("write");
+        commit_tree(git_dir.path(), work.path(), limit)
+            .await
+            .expect("base");
+        assert!(diff_against_commit(git_dir.path(), work.path(), limit)
+            .await
+            .expect("diff")
+            .is_empty());
         init(work.path(), "base").expect("init");
         fs::write(work.path().join("a.py"), "x = 2\n").expect("write");
         fs::remove_file(work.path().join("gone.py")).expect("rm");
         fs::write(work.path().join("new.py"), "z = 3\n").expect("write");
-        // Committing the change in the work tree's own repository hides nothing.
+        // Ignoring everything and committing in the work tree's own repository hide nothing.
+        fs::write(work.path().join(".gitignore"), "*\n").expect("write");
         git(
             [
                 OsStr::new("-C"),
@@ -336,14 +411,15 @@ mod tests {
             &[],
         )
         .expect("commit");
-        let diff =
-            String::from_utf8(final_diff(base.path(), work.path()).expect("diff")).expect("utf-8");
+        let diff = diff_against_commit(git_dir.path(), work.path(), limit)
+            .await
+            .expect("diff");
+        let diff = String::from_utf8(diff).expect("utf-8");
         assert!(diff.contains("diff --git a/a.py b/a.py"), "{diff}");
         assert!(diff.contains("+x = 2"), "{diff}");
         assert!(diff.contains("deleted file mode"), "{diff}");
         assert!(diff.contains("+z = 3"), "{diff}");
-        assert!(final_diff(base.path(), base.path())
-            .expect("diff")
-            .is_empty());
+        assert!(diff.contains("b/.gitignore"), "{diff}");
+        assert!(!diff.contains(".git/"), "{diff}");
     }
 }

@@ -1,8 +1,11 @@
-//! Integrity flags of a run of a SWE-bench-format task (`run_stop.integrity`): facts about
-//! how the result came about that a reader may want to leave out of a rate. Each is
-//! decided here from what the runner already holds, with no I/O: the protected files the
-//! judge had to restore, the agent's `bash` commands (native runs only: an `exec` agent's
-//! commands are its own), and the final diff beside the gold patch. They are cheap and
+//! Integrity flags of a judged run (`run_stop.integrity`): facts about how the result came
+//! about that a reader may want to leave out of a rate. Each is decided here from what the
+//! runner already holds, with no I/O: the protected files the judge had to restore, what
+//! the submission left out, whether the workspace's own verdict differs from the diff's,
+//! modules the diff adds that are named like installed ones, the lines an `exec` agent
+//! tried to pass off as other producers' events, the agent's `bash` commands (native runs
+//! only: an `exec` agent's commands are its own), and the final diff beside the gold
+//! patch (SWE-bench-format tasks). They are cheap and
 //! honest rather than complete: a command that hides what it does (a script written to a
 //! file, an encoded string) is not counted.
 
@@ -13,6 +16,7 @@ use bench_schemas::RunIntegrity;
 use regex::Regex;
 
 use crate::protect::Tampered;
+use crate::submission::Excluded;
 
 /// Commands that read history or git's internals.
 static HISTORY: LazyLock<Regex> = LazyLock::new(|| {
@@ -43,6 +47,14 @@ pub struct Seen<'a> {
     pub diff: Option<&'a [u8]>,
     /// The gold patch (empty: none).
     pub gold: &'a str,
+    /// What the submission left out.
+    pub excluded: &'a [Excluded],
+    /// Whether the workspace's verdict differs from the diff's; `None`: not judged.
+    pub workspace_differs: Option<bool>,
+    /// Modules the diff adds named like installed ones; `None`: the judge cannot tell.
+    pub shadows: Option<&'a [String]>,
+    /// Lines of an `exec` agent refused as other producers' events; `None`: a native run.
+    pub forged_events: Option<u32>,
 }
 
 /// The flags of what was seen.
@@ -66,6 +78,10 @@ pub fn flags(seen: Seen<'_>) -> RunIntegrity {
             }
             _ => None,
         },
+        diff_excluded: seen.excluded.iter().map(ToString::to_string).collect(),
+        workspace_verdict_differs: seen.workspace_differs,
+        shadows_module: seen.shadows.map(<[String]>::to_vec),
+        forged_events: seen.forged_events,
     }
 }
 
@@ -125,6 +141,10 @@ mod tests {
             network_enabled: false,
             diff: None,
             gold: "",
+            excluded: &[],
+            workspace_differs: None,
+            shadows: None,
+            forged_events: None,
         };
         let seen_flags = flags(seen);
         // log, packed-refs, show, fetch (reads no history here, but is git's network).

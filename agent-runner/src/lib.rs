@@ -21,9 +21,13 @@
 //!   judge on the scratch copy, `run_stop` → `summary.json`.
 //! - [`limits`]: the limits that end a run early and the exit status of each.
 //! - [`backoff`]: the wait before a retry under a run's `retry_policy` (tools and models).
-//! - [`judge`]: running a task's judge tests.
-//! - [`integrity`]: the integrity flags of a run of a SWE-bench-format task (test files
-//!   edited, history and network commands, similarity to the gold patch).
+//! - [`submission`]: what a run hands in, its workspace as one bounded diff against the
+//!   fixture; the verdict is computed from that diff alone.
+//! - [`judge`]: running a task's judge tests (on a pristine copy with the submitted diff
+//!   applied, [`judge::judge_diff`]).
+//! - [`integrity`]: the integrity flags of a judged run (test files edited, paths left out
+//!   of the diff, a workspace verdict that differs, shadowed modules, forged events,
+//!   history and network commands, similarity to the gold patch).
 //! - [`protect`]: the judge's own files (`[judge] protect`), restored before the verdict.
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
 //! - [`outgoing`]: an event as a message ready to publish or to spool.
@@ -106,6 +110,7 @@ mod runner;
 pub mod scenario;
 pub mod spool;
 pub mod spool_report;
+mod submission;
 pub mod sweep;
 pub mod tail;
 pub mod tasks;

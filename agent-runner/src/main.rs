@@ -1,5 +1,6 @@
-//! `agent-runner`: parse the command line, build a validated config, run it, print its
-//! outcome and map it to an exit code (see README.md, "Exit codes"). Logging, signals,
+//! `agent-runner`: close what it inherited in its children, parse the command line, build
+//! a validated config, run it, print its outcome and map it to an exit code (see
+//! README.md, "Exit codes"). Logging, signals,
 //! the shared exit codes and printing the error are `bench_cli`'s, as in the other
 //! binaries. The commands that run agents first enter a mount namespace of the runner's
 //! own, which must happen while the process has one thread: the async runtime is built
@@ -16,6 +17,10 @@ use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
 fn main() -> ExitCode {
+    // Whatever descriptors the runner was started with (a lock, a log, a socket of its
+    // parent) are closed in every child it starts: no agent or judge inherits them. The
+    // descriptors the sandbox passes on purpose are opened later, by its own commands.
+    close_fds::CloseFdsBuilder::new().cloexecfrom(3);
     let cli = Cli::parse();
     // Log fields can hold what an agent wrote: never raw control characters.
     bench_cli::init_tracing_with(cli.log.log_format, agent_runner::terminal::EscapingFields);

@@ -4,10 +4,11 @@
 //!
 //! - the prologue ([`Opening::open`]): the sandbox in force ([`sandbox_in_force`]) →
 //!   `env_hash` → sequencer → recorder → `run_start`;
-//! - the judge on the scratch copy ([`judge_scratch`]): the verdict, the run's end once a
-//!   judge sandbox that could not be set up is counted, and the paths changed;
+//! - the judge ([`judge_scratch`]): the submission taken from the scratch copy, the verdict
+//!   on that diff alone, the scratch copy's own verdict as a cross-check, and the run's
+//!   end once a judge sandbox that could not be set up is counted;
 //! - the epilogue ([`OpenRun::close`]): `run_stop` → `summary.json`, with the pieces of
-//!   `run_stop` both kinds of run share ([`run_stop`], [`record_swe_bench`]).
+//!   `run_stop` both kinds of run share ([`run_stop`], [`record_submission`]).
 //!
 //! `env_hash` is assembled here and nowhere else, from one [`RunEnvironment`], so a native
 //! run and an external agent's under the same isolation, toolchain and task hash their
@@ -34,11 +35,12 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::integrity;
-use crate::judge::{self, Verdict, SCORING_VERSION};
+use crate::judge::{self, FailReason, Verdict, SCORING_VERSION};
 use crate::limits::RunEnd;
 use crate::publish::PublisherHandle;
 use crate::recorder::{RecordError, RunRecorder, DIFF_FILE};
 use crate::scenario::{LoadedScenario, LoadedTask};
+use crate::submission::{self, CaptureError, Submission};
 use crate::tools::bwrap::Confinement;
 
 /// Version of this runner (`run_start.runner_version`).
@@ -345,20 +347,31 @@ impl OpenRun {
     }
 }
 
-/// What the judge found on a run's scratch copy.
+/// What the judge found of a run.
 pub(crate) struct Judged {
-    /// The verdict; `None` when no judge ran (shutdown, an infrastructure failure, a
-    /// judge sandbox that could not be set up), so test counts and score are unknown.
+    /// The verdict, on the submitted diff; `None` when no judge ran (shutdown, an
+    /// infrastructure failure, a judge sandbox that could not be set up), so test counts
+    /// and score are unknown.
     pub verdict: Option<Verdict>,
     /// How the run ended, once a judge sandbox that could not be set up is counted.
     pub end: RunEnd,
-    /// Paths changed in the scratch copy; `None` when it could not be listed.
+    /// Paths the run changed: those its diff holds; `None` when nobody compared the
+    /// workspace with the fixture.
     pub files_modified: Option<usize>,
+    /// What the run submitted; `None` when nothing was taken.
+    pub submission: Option<Submission>,
+    /// Whether the workspace's own verdict (the cross-check) differs from the diff's;
+    /// `None` when the workspace was not judged.
+    pub workspace_differs: Option<bool>,
 }
 
-/// Judges the scratch copy at `root` of a run of `task` that ended as `end`. On shutdown the run ends now, unjudged, and the workspace is
-/// removed within seconds. A run the infrastructure ended (its sandbox missing included)
-/// is not judged: the untouched fixture would score the task, not the agent.
+/// Judges a run of `task` that ended as `end`, its scratch
+/// copy at `root`: the submission is taken from it ([`submission::capture`]), the verdict
+/// computed from that diff alone on a fresh pristine copy ([`judge::judge_diff`]), and the
+/// scratch copy judged too, as a cross-check whose disagreement is a flag. On shutdown the
+/// run ends now, unjudged, and the workspace is removed within seconds. A run the
+/// infrastructure ended (its sandbox missing included) is not judged: the untouched
+/// fixture would score the task, not the agent.
 pub(crate) async fn judge_scratch(
     task: &LoadedTask,
     root: &Path,
@@ -366,13 +379,38 @@ pub(crate) async fn judge_scratch(
     end: RunEnd,
     shutdown: &CancellationToken,
 ) -> Judged {
-    let verdict = if end.is_infrastructure_failure() {
-        None
-    } else {
-        tokio::select! {
-            biased;
-            _ = shutdown.cancelled() => None,
-            verdict = judge::judge_submission(task, root, confinement) => Some(verdict),
+    if end.is_infrastructure_failure() {
+        let files_modified = task
+            .fixture
+            .changed_paths_in(root)
+            .map(|changed| changed.len())
+            .map_err(|e| tracing::warn!(error = %e, "cannot list the scratch directory"))
+            .ok();
+        return Judged {
+            verdict: None,
+            end,
+            files_modified,
+            submission: None,
+            workspace_differs: None,
+        };
+    }
+    let judged = tokio::select! {
+        biased;
+        _ = shutdown.cancelled() => None,
+        judged = judge_submitted(task, root, confinement) => Some(judged),
+    };
+    let (verdict, end, submission, workspace_differs) = match judged {
+        None => (None, end, None, None),
+        Some(Ok((verdict, submission, differs))) => (Some(verdict), end, Some(submission), differs),
+        // What the workspace holds made its submission too slow to take: the agent's.
+        Some(Err(e @ CaptureError::TimedOut(_))) => {
+            tracing::warn!(task = %task.task.id, error = %e, "no submission");
+            let verdict = judge::unjudged(task, FailReason::Setup(e.to_string()));
+            (Some(verdict), end, None, None)
+        }
+        Some(Err(e)) => {
+            tracing::error!(task = %task.task.id, error = %e, "cannot take the submission");
+            (None, environment_end(e.to_string()), None, None)
         }
     };
     // A judge test whose sandbox failed makes the verdict meaningless.
@@ -382,60 +420,118 @@ pub(crate) async fn judge_scratch(
         }
         _ => (verdict, end),
     };
-    let files_modified = task
-        .fixture
-        .changed_paths_in(root)
-        .map(|changed| changed.len())
-        .map_err(|e| tracing::warn!(error = %e, "cannot list the scratch directory"))
-        .ok();
     Judged {
         verdict,
         end,
-        files_modified,
+        files_modified: submission.as_ref().map(|s| s.changed.len()),
+        submission,
+        workspace_differs,
     }
 }
 
-/// What a verdict by SWE-bench's rules adds to `run_stop`.
+/// The submission of the scratch copy at `root`, the verdict on it, and whether the
+/// scratch copy's own verdict differs (both judged at once).
+async fn judge_submitted(
+    task: &LoadedTask,
+    root: &Path,
+    confinement: &Confinement,
+) -> Result<(Verdict, Submission, Option<bool>), CaptureError> {
+    let submission = submission::capture(task, root, &task.task.submission).await?;
+    if !submission.excluded.is_empty() {
+        let paths: Vec<String> = submission
+            .excluded
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        tracing::warn!(task = %task.task.id, paths = %paths.join(", "), "left out of the submission");
+    }
+    let (verdict, workspace) = tokio::join!(
+        judge::judge_diff(task, &submission.diff, confinement),
+        judge::judge_submission(task, root, confinement),
+    );
+    let differs =
+        verdict.success() != workspace.success() || verdict.failing() != workspace.failing();
+    if differs {
+        tracing::warn!(
+            task = %task.task.id,
+            diff = %verdict.failing().join(","),
+            workspace = %workspace.failing().join(","),
+            "the workspace as left judges otherwise than the submitted diff; the diff's verdict stands"
+        );
+    }
+    Ok((verdict, submission, Some(differs)))
+}
+
+/// What a run's submission adds to `run_stop`.
 #[derive(Debug, Default)]
-pub(crate) struct SweBenchStop {
+pub(crate) struct SubmissionStop {
     /// `run_stop.diff_sha256`.
     pub diff_sha256: Option<Hash256>,
     /// `run_stop.integrity`.
     pub integrity: Option<RunIntegrity>,
 }
 
-/// Records what a verdict by SWE-bench's rules adds to a run of `task`: one
-/// `test_outcome` per test, and the final diff as [`DIFF_FILE`] beside the run's events;
-/// returns the diff's SHA-256 and the run's integrity flags for `run_stop` (nothing
-/// without such a verdict). `commands` are the agent's `bash` commands, when the runner
-/// saw them.
-pub(crate) fn record_swe_bench(
+/// Records what a judged run adds: one `test_outcome` per test of a SWE-bench-format
+/// task's verdict, the submitted diff as [`DIFF_FILE`] beside the run's events; returns
+/// the diff's SHA-256 and the run's integrity flags for `run_stop` (nothing when nothing
+/// was judged). `commands` are the agent's `bash` commands, when the runner saw them;
+/// `forged_events` the lines of an `exec` agent refused as other producers' events.
+pub(crate) fn record_submission(
     rec: &mut RunRecorder,
     task: &LoadedTask,
-    verdict: Option<&Verdict>,
+    judged: &Judged,
     commands: Option<&[String]>,
     network_enabled: bool,
-) -> Result<SweBenchStop, RecordError> {
-    let (Some(verdict), Some(swe)) = (verdict, &task.task.swe_bench) else {
-        return Ok(SweBenchStop::default());
+    forged_events: Option<u32>,
+) -> Result<SubmissionStop, RecordError> {
+    let Some(verdict) = &judged.verdict else {
+        return Ok(SubmissionStop::default());
     };
-    let Some(judged) = &verdict.swe_bench else {
-        return Ok(SweBenchStop::default());
-    };
-    for test in &judged.tests {
-        rec.emit(None, Payload::TestOutcome(test.clone()))?;
+    if let Some(swe) = &verdict.swe_bench {
+        for test in &swe.tests {
+            rec.emit(None, Payload::TestOutcome(test.clone()))?;
+        }
     }
-    if let Some(diff) = &judged.diff {
+    let diff = judged.submission.as_ref().map(|s| s.diff.as_slice());
+    if let Some(diff) = diff {
         rec.write_artifact(DIFF_FILE, diff)?;
     }
-    Ok(SweBenchStop {
-        diff_sha256: judged.diff.as_deref().map(bench_schemas::sha256_hex),
+    let shadows = verdict
+        .swe_bench
+        .as_ref()
+        .zip(judged.submission.as_ref())
+        .map(|(swe, submission)| {
+            let added: std::collections::BTreeSet<&str> = submission.added(task).collect();
+            swe.shadows
+                .iter()
+                .filter(|(_, path)| {
+                    added.contains(path.as_str())
+                        || added.iter().any(|a| a.starts_with(&format!("{path}/")))
+                })
+                .map(|(module, path)| format!("{module} ({path})"))
+                .collect::<Vec<String>>()
+        });
+    let excluded = judged
+        .submission
+        .as_ref()
+        .map(|s| s.excluded.as_slice())
+        .unwrap_or_default();
+    Ok(SubmissionStop {
+        diff_sha256: diff.map(bench_schemas::sha256_hex),
         integrity: Some(integrity::flags(integrity::Seen {
             restored: &verdict.restored,
             commands,
             network_enabled,
-            diff: judged.diff.as_deref(),
-            gold: &swe.patch,
+            diff,
+            gold: task
+                .task
+                .swe_bench
+                .as_ref()
+                .map_or("", |swe| swe.patch.as_str()),
+            excluded,
+            workspace_differs: judged.workspace_differs,
+            shadows: shadows.as_deref(),
+            forged_events,
         })),
     })
 }

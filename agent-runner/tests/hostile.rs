@@ -263,7 +263,37 @@ fn a_run_starved_of_processes_is_no_result_and_the_runner_says_why() {
 /// An `exec` agent under the test scenario `scenario` running `script` (bash), through
 /// the runner binary, artifacts under `dir/runs`; what the runner printed.
 fn exec_agent(scenario: &str, script: &str, dir: &Path) -> Output {
-    Command::new(RUNNER)
+    exec_agent_as(Runner::Root, scenario, script, dir)
+}
+
+/// Who starts the runner.
+#[derive(Debug, Clone, Copy)]
+enum Runner {
+    /// root, as CI does.
+    Root,
+    /// [`RUNNER_UID`], no capabilities (its `dir` must be [`runner_user_dir`]).
+    Unprivileged,
+}
+
+/// [`exec_agent`] with the runner started by `who`.
+fn exec_agent_as(who: Runner, scenario: &str, script: &str, dir: &Path) -> Output {
+    exec_command(who, scenario, script, dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run agent-runner exec")
+}
+
+/// The command line of [`exec_agent_as`], not yet started.
+fn exec_command(who: Runner, scenario: &str, script: &str, dir: &Path) -> Command {
+    let mut command = match who {
+        Runner::Root => Command::new(RUNNER),
+        Runner::Unprivileged => {
+            let mut command = as_runner_user();
+            command.arg(RUNNER);
+            command
+        }
+    };
+    command
         .args([
             "exec",
             "--allow-unpinned",
@@ -278,10 +308,16 @@ fn exec_agent(scenario: &str, script: &str, dir: &Path) -> Output {
         .args([OsStr::new("--"), OsStr::new("bash"), OsStr::new("-c")])
         .arg(script)
         .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run agent-runner exec")
+        .env("RUST_LOG", "info");
+    command
+}
+
+/// A directory for a runner started by `who`.
+fn dir_for(who: Runner) -> tempfile::TempDir {
+    match who {
+        Runner::Root => tempfile::tempdir().expect("dir"),
+        Runner::Unprivileged => runner_user_dir(),
+    }
 }
 
 /// Bytes that change what a terminal shows: C0 controls other than newline, DEL, and C1
@@ -391,13 +427,21 @@ fn huge_sparse_files_left_by_the_agent_do_not_grow_the_runners_memory() {
     let run_dir = only_run_dir(&dir.path().join("runs"));
     let result = &summary(&run_dir)["result"];
     assert_eq!(result["exit_status"], "submitted", "{result}");
-    assert!(
-        result["files_modified"].as_u64().is_some_and(|n| n >= 2),
-        "the big files count as modified: {result}"
-    );
+    // Over the per-file cap: named, left out of the diff, so no path is modified by it.
+    assert_eq!(result["files_modified"], 0, "{result}");
+    let excluded = result["integrity"]["diff_excluded"].to_string();
+    for path in ["big1.bin", "big2.bin", "tests/test_ci.sh"] {
+        assert!(
+            excluded.contains(&format!(
+                "{path} (1048576000 bytes, over the 1048576-byte file cap)"
+            )),
+            "{excluded}"
+        );
+    }
+    // The judged copy holds the fixture's test: the submission left the sparse one out.
     let restored = summary(&run_dir)["protected_restored"].clone();
     assert!(
-        restored.to_string().contains("tests/test_ci.sh (modified)"),
+        !restored.to_string().contains("tests/test_ci.sh"),
         "{restored}"
     );
 }
@@ -532,4 +576,159 @@ fn a_root_runner_killed_mid_run_leaves_no_workspace_mounted_on_the_host() {
         .expect("the scratch directory")
         .count();
     assert_eq!(left, 0, "{} holds files on the host", workspace.display());
+}
+
+/// The events an exec agent may report are its own: a `task_validation` (which could
+/// break or un-break a task for every policy), a `test_outcome` beside the judge's, a
+/// `run_start` and an `optimizer_update` are refused, counted in
+/// `integrity.forged_events` and never recorded, whoever starts the runner.
+#[test]
+fn an_exec_agent_cannot_pass_off_other_producers_events() {
+    let fixture = "0".repeat(64);
+    let script = format!(
+        r#"
+        echo '{{"type":"task_validation","data":{{"scenario":"x","task_sha256":"{fixture}","fixture_sha256":"{fixture}","repeats":1,"broken":true,"reasons":[],"tests":1,"flaky_tests":[]}}}}'
+        echo '{{"type":"test_outcome","data":{{"test_id":"t","test_set":"fail_to_pass","before":false,"after":true}}}}'
+        echo '{{"type":"run_start","data":{{}}}}'
+        echo '{{"type":"optimizer_update","data":{{}}}}'
+        echo '{{"type":"step","step":1,"data":{{"step_type":"act","content":"ls","tokens_in":null,"tokens_out":null,"wall_time_ms":null,"planned_step":null,"context_kb":null}}}}'
+        exit 0
+        "#
+    );
+    for who in [Runner::Root, Runner::Unprivileged] {
+        let dir = dir_for(who);
+        let out = exec_agent_as(who, "hostile-flood", &script, dir.path());
+        let stderr = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {stderr}");
+        for kind in [
+            "task_validation",
+            "test_outcome",
+            "run_start",
+            "optimizer_update",
+        ] {
+            assert!(
+                stderr.contains(&format!("type={kind}")),
+                "{who:?}: no warning names {kind}: {stderr}"
+            );
+        }
+        let run_dir = only_run_dir(&dir.path().join("runs"));
+        let events = journal_events(&run_dir);
+        let forged: Vec<&str> = events
+            .iter()
+            .map(|e| e.payload.event_type().as_str())
+            .filter(|t| matches!(*t, "task_validation" | "test_outcome" | "optimizer_update"))
+            .collect();
+        assert_eq!(forged, Vec::<&str>::new(), "{who:?}");
+        assert_eq!(
+            events
+                .iter()
+                .filter(|e| matches!(e.payload, Payload::RunStart(_)))
+                .count(),
+            1,
+            "{who:?}: only the runner's run_start"
+        );
+        assert!(
+            events.iter().any(|e| matches!(e.payload, Payload::Step(_))),
+            "{who:?}: the agent's own step is kept"
+        );
+        let result = &summary(&run_dir)["result"];
+        assert_eq!(result["integrity"]["forged_events"], 4, "{who:?}: {result}");
+    }
+}
+
+/// What an agent leaves that costs it nothing but would cost the host dearly to diff
+/// (a sparse 1 GiB file hard-linked eight times, a file over the per-file cap, a fifo)
+/// is left out of the submission, named with why, and never read: the runner's memory
+/// stays small and the diff holds only the small change.
+#[test]
+fn hard_links_oversized_and_special_files_are_left_out_of_the_submission() {
+    let script = "truncate -s 1G sparse.bin && for i in 1 2 3 4 5 6 7 8; do ln sparse.bin link$i.bin; done \
+                  && head -c 2097152 /dev/zero > large.bin && mkfifo pipe && echo small > note.txt && exit 0; exit 9";
+    for who in [Runner::Root, Runner::Unprivileged] {
+        let dir = dir_for(who);
+        let out = exec_agent_as(who, "hostile-sparse", script, dir.path());
+        let stderr = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {stderr}");
+        let run_dir = only_run_dir(&dir.path().join("runs"));
+        let result = &summary(&run_dir)["result"];
+        assert_eq!(result["exit_status"], "submitted", "{who:?}: {result}");
+        let excluded: Vec<String> =
+            serde_json::from_value(result["integrity"]["diff_excluded"].clone()).expect("list");
+        let mut expected = vec![
+            "large.bin (2097152 bytes, over the 1048576-byte file cap)".to_owned(),
+            "pipe (a fifo, not a file)".to_owned(),
+        ];
+        expected.extend((1..=8).map(|i| format!("link{i}.bin (9 hard links)")));
+        expected.push("sparse.bin (9 hard links)".to_owned());
+        expected.sort();
+        assert_eq!(excluded, expected, "{who:?}");
+        let diff = std::fs::read_to_string(run_dir.join("final.diff")).expect("final.diff");
+        assert!(
+            diff.contains("b/note.txt") && diff.contains("+small"),
+            "{who:?}: {diff}"
+        );
+        assert!(
+            !diff.contains("sparse.bin") && !diff.contains("large.bin"),
+            "{who:?}: {diff}"
+        );
+        assert_eq!(
+            result["files_modified"], 1,
+            "{who:?}: the diff and files_modified agree"
+        );
+    }
+}
+
+/// A descriptor the runner was started with (a secret file opened for reading, a host
+/// log opened for appending: `flock 9`, socket activation and CI pipes do this) is open
+/// in no agent: reading and writing it from the sandbox fail, whoever starts the runner.
+#[test]
+fn descriptors_the_runner_inherited_never_reach_the_agent() {
+    let script =
+        "(cat <&42) > read-through-42.txt 2>&1; echo pwned >&43; ls -l /proc/self/fd > fds.txt; exit 0";
+    for who in [Runner::Root, Runner::Unprivileged] {
+        let dir = dir_for(who);
+        let secret = dir.path().join("secret");
+        let log = dir.path().join("host.log");
+        std::fs::write(&secret, "the operator's secret\n").expect("write");
+        std::fs::write(&log, "").expect("write");
+        for path in [&secret, &log] {
+            chown(
+                path,
+                Some(Uid::from_raw(RUNNER_UID)),
+                Some(Gid::from_raw(RUNNER_UID)),
+            )
+            .expect("chown");
+        }
+        let runner = exec_command(who, "hostile-flood", script, dir.path());
+        // The runner's parent opens 42 and 43 and starts it with them (as a shell does).
+        let mut command = Command::new("bash");
+        command
+            .arg("-c")
+            .arg(r#"exec 42<"$1" 43>>"$2"; shift 2; exec "$@""#)
+            .arg("bash")
+            .arg(&secret)
+            .arg(&log)
+            .arg(runner.get_program())
+            .args(runner.get_args())
+            .envs(runner.get_envs().filter_map(|(k, v)| Some((k, v?))))
+            .stdin(Stdio::null());
+        let out = command.output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{who:?}: {}", stderr_of(&out));
+        assert_eq!(
+            std::fs::read_to_string(&log).expect("log"),
+            "",
+            "{who:?}: the agent wrote to the host's log"
+        );
+        let run_dir = only_run_dir(&dir.path().join("runs"));
+        let diff = std::fs::read_to_string(run_dir.join("final.diff")).expect("final.diff");
+        assert!(diff.contains("b/read-through-42.txt"), "{who:?}: {diff}");
+        assert!(
+            !diff.contains("secret"),
+            "{who:?}: the agent read the runner's descriptor: {diff}"
+        );
+        assert!(
+            !diff.contains(" 42 ->") && !diff.contains(" 43 ->"),
+            "{who:?}: {diff}"
+        );
+    }
 }

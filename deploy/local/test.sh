@@ -17,8 +17,13 @@
 #   8. the pack through agent-runner    `tasks import swe-bench` of the pack's repositories, then
 #                                       `tasks validate --repeat 2`: every task imported, none
 #                                       broken, in the agent sandbox with the judge's own rules
+#   9. deploy/local/test_readme_blocks.py  the tests of the README block runner
+#  10. deploy/local/readme_blocks.py    every ```sh block of the Markdown files, as written, in
+#                                       a fresh copy of the repository with services of its own
+#                                       (or marked <!-- not-run: REASON -->); this script's own
+#                                       line is left out
 #
-# Steps 2-8 all run even if one fails, so one run shows every problem; the exit status
+# Steps 2-10 all run even if one fails, so one run shows every problem; the exit status
 # is non-zero if any failed.
 set -euo pipefail
 
@@ -89,6 +94,10 @@ swe_pack_import() {
 	return "$rc"
 }
 step "swe-pack import and validate" swe_pack_import
+
+step "readme blocks runner tests" python3 -m unittest discover -s deploy/local -p 'test_*.py'
+# The binaries of step 4 on PATH; the blocks' own `cargo run` reuses target/.
+step "readme blocks" python3 deploy/local/readme_blocks.py
 
 if [ "${#failed[@]}" -gt 0 ]; then
 	if [[ " ${failed[*]} " == *" cargo test "* ]]; then

@@ -77,6 +77,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(16, "0016_unmeasured_step_times"),
     migration!(17, "0017_task_validations"),
     migration!(18, "0018_unmeasured_call_times"),
+    migration!(19, "0019_submission_integrity"),
 ];
 
 impl Migration {

@@ -447,6 +447,10 @@ typed_row! {
         gold_similarity: Option<f64>,
         regrade_judgings: Option<u32>,
         regrade_resolved: Option<u32>,
+        diff_excluded: Option<u32>,
+        workspace_verdict_differs: Option<bool>,
+        shadows_module: Option<u32>,
+        forged_events: Option<u32>,
     }
 }
 
@@ -799,16 +803,26 @@ fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
         tool_errors: p.tool_errors,
         files_modified: p.files_modified,
         diff_sha256: p.diff_sha256.as_ref().map(|h| h.as_str()),
-        test_files_edited: p
-            .integrity
-            .as_ref()
-            .map(|i| u32::try_from(i.test_files_edited.len()).unwrap_or(u32::MAX)),
+        test_files_edited: p.integrity.as_ref().map(|i| count(&i.test_files_edited)),
         history_commands: p.integrity.as_ref().and_then(|i| i.history_commands),
         network_commands: p.integrity.as_ref().and_then(|i| i.network_commands),
         gold_similarity: p.integrity.as_ref().and_then(|i| i.gold_similarity),
         regrade_judgings: p.regrade.as_ref().map(|r| r.judgings),
         regrade_resolved: p.regrade.as_ref().map(|r| r.resolved),
+        diff_excluded: p.integrity.as_ref().map(|i| count(&i.diff_excluded)),
+        workspace_verdict_differs: p.integrity.as_ref().and_then(|i| i.workspace_verdict_differs),
+        shadows_module: p
+            .integrity
+            .as_ref()
+            .and_then(|i| i.shadows_module.as_deref())
+            .map(count),
+        forged_events: p.integrity.as_ref().and_then(|i| i.forged_events),
     })
+}
+
+/// How many `items` a flag lists, saturating.
+fn count<T>(items: &[T]) -> u32 {
+    u32::try_from(items.len()).unwrap_or(u32::MAX)
 }
 
 fn test_outcome<'a>(received: &Received<'a>, p: &'a TestOutcome) -> TestOutcomeRow<'a> {
@@ -858,6 +872,10 @@ fn smith_run_stop<'a>(received: &Received<'a>, p: &'a SmithRunResult) -> RunStop
         gold_similarity: None,
         regrade_judgings: None,
         regrade_resolved: None,
+        diff_excluded: None,
+        workspace_verdict_differs: None,
+        shadows_module: None,
+        forged_events: None,
     })
 }
 

@@ -41,7 +41,7 @@ use super::ExecError;
 use crate::error::Error;
 use crate::judge::Verdict;
 use crate::limits::RunEnd;
-use crate::prologue::{self, Judged, Opening, RunSummary};
+use crate::prologue::{self, Opening, RunSummary};
 use crate::publish::{DeliveryReport, PublisherHandle};
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
@@ -193,6 +193,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         end,
         agent_stop: state.agent_stop.take(),
         tools: state.tools,
+        forged: state.forged,
         started,
     };
     let (result, verdict) = close_run(
@@ -579,6 +580,10 @@ struct ReadState {
     tools: ReportedTools,
     /// The agent's own `run_stop`, once sent: a claim, never emitted as the run's end.
     agent_stop: Option<RunStop>,
+    /// Lines refused because their type is another producer's (`integrity.forged_events`).
+    forged: u32,
+    /// The refused types already warned about (one warning each).
+    forged_types: std::collections::BTreeSet<String>,
     /// Which skipped lines are logged.
     skips: WarnLimiter,
     /// Which lines with ignored envelope fields are logged.
@@ -592,6 +597,8 @@ impl Default for ReadState {
             skipped: 0,
             tools: ReportedTools::default(),
             agent_stop: None,
+            forged: 0,
+            forged_types: std::collections::BTreeSet::new(),
             skips: WarnLimiter::new(SKIPS_SHOWN),
             ignored: WarnLimiter::new(SKIPS_SHOWN),
         }
@@ -621,6 +628,13 @@ impl ReadState {
         });
         let event = match parsed {
             Ok(event) => event,
+            Err(LineError::NotAnAgentEvent(kind)) => {
+                self.forged = self.forged.saturating_add(1);
+                if self.forged_types.insert(kind.clone()) {
+                    tracing::warn!(line = self.lines, r#type = %Escaped(&kind), "the agent sent another producer's event type; refused, never published, counted in integrity.forged_events");
+                }
+                return Ok(());
+            }
             Err(e) => {
                 self.skipped += 1;
                 match self.skips.admit() {
@@ -694,6 +708,8 @@ struct Ended {
     agent_stop: Option<RunStop>,
     /// The tool calls it reported.
     tools: ReportedTools,
+    /// Its lines refused as other producers' events.
+    forged: u32,
     /// When the run started.
     started: Instant,
 }
@@ -716,11 +732,9 @@ async fn close_run(
     shutdown: &CancellationToken,
 ) -> Result<(RunStop, Option<Verdict>), Error> {
     let run_end = run_end(&ended.end, confinement, ended.agent_stop.as_ref());
-    let Judged {
-        verdict,
-        end: run_end,
-        files_modified,
-    } = prologue::judge_scratch(task, scratch.root(), confinement, run_end, shutdown).await;
+    let judged =
+        prologue::judge_scratch(task, scratch.root(), confinement, run_end, shutdown).await;
+    let (verdict, run_end, files_modified) = (&judged.verdict, &judged.end, judged.files_modified);
     let usage = rec.usage();
     let mut stop = RunStop {
         // The runner sees only the calls the agent reports: an agent that reports none
@@ -731,7 +745,7 @@ async fn close_run(
         api_calls: Some(usage.api_calls).filter(|&calls| calls > 0),
         ..prologue::run_stop(
             rec,
-            &run_end,
+            run_end,
             verdict.as_ref(),
             files_modified,
             ended.started,
@@ -749,10 +763,17 @@ async fn close_run(
         rec.emit(None, Payload::Failure(prologue::environment_failure(why)))?;
     }
     // An exec agent's commands are its own: the runner does not see them.
-    let swe = prologue::record_swe_bench(rec, task, verdict.as_ref(), None, network_enabled)?;
-    stop.diff_sha256 = swe.diff_sha256;
-    stop.integrity = swe.integrity;
-    Ok((stop, verdict))
+    let submitted = prologue::record_submission(
+        rec,
+        task,
+        &judged,
+        None,
+        network_enabled,
+        Some(ended.forged),
+    )?;
+    stop.diff_sha256 = submitted.diff_sha256;
+    stop.integrity = submitted.integrity;
+    Ok((stop, judged.verdict))
 }
 
 /// How the run ended, from how the agent ended: a sandbox that could not be set up comes

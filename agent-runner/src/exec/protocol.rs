@@ -18,6 +18,19 @@ use uuid::Uuid;
 /// keys. Longer lines are skipped as oversize.
 pub const MAX_LINE_BYTES: usize = bench_schemas::MAX_EVENT_BYTES + 64 * 1024;
 
+/// The event types an agent reports: what it did. Its `run_stop` is kept as a claim
+/// ([`super::bridge`]); every other type belongs to another producer (`run_start` and
+/// `test_outcome` to the runner and its judge, `task_validation` to `tasks validate`,
+/// `optimizer_update` to sweeps) and is refused ([`LineError::NotAnAgentEvent`]).
+pub const AGENT_EVENT_TYPES: [EventType; 6] = [
+    EventType::Step,
+    EventType::ToolCall,
+    EventType::Deliberation,
+    EventType::ContextDecision,
+    EventType::Failure,
+    EventType::RunStop,
+];
+
 /// Top-level keys a line may carry besides `type` and `data`.
 const STEP_KEYS: [&str; 2] = ["step", "step_id"];
 
@@ -47,8 +60,11 @@ pub enum LineError {
     NotAnObject,
     #[error("`step` must be a string or an integer")]
     BadStep,
-    #[error("`{0}` is owned by the runner: it emits run_start itself")]
-    RunStart(&'static str),
+    #[error(
+        "`{0}` is not an agent event: an agent reports step, tool_call, deliberation, \
+         context_decision, failure and its run_stop; never published"
+    )]
+    NotAnAgentEvent(String),
     #[error("the agent already sent run_stop; nothing may follow it")]
     AfterRunStop,
     #[error(transparent)]
@@ -76,8 +92,13 @@ pub fn parse_line(line: &[u8], sequencer: &RunSequencer) -> Result<AgentEvent, L
     let Value::Object(mut object) = value else {
         return Err(LineError::NotAnObject);
     };
-    if object.get("type").and_then(Value::as_str) == Some(EventType::RunStart.as_str()) {
-        return Err(LineError::RunStart("run_start"));
+    if let Some(other) = object
+        .get("type")
+        .and_then(Value::as_str)
+        .and_then(|t| EventType::ALL.into_iter().find(|e| e.as_str() == t))
+        .filter(|t| !AGENT_EVENT_TYPES.contains(t))
+    {
+        return Err(LineError::NotAnAgentEvent(other.as_str().to_owned()));
     }
     let step_id = step_id(&object, sequencer.run_id)?;
     let mut ignored: Vec<String> = object
@@ -202,7 +223,7 @@ mod tests {
         ));
         assert_eq!(
             parse_line(br#"{"type":"run_start","data":{}}"#, &seq),
-            Err(LineError::RunStart("run_start"))
+            Err(LineError::NotAnAgentEvent("run_start".to_owned()))
         );
     }
 

@@ -219,13 +219,7 @@ impl Tree {
                 .ok_or_else(|| TreeError::NonUtf8(path.to_path_buf()))?
                 .to_owned();
             let meta = fs::symlink_metadata(path).map_err(read_err)?;
-            let executable = meta.permissions().mode() & 0o111 != 0;
-            let same = match self.entry(&rel) {
-                Some(was) if was.size == meta.len() && was.executable == executable => {
-                    hash_file(path).map_err(read_err)? == was.sha256
-                }
-                _ => false,
-            };
+            let same = self.has_file(&rel, path, &meta).map_err(read_err)?;
             if !same {
                 changed.push(rel.clone());
             }
@@ -239,6 +233,30 @@ impl Tree {
         );
         changed.sort();
         Ok(changed)
+    }
+
+    /// Whether the file at `path`, whose `lstat` is `meta`, is this tree's file `rel`:
+    /// same size and execute bit, then the same content (hashed, streaming, only then).
+    pub fn has_file(&self, rel: &str, path: &Path, meta: &fs::Metadata) -> io::Result<bool> {
+        let executable = meta.permissions().mode() & 0o111 != 0;
+        match self.entry(rel) {
+            Some(was) if was.size == meta.len() && was.executable == executable => {
+                Ok(hash_file(path)? == was.sha256)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Whether this tree has the symlink `rel` pointing at `target`.
+    pub fn has_link(&self, rel: &str, target: &std::ffi::OsStr) -> bool {
+        self.links
+            .binary_search_by(|l| l.path.as_bytes().cmp(rel.as_bytes()))
+            .is_ok_and(|i| self.links[i].target.as_bytes() == target.as_encoded_bytes())
+    }
+
+    /// Whether this tree has a file or a symlink at `rel`.
+    pub fn contains(&self, rel: &str) -> bool {
+        self.entry(rel).is_some() || self.links.iter().any(|l| l.path == rel)
     }
 
     /// The entry at `path`, if the tree has one.

@@ -1,12 +1,12 @@
 """Judge-owned pytest plugin: the per-test report of a SWE-bench-format task's judging.
 
-Loaded with `-p benchstream_pytest_report` from the judge's runner directory (on
-PYTHONPATH), before any conftest.py of the repository. BENCH_JUDGE_REPORT names the report
-file, in the judge's report directory; the token the judge left beside it (file `token`)
-is read and deleted, and the report opened, when this module is imported, so before any
-code of the repository runs. The report holds one `passed <nodeid>` / `failed <nodeid>`
+Imported first by the judge's entry point (`benchstream_pytest_judge.py`), before any
+module of the repository can run. BENCH_JUDGE_REPORT names the report file, in the
+judge's report directory; the token the judge left beside it (file `token`) is read and
+deleted, and the report opened, when this module is imported. The report holds one `passed <nodeid>` / `failed <nodeid>`
 line per test that ran and a `duration <seconds> <nodeid>` line after each, then
-`complete <token>`. What passes follows SWE-bench: a test whose phases all passed, or an
+`complete <token>`, with a `shadows <module> <path>` line before it for each module of the
+repository named like an installed one (noted by the entry point). What passes follows SWE-bench: a test whose phases all passed, or an
 expected failure (xfail); a failure or error in any phase, a skip and an unexpected
 success (xpass) do not.
 """
@@ -21,6 +21,11 @@ os.remove(_token_path)
 _REPORT = open(_path, "w", encoding="utf-8")
 # nodeid -> [passed, duration seconds], in the order tests ran.
 _OUTCOMES = {}
+_SHADOWS = []
+
+
+def note_shadow(name, path):
+    _SHADOWS.append((name, path))
 
 
 def pytest_runtest_logreport(report):
@@ -40,5 +45,7 @@ def pytest_sessionfinish(session, exitstatus):
     for nodeid, (passed, duration) in _OUTCOMES.items():
         _REPORT.write(("passed " if passed else "failed ") + nodeid + "\n")
         _REPORT.write("duration %.6f %s\n" % (duration, nodeid))
+    for name, path in _SHADOWS:
+        _REPORT.write("shadows %s %s\n" % (name, path))
     _REPORT.write("complete " + _TOKEN + "\n")
     _REPORT.close()

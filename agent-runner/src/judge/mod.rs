@@ -49,6 +49,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::base_repo;
 use crate::protect::Tampered;
 use crate::scenario::{Judge, JudgeTest, Language, LoadedTask};
 use crate::tools::bwrap::{Bind, Confinement, SandboxedCommand};
@@ -56,6 +57,9 @@ use crate::tools::shell::{run_confined, ShellOutput};
 
 pub use report::FailReason;
 use report::Report;
+
+/// How long applying a submitted diff to a pristine copy may take.
+const APPLY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Output kept per judge test (only for logs).
 const JUDGE_OUTPUT_CAP: usize = 16 * 1024;
@@ -95,9 +99,10 @@ pub struct Verdict {
 pub struct SweBenchVerdict {
     /// Every `FAIL_TO_PASS` then `PASS_TO_PASS` test, as `test_outcome` events carry them.
     pub tests: Vec<bench_schemas::TestOutcome>,
-    /// `git diff --binary` of what the agent left against the base, before the judge
-    /// changed anything; `None` when it could not be taken.
-    pub diff: Option<Vec<u8>>,
+    /// Modules of the judged copy named like a module of the standard library or of an
+    /// installed distribution, `(module, path)`, as the judge's pytest entry point found
+    /// them (they cannot shadow it there: `benchstream_pytest_judge.py`).
+    pub shadows: Vec<(String, String)>,
 }
 
 /// One failing judge test.
@@ -203,18 +208,48 @@ pub async fn judge_submission(task: &LoadedTask, dir: &Path, confinement: &Confi
     }
 }
 
-/// A SWE-bench-format task's final `diff` judged `times` more times, each on a fresh copy
-/// of the base with it applied (`run --regrade K`); no verdicts for other tasks.
+/// The verdict on a submission: `diff` applied to a fresh pristine copy of `task`'s
+/// fixture, judged there by [`judge_submission`]. A diff that does not apply fails every
+/// test, with the reason.
+pub async fn judge_diff(task: &LoadedTask, diff: &[u8], confinement: &Confinement) -> Verdict {
+    let copy = match task.workspace(None) {
+        Ok(copy) => copy,
+        Err(e) => return unjudged(task, FailReason::Setup(format!("pristine copy: {e}"))),
+    };
+    if !diff.is_empty() {
+        if let Err(e) = base_repo::apply(copy.root(), diff, APPLY_TIMEOUT).await {
+            tracing::warn!(task = %task.task.id, error = %e, "the submitted diff does not apply");
+            return unjudged(
+                task,
+                FailReason::Setup(format!("the submitted diff does not apply: {e}")),
+            );
+        }
+    }
+    judge_submission(task, copy.root(), confinement).await
+}
+
+/// Every test of `task` failing for `reason`, none run.
+pub fn unjudged(task: &LoadedTask, reason: FailReason) -> Verdict {
+    match (&task.task.judge, &task.task.swe_bench) {
+        (_, Some(swe)) => swe_bench::unjudged(swe, reason),
+        (Some(judge), None) => Verdict::all_failing(judge, &reason),
+        (None, None) => Verdict::default(),
+    }
+}
+
+/// A run's submitted `diff` judged `times` more times, each by [`judge_diff`] on a fresh
+/// copy (`run --regrade K`).
 pub async fn regrade(
     task: &LoadedTask,
     diff: &[u8],
     confinement: &Confinement,
     times: u32,
 ) -> Vec<Verdict> {
-    match &task.task.swe_bench {
-        Some(swe) => swe_bench::regrade(task, swe, diff, confinement, times).await,
-        None => Vec::new(),
+    let mut verdicts = Vec::new();
+    for _ in 0..times {
+        verdicts.push(judge_diff(task, diff, confinement).await);
     }
+    verdicts
 }
 
 /// Runs every judge test of `task` in `dir` as the agent left it (the probes between
@@ -222,7 +257,7 @@ pub async fn regrade(
 /// pristine inputs mounted.
 pub async fn judge(task: &LoadedTask, dir: &Path, confinement: &Confinement) -> Verdict {
     let judge = match (&task.task.judge, &task.task.swe_bench) {
-        (_, Some(swe)) => return swe_bench::probe(swe, dir, confinement).await,
+        (_, Some(swe)) => return swe_bench::probe(task, swe, dir, confinement).await,
         (Some(judge), None) => judge,
         // A loaded task has one or the other.
         (None, None) => return Verdict::default(),

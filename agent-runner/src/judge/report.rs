@@ -67,6 +67,9 @@ pub struct Report {
     /// Milliseconds each test took, when the runner says (`duration <seconds> <id>`: the
     /// pytest plugin); a test named twice has no time.
     durations: std::collections::BTreeMap<String, Option<u64>>,
+    /// Modules of the repository named like an installed one, `(module, path)`, as the
+    /// pytest entry point found them (`shadows <module> <path>`).
+    shadows: Vec<(String, String)>,
 }
 
 impl Report {
@@ -84,6 +87,11 @@ impl Report {
                 Some(("passed", id)) => report.lines.push((id.to_owned(), Outcome::Passed)),
                 Some(("failed", id)) => report.lines.push((id.to_owned(), Outcome::Failed)),
                 Some(("expect", id)) => report.expected.push(id.to_owned()),
+                Some(("shadows", rest)) => {
+                    if let Some((module, path)) = rest.split_once(' ') {
+                        report.shadows.push((module.to_owned(), path.to_owned()));
+                    }
+                }
                 Some(("duration", rest)) => {
                     if let Some((secs, id)) = rest.split_once(' ') {
                         let ms = secs
@@ -120,6 +128,16 @@ impl Report {
             _ if !self.complete && self.lines.is_empty() => Err(FailReason::NoReport { exit }),
             _ if !self.complete => Err(FailReason::Incomplete { exit }),
             _ => Err(FailReason::NotInReport),
+        }
+    }
+
+    /// Modules of the repository named like an installed one, `(module, path)`, when the
+    /// report is complete.
+    pub fn shadows(&self) -> &[(String, String)] {
+        if self.complete {
+            &self.shadows
+        } else {
+            &[]
         }
     }
 

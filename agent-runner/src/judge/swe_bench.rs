@@ -22,7 +22,6 @@ use bench_schemas::TestOutcome;
 
 use super::report::Report;
 use super::{FailReason, SweBenchVerdict, Verdict, JUDGE_OUTPUT_CAP};
-use crate::base_repo;
 use crate::fixture_tree::walk;
 use crate::scenario::{LoadedTask, SweBench, Validation};
 use crate::tools::bwrap::{Bind, Confinement, SandboxedCommand};
@@ -31,23 +30,42 @@ use crate::tools::shell::run_confined;
 /// The judge-owned pytest plugin.
 const PYTEST_REPORT: &str = include_str!("benchstream_pytest_report.py");
 
-/// Its module name, as `-p` loads it.
+/// Its module name, as the entry point imports it.
 const PLUGIN: &str = "benchstream_pytest_report";
 
-/// The final verdict on `dir` by SWE-bench's rules: the final diff, then restore, apply
-/// `test_patch`, run.
+/// The judge-owned entry point that runs pytest (`python -I <it> ARGS`).
+const PYTEST_JUDGE: &str = include_str!("benchstream_pytest_judge.py");
+
+/// Its file name in the runner directory.
+const ENTRY: &str = "benchstream_pytest_judge.py";
+
+/// The repository's own top-level module names: every directory and `.py` file at the
+/// fixture's root and under `src/` (a module of the repository of an installed
+/// distribution's name is the repository's, tested from its source).
+fn own_modules(task: &LoadedTask) -> Vec<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for entry in task.fixture.entries() {
+        let path = entry.path.strip_prefix("src/").unwrap_or(&entry.path);
+        let first = path.split('/').next().unwrap_or(path);
+        let name = if path.contains('/') {
+            first
+        } else {
+            first.strip_suffix(".py").unwrap_or("")
+        };
+        if !name.is_empty() {
+            names.insert(name.to_owned());
+        }
+    }
+    names.into_iter().collect()
+}
+
+/// The final verdict on `dir` by SWE-bench's rules: restore, apply `test_patch`, run.
 pub async fn judge_submission(
     task: &LoadedTask,
     swe: &SweBench,
     dir: &Path,
     confinement: &Confinement,
 ) -> Verdict {
-    // What the agent submitted, before the judge changes the scratch copy.
-    let diff = base_repo::final_diff(&task.fixture_dir(), dir)
-        .inspect_err(
-            |e| tracing::warn!(task = %task.task.id, error = %e, "cannot take the final diff"),
-        )
-        .ok();
     // A restore that fails fails every test: the pristine tests could not be put back.
     let restore = task
         .protected
@@ -61,7 +79,7 @@ pub async fn judge_submission(
         let files: Vec<String> = restored.iter().map(ToString::to_string).collect();
         tracing::warn!(task = %task.task.id, files = %files.join(", "), "the agent changed files of test_patch or pytest's own; restored before judging");
     }
-    let outcome = match (restore, JudgeRun::create(swe, dir, confinement)) {
+    let outcome = match (restore, JudgeRun::create(task, swe, dir, confinement)) {
         (Err(reason), _) => Err(reason),
         (_, Err(e)) => Err(FailReason::Setup(e.to_string())),
         (Ok(_), Ok(run)) => match run.apply_test_patch().await {
@@ -72,50 +90,39 @@ pub async fn judge_submission(
             Err(reason) => Err(reason),
         },
     };
+    let shadows = match &outcome {
+        Ok((report, _)) => report.shadows().to_vec(),
+        Err(_) => Vec::new(),
+    };
     let (verdict, tests) = decide(swe, task.validation.as_ref(), &outcome);
     Verdict {
         restored,
-        swe_bench: Some(SweBenchVerdict { tests, diff }),
+        swe_bench: Some(SweBenchVerdict { tests, shadows }),
         ..verdict
     }
 }
 
-/// `diff` (a run's final diff) judged `times` more times, each on a fresh copy of the base
-/// with it applied, by [`judge_submission`]. A diff that does not apply fails every test of
-/// that judging (logged).
-pub async fn regrade(
-    task: &LoadedTask,
-    swe: &SweBench,
-    diff: &[u8],
-    confinement: &Confinement,
-    times: u32,
-) -> Vec<Verdict> {
-    let mut verdicts = Vec::new();
-    for _ in 0..times {
-        let applied = task
-            .workspace(None)
-            .map_err(|e| e.to_string())
-            .and_then(|ws| {
-                base_repo::apply(ws.root(), diff)
-                    .map(|()| ws)
-                    .map_err(|e| e.to_string())
-            });
-        let verdict = match applied {
-            Ok(ws) => judge_submission(task, swe, ws.root(), confinement).await,
-            Err(why) => {
-                tracing::warn!(task = %task.task.id, error = %why, "cannot regrade the final diff");
-                decide(swe, None, &Err(FailReason::Setup(why))).0
-            }
-        };
-        verdicts.push(verdict);
+/// Every test failing for `reason`, none run (a submission that could not be judged).
+pub fn unjudged(swe: &SweBench, reason: FailReason) -> Verdict {
+    let (verdict, tests) = decide(swe, None, &Err(reason));
+    Verdict {
+        swe_bench: Some(SweBenchVerdict {
+            tests,
+            shadows: Vec::new(),
+        }),
+        ..verdict
     }
-    verdicts
 }
 
 /// The tests as the agent left the scratch copy, without `test_patch` (the probes between
 /// turns change nothing in it): the `FAIL_TO_PASS` tests `test_patch` adds fail there.
-pub async fn probe(swe: &SweBench, dir: &Path, confinement: &Confinement) -> Verdict {
-    let outcome = match JudgeRun::create(swe, dir, confinement) {
+pub async fn probe(
+    task: &LoadedTask,
+    swe: &SweBench,
+    dir: &Path,
+    confinement: &Confinement,
+) -> Verdict {
+    let outcome = match JudgeRun::create(task, swe, dir, confinement) {
         Ok(run) => run.reported(&[]).await,
         Err(e) => Err(FailReason::Setup(e.to_string())),
     };
@@ -155,6 +162,8 @@ fn decide(
 /// drop, never inside the scratch copy.
 struct JudgeRun<'a> {
     swe: &'a SweBench,
+    /// The repository's own top-level module names, from the pristine fixture.
+    own_modules: String,
     scratch: &'a Path,
     confinement: &'a Confinement,
     /// Owns the directory.
@@ -165,6 +174,7 @@ struct JudgeRun<'a> {
 
 impl<'a> JudgeRun<'a> {
     fn create(
+        task: &LoadedTask,
         swe: &'a SweBench,
         scratch: &'a Path,
         confinement: &'a Confinement,
@@ -176,9 +186,11 @@ impl<'a> JudgeRun<'a> {
             root.join("runner").join(format!("{PLUGIN}.py")),
             PYTEST_REPORT,
         )?;
+        fs::write(root.join("runner").join(ENTRY), PYTEST_JUDGE)?;
         fs::write(root.join("runner").join("test.patch"), &swe.test_patch)?;
         Ok(JudgeRun {
             swe,
+            own_modules: own_modules(task).join(","),
             scratch,
             confinement,
             _dir: dir,
@@ -288,28 +300,30 @@ impl<'a> JudgeRun<'a> {
             dest: reports,
             read_only: false,
         });
-        let argv = self.swe.test_argv();
-        let (program, rest) = argv
-            .split_first()
-            .ok_or_else(|| FailReason::Setup("empty test_cmd".into()))?;
-        let mut args: Vec<OsString> = rest.iter().map(Into::into).collect();
+        let (program, rest) = self.swe.pytest().ok_or_else(|| {
+            FailReason::Setup(format!("test_cmd {:?} runs no pytest", self.swe.test_cmd))
+        })?;
+        let mut args: Vec<OsString> = ["-I", "-X", "pycache_prefix=/tmp/judge-pycache"]
+            .iter()
+            .map(Into::into)
+            .collect();
+        args.push(self.runner().join(ENTRY).into());
+        args.extend(rest.iter().map(Into::into));
         args.extend(
-            ["-p", PLUGIN, "-p", "no:cacheprovider", "--rootdir"]
+            ["-p", "no:cacheprovider", "--rootdir"]
                 .iter()
                 .map(Into::into),
         );
         args.push(self.scratch.into());
         args.extend(self.swe.test_files().iter().map(Into::into));
         let env = [
-            ("PYTHONPATH".to_owned(), self.runner().display().to_string()),
             ("BENCH_JUDGE_REPORT".to_owned(), file.display().to_string()),
-            // Bytecode only in the sandbox's private /tmp, never a forged __pycache__.
             (
-                "PYTHONPYCACHEPREFIX".to_owned(),
-                "/tmp/judge-pycache".to_owned(),
+                "BENCH_JUDGE_OWN_MODULES".to_owned(),
+                self.own_modules.clone(),
             ),
         ];
-        let out = self.run(program, &args, &all, &env).await?;
+        let out = self.run(&program, &args, &all, &env).await?;
         let exit = out.status.and_then(|s| s.code());
         tracing::debug!(exit = ?exit, output = %out.output, "swe-bench tests ran");
         // A report file that cannot be read (not UTF-8, not a file) is no report.

@@ -32,7 +32,7 @@ use crate::tools::{Scratch, ScratchError, WorkspaceBound};
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
 pub use swe_bench::{patch_paths, SweBench, DEFAULT_TEST_CMD};
-pub use task::{Judge, JudgeTest, Language, Task, FIXTURE_DIR, TASK_FILE};
+pub use task::{Judge, JudgeTest, Language, SubmissionLimits, Task, FIXTURE_DIR, TASK_FILE};
 pub use validation::{ValidatedTest, Validation, VALIDATION_FILE};
 
 /// Directory of the environments of SWE-bench-format tasks, at the root of the scenarios

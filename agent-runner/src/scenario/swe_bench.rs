@@ -86,6 +86,25 @@ impl SweBench {
             .collect()
     }
 
+    /// The interpreter and pytest's own arguments of the test command: `PY -m pytest ARGS`,
+    /// or `pytest ARGS` with the environment's `python`; `None` when it runs no pytest. The
+    /// judge runs pytest through an entry point of its own with them (`crate::judge`).
+    pub fn pytest(&self) -> Option<(String, Vec<String>)> {
+        match self.test_argv().as_slice() {
+            [python, m, pytest, rest @ ..] if m == "-m" && pytest == "pytest" => {
+                Some((python.clone(), rest.to_vec()))
+            }
+            [pytest, rest @ ..]
+                if std::path::Path::new(pytest)
+                    .file_name()
+                    .is_some_and(|n| n == "pytest" || n == "py.test") =>
+            {
+                Some(("python".to_owned(), rest.to_vec()))
+            }
+            _ => None,
+        }
+    }
+
     /// What is wrong with this section, if anything.
     pub fn check(&self, task_id: &str) -> Result<(), String> {
         if self.instance_id != task_id {
@@ -110,8 +129,12 @@ impl SweBench {
                 "swe_bench test {id:?} is not a node id inside the repository"
             ));
         }
-        if self.test_argv().is_empty() {
-            return Err("swe_bench.test_cmd is empty".into());
+        if self.pytest().is_none() {
+            return Err(format!(
+                "swe_bench.test_cmd {:?} runs no pytest: it must be `python -m pytest ...` or \
+                 `pytest ...`",
+                self.test_cmd
+            ));
         }
         if self.timeout_ms == 0 {
             return Err("swe_bench.timeout_ms must be > 0".into());

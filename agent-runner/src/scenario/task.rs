@@ -40,6 +40,40 @@ pub struct Task {
     /// The reference solution, in tool-call form (what the `scripted` policy replays).
     #[serde(default)]
     pub solution: Vec<ToolRequest>,
+    /// How much of a run's workspace its submission may take (`[submission]`).
+    #[serde(default)]
+    pub submission: SubmissionLimits,
+}
+
+/// `[submission]` of `task.toml`: the bounds of the diff a run submits
+/// (`crate::submission`). Every key is optional.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SubmissionLimits {
+    /// The largest file a submission takes, bytes (default 1 MiB); a larger one is left
+    /// out and named in `integrity.diff_excluded`.
+    pub file_bytes: u64,
+    /// The most bytes of changed files a submission takes in all (default 10 MiB).
+    pub diff_bytes: u64,
+    /// How long taking the submission may last, ms (default 30 000).
+    pub timeout_ms: u64,
+}
+
+impl Default for SubmissionLimits {
+    fn default() -> Self {
+        SubmissionLimits {
+            file_bytes: 1 << 20,
+            diff_bytes: 10 << 20,
+            timeout_ms: 30_000,
+        }
+    }
+}
+
+impl SubmissionLimits {
+    /// [`Self::timeout_ms`] as a duration.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.timeout_ms)
+    }
 }
 
 /// Languages tasks are written in (what a fresh worker host can run).

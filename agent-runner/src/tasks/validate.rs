@@ -32,6 +32,9 @@ use crate::scenario::{
 };
 use crate::tools::bwrap::{Confinement, SandboxMode};
 
+/// How long applying a task's gold patch may take.
+const GOLD_APPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Everything `tasks validate` needs, validated.
 #[derive(Debug, Clone)]
 pub struct ValidateConfig {
@@ -272,7 +275,8 @@ async fn repeat(
         let base = task.workspace(None).map_err(scratch)?;
         let before = judge::judge_submission(task, base.root(), confinement).await;
         let gold = task.workspace(None).map_err(scratch)?;
-        base_repo::apply(gold.root(), &swe.patch)
+        base_repo::apply(gold.root(), swe.patch.as_bytes(), GOLD_APPLY_TIMEOUT)
+            .await
             .map_err(|e| format!("the gold patch does not apply: {e}"))?;
         let after = judge::judge_submission(task, gold.root(), confinement).await;
         if let Some(why) = confinement.setup_failure() {

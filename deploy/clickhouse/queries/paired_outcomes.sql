@@ -6,7 +6,8 @@
 -- A run counts when it is finished and judged, and its task is not broken. The others
 -- are excluded, counted by reason, each run under the first that applies: broken_task
 -- (the latest validation of its task and fixture, in task_validations, found the task
--- broken: its runs are no results), unfinished (no run_stop), lost_events
+-- broken: its runs are no results; only validations `tasks validate` published count,
+-- policy_id 'validation' on a run_id without run_start), unfinished (no run_stop), lost_events
 -- (a gap in its seq numbers, the logic of lost_events), infrastructure (an
 -- infrastructure failure: exit_status exit_environment or exit_api, the sandbox could
 -- not be set up or the provider failed, even after answering earlier calls; whatever
@@ -130,9 +131,12 @@ FROM
             -- The latest validation of each task and fixture (a run of a task never
             -- validated joins no row: 0, not broken). Picked by time rather than by
             -- FINAL: on a cluster two validations of a task can sit on different shards,
-            -- which FINAL does not fold together.
+            -- which FINAL does not fold together. Only validations `tasks validate`
+            -- published count: its mark is policy_id 'validation' on a run_id that has no
+            -- run_start (a validation is no run), which no event of a run can carry.
             SELECT task_id, fixture_sha256 AS fixture_key, argMax(broken, ts_ms) AS task_broken
             FROM task_validations
+            WHERE policy_id = 'validation' AND run_id NOT IN (SELECT run_id FROM run_starts)
             GROUP BY task_id, fixture_key
         ) AS validations USING task_id, fixture_key
     ) AS checked_runs

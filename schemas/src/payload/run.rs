@@ -242,9 +242,9 @@ pub struct Regrade {
     pub stable: bool,
 }
 
-/// Integrity flags of a run of a SWE-bench-format task (`run_stop.integrity`). Each is a
-/// fact the runner established or null; none changes the verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// Integrity flags of a judged run (`run_stop.integrity`). Each is a fact the runner
+/// established or null; none changes the verdict.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunIntegrity {
     /// Files the judge keeps pristine (those `test_patch` touches, pytest's own) that the
     /// agent had changed, created or deleted, as `"<path> (modified|deleted|created)"`;
@@ -266,6 +266,26 @@ pub struct RunIntegrity {
     /// 1 is the gold patch's changes exactly. Null when there was no final diff or no gold
     /// patch.
     pub gold_similarity: Option<f64>,
+    /// Changed paths of the workspace left out of the submitted diff, as `"<path> (<why>)"`:
+    /// a file over the per-file cap, with more than one hard link, a special file, one past
+    /// the submission's cap, an unreadable one. Nothing left out reaches the verdict.
+    #[serde(default)]
+    pub diff_excluded: Vec<String>,
+    /// Whether the judge's verdict on the workspace as the agent left it (a cross-check)
+    /// differs from the verdict on the submitted diff, which is the run's. Null when the
+    /// workspace was not judged.
+    #[serde(default)]
+    pub workspace_verdict_differs: Option<bool>,
+    /// Modules the submitted diff adds with the name of a standard-library module or of an
+    /// installed distribution, as `"<module> (<path>)"` (the judge's pytest never imports
+    /// them in its place). Null when the judge cannot tell (tasks not judged by pytest).
+    #[serde(default)]
+    pub shadows_module: Option<Vec<String>>,
+    /// Lines of an `exec` agent refused because their type is not an agent event
+    /// (`task_validation`, `test_outcome`, `run_start`, `optimizer_update`, ...): never
+    /// published. Null for a native run, which has no such channel.
+    #[serde(default)]
+    pub forged_events: Option<u32>,
 }
 
 /// An agent's own account of its run, beside the runner's (`run_stop.claim`).

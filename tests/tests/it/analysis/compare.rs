@@ -224,7 +224,7 @@ fn flags(edited: usize, history: Option<u32>, network: Option<u32>) -> RunIntegr
         test_files_edited: vec!["tests/test_calc.py (modified)".to_owned(); edited],
         history_commands: history,
         network_commands: network,
-        gold_similarity: None,
+        ..RunIntegrity::default()
     }
 }
 

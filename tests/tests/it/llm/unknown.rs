@@ -286,8 +286,9 @@ async fn an_exec_agent_that_sends_only_its_actions_leaves_its_totals_null() {
         EXEC_POLICY,
     )
     .await;
-    // The runner judged the run, timed it, compared its files and named its end; the
-    // agent reported no model call, tool call or turn.
+    // The runner judged the run from its submitted diff (and the workspace as a
+    // cross-check), timed it, counted the lines it refused and named its end; the agent
+    // reported no model call, tool call or turn.
     assert_unknown(
         &sink,
         "run_stops",
@@ -302,6 +303,11 @@ async fn an_exec_agent_that_sends_only_its_actions_leaves_its_totals_null() {
             "wall_time_ms",
             "exit_status",
             "early_stop_reason",
+            "diff_sha256",
+            "test_files_edited",
+            "diff_excluded",
+            "workspace_verdict_differs",
+            "forged_events",
         ],
     )
     .await;

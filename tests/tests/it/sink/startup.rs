@@ -99,7 +99,7 @@ async fn migrations_are_applied_once_and_recorded() {
         ),
         "got {refused:?}"
     );
-    assert_eq!(MIGRATIONS.len(), 18);
+    assert_eq!(MIGRATIONS.len(), 19);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
