@@ -20,7 +20,8 @@ fn logs_written_to_a_file_have_no_colour_codes() {
     assert_eq!(status.code(), Some(2));
     let text = std::fs::read(&path).expect("log");
     assert!(
-        String::from_utf8_lossy(&text).contains("error: invalid settings: invalid setting batch.max_rows"),
+        String::from_utf8_lossy(&text)
+            .contains("error: invalid settings: invalid setting batch.max_rows"),
         "{}",
         String::from_utf8_lossy(&text)
     );
