@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_runner::publish::Outgoing;
-use agent_runner::quarantine::{QuarantineEntry, QuarantineKind};
-use agent_runner::spool::record_line;
+use bench_delivery::{record_line, Outgoing, QuarantineEntry, QuarantineKind};
 use bench_nats::StreamSpec;
 use bench_schemas::SubjectPrefix;
 use benchstream_tests::cli::{assert_config_error, assert_unreachable_error};
