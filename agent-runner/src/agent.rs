@@ -186,6 +186,7 @@ pub(crate) async fn execute(
                 files_modified: None,
                 submission: None,
                 workspace_differs: None,
+                cutoff_score: None,
             },
             Vec::new(),
         ),
@@ -299,6 +300,7 @@ fn conclude(
         diff_sha256: swe.diff_sha256,
         integrity: swe.integrity,
         stability_variance: regrade.as_ref().map(|(_, variance)| *variance),
+        cutoff_score: judged.cutoff_score,
         regrade: regrade.map(|(regrade, _)| regrade),
         ..prologue::run_stop(
             rec,

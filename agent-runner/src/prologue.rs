@@ -363,6 +363,8 @@ pub(crate) struct Judged {
     /// Whether the workspace's own verdict (the cross-check) differs from the diff's;
     /// `None` when the workspace was not judged.
     pub workspace_differs: Option<bool>,
+    /// What the submission scored when the provider ended the run (`run_stop.cutoff_score`).
+    pub cutoff_score: Option<f64>,
 }
 
 /// Judges a run of `task` that ended as `end`, its scratch
@@ -386,12 +388,24 @@ pub(crate) async fn judge_scratch(
             .map(|changed| changed.len())
             .map_err(|e| tracing::warn!(error = %e, "cannot list the scratch directory"))
             .ok();
+        // The provider ended the run: what the agent had done by then is judged for
+        // information, never as the run's result.
+        let cutoff_score = if end.status == ExitStatus::ExitApi {
+            tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => None,
+                score = cutoff_score(task, root, confinement) => score,
+            }
+        } else {
+            None
+        };
         return Judged {
             verdict: None,
             end,
             files_modified,
             submission: None,
             workspace_differs: None,
+            cutoff_score,
         };
     }
     let judged = tokio::select! {
@@ -426,7 +440,23 @@ pub(crate) async fn judge_scratch(
         files_modified: submission.as_ref().map(|s| s.changed.len()),
         submission,
         workspace_differs,
+        cutoff_score: None,
     }
+}
+
+/// The score of the submission at `root` (`None`: it could not be taken).
+async fn cutoff_score(task: &LoadedTask, root: &Path, confinement: &Confinement) -> Option<f64> {
+    let submission = submission::capture(task, root, &task.task.submission)
+        .await
+        .map_err(
+            |e| tracing::warn!(task = %task.task.id, error = %e, "no submission at the cut-off"),
+        )
+        .ok()?;
+    Some(
+        judge::judge_diff(task, &submission.diff, confinement)
+            .await
+            .score(),
+    )
 }
 
 /// The submission of the scratch copy at `root`, the verdict on it, and whether the
@@ -572,6 +602,7 @@ pub(crate) fn run_stop(
         diff_sha256: None,
         integrity: None,
         regrade: None,
+        cutoff_score: None,
     }
 }
 

@@ -421,7 +421,9 @@ fn validation_marks_a_contradicting_task_broken_and_runs_leave_it_out() {
         "{report}"
     );
     assert!(
-        report.contains("2 tasks, 1 broken, 0 with flaky tests"),
+        report.contains(
+            "2 tasks, 1 broken, 0 not validated (environment errors), 0 with flaky tests"
+        ),
         "{report}"
     );
     // No broker named: nothing published, and the report says what that means.

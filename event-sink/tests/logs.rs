@@ -10,7 +10,7 @@ fn logs_written_to_a_file_have_no_colour_codes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("sink.log");
     let log = std::fs::File::create(&path).expect("log file");
-    // Invalid settings: an ERROR line, then exit 2, without any server.
+    // Invalid settings: the error, then exit 2, without any server.
     let status = Command::new(SINK)
         .args(["--batch-max-rows", "0", "--metrics-listen", "off"])
         .env_remove("NO_COLOR")
@@ -20,7 +20,8 @@ fn logs_written_to_a_file_have_no_colour_codes() {
     assert_eq!(status.code(), Some(2));
     let text = std::fs::read(&path).expect("log");
     assert!(
-        String::from_utf8_lossy(&text).contains("ERROR"),
+        String::from_utf8_lossy(&text)
+            .contains("error: invalid settings: invalid setting batch.max_rows"),
         "{}",
         String::from_utf8_lossy(&text)
     );

@@ -230,6 +230,7 @@ fn run_stop(traj: &Trajectory, ending: Ending<'_>) -> RunStop {
         diff_sha256: None,
         integrity: None,
         regrade: None,
+        cutoff_score: None,
     }
 }
 

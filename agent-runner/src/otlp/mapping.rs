@@ -422,6 +422,7 @@ impl SpanEvents<'_, '_> {
             diff_sha256: None,
             integrity: None,
             regrade: None,
+            cutoff_score: None,
         })
     }
 

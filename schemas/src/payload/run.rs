@@ -228,6 +228,12 @@ pub struct RunStop {
     /// scores of all the judgings. Absent when the run was not regraded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regrade: Option<Regrade>,
+    /// What the submission scored (fraction of judge tests passing) when the provider
+    /// ended the run (`exit_api`): the workspace's diff judged as any submission is, for
+    /// information only. Such a run is no result: its `success`, `final_score` and test
+    /// counts stay null. Absent for every other run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutoff_score: Option<f64>,
 }
 
 /// Re-judgings of a run's final diff, each on a fresh copy of the base with the diff

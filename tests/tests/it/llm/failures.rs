@@ -233,6 +233,19 @@ async fn a_provider_that_dies_mid_run_is_an_infrastructure_failure_left_out_of_c
         "exit_api\t1\t1\t1\t1\t2",
     )
     .await;
+    // What the agent had done by the cut-off was judged for information only: the
+    // reference's first step fixes nothing yet, so some judge tests fail.
+    let cutoff = summary.result.cutoff_score.expect("a score at the cut-off");
+    assert!((0.0..1.0).contains(&cutoff), "{cutoff}");
+    sink.wait_for(
+        &format!(
+            "SELECT visitParamHas(raw, 'cutoff_score') FROM benchstream.events_raw FINAL \
+             WHERE run_id = '{}' AND type = 'run_stop' FORMAT TSV",
+            summary.run_id
+        ),
+        "1",
+    )
+    .await;
     // compare leaves it out, counted as an infrastructure failure.
     let connection = ConnectionArgs {
         clickhouse: ClickHouseArgs {
