@@ -1,13 +1,15 @@
 //! The flag groups several commands share, declared once and flattened into each:
 //! [`ScenarioArgs`] (scenarios directory, pins, artifacts, sandbox), [`EventArgs`]
 //! (`--host` and the publishing flags, [`PublishArgs`]), [`OptionalEventArgs`] (those and
-//! `--no-publish`), [`LlmArgs`]; and their conversion into validated settings. Nothing
-//! here runs anything.
+//! `--no-publish`), [`LlmArgs`], [`ExperimentArgs`]; and their conversion into validated
+//! settings. Nothing here runs anything.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bench_nats::{NatsArgs, StreamSpec};
+use bench_schemas::ExperimentRef;
 use clap::Args;
 use secrecy::SecretString;
 
@@ -249,6 +251,59 @@ impl LlmArgs {
             max_format_errors: self.llm_max_format_errors,
             max_provider_failures: self.llm_max_provider_failures,
         }))
+    }
+}
+
+/// The experiment the runs of a command belong to (`run`, `exec`, `otlp`, `import`):
+/// `run_start.experiment` and `run_start.tags`.
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    /// Name of the experiment the runs belong to: the set of runs made to answer one
+    /// question, which the analysis compares within and never pools with another's.
+    #[arg(long, env = "BENCH_EXPERIMENT")]
+    pub experiment: Option<String>,
+    /// A label of the runs, key=value (repeatable, or comma-separated); the analysis
+    /// can group by it (`--by tag:key`).
+    #[arg(
+        long = "tag",
+        env = "BENCH_TAGS",
+        value_delimiter = ',',
+        value_name = "KEY=VALUE"
+    )]
+    pub tags: Vec<String>,
+}
+
+impl ExperimentArgs {
+    /// The experiment and tags, validated: a name that is not blank, each tag
+    /// `key=value` with a key that is not blank and given once. `repeat` and
+    /// `planned_runs` are the command's to fill.
+    pub fn into_experiment(self) -> Result<ExperimentRef, Error> {
+        if self
+            .experiment
+            .as_ref()
+            .is_some_and(|n| n.trim().is_empty())
+        {
+            return Err(Error::Config("--experiment must not be blank".into()));
+        }
+        let mut tags = BTreeMap::new();
+        for tag in self.tags {
+            let Some((key, value)) = tag.split_once('=') else {
+                return Err(Error::Config(format!("--tag {tag:?}: expected key=value")));
+            };
+            let key = key.trim();
+            if key.is_empty() {
+                return Err(Error::Config(format!("--tag {tag:?}: the key is blank")));
+            }
+            if tags.insert(key.to_owned(), value.to_owned()).is_some() {
+                return Err(Error::Config(format!("--tag {key}: given twice")));
+            }
+        }
+        Ok(ExperimentRef {
+            name: self.experiment,
+            repeat: None,
+            tags,
+            planned_runs: None,
+        })
     }
 }
 

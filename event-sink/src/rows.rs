@@ -418,6 +418,11 @@ typed_row! {
         sweep_key: Option<&'a str>,
         sweep_trial: Option<u64>,
         sandbox_kind: Option<&'a str>,
+        experiment: Option<&'a str>,
+        repeat: Option<u32>,
+        planned_runs: Option<u32>,
+        tag_keys: Vec<&'a str>,
+        tag_values: Vec<&'a str>,
     }
 }
 
@@ -756,6 +761,11 @@ fn run_start<'a>(received: &Received<'a>, p: &'a RunStart) -> RunStartRow<'a> {
         sweep_key: p.sweep.as_ref().map(|s| s.key.as_str()),
         sweep_trial: p.sweep.as_ref().and_then(|s| s.trial),
         sandbox_kind: p.sandbox.as_ref().map(|s| s.kind.as_str()),
+        experiment: p.experiment.name.as_deref(),
+        repeat: p.experiment.repeat,
+        planned_runs: p.experiment.planned_runs,
+        tag_keys: p.experiment.tags.keys().map(String::as_str).collect(),
+        tag_values: p.experiment.tags.values().map(String::as_str).collect(),
     })
 }
 
@@ -781,6 +791,11 @@ fn smith_run_start<'a>(received: &Received<'a>, c: &'a SmithRunConfig) -> RunSta
         sweep_key: None,
         sweep_trial: None,
         sandbox_kind: None,
+        experiment: None,
+        repeat: None,
+        planned_runs: None,
+        tag_keys: Vec::new(),
+        tag_values: Vec::new(),
     })
 }
 

@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::bridge::ExecConfig;
 use crate::error::Error;
-use crate::flags::{resolve_scenario, OptionalEventArgs, ScenarioArgs};
+use crate::flags::{resolve_scenario, ExperimentArgs, OptionalEventArgs, ScenarioArgs};
 use crate::scenario::{LoadOptions, LoadedScenario};
 
 /// `agent-runner exec`.
@@ -36,6 +36,9 @@ pub struct ExecArgs {
     #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = "BENCH_EXEC_POLICY_ID")]
     pub policy_id: Option<String>,
+    /// The experiment the runs belong to and their tags.
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
     /// Where the scenarios are and how they are loaded.
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
@@ -75,6 +78,10 @@ impl ExecArgs {
             }
         };
         let (host, publish) = self.events.into_setup()?;
+        let experiment = bench_schemas::ExperimentRef {
+            planned_runs: u32::try_from(tasks.len()).ok(),
+            ..self.experiment.into_experiment()?
+        };
         let config = ExecConfig {
             sandbox,
             read_only: self.sandbox_ro,
@@ -87,6 +94,7 @@ impl ExecArgs {
             host,
             out_dir: Some(self.scenarios.out),
             publish,
+            experiment,
         };
         Ok(tasks
             .into_iter()

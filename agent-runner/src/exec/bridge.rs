@@ -92,6 +92,8 @@ pub struct ExecConfig {
     /// Host directories the agent may read besides its task (its own code, when the
     /// command line does not name it as a file).
     pub read_only: Vec<PathBuf>,
+    /// The run's experiment, tags and planned runs (`--experiment`, `--tag`).
+    pub experiment: bench_schemas::ExperimentRef,
 }
 
 /// What happened.
@@ -236,6 +238,7 @@ fn opening<'a>(
         // The agent runs its own tools: the runner caps none of their output.
         output_cap: None,
         sweep: None,
+        experiment: config.experiment.clone(),
         publisher,
         out_dir: config.out_dir.as_deref(),
     }

@@ -7,7 +7,7 @@ use clap::Args;
 use secrecy::{ExposeSecret as _, SecretString};
 
 use crate::error::Error;
-use crate::flags::EventArgs;
+use crate::flags::{EventArgs, ExperimentArgs};
 use crate::pricing::{Prices, TokenPrice};
 use crate::runner::PublishSetup;
 
@@ -39,6 +39,9 @@ pub struct OtlpArgs {
     /// Price of cached prompt tokens, USD per million. Default: the prompt price.
     #[arg(long, env = "BENCH_LLM_CACHED_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
     pub cached_prompt_price_per_mtok: Option<TokenPrice>,
+    /// The experiment the received runs belong to and their tags.
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
     /// Where the events go: NATS, subject prefix, spool.
     #[command(flatten)]
     pub events: EventArgs,
@@ -80,6 +83,8 @@ pub struct OtlpConfig {
     pub prices: Option<Prices>,
     /// Broker, subjects and spool.
     pub publish: PublishSetup,
+    /// The experiment and tags of every received run.
+    pub experiment: bench_schemas::ExperimentRef,
 }
 
 impl OtlpArgs {
@@ -114,6 +119,7 @@ impl OtlpArgs {
             host,
             prices,
             publish,
+            experiment: self.experiment.into_experiment()?,
         })
     }
 }

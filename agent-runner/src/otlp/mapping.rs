@@ -107,6 +107,8 @@ pub struct Mapper {
     /// Prices of every model named in the traces (the price overrides); `None`: costs
     /// are null.
     pub prices: Option<Prices>,
+    /// The experiment and tags of every run received.
+    pub experiment: bench_schemas::ExperimentRef,
 }
 
 impl Mapper {
@@ -374,6 +376,7 @@ impl SpanEvents<'_, '_> {
                 format!("agent-runner {} otlp", env!("CARGO_PKG_VERSION")),
                 SCORING_VERSION,
             ),
+            self.mapper.experiment.clone(),
         ))
     }
 
@@ -747,6 +750,7 @@ mod tests {
         Mapper {
             host: "h".to_owned(),
             prices: None,
+            experiment: bench_schemas::ExperimentRef::default(),
         }
     }
 

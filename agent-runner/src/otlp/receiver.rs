@@ -117,6 +117,7 @@ pub async fn serve(
         mapper: Mapper {
             host: config.host.clone(),
             prices: config.prices,
+            experiment: config.experiment.clone(),
         },
         token: config.bearer_token.clone(),
         max_body_bytes: config.max_body_bytes,

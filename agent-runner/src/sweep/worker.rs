@@ -631,6 +631,12 @@ impl Worker<'_> {
                 key: job.key.to_owned(),
                 trial: job.trial,
             }),
+            // A sweep is the experiment named after it.
+            experiment: bench_schemas::ExperimentRef {
+                name: Some(plan.sweep.name.clone()),
+                planned_runs: u32::try_from(plan.runs()).ok(),
+                ..Default::default()
+            },
             // Sweeps judge once; `run --regrade` measures a verdict's stability.
             regrade: 0,
         };

@@ -1,0 +1,24 @@
+-- Which experiment a run belongs to: `run_starts` gains the experiment fields of
+-- `run_start`.
+--
+-- - experiment: the experiment's name (`--experiment`; a sweep's runs carry the sweep's
+--   name); NULL for a run outside any experiment.
+-- - repeat: which repeat of its task the run is, from 0 (`run --repeats K`); NULL when
+--   the producer did not repeat.
+-- - planned_runs: the runs the command that made the run planned (tasks x repeats, a
+--   sweep's runs); NULL when not known.
+-- - tag_keys, tag_values: the run's labels (`--tag key=value`), sorted by key, the value
+--   of tag_keys[i] in tag_values[i] (18.16 has no Map); empty when it has none.
+--
+-- Rows written before this migration read NULL and empty arrays: no run said its
+-- experiment then.
+--
+-- ADD COLUMN (18.16 has no IF NOT EXISTS) is guarded, so this file may run twice.
+
+-- only if: SELECT count() = 0 FROM system.columns WHERE database = currentDatabase() AND table = 'run_starts' AND name = 'experiment'
+ALTER TABLE run_starts
+    ADD COLUMN experiment Nullable(String) AFTER sandbox_kind,
+    ADD COLUMN repeat Nullable(UInt32) AFTER experiment,
+    ADD COLUMN planned_runs Nullable(UInt32) AFTER repeat,
+    ADD COLUMN tag_keys Array(String) AFTER planned_runs,
+    ADD COLUMN tag_values Array(String) AFTER tag_keys;
