@@ -172,7 +172,7 @@ impl PublishArgs {
 }
 
 /// The provider of `llm` policies (any OpenAI-compatible API) and its prices.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct LlmArgs {
     /// Base URL of the chat-completions API, e.g. https://openrouter.ai/api/v1,
     /// http://localhost:8000/v1 (vLLM), http://localhost:11434/v1 (Ollama).

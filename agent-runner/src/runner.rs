@@ -187,6 +187,11 @@ pub async fn run(
 ) -> Result<ScenarioReport, Error> {
     let mut scenario = LoadedScenario::load(&config.scenario, &config.load)?;
     config.overrides.apply(&mut scenario)?;
+    crate::policy::identity::identify(
+        &mut scenario.scenario.config,
+        scenario.scenario.policy,
+        config.llm.as_ref(),
+    );
     let broken = scenario.without_broken();
     let seed = config.seed.unwrap_or(scenario.scenario.seed);
     let repeats = config.repeats.max(1);

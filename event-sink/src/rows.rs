@@ -423,6 +423,10 @@ typed_row! {
         planned_runs: Option<u32>,
         tag_keys: Vec<&'a str>,
         tag_values: Vec<&'a str>,
+        endpoint: Option<&'a str>,
+        max_tokens: Option<u32>,
+        system_prompt_sha256: Option<&'a str>,
+        tool_definitions_sha256: Option<&'a str>,
     }
 }
 
@@ -766,6 +770,10 @@ fn run_start<'a>(received: &Received<'a>, p: &'a RunStart) -> RunStartRow<'a> {
         planned_runs: p.experiment.planned_runs,
         tag_keys: p.experiment.tags.keys().map(String::as_str).collect(),
         tag_values: p.experiment.tags.values().map(String::as_str).collect(),
+        endpoint: c.endpoint.as_deref(),
+        max_tokens: c.max_tokens,
+        system_prompt_sha256: c.system_prompt_sha256.as_ref().map(|h| h.as_str()),
+        tool_definitions_sha256: c.tool_definitions_sha256.as_ref().map(|h| h.as_str()),
     })
 }
 
@@ -796,6 +804,10 @@ fn smith_run_start<'a>(received: &Received<'a>, c: &'a SmithRunConfig) -> RunSta
         planned_runs: None,
         tag_keys: Vec::new(),
         tag_values: Vec::new(),
+        endpoint: None,
+        max_tokens: None,
+        system_prompt_sha256: None,
+        tool_definitions_sha256: None,
     })
 }
 

@@ -87,7 +87,7 @@ async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
     let model = band_model();
     let dir = tempfile::tempdir().expect("dir");
     let bayes_file = fixture("bayes-band.toml");
-    let plan = Plan::load(&bayes_file, &repo_path("scenarios"), false).expect("bayes plan");
+    let plan = Plan::load(&bayes_file, &repo_path("scenarios"), false, None).expect("bayes plan");
     let dry_run = plan.to_string();
     assert!(
         dry_run.contains("temperature in 0..=1 (float)") && dry_run.contains("first 3 proposals"),
@@ -236,7 +236,7 @@ async fn two_workers_share_a_bayes_sweep_and_a_dead_workers_trial_is_rerun() {
     let (nats, sink) = start_pipeline().await;
     let model = band_model();
     let file = fixture("bayes-strategies.toml");
-    let plan = Plan::load(&file, &repo_path("scenarios"), false).expect("plan");
+    let plan = Plan::load(&file, &repo_path("scenarios"), false, None).expect("plan");
 
     // A worker claimed trial 1 an hour ago and died: its claim is past any lease.
     let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)

@@ -20,7 +20,7 @@ async fn two_workers_split_a_sweep_without_overlap_or_gaps() {
     let nats = NatsServer::start();
     let spec = create_stream(&nats.url(), &SubjectPrefix::default()).await;
     let file = fixture("split.toml");
-    let plan = Plan::load(&file, &repo_path("scenarios"), false).expect("sweep plan");
+    let plan = Plan::load(&file, &repo_path("scenarios"), false, None).expect("sweep plan");
     assert_eq!(plan.expansion.configurations.len(), 12, "{plan}");
 
     let (a_dir, b_dir) = (

@@ -14,6 +14,7 @@
 mod cost;
 mod end_to_end;
 mod failures;
+mod identity;
 mod replies;
 mod strategies;
 mod unknown;
