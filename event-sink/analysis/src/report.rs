@@ -58,6 +58,12 @@ pub struct ReportOptions {
     /// The policy the comparison section compares the others with. Default: the one
     /// with the most counted runs.
     pub baseline: Option<String>,
+    /// Only runs of these experiments. Default: every run.
+    pub experiments: Vec<String>,
+    /// Only runs of these sweeps. Default: every run.
+    pub sweeps: Vec<String>,
+    /// Only runs of these scenarios. Default: every scenario.
+    pub scenarios: Vec<String>,
 }
 
 /// The page's time windows: key, label, length before the latest run start (None = all).
@@ -121,6 +127,15 @@ pub async fn generate_report(
     for (name, value) in given {
         if let Some(value) = value {
             base.insert(name.to_owned(), value.clone());
+        }
+    }
+    for (name, list) in [
+        ("experiment", &options.experiments),
+        ("sweep", &options.sweeps),
+        ("scenario", &options.scenarios),
+    ] {
+        if !list.is_empty() {
+            base.insert(name.to_owned(), list.join(","));
         }
     }
     if let Some(policy) = &options.policy {
@@ -667,7 +682,11 @@ fn window_comparison(
     window: &Window,
     baseline: Option<&str>,
 ) -> Result<Comparison, compare::outcomes::RowError> {
-    let policies = compare::group(answer(window, "paired_outcomes"), &[Dimension::Policy])?;
+    let policies = compare::group(
+        answer(window, "paired_outcomes"),
+        &[Dimension::Policy],
+        compare::Experiments::Apart,
+    )?;
     let counted = |p: &PolicyRuns| p.tasks.values().map(|t| t.runs).sum::<u64>();
     let baseline = baseline
         .filter(|b| policies.iter().any(|p| p.group == *b))

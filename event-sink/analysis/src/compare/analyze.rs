@@ -50,6 +50,9 @@ pub struct Comparison {
     pub policies: Vec<PolicySummary>,
     /// Each candidate against the baseline.
     pub comparisons: Vec<PairComparison>,
+    /// What to know before reading the numbers: policies that pool the runs of several
+    /// experiments (asked for with `--pool-experiments`).
+    pub notes: Vec<String>,
 }
 
 /// One policy over its counted runs.
@@ -59,6 +62,9 @@ pub struct PolicySummary {
     pub policy_id: String,
     /// The judge version of its runs; null when the runs do not say.
     pub scoring_version: Option<String>,
+    /// The experiments its runs belong to (`(none)`: outside any); several only when
+    /// they were pooled.
+    pub experiments: Vec<String>,
     /// Counted runs, the tasks they cover, and the solved runs.
     pub runs: u64,
     /// Tasks the counted runs cover.
@@ -225,6 +231,19 @@ pub fn compare(policies: &[PolicyRuns], settings: &Settings) -> Comparison {
     for (&i, adjusted) in tested.iter().zip(holm(&raw)) {
         comparisons[i].p_adjusted = Some(adjusted);
     }
+    let notes = policies
+        .iter()
+        .filter(|p| p.experiments.len() > 1)
+        .map(|p| {
+            let names: Vec<&str> = p.experiments.iter().map(String::as_str).collect();
+            format!(
+                "{} pools the runs of {} experiments ({}), as asked",
+                p.label,
+                names.len(),
+                names.join(", ")
+            )
+        })
+        .collect();
     Comparison {
         confidence: CONFIDENCE,
         power: POWER,
@@ -233,6 +252,7 @@ pub fn compare(policies: &[PolicyRuns], settings: &Settings) -> Comparison {
         resamples: settings.resamples,
         policies: summaries,
         comparisons,
+        notes,
     }
 }
 
@@ -299,6 +319,7 @@ fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
     PolicySummary {
         policy_id: policy.label.clone(),
         scoring_version: policy.scoring_version.clone(),
+        experiments: policy.experiments.iter().cloned().collect(),
         runs: total.runs,
         tasks: tasks.len() as u64,
         solved: total.successes,

@@ -18,12 +18,13 @@ pub fn render(comparison: &Comparison, format: Format) -> String {
             let policies = policy_table(&comparison.policies).render(format);
             let pairs = pair_table(&comparison.comparisons).render(format);
             let notes: String = comparison
-                .comparisons
+                .notes
                 .iter()
-                .filter_map(|c| {
+                .map(|note| format!("note: {note}\n"))
+                .chain(comparison.comparisons.iter().filter_map(|c| {
                     let note = c.note.as_deref()?;
                     Some(format!("note: {} vs {}: {note}\n", c.baseline, c.candidate))
-                })
+                }))
                 .collect();
             let notes = if format == Format::Table {
                 notes
