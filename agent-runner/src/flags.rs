@@ -15,7 +15,7 @@ use secrecy::SecretString;
 
 use crate::error::Error;
 use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES};
-use crate::pricing::{Prices, TokenPrice};
+use crate::pricing::{PriceTable, Prices, TokenPrice};
 use crate::provider::{ProviderConfig, API_KEY_ENV_VARS};
 use crate::publish::{PublishConfig, DEFAULT_ACK_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_WINDOW};
 use crate::runner::PublishSetup;
@@ -209,6 +209,31 @@ pub struct LlmArgs {
     /// Price of cached prompt tokens, USD per million. Default: the prompt price.
     #[arg(long, env = "BENCH_LLM_CACHED_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
     pub cached_prompt_price_per_mtok: Option<TokenPrice>,
+    /// Prices per model (`--prices FILE`).
+    #[command(flatten)]
+    pub table: PriceTableArgs,
+}
+
+/// The price table of the commands that price model calls (`run`, `sweep`, `otlp`).
+#[derive(Debug, Clone, Args)]
+pub struct PriceTableArgs {
+    /// Prices per model, USD per million tokens: a TOML file of `[models."NAME"]` tables
+    /// with `prompt`, `completion` and optionally `cached_prompt`, `cache_write`,
+    /// `source`. A model it does not name is priced from the provider's listing, else
+    /// its cost is null.
+    #[arg(long, env = "BENCH_PRICES", value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+}
+
+impl PriceTableArgs {
+    /// The table read, if one is given.
+    pub fn load(&self) -> Result<Option<PriceTable>, Error> {
+        self.prices
+            .as_deref()
+            .map(PriceTable::load)
+            .transpose()
+            .map_err(|e| Error::Config(e.to_string()))
+    }
 }
 
 impl LlmArgs {
@@ -240,6 +265,14 @@ impl LlmArgs {
             self.cached_prompt_price_per_mtok,
         )
         .map_err(|e| Error::Config(e.to_string()))?;
+        if price_overrides.is_some() && self.table.prices.is_some() {
+            return Err(Error::Config(
+                "give prices either per model (--prices) or for the one model \
+                 (--prompt-price-per-mtok, --completion-price-per-mtok), not both"
+                    .into(),
+            ));
+        }
+        let price_table = self.table.load()?;
         Ok(Some(LlmConfig {
             provider: ProviderConfig {
                 base_url,
@@ -248,6 +281,7 @@ impl LlmArgs {
                 max_tokens: self.llm_max_tokens,
             },
             price_overrides,
+            price_table,
             max_format_errors: self.llm_max_format_errors,
             max_provider_failures: self.llm_max_provider_failures,
         }))

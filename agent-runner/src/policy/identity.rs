@@ -107,6 +107,7 @@ mod tests {
                 max_tokens,
             },
             price_overrides: None,
+            price_table: None,
             max_format_errors: 1,
             max_provider_failures: 1,
         }

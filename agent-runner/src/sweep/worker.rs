@@ -352,6 +352,24 @@ pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<Swe
         config.allow_unpinned,
         config.llm.as_ref(),
     )?;
+    let models = plan
+        .sweep
+        .matrix
+        .get("model")
+        .and_then(toml::Value::as_array)
+        .map_or(1, Vec::len);
+    if models > 1
+        && config
+            .llm
+            .as_ref()
+            .is_some_and(|l| l.price_overrides.is_some())
+    {
+        return Err(Error::Config(format!(
+            "sweep {} runs {models} models: --prompt-price-per-mtok and \
+             --completion-price-per-mtok price one; give each model's prices with --prices",
+            plan.sweep.name
+        )));
+    }
     if matches!(plan.sweep.method, Method::Adaptive | Method::Bayes) && config.clickhouse.is_none()
     {
         return Err(Error::Config(format!(

@@ -81,6 +81,7 @@ pub(crate) fn provider(server: &OpenAiServer) -> LlmConfig {
             max_tokens: None,
         },
         price_overrides: None,
+        price_table: None,
         max_format_errors: 3,
         max_provider_failures: 3,
     }
