@@ -594,6 +594,7 @@ typed_row! {
         expected_improvement: f64,
         exploration_vs_exploitation: f64,
         reasoning: &'a str,
+        trial: Option<u64>,
     }
 }
 
@@ -1020,6 +1021,7 @@ fn optimizer_update<'a>(received: &Received<'a>, p: &'a OptimizerUpdate) -> Opti
     optimizer_update_row!(received, p, {
         suggested_model: Some(&p.suggested_config.model),
         suggested_strategy: p.suggested_config.strategy.map(ContextStrategy::as_str),
+        trial: p.trial,
     })
 }
 
@@ -1031,6 +1033,7 @@ fn smith_optimizer_update<'a>(
     optimizer_update_row!(received, p, {
         suggested_model: None,
         suggested_strategy: None,
+        trial: None,
     })
 }
 

@@ -17,8 +17,11 @@
 -- - system_prompt_sha256, tool_definitions_sha256: SHA-256 of the system prompt and of
 --   the tool definitions the model was given; NULL as endpoint.
 --
+-- - optimizer_updates.trial: the bayes trial a proposal is (its run's sweep_trial): what
+--   links a proposal to its run; NULL for other optimizers' updates.
+--
 -- Rows written before this migration read NULL and empty arrays: no run said its
--- experiment or these settings then.
+-- experiment or these settings then, no proposal its trial.
 --
 -- ADD COLUMN (18.16 has no IF NOT EXISTS) is guarded, so this file may run twice.
 
@@ -33,3 +36,7 @@ ALTER TABLE run_starts
     ADD COLUMN max_tokens Nullable(UInt32) AFTER endpoint,
     ADD COLUMN system_prompt_sha256 Nullable(String) AFTER max_tokens,
     ADD COLUMN tool_definitions_sha256 Nullable(String) AFTER system_prompt_sha256;
+
+-- only if: SELECT count() = 0 FROM system.columns WHERE database = currentDatabase() AND table = 'optimizer_updates' AND name = 'trial'
+ALTER TABLE optimizer_updates
+    ADD COLUMN trial Nullable(UInt64) AFTER reasoning;

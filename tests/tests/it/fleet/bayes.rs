@@ -217,6 +217,36 @@ async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
         column("task_id").iter().all(|t| t != "NULL"),
         "every finished proposal names its run's task"
     );
+    // Every row is its own run's: linked by trial, never by cfg_hash, its task, success
+    // and cost are those of the run it names, joined on run id.
+    assert_eq!(
+        column("trial"),
+        column("proposal"),
+        "one worker: trial n is proposal n"
+    );
+    for (row, run_id) in column("run_id").iter().enumerate() {
+        assert_ne!(run_id, "NULL", "proposal {row} links to its run");
+        let own = query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT task_id, toString(sweep_trial), ifNull(toString(success), 'NULL'), \
+                 ifNull(toString(cost_usd), 'NULL') FROM benchstream.run_starts FINAL \
+                 ANY INNER JOIN (SELECT run_id, success, cost_usd FROM benchstream.run_stops \
+                 FINAL) AS stops USING run_id \
+                 WHERE run_id = toUUID('{run_id}') AND sweep_name = 'fleet-bayes-band' \
+                 FORMAT TSV"
+            ),
+        );
+        let shown = [
+            &column("task_id")[row],
+            &column("trial")[row],
+            &column("success")[row],
+            &column("cost_usd")[row],
+        ]
+        .map(String::as_str)
+        .join("\t");
+        assert_eq!(own.trim_end(), shown, "proposal {row}");
+    }
     let best_cfg = &column("cfg_hash")[best_row];
     let best_config: Value = serde_json::from_str(&query(
         &sink.clickhouse,
