@@ -556,8 +556,9 @@ fn instances_table(
         );
     }
     out.push_str("</tr></thead><tbody>");
-    // Per policy: tasks with a solving run, tasks with a judged run.
-    let mut totals = vec![(0u32, 0u32); columns.len()];
+    // Per policy: tasks with a solving run, tasks with a judged run, tasks every judged
+    // run of which solved it.
+    let mut totals = vec![(0u32, 0u32, 0u32); columns.len()];
     for task in &tasks {
         let _ = write!(out, "<tr><th>{}</th>", escape(task));
         for (column, policy) in columns.iter().enumerate() {
@@ -573,15 +574,29 @@ fn instances_table(
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody><tfoot><tr><th>tasks solved</th>");
-    for (policy, (solved, judged)) in columns.iter().zip(&totals) {
-        let _ = write!(
-            out,
-            "<td data-policy=\"{}\">{solved} / {judged}</td>",
-            escape(policy)
-        );
+    // A task is solved at least once when any of its judged runs solved it, and in every
+    // repeat when all of them did: with repeats the two differ, and neither is a rate.
+    out.push_str("</tbody><tfoot>");
+    for (label, pick) in [
+        (
+            "tasks solved at least once",
+            (|t: &(u32, u32, u32)| t.0) as fn(&(u32, u32, u32)) -> u32,
+        ),
+        ("tasks solved in every repeat", |t| t.2),
+    ] {
+        let _ = write!(out, "<tr><th>{label}</th>");
+        for (policy, total) in columns.iter().zip(&totals) {
+            let _ = write!(
+                out,
+                "<td data-policy=\"{}\">{} / {}</td>",
+                escape(policy),
+                pick(total),
+                total.1
+            );
+        }
+        out.push_str("</tr>");
     }
-    out.push_str("</tr></tfoot></table></div>");
+    out.push_str("</tfoot></table></div>");
     out
 }
 
@@ -614,7 +629,7 @@ fn instance_cell(
     row: usize,
     task: &str,
     policy: &str,
-    totals: &mut (u32, u32),
+    totals: &mut (u32, u32, u32),
 ) {
     let count = |name| instances.number(row, name).unwrap_or(0.0);
     let (runs, finished) = (count("runs"), count("finished"));
@@ -636,6 +651,9 @@ fn instance_cell(
         totals.1 += 1;
         if solved > 0.0 {
             totals.0 += 1;
+        }
+        if solved == judged {
+            totals.2 += 1;
         }
     }
     let cost = instances
@@ -723,8 +741,25 @@ fn comparison_section(
         .comparisons
         .first()
         .map_or("none".to_owned(), |c| c.baseline.clone());
+    // What to know first (policies that ran different task sets), and how to read each
+    // p-value beside its detectable difference and tasks needed.
+    let notes: String = comparison
+        .notes
+        .iter()
+        .map(|n| format!("<p class=\"note\">{}</p>", escape(n)))
+        .chain(comparison.comparisons.iter().filter_map(|c| {
+            let reading = c.reading.as_deref()?;
+            Some(format!(
+                "<p class=\"note\" data-policy=\"{}\">{} vs {}: {}</p>",
+                escape(&c.candidate),
+                escape(&c.baseline),
+                escape(&c.candidate),
+                escape(reading)
+            ))
+        }))
+        .collect();
     format!(
-        "<h2>Comparison against {} (paired, on shared tasks)</h2>\
+        "<h2>Comparison against {} (paired, on shared tasks)</h2>{notes}\
          <figure class=\"wide\"><figcaption>Difference in solve rate against the baseline, \
          95 % paired bootstrap intervals, dashed: \u{2212}{:.0} points non-inferiority \
          margin</figcaption>{}</figure>{}{}",
@@ -927,6 +962,30 @@ mod tests {
         );
         // Tasks solved, out of the tasks with a judged run.
         assert!(html.contains(">1 / 1</td>"), "{html}");
+    }
+
+    #[test]
+    fn tasks_solved_at_least_once_and_in_every_repeat_are_told_apart() {
+        // Three repeats: t1 solved in all, t2 in one of three, t3 in none.
+        let instances = Table::from_tsv_with_names_and_types(
+            "task_id\tpolicy_id\truns\tfinished\tjudged\tsolved\n\
+             String\tString\tUInt64\tUInt64\tUInt64\tUInt64\n\
+             t1\tp\t3\t3\t3\t3\nt2\tp\t3\t3\t3\t1\nt3\tp\t3\t3\t3\t0\n",
+        )
+        .expect("parses");
+        let html = instances_table("i", &instances, &Policies::default(), None);
+        assert!(
+            html.contains(
+                "<tr><th>tasks solved at least once</th><td data-policy=\"p\">2 / 3</td>"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "<tr><th>tasks solved in every repeat</th><td data-policy=\"p\">1 / 3</td>"
+            ),
+            "{html}"
+        );
     }
 
     #[test]
