@@ -441,6 +441,19 @@ impl Pricing {
     }
 }
 
+/// Prices `d` from `table` when the table names its model (`pricing_source` `table`, the
+/// cost from its token counts); leaves it as it is otherwise: what a producer reported of
+/// a model the table does not name is its own account.
+pub fn price_from_table(table: Option<&PriceTable>, d: &mut Deliberation) {
+    if let Some(prices) = table.and_then(|t| t.get(&d.model)) {
+        Pricing::Known {
+            source: PricingSource::Table,
+            prices,
+        }
+        .stamp(d);
+    }
+}
+
 /// The token counts `d` reports, when it reports all of them.
 fn reported_usage(d: &Deliberation) -> Option<TokenUsage> {
     Some(TokenUsage {

@@ -8,7 +8,9 @@ use clap::Args;
 
 use super::bridge::ExecConfig;
 use crate::error::Error;
-use crate::flags::{resolve_scenario, ExperimentArgs, OptionalEventArgs, ScenarioArgs};
+use crate::flags::{
+    resolve_scenario, ExperimentArgs, OptionalEventArgs, PriceTableArgs, ScenarioArgs,
+};
 use crate::scenario::{LoadOptions, LoadedScenario};
 
 /// `agent-runner exec`.
@@ -39,6 +41,9 @@ pub struct ExecArgs {
     /// The experiment the runs belong to and their tags.
     #[command(flatten)]
     pub experiment: ExperimentArgs,
+    /// Prices per model (`--prices FILE`) for the model calls the agent reports.
+    #[command(flatten)]
+    pub prices: PriceTableArgs,
     /// Where the scenarios are and how they are loaded.
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
@@ -95,6 +100,7 @@ impl ExecArgs {
             out_dir: Some(self.scenarios.out),
             publish,
             experiment,
+            prices: self.prices.load()?,
         };
         Ok(tasks
             .into_iter()

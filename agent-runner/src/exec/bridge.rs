@@ -94,6 +94,9 @@ pub struct ExecConfig {
     pub read_only: Vec<PathBuf>,
     /// The run's experiment, tags and planned runs (`--experiment`, `--tag`).
     pub experiment: bench_schemas::ExperimentRef,
+    /// Prices per model (`--prices`): the agent's calls of a model it names are priced
+    /// from it (`pricing_source` `table`); others keep what the agent reported.
+    pub prices: Option<crate::pricing::PriceTable>,
 }
 
 /// What happened.
@@ -173,7 +176,10 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     .open(prologue::sandbox_in_force(Some(&confinement), run_config))?;
 
     let env = agent_env(run.rec.sequencer(), seed, &scenario, task, &launch);
-    let mut state = ReadState::default();
+    let mut state = ReadState {
+        prices: config.prices.clone(),
+        ..ReadState::default()
+    };
     let end = match launch.start(&confinement, &env) {
         Some((mut child, tree)) => {
             watch_agent(
@@ -586,6 +592,8 @@ struct ReadState {
     skips: WarnLimiter,
     /// Which lines with ignored envelope fields are logged.
     ignored: WarnLimiter,
+    /// The price table the agent's model calls are priced from, when given.
+    prices: Option<crate::pricing::PriceTable>,
 }
 
 impl Default for ReadState {
@@ -597,6 +605,7 @@ impl Default for ReadState {
             agent_stop: None,
             skips: WarnLimiter::new(SKIPS_SHOWN),
             ignored: WarnLimiter::new(SKIPS_SHOWN),
+            prices: None,
         }
     }
 }
@@ -661,9 +670,12 @@ impl ReadState {
         match event.payload {
             // The agent's account, not the run's end: the runner judges and closes the run.
             Payload::RunStop(stop) => self.agent_stop = Some(stop),
-            payload => {
+            mut payload => {
                 if let Payload::ToolCall(call) = &payload {
                     self.tools.count(call.exit_kind);
+                }
+                if let Payload::Deliberation(d) = &mut payload {
+                    crate::pricing::price_from_table(self.prices.as_ref(), d);
                 }
                 rec.emit(event.step_id, payload)?;
             }

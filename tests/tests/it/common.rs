@@ -77,6 +77,7 @@ pub fn exec_published(
         out_dir: Some(dir.join("runs")),
         publish: Some(publish_setup(nats_url, &SubjectPrefix::default(), dir)),
         experiment: Default::default(),
+        prices: None,
     }
 }
 

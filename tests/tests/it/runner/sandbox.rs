@@ -242,6 +242,7 @@ fn exec_config(
         sandbox: bwrap::SandboxMode::Required,
         read_only,
         experiment: Default::default(),
+        prices: None,
     }
 }
 
@@ -319,6 +320,7 @@ async fn exec_agents_refuse_to_start_without_a_sandbox_unless_told() {
             sandbox: bwrap::SandboxMode::Off,
             read_only: Vec::new(),
             experiment: Default::default(),
+            prices: None,
         },
         CancellationToken::new(),
     )
