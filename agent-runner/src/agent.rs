@@ -33,8 +33,8 @@ use std::time::Instant;
 
 use bench_delivery::PublisherHandle;
 use bench_schemas::{
-    ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Payload, RecoveryAttempt, Regrade,
-    RunStop, Step, StepType, SweepRef, ToolCall,
+    ExitKind, ExitStatus, ExperimentRef, Failure, FailureRoot, FinalErrorState, Payload,
+    RecoveryAttempt, Regrade, RunStop, Step, StepType, SweepRef, ToolCall,
 };
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -71,6 +71,8 @@ pub struct RunSpec<'a> {
     pub publisher: Option<PublisherHandle>,
     /// The sweep job this run is (`run_start.sweep`); `None` outside a sweep.
     pub sweep: Option<SweepRef>,
+    /// The run's experiment, repeat, tags and planned runs (`run_start`).
+    pub experiment: ExperimentRef,
     /// `--regrade K`: judge a SWE-bench-format task's final diff K more times
     /// (`run_stop.regrade`); 0 = judge once.
     pub regrade: u32,
@@ -151,6 +153,7 @@ pub(crate) async fn execute(
         host: spec.host,
         output_cap: Some(spec.output_cap),
         sweep: spec.sweep.clone(),
+        experiment: spec.experiment.clone(),
         publisher: spec.publisher.clone(),
         out_dir: spec.out_dir,
     }

@@ -5,11 +5,14 @@
 
 use std::path::PathBuf;
 
+use bench_schemas::ContextStrategy;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::Error;
-use crate::flags::{resolve_scenario, LlmArgs, OptionalEventArgs, PublishArgs, ScenarioArgs};
-use crate::runner::RunnerConfig;
+use crate::flags::{
+    resolve_scenario, ExperimentArgs, LlmArgs, OptionalEventArgs, PublishArgs, ScenarioArgs,
+};
+use crate::runner::{PolicyOverrides, RunnerConfig};
 use crate::scenario::LoadOptions;
 use crate::tools::DEFAULT_OUTPUT_CAP;
 
@@ -115,6 +118,26 @@ pub struct RunArgs {
     /// Seed of every run, instead of the scenario's.
     #[arg(long, env = "BENCH_RUNNER_SEED")]
     pub seed: Option<u64>,
+    /// Run each task K times, with seeds seed, seed+1, ..., seed+K-1 (`run_start.repeat`
+    /// 0..K-1).
+    #[arg(
+        long,
+        env = "BENCH_RUNNER_REPEATS",
+        default_value_t = 1,
+        value_name = "K"
+    )]
+    pub repeats: u32,
+    /// The model of the runs, instead of the scenario's (`llm` scenarios).
+    #[arg(long, env = "BENCH_RUNNER_MODEL")]
+    pub model: Option<String>,
+    /// The context strategy of the runs, instead of the scenario's: raw,
+    /// observation_masking, llm_summary or hybrid (the scenario must set the parameters
+    /// it reads).
+    #[arg(long, env = "BENCH_RUNNER_STRATEGY", value_parser = parse_strategy)]
+    pub strategy: Option<ContextStrategy>,
+    /// The experiment the runs belong to and their tags.
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
     /// Where the scenarios are and how they are loaded.
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
@@ -147,6 +170,9 @@ impl RunArgs {
         if self.concurrency == 0 {
             return Err(Error::Config("--concurrency must be at least 1".into()));
         }
+        if self.repeats == 0 {
+            return Err(Error::Config("--repeats must be at least 1".into()));
+        }
         let (host, publish) = self.events.into_setup()?;
         let sandbox = self.scenarios.sandbox_mode();
         Ok(RunnerConfig {
@@ -165,8 +191,21 @@ impl RunArgs {
             llm: self.llm.into_config()?,
             sandbox,
             regrade: self.regrade,
+            repeats: self.repeats,
+            overrides: PolicyOverrides {
+                model: self.model,
+                strategy: self.strategy,
+            },
+            experiment: self.experiment.into_experiment()?,
         })
     }
+}
+
+/// A context strategy by its wire name (`--strategy`).
+fn parse_strategy(name: &str) -> Result<ContextStrategy, String> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
+        format!("{name:?} is not a strategy: raw, observation_masking, llm_summary or hybrid")
+    })
 }
 
 #[cfg(test)]
@@ -207,6 +246,70 @@ mod tests {
         let publish = config.publish.expect("publishing");
         assert_eq!(publish.nats.url, "nats://127.0.0.1:4999");
         assert_eq!(publish.publish.prefix.as_str(), "team.bench");
+    }
+
+    /// The parsed `run` command of `flags` (after `agent-runner run smoke --no-publish`).
+    fn run_config(flags: &[&str]) -> Result<RunnerConfig, Error> {
+        let base = ["agent-runner", "run", "smoke", "--no-publish"];
+        let cli = Cli::try_parse_from(base.iter().chain(flags)).expect("flags parse");
+        let Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        args.into_config()
+    }
+
+    #[test]
+    fn experiment_repeats_tags_and_policy_become_the_runner_config() {
+        let config = run_config(&[
+            "--experiment",
+            "a-vs-b",
+            "--repeats",
+            "3",
+            "--tag",
+            "arm=b,owner=ci",
+            "--tag",
+            "note=x=y",
+            "--model",
+            "model-b",
+            "--strategy",
+            "observation_masking",
+        ])
+        .expect("valid");
+        assert_eq!(config.experiment.name.as_deref(), Some("a-vs-b"));
+        assert_eq!(config.repeats, 3);
+        let tags: Vec<(&str, &str)> = config
+            .experiment
+            .tags
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(tags, [("arm", "b"), ("note", "x=y"), ("owner", "ci")]);
+        assert_eq!(config.overrides.model.as_deref(), Some("model-b"));
+        assert_eq!(
+            config.overrides.strategy,
+            Some(ContextStrategy::ObservationMasking)
+        );
+        let plain = run_config(&[]).expect("valid");
+        assert_eq!((plain.repeats, plain.experiment.name), (1, None));
+    }
+
+    #[test]
+    fn bad_experiment_flags_are_refused_with_the_flag_named() {
+        for (flags, message) in [
+            (&["--repeats", "0"][..], "--repeats must be at least 1"),
+            (&["--experiment", " "], "--experiment must not be blank"),
+            (&["--tag", "arm"], "--tag \"arm\": expected key=value"),
+            (&["--tag", "=b"], "--tag \"=b\": the key is blank"),
+            (
+                &["--tag", "arm=a", "--tag", "arm=b"],
+                "--tag arm: given twice",
+            ),
+        ] {
+            let err = run_config(flags).expect_err("refused");
+            assert_eq!(err.to_string(), format!("invalid configuration: {message}"));
+        }
+        let strategy = Cli::try_parse_from(["agent-runner", "run", "smoke", "--strategy", "x"]);
+        assert!(strategy.is_err(), "an unknown strategy is a usage error");
     }
 
     /// Every flag of every subcommand can be set from the environment (`BENCH_*`), as

@@ -1,9 +1,10 @@
 //! The flag groups several commands share, declared once and flattened into each:
 //! [`ScenarioArgs`] (scenarios directory, pins, artifacts, sandbox), [`EventArgs`]
 //! (`--host` and the publishing flags, [`PublishArgs`]), [`OptionalEventArgs`] (those and
-//! `--no-publish`), [`LlmArgs`]; and their conversion into validated settings. Nothing
-//! here runs anything.
+//! `--no-publish`), [`LlmArgs`], [`ExperimentArgs`]; and their conversion into validated
+//! settings. Nothing here runs anything.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -12,12 +13,13 @@ use bench_delivery::{
     DEFAULT_SPOOL_MAX_BYTES, DEFAULT_WINDOW,
 };
 use bench_nats::{NatsArgs, StreamSpec};
+use bench_schemas::ExperimentRef;
 use clap::Args;
 use secrecy::SecretString;
 
 use crate::error::Error;
 use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES};
-use crate::pricing::{Prices, TokenPrice};
+use crate::pricing::{PriceTable, Prices, TokenPrice};
 use crate::provider::{ProviderConfig, API_KEY_ENV_VARS};
 use crate::tools::bwrap::SandboxMode;
 
@@ -172,7 +174,7 @@ impl PublishArgs {
 }
 
 /// The provider of `llm` policies (any OpenAI-compatible API) and its prices.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct LlmArgs {
     /// Base URL of the chat-completions API, e.g. https://openrouter.ai/api/v1,
     /// http://localhost:8000/v1 (vLLM), http://localhost:11434/v1 (Ollama).
@@ -209,6 +211,31 @@ pub struct LlmArgs {
     /// Price of cached prompt tokens, USD per million. Default: the prompt price.
     #[arg(long, env = "BENCH_LLM_CACHED_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
     pub cached_prompt_price_per_mtok: Option<TokenPrice>,
+    /// Prices per model (`--prices FILE`).
+    #[command(flatten)]
+    pub table: PriceTableArgs,
+}
+
+/// The price table of the commands that price model calls (`run`, `sweep`, `otlp`).
+#[derive(Debug, Clone, Args)]
+pub struct PriceTableArgs {
+    /// Prices per model, USD per million tokens: a TOML file of `[models."NAME"]` tables
+    /// with `prompt`, `completion` and optionally `cached_prompt`, `cache_write`,
+    /// `source`. A model it does not name is priced from the provider's listing, else
+    /// its cost is null.
+    #[arg(long, env = "BENCH_PRICES", value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+}
+
+impl PriceTableArgs {
+    /// The table read, if one is given.
+    pub fn load(&self) -> Result<Option<PriceTable>, Error> {
+        self.prices
+            .as_deref()
+            .map(PriceTable::load)
+            .transpose()
+            .map_err(|e| Error::Config(e.to_string()))
+    }
 }
 
 impl LlmArgs {
@@ -240,6 +267,14 @@ impl LlmArgs {
             self.cached_prompt_price_per_mtok,
         )
         .map_err(|e| Error::Config(e.to_string()))?;
+        if price_overrides.is_some() && self.table.prices.is_some() {
+            return Err(Error::Config(
+                "give prices either per model (--prices) or for the one model \
+                 (--prompt-price-per-mtok, --completion-price-per-mtok), not both"
+                    .into(),
+            ));
+        }
+        let price_table = self.table.load()?;
         Ok(Some(LlmConfig {
             provider: ProviderConfig {
                 base_url,
@@ -248,9 +283,63 @@ impl LlmArgs {
                 max_tokens: self.llm_max_tokens,
             },
             price_overrides,
+            price_table,
             max_format_errors: self.llm_max_format_errors,
             max_provider_failures: self.llm_max_provider_failures,
         }))
+    }
+}
+
+/// The experiment the runs of a command belong to (`run`, `exec`, `otlp`, `import`):
+/// `run_start.experiment` and `run_start.tags`.
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    /// Name of the experiment the runs belong to: the set of runs made to answer one
+    /// question, which the analysis compares within and never pools with another's.
+    #[arg(long, env = "BENCH_EXPERIMENT")]
+    pub experiment: Option<String>,
+    /// A label of the runs, key=value (repeatable, or comma-separated); the analysis
+    /// can group by it (`--by tag:key`).
+    #[arg(
+        long = "tag",
+        env = "BENCH_TAGS",
+        value_delimiter = ',',
+        value_name = "KEY=VALUE"
+    )]
+    pub tags: Vec<String>,
+}
+
+impl ExperimentArgs {
+    /// The experiment and tags, validated: a name that is not blank, each tag
+    /// `key=value` with a key that is not blank and given once. `repeat` and
+    /// `planned_runs` are the command's to fill.
+    pub fn into_experiment(self) -> Result<ExperimentRef, Error> {
+        if self
+            .experiment
+            .as_ref()
+            .is_some_and(|n| n.trim().is_empty())
+        {
+            return Err(Error::Config("--experiment must not be blank".into()));
+        }
+        let mut tags = BTreeMap::new();
+        for tag in self.tags {
+            let Some((key, value)) = tag.split_once('=') else {
+                return Err(Error::Config(format!("--tag {tag:?}: expected key=value")));
+            };
+            let key = key.trim();
+            if key.is_empty() {
+                return Err(Error::Config(format!("--tag {tag:?}: the key is blank")));
+            }
+            if tags.insert(key.to_owned(), value.to_owned()).is_some() {
+                return Err(Error::Config(format!("--tag {key}: given twice")));
+            }
+        }
+        Ok(ExperimentRef {
+            name: self.experiment,
+            repeat: None,
+            tags,
+            planned_runs: None,
+        })
     }
 }
 

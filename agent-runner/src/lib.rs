@@ -113,4 +113,4 @@ pub mod terminal;
 pub mod tools;
 
 pub use error::{Error, Exit, Outcome};
-pub use runner::{flush_spool, run, RunnerConfig, ScenarioReport};
+pub use runner::{flush_spool, run, PolicyOverrides, RunnerConfig, ScenarioReport};

@@ -3,12 +3,14 @@
 //!
 //! Prices come from, in order:
 //! 1. overrides (`--prompt-price-per-mtok`, `--completion-price-per-mtok`, optionally
-//!    `--cached-prompt-price-per-mtok`), for the run's own model: `pricing_source =
+//!    `--cached-prompt-price-per-mtok`), for the run's own model only: `pricing_source =
 //!    override`;
-//! 2. the provider's model listing (`GET {base}/models` in the OpenRouter shape:
+//! 2. the price table (`--prices FILE`, [`PriceTable`]), per model: `table`; a model the
+//!    table does not name gets no price from it, never another model's;
+//! 3. the provider's model listing (`GET {base}/models` in the OpenRouter shape:
 //!    `data[].pricing.{prompt, completion, input_cache_read, input_cache_write}`, USD per
 //!    token as decimal strings): `provider_api`;
-//! 3. nothing: `unknown`. The call's `cost_usd` is then null (never 0) and a warning is
+//! 4. nothing: `unknown`. The call's `cost_usd` is then null (never 0) and a warning is
 //!    logged when the price is looked up. A listed price of `"0"` is a free model and
 //!    costs 0; a negative one (OpenRouter's `"-1"` for routers) is unknown.
 //!
@@ -24,9 +26,13 @@
 //! billed at the cached price when one is known and at the prompt price otherwise; cache
 //! writes likewise with the cache-write price; reasoning tokens at the completion price.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
 
 use bench_schemas::{Deliberation, PricingSource};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::provider::{ChatClient, TokenUsage};
@@ -63,6 +69,99 @@ pub enum PriceError {
     /// One of the prompt and completion prices without the other.
     #[error("give both --prompt-price-per-mtok and --completion-price-per-mtok, or neither (a cached price alone is not enough)")]
     Incomplete,
+    /// The price table could not be read or is not a table of prices.
+    #[error("price table {path}: {reason}")]
+    Table {
+        /// The file.
+        path: String,
+        /// What is wrong, naming the model and key.
+        reason: String,
+    },
+}
+
+/// Prices per model, USD per million tokens, from a TOML file (`--prices FILE`):
+///
+/// ```toml
+/// [models."gpt-4o-mini"]
+/// prompt = 0.15
+/// completion = 0.60
+/// cached_prompt = 0.075   # optional, default: prompt
+/// cache_write = 0.1875    # optional, default: prompt
+/// source = "provider price page, 2026-11"
+/// ```
+///
+/// Calls of a model it names are priced from it (`pricing_source` `table`); it prices no
+/// other model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PriceTable {
+    models: Arc<BTreeMap<String, Prices>>,
+}
+
+/// One model's row of the file, as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TableRow {
+    prompt: toml::Value,
+    completion: toml::Value,
+    cached_prompt: Option<toml::Value>,
+    cache_write: Option<toml::Value>,
+    /// Where the prices come from: for the reader of the file.
+    #[serde(rename = "source")]
+    _source: Option<String>,
+}
+
+/// The file: `[models."<name>"]` tables.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TableFile {
+    models: BTreeMap<String, TableRow>,
+}
+
+impl PriceTable {
+    /// Reads the table of `path`.
+    pub fn load(path: &Path) -> Result<PriceTable, PriceError> {
+        let error = |reason: String| PriceError::Table {
+            path: path.display().to_string(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
+        PriceTable::parse(&text).map_err(error)
+    }
+
+    /// Parses a table's text; the error names the model and key at fault.
+    pub fn parse(text: &str) -> Result<PriceTable, String> {
+        let file: TableFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut models = BTreeMap::new();
+        for (model, row) in file.models {
+            let price = |key: &str, value: &toml::Value| -> Result<TokenPrice, String> {
+                let text = match value {
+                    toml::Value::Float(f) => f.to_string(),
+                    toml::Value::Integer(i) => i.to_string(),
+                    toml::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                TokenPrice::per_mtok(&text).map_err(|e| format!("models.{model:?}.{key}: {e}"))
+            };
+            let optional = |key: &str, value: &Option<toml::Value>| {
+                value.as_ref().map(|v| price(key, v)).transpose()
+            };
+            let prices = Prices {
+                prompt: price("prompt", &row.prompt)?,
+                completion: price("completion", &row.completion)?,
+                cached_prompt: optional("cached_prompt", &row.cached_prompt)?,
+                cache_write: optional("cache_write", &row.cache_write)?,
+            };
+            models.insert(model, prices);
+        }
+        Ok(PriceTable {
+            models: Arc::new(models),
+        })
+    }
+
+    /// The prices of `model`, if the table names it.
+    pub fn get(&self, model: &str) -> Option<Prices> {
+        self.models.get(model).copied()
+    }
 }
 
 impl TokenPrice {
@@ -243,15 +342,20 @@ pub enum Pricing {
 }
 
 impl Pricing {
-    /// The prices of `model`: `overrides` when given, else the provider's listing. Logs a
-    /// warning when the price stays unknown.
-    pub async fn resolve(client: &ChatClient, model: &str, overrides: Option<Prices>) -> Pricing {
-        let pricing = match overrides {
-            Some(prices) => Pricing::Known {
-                source: PricingSource::Override,
-                prices,
-            },
-            None => match client.models().await {
+    /// The prices of `model`: `overrides` when given (the run's own model), else the
+    /// `table`'s row of the model, else the provider's listing. Logs a warning when the
+    /// price stays unknown.
+    pub async fn resolve(
+        client: &ChatClient,
+        model: &str,
+        overrides: Option<Prices>,
+        table: Option<&PriceTable>,
+    ) -> Pricing {
+        let known = |source, prices| Pricing::Known { source, prices };
+        let pricing = match (overrides, table.and_then(|t| t.get(model))) {
+            (Some(prices), _) => known(PricingSource::Override, prices),
+            (None, Some(prices)) => known(PricingSource::Table, prices),
+            (None, None) => match client.models().await {
                 Ok(listing) => Pricing::from_listing(&listing, model),
                 Err(e) => Pricing::Unknown {
                     reason: format!("cannot list the provider's models: {e}"),
@@ -259,7 +363,7 @@ impl Pricing {
             },
         };
         if let Pricing::Unknown { reason } = &pricing {
-            tracing::warn!(model, %reason, "price unknown: cost_usd of this model's calls will be null (set --prompt-price-per-mtok and --completion-price-per-mtok)");
+            tracing::warn!(model, %reason, "price unknown: cost_usd of this model's calls will be null (give its prices in a --prices table)");
         }
         pricing
     }
@@ -337,6 +441,19 @@ impl Pricing {
     }
 }
 
+/// Prices `d` from `table` when the table names its model (`pricing_source` `table`, the
+/// cost from its token counts); leaves it as it is otherwise: what a producer reported of
+/// a model the table does not name is its own account.
+pub fn price_from_table(table: Option<&PriceTable>, d: &mut Deliberation) {
+    if let Some(prices) = table.and_then(|t| t.get(&d.model)) {
+        Pricing::Known {
+            source: PricingSource::Table,
+            prices,
+        }
+        .stamp(d);
+    }
+}
+
 /// The token counts `d` reports, when it reports all of them.
 fn reported_usage(d: &Deliberation) -> Option<TokenUsage> {
     Some(TokenUsage {
@@ -353,6 +470,52 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_price_table_prices_the_models_it_names_exactly_and_no_other() {
+        let table = PriceTable::parse(
+            r#"
+[models."gpt-4o-mini"]
+prompt = 0.15
+completion = 0.60
+cached_prompt = 0.075   # optional, default: prompt
+cache_write = 0.1875    # optional
+source = "provider price page, 2026-11"
+
+[models."local/qwen"]
+prompt = 0
+completion = "0.000001"
+"#,
+        )
+        .expect("valid table");
+        let mini = table.get("gpt-4o-mini").expect("named");
+        assert_eq!(mini.prompt, TokenPrice::per_mtok("0.15").expect("price"));
+        assert_eq!(mini.completion, TokenPrice::per_mtok("0.6").expect("price"));
+        assert_eq!(mini.cached_prompt, TokenPrice::per_mtok("0.075").ok());
+        assert_eq!(mini.cache_write, TokenPrice::per_mtok("0.1875").ok());
+        let qwen = table.get("local/qwen").expect("named");
+        assert_eq!((qwen.cached_prompt, qwen.cache_write), (None, None));
+        assert_eq!(table.get("gpt-4o"), None, "no other model's price");
+    }
+
+    #[test]
+    fn a_bad_price_table_is_refused_naming_the_model_and_key() {
+        for (text, wanted) in [
+            ("[models.m]\nprompt = 1\n", "missing field `completion`"),
+            (
+                "[models.m]\nprompt = 1\ncompletion = -2\n",
+                "models.\"m\".completion",
+            ),
+            (
+                "[models.m]\nprompt = 1\ncompletion = 2\ncolour = 3\n",
+                "unknown field `colour`",
+            ),
+            ("[model.m]\nprompt = 1\n", "unknown field `model`"),
+        ] {
+            let error = PriceTable::parse(text).expect_err(text);
+            assert!(error.contains(wanted), "{text}: {error}");
+        }
+    }
 
     fn per_token(s: &str) -> TokenPrice {
         TokenPrice::per_token(s).expect("valid price")

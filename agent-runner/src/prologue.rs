@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use bench_delivery::PublisherHandle;
 use bench_schemas::{
-    Canonical, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload, RunConfig,
-    RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo, SandboxLimits, ScenarioRef,
-    SweepRef,
+    Canonical, ExitStatus, ExperimentRef, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
+    RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo, SandboxLimits,
+    ScenarioRef, SweepRef,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -48,14 +48,14 @@ pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Every `run_start` of this runner: a run it executes ([`Opening::open`]) and one
 /// recorded elsewhere ([`recorded_run_start`]). `versions`: the runner's and the
-/// scoring's.
+/// scoring's; `membership`: the run's sweep, if any, and its experiment.
 fn run_start(
     config: RunConfig,
     scenario: ScenarioRef,
     fixture_sha256: Hash256,
     (runner_version, scoring_version): (String, &str),
     sandbox: Option<SandboxInfo>,
-    sweep: Option<SweepRef>,
+    (sweep, experiment): (Option<SweepRef>, ExperimentRef),
 ) -> RunStart {
     RunStart {
         config,
@@ -65,17 +65,19 @@ fn run_start(
         runner_version,
         sandbox,
         sweep: sweep.map(Box::new),
+        experiment: Box::new(experiment),
     }
 }
 
 /// The `run_start` of a run recorded elsewhere, by `runner_version` and scored (or not)
 /// as `scoring_version` says: its sandbox is not known (NULL, never this runner's) and it
-/// belongs to no sweep of this runner.
+/// belongs to no sweep of this runner; it is in the `experiment` its importer names.
 pub(crate) fn recorded_run_start(
     config: RunConfig,
     scenario: ScenarioRef,
     fixture_sha256: Hash256,
     (runner_version, scoring_version): (String, &str),
+    experiment: ExperimentRef,
 ) -> RunStart {
     run_start(
         config,
@@ -83,7 +85,7 @@ pub(crate) fn recorded_run_start(
         fixture_sha256,
         (runner_version, scoring_version),
         None,
-        None,
+        (None, experiment),
     )
 }
 
@@ -240,6 +242,8 @@ pub(crate) struct Opening<'a> {
     pub output_cap: Option<usize>,
     /// The sweep job this run is (`run_start.sweep`); `None` outside a sweep.
     pub sweep: Option<SweepRef>,
+    /// The run's experiment, repeat, tags and planned runs.
+    pub experiment: ExperimentRef,
     /// Where the events go; `None` = local artifacts only.
     pub publisher: Option<PublisherHandle>,
     /// Where `<run_id>/events.jsonl` and `summary.json` go; `None` = nowhere.
@@ -287,7 +291,7 @@ impl Opening<'_> {
             fixture_sha256.clone(),
             (RUNNER_VERSION.to_owned(), SCORING_VERSION),
             Some(sandbox),
-            self.sweep,
+            (self.sweep, self.experiment),
         );
         rec.emit(None, Payload::RunStart(start))?;
         Ok(OpenRun {
@@ -716,6 +720,7 @@ mod tests {
             },
             task,
             ("1.0.1".to_owned(), "swe-agent-unevaluated"),
+            ExperimentRef::default(),
         );
         assert_eq!(start.sandbox, None);
         assert_eq!(start.sweep, None);

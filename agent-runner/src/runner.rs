@@ -1,11 +1,12 @@
 //! Running a whole scenario: load and verify it, connect the publisher, run every
-//! selected task (at most `concurrency` at once) with a progress bar, then drain the
-//! publisher. [`run`] is what `agent-runner run` and the tests call.
+//! selected task `repeats` times (at most `concurrency` at once) with a progress bar, then
+//! drain the publisher. [`run`] is what `agent-runner run` and the tests call.
 
 use std::fmt;
 use std::path::PathBuf;
 
 use bench_delivery::{DeliveryReport, PublishFailure, PublishSetup, Publisher, SPOOL_SLOTS};
+use bench_schemas::{ContextStrategy, ExperimentRef};
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
@@ -45,6 +46,51 @@ pub struct RunnerConfig {
     /// Judge each SWE-bench-format run's final diff this many more times
     /// (`run_stop.regrade`). Default 0.
     pub regrade: u32,
+    /// Runs of each task, with seeds `seed..seed+repeats-1`. Default 1.
+    pub repeats: u32,
+    /// The model and strategy that replace the scenario's.
+    pub overrides: PolicyOverrides,
+    /// The experiment and tags of every run (`repeat` and `planned_runs` are set here).
+    pub experiment: ExperimentRef,
+}
+
+/// Settings of the scenario's policy replaced for one command (`--model`, `--strategy`),
+/// so that one scenario file serves several policies; they enter `cfg_hash` like the
+/// scenario's own.
+#[derive(Debug, Clone, Default)]
+pub struct PolicyOverrides {
+    /// The model, instead of the scenario's.
+    pub model: Option<String>,
+    /// The context strategy, instead of the scenario's.
+    pub strategy: Option<ContextStrategy>,
+}
+
+impl PolicyOverrides {
+    /// Replaces the scenario's settings; refuses a model for a scenario that calls no
+    /// model and a strategy whose parameters the scenario does not set.
+    pub fn apply(&self, scenario: &mut LoadedScenario) -> Result<(), Error> {
+        let config = &mut scenario.scenario.config;
+        if let Some(model) = &self.model {
+            if scenario.scenario.policy != PolicyKind::Llm {
+                return Err(Error::Config(format!(
+                    "--model: scenario {} runs the scripted policy, which calls no model",
+                    scenario.scenario.name
+                )));
+            }
+            config.model.clone_from(model);
+        }
+        if let Some(strategy) = self.strategy {
+            config.strategy = Some(strategy);
+            crate::context_plan::ContextPlan::from_config(config).map_err(|e| {
+                Error::Config(format!(
+                    "--strategy {}: scenario {} does not set what it needs: config.{e}",
+                    strategy.as_str(),
+                    scenario.scenario.name
+                ))
+            })?;
+        }
+        Ok(())
+    }
 }
 
 /// The outcome of a scenario.
@@ -135,17 +181,33 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<ScenarioReport, Error> {
     let mut scenario = LoadedScenario::load(&config.scenario, &config.load)?;
+    config.overrides.apply(&mut scenario)?;
+    crate::policy::identity::identify(
+        &mut scenario.scenario.config,
+        scenario.scenario.policy,
+        config.llm.as_ref(),
+    );
     let broken = scenario.without_broken();
     let seed = config.seed.unwrap_or(scenario.scenario.seed);
+    let repeats = config.repeats.max(1);
+    if seed.checked_add(u64::from(repeats - 1)).is_none() {
+        return Err(Error::Config(format!(
+            "--repeats {repeats} from seed {seed}: the seeds pass the largest one"
+        )));
+    }
+    let planned = scenario.tasks.len() * repeats as usize;
+    // (repeat, task): every task once per repeat, repeat 0 first.
+    let jobs: Vec<(u32, &crate::scenario::LoadedTask)> = (0..repeats)
+        .flat_map(|r| scenario.tasks.iter().map(move |task| (r, task)))
+        .collect();
     // Refuse before any run starts, not run by run.
     config.sandbox.confinement(
         &scenario.scenario.config.sandbox_limits,
         scenario.scenario.policy == PolicyKind::Scripted,
     )?;
-    let policies = scenario
-        .tasks
+    let policies = jobs
         .iter()
-        .map(|task| policy::build(&scenario, task, seed, config.llm.as_ref()))
+        .map(|&(r, task)| policy::build(&scenario, task, seed + u64::from(r), config.llm.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
     if scenario.scenario.policy == PolicyKind::Llm && !scenario.tasks.is_empty() {
         check_provider(config.llm.as_ref(), &[&scenario.scenario.config.model]).await?;
@@ -163,21 +225,26 @@ pub async fn run(
         })
     });
 
-    let bar = progress_bar(config.progress, scenario.tasks.len());
+    let bar = progress_bar(config.progress, planned);
     let handle = publisher.as_ref().map(Publisher::handle);
     // A plain loop (not a closure over the stream) keeps the future `Send` for spawning.
     let mut pending = Vec::with_capacity(policies.len());
-    for (task, policy) in scenario.tasks.iter().zip(policies) {
+    for (&(repeat, task), policy) in jobs.iter().zip(policies) {
         let spec = RunSpec {
             scenario: &scenario,
             task,
-            seed,
+            seed: seed + u64::from(repeat),
             host: &config.host,
             output_cap: config.output_cap,
             sandbox: config.sandbox,
             out_dir: config.out_dir.as_deref(),
             publisher: handle.clone(),
             sweep: None,
+            experiment: ExperimentRef {
+                repeat: Some(repeat),
+                planned_runs: u32::try_from(planned).ok(),
+                ..config.experiment.clone()
+            },
             regrade: config.regrade,
         };
         pending.push(run_one(spec, policy, stop.clone(), bar.clone()));

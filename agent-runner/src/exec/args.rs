@@ -8,7 +8,9 @@ use clap::Args;
 
 use super::bridge::ExecConfig;
 use crate::error::Error;
-use crate::flags::{resolve_scenario, OptionalEventArgs, ScenarioArgs};
+use crate::flags::{
+    resolve_scenario, ExperimentArgs, OptionalEventArgs, PriceTableArgs, ScenarioArgs,
+};
 use crate::scenario::{LoadOptions, LoadedScenario};
 
 /// `agent-runner exec`.
@@ -36,6 +38,12 @@ pub struct ExecArgs {
     #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = "BENCH_EXEC_POLICY_ID")]
     pub policy_id: Option<String>,
+    /// The experiment the runs belong to and their tags.
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
+    /// Prices per model (`--prices FILE`) for the model calls the agent reports.
+    #[command(flatten)]
+    pub prices: PriceTableArgs,
     /// Where the scenarios are and how they are loaded.
     #[command(flatten)]
     pub scenarios: ScenarioArgs,
@@ -76,6 +84,10 @@ impl ExecArgs {
             }
         };
         let (host, publish) = self.events.into_setup()?;
+        let experiment = bench_schemas::ExperimentRef {
+            planned_runs: u32::try_from(tasks.len()).ok(),
+            ..self.experiment.into_experiment()?
+        };
         let config = ExecConfig {
             sandbox,
             read_only: self.sandbox_ro,
@@ -88,6 +100,8 @@ impl ExecArgs {
             host,
             out_dir: Some(self.scenarios.out),
             publish,
+            experiment,
+            prices: self.prices.load()?,
         };
         Ok(tasks
             .into_iter()

@@ -92,6 +92,11 @@ pub struct ExecConfig {
     /// Host directories the agent may read besides its task (its own code, when the
     /// command line does not name it as a file).
     pub read_only: Vec<PathBuf>,
+    /// The run's experiment, tags and planned runs (`--experiment`, `--tag`).
+    pub experiment: bench_schemas::ExperimentRef,
+    /// Prices per model (`--prices`): the agent's calls of a model it names are priced
+    /// from it (`pricing_source` `table`); others keep what the agent reported.
+    pub prices: Option<crate::pricing::PriceTable>,
 }
 
 /// What happened.
@@ -171,7 +176,10 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
     .open(prologue::sandbox_in_force(Some(&confinement), run_config))?;
 
     let env = agent_env(run.rec.sequencer(), seed, &scenario, task, &launch);
-    let mut state = ReadState::default();
+    let mut state = ReadState {
+        prices: config.prices.clone(),
+        ..ReadState::default()
+    };
     let end = match launch.start(&confinement, &env) {
         Some((mut child, tree)) => {
             watch_agent(
@@ -237,6 +245,7 @@ fn opening<'a>(
         // The agent runs its own tools: the runner caps none of their output.
         output_cap: None,
         sweep: None,
+        experiment: config.experiment.clone(),
         publisher,
         out_dir: config.out_dir.as_deref(),
     }
@@ -588,6 +597,8 @@ struct ReadState {
     skips: WarnLimiter,
     /// Which lines with ignored envelope fields are logged.
     ignored: WarnLimiter,
+    /// The price table the agent's model calls are priced from, when given.
+    prices: Option<crate::pricing::PriceTable>,
 }
 
 impl Default for ReadState {
@@ -601,6 +612,7 @@ impl Default for ReadState {
             forged_types: std::collections::BTreeSet::new(),
             skips: WarnLimiter::new(SKIPS_SHOWN),
             ignored: WarnLimiter::new(SKIPS_SHOWN),
+            prices: None,
         }
     }
 }
@@ -672,9 +684,12 @@ impl ReadState {
         match event.payload {
             // The agent's account, not the run's end: the runner judges and closes the run.
             Payload::RunStop(stop) => self.agent_stop = Some(stop),
-            payload => {
+            mut payload => {
                 if let Payload::ToolCall(call) = &payload {
                     self.tools.count(call.exit_kind);
+                }
+                if let Payload::Deliberation(d) = &mut payload {
+                    crate::pricing::price_from_table(self.prices.as_ref(), d);
                 }
                 rec.emit(event.step_id, payload)?;
             }

@@ -11,14 +11,14 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
 use bench_delivery::{DeliveryReport, PublishSetup, Publisher};
-use bench_schemas::{BenchmarkEvent, Payload};
+use bench_schemas::{BenchmarkEvent, ExperimentRef, Payload};
 
 use super::swe_agent::{self, TrajFile};
 use super::ImportError;
 use crate::agent::result_words;
 use crate::error::{Error, Exit, Outcome};
 use crate::fixture_tree::{walk, Symlinks};
-use crate::flags::OptionalEventArgs;
+use crate::flags::{ExperimentArgs, OptionalEventArgs};
 use crate::runner::finish_optional_publisher;
 
 /// `agent-runner import ...`
@@ -42,6 +42,9 @@ pub struct ImportArgs {
     /// Directory holding `.traj` files (searched recursively), or one `.traj` file.
     #[arg(value_parser = bench_cli::paths::absolute)]
     pub dir: PathBuf,
+    /// The experiment the imported runs belong to and their tags.
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
     /// Where the events go (publishing, spool, `events.jsonl`), or `--no-publish`.
     #[command(flatten)]
     pub events: OptionalEventArgs,
@@ -56,6 +59,8 @@ pub struct ImportConfig {
     pub host: String,
     /// Where events go; `None` = written out as JSON lines instead (`--no-publish`).
     pub publish: Option<PublishSetup>,
+    /// The experiment and tags of the imported runs.
+    pub experiment: ExperimentRef,
 }
 
 impl ImportCommand {
@@ -67,6 +72,7 @@ impl ImportCommand {
             dir: args.dir,
             host,
             publish,
+            experiment: args.experiment.into_experiment()?,
         })
     }
 }
@@ -141,13 +147,14 @@ pub async fn run(
         Some(setup) => Destination::Publish(setup),
         None => Destination::Print(out),
     };
-    import_dir(&config.dir, &config.host, destination).await
+    import_dir(&config.dir, (&config.host, &config.experiment), destination).await
 }
 
-/// Imports every `.traj` file under `dir` (sorted by path) to `destination`.
+/// Imports every `.traj` file under `dir` (sorted by path) to `destination`, with `host`
+/// on every event and every run in `experiment`.
 pub async fn import_dir(
     dir: &Path,
-    host: &str,
+    (host, experiment): (&str, &ExperimentRef),
     destination: Destination<'_>,
 ) -> Result<ImportReport, Error> {
     let mut files = Vec::new();
@@ -168,6 +175,7 @@ pub async fn import_dir(
                     recorded_at: now_ms(),
                 },
                 host,
+                experiment,
             )
         }) {
             Ok(events) => events,

@@ -38,9 +38,9 @@
 use std::path::Path;
 
 use bench_schemas::{
-    sha256_hex, BenchmarkEvent, Canonical, EvidenceFootprint, ExitKind, ExitStatus, Failure,
-    FailureRoot, FinalErrorState, Hash256, Payload, RunConfig, RunSequencer, RunStart, RunStop,
-    ScenarioRef, Step, StepType, ToolCall,
+    sha256_hex, BenchmarkEvent, Canonical, EvidenceFootprint, ExitKind, ExitStatus, ExperimentRef,
+    Failure, FailureRoot, FinalErrorState, Hash256, Payload, RunConfig, RunSequencer, RunStart,
+    RunStop, ScenarioRef, Step, StepType, ToolCall,
 };
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
@@ -69,10 +69,12 @@ pub struct TrajFile<'a> {
     pub recorded_at: DateTime<Utc>,
 }
 
-/// The events of `file`, each with its wire bytes, in `seq` order.
+/// The events of `file`, each with its wire bytes, in `seq` order; its run is in
+/// `experiment`.
 pub fn events(
     file: &TrajFile<'_>,
     host: &str,
+    experiment: &ExperimentRef,
 ) -> Result<Vec<(BenchmarkEvent, Vec<u8>)>, ImportError> {
     let traj: Trajectory = serde_json::from_slice(file.bytes).map_err(|e| ImportError::Parse {
         path: file.path.to_path_buf(),
@@ -92,7 +94,7 @@ pub fn events(
     out.push(
         start,
         None,
-        Payload::RunStart(run_start(&traj, config, file_sha256)),
+        Payload::RunStart(run_start(&traj, config, file_sha256, experiment.clone())),
     )?;
     out.push_steps(&traj, start)?;
     let ending = Ending::of(&traj);
@@ -151,13 +153,24 @@ fn sequencer(
 }
 
 /// The imported run's `run_start`: the file stands for scenario and fixture.
-fn run_start(traj: &Trajectory, config: RunConfig, file_sha256: Hash256) -> RunStart {
+fn run_start(
+    traj: &Trajectory,
+    config: RunConfig,
+    file_sha256: Hash256,
+    experiment: ExperimentRef,
+) -> RunStart {
     let scenario = ScenarioRef {
         name: "swe-agent".to_owned(),
         sha256: file_sha256.clone(),
     };
     let version = version_or_unknown(&traj.info.swe_agent_version);
-    recorded_run_start(config, scenario, file_sha256, (version, SCORING_VERSION))
+    recorded_run_start(
+        config,
+        scenario,
+        file_sha256,
+        (version, SCORING_VERSION),
+        experiment,
+    )
 }
 
 /// How an imported run ended, as far as its file says.
@@ -510,7 +523,7 @@ mod tests {
             bytes: &bytes,
             recorded_at: DateTime::from_timestamp(1_750_000_000, 0).expect("time"),
         };
-        let events = events(&file, "h").expect("events");
+        let events = events(&file, "h", &ExperimentRef::default()).expect("events");
         match events.last().map(|(e, _)| &e.payload) {
             Some(Payload::RunStop(stop)) => stop.clone(),
             other => panic!("last event {other:?}"),
@@ -550,7 +563,7 @@ mod tests {
             bytes: &bytes,
             recorded_at: DateTime::from_timestamp(1_750_000_000, 0).expect("time"),
         };
-        events(&file, "h")
+        events(&file, "h", &ExperimentRef::default())
             .expect("events")
             .into_iter()
             .map(|(e, _)| e)

@@ -8,8 +8,8 @@ use clap::Args;
 use secrecy::{ExposeSecret as _, SecretString};
 
 use crate::error::Error;
-use crate::flags::EventArgs;
-use crate::pricing::{Prices, TokenPrice};
+use crate::flags::{EventArgs, ExperimentArgs, PriceTableArgs};
+use crate::pricing::PriceTable;
 
 /// Default cap on a request body, compressed or inflated: 16 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 16 << 20;
@@ -29,16 +29,13 @@ pub struct OtlpArgs {
     /// Largest request body accepted, bytes, compressed and once inflated (413 above).
     #[arg(long, env = "BENCH_OTLP_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
-    /// Price of prompt tokens, USD per million, for every model the traces name (needs
-    /// --completion-price-per-mtok). Without prices, costs are null.
-    #[arg(long, env = "BENCH_LLM_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
-    pub prompt_price_per_mtok: Option<TokenPrice>,
-    /// Price of completion tokens (reasoning included), USD per million.
-    #[arg(long, env = "BENCH_LLM_COMPLETION_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
-    pub completion_price_per_mtok: Option<TokenPrice>,
-    /// Price of cached prompt tokens, USD per million. Default: the prompt price.
-    #[arg(long, env = "BENCH_LLM_CACHED_PROMPT_PRICE_PER_MTOK", value_parser = TokenPrice::per_mtok)]
-    pub cached_prompt_price_per_mtok: Option<TokenPrice>,
+    /// Prices per model (`--prices FILE`): a call of a model the table does not name has
+    /// a null cost.
+    #[command(flatten)]
+    pub prices: PriceTableArgs,
+    /// The experiment the received runs belong to and their tags.
+    #[command(flatten)]
+    pub experiment: ExperimentArgs,
     /// Where the events go: NATS, subject prefix, spool.
     #[command(flatten)]
     pub events: EventArgs,
@@ -76,10 +73,12 @@ pub struct OtlpConfig {
     pub max_body_bytes: usize,
     /// `host` on every event.
     pub host: String,
-    /// Prices of every model; `None`: costs are null.
-    pub prices: Option<Prices>,
+    /// Prices per model; `None`: costs are null.
+    pub prices: Option<PriceTable>,
     /// Broker, subjects and spool.
     pub publish: PublishSetup,
+    /// The experiment and tags of every received run.
+    pub experiment: bench_schemas::ExperimentRef,
 }
 
 impl OtlpArgs {
@@ -100,12 +99,7 @@ impl OtlpArgs {
             }
             token => token.map(BearerToken),
         };
-        let prices = Prices::from_overrides(
-            self.prompt_price_per_mtok,
-            self.completion_price_per_mtok,
-            self.cached_prompt_price_per_mtok,
-        )
-        .map_err(|e| Error::Config(e.to_string()))?;
+        let prices = self.prices.load()?;
         let (host, publish) = self.events.into_setup()?;
         Ok(OtlpConfig {
             listen: self.listen,
@@ -114,6 +108,7 @@ impl OtlpArgs {
             host,
             prices,
             publish,
+            experiment: self.experiment.into_experiment()?,
         })
     }
 }

@@ -34,7 +34,7 @@ use uuid::Uuid;
 
 use super::span::{attribute_str, event_number, event_str, tokens, SpanView};
 use crate::exec::protocol::derived_uuid;
-use crate::pricing::Prices;
+use crate::pricing::{PriceTable, Prices};
 use crate::prologue::{recorded_run_start, Provenance};
 use crate::provider::TokenUsage;
 
@@ -104,9 +104,11 @@ pub struct Mapped {
 pub struct Mapper {
     /// `host` on every event: this receiver.
     pub host: String,
-    /// Prices of every model named in the traces (the price overrides); `None`: costs
-    /// are null.
-    pub prices: Option<Prices>,
+    /// Prices per model (`--prices`): a call of a model it does not name has a null
+    /// cost; `None`: every cost is null.
+    pub prices: Option<PriceTable>,
+    /// The experiment and tags of every run received.
+    pub experiment: bench_schemas::ExperimentRef,
 }
 
 impl Mapper {
@@ -374,6 +376,7 @@ impl SpanEvents<'_, '_> {
                 format!("agent-runner {} otlp", env!("CARGO_PKG_VERSION")),
                 SCORING_VERSION,
             ),
+            self.mapper.experiment.clone(),
         ))
     }
 
@@ -477,8 +480,8 @@ impl SpanEvents<'_, '_> {
             error: error.map(|e| e.describe()),
             summary_truncated: false,
         };
-        if let Some(prices) = &self.mapper.prices {
-            price(prices, &mut d);
+        if let Some(prices) = self.mapper.prices.as_ref().and_then(|t| t.get(&d.model)) {
+            price(&prices, &mut d);
         }
         d
     }
@@ -672,7 +675,7 @@ fn price(prices: &Prices, d: &mut Deliberation) {
     })();
     if let Some(usage) = usage {
         d.cost_usd = Some(prices.cost(&usage).to_number());
-        d.pricing_source = PricingSource::Override;
+        d.pricing_source = PricingSource::Table;
     }
 }
 
@@ -748,6 +751,7 @@ mod tests {
         Mapper {
             host: "h".to_owned(),
             prices: None,
+            experiment: bench_schemas::ExperimentRef::default(),
         }
     }
 
@@ -821,6 +825,42 @@ mod tests {
             (d.cost_usd, d.pricing_source),
             (None, PricingSource::Unknown)
         );
+    }
+
+    #[test]
+    fn a_model_missing_from_the_price_table_has_a_null_cost_never_another_models_price() {
+        let table = PriceTable::parse(
+            "[models.\"model-a\"]\nprompt = 3\ncompletion = 15\ncached_prompt = 0.3\n",
+        )
+        .expect("table");
+        let priced = Mapper {
+            prices: Some(table),
+            ..mapper()
+        };
+        let of_model = |model: &str| {
+            let mut span = chat(2);
+            span.attributes.push(text("gen_ai.request.model", model));
+            let mapped = priced.map(&request(vec![span]));
+            mapped
+                .events
+                .iter()
+                .find_map(|(_, e)| match &e.payload {
+                    Payload::Deliberation(d) => Some(d.clone()),
+                    _ => None,
+                })
+                .expect("a deliberation")
+        };
+        let a = of_model("model-a");
+        // 6 uncached prompt x $3 + 4 cached x $0.3 + 5 completion x $15, per million.
+        assert_eq!(a.pricing_source, PricingSource::Table);
+        let expected = (6.0 * 3.0 + 4.0 * 0.3 + 5.0 * 15.0) / 1e6;
+        assert!((a.cost_usd.expect("priced") - expected).abs() < 1e-15);
+        let b = of_model("model-b");
+        assert_eq!(
+            (b.cost_usd, b.pricing_source),
+            (None, PricingSource::Unknown)
+        );
+        assert_eq!(b.prompt_price_per_mtok, None);
     }
 
     #[test]

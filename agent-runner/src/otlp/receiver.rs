@@ -115,7 +115,8 @@ pub async fn serve(
     let shared = Arc::new(Shared {
         mapper: Mapper {
             host: config.host.clone(),
-            prices: config.prices,
+            prices: config.prices.clone(),
+            experiment: config.experiment.clone(),
         },
         token: config.bearer_token.clone(),
         max_body_bytes: config.max_body_bytes,

@@ -15,7 +15,9 @@
 //!
 //! - [`scripted`]: replays a fixed action list (reference solutions, smoke tests).
 //! - [`llm`]: a model behind an OpenAI-compatible API, with context strategies.
+//! - [`identity`]: what of a model-backed policy enters `cfg_hash` besides the scenario.
 
+pub mod identity;
 pub(crate) mod llm;
 pub(crate) mod scripted;
 

@@ -196,6 +196,7 @@ impl<'a> Bandit<'a> {
                      configs come first ({untried} left); {best_text}",
                     arm.label
                 ),
+                trial: None,
             };
         }
         OptimizerUpdate {
@@ -209,6 +210,7 @@ impl<'a> Bandit<'a> {
                 arm.label,
                 mean + bonus
             ),
+            trial: None,
         }
     }
 

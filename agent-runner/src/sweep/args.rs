@@ -139,6 +139,7 @@ impl SweepArgs {
             &self.file,
             &self.scenarios.scenarios_dir,
             self.scenarios.allow_unpinned,
+            self.llm.clone().into_config()?.as_ref(),
         )
     }
 }

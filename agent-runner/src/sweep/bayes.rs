@@ -296,6 +296,7 @@ impl SearchSpace {
                     expected_improvement: 0.0,
                     exploration_vs_exploitation: 0.0,
                     reasoning: String::new(),
+                    trial: Some(trial),
                 },
                 config,
                 cfg_hash,
@@ -413,6 +414,7 @@ impl SearchSpace {
                 proposal.rng_seed,
                 proposal.rejected,
             ),
+            trial: Some(proposal.trial),
         }
     }
 

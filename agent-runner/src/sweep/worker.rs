@@ -31,6 +31,7 @@ use super::file::{Method, SweepFile};
 use super::{trials, SweepError};
 use crate::agent::{self, RunSpec, RunSummary};
 use crate::error::{Error, Exit, Outcome};
+use crate::policy::identity::identify;
 use crate::policy::{self, LlmConfig};
 use crate::recorder::RunRecorder;
 use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
@@ -104,8 +105,14 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Loads the sweep file, its scenario and tasks, and expands it.
-    pub fn load(file: &Path, scenarios_dir: &Path, allow_unpinned: bool) -> Result<Plan, Error> {
+    /// Loads the sweep file, its scenario and tasks, and expands it; `llm` is how its
+    /// model-backed configurations reach their provider (part of their `cfg_hash`).
+    pub fn load(
+        file: &Path,
+        scenarios_dir: &Path,
+        allow_unpinned: bool,
+        llm: Option<&LlmConfig>,
+    ) -> Result<Plan, Error> {
         let bytes = std::fs::read(file).map_err(|e| SweepError::File {
             path: file.to_path_buf(),
             message: e.to_string(),
@@ -124,6 +131,9 @@ impl Plan {
         )?;
         // Logged with their count; the plan holds only the tasks that can be judged.
         scenario.without_broken();
+        // Every configuration derives from this one: its endpoint, prompt and tools are
+        // theirs (a sweep varies none of them).
+        identify(&mut scenario.scenario.config, scenario.scenario.policy, llm);
         let tasks: Vec<String> = scenario.tasks.iter().map(|t| t.task.id.clone()).collect();
         let base_seed = sweep.seed.unwrap_or(scenario.scenario.seed);
         if sweep.method == Method::Bayes {
@@ -332,7 +342,30 @@ impl Outcome for SweepReport {
 /// Runs up to `config.count` configurations of the sweep, claimed through NATS, until
 /// nothing is left or `shutdown` fires; then drains the publisher.
 pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<SweepReport, Error> {
-    let plan = Plan::load(&config.file, &config.scenarios_dir, config.allow_unpinned)?;
+    let plan = Plan::load(
+        &config.file,
+        &config.scenarios_dir,
+        config.allow_unpinned,
+        config.llm.as_ref(),
+    )?;
+    let models = plan
+        .sweep
+        .matrix
+        .get("model")
+        .and_then(toml::Value::as_array)
+        .map_or(1, Vec::len);
+    if models > 1
+        && config
+            .llm
+            .as_ref()
+            .is_some_and(|l| l.price_overrides.is_some())
+    {
+        return Err(Error::Config(format!(
+            "sweep {} runs {models} models: --prompt-price-per-mtok and \
+             --completion-price-per-mtok price one; give each model's prices with --prices",
+            plan.sweep.name
+        )));
+    }
     if matches!(plan.sweep.method, Method::Adaptive | Method::Bayes) && config.clickhouse.is_none()
     {
         return Err(Error::Config(format!(
@@ -636,6 +669,12 @@ impl Worker<'_> {
                 key: job.key.to_owned(),
                 trial: job.trial,
             }),
+            // A sweep is the experiment named after it.
+            experiment: bench_schemas::ExperimentRef {
+                name: Some(plan.sweep.name.clone()),
+                planned_runs: u32::try_from(plan.runs()).ok(),
+                ..Default::default()
+            },
             // Sweeps judge once; `run --regrade` measures a verdict's stability.
             regrade: 0,
         };

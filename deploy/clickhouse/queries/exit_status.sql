@@ -4,6 +4,9 @@
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
 -- param policy String = '': only this policy_id; empty = every policy
+-- param experiment String = '': only runs of these experiments, comma-separated; empty = every run
+-- param sweep String = '': only runs of these sweeps, comma-separated; empty = every run
+-- param scenario String = '': only runs of these scenarios (names), comma-separated; empty = every scenario
 SELECT
     policy_id,
     exit_status,
@@ -23,6 +26,9 @@ FROM
     SELECT run_id FROM run_starts FINAL
     WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
         AND ({policy:String} = '' OR policy_id = {policy:String})
+        AND ({experiment:String} = '' OR has(splitByChar(',', {experiment:String}), ifNull(experiment, '')))
+        AND ({sweep:String} = '' OR has(splitByChar(',', {sweep:String}), ifNull(sweep_name, '')))
+        AND ({scenario:String} = '' OR has(splitByChar(',', {scenario:String}), ifNull(scenario_name, '')))
 )
         GROUP BY policy_id, status
     )

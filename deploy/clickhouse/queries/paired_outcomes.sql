@@ -1,7 +1,11 @@
 -- Paired outcomes: one row per task and policy (with the config the runs had: cfg_hash,
--- model, strategy, scoring_version), the runs that count for comparing policies on the
--- same tasks, their successes and cost; what `bench-analysis compare` computes its
--- statistics from, and where your own statistics start.
+-- model, strategy, scoring_version, and the experiment and tags of the runs), the runs
+-- that count for comparing policies on the same tasks, their successes and cost; what
+-- `bench-analysis compare` computes its statistics from, and where your own statistics
+-- start. tags = the runs' `key=value` tags, one per line, sorted by key. The settings
+-- of the config follow (temperature, context_window, max_iterations, the strategy's
+-- parameters, endpoint, max_tokens, the prompt and tool-definition hashes, the tools):
+-- what labels a cfg_hash by the settings that differ.
 --
 -- A run counts when it is finished and judged, and its task is not broken. The others
 -- are excluded, counted by reason, each run under the first that applies: broken_task
@@ -32,8 +36,20 @@
 -- param since DateTime = '1970-01-01 00:00:00': runs started at or after this time (UTC)
 -- param until DateTime = '2106-01-01 00:00:00': runs started before this time (UTC)
 -- param policy String = '': only this policy_id; empty = every policy
--- param scenario String = '': only runs of this scenario (its name); empty = every scenario
+-- param scenario String = '': only runs of these scenarios (names), comma-separated; empty = every scenario
 -- param tasks String = '': only these task_ids, comma-separated; empty = every task
+-- param experiment String = '': only runs of these experiments, comma-separated; empty = every run
+-- param sweep String = '': only runs of these sweeps, comma-separated; empty = every run
+SELECT
+    task_id, policy_id, cfg_hash, model, strategy, scoring_version, experiment, tags,
+    runs, successes, priced_runs, cost_usd, turn_runs, turns, token_runs, tokens,
+    flagged_runs, integrity_unknown_runs, clean_runs, clean_successes,
+    broken_task, unfinished, lost_events, infrastructure, unjudged,
+    temperature, context_window, max_iterations, observation_window, summary_interval,
+    summary_keep, summarizer_model, endpoint, max_tokens, system_prompt_sha256,
+    tool_definitions_sha256, tools
+FROM
+(
 SELECT
     task_id,
     policy_id,
@@ -41,6 +57,8 @@ SELECT
     model,
     strategy,
     scoring_version,
+    experiment,
+    tags,
     countIf(excluded = '') AS runs,
     countIf(excluded = '' AND solved = 1) AS successes,
     countIf(excluded = '' AND isNotNull(run_cost)) AS priced_runs,
@@ -64,7 +82,7 @@ SELECT
     countIf(excluded = 'unjudged') AS unjudged
 FROM
 (
-    SELECT task_id, policy_id, cfg_hash, model, strategy, scoring_version,
+    SELECT task_id, policy_id, cfg_hash, model, strategy, scoring_version, experiment, tags,
         run_cost, run_turns, run_tokens, integrity,
         -- assumeNotNull only after the isNull test: 18.16 gives NULL for a comparison
         -- with a Nullable column.
@@ -78,26 +96,30 @@ FROM
     FROM
     (
         SELECT run_id, task_id, policy_id, cfg_hash, model, strategy, scoring_version,
-            stopped, succeeded, status, run_cost, run_turns, run_tokens, integrity,
-            missing, task_broken
+            experiment, tags, stopped, succeeded, status, run_cost, run_turns, run_tokens,
+            integrity, missing, task_broken
         FROM
         (
             SELECT run_id, task_id, fixture_key, policy_id, cfg_hash, model, strategy,
-                scoring_version, stopped, succeeded, status, run_cost, run_turns, run_tokens,
-                integrity, missing
+                scoring_version, experiment, tags, stopped, succeeded, status, run_cost,
+                run_turns, run_tokens, integrity, missing
             FROM
             (
                 SELECT run_id, task_id, fixture_key, policy_id, cfg_hash, model, strategy,
-                    scoring_version, stopped, succeeded, status, run_cost, run_turns,
-                    run_tokens, integrity
+                    scoring_version, experiment, tags, stopped, succeeded, status, run_cost,
+                    run_turns, run_tokens, integrity
                 FROM
                 (
                     SELECT run_id, task_id, ifNull(fixture_sha256, '') AS fixture_key,
-                        policy_id, cfg_hash, model, strategy, scoring_version
+                        policy_id, cfg_hash, model, strategy, scoring_version, experiment,
+                        arrayStringConcat(arrayMap((k, v) -> concat(k, '=', v), tag_keys,
+                            tag_values), '\n') AS tags
                     FROM run_starts FINAL
                     WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
                         AND ({policy:String} = '' OR policy_id = {policy:String})
-                        AND ({scenario:String} = '' OR ifNull(scenario_name, '') = {scenario:String})
+                        AND ({scenario:String} = '' OR has(splitByChar(',', {scenario:String}), ifNull(scenario_name, '')))
+                        AND ({experiment:String} = '' OR has(splitByChar(',', {experiment:String}), ifNull(experiment, '')))
+                        AND ({sweep:String} = '' OR has(splitByChar(',', {sweep:String}), ifNull(sweep_name, '')))
                         AND ({tasks:String} = '' OR has(splitByChar(',', {tasks:String}), task_id))
                 ) AS started
                 ANY LEFT JOIN
@@ -141,5 +163,19 @@ FROM
         ) AS validations USING task_id, fixture_key
     ) AS checked_runs
 ) AS classified_runs
-GROUP BY task_id, policy_id, cfg_hash, model, strategy, scoring_version
-ORDER BY task_id, policy_id, cfg_hash
+GROUP BY task_id, policy_id, cfg_hash, model, strategy, scoring_version, experiment, tags
+) AS outcomes
+ANY LEFT JOIN
+(
+    -- The settings of each config: one value per cfg_hash, which hashes them.
+    SELECT cfg_hash, any(temperature) AS temperature, any(context_window) AS context_window,
+        any(max_iterations) AS max_iterations, any(observation_window) AS observation_window,
+        any(summary_interval) AS summary_interval, any(summary_keep) AS summary_keep,
+        any(summarizer_model) AS summarizer_model, any(endpoint) AS endpoint,
+        any(max_tokens) AS max_tokens, any(system_prompt_sha256) AS system_prompt_sha256,
+        any(tool_definitions_sha256) AS tool_definitions_sha256,
+        any(arrayStringConcat(available_tools, ',')) AS tools
+    FROM run_starts FINAL
+    GROUP BY cfg_hash
+) AS settings USING cfg_hash
+ORDER BY task_id, policy_id, cfg_hash, experiment, tags

@@ -1,13 +1,17 @@
 -- Trajectory of a bayes sweep: each proposal of the optimizer, in the order it was made
--- and numbered from 0 as trials, logs and claim keys number them, with the cfg_hash of the
--- config proposed (its settings: `optimizer_updates.suggested_config` or `run_starts` of
--- that cfg_hash), its run's task and result, the objective (reward) and the best
--- objective so far. The sweep's best config so far is the row with the highest objective
--- (is_best = 1). A proposal whose run has not finished has NULL task and result columns;
--- a trial proposed again after its worker died shows once per proposal.
+-- and numbered from 0 as trials, logs and claim keys number them, with its trial, the
+-- cfg_hash of the config proposed (its settings: `optimizer_updates.suggested_config`),
+-- the run it produced (run_id) and that run's task and result, the objective (reward)
+-- and the best objective so far. The sweep's best config so far is the row with the
+-- highest objective (is_best = 1). A proposal whose run has not finished has NULL run and
+-- result columns; a trial proposed again after its worker died shows once per proposal,
+-- each with the trial's finished run.
 --
--- A proposal's optimizer_update (policy_id optimizer:tpe, task_id sweep:<name>) carries the
--- cfg_hash of the config it proposes, which its run carries too: that is the link.
+-- A proposal's optimizer_update (policy_id optimizer:tpe, task_id sweep:<name>) carries
+-- its trial, which its run's run_start carries as sweep_trial of the same sweep_name:
+-- that is the link, never the cfg_hash (two trials, or two sweeps, may propose one
+-- config). A proposal stored before its trial was recorded (optimizer_updates.trial NULL)
+-- links to no run.
 -- objective = success - cost_weight * cost_usd - token_weight * total_tokens / 1e6 -
 -- time_weight * wall_time_ms / 60000, the sweep's [bayes] weights (agent-runner/docs/
 -- sweeps.md); NULL when nobody judged the run, or when its cost (token count, wall time)
@@ -22,7 +26,9 @@
 SELECT
     i - 1 AS proposal,
     tupleElement(rows[i], 2) AS proposed_at,
+    tupleElement(rows[i], 11) AS trial,
     tupleElement(rows[i], 3) AS cfg_hash,
+    tupleElement(rows[i], 12) AS run_id,
     tupleElement(rows[i], 10) AS task_id,
     tupleElement(rows[i], 4) AS expected_improvement,
     tupleElement(rows[i], 5) AS exploration_vs_exploitation,
@@ -52,26 +58,40 @@ FROM
     (
         SELECT arraySort(r -> tupleElement(r, 1), groupArray((
             ts_ms, ts, cfg_hash, expected_improvement, exploration_vs_exploitation,
-            success, cost_usd, total_tokens, wall_time_ms, task_id
+            success, cost_usd, total_tokens, wall_time_ms, task_id, trial, linked_run
         ))) AS rows
         FROM
         (
             SELECT
-                cfg_hash, ts_ms, ts, expected_improvement, exploration_vs_exploitation
+                cfg_hash, ts_ms, ts, expected_improvement, exploration_vs_exploitation, trial,
+                -- No trial matches no run (the largest UInt64 is no trial's number).
+                ifNull(trial, toUInt64(18446744073709551615)) AS trial_key
             FROM optimizer_updates FINAL
             WHERE policy_id = 'optimizer:tpe' AND task_id = concat('sweep:', {sweep:String})
         ) AS proposals
         ANY LEFT JOIN
         (
-            SELECT
-                cfg_hash,
-                toNullable(task_id) AS task_id,
-                toNullable(success) AS success,
-                cost_usd,
-                toNullable(total_tokens) AS total_tokens,
-                toNullable(wall_time_ms) AS wall_time_ms
-            FROM run_stops FINAL
-        ) AS results USING cfg_hash
+            -- The sweep's finished run of each trial.
+            SELECT trial_key, toNullable(toString(run_id)) AS linked_run, task_id, success,
+                cost_usd, total_tokens, wall_time_ms
+            FROM
+            (
+                SELECT run_id, assumeNotNull(sweep_trial) AS trial_key,
+                    toNullable(task_id) AS task_id
+                FROM run_starts FINAL
+                WHERE ifNull(sweep_name, '') = {sweep:String} AND isNotNull(sweep_trial)
+            ) AS trial_runs
+            ANY INNER JOIN
+            (
+                SELECT
+                    run_id,
+                    toNullable(success) AS success,
+                    cost_usd,
+                    toNullable(total_tokens) AS total_tokens,
+                    toNullable(wall_time_ms) AS wall_time_ms
+                FROM run_stops FINAL
+            ) AS stops USING run_id
+        ) AS results USING trial_key
     )
 )
 ARRAY JOIN arrayEnumerate(rows) AS i

@@ -1186,7 +1186,8 @@ mod tests {
              t1\tcand\t1\t1\t1\t0.2\t0\t\\N\t0\t\\N\t0\t1\t0\t0\t0\t0\t0\t0\t0\n\
              t2\tcand\t1\t1\t1\t0.2\t0\t\\N\t0\t\\N\t0\t1\t0\t0\t0\t0\t0\t0\t0\n",
         );
-        let policies = group(&outcomes, &[Dimension::Policy]).expect("rows read");
+        let policies =
+            group(&outcomes, &[Dimension::Policy], Default::default()).expect("rows read");
         let answer = compare(
             &policies,
             &Settings {

@@ -13,7 +13,9 @@ use bench_clickhouse::{ConfigError, ConnectionArgs};
 use clap::{Parser, Subcommand};
 
 use crate::compare::analyze::DEFAULT_MARGIN;
-use crate::compare::{self, check_named, parse_by, resample, CompareError, Filters, Settings};
+use crate::compare::{
+    self, check_named, parse_by, resample, CompareError, Experiments, Filters, Settings,
+};
 use crate::queries::{ParamValues, Query, QueryError, QUERIES};
 use crate::report::{generate_report, ReportOptions};
 use crate::table::Format;
@@ -120,6 +122,9 @@ pub struct ReportArgs {
     /// Only this policy_id; one no stored run has is an error (exit 2).
     #[arg(long, env = "BENCH_REPORT_POLICY")]
     pub policy: Option<String>,
+    /// Which runs: their experiment, sweep and scenario.
+    #[command(flatten)]
+    pub runs: RunFilterArgs,
     /// The policy_id the comparison section compares the others with (default: the one
     /// with the most counted runs).
     #[arg(long, value_name = "P")]
@@ -127,6 +132,36 @@ pub struct ReportArgs {
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ConnectionArgs,
+}
+
+/// Which runs `compare` and `report` read, besides the time range: repeatable, each
+/// keeping the runs of any value given.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RunFilterArgs {
+    /// Only runs of this experiment (`run_start.experiment`); repeat for several.
+    #[arg(
+        long = "experiment",
+        value_name = "NAME",
+        env = "BENCH_ANALYSIS_EXPERIMENT",
+        value_delimiter = ','
+    )]
+    pub experiments: Vec<String>,
+    /// Only runs of this sweep (`run_start.sweep.name`); repeat for several.
+    #[arg(
+        long = "sweep",
+        value_name = "NAME",
+        env = "BENCH_ANALYSIS_SWEEP",
+        value_delimiter = ','
+    )]
+    pub sweeps: Vec<String>,
+    /// Only runs of this scenario (its name); repeat for several.
+    #[arg(
+        long = "scenario",
+        value_name = "NAME",
+        env = "BENCH_ANALYSIS_SCENARIO",
+        value_delimiter = ','
+    )]
+    pub scenarios: Vec<String>,
 }
 
 /// `bench-analysis compare [--policy P ...] [--baseline P] [--by KEYS] [--format F] ...`.
@@ -140,18 +175,24 @@ pub struct CompareArgs {
     #[arg(long, value_name = "P")]
     pub baseline: Option<String>,
     /// What a policy is: config keys, comma-separated, from policy (policy_id), cfg
-    /// (cfg_hash), model, strategy; e.g. `model,strategy`.
+    /// (the config, labelled by the settings that differ), model, strategy, experiment,
+    /// tag:NAME (a tag's value); e.g. `model,strategy`.
     #[arg(long, value_name = "KEYS", default_value = DEFAULT_BY)]
     pub by: String,
+    /// Pool the runs of different experiments into one policy (the output names the
+    /// experiments pooled); without it, a policy seen in several experiments is one
+    /// policy per experiment.
+    #[arg(long, env = "BENCH_ANALYSIS_POOL_EXPERIMENTS")]
+    pub pool_experiments: bool,
     /// Only runs started at or after this time: `YYYY-MM-DD[ HH:MM:SS]` (UTC) or RFC 3339.
     #[arg(long)]
     pub since: Option<String>,
     /// Only runs started before this time (same forms as --since).
     #[arg(long)]
     pub until: Option<String>,
-    /// Only runs of this scenario (its name).
-    #[arg(long)]
-    pub scenario: Option<String>,
+    /// Which runs: their experiment, sweep and scenario.
+    #[command(flatten)]
+    pub runs: RunFilterArgs,
     /// Only this task_id; repeat for several.
     #[arg(long = "task", value_name = "TASK_ID")]
     pub tasks: Vec<String>,
@@ -185,9 +226,10 @@ impl CompareArgs {
             policies: Vec::new(),
             baseline: None,
             by: DEFAULT_BY.to_owned(),
+            pool_experiments: false,
             since: None,
             until: None,
-            scenario: None,
+            runs: RunFilterArgs::default(),
             tasks: Vec::new(),
             margin: DEFAULT_MARGIN,
             seed: resample::DEFAULT_SEED,
@@ -265,7 +307,7 @@ impl CommandError {
                 )
                 | CommandError::Compare(
                     CompareError::UnknownPolicy { .. }
-                        | CompareError::TaskWithComma(_)
+                        | CompareError::WithComma(..)
                         | CompareError::BadKeys(_)
                         | CompareError::Query(QueryError::InvalidParam { .. })
                 )
@@ -302,10 +344,17 @@ pub async fn compare(args: CompareArgs) -> Result<String, CommandError> {
     let filters = Filters {
         since: args.since,
         until: args.until,
-        scenario: args.scenario,
+        scenarios: args.runs.scenarios,
+        experiments: args.runs.experiments,
+        sweeps: args.runs.sweeps,
         tasks: args.tasks,
     };
-    let mut policies = compare::load(&config.client(), &filters, &by)
+    let experiments = if args.pool_experiments || by.contains(&compare::Dimension::Experiment) {
+        Experiments::Pooled
+    } else {
+        Experiments::Apart
+    };
+    let mut policies = compare::load(&config.client(), &filters, &by, experiments)
         .await
         .map_err(|e| reached(&config.url, e.into()))?;
     let wanted: Vec<&String> = args.policies.iter().chain(&args.baseline).collect();
@@ -333,6 +382,9 @@ pub async fn report(args: ReportArgs) -> Result<PathBuf, CommandError> {
         until: args.until,
         policy: args.policy,
         baseline: args.baseline,
+        experiments: args.runs.experiments,
+        sweeps: args.runs.sweeps,
+        scenarios: args.runs.scenarios,
     };
     let page = generate_report(&config.client(), &options)
         .await

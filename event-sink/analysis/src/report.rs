@@ -58,6 +58,12 @@ pub struct ReportOptions {
     /// The policy the comparison section compares the others with. Default: the one
     /// with the most counted runs.
     pub baseline: Option<String>,
+    /// Only runs of these experiments. Default: every run.
+    pub experiments: Vec<String>,
+    /// Only runs of these sweeps. Default: every run.
+    pub sweeps: Vec<String>,
+    /// Only runs of these scenarios. Default: every scenario.
+    pub scenarios: Vec<String>,
 }
 
 /// The page's time windows: key, label, length before the latest run start (None = all).
@@ -121,6 +127,15 @@ pub async fn generate_report(
     for (name, value) in given {
         if let Some(value) = value {
             base.insert(name.to_owned(), value.clone());
+        }
+    }
+    for (name, list) in [
+        ("experiment", &options.experiments),
+        ("sweep", &options.sweeps),
+        ("scenario", &options.scenarios),
+    ] {
+        if !list.is_empty() {
+            base.insert(name.to_owned(), list.join(","));
         }
     }
     if let Some(policy) = &options.policy {
@@ -541,8 +556,9 @@ fn instances_table(
         );
     }
     out.push_str("</tr></thead><tbody>");
-    // Per policy: tasks with a solving run, tasks with a judged run.
-    let mut totals = vec![(0u32, 0u32); columns.len()];
+    // Per policy: tasks with a solving run, tasks with a judged run, tasks every judged
+    // run of which solved it.
+    let mut totals = vec![(0u32, 0u32, 0u32); columns.len()];
     for task in &tasks {
         let _ = write!(out, "<tr><th>{}</th>", escape(task));
         for (column, policy) in columns.iter().enumerate() {
@@ -558,15 +574,29 @@ fn instances_table(
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody><tfoot><tr><th>tasks solved</th>");
-    for (policy, (solved, judged)) in columns.iter().zip(&totals) {
-        let _ = write!(
-            out,
-            "<td data-policy=\"{}\">{solved} / {judged}</td>",
-            escape(policy)
-        );
+    // A task is solved at least once when any of its judged runs solved it, and in every
+    // repeat when all of them did: with repeats the two differ, and neither is a rate.
+    out.push_str("</tbody><tfoot>");
+    for (label, pick) in [
+        (
+            "tasks solved at least once",
+            (|t: &(u32, u32, u32)| t.0) as fn(&(u32, u32, u32)) -> u32,
+        ),
+        ("tasks solved in every repeat", |t| t.2),
+    ] {
+        let _ = write!(out, "<tr><th>{label}</th>");
+        for (policy, total) in columns.iter().zip(&totals) {
+            let _ = write!(
+                out,
+                "<td data-policy=\"{}\">{} / {}</td>",
+                escape(policy),
+                pick(total),
+                total.1
+            );
+        }
+        out.push_str("</tr>");
     }
-    out.push_str("</tr></tfoot></table></div>");
+    out.push_str("</tfoot></table></div>");
     out
 }
 
@@ -599,7 +629,7 @@ fn instance_cell(
     row: usize,
     task: &str,
     policy: &str,
-    totals: &mut (u32, u32),
+    totals: &mut (u32, u32, u32),
 ) {
     let count = |name| instances.number(row, name).unwrap_or(0.0);
     let (runs, finished) = (count("runs"), count("finished"));
@@ -621,6 +651,9 @@ fn instance_cell(
         totals.1 += 1;
         if solved > 0.0 {
             totals.0 += 1;
+        }
+        if solved == judged {
+            totals.2 += 1;
         }
     }
     let cost = instances
@@ -667,7 +700,11 @@ fn window_comparison(
     window: &Window,
     baseline: Option<&str>,
 ) -> Result<Comparison, compare::outcomes::RowError> {
-    let policies = compare::group(answer(window, "paired_outcomes"), &[Dimension::Policy])?;
+    let policies = compare::group(
+        answer(window, "paired_outcomes"),
+        &[Dimension::Policy],
+        compare::Experiments::Apart,
+    )?;
     let counted = |p: &PolicyRuns| p.tasks.values().map(|t| t.runs).sum::<u64>();
     let baseline = baseline
         .filter(|b| policies.iter().any(|p| p.group == *b))
@@ -704,8 +741,25 @@ fn comparison_section(
         .comparisons
         .first()
         .map_or("none".to_owned(), |c| c.baseline.clone());
+    // What to know first (policies that ran different task sets), and how to read each
+    // p-value beside its detectable difference and tasks needed.
+    let notes: String = comparison
+        .notes
+        .iter()
+        .map(|n| format!("<p class=\"note\">{}</p>", escape(n)))
+        .chain(comparison.comparisons.iter().filter_map(|c| {
+            let reading = c.reading.as_deref()?;
+            Some(format!(
+                "<p class=\"note\" data-policy=\"{}\">{} vs {}: {}</p>",
+                escape(&c.candidate),
+                escape(&c.baseline),
+                escape(&c.candidate),
+                escape(reading)
+            ))
+        }))
+        .collect();
     format!(
-        "<h2>Comparison against {} (paired, on shared tasks)</h2>\
+        "<h2>Comparison against {} (paired, on shared tasks)</h2>{notes}\
          <figure class=\"wide\"><figcaption>Difference in solve rate against the baseline, \
          95 % paired bootstrap intervals, dashed: \u{2212}{:.0} points non-inferiority \
          margin</figcaption>{}</figure>{}{}",
@@ -908,6 +962,30 @@ mod tests {
         );
         // Tasks solved, out of the tasks with a judged run.
         assert!(html.contains(">1 / 1</td>"), "{html}");
+    }
+
+    #[test]
+    fn tasks_solved_at_least_once_and_in_every_repeat_are_told_apart() {
+        // Three repeats: t1 solved in all, t2 in one of three, t3 in none.
+        let instances = Table::from_tsv_with_names_and_types(
+            "task_id\tpolicy_id\truns\tfinished\tjudged\tsolved\n\
+             String\tString\tUInt64\tUInt64\tUInt64\tUInt64\n\
+             t1\tp\t3\t3\t3\t3\nt2\tp\t3\t3\t3\t1\nt3\tp\t3\t3\t3\t0\n",
+        )
+        .expect("parses");
+        let html = instances_table("i", &instances, &Policies::default(), None);
+        assert!(
+            html.contains(
+                "<tr><th>tasks solved at least once</th><td data-policy=\"p\">2 / 3</td>"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "<tr><th>tasks solved in every repeat</th><td data-policy=\"p\">1 / 3</td>"
+            ),
+            "{html}"
+        );
     }
 
     #[test]

@@ -173,3 +173,123 @@ fn the_paired_bootstrap_interval_matches_scipy_within_monte_carlo_error() {
     // Equal costs everywhere: the cost difference is exactly 0, interval too.
     assert_eq!(pair.cost_difference, Some(0.0));
 }
+
+/// `solved[i]` of `repeats` runs of task i solved.
+fn repeated(label: &str, solved: &[u64], repeats: u64) -> PolicyRuns {
+    let tasks: BTreeMap<String, TaskRuns> = solved
+        .iter()
+        .enumerate()
+        .map(|(i, &successes)| {
+            let runs = TaskRuns {
+                runs: repeats,
+                successes,
+                ..TaskRuns::default()
+            };
+            (format!("task-{i:03}"), runs)
+        })
+        .collect();
+    PolicyRuns {
+        label: label.to_owned(),
+        group: label.to_owned(),
+        tasks,
+        ..PolicyRuns::default()
+    }
+}
+
+/// Two models x 8 tasks x 3 repeats: the rates with task-clustered errors, pass^3 with its
+/// interval over tasks, the clustered paired difference and the exact sign test, as
+/// statsmodels (OLS with cluster-robust covariance) and scipy give them.
+#[test]
+fn an_experiment_with_repeats_matches_statsmodels_clustered_errors_and_scipy() {
+    let answers = answers();
+    let case = &answers["experiment"];
+    let design = &case["experiment"];
+    let solved = |key: &str| -> Vec<u64> {
+        design[key]
+            .as_array()
+            .expect("list")
+            .iter()
+            .map(|v| v.as_u64().expect("count"))
+            .collect()
+    };
+    let k = u(design, "repeats");
+    let settings = Settings {
+        baseline: Some("base".into()),
+        margin: 0.05,
+        seed: 1,
+        resamples: 1_000,
+    };
+    let answer = compare(
+        &[
+            repeated("base", &solved("baseline"), k),
+            repeated("cand", &solved("candidate"), k),
+        ],
+        &settings,
+    );
+    let z = 1.959_963_984_540_054;
+    for (summary, side) in answer.policies.iter().zip(["baseline", "candidate"]) {
+        let expected = &case[side];
+        assert_close(
+            summary.rate.expect("runs"),
+            f(expected, "rate"),
+            EXACT,
+            side,
+        );
+        let se = summary.rate_se_clustered.expect("clustered");
+        assert_close(se, f(expected, "se"), EXACT, side);
+        let high = summary.rate_ci_clustered_high.expect("interval");
+        assert_close(high, (f(expected, "rate") + z * se).min(1.0), EXACT, side);
+        let repeats = summary.repeats.as_ref().expect("repeats");
+        let at_k = repeats.pass_at_k.iter().find(|p| p.k == k).expect("k = 3");
+        assert_close(at_k.pass_hat_k, f(expected, "pass_hat_k"), EXACT, side);
+        let hat_se = f(expected, "pass_hat_k_se");
+        assert_close(
+            at_k.pass_hat_k_ci_low,
+            (f(expected, "pass_hat_k") - z * hat_se).max(0.0),
+            EXACT,
+            side,
+        );
+        assert_close(
+            at_k.pass_hat_k_ci_high,
+            (f(expected, "pass_hat_k") + z * hat_se).min(1.0),
+            EXACT,
+            side,
+        );
+    }
+    let (base, cand) = (&answer.policies[0], &answer.policies[1]);
+    assert_eq!(
+        (base.tasks_solved_once, base.tasks_solved_every_repeat),
+        (7, 5)
+    );
+    assert_eq!(
+        (cand.tasks_solved_once, cand.tasks_solved_every_repeat),
+        (5, 2)
+    );
+    let pair = &answer.comparisons[0];
+    assert_close(
+        pair.difference.expect("tasks"),
+        f(case, "difference"),
+        EXACT,
+        "difference",
+    );
+    assert_close(
+        pair.difference_se_clustered.expect("clustered"),
+        f(case, "difference_se"),
+        EXACT,
+        "difference se",
+    );
+    assert_eq!(pair.method, Some("sign-test-exact"));
+    assert_close(
+        pair.p_value.expect("tested"),
+        f(case, "sign_test_p"),
+        EXACT,
+        "sign test",
+    );
+    let reading = pair.reading.as_deref().expect("a reading");
+    assert!(
+        reading.starts_with("p = 0.062: if the two policies were equally good")
+            && reading.contains("detectable difference")
+            && reading.contains("80 % of the time"),
+        "{reading}"
+    );
+}

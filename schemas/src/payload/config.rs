@@ -1,7 +1,11 @@
-//! The run config: every knob that defines "one config" (its canonical JSON is `cfg_hash`).
+//! The run config: every knob that defines "one config" (its canonical JSON is `cfg_hash`):
+//! the model, where it is called and how (endpoint, temperature, max tokens, prompt and
+//! tool definitions by hash), the strategy and its parameters, the tools and the limits.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::canonical::Hash256;
 
 /// The configuration a run executes under. `run_start` carries it (plus replay metadata) and
 /// `optimizer_update` suggests one. `cfg_hash` is the SHA-256 of its canonical JSON.
@@ -59,6 +63,25 @@ pub struct RunConfig {
     /// limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_limit_usd: Option<f64>,
+    /// The endpoint the model calls go to: the provider's base URL with scheme and host
+    /// lower-cased, the default port added and a trailing `/` trimmed
+    /// (`http://127.0.0.1:8000/v1`); the host is kept as written, never resolved, so
+    /// `localhost` and `127.0.0.1` differ. Absent for a policy that calls no model and
+    /// when not known (an imported or traced run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// `max_tokens` of each completion; absent when the provider's default applies (and
+    /// for a policy that calls no model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// SHA-256 of the system prompt text the model is given; absent for a policy that
+    /// calls no model and when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt_sha256: Option<Hash256>,
+    /// SHA-256 of the tool definitions the model is given (their JSON, as sent); absent
+    /// for a policy that calls no model and when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_definitions_sha256: Option<Hash256>,
 }
 
 /// How failed tool and model calls are retried.
@@ -171,6 +194,10 @@ impl RunConfig {
                 execution_timeout_ms: 0,
             },
             cost_limit_usd: None,
+            endpoint: None,
+            max_tokens: None,
+            system_prompt_sha256: None,
+            tool_definitions_sha256: None,
         }
     }
 }

@@ -45,7 +45,7 @@ pub struct Deliberation {
     /// reported (no completion: timeout, HTTP error, unreadable reply; or an answer
     /// without usage).
     pub cost_usd: Option<f64>,
-    /// Where `cost_usd` came from: `provider_api` or `override` prices, or `unknown`
+    /// Where `cost_usd` came from: `provider_api`, `table` or `override` prices, or `unknown`
     /// whenever `cost_usd` is null (the prices, when known, are still given below).
     pub pricing_source: PricingSource,
     /// Price of uncached prompt tokens, USD per million tokens; null when unknown.
@@ -113,6 +113,8 @@ pub enum PricingSource {
     ProviderApi,
     /// Given by the operator as a price override.
     Override,
+    /// Read from the operator's price table (`--prices FILE`), which names the model.
+    Table,
     /// No price known: costs are null.
     Unknown,
 }
@@ -123,6 +125,7 @@ impl PricingSource {
         match self {
             PricingSource::ProviderApi => "provider_api",
             PricingSource::Override => "override",
+            PricingSource::Table => "table",
             PricingSource::Unknown => "unknown",
         }
     }

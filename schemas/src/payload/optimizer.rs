@@ -18,4 +18,8 @@ pub struct OptimizerUpdate {
     pub exploration_vs_exploitation: f64,
     /// Why this config, as text.
     pub reasoning: String,
+    /// The bayes trial this proposal is, numbered from 0 as its run's `sweep.trial`: what
+    /// links a proposal to the run it produced. Absent for other optimizers' updates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u64>,
 }

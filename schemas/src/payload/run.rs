@@ -1,5 +1,7 @@
 //! Run-level events: `run_start` and `run_stop`.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +29,36 @@ pub struct RunStart {
     /// The sweep the run belongs to; absent for a run outside any sweep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Box<SweepRef>>,
+    /// The experiment the run belongs to and its place in it (flattened into `data`).
+    #[serde(flatten)]
+    pub experiment: Box<ExperimentRef>,
+}
+
+/// The experiment a run belongs to: the named set of runs made to answer one question
+/// (`agent-runner run --experiment`; a sweep is the experiment named after it), which
+/// repeat of its task the run is, the labels given to it and how many runs its command
+/// planned. A run is in exactly one experiment or none; every field is absent (null,
+/// empty) when the producer stated none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ExperimentRef {
+    /// The experiment's name; absent for a run outside any experiment.
+    #[serde(
+        rename = "experiment",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub name: Option<String>,
+    /// Which repeat of its task the run is, numbered from 0 (`--repeats K` runs each task
+    /// K times with seeds `seed..seed+K-1`); absent when the producer did not repeat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
+    /// Labels of the run (`--tag key=value`); absent = none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+    /// The runs the command that made this run planned (tasks × repeats, or a sweep's
+    /// runs), for progress and ETA; absent when not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_runs: Option<u32>,
 }
 
 /// The sweep a run belongs to, and which of its jobs the run is.

@@ -484,7 +484,7 @@ async fn cluster_migrations_are_idempotent_and_refuse_an_edited_file() {
     // A later migration changing column types (ALTER ... MODIFY COLUMN) reaches the local
     // tables of every server and the Distributed table, and is applied once.
     let alter = Migration {
-        version: MIGRATIONS.len() as u32 + 1,
+        version: MIGRATIONS.last().map_or(1, |m| m.version + 1),
         stem: "9999_nullable_score",
         sql: "ALTER TABLE run_stops MODIFY COLUMN final_score Nullable(Float64);",
     };

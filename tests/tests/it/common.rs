@@ -75,6 +75,8 @@ pub fn exec_published(
         read_only: Vec::new(),
         out_dir: Some(dir.join("runs")),
         publish: Some(publish_setup(nats_url, &SubjectPrefix::default(), dir)),
+        experiment: Default::default(),
+        prices: None,
     }
 }
 
@@ -102,6 +104,9 @@ pub fn runner_config(
         progress: false,
         regrade: 0,
         sandbox: agent_runner::tools::bwrap::SandboxMode::Required,
+        repeats: 1,
+        overrides: Default::default(),
+        experiment: Default::default(),
     }
 }
 

@@ -38,7 +38,7 @@ use super::prompt;
 use super::transcript::{CallRecord, CallResult, Transcript, TurnRecord};
 use crate::context_plan::ContextPlan;
 use crate::policy::{Decision, Policy, PolicyEvents, PolicyStop, Turn};
-use crate::pricing::{Prices, Pricing};
+use crate::pricing::{PriceTable, Prices, Pricing};
 use crate::provider::{CallError, ChatClient, ChatRequest, Completion, Message, ProviderConfig};
 use crate::scenario::Task;
 use crate::tools::ToolRequest;
@@ -60,6 +60,8 @@ pub struct LlmConfig {
     pub provider: ProviderConfig,
     /// Prices of the run's model instead of the provider's listing; `None` = listing.
     pub price_overrides: Option<Prices>,
+    /// Prices per model (`--prices`), before the provider's listing.
+    pub price_table: Option<PriceTable>,
     /// Unparseable replies in a row that end the run with `exit_format`. Default
     /// [`DEFAULT_MAX_FORMAT_ERRORS`].
     pub max_format_errors: u32,
@@ -84,6 +86,7 @@ pub struct LlmPolicy {
     config: RunConfig,
     plan: ContextPlan,
     price_overrides: Option<Prices>,
+    price_table: Option<PriceTable>,
     max_format_errors: u32,
     max_provider_failures: u32,
     seed: u64,
@@ -140,6 +143,7 @@ impl LlmPolicy {
             config: config.clone(),
             plan,
             price_overrides: llm.price_overrides,
+            price_table: llm.price_table.clone(),
             max_format_errors: llm.max_format_errors.max(1),
             max_provider_failures: llm.max_provider_failures.max(1),
             seed,
@@ -175,12 +179,15 @@ impl LlmPolicy {
             retry: self.config.retry_policy.clone(),
         };
         let model = &self.config.model;
-        let agent_pricing = Pricing::resolve(&self.client, model, self.price_overrides).await;
+        let table = self.price_table.as_ref();
+        let agent_pricing =
+            Pricing::resolve(&self.client, model, self.price_overrides, table).await;
         // Overrides price the run's model only; another summariser model is looked up.
         let summarizer = match self.plan.summary.as_ref().and_then(|s| s.model.as_deref()) {
-            Some(other) if other != model => {
-                endpoint(other, Pricing::resolve(&self.client, other, None).await)
-            }
+            Some(other) if other != model => endpoint(
+                other,
+                Pricing::resolve(&self.client, other, None, table).await,
+            ),
             _ => endpoint(model, agent_pricing.clone()),
         };
         let endpoints = Arc::new(Endpoints {

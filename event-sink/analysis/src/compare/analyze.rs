@@ -13,8 +13,8 @@ use serde::Serialize;
 use super::outcomes::{Exclusions, PolicyRuns, TaskRuns};
 use super::resample::{bootstrap, mean_at, stream_seed};
 use super::stats::{
-    binomial_two_sided, holm, min_detectable_difference, pass_at_k, pass_hat_k, tasks_needed,
-    wilson, Interval, CONFIDENCE, POWER,
+    binomial_two_sided, clustered_mean, holm, mean_over_tasks, min_detectable_difference,
+    pass_at_k, pass_hat_k, tasks_needed, wilson, Interval, CONFIDENCE, POWER,
 };
 
 /// The non-inferiority margin unless `--margin` says otherwise: 5 points of solve rate.
@@ -50,6 +50,9 @@ pub struct Comparison {
     pub policies: Vec<PolicySummary>,
     /// Each candidate against the baseline.
     pub comparisons: Vec<PairComparison>,
+    /// What to know before reading the numbers: policies that pool the runs of several
+    /// experiments (asked for with `--pool-experiments`).
+    pub notes: Vec<String>,
 }
 
 /// One policy over its counted runs.
@@ -59,6 +62,9 @@ pub struct PolicySummary {
     pub policy_id: String,
     /// The judge version of its runs; null when the runs do not say.
     pub scoring_version: Option<String>,
+    /// The experiments its runs belong to (`(none)`: outside any); several only when
+    /// they were pooled.
+    pub experiments: Vec<String>,
     /// Counted runs, the tasks they cover, and the solved runs.
     pub runs: u64,
     /// Tasks the counted runs cover.
@@ -71,6 +77,17 @@ pub struct PolicySummary {
     pub rate_ci_low: Option<f64>,
     /// Upper bound of `rate`'s interval.
     pub rate_ci_high: Option<f64>,
+    /// The standard error of `rate` clustered by task (Miller 2024): the runs of one task
+    /// share its difficulty, so with repeats it is wider than the binomial one.
+    pub rate_se_clustered: Option<f64>,
+    /// Lower bound of `rate ± 1.96 · rate_se_clustered`.
+    pub rate_ci_clustered_low: Option<f64>,
+    /// Upper bound of `rate ± 1.96 · rate_se_clustered`.
+    pub rate_ci_clustered_high: Option<f64>,
+    /// Tasks solved at least once (by any of their counted runs).
+    pub tasks_solved_once: u64,
+    /// Tasks solved in every counted run.
+    pub tasks_solved_every_repeat: u64,
     /// Runs left out, by reason (never counted as failures).
     pub excluded: Exclusions,
     /// Counted runs an integrity flag singles out.
@@ -136,8 +153,16 @@ pub struct PassAtK {
     pub tasks: u64,
     /// Some of k runs succeeds (unbiased estimator of Chen et al. 2021).
     pub pass_at_k: f64,
-    /// All of k runs succeed.
+    /// Lower bound of pass@k's 95 % interval (standard error over the tasks).
+    pub pass_at_k_ci_low: f64,
+    /// Upper bound of pass@k's interval.
+    pub pass_at_k_ci_high: f64,
+    /// All of k runs succeed (pass^k, τ-bench).
     pub pass_hat_k: f64,
+    /// Lower bound of pass^k's 95 % interval (standard error over the tasks).
+    pub pass_hat_k_ci_low: f64,
+    /// Upper bound of pass^k's interval.
+    pub pass_hat_k_ci_high: f64,
 }
 
 /// A candidate against a baseline, on the tasks both ran.
@@ -159,6 +184,13 @@ pub struct PairComparison {
     pub ci_low: Option<f64>,
     /// Upper bound of `difference`'s interval.
     pub ci_high: Option<f64>,
+    /// The standard error of `difference` clustered by task (each task's difference of
+    /// rates is one cluster), and the normal interval it gives.
+    pub difference_se_clustered: Option<f64>,
+    /// Lower bound of `difference ± 1.96 · difference_se_clustered`.
+    pub clustered_ci_low: Option<f64>,
+    /// Upper bound of `difference ± 1.96 · difference_se_clustered`.
+    pub clustered_ci_high: Option<f64>,
     /// Tasks where the candidate's rate is higher, and where the baseline's is.
     pub candidate_better: u64,
     /// Tasks where the baseline's rate is higher.
@@ -192,6 +224,9 @@ pub struct PairComparison {
     pub tasks_needed: Option<u64>,
     /// A reason to read the result with care (different scoring versions).
     pub note: Option<String>,
+    /// The p-value, the detectable difference and the tasks needed in one sentence,
+    /// saying what each means.
+    pub reading: Option<String>,
 }
 
 /// Compares `policies` under `settings`.
@@ -225,6 +260,39 @@ pub fn compare(policies: &[PolicyRuns], settings: &Settings) -> Comparison {
     for (&i, adjusted) in tested.iter().zip(holm(&raw)) {
         comparisons[i].p_adjusted = Some(adjusted);
     }
+    for comparison in &mut comparisons {
+        comparison.reading = reading(comparison);
+    }
+    let task_sets: std::collections::BTreeSet<Vec<&String>> =
+        policies.iter().map(|p| p.tasks.keys().collect()).collect();
+    let different_tasks = (task_sets.len() > 1).then(|| {
+        let counts: Vec<String> = policies
+            .iter()
+            .map(|p| format!("{} {}", p.label, p.tasks.len()))
+            .collect();
+        format!(
+            "the policies ran different task sets (tasks: {}): each comparison is made on \
+             the tasks both ran, counted in its tasks column",
+            counts.join(", ")
+        )
+    });
+    let notes = different_tasks
+        .into_iter()
+        .chain(
+            policies
+                .iter()
+                .filter(|p| p.experiments.len() > 1)
+                .map(|p| {
+                    let names: Vec<&str> = p.experiments.iter().map(String::as_str).collect();
+                    format!(
+                        "{} pools the runs of {} experiments ({}), as asked",
+                        p.label,
+                        names.len(),
+                        names.join(", ")
+                    )
+                }),
+        )
+        .collect();
     Comparison {
         confidence: CONFIDENCE,
         power: POWER,
@@ -233,6 +301,7 @@ pub fn compare(policies: &[PolicyRuns], settings: &Settings) -> Comparison {
         resamples: settings.resamples,
         policies: summaries,
         comparisons,
+        notes,
     }
 }
 
@@ -265,6 +334,12 @@ fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
         total.add(task);
     }
     let rate_ci = wilson(total.successes, total.runs);
+    let clustered = clustered_mean(
+        &tasks
+            .iter()
+            .map(|t| (t.successes as f64, t.runs as f64))
+            .collect::<Vec<_>>(),
+    );
     let clean_rate_ci = wilson(total.clean_successes, total.clean_runs);
     let cost_known = total.runs > 0 && tasks.iter().all(|t| t.cost_known());
     let ratio = |num: f64, den: u64| (den > 0).then(|| num / den as f64);
@@ -299,12 +374,21 @@ fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
     PolicySummary {
         policy_id: policy.label.clone(),
         scoring_version: policy.scoring_version.clone(),
+        experiments: policy.experiments.iter().cloned().collect(),
         runs: total.runs,
         tasks: tasks.len() as u64,
         solved: total.successes,
         rate: total.rate(),
         rate_ci_low: rate_ci.map(|i| i.low),
         rate_ci_high: rate_ci.map(|i| i.high),
+        rate_se_clustered: clustered.map(|c| c.se),
+        rate_ci_clustered_low: clustered.map(|c| c.interval.low.max(0.0)),
+        rate_ci_clustered_high: clustered.map(|c| c.interval.high.min(1.0)),
+        tasks_solved_once: tasks.iter().filter(|t| t.successes > 0).count() as u64,
+        tasks_solved_every_repeat: tasks
+            .iter()
+            .filter(|t| t.runs > 0 && t.successes == t.runs)
+            .count() as u64,
         excluded: policy.excluded,
         flagged_runs: total.flagged_runs,
         integrity_unknown_runs: total.integrity_unknown_runs,
@@ -342,12 +426,26 @@ fn repeats(tasks: &[&TaskRuns]) -> Option<Repeats> {
                     ))
                 })
                 .collect();
-            let n = at.len() as f64;
+            let over_tasks = |values: Vec<f64>| mean_over_tasks(&values, (0.0, 1.0));
+            let at_k = over_tasks(at.iter().map(|(a, _)| *a).collect());
+            let hat_k = over_tasks(at.iter().map(|(_, h)| *h).collect());
+            // Every task here has k runs or more: `at` is never empty for k <= most.
+            let parts = |m: Option<super::stats::ClusteredMean>| {
+                m.map_or((f64::NAN, f64::NAN, f64::NAN), |m| {
+                    (m.mean, m.interval.low, m.interval.high)
+                })
+            };
+            let (at_mean, at_low, at_high) = parts(at_k);
+            let (hat_mean, hat_low, hat_high) = parts(hat_k);
             PassAtK {
                 k,
                 tasks: at.len() as u64,
-                pass_at_k: at.iter().map(|(a, _)| a).sum::<f64>() / n,
-                pass_hat_k: at.iter().map(|(_, h)| h).sum::<f64>() / n,
+                pass_at_k: at_mean,
+                pass_at_k_ci_low: at_low,
+                pass_at_k_ci_high: at_high,
+                pass_hat_k: hat_mean,
+                pass_hat_k_ci_low: hat_low,
+                pass_hat_k_ci_high: hat_high,
             }
         })
         .collect();
@@ -410,6 +508,7 @@ fn pair(baseline: &PolicyRuns, candidate: &PolicyRuns, settings: &Settings) -> P
     let candidate_better = differences.iter().filter(|&&d| d > 0.0).count() as u64;
     let baseline_better = differences.iter().filter(|&&d| d < 0.0).count() as u64;
     let difference = mean(&differences);
+    let clustered = mean_over_tasks(&differences, (-1.0, 1.0));
     let discordance = mean(
         &shared
             .iter()
@@ -440,6 +539,9 @@ fn pair(baseline: &PolicyRuns, candidate: &PolicyRuns, settings: &Settings) -> P
         difference,
         ci_low: rate_ci.map(|i: Interval| i.low),
         ci_high: rate_ci.map(|i| i.high),
+        difference_se_clustered: clustered.map(|c| c.se),
+        clustered_ci_low: clustered.map(|c| c.interval.low),
+        clustered_ci_high: clustered.map(|c| c.interval.high),
         candidate_better,
         baseline_better,
         p_value: method.map(|_| binomial_two_sided(candidate_better, baseline_better)),
@@ -457,7 +559,38 @@ fn pair(baseline: &PolicyRuns, candidate: &PolicyRuns, settings: &Settings) -> P
             .and_then(|(d, psi)| tasks_needed(d, psi))
             .map(|needed| needed.ceil() as u64),
         note,
+        reading: None,
     }
+}
+
+/// `pair`'s p-value, detectable difference and tasks needed in one sentence, saying what
+/// each means, so that a small p-value beside a large detectable difference reads right.
+fn reading(c: &PairComparison) -> Option<String> {
+    let (p, difference) = (c.p_value?, c.difference?);
+    let mut text = format!(
+        "p = {p:.3}: if the two policies were equally good, a split of the {} tasks that \
+         differ at least this unevenly ({} for the candidate, {} for the baseline) would \
+         happen {:.1} % of the time",
+        c.candidate_better + c.baseline_better,
+        c.candidate_better,
+        c.baseline_better,
+        100.0 * p
+    );
+    match c.min_detectable_difference {
+        Some(mdd) => text.push_str(&format!(
+            "; detectable difference {mdd:.2}: on these {} tasks a true difference of \
+             {mdd:.2} or more is found 80 % of the time, a smaller one may be missed",
+            c.tasks
+        )),
+        None => text.push_str("; no detectable difference: no task told them apart"),
+    }
+    if let Some(needed) = c.tasks_needed {
+        text.push_str(&format!(
+            "; tasks needed {needed}: paired tasks to find the observed difference \
+             ({difference:+.3}) 80 % of the time"
+        ));
+    }
+    Some(text)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use clickhouse::Client;
 use crate::queries::{ParamValues, Query, QueryError};
 
 pub use analyze::{compare, Comparison, PairComparison, PolicySummary, Settings};
-pub use outcomes::{group, parse_by, Dimension, PolicyRuns};
+pub use outcomes::{group, parse_by, Dimension, Experiments, PolicyRuns};
 
 /// Which runs to read: the filters of `paired_outcomes`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,8 +34,12 @@ pub struct Filters {
     pub since: Option<String>,
     /// Runs started before this time.
     pub until: Option<String>,
-    /// Only runs of this scenario.
-    pub scenario: Option<String>,
+    /// Only runs of these scenarios (names); empty = every scenario.
+    pub scenarios: Vec<String>,
+    /// Only runs of these experiments; empty = every run.
+    pub experiments: Vec<String>,
+    /// Only runs of these sweeps; empty = every run.
+    pub sweeps: Vec<String>,
     /// Only these task ids; empty = every task.
     pub tasks: Vec<String>,
 }
@@ -52,9 +56,9 @@ pub enum CompareError {
     /// `--by` names an unknown key.
     #[error("--by: {0}")]
     BadKeys(String),
-    /// A task id that a comma-separated list cannot carry.
-    #[error("task id {0:?} holds a comma")]
-    TaskWithComma(String),
+    /// A value that a comma-separated list cannot carry.
+    #[error("{0} {1:?} holds a comma")]
+    WithComma(&'static str, String),
     /// `--policy` or `--baseline` names no policy with counted or excluded runs.
     #[error("no runs of {name:?} (grouped by {by}); policies seen: {known}")]
     UnknownPolicy {
@@ -67,31 +71,45 @@ pub enum CompareError {
     },
 }
 
-/// Reads the runs `filters` select and groups them into policies by `by`.
+impl Filters {
+    /// The parameters of a shipped query that select these runs (`since`, `until`, and
+    /// the lists comma-separated); `tasks` only when `with_tasks`.
+    pub fn params(&self, with_tasks: bool) -> Result<ParamValues, CompareError> {
+        let mut values = ParamValues::new();
+        for (name, value) in [("since", &self.since), ("until", &self.until)] {
+            if let Some(value) = value {
+                values.insert(name.to_owned(), value.clone());
+            }
+        }
+        let tasks = if with_tasks { &self.tasks[..] } else { &[] };
+        for (name, what, list) in [
+            ("scenario", "scenario", &self.scenarios[..]),
+            ("experiment", "experiment", &self.experiments[..]),
+            ("sweep", "sweep", &self.sweeps[..]),
+            ("tasks", "task id", tasks),
+        ] {
+            if let Some(bad) = list.iter().find(|v| v.contains(',')) {
+                return Err(CompareError::WithComma(what, bad.clone()));
+            }
+            if !list.is_empty() {
+                values.insert(name.to_owned(), list.join(","));
+            }
+        }
+        Ok(values)
+    }
+}
+
+/// Reads the runs `filters` select and groups them into policies by `by`, keeping runs
+/// of different experiments apart unless `experiments` pools them.
 pub async fn load(
     client: &Client,
     filters: &Filters,
     by: &[Dimension],
+    experiments: Experiments,
 ) -> Result<Vec<PolicyRuns>, CompareError> {
     let query = Query::find("paired_outcomes")?;
-    let mut values = ParamValues::new();
-    for (name, value) in [
-        ("since", &filters.since),
-        ("until", &filters.until),
-        ("scenario", &filters.scenario),
-    ] {
-        if let Some(value) = value {
-            values.insert(name.to_owned(), value.clone());
-        }
-    }
-    if let Some(bad) = filters.tasks.iter().find(|t| t.contains(',')) {
-        return Err(CompareError::TaskWithComma(bad.clone()));
-    }
-    if !filters.tasks.is_empty() {
-        values.insert("tasks".to_owned(), filters.tasks.join(","));
-    }
-    let table = query.run(client, &values).await?;
-    Ok(group(&table, by)?)
+    let table = query.run(client, &filters.params(true)?).await?;
+    Ok(group(&table, by, experiments)?)
 }
 
 /// Checks that every name in `wanted` (the `--policy` values and the `--baseline`) is a
@@ -108,7 +126,7 @@ pub fn check_named(
         None => Ok(()),
         Some(name) => Err(CompareError::UnknownPolicy {
             name: (*name).clone(),
-            by: by.iter().map(|d| d.name()).collect::<Vec<_>>().join(","),
+            by: by.iter().map(Dimension::name).collect::<Vec<_>>().join(","),
             known: found
                 .iter()
                 .map(|p| p.group.as_str())

@@ -1,13 +1,16 @@
 //! What `compare` reads: the rows of the shipped `paired_outcomes` query (per task and
 //! policy config: the runs that count, their successes, cost, turns, tokens and integrity,
 //! and the runs excluded, by reason), grouped into the policies being compared (`--by`), with
-//! policies whose runs were judged under different `scoring_version`s split apart.
+//! policies whose runs were judged under different `scoring_version`s split apart, and
+//! runs of different experiments split apart unless pooling them was asked for. A
+//! policy that is a config (`--by cfg`) is labelled by the settings that differ between
+//! the configs shown, never by its hash.
 //!
 //! Which runs count is decided in one place, the SQL of `paired_outcomes` (see
 //! `deploy/clickhouse/queries/paired_outcomes.sql`); this module only adds them up. No
 //! statistics here ([`super::analyze`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::Serialize;
@@ -15,63 +18,134 @@ use serde::Serialize;
 use crate::table::Table;
 
 /// A config key runs are grouped by into the policies compared (`--by`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Dimension {
     /// `policy_id` (the default).
     Policy,
-    /// `cfg_hash`: exactly the same config.
+    /// `cfg_hash`: exactly the same config, labelled by the settings that differ.
     Cfg,
     /// The model.
     Model,
     /// The context strategy.
     Strategy,
+    /// The experiment the runs belong to (`run_start.experiment`).
+    Experiment,
+    /// The value of one tag of the runs (`tag:NAME`).
+    Tag(String),
 }
 
 impl Dimension {
-    /// Every dimension, with its `--by` name.
-    pub const ALL: [(&'static str, Dimension); 4] = [
+    /// Every dimension but `tag:NAME`, with its `--by` name.
+    pub const NAMED: [(&'static str, Dimension); 5] = [
         ("policy", Dimension::Policy),
         ("cfg", Dimension::Cfg),
         ("model", Dimension::Model),
         ("strategy", Dimension::Strategy),
+        ("experiment", Dimension::Experiment),
     ];
 
     /// The `--by` name.
-    pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, d)| *d == self)
-            .map_or("", |(name, _)| name)
+    pub fn name(&self) -> String {
+        match self {
+            Dimension::Tag(name) => format!("tag:{name}"),
+            other => Self::NAMED
+                .iter()
+                .find(|(_, d)| d == other)
+                .map_or_else(String::new, |(name, _)| (*name).to_owned()),
+        }
     }
 
-    /// The `paired_outcomes` column holding this dimension.
-    fn column(self) -> &'static str {
-        match self {
+    /// This dimension's value in `row` of a `paired_outcomes` answer; `None` when the
+    /// runs do not say (a Smith run has no model, a run no such tag).
+    fn value<'t>(&self, table: &'t Table, row: usize) -> Option<&'t str> {
+        let column = match self {
             Dimension::Policy => "policy_id",
             Dimension::Cfg => "cfg_hash",
             Dimension::Model => "model",
             Dimension::Strategy => "strategy",
-        }
+            Dimension::Experiment => "experiment",
+            Dimension::Tag(name) => {
+                return table.get(row, "tags")?.lines().find_map(|tag| {
+                    tag.strip_prefix(name.as_str())
+                        .and_then(|rest| rest.strip_prefix('='))
+                });
+            }
+        };
+        table.get(row, column)
     }
 }
 
-/// Parses `--by`: dimension names separated by commas (`model,strategy`).
+/// Parses `--by`: dimension names separated by commas (`model,strategy`,
+/// `experiment,tag:arm`).
 pub fn parse_by(text: &str) -> Result<Vec<Dimension>, String> {
     let mut dimensions = Vec::new();
     for name in text.split(',').map(str::trim) {
-        let dimension = Dimension::ALL
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, d)| *d)
-            .ok_or_else(|| {
-                let known: Vec<&str> = Dimension::ALL.iter().map(|(n, _)| *n).collect();
-                format!("unknown key {name:?}; known: {}", known.join(", "))
-            })?;
+        let dimension = match name.strip_prefix("tag:") {
+            Some("") => return Err("tag: names no tag (tag:NAME)".to_owned()),
+            Some(tag) => Dimension::Tag(tag.to_owned()),
+            None => Dimension::NAMED
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, d)| d.clone())
+                .ok_or_else(|| {
+                    let known: Vec<&str> = Dimension::NAMED.iter().map(|(n, _)| *n).collect();
+                    format!(
+                        "unknown key {name:?}; known: {}, tag:NAME",
+                        known.join(", ")
+                    )
+                })?,
+        };
         if !dimensions.contains(&dimension) {
             dimensions.push(dimension);
         }
     }
     Ok(dimensions)
+}
+
+/// The settings a config is labelled by (`--by cfg`): the `paired_outcomes` column and
+/// the name the label gives it, in label order.
+const SETTINGS: [(&str, &str); 14] = [
+    ("model", "model"),
+    ("strategy", "strategy"),
+    ("temperature", "temperature"),
+    ("context_window", "window"),
+    ("max_iterations", "max_iterations"),
+    ("observation_window", "observation_window"),
+    ("summary_interval", "summary_interval"),
+    ("summary_keep", "summary_keep"),
+    ("summarizer_model", "summarizer_model"),
+    ("endpoint", "endpoint"),
+    ("max_tokens", "max_tokens"),
+    ("system_prompt_sha256", "prompt"),
+    ("tool_definitions_sha256", "tool_definitions"),
+    ("tools", "tools"),
+];
+
+/// A setting's value as a label shows it: windows in thousands of tokens (`8k`), hashes
+/// by their first 8 characters, an unstated one as `null`.
+fn setting_text(column: &str, value: Option<&str>) -> String {
+    let Some(value) = value else {
+        return "null".to_owned();
+    };
+    match column {
+        "context_window" => match value.parse::<u64>() {
+            Ok(n) if n > 0 && n % 1024 == 0 => format!("{}k", n / 1024),
+            Ok(n) if n > 0 && n % 1000 == 0 => format!("{}k", n / 1000),
+            _ => value.to_owned(),
+        },
+        "system_prompt_sha256" | "tool_definitions_sha256" => value.chars().take(8).collect(),
+        _ => value.to_owned(),
+    }
+}
+
+/// What `group` does with runs of different experiments in one policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Experiments {
+    /// Keep them apart: one policy per experiment, labelled `@experiment=NAME`.
+    #[default]
+    Apart,
+    /// Pool them (`--pool-experiments`): the policy lists the experiments it pools.
+    Pooled,
 }
 
 /// What a label shows for a dimension nobody reported (a Smith run has no model).
@@ -201,8 +275,12 @@ pub struct PolicyRuns {
     /// `model:strategy`), with ` @scoring=<v>` when its runs were judged under several
     /// scoring versions and it was split.
     pub label: String,
-    /// The label without the scoring split: what `--policy` and `--baseline` name.
+    /// The label without the scoring and experiment split: what `--policy` and
+    /// `--baseline` name.
     pub group: String,
+    /// The experiments its runs belong to (`(none)` for runs outside any): one unless
+    /// they were pooled.
+    pub experiments: BTreeSet<String>,
     /// The judge version of its runs; `None` when the runs do not say (Smith).
     pub scoring_version: Option<String>,
     /// Counted runs per task id; tasks with only excluded runs are absent.
@@ -220,9 +298,21 @@ pub struct RowError {
 }
 
 /// Groups the answer of `paired_outcomes` into policies by `by`, splitting a policy
-/// whose runs carry several scoring versions; sorted by label.
-pub fn group(table: &Table, by: &[Dimension]) -> Result<Vec<PolicyRuns>, RowError> {
-    let mut groups: BTreeMap<(String, Option<String>), PolicyRuns> = BTreeMap::new();
+/// whose runs carry several scoring versions, and (unless `experiments` pools them)
+/// several experiments; sorted by label.
+pub fn group(
+    table: &Table,
+    by: &[Dimension],
+    experiments: Experiments,
+) -> Result<Vec<PolicyRuns>, RowError> {
+    // Keyed by the group label, scoring version and (kept apart) experiment.
+    type Key = (String, Option<String>, Option<String>);
+    let mut groups: BTreeMap<Key, PolicyRuns> = BTreeMap::new();
+    let cfg_labels = if by.contains(&Dimension::Cfg) {
+        config_labels(table)
+    } else {
+        BTreeMap::new()
+    };
     for row in 0..table.rows.len() {
         let text = |name: &str| table.get(row, name);
         let count = |name: &str| -> Result<u64, RowError> {
@@ -246,10 +336,18 @@ pub fn group(table: &Table, by: &[Dimension]) -> Result<Vec<PolicyRuns>, RowErro
         let task_id = text("task_id").ok_or_else(|| missing(row, "task_id"))?;
         let group_label = by
             .iter()
-            .map(|d| text(d.column()).unwrap_or(UNKNOWN))
+            .map(|d| {
+                let value = d.value(table, row);
+                match d {
+                    Dimension::Cfg => value.and_then(|h| cfg_labels.get(h)).map(String::as_str),
+                    _ => value,
+                }
+                .unwrap_or(UNKNOWN)
+            })
             .collect::<Vec<_>>()
             .join(":");
         let scoring = text("scoring_version").map(str::to_owned);
+        let experiment = text("experiment").unwrap_or(NO_EXPERIMENT).to_owned();
         let runs = TaskRuns {
             runs: count("runs")?,
             successes: count("successes")?,
@@ -271,14 +369,16 @@ pub fn group(table: &Table, by: &[Dimension]) -> Result<Vec<PolicyRuns>, RowErro
             infrastructure: count("infrastructure")?,
             unjudged: count("unjudged")?,
         };
+        let apart = (experiments == Experiments::Apart).then(|| experiment.clone());
         let policy = groups
-            .entry((group_label.clone(), scoring.clone()))
+            .entry((group_label.clone(), scoring.clone(), apart))
             .or_insert_with(|| PolicyRuns {
                 label: group_label.clone(),
                 group: group_label,
                 scoring_version: scoring,
                 ..PolicyRuns::default()
             });
+        policy.experiments.insert(experiment);
         policy.excluded.add(&excluded);
         if runs.runs > 0 {
             policy
@@ -289,20 +389,98 @@ pub fn group(table: &Table, by: &[Dimension]) -> Result<Vec<PolicyRuns>, RowErro
         }
     }
     let mut policies: Vec<PolicyRuns> = groups.into_values().collect();
-    // Verdicts of different judge versions are never pooled: a group seen under
-    // several versions becomes one policy per version, and says so in its label.
-    for i in 0..policies.len() {
-        let split = policies
-            .iter()
-            .filter(|p| p.group == policies[i].group)
-            .count()
-            > 1;
-        if split {
-            let version = policies[i].scoring_version.as_deref().unwrap_or(UNKNOWN);
-            policies[i].label = format!("{} @scoring={version}", policies[i].group);
+    // Verdicts of different judge versions are never pooled, nor (unless asked) runs of
+    // different experiments: a group seen under several becomes one policy each, and
+    // says so in its label.
+    let labels: Vec<String> = policies
+        .iter()
+        .map(|p| {
+            let twins = |same: &dyn Fn(&PolicyRuns) -> bool| {
+                policies
+                    .iter()
+                    .filter(|q| q.group == p.group && !same(q))
+                    .count()
+                    > 0
+            };
+            let mut label = p.group.clone();
+            if twins(&|q| q.scoring_version == p.scoring_version) {
+                let version = p.scoring_version.as_deref().unwrap_or(UNKNOWN);
+                label.push_str(&format!(" @scoring={version}"));
+            }
+            if experiments == Experiments::Apart && twins(&|q| q.experiments == p.experiments) {
+                let names: Vec<&str> = p.experiments.iter().map(String::as_str).collect();
+                label.push_str(&format!(" @experiment={}", names.join(",")));
+            }
+            label
+        })
+        .collect();
+    for (policy, label) in policies.iter_mut().zip(labels) {
+        policy.label = label;
+    }
+    policies.sort_by(|a, b| a.label.cmp(&b.label));
+    Ok(policies)
+}
+
+/// The label of a run outside any experiment.
+pub const NO_EXPERIMENT: &str = "(none)";
+
+/// The label of every cfg_hash of `table` (a `paired_outcomes` answer): the settings that
+/// differ between its configs (`temperature=0.2 window=8k`). Configs whose listed
+/// settings are all alike differ in another one, and say so with the start of their hash;
+/// a lone config is `one config`.
+fn config_labels(table: &Table) -> BTreeMap<String, String> {
+    let mut settings: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for row in 0..table.rows.len() {
+        if let Some(hash) = table.get(row, "cfg_hash") {
+            settings.entry(hash).or_insert_with(|| {
+                SETTINGS
+                    .iter()
+                    .map(|(column, _)| setting_text(column, table.get(row, column)))
+                    .collect()
+            });
         }
     }
-    Ok(policies)
+    let differing: Vec<usize> = (0..SETTINGS.len())
+        .filter(|&i| {
+            settings
+                .values()
+                .map(|s| &s[i])
+                .collect::<BTreeSet<_>>()
+                .len()
+                > 1
+        })
+        .collect();
+    let labels: BTreeMap<&str, String> = settings
+        .iter()
+        .map(|(hash, values)| {
+            let label = differing
+                .iter()
+                .map(|&i| format!("{}={}", SETTINGS[i].1, values[i]))
+                .collect::<Vec<_>>()
+                .join(" ");
+            (*hash, label)
+        })
+        .collect();
+    labels
+        .iter()
+        .map(|(hash, label)| {
+            let alike = labels.values().filter(|l| *l == label).count() > 1;
+            let label = match (alike, label.is_empty()) {
+                (false, false) => label.clone(),
+                (false, true) => "one config".to_owned(),
+                (true, _) => {
+                    let short: String = hash.chars().take(8).collect();
+                    let other = format!("other settings (cfg {short})");
+                    if label.is_empty() {
+                        other
+                    } else {
+                        format!("{label} {other}")
+                    }
+                }
+            };
+            ((*hash).to_owned(), label)
+        })
+        .collect()
 }
 
 fn missing(row: usize, name: &str) -> RowError {
@@ -345,7 +523,7 @@ mod tests {
             ("t2", "p", "m", "raw", "2", 1, 0),
             ("t1", "q", "m", "raw", "1", 1, 0),
         ]);
-        let policies = group(&table, &[Dimension::Policy]).expect("reads");
+        let policies = group(&table, &[Dimension::Policy], Experiments::Apart).expect("reads");
         let labels: Vec<&str> = policies.iter().map(|p| p.label.as_str()).collect();
         assert_eq!(labels, ["p @scoring=1", "p @scoring=2", "q"]);
         assert!(policies.iter().all(|p| p.tasks.len() == 1));
@@ -360,7 +538,7 @@ mod tests {
             ("t1", "c", "\\N", "raw", "1", 1, 0),
         ]);
         let by = parse_by("model,strategy").expect("known keys");
-        let policies = group(&table, &by).expect("reads");
+        let policies = group(&table, &by, Experiments::Apart).expect("reads");
         assert_eq!(policies[0].label, "(unknown):raw");
         let gpt = &policies[1];
         assert_eq!(gpt.label, "gpt:raw");
@@ -368,5 +546,140 @@ mod tests {
         assert_eq!((t1.runs, t1.successes), (3, 2));
         assert!((t1.cost_usd - 0.3).abs() < 1e-12 && t1.cost_known());
         assert!(parse_by("model,colour").is_err());
+        assert!(parse_by("tag:").is_err());
+    }
+
+    /// A `paired_outcomes` answer of one counted, solved run per row, with the config
+    /// columns `extra` names (all String) and each row's values for them.
+    fn with_columns(extra: &[&str], rows: &[&[&str]]) -> Table {
+        let counts = [
+            "runs",
+            "successes",
+            "priced_runs",
+            "turn_runs",
+            "token_runs",
+            "flagged_runs",
+            "integrity_unknown_runs",
+            "clean_runs",
+            "clean_successes",
+            "broken_task",
+            "unfinished",
+            "lost_events",
+            "infrastructure",
+            "unjudged",
+        ];
+        let names: Vec<&str> = extra.iter().copied().chain(counts).collect();
+        let types: Vec<&str> = extra
+            .iter()
+            .map(|_| "Nullable(String)")
+            .chain(counts.iter().map(|_| "UInt64"))
+            .collect();
+        let mut text = format!("{}\n{}\n", names.join("\t"), types.join("\t"));
+        for row in rows {
+            let values: Vec<&str> = row
+                .iter()
+                .copied()
+                .chain([
+                    "1", "1", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0", "0",
+                ])
+                .collect();
+            text.push_str(&values.join("\t"));
+            text.push('\n');
+        }
+        Table::from_tsv_with_names_and_types(&text).expect("parses")
+    }
+
+    #[test]
+    fn configs_are_labelled_by_the_settings_that_differ_never_by_their_hash() {
+        let extra = [
+            "task_id",
+            "cfg_hash",
+            "model",
+            "temperature",
+            "context_window",
+            "endpoint",
+        ];
+        let table = with_columns(
+            &extra,
+            &[
+                &["t1", "aaaa1111", "m", "0.2", "8192", "http://h:80/v1"],
+                &["t1", "bbbb2222", "m", "0.7", "8192", "http://h:80/v1"],
+                &["t1", "cccc3333", "m", "0.2", "32000", "http://h:80/v1"],
+                // Alike in every listed setting: another one differs.
+                &["t1", "dddd4444", "m", "0.2", "32000", "http://h:80/v1"],
+            ],
+        );
+        let policies = group(&table, &[Dimension::Cfg], Experiments::Apart).expect("reads");
+        let labels: Vec<&str> = policies.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "temperature=0.2 window=32k other settings (cfg cccc3333)",
+                "temperature=0.2 window=32k other settings (cfg dddd4444)",
+                "temperature=0.2 window=8k",
+                "temperature=0.7 window=8k",
+            ]
+        );
+        // Two endpoints are two configs, named by their endpoint.
+        let table = with_columns(
+            &extra,
+            &[
+                &[
+                    "t1",
+                    "aaaa1111",
+                    "m",
+                    "0.2",
+                    "8192",
+                    "http://127.0.0.1:8000/v1",
+                ],
+                &[
+                    "t1",
+                    "bbbb2222",
+                    "m",
+                    "0.2",
+                    "8192",
+                    "http://localhost:8000/v1",
+                ],
+            ],
+        );
+        let policies = group(&table, &[Dimension::Cfg], Experiments::Apart).expect("reads");
+        let labels: Vec<&str> = policies.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "endpoint=http://127.0.0.1:8000/v1",
+                "endpoint=http://localhost:8000/v1"
+            ]
+        );
+    }
+
+    #[test]
+    fn runs_of_different_experiments_are_pooled_only_when_asked() {
+        let extra = ["task_id", "policy_id", "experiment", "tags"];
+        let table = with_columns(
+            &extra,
+            &[
+                &["t1", "p", "exp-a", "arm=a\\nowner=ci"],
+                &["t1", "p", "exp-b", "arm=b"],
+                &["t1", "q", "exp-a", "\\N"],
+            ],
+        );
+        let apart = group(&table, &[Dimension::Policy], Experiments::Apart).expect("reads");
+        let labels: Vec<&str> = apart.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(labels, ["p @experiment=exp-a", "p @experiment=exp-b", "q"]);
+        assert!(apart.iter().all(|p| p.tasks["t1"].runs == 1));
+
+        let pooled = group(&table, &[Dimension::Policy], Experiments::Pooled).expect("reads");
+        assert_eq!(pooled[0].label, "p");
+        assert_eq!(pooled[0].tasks["t1"].runs, 2);
+        assert_eq!(
+            pooled[0].experiments.iter().collect::<Vec<_>>(),
+            ["exp-a", "exp-b"]
+        );
+
+        let by = parse_by("experiment,tag:arm").expect("known keys");
+        let tagged = group(&table, &by, Experiments::Pooled).expect("reads");
+        let labels: Vec<&str> = tagged.iter().map(|p| p.label.as_str()).collect();
+        assert_eq!(labels, ["exp-a:(unknown)", "exp-a:a", "exp-b:b"]);
     }
 }

@@ -18,12 +18,20 @@ pub fn render(comparison: &Comparison, format: Format) -> String {
             let policies = policy_table(&comparison.policies).render(format);
             let pairs = pair_table(&comparison.comparisons).render(format);
             let notes: String = comparison
-                .comparisons
+                .notes
                 .iter()
-                .filter_map(|c| {
+                .map(|note| format!("note: {note}\n"))
+                .chain(comparison.comparisons.iter().filter_map(|c| {
                     let note = c.note.as_deref()?;
                     Some(format!("note: {} vs {}: {note}\n", c.baseline, c.candidate))
-                })
+                }))
+                .chain(comparison.comparisons.iter().filter_map(|c| {
+                    let reading = c.reading.as_deref()?;
+                    Some(format!(
+                        "reading: {} vs {}: {reading}\n",
+                        c.baseline, c.candidate
+                    ))
+                }))
                 .collect();
             let notes = if format == Format::Table {
                 notes
@@ -70,6 +78,11 @@ pub fn policy_table(policies: &[PolicySummary]) -> Table {
             ("rate", true),
             ("rate_ci_low", true),
             ("rate_ci_high", true),
+            ("rate_se_clustered", true),
+            ("rate_ci_clustered_low", true),
+            ("rate_ci_clustered_high", true),
+            ("tasks_solved_at_least_once", true),
+            ("tasks_solved_in_every_repeat", true),
             ("excluded", false),
             ("flagged_runs", true),
             ("integrity_unknown_runs", true),
@@ -95,8 +108,15 @@ pub fn policy_table(policies: &[PolicySummary]) -> Table {
                 .iter()
                 .map(|k| {
                     format!(
-                        "k={} pass@k {:.3} pass^k {:.3} (n={})",
-                        k.k, k.pass_at_k, k.pass_hat_k, k.tasks
+                        "k={} pass@k {:.3} [{:.3}, {:.3}] pass^k {:.3} [{:.3}, {:.3}] (n={})",
+                        k.k,
+                        k.pass_at_k,
+                        k.pass_at_k_ci_low,
+                        k.pass_at_k_ci_high,
+                        k.pass_hat_k,
+                        k.pass_hat_k_ci_low,
+                        k.pass_hat_k_ci_high,
+                        k.tasks
                     )
                 })
                 .collect::<Vec<_>>()
@@ -111,6 +131,11 @@ pub fn policy_table(policies: &[PolicySummary]) -> Table {
             number(p.rate, 4),
             number(p.rate_ci_low, 4),
             number(p.rate_ci_high, 4),
+            number(p.rate_se_clustered, 4),
+            number(p.rate_ci_clustered_low, 4),
+            number(p.rate_ci_clustered_high, 4),
+            count(p.tasks_solved_once),
+            count(p.tasks_solved_every_repeat),
             Some(p.excluded.to_string()),
             count(p.flagged_runs),
             count(p.integrity_unknown_runs),
@@ -142,6 +167,9 @@ pub fn pair_table(pairs: &[PairComparison]) -> Table {
             ("difference", true),
             ("ci_low", true),
             ("ci_high", true),
+            ("difference_se_clustered", true),
+            ("clustered_ci_low", true),
+            ("clustered_ci_high", true),
             ("p_value", true),
             ("p_adjusted", true),
             ("method", false),
@@ -162,6 +190,9 @@ pub fn pair_table(pairs: &[PairComparison]) -> Table {
             number(c.difference, 4),
             number(c.ci_low, 4),
             number(c.ci_high, 4),
+            number(c.difference_se_clustered, 4),
+            number(c.clustered_ci_low, 4),
+            number(c.clustered_ci_high, 4),
             number(c.p_value, 4),
             number(c.p_adjusted, 4),
             c.method.map(str::to_owned),

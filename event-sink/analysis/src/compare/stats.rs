@@ -54,6 +54,59 @@ pub fn wilson(successes: u64, trials: u64) -> Option<Interval> {
     })
 }
 
+/// A mean over observations grouped in clusters (a task's runs), with its standard error
+/// clustered by cluster and the normal interval at [`CONFIDENCE`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ClusteredMean {
+    /// The mean over every observation.
+    pub mean: f64,
+    /// Its standard error, clustered.
+    pub se: f64,
+    /// `mean ± z·se`.
+    pub interval: Interval,
+}
+
+/// The mean of observations given per cluster as (sum, count), with the task-clustered
+/// standard error of Miller (2024, "Adding error bars to evals"):
+/// `Var = Σ_c (Σ_{i∈c} (x_i − x̄))² / n²`, which is statsmodels' OLS on a constant with
+/// `cov_type="cluster"` and `use_correction=False`. Runs of one task are not independent
+/// (the task's difficulty is shared), so this is wider than the naive error when tasks
+/// are run several times. `None` without observations.
+pub fn clustered_mean(clusters: &[(f64, f64)]) -> Option<ClusteredMean> {
+    let n: f64 = clusters.iter().map(|(_, count)| count).sum();
+    if n <= 0.0 {
+        return None;
+    }
+    let mean = clusters.iter().map(|(sum, _)| sum).sum::<f64>() / n;
+    let spread: f64 = clusters
+        .iter()
+        .map(|(sum, count)| (sum - count * mean).powi(2))
+        .sum();
+    let se = spread.sqrt() / n;
+    let half = z_two_sided() * se;
+    Some(ClusteredMean {
+        mean,
+        se,
+        interval: Interval {
+            low: mean - half,
+            high: mean + half,
+        },
+    })
+}
+
+/// [`clustered_mean`] of one value per cluster (a per-task estimate: pass^k, a paired
+/// difference), its interval clipped to `bounds`.
+pub fn mean_over_tasks(values: &[f64], bounds: (f64, f64)) -> Option<ClusteredMean> {
+    let clusters: Vec<(f64, f64)> = values.iter().map(|&v| (v, 1.0)).collect();
+    clustered_mean(&clusters).map(|m| ClusteredMean {
+        interval: Interval {
+            low: m.interval.low.max(bounds.0),
+            high: m.interval.high.min(bounds.1),
+        },
+        ..m
+    })
+}
+
 /// The exact two-sided p-value of `a` against `b` outcomes, each equally likely under
 /// the null (a binomial test at 0.5 on `a + b` trials, doubling the smaller tail, capped
 /// at 1). On the discordant pairs of one run per task and policy this is the exact

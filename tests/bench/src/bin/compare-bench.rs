@@ -186,7 +186,13 @@ async fn main() -> anyhow::Result<()> {
             anyhow::ensure!(out.contains("\"comparisons\""), "no answer: {out}");
             // The same work without the query: grouping is cheap, the bootstrap is not.
             let start = Instant::now();
-            let policies = stats::load(&client, &Default::default(), &[Dimension::Policy]).await?;
+            let policies = stats::load(
+                &client,
+                &Default::default(),
+                &[Dimension::Policy],
+                Default::default(),
+            )
+            .await?;
             query.push(start.elapsed());
             let settings = Settings {
                 baseline: baseline.clone(),

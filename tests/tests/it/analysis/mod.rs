@@ -23,6 +23,7 @@
 
 mod cli;
 mod compare;
+mod experiments;
 mod provenance;
 mod queries;
 mod report;

@@ -65,6 +65,11 @@ const NOT_ON_THE_WIRE: &[(&str, &str)] = &[
     ("run_starts.sweep_key", "`sweep.key`"),
     ("run_starts.sweep_trial", "`sweep.trial`"),
     ("run_starts.sandbox_kind", "`sandbox.kind`"),
+    ("run_starts.tag_keys", "the keys of `tags`, sorted"),
+    (
+        "run_starts.tag_values",
+        "the values of `tags`, in the order of `tag_keys`",
+    ),
     ("run_starts.available_tools", "`available_tools`"),
     ("deliberations.action_types", "`actions[].type`"),
     ("deliberations.action_targets", "`actions[].target`"),
@@ -158,6 +163,14 @@ const ALWAYS_KNOWN: &[(&str, &str)] = &[
     ("event_ids.stream_seq", "the message"),
     ("events_raw.stream_seq", "the message"),
     ("run_starts.fixture_sha256", "hash"),
+    (
+        "run_starts.tag_keys",
+        "the run's labels: empty when it has none",
+    ),
+    (
+        "run_starts.tag_values",
+        "the run's labels: empty when it has none",
+    ),
     (
         "run_stops.early_stopped",
         "derived from how the run ended: whether it has an early-stop reason",

@@ -87,7 +87,7 @@ async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
     let model = band_model();
     let dir = tempfile::tempdir().expect("dir");
     let bayes_file = fixture("bayes-band.toml");
-    let plan = Plan::load(&bayes_file, &repo_path("scenarios"), false).expect("bayes plan");
+    let plan = Plan::load(&bayes_file, &repo_path("scenarios"), false, None).expect("bayes plan");
     let dry_run = plan.to_string();
     assert!(
         dry_run.contains("temperature in 0..=1 (float)") && dry_run.contains("first 3 proposals"),
@@ -217,6 +217,36 @@ async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
         column("task_id").iter().all(|t| t != "NULL"),
         "every finished proposal names its run's task"
     );
+    // Every row is its own run's: linked by trial, never by cfg_hash, its task, success
+    // and cost are those of the run it names, joined on run id.
+    assert_eq!(
+        column("trial"),
+        column("proposal"),
+        "one worker: trial n is proposal n"
+    );
+    for (row, run_id) in column("run_id").iter().enumerate() {
+        assert_ne!(run_id, "NULL", "proposal {row} links to its run");
+        let own = query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT task_id, toString(sweep_trial), ifNull(toString(success), 'NULL'), \
+                 ifNull(toString(cost_usd), 'NULL') FROM benchstream.run_starts FINAL \
+                 ANY INNER JOIN (SELECT run_id, success, cost_usd FROM benchstream.run_stops \
+                 FINAL) AS stops USING run_id \
+                 WHERE run_id = toUUID('{run_id}') AND sweep_name = 'fleet-bayes-band' \
+                 FORMAT TSV"
+            ),
+        );
+        let shown = [
+            &column("task_id")[row],
+            &column("trial")[row],
+            &column("success")[row],
+            &column("cost_usd")[row],
+        ]
+        .map(String::as_str)
+        .join("\t");
+        assert_eq!(own.trim_end(), shown, "proposal {row}");
+    }
     let best_cfg = &column("cfg_hash")[best_row];
     let best_config: Value = serde_json::from_str(&query(
         &sink.clickhouse,
@@ -236,7 +266,7 @@ async fn two_workers_share_a_bayes_sweep_and_a_dead_workers_trial_is_rerun() {
     let (nats, sink) = start_pipeline().await;
     let model = band_model();
     let file = fixture("bayes-strategies.toml");
-    let plan = Plan::load(&file, &repo_path("scenarios"), false).expect("plan");
+    let plan = Plan::load(&file, &repo_path("scenarios"), false, None).expect("plan");
 
     // A worker claimed trial 1 an hour ago and died: its claim is past any lease.
     let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)

@@ -5,10 +5,12 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use agent_runner::exec::{self, ExecConfig};
+use agent_runner::pricing::PriceTable;
+use bench_schemas::{Payload, PricingSource};
 use tokio_util::sync::CancellationToken;
 
 use super::query;
-use crate::common::{exec_published, repo_path, start_pipeline};
+use crate::common::{exec_published, journal_events, repo_path, start_pipeline};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn example_agent_events_reach_clickhouse() {
@@ -183,4 +185,54 @@ async fn an_agent_that_declares_its_own_success_is_judged_and_its_claims_kept_ap
         "1\t1\t1"
     );
     sink.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_calls_are_priced_from_the_table_for_the_models_it_names_only() {
+    let dir = tempfile::tempdir().expect("dir");
+    let call = |model: &str| {
+        format!(
+            "{{\"type\": \"deliberation\", \"step\": 1, \"data\": {{\"agent\": \"agent\", \
+             \"provider\": \"local\", \"model\": \"{model}\", \"status\": \"ok\", \
+             \"pricing_source\": \"unknown\", \"actions\": [], \"summary\": \"\", \
+             \"raw_output\": \"\", \"raw_output_truncated\": false, \"input_tokens\": 1000, \
+             \"cached_input_tokens\": 0, \"cache_write_tokens\": 0, \"output_tokens\": 100, \
+             \"reasoning_tokens\": 0}}}}"
+        )
+    };
+    let script = format!("printf '%s\\n' '{}' '{}'", call("model-a"), call("model-b"));
+    let table = "[models.\"model-a\"]\nprompt = 1\ncompletion = 2\n";
+    let report = exec::run(
+        ExecConfig {
+            publish: None,
+            prices: Some(PriceTable::parse(table).expect("table")),
+            ..exec_published(
+                ["sh", "-c", &script].map(OsString::from).to_vec(),
+                repo_path("scenarios/smoke.toml"),
+                "sh-ci-exit-status",
+                "exec:priced",
+                "nats://127.0.0.1:1",
+                dir.path(),
+            )
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .expect("exec run");
+    let priced: Vec<(String, Option<f64>, PricingSource)> = journal_events(&report.summary)
+        .into_iter()
+        .filter_map(|e| match e.payload {
+            Payload::Deliberation(d) => Some((d.model, d.cost_usd, d.pricing_source)),
+            _ => None,
+        })
+        .collect();
+    // model-a: 1000 prompt tokens at $1 and 100 completion at $2 per million; model-b is
+    // not in the table: as the agent reported it, never model-a's price.
+    assert_eq!(
+        priced,
+        [
+            ("model-a".to_owned(), Some(0.0012), PricingSource::Table),
+            ("model-b".to_owned(), None, PricingSource::Unknown)
+        ]
+    );
 }

@@ -24,12 +24,20 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
     let (nats, sink) = start_pipeline().await;
     let dir = tempfile::tempdir().expect("dir");
     let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
-    let first = import::import_dir(&fixtures, "importer", Destination::Publish(&setup))
-        .await
-        .expect("import");
-    let second = import::import_dir(&fixtures, "importer", Destination::Publish(&setup))
-        .await
-        .expect("again");
+    let first = import::import_dir(
+        &fixtures,
+        ("importer", &Default::default()),
+        Destination::Publish(&setup),
+    )
+    .await
+    .expect("import");
+    let second = import::import_dir(
+        &fixtures,
+        ("importer", &Default::default()),
+        Destination::Publish(&setup),
+    )
+    .await
+    .expect("again");
     assert_eq!((first.files, first.failed.len()), (1, 0));
     // run_start, 6 steps x (reason, act, tool_call, observe), conclude, run_stop.
     assert_eq!(first.events, 27);
@@ -106,9 +114,13 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
             serde_json::to_vec(&traj).expect("json"),
         )
         .expect("write trajectory");
-        let third = import::import_dir(untotalled.path(), "importer", Destination::Publish(&setup))
-            .await
-            .expect("import");
+        let third = import::import_dir(
+            untotalled.path(),
+            ("importer", &Default::default()),
+            Destination::Publish(&setup),
+        )
+        .await
+        .expect("import");
         assert_eq!((third.files, third.events), (1, 27));
     }
     sink.wait_for(

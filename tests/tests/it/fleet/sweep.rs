@@ -20,7 +20,7 @@ async fn two_workers_split_a_sweep_without_overlap_or_gaps() {
     let nats = NatsServer::start();
     let spec = create_stream(&nats.url(), &SubjectPrefix::default()).await;
     let file = fixture("split.toml");
-    let plan = Plan::load(&file, &repo_path("scenarios"), false).expect("sweep plan");
+    let plan = Plan::load(&file, &repo_path("scenarios"), false, None).expect("sweep plan");
     assert_eq!(plan.expansion.configurations.len(), 12, "{plan}");
 
     let (a_dir, b_dir) = (
@@ -201,4 +201,42 @@ async fn adaptive_sweep_reads_results_and_emits_optimizer_updates() {
         "1\tsweep:fleet-adaptive"
     );
     sink.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_price_for_a_sweep_of_several_models_is_refused_before_any_run() {
+    let dir = tempfile::tempdir().expect("dir");
+    let prices = agent_runner::pricing::Prices::from_overrides(
+        agent_runner::pricing::TokenPrice::per_mtok("1").ok(),
+        agent_runner::pricing::TokenPrice::per_mtok("2").ok(),
+        None,
+    )
+    .expect("prices");
+    let mut config = worker(
+        &repo_path("scenarios/sweeps/strategies.toml"),
+        "nats://127.0.0.1:1",
+        "worker-a",
+        dir.path(),
+    );
+    config.llm = Some(agent_runner::policy::LlmConfig {
+        provider: agent_runner::provider::ProviderConfig {
+            base_url: "http://127.0.0.1:1/v1".to_owned(),
+            api_key: None,
+            timeout: Duration::from_secs(1),
+            max_tokens: None,
+        },
+        price_overrides: prices,
+        price_table: None,
+        max_format_errors: 1,
+        max_provider_failures: 1,
+    });
+    let error = sweep::run(config, CancellationToken::new())
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        error.to_string(),
+        "invalid configuration: sweep strategies runs 2 models: --prompt-price-per-mtok and \
+         --completion-price-per-mtok price one; give each model's prices with --prices"
+    );
+    assert!(!dir.path().join("runs").exists(), "no run started");
 }

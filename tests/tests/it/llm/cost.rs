@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use agent_runner::pricing::{Prices, TokenPrice};
+use agent_runner::pricing::{PriceTable, Prices, TokenPrice};
 use bench_schemas::{ExitStatus, PricingSource};
 use benchstream_tests::{OpenAiServer, Reply};
 use serde_json::{json, Value};
@@ -335,4 +335,43 @@ async fn cost_limit_ends_the_run_with_exit_cost() {
     assert_eq!(result.api_calls, Some(1));
     assert!(result.cost_usd.is_some_and(|c| c >= 1.0));
     assert_eq!(server.chat_requests().len(), 1);
+}
+
+/// `provider(server)` with the price table `text`.
+fn with_table(server: &OpenAiServer, text: &str) -> agent_runner::policy::LlmConfig {
+    let mut llm = provider(server);
+    llm.price_table = Some(PriceTable::parse(text).expect("valid table"));
+    llm
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_price_table_prices_its_models_before_the_listing_and_no_other_model() {
+    // The listing prices the model at $3/$15; the table's $1/$2 win.
+    let server = scripted_with_usage(models());
+    let table = "[models.\"bench/priced-model\"]\nprompt = 1\ncompletion = 2\n";
+    let finished = run(fixture("raw"), with_table(&server, table)).await;
+    let deliberations = finished.deliberations();
+    assert_eq!(deliberations.len(), 4);
+    for (d, billed) in deliberations.iter().zip(billed_calls()) {
+        assert_eq!(d.pricing_source, PricingSource::Table);
+        // No cached or cache-write price in the table: those tokens at the prompt price.
+        let expected = (billed.input as f64 + 2.0 * billed.output as f64) / 1e6;
+        assert!(
+            (d.cost_usd.expect("priced") - expected).abs() < 1e-12,
+            "{d:?}"
+        );
+    }
+
+    // A model the table does not name, and the provider does not price: null, never the
+    // table's other model's price.
+    let server = scripted_with_usage(unpriced_models("bench/priced-model"));
+    let table = "[models.\"bench/other-model\"]\nprompt = 1\ncompletion = 2\n";
+    let finished = run(fixture("raw"), with_table(&server, table)).await;
+    for d in finished.deliberations() {
+        assert_eq!(
+            (d.cost_usd, d.pricing_source),
+            (None, PricingSource::Unknown)
+        );
+    }
+    assert_eq!(finished.summary.result.cost_usd, None);
 }

@@ -14,6 +14,7 @@
 mod cost;
 mod end_to_end;
 mod failures;
+mod identity;
 mod replies;
 mod strategies;
 mod unknown;
@@ -80,6 +81,7 @@ pub(crate) fn provider(server: &OpenAiServer) -> LlmConfig {
             max_tokens: None,
         },
         price_overrides: None,
+        price_table: None,
         max_format_errors: 3,
         max_provider_failures: 3,
     }

@@ -355,9 +355,13 @@ async fn a_minimal_swe_agent_trajectory_leaves_what_it_does_not_state_null() {
     let traj = pinned("minimal.traj", MINIMAL_TRAJ_SHA256);
     let dir = tempfile::tempdir().expect("dir");
     let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
-    let report = import::import_dir(&traj, "importer", Destination::Publish(&setup))
-        .await
-        .expect("import");
+    let report = import::import_dir(
+        &traj,
+        ("importer", &Default::default()),
+        Destination::Publish(&setup),
+    )
+    .await
+    .expect("import");
     assert_eq!((report.files, report.failed.len()), (1, 0), "{report:?}");
     sink.wait_for(
         "SELECT count() FROM benchstream.events_raw FINAL WHERE task_id = 'minimal' FORMAT TSV",

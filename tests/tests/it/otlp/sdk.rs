@@ -16,15 +16,17 @@ const EVENTS_PER_TRACE: usize = 9;
 async fn a_trace_exported_twice_lands_exactly_and_once() {
     let (nats, sink) = start_pipeline().await;
     let dir = tempfile::tempdir().expect("dir");
+    // Prices of one of the trace's two models: the other's calls cost NULL, never these.
+    let prices = dir.path().join("prices.toml");
+    std::fs::write(
+        &prices,
+        "[models.\"claude-3-5-haiku\"]\nprompt = 1\ncompletion = 2\n",
+    )
+    .expect("price table");
     let receiver = Receiver::start(
         &nats.url(),
         dir.path(),
-        &[
-            "--prompt-price-per-mtok",
-            "1",
-            "--completion-price-per-mtok",
-            "2",
-        ],
+        &["--prices", prices.to_str().expect("utf-8 path")],
     )
     .await;
     let lines = export(&receiver.endpoint, &["twice"], &[("OTLP_GZIP", "1")]).await;
@@ -91,11 +93,12 @@ async fn a_trace_exported_twice_lands_exactly_and_once() {
              cache_write_tokens, output_tokens, reasoning_tokens, cost_usd, pricing_source, \
              summary, retries FROM benchstream.deliberations ORDER BY latency_ms FORMAT TSV"
         ),
-        "claude-3-5-haiku\tanthropic\tok\t800\t500\t\\N\t200\t50\t\\N\t0.0006\toverride\t\t\\N\n\
-         gpt-4o-mini-2024-07-18\topenai\tok\t1200\t1200\t1000\t\\N\t300\t100\t0.0018\toverride\t\
+        "claude-3-5-haiku\tanthropic\tok\t800\t500\t\\N\t200\t50\t\\N\t0.0006\ttable\t\t\\N\n\
+         gpt-4o-mini-2024-07-18\topenai\tok\t1200\t1200\t1000\t\\N\t300\t100\t\\N\tunknown\t\
          finish_reasons: tool_calls\t\\N",
         "legacy and alias attributes read; what no attribute states is NULL (a span does \
-         not say how often the call was tried)"
+         not say how often the call was tried); a model the price table does not name \
+         has a NULL cost"
     );
     let ls_hash = serde_json::json!({"command": "ls"}).canonical_hash();
     let empty_hash = serde_json::json!({}).canonical_hash();

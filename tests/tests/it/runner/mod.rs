@@ -5,6 +5,7 @@
 //! reading, the in-process sink) are in [`crate::common`], shared with the other areas.
 
 mod events;
+mod experiment;
 mod hostile_judge;
 mod limits;
 mod mount_namespace;

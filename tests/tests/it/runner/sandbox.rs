@@ -241,6 +241,8 @@ fn exec_config(
         publish: None,
         sandbox: bwrap::SandboxMode::Required,
         read_only,
+        experiment: Default::default(),
+        prices: None,
     }
 }
 
@@ -317,6 +319,8 @@ async fn exec_agents_refuse_to_start_without_a_sandbox_unless_told() {
             publish: None,
             sandbox: bwrap::SandboxMode::Off,
             read_only: Vec::new(),
+            experiment: Default::default(),
+            prices: None,
         },
         CancellationToken::new(),
     )

@@ -180,7 +180,8 @@ async fn migration_moves_a_thousand_months_into_bounded_partitions_and_every_que
     let applied = migrations::migrate(&db, None)
         .await
         .expect("migrations from 0005 on apply");
-    assert_eq!(applied, (1..=MIGRATIONS.len() as u32).collect::<Vec<u32>>());
+    let all: Vec<u32> = MIGRATIONS.iter().map(|m| m.version).collect();
+    assert_eq!(applied, all);
     let accepted: Vec<DateTime<Utc>> = (0..MONTHS).map(month).filter(|ts| plausible(*ts)).collect();
     let years: BTreeSet<i32> = accepted.iter().map(|ts| ts.year()).collect();
     let count = |sql: &str| server.query(sql).trim().to_owned();

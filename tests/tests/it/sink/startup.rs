@@ -1,5 +1,6 @@
-//! Start-up: migrations are applied once and recorded, and one that makes a column
-//! Nullable keeps the values written before it; wrong credentials, unreachable
+//! Start-up: migrations are applied once and recorded, one that makes a column
+//! Nullable keeps the values written before it, one that adds columns keeps every old
+//! row with the new ones NULL or empty; wrong credentials, unreachable
 //! servers and a missing stream under `--no-create` are clear errors before any
 //! message is taken. (Exit codes of the binary: `event-sink/tests/process.rs`.)
 
@@ -43,7 +44,8 @@ async fn migrations_are_applied_once_and_recorded() {
     let first = event_sink::migrate(&config.clickhouse)
         .await
         .expect("migrate");
-    assert_eq!(first, (1..=MIGRATIONS.len() as u32).collect::<Vec<_>>());
+    let all: Vec<u32> = MIGRATIONS.iter().map(|m| m.version).collect();
+    assert_eq!(first, all);
     let second = event_sink::migrate(&config.clickhouse)
         .await
         .expect("migrate again");
@@ -99,7 +101,7 @@ async fn migrations_are_applied_once_and_recorded() {
         ),
         "got {refused:?}"
     );
-    assert_eq!(MIGRATIONS.len(), 19);
+    assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(20));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -231,5 +233,51 @@ async fn call_times_written_before_they_could_be_null_keep_their_values() {
              FROM benchstream.deliberations FORMAT TSV"
         ),
         "Nullable(UInt64)\tNullable(UInt32)\t1800\t0"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_written_before_experiments_keep_their_rows_with_no_experiment() {
+    let server = tokio::task::spawn_blocking(ClickHouseServer::start)
+        .await
+        .expect("server starts");
+    let root = clickhouse::Client::default()
+        .with_url(server.http_url())
+        .with_validation(false);
+    event_sink::migrations::ensure_database(&root, "benchstream", None)
+        .await
+        .expect("database");
+    let db = root.clone().with_database("benchstream");
+    // The schema before 0020, applied by hand (unrecorded: `migrate` runs these again,
+    // which changes nothing), with two runs of a sweep and one outside any.
+    let before = MIGRATIONS
+        .iter()
+        .position(|m| m.stem == "0020_run_start_experiment")
+        .expect("0020 shipped");
+    for migration in &MIGRATIONS[..before] {
+        for statement in migration.statements() {
+            db.query(statement).execute().await.expect("old schema");
+        }
+    }
+    server.query(
+        "INSERT INTO benchstream.run_starts (event_id, run_id, task_id, ts, ts_ms, policy_id, \
+         received_at, model, sweep_name) \
+         SELECT generateUUIDv4(), generateUUIDv4(), concat('t', toString(number)), now(), 0, \
+         'p', now(), 'm', if(number < 2, 'grid', NULL) FROM system.numbers LIMIT 3",
+    );
+
+    event_sink::migrations::migrate(&db, None)
+        .await
+        .expect("migrations apply");
+    let answer = |sql: &str| server.query(sql).trim().to_owned();
+    assert_eq!(
+        answer(
+            "SELECT task_id, model, ifNull(sweep_name, '-'), toTypeName(experiment), \
+             isNull(experiment), isNull(repeat), isNull(planned_runs), length(tag_keys), \
+             length(tag_values) FROM benchstream.run_starts ORDER BY task_id FORMAT TSV"
+        ),
+        "t0\tm\tgrid\tNullable(String)\t1\t1\t1\t0\t0\n\
+         t1\tm\tgrid\tNullable(String)\t1\t1\t1\t0\t0\n\
+         t2\tm\t-\tNullable(String)\t1\t1\t1\t0\t0"
     );
 }
