@@ -192,6 +192,9 @@ pub struct PairComparison {
     pub tasks_needed: Option<u64>,
     /// A reason to read the result with care (different scoring versions).
     pub note: Option<String>,
+    /// `--sequential`: the anytime-valid confidence sequence and its decision.
+    #[serde(flatten)]
+    pub sequential: Option<super::sequential::SequentialResult>,
 }
 
 /// Compares `policies` under `settings`.
@@ -457,6 +460,7 @@ fn pair(baseline: &PolicyRuns, candidate: &PolicyRuns, settings: &Settings) -> P
             .and_then(|(d, psi)| tasks_needed(d, psi))
             .map(|needed| needed.ceil() as u64),
         note,
+        sequential: None,
     }
 }
 

@@ -10,6 +10,8 @@
 //! - [`stats`]: Wilson, exact binomial / McNemar, Holm, pass@k, detectable difference.
 //! - [`resample`]: the seeded paired bootstrap.
 //! - [`render`]: JSON, table and CSV output.
+//! - [`sequential`]: `--sequential`, the anytime-valid confidence sequence of each pair
+//!   over the `run_outcomes` query's runs in rounds.
 //!
 //! Only [`load`] talks to ClickHouse; everything after it is pure and tested without a
 //! server.
@@ -18,6 +20,7 @@ pub mod analyze;
 pub mod outcomes;
 pub mod render;
 pub mod resample;
+pub mod sequential;
 pub mod stats;
 
 use clickhouse::Client;
@@ -49,6 +52,14 @@ pub enum CompareError {
     /// A row of its answer could not be read.
     #[error(transparent)]
     Row(#[from] outcomes::RowError),
+    /// A row of the `run_outcomes` answer could not be read (`--sequential`).
+    #[error("run_outcomes row {row}: {reason}")]
+    RunRow {
+        /// The row, from 0.
+        row: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// `--by` names an unknown key.
     #[error("--by: {0}")]
     BadKeys(String),
@@ -73,7 +84,14 @@ pub async fn load(
     filters: &Filters,
     by: &[Dimension],
 ) -> Result<Vec<PolicyRuns>, CompareError> {
-    let query = Query::find("paired_outcomes")?;
+    let table = Query::find("paired_outcomes")?
+        .run(client, &params(filters)?)
+        .await?;
+    Ok(group(&table, by)?)
+}
+
+/// The query parameters of `filters`.
+fn params(filters: &Filters) -> Result<ParamValues, CompareError> {
     let mut values = ParamValues::new();
     for (name, value) in [
         ("since", &filters.since),
@@ -90,8 +108,7 @@ pub async fn load(
     if !filters.tasks.is_empty() {
         values.insert("tasks".to_owned(), filters.tasks.join(","));
     }
-    let table = query.run(client, &values).await?;
-    Ok(group(&table, by)?)
+    Ok(values)
 }
 
 /// Checks that every name in `wanted` (the `--policy` values and the `--baseline`) is a

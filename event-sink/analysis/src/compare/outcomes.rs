@@ -45,7 +45,7 @@ impl Dimension {
     }
 
     /// The `paired_outcomes` column holding this dimension.
-    fn column(self) -> &'static str {
+    pub(crate) fn column(self) -> &'static str {
         match self {
             Dimension::Policy => "policy_id",
             Dimension::Cfg => "cfg_hash",
@@ -75,7 +75,7 @@ pub fn parse_by(text: &str) -> Result<Vec<Dimension>, String> {
 }
 
 /// What a label shows for a dimension nobody reported (a Smith run has no model).
-const UNKNOWN: &str = "(unknown)";
+pub(crate) const UNKNOWN: &str = "(unknown)";
 
 /// Runs left out of the comparison, by reason (see `paired_outcomes.sql`). Only the
 /// reasons that occur are serialized.
