@@ -36,7 +36,11 @@ fn plan_matches_statsmodels_power_solver_times_the_design_effect() {
             icc: f(&case, "icc"),
         })
         .expect("a valid case");
-        assert_eq!(answer.tasks, case["tasks"].as_u64().expect("tasks"), "{case}");
+        assert_eq!(
+            answer.tasks,
+            case["tasks"].as_u64().expect("tasks"),
+            "{case}"
+        );
         assert_eq!(answer.runs, case["runs"].as_u64().expect("runs"), "{case}");
         assert!((answer.design_effect - f(&case, "design_effect")).abs() < EXACT);
     }

@@ -465,4 +465,56 @@ mod tests {
         .into();
         assert_eq!(rounds(&base, &cand), vec![vec![-1.0, 1.0], vec![1.0, 1.0]]);
     }
+
+    /// `run_outcomes` repeats the counting rules of `paired_outcomes`: over both fixture
+    /// datasets (whose answers the query tests hold to ClickHouse 18.16 and chdb), it
+    /// lists exactly the runs and successes `paired_outcomes` counts.
+    #[test]
+    fn run_outcomes_lists_exactly_the_runs_paired_outcomes_counts() {
+        type Counts = BTreeMap<(String, String, String), (u64, u64)>;
+        let read = |dataset: &str, query: &str| -> Vec<BTreeMap<String, String>> {
+            let path = format!(
+                "{}/../../deploy/clickhouse/fixtures/{dataset}expected/{query}.csv",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let text = std::fs::read_to_string(&path).expect("expected answer");
+            let mut lines = text.lines();
+            let names: Vec<&str> = lines.next().expect("header").split(',').collect();
+            lines
+                .map(|l| {
+                    names
+                        .iter()
+                        .map(|n| n.to_string())
+                        .zip(l.split(',').map(str::to_owned))
+                        .collect()
+                })
+                .collect()
+        };
+        for dataset in ["", "pipeline/"] {
+            let key = |r: &BTreeMap<String, String>| {
+                (
+                    r["task_id"].clone(),
+                    r["policy_id"].clone(),
+                    r["cfg_hash"].clone(),
+                )
+            };
+            let number =
+                |r: &BTreeMap<String, String>, k: &str| -> u64 { r[k].parse().expect("a count") };
+            let mut counted = Counts::new();
+            for row in read(dataset, "paired_outcomes") {
+                let entry = counted.entry(key(&row)).or_default();
+                entry.0 += number(&row, "runs");
+                entry.1 += number(&row, "successes");
+            }
+            counted.retain(|_, (runs, _)| *runs > 0);
+            let mut listed = Counts::new();
+            for row in read(dataset, "run_outcomes") {
+                let entry = listed.entry(key(&row)).or_default();
+                entry.0 += 1;
+                entry.1 += number(&row, "solved");
+            }
+            assert_eq!(listed, counted, "dataset {dataset:?}");
+            assert!(!listed.is_empty());
+        }
+    }
 }

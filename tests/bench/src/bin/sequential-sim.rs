@@ -68,7 +68,12 @@ fn median_of_three(rng: &mut ChaCha8Rng) -> f64 {
 fn experiment(rng: &mut ChaCha8Rng, difference: f64, tally: &mut Tally) {
     let baseline: Vec<f64> = (0..TASKS).map(|_| median_of_three(rng)).collect();
     let candidate: Vec<f64> = baseline.iter().map(|p| (p + difference).min(1.0)).collect();
-    let truth = candidate.iter().zip(&baseline).map(|(c, b)| c - b).sum::<f64>() / TASKS as f64;
+    let truth = candidate
+        .iter()
+        .zip(&baseline)
+        .map(|(c, b)| c - b)
+        .sum::<f64>()
+        / TASKS as f64;
     let mut sequence = ConfidenceSequence::at(ALPHA, &[truth]);
     let (mut solved_b, mut solved_c) = ([0u32; TASKS], [0u32; TASKS]);
     let mut stopped: Option<usize> = None;
