@@ -189,7 +189,7 @@ impl ConfidenceSequence {
         let step = 2.0 / GRID_STEPS as f64;
         let mut kept = self.gamblers.iter().filter(|g| !g.rejected);
         let first = kept.next()?;
-        let last = kept.last().unwrap_or(first);
+        let last = kept.next_back().unwrap_or(first);
         let d = |g: &Gambler| g.m * 2.0 - 1.0;
         Some(((d(first) - step).max(-1.0), (d(last) + step).min(1.0)))
     }
