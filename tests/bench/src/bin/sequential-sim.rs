@@ -16,6 +16,8 @@
 //!   of `plan --baseline-rate 0.5 --detect D --icc 0.2` (the Beta(2, 2) rates' intra-task
 //!   correlation), and against the fewest rounds at which a single look (a z-test on the
 //!   per-task differences) reaches power 0.8 in this simulation;
+//! - at a true difference of 0.2, the runs against the plan for 0.1 too: what stopping
+//!   early saves when the truth is larger than planned;
 //! - the coverage of the true mean difference by the sequence at the stopping time.
 //!
 //! `cargo run --release -p benchstream-bench --bin sequential-sim -- [--experiments
@@ -122,6 +124,22 @@ fn experiment(rng: &mut ChaCha8Rng, difference: f64, tally: &mut Tally) {
     tally.rounds_to_stop += stopped.unwrap_or(ROUNDS);
 }
 
+/// The difference a fixed design would be planned for.
+const DESIGN_DIFFERENCE: f64 = 0.1;
+
+/// `plan --baseline-rate 0.5 --detect DIFFERENCE --icc 0.2` (α 0.05, power 0.8, one run
+/// per task).
+fn fixed_design(difference: f64) -> anyhow::Result<bench_analysis::plan::Plan> {
+    Ok(plan(&PlanInput {
+        baseline_rate: 0.5,
+        detect: difference,
+        alpha: ALPHA,
+        power: 0.8,
+        repeats: 1,
+        icc: ICC,
+    })?)
+}
+
 /// The Monte-Carlo standard error of a proportion `p` over `n` draws.
 fn se(p: f64, n: usize) -> f64 {
     (p * (1.0 - p) / n as f64).sqrt()
@@ -159,14 +177,7 @@ fn main() -> anyhow::Result<()> {
             );
             let mean_rounds = tally.rounds_to_stop as f64 / n as f64;
             let runs = mean_rounds * (TASKS * 2) as f64;
-            let planned = plan(&PlanInput {
-                baseline_rate: 0.5,
-                detect: difference,
-                alpha: ALPHA,
-                power: 0.8,
-                repeats: 1,
-                icc: ICC,
-            })?;
+            let planned = fixed_design(difference)?;
             println!(
                 "  expected runs to a decision (undecided counted at {ROUNDS} rounds): {runs:.0} ({mean_rounds:.2} rounds)"
             );
@@ -175,6 +186,14 @@ fn main() -> anyhow::Result<()> {
                 planned.runs,
                 runs / planned.runs as f64
             );
+            if difference != DESIGN_DIFFERENCE {
+                let design = fixed_design(DESIGN_DIFFERENCE)?;
+                println!(
+                    "  against the plan for {DESIGN_DIFFERENCE} ({} runs), when the truth is {difference}: ratio {:.2}",
+                    design.runs,
+                    runs / design.runs as f64
+                );
+            }
             match tally.z_rejects.iter().position(|&r| rate(r) >= 0.8) {
                 Some(k) => println!(
                     "  fixed 50-task design reaching power 0.8 in this simulation (z-test, one look): {} rounds = {} runs (power {:.3}); ratio {:.2}",
