@@ -16,6 +16,8 @@
 //!   of `plan --baseline-rate 0.5 --detect D --icc 0.2` (the Beta(2, 2) rates' intra-task
 //!   correlation), and against the fewest rounds at which a single look (a z-test on the
 //!   per-task differences) reaches power 0.8 in this simulation;
+//! - the runs of a gambler told in advance the sign of the truth, with a constant bet
+//!   (0.5, the best for 0.1): a bound on what any anytime-valid test can save;
 //! - at a true difference of 0.2, the runs against the plan for 0.1 too: what stopping
 //!   early saves when the truth is larger than planned;
 //! - the coverage of the true mean difference by the sequence at the stopping time.
@@ -57,6 +59,9 @@ struct Tally {
     naive_last_look: usize,
     covered: usize,
     rounds_to_stop: usize,
+    /// Rounds until a gambler told the truth's sign and a good size in advance (a constant
+    /// one-sided bet) reaches 1/α: what no sequence can beat by much.
+    oracle_rounds: usize,
     /// Per round, the experiments whose single-look z-test rejects there.
     z_rejects: [usize; ROUNDS],
 }
@@ -80,6 +85,7 @@ fn experiment(rng: &mut ChaCha8Rng, difference: f64, tally: &mut Tally) {
     let (mut solved_b, mut solved_c) = ([0u32; TASKS], [0u32; TASKS]);
     let mut stopped: Option<usize> = None;
     let mut naive = false;
+    let (mut oracle_log_wealth, mut oracle_stop) = (0.0, None);
     let critical = 1.959_963_984_540_054;
     for round in 0..ROUNDS {
         let outcomes: Vec<f64> = (0..TASKS)
@@ -92,6 +98,13 @@ fn experiment(rng: &mut ChaCha8Rng, difference: f64, tally: &mut Tally) {
             })
             .collect();
         sequence.push_round(&outcomes);
+        oracle_log_wealth += outcomes
+            .iter()
+            .map(|z| (1.0 + ORACLE_BET * z / 2.0).ln())
+            .sum::<f64>();
+        if oracle_stop.is_none() && oracle_log_wealth >= (1.0 / ALPHA).ln() {
+            oracle_stop = Some(round + 1);
+        }
         if stopped.is_none() && sequence.decision(None) != Decision::Undecided {
             stopped = Some(round + 1);
             tally.sequence_decided += 1;
@@ -122,7 +135,12 @@ fn experiment(rng: &mut ChaCha8Rng, difference: f64, tally: &mut Tally) {
         tally.covered += usize::from(sequence.excludes(truth) == Some(false));
     }
     tally.rounds_to_stop += stopped.unwrap_or(ROUNDS);
+    tally.oracle_rounds += oracle_stop.unwrap_or(ROUNDS);
 }
+
+/// The oracle's constant bet on `(z + 1) / 2 − 1/2`: the best of 0.3 to 0.7 at a true
+/// difference of 0.1.
+const ORACLE_BET: f64 = 0.5;
 
 /// The difference a fixed design would be planned for.
 const DESIGN_DIFFERENCE: f64 = 0.1;
@@ -185,6 +203,12 @@ fn main() -> anyhow::Result<()> {
                 "  plan (--baseline-rate 0.5 --detect {difference} --icc {ICC}): {} runs; ratio {:.2}",
                 planned.runs,
                 runs / planned.runs as f64
+            );
+            let oracle = tally.oracle_rounds as f64 / n as f64;
+            println!(
+                "  a constant one-sided bet of {ORACLE_BET} fixed knowing the truth: {:.0} runs ({oracle:.2} rounds); ratio to plan {:.2}",
+                oracle * (TASKS * 2) as f64,
+                oracle * (TASKS * 2) as f64 / planned.runs as f64
             );
             if difference != DESIGN_DIFFERENCE {
                 let design = fixed_design(DESIGN_DIFFERENCE)?;
