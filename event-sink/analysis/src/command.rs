@@ -1,5 +1,5 @@
-//! The `bench-analysis` command line ([`Cli`]) and its `query`, `compare` and `report`
-//! subcommands: their flags, and turning them into a query run, a comparison or a report
+//! The `bench-analysis` command line ([`Cli`]) and its `query`, `compare`, `report` and
+//! `plan` subcommands: their flags, and turning them into a query run, a comparison or a report
 //! file ([`execute`]). `main.rs` only parses, sets up logging and hands off here.
 //!
 //! They take only the ClickHouse connection ([`ConnectionArgs`]: `--config`'s
@@ -36,8 +36,8 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Each takes only the ClickHouse connection (`--insert-timeout-ms` is accepted but
-/// hidden: they insert nothing).
+/// Each but `plan` takes only the ClickHouse connection (`--insert-timeout-ms` is
+/// accepted but hidden: they insert nothing); `plan` reads nothing.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a shipped query (deploy/clickhouse/queries/; `query list` lists them).
