@@ -31,6 +31,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use bench_delivery::PublisherHandle;
 use bench_schemas::{
     ExitKind, ExitStatus, Failure, FailureRoot, FinalErrorState, Payload, RecoveryAttempt, Regrade,
     RunStop, Step, StepType, SweepRef, ToolCall,
@@ -42,7 +43,6 @@ use crate::judge::{self, Verdict};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
 use crate::prologue::{self, environment_end, millis, Judged, Opening};
-use crate::publish::PublisherHandle;
 use crate::recorder::{RecordError, RunRecorder, Usage};
 use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::tools::bwrap::{Confinement, SandboxMode, SandboxUnavailable};

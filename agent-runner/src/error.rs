@@ -15,13 +15,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bench_cli::Status;
+use bench_delivery::{DeliveryReport, PublishFailure, SpoolError, StartError};
 use bench_schemas::ExitStatus;
 
 use crate::policy::PolicyError;
-use crate::publish::{DeliveryReport, PublishFailure};
 use crate::recorder::RecordError;
 use crate::scenario::ScenarioError;
-use crate::spool::SpoolError;
 use crate::tools::bwrap::{SandboxUnavailable, UnmountablePath};
 use crate::tools::ScratchError;
 
@@ -74,6 +73,16 @@ pub enum Error {
     /// run (unreachable, a refused key, a model it does not serve).
     #[error(transparent)]
     Provider(#[from] crate::provider::CheckError),
+}
+
+/// A publisher that could not start fails its command as the connection or the spool.
+impl From<StartError> for Error {
+    fn from(e: StartError) -> Error {
+        match e {
+            StartError::Connect(e) => Error::Connect(e),
+            StartError::Spool(e) => Error::Spool(e),
+        }
+    }
 }
 
 /// What only `tasks import` can meet as a whole; an instance that cannot be imported is a
@@ -302,11 +311,11 @@ impl Error {
     }
 }
 
-impl DeliveryReport {
-    /// The exit code of a command whose publishing ended with this report:
-    /// [`Exit::Undelivered`] while events wait in the spool, else [`Exit::Quarantined`]
-    /// when this process quarantined anything, else [`Exit::Ok`].
-    pub fn exit(&self) -> Exit {
+/// The exit code of a command whose publishing ended with this report:
+/// [`Exit::Undelivered`] while events wait in the spool, else [`Exit::Quarantined`]
+/// when this process quarantined anything, else [`Exit::Ok`].
+impl Outcome for DeliveryReport {
+    fn exit(&self) -> Exit {
         if self.left_in_spool > 0 {
             Exit::Undelivered
         } else if self.quarantined > 0 {

@@ -7,6 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bench_delivery::{
+    PublishConfig, PublishSetup, SpoolConfig, DEFAULT_ACK_TIMEOUT, DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_SPOOL_MAX_BYTES, DEFAULT_WINDOW,
+};
 use bench_nats::{NatsArgs, StreamSpec};
 use clap::Args;
 use secrecy::SecretString;
@@ -15,9 +19,6 @@ use crate::error::Error;
 use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES};
 use crate::pricing::{Prices, TokenPrice};
 use crate::provider::{ProviderConfig, API_KEY_ENV_VARS};
-use crate::publish::{PublishConfig, DEFAULT_ACK_TIMEOUT, DEFAULT_DRAIN_TIMEOUT, DEFAULT_WINDOW};
-use crate::runner::PublishSetup;
-use crate::spool::{SpoolConfig, DEFAULT_MAX_BYTES};
 use crate::tools::bwrap::SandboxMode;
 
 /// Where scenarios are looked up and where run artifacts go: the same for `run`, `exec`
@@ -117,7 +118,7 @@ pub struct PublishArgs {
     )]
     pub spool: PathBuf,
     /// Size cap of the spool file, bytes.
-    #[arg(long, env = "BENCH_RUNNER_SPOOL_MAX_BYTES", default_value_t = DEFAULT_MAX_BYTES)]
+    #[arg(long, env = "BENCH_RUNNER_SPOOL_MAX_BYTES", default_value_t = DEFAULT_SPOOL_MAX_BYTES)]
     pub spool_max_bytes: u64,
     /// Publishes awaiting their ack at once.
     #[arg(long, env = "BENCH_RUNNER_PUBLISH_WINDOW", default_value_t = DEFAULT_WINDOW)]

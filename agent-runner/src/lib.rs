@@ -30,11 +30,6 @@
 //!   history and network commands, similarity to the gold patch).
 //! - [`protect`]: the judge's own files (`[judge] protect`), restored before the verdict.
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
-//! - [`outgoing`]: an event as a message ready to publish or to spool.
-//! - [`publish`]: acknowledged JetStream publishing with an in-flight window.
-//! - [`publish_failure`]: whether a failed publish may succeed later (spool) or never (quarantine).
-//! - [`spool`]: the crash-safe local spool for events the broker could not take.
-//! - [`quarantine`]: where what can never be delivered is kept, verbatim, with the reason.
 //! - [`runner`]: a whole scenario: concurrency, progress, publisher life cycle ([`run`]).
 //! - [`sweep`]: sweeps over models × strategies × hyper-parameters, shared by several
 //!   workers through a JetStream KV bucket (`agent-runner sweep`).
@@ -60,6 +55,11 @@
 //! - [`error`]: the one error type, the process exit codes, and [`Outcome`]: what a
 //!   command reports and the exit code it ends with.
 //!
+//! Delivery (acknowledged publishing, the spool, the quarantine) is the `bench-delivery`
+//! crate (`agent-runner/delivery/`): every publishing command starts a
+//! [`bench_delivery::Publisher`] from a [`bench_delivery::PublishSetup`] and hands its
+//! runs a [`bench_delivery::PublisherHandle`].
+//!
 //! Every subcommand has one shape: flags → validated config (`cli`, `flags` and each
 //! command's `args`) → a function that runs it → an outcome (a report implementing
 //! [`Outcome`], or an [`Error`]) → an exit code. Only the binary (`src/main.rs`) prints
@@ -69,7 +69,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), agent_runner::Error> {
-//! use agent_runner::{run, RunnerConfig, PublishSetup};
+//! use agent_runner::{run, RunnerConfig};
 //! # let config: RunnerConfig = todo!();
 //! let report = run(config, tokio_util::sync::CancellationToken::new()).await?;
 //! println!("{report}");
@@ -95,20 +95,15 @@ mod integrity;
 mod judge;
 mod limits;
 pub mod otlp;
-mod outgoing;
 pub mod pin_report;
 pub mod policy;
 pub mod pricing;
 mod prologue;
 mod protect;
 pub mod provider;
-pub mod publish;
-mod publish_failure;
-pub mod quarantine;
 pub mod recorder;
 mod runner;
 pub mod scenario;
-pub mod spool;
 pub mod spool_report;
 mod submission;
 pub mod sweep;
@@ -118,4 +113,4 @@ pub mod terminal;
 pub mod tools;
 
 pub use error::{Error, Exit, Outcome};
-pub use runner::{flush_spool, run, PublishSetup, RunnerConfig, ScenarioReport};
+pub use runner::{flush_spool, run, RunnerConfig, ScenarioReport};

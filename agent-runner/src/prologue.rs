@@ -25,6 +25,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use bench_delivery::PublisherHandle;
 use bench_schemas::{
     Canonical, ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload, RunConfig,
     RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo, SandboxLimits, ScenarioRef,
@@ -37,7 +38,6 @@ use uuid::Uuid;
 use crate::integrity;
 use crate::judge::{self, FailReason, Verdict, SCORING_VERSION};
 use crate::limits::RunEnd;
-use crate::publish::PublisherHandle;
 use crate::recorder::{RecordError, RunRecorder, DIFF_FILE};
 use crate::scenario::{LoadedScenario, LoadedTask};
 use crate::submission::{self, CaptureError, Submission};

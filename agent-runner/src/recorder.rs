@@ -11,6 +11,7 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use bench_delivery::PublisherHandle;
 use bench_schemas::{
     BenchmarkEvent, Deliberation, DeliberationStatus, Failure, FailureRoot, FinalErrorState,
     Payload, RunSequencer,
@@ -19,7 +20,6 @@ use bytes::Bytes;
 use uuid::Uuid;
 
 use crate::pricing::Usd;
-use crate::publish::PublisherHandle;
 
 /// File name of a run's events, one JSON line each.
 pub const EVENTS_FILE: &str = "events.jsonl";

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use bench_nats::{NatsConfig, StreamSpec};
+use bench_delivery::{DeliveryReport, PublishFailure, PublishSetup, Publisher, SPOOL_SLOTS};
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
@@ -13,7 +13,6 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{self, RunSpec, RunSummary};
 use crate::error::{Error, Exit, Outcome, RunTally};
 use crate::policy::{self, LlmConfig};
-use crate::publish::{DeliveryReport, PublishConfig, PublishFailure, Publisher};
 use crate::scenario::{LoadOptions, LoadedScenario, PolicyKind};
 use crate::tools::bwrap::SandboxMode;
 
@@ -46,17 +45,6 @@ pub struct RunnerConfig {
     /// Judge each SWE-bench-format run's final diff this many more times
     /// (`run_stop.regrade`). Default 0.
     pub regrade: u32,
-}
-
-/// The broker side of a runner.
-#[derive(Debug, Clone)]
-pub struct PublishSetup {
-    /// How to connect.
-    pub nats: NatsConfig,
-    /// How to publish and spool.
-    pub publish: PublishConfig,
-    /// Create the stream if it is missing (local use; in production the sink creates it).
-    pub create_stream: Option<StreamSpec>,
 }
 
 /// The outcome of a scenario.
@@ -240,8 +228,8 @@ async fn run_one(
 /// or only empty slots remain.
 pub async fn flush_spool(setup: &PublishSetup) -> Result<DeliveryReport, Error> {
     let mut total = DeliveryReport::default();
-    for _ in 0..crate::spool::SLOTS {
-        let report = start_publisher(setup).await?.finish().await?;
+    for _ in 0..SPOOL_SLOTS {
+        let report = Publisher::connect(setup).await?.finish().await?;
         let progressed = report.replayed + report.quarantined > 0;
         total.add(report);
         if !progressed || total.left_in_spool > 0 {
@@ -251,26 +239,12 @@ pub async fn flush_spool(setup: &PublishSetup) -> Result<DeliveryReport, Error> 
     Ok(total)
 }
 
-/// Connects (retrying in the background), creates the stream when asked, and starts the
-/// publisher: what every publishing command (run, sweep, exec, import) starts with.
-pub async fn start_publisher(setup: &PublishSetup) -> Result<Publisher, Error> {
-    // Keep trying in the background: a runner must run while the broker is away.
-    let client = bench_nats::connect(&setup.nats, true).await?;
-    if let Some(spec) = &setup.create_stream {
-        let js = async_nats::jetstream::new(client.clone());
-        if let Err(e) = spec.ensure(&js, true).await {
-            tracing::warn!(error = %e, "cannot create or check the stream now; publishing anyway");
-        }
-    }
-    Ok(Publisher::start(client, setup.publish.clone())?)
-}
-
-/// [`start_publisher`] when there is a setup; `None` for a command told not to publish.
+/// [`Publisher::connect`] when there is a setup; `None` for a command told not to publish.
 pub async fn start_optional_publisher(
     setup: Option<&PublishSetup>,
 ) -> Result<Option<Publisher>, Error> {
     match setup {
-        Some(setup) => Ok(Some(start_publisher(setup).await?)),
+        Some(setup) => Ok(Some(Publisher::connect(setup).await?)),
         None => Ok(None),
     }
 }

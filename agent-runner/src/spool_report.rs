@@ -1,13 +1,12 @@
 //! `agent-runner spool flush` ([`flush`]) and `spool status` ([`spool_status`]): the spool
 //! replayed or listed, each returning its [`Outcome`].
 
+use bench_delivery::{DeliveryReport, PublishSetup, SpoolStatus};
 use std::fmt;
 use std::path::Path;
 
 use crate::error::{Error, Exit, Outcome};
-use crate::publish::DeliveryReport;
-use crate::runner::{flush_spool, PublishSetup};
-use crate::spool::{self, SpoolStatus};
+use crate::runner::flush_spool;
 
 /// What `spool flush` delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,9 +41,9 @@ pub struct SpoolReport {
 
 /// The status of every slot of the spool whose first slot is `path`.
 pub fn spool_status(path: &Path, json: bool) -> Result<SpoolReport, Error> {
-    let slots = spool::slot_files(path)
+    let slots = bench_delivery::slot_files(path)
         .iter()
-        .map(|slot| spool::status(slot))
+        .map(|slot| bench_delivery::spool_status(slot))
         .collect::<Result<_, _>>()?;
     Ok(SpoolReport { slots, json })
 }

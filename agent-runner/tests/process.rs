@@ -13,9 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_runner::publish::Outgoing;
-use agent_runner::quarantine::{QuarantineEntry, QuarantineKind};
-use agent_runner::spool::record_line;
+use bench_delivery::{record_line, Outgoing, QuarantineEntry, QuarantineKind};
 use bench_nats::StreamSpec;
 use bench_schemas::SubjectPrefix;
 use benchstream_tests::cli::{assert_config_error, assert_unreachable_error};
@@ -535,11 +533,17 @@ async fn sigterm_during_a_hung_command_ends_the_run_and_removes_its_workspace() 
 /// `agent-runner` with `args`, on a host where `bwrap` cannot be found (an empty `PATH`),
 /// artifacts in `out`; its exit code and stderr.
 fn runner_without_bwrap(args: &[&str], out: &Path) -> (Option<i32>, String) {
-    let empty = tempfile::tempdir().expect("empty PATH dir");
+    // A PATH with git alone (each run's submission is a diff git makes), no bwrap.
+    let only_git = tempfile::tempdir().expect("PATH dir");
+    let git = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join("git"))
+        .find(|git| git.is_file())
+        .expect("git on PATH");
+    std::os::unix::fs::symlink(git, only_git.path().join("git")).expect("link git");
     let output = Command::new(RUNNER)
         .args(args)
         .env("BENCH_RUNNER_OUT", out)
-        .env("PATH", empty.path())
+        .env("PATH", only_git.path())
         .stdin(Stdio::null())
         .output()
         .expect("run agent-runner");

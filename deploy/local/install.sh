@@ -4,6 +4,8 @@
 #
 #   - clickhouse-server, clickhouse-client (apt; Debian ships 18.16.1, what CI targets)
 #   - curl (apt; readiness checks of deploy/local/services.sh)
+#   - git (apt; every run's submission is a `git diff` of its workspace, and SWE-bench-format
+#     tasks are one-commit repositories)
 #   - chromium (apt; headless, renders the `bench-analysis report` page in the analysis tests)
 #   - bubblewrap (apt; `bwrap`, the sandbox every agent command runs in)
 #   - passt (apt; `pasta`, the network of sandboxes with `network_enabled`, without the
@@ -70,6 +72,7 @@ missing=()
 have clickhouse-server || missing+=(clickhouse-server)
 have clickhouse-client || missing+=(clickhouse-client)
 have curl || missing+=(curl)
+have git || missing+=(git)
 have chromium || missing+=(chromium)
 have bwrap || missing+=(bubblewrap)
 have pasta || missing+=(passt)

@@ -77,16 +77,19 @@ else
 fi
 step "swe-pack check" python3 scenarios/swe-pack/check.py --cache target/swe-pack-sdists
 
-# The pack as a user runs it: built, imported and validated by the runner built in step 4.
+# The pack as a user runs it: built, imported and validated by the runner built in step 4,
+# started in a directory of its own with relative paths and the default `scenarios`
+# directory, as scenarios/swe-pack/README.md writes it.
 swe_pack_import() {
-	local work rc=0
+	local work root rc=0
+	root=$PWD
 	work=$(mktemp -d)
-	mkdir -p "$work/scenarios"
 	python3 scenarios/swe-pack/build.py --out "$work/repos" --cache target/swe-pack-sdists >/dev/null &&
-		target/debug/agent-runner tasks import swe-bench \
-			--instances scenarios/swe-pack/instances.jsonl --repos "$work/repos" \
-			--scenarios-dir "$work/scenarios" --scenario swe-pack &&
-		target/debug/agent-runner tasks validate "$work/scenarios/swe-pack.toml" --repeat 2 || rc=$?
+		cp scenarios/swe-pack/instances.jsonl "$work/" &&
+		(cd "$work" &&
+			"$root/target/debug/agent-runner" tasks import swe-bench \
+				--instances instances.jsonl --repos repos --scenario swe-pack &&
+			"$root/target/debug/agent-runner" tasks validate swe-pack --repeat 2) || rc=$?
 	rm -rf "$work"
 	return "$rc"
 }

@@ -4,8 +4,8 @@
 use std::fs;
 use std::path::Path;
 
-use agent_runner::publish::Outgoing;
-use agent_runner::spool::{Spool, SpoolConfig};
+use bench_delivery::Outgoing;
+use bench_delivery::{Spool, SpoolConfig};
 use bench_schemas::SubjectPrefix;
 use bytes::Bytes;
 

@@ -9,6 +9,9 @@
 //! module and the named one part (a path into the file's own module or one above it is no
 //! edge). Comments do not count; paths through re-exports (`crate::Error`) are not seen,
 //! and an inline module (`mod tests`) is read as part of its file.
+//!
+//! A crate split out of another (`agent-runner/delivery`) also imports nothing of the crate
+//! above it: neither its manifest nor its code names it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -45,6 +48,62 @@ fn shared_crates_modules_form_no_cycle() {
     for dir in ["schemas/nats", "schemas/clickhouse", "schemas/cli"] {
         assert_no_cycle(dir);
     }
+}
+
+#[test]
+fn delivery_modules_form_no_cycle() {
+    assert_no_cycle("agent-runner/delivery");
+}
+
+/// A crate split out of agent-runner imports nothing above itself: the runner depends on
+/// it, never the other way round.
+#[test]
+fn delivery_imports_nothing_of_the_runner() {
+    assert_imports_nothing_of("agent-runner/delivery", "agent-runner");
+}
+
+/// Fails naming the manifest of the workspace crate in `dir` if it depends on the package
+/// `above`, and each of its source files whose code names that crate.
+fn assert_imports_nothing_of(dir: &str, above: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
+    let mut found = Vec::new();
+    let manifest = fs::read_to_string(root.join("Cargo.toml")).expect("read Cargo.toml");
+    if depends_on(&manifest, above) {
+        found.push("Cargo.toml".to_owned());
+    }
+    let name = above.replace('-', "_");
+    for entry in walkdir::WalkDir::new(root.join("src")).sort_by_file_name() {
+        let entry = entry.expect("read src");
+        let rel = entry.path().strip_prefix(&root).expect("under the crate");
+        let rel = rel.to_str().expect("utf-8 path").to_owned();
+        if entry.file_type().is_file() && rel.ends_with(".rs") {
+            let text = fs::read_to_string(entry.path()).expect("read source");
+            if names_crate(&text, &name) {
+                found.push(rel);
+            }
+        }
+    }
+    assert!(found.is_empty(), "{dir} imports {above}: {found:?}");
+}
+
+/// Whether a `Cargo.toml` lists the package `package` as a dependency of any kind.
+fn depends_on(manifest: &str, package: &str) -> bool {
+    manifest.lines().any(|line| {
+        let line = line.trim();
+        let key = line.split(['=', '.']).next().unwrap_or_default().trim();
+        key == package || line.ends_with(&format!(".{package}]"))
+    })
+}
+
+/// Whether the code of `text` (comments left out) names the crate `name` (`agent_runner`).
+fn names_crate(text: &str, name: &str) -> bool {
+    let code = code_of(text);
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    code.match_indices(name).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + name.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
 }
 
 /// Fails naming every cycle among sibling modules of the workspace crate in `dir` and the
@@ -168,11 +227,7 @@ fn resolve(path: &[String], here: &Module, modules: &BTreeSet<Module>) -> Option
 /// Every `crate::`, `super::` and `self::` path in `text`, comments left out; a group
 /// (`crate::a::{b, c::d}`) gives one path per item.
 fn module_paths(text: &str) -> Vec<Vec<String>> {
-    let code: String = text
-        .lines()
-        .map(|line| line.split("//").next().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n");
+    let code = code_of(text);
     let mut paths = Vec::new();
     for start in ["crate::", "super::", "self::"] {
         for (at, _) in code.match_indices(start) {
@@ -184,6 +239,14 @@ fn module_paths(text: &str) -> Vec<Vec<String>> {
         }
     }
     paths
+}
+
+/// `text` without its comments.
+fn code_of(text: &str) -> String {
+    text.lines()
+        .map(|line| line.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The paths of the use tree `text` starts with.
@@ -276,7 +339,8 @@ fn cycles(graph: &Graph) -> BTreeSet<Vec<String>> {
 
 /// The reader itself: it sees plain and grouped `crate::`, `super::` and `self::` paths
 /// but not comments or other crates, places each edge between the right siblings, and
-/// finds a cycle that is there (else the checks above could never fail).
+/// finds a cycle that is there; it sees a crate named in code or a manifest only where it
+/// is one (else the checks above could never fail).
 #[test]
 fn the_reader_sees_module_paths_and_cycles() {
     let text = "use crate::{a, b::c::{D, E}, \n  d};\nlet x = crate::e::f(); // crate::g\n\
@@ -340,4 +404,21 @@ fn the_reader_sees_module_paths_and_cycles() {
     }
     let expected: BTreeSet<Vec<String>> = [vec!["a".into(), "b".into(), "c".into()]].into();
     assert_eq!(cycles(&graph), expected);
+
+    for (code, names) in [
+        ("use agent_runner::x;", true),
+        ("fn f() { agent_runner::run() }", true),
+        ("// agent_runner::x\nuse my_agent_runner::y;", false),
+        ("use agent_runner_extra::y;", false),
+    ] {
+        assert_eq!(names_crate(code, "agent_runner"), names, "{code}");
+    }
+    for (manifest, depends) in [
+        ("[dependencies]\nagent-runner.workspace = true", true),
+        ("[dependencies]\nagent-runner = { path = \"..\" }", true),
+        ("[dev-dependencies.agent-runner]\npath = \"..\"", true),
+        ("[package]\nname = \"agent-runner\"", false),
+    ] {
+        assert_eq!(depends_on(manifest, "agent-runner"), depends, "{manifest}");
+    }
 }

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus as ProcessStatus, Stdio};
 use std::time::Instant;
 
+use bench_delivery::{DeliveryReport, PublishSetup, PublisherHandle};
 use bench_schemas::{ExitKind, ExitStatus, Payload, RunClaim, RunSequencer, RunStop};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio_util::sync::CancellationToken;
@@ -42,9 +43,8 @@ use crate::error::Error;
 use crate::judge::Verdict;
 use crate::limits::RunEnd;
 use crate::prologue::{self, Opening, RunSummary};
-use crate::publish::{DeliveryReport, PublisherHandle};
 use crate::recorder::RunRecorder;
-use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
+use crate::runner::{finish_optional_publisher, start_optional_publisher};
 use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
 use crate::terminal::{Admit, Escaped, WarnLimiter};
 use crate::tools::bwrap::{self, Bind, Confinement, SandboxMode, SandboxedCommand, TreeGuard};

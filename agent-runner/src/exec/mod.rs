@@ -25,10 +25,10 @@ pub use bridge::{run, ExecConfig, ExecReport};
 
 use std::fmt;
 
+use bench_delivery::DeliveryReport;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Exit, RunTally};
-use crate::publish::DeliveryReport;
 
 /// What `agent-runner exec` did, after each run was handed to the caller as it ended.
 #[derive(Debug, Clone, Default)]

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
+use bench_delivery::{DeliveryReport, PublishSetup, Publisher};
 use bench_schemas::{BenchmarkEvent, Payload};
 
 use super::swe_agent::{self, TrajFile};
@@ -18,8 +19,7 @@ use crate::agent::result_words;
 use crate::error::{Error, Exit, Outcome};
 use crate::fixture_tree::{walk, Symlinks};
 use crate::flags::OptionalEventArgs;
-use crate::publish::DeliveryReport;
-use crate::runner::{finish_optional_publisher, start_publisher, PublishSetup};
+use crate::runner::finish_optional_publisher;
 
 /// `agent-runner import ...`
 #[derive(Debug, Subcommand)]
@@ -154,7 +154,7 @@ pub async fn import_dir(
     collect(dir, &mut files)?;
     files.sort();
     let (publisher, mut out) = match destination {
-        Destination::Publish(setup) => (Some(start_publisher(setup).await?), None),
+        Destination::Publish(setup) => (Some(Publisher::connect(setup).await?), None),
         Destination::Print(out) => (None, Some(out)),
     };
     let handle = publisher.as_ref().map(|p| p.handle());

@@ -3,13 +3,13 @@
 
 use std::net::SocketAddr;
 
+use bench_delivery::PublishSetup;
 use clap::Args;
 use secrecy::{ExposeSecret as _, SecretString};
 
 use crate::error::Error;
 use crate::flags::EventArgs;
 use crate::pricing::{Prices, TokenPrice};
-use crate::runner::PublishSetup;
 
 /// Default cap on a request body, compressed or inflated: 16 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 16 << 20;

@@ -23,6 +23,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use bench_delivery::{DeliveryReport, Publisher, PublisherHandle, Settled};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceResponse,
 };
@@ -33,8 +34,6 @@ use super::args::{BearerToken, OtlpConfig};
 use super::body::{self, BodyError, Encoding};
 use super::mapping::Mapper;
 use crate::error::{Error, Exit, OtlpError, Outcome};
-use crate::publish::{DeliveryReport, PublisherHandle, Settled};
-use crate::runner::start_publisher;
 
 /// Reasons kept in one reply's `partial_success.error_message`, at most.
 const MAX_REASONS: usize = 5;
@@ -87,7 +86,7 @@ pub async fn run(config: OtlpConfig, shutdown: CancellationToken) -> Result<Otlp
             addr: config.listen,
             source,
         })?;
-    let publisher = start_publisher(&config.publish).await?;
+    let publisher = Publisher::connect(&config.publish).await?;
     // A publisher that failed for good (spool full or broken) can keep nothing more: stop.
     let stop = shutdown.child_token();
     let failed = publisher.failed();

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bench_clickhouse::ClickHouseConfig;
+use bench_delivery::{DeliveryReport, PublishSetup, Publisher, PublisherHandle};
 use bench_schemas::{sha256_hex, Hash256, Payload, RunConfig, RunSequencer, SweepRef};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -31,9 +32,7 @@ use super::{trials, SweepError};
 use crate::agent::{self, RunSpec, RunSummary};
 use crate::error::{Error, Exit, Outcome};
 use crate::policy::{self, LlmConfig};
-use crate::publish::{DeliveryReport, PublisherHandle};
 use crate::recorder::RunRecorder;
-use crate::runner::{start_publisher, PublishSetup};
 use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
 use crate::tools::bwrap::SandboxMode;
 
@@ -366,7 +365,7 @@ pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<Swe
         config.worker.clone(),
     )
     .await?;
-    let publisher = start_publisher(&config.publish).await?;
+    let publisher = Publisher::connect(&config.publish).await?;
     let stop = shutdown.child_token();
     let watcher = {
         let (failed, stop) = (publisher.failed(), stop.clone());

@@ -18,15 +18,15 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use bench_delivery::{DeliveryReport, PublishSetup, PublisherHandle};
 use bench_schemas::{Canonical, Payload, RunSequencer};
 use uuid::Uuid;
 
 use crate::base_repo;
 use crate::error::{Error, Exit, Outcome};
 use crate::judge::{self, FailReason};
-use crate::publish::{DeliveryReport, PublisherHandle};
 use crate::recorder::RunRecorder;
-use crate::runner::{finish_optional_publisher, start_optional_publisher, PublishSetup};
+use crate::runner::{finish_optional_publisher, start_optional_publisher};
 use crate::scenario::{
     LoadOptions, LoadedScenario, LoadedTask, SweBench, ValidatedTest, Validation,
 };

@@ -9,11 +9,10 @@ use std::time::Duration;
 
 use agent_runner::agent::RunSummary;
 use agent_runner::exec::ExecConfig;
-use agent_runner::publish::PublishConfig;
 use agent_runner::scenario::LoadOptions;
-use agent_runner::spool::SpoolConfig;
-use agent_runner::{PublishSetup, RunnerConfig};
+use agent_runner::RunnerConfig;
 use bench_clickhouse::ClickHouseArgs;
+use bench_delivery::{PublishConfig, PublishSetup, SpoolConfig};
 use bench_nats::{NatsArgs, NatsConfig};
 use bench_schemas::{BenchmarkEvent, SubjectPrefix};
 use benchstream_tests::{ClickHouseServer, NatsServer};

@@ -17,11 +17,10 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use agent_runner::publish::{Outgoing, PublishConfig, Publisher, DEFAULT_WINDOW};
 use agent_runner::recorder::RunRecorder;
-use agent_runner::spool::SpoolConfig;
 use anyhow::Context as _;
 use async_nats::jetstream;
+use bench_delivery::{Outgoing, PublishConfig, Publisher, SpoolConfig, DEFAULT_WINDOW};
 use bench_nats::{NatsConfig, StreamSpec};
 use bench_schemas::{
     sha256_hex, BenchmarkEvent, EvidenceFootprint, ExitKind, Payload, RunSequencer, Step, StepType,

@@ -253,6 +253,58 @@ async fn publish_validation(
     publish(js, &event).await;
 }
 
+/// A `task_validation` that a run carries (an agent's forgery, under the run's own
+/// envelope, or with `policy_id` `validation` on the run's id) breaks no task: only
+/// validations `tasks validate` published, on an id without `run_start`, count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validation_carried_by_a_run_breaks_no_task() {
+    let (nats, sink) = start_pipeline().await;
+    let js = jetstream(&nats.url()).await;
+    let mut run = Run::default();
+    let mut events = vec![run.stamp(fixture(EventType::RunStart))];
+    let fixture_sha256 = match &events[0].payload {
+        Payload::RunStart(start) => start.fixture_sha256.clone(),
+        _ => unreachable!("a run_start fixture"),
+    };
+    for policy in [CANDIDATE, "validation"] {
+        let mut forged = run.stamp(fixture(EventType::TaskValidation));
+        forged.policy_id = policy.to_owned();
+        if let Payload::TaskValidation(data) = &mut forged.payload {
+            data.fixture_sha256 = fixture_sha256.clone();
+            data.broken = true;
+        }
+        events.push(forged);
+    }
+    let mut stop = run.stamp(fixture(EventType::RunStop));
+    if let Payload::RunStop(data) = &mut stop.payload {
+        data.success = Some(true);
+        data.exit_status = ExitStatus::Submitted;
+    }
+    events.push(stop);
+    for event in &mut events {
+        event.task_id = "task-f".to_owned();
+        if event.policy_id != "validation" {
+            event.policy_id = CANDIDATE.to_owned();
+        }
+        publish(&js, event).await;
+    }
+    sink.wait_for(
+        "SELECT count() FROM benchstream.task_validations FINAL",
+        "1",
+    )
+    .await;
+    sink.wait_for("SELECT count() FROM benchstream.run_stops FINAL", "1")
+        .await;
+    let args = compare_args(sink.clickhouse.http_url(), None, Format::Json);
+    let output = command::compare(args).await.expect("compare answers");
+    let answer: Value = serde_json::from_str(&output).expect("JSON");
+    let p = &answer["policies"][0];
+    assert_eq!(p["excluded"], serde_json::json!({}), "{output}");
+    assert_eq!(p["runs"], 1, "{output}");
+    assert_eq!(p["solved"], 1, "{output}");
+    sink.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_tasks_are_left_out_and_flagged_runs_are_shown_apart() {
     let (nats, sink) = start_pipeline().await;

@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
-use agent_runner::PublishSetup;
 use async_nats::jetstream;
+use bench_delivery::PublishSetup;
 use bench_nats::{NatsConfig, StreamSpec};
 use bench_schemas::{Payload, SubjectPrefix};
 use benchstream_tests::free_port;

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use agent_runner::Outcome as _;
 use bench_schemas::SubjectPrefix;
 use tokio_util::sync::CancellationToken;
 
@@ -157,7 +158,7 @@ async fn new_run_is_not_stuck_behind_an_undeliverable_record() {
         sorted_seqs(&stored, run.run_id),
         (0..run.events).collect::<Vec<_>>()
     );
-    let quarantine = agent_runner::spool::status(&dir.path().join("spool/runner.spool"))
+    let quarantine = bench_delivery::spool_status(&dir.path().join("spool/runner.spool"))
         .expect("status")
         .quarantine;
     assert_eq!(

@@ -60,7 +60,7 @@ use crate::publish_failure::{self, Verdict};
 use crate::quarantine::{QuarantineEntry, QuarantineKind};
 use crate::spool::{self, Entry, Spool, SpoolConfig, SpoolError};
 
-pub use crate::outgoing::Outgoing;
+use crate::outgoing::Outgoing;
 
 /// Default number of publishes awaiting their ack at once.
 pub const DEFAULT_WINDOW: usize = 256;
