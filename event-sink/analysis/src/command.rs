@@ -1,5 +1,5 @@
-//! The `bench-analysis` command line ([`Cli`]) and its `query`, `compare` and `report`
-//! subcommands: their flags, and turning them into a query run, a comparison or a report
+//! The `bench-analysis` command line ([`Cli`]) and its `query`, `compare`, `report` and
+//! `plan` subcommands: their flags, and turning them into a query run, a comparison or a report
 //! file ([`execute`]). `main.rs` only parses, sets up logging and hands off here.
 //!
 //! They take only the ClickHouse connection ([`ConnectionArgs`]: `--config`'s
@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 
 use crate::compare::analyze::DEFAULT_MARGIN;
 use crate::compare::{
-    self, check_named, parse_by, resample, CompareError, Experiments, Filters, Settings,
+    self, check_named, parse_by, resample, sequential, CompareError, Experiments, Filters, Settings,
 };
 use crate::queries::{ParamValues, Query, QueryError, QUERIES};
 use crate::report::{generate_report, ReportOptions};
@@ -36,8 +36,8 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Each takes only the ClickHouse connection (`--insert-timeout-ms` is accepted but
-/// hidden: they insert nothing).
+/// Each but `plan` takes only the ClickHouse connection (`--insert-timeout-ms` is
+/// accepted but hidden: they insert nothing); `plan` reads nothing.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a shipped query (deploy/clickhouse/queries/; `query list` lists them).
@@ -50,6 +50,9 @@ pub enum Command {
     /// Write a self-contained HTML report with tables and charts.
     #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
     Report(ReportArgs),
+    /// How many tasks and repeats a paired comparison of two policies needs to detect a
+    /// difference in solve rate (no database needed).
+    Plan(crate::plan::PlanArgs),
 }
 
 /// Runs `command`: `query` and `compare` print their answer on stdout; `report` writes
@@ -58,6 +61,7 @@ pub async fn execute(command: Command) -> Result<(), CommandError> {
     match command {
         Command::Query(args) => print!("{}", query(args).await?),
         Command::Compare(args) => print!("{}", compare(args).await?),
+        Command::Plan(args) => print!("{}", crate::plan::run(&args)?),
         Command::Report(args) => {
             let path = report(args).await?;
             tracing::info!(path = %path.display(), "report written");
@@ -210,6 +214,15 @@ pub struct CompareArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Add to each pair an anytime-valid 95 % confidence sequence for the paired
+    /// difference (a task's k-th runs form round k) and its decision, valid however
+    /// often you look; the fixed-sample results stay, valid for a single look only.
+    #[arg(long, env = "BENCH_COMPARE_SEQUENTIAL")]
+    pub sequential: bool,
+    /// With --sequential: decide `equivalent` when the whole sequence lies within
+    /// ±E (a difference in solve rate). Not the non-inferiority --margin.
+    #[arg(long, env = "BENCH_COMPARE_EQUIVALENCE_MARGIN", value_name = "E", value_parser = parse_margin, requires = "sequential")]
+    pub equivalence_margin: Option<f64>,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ConnectionArgs,
@@ -235,6 +248,8 @@ impl CompareArgs {
             seed: resample::DEFAULT_SEED,
             resamples: resample::DEFAULT_RESAMPLES,
             format,
+            sequential: false,
+            equivalence_margin: None,
             connection,
         }
     }
@@ -271,6 +286,9 @@ pub enum CommandError {
     /// The comparison could not be made.
     #[error(transparent)]
     Compare(#[from] CompareError),
+    /// `plan` was asked something it cannot answer.
+    #[error(transparent)]
+    Plan(#[from] crate::plan::PlanError),
     /// ClickHouse could not be reached: its URL, and why (the client's chain of causes,
     /// each once).
     #[error("cannot reach ClickHouse at {url}: {cause}")]
@@ -311,6 +329,7 @@ impl CommandError {
                         | CompareError::BadKeys(_)
                         | CompareError::Query(QueryError::InvalidParam { .. })
                 )
+                | CommandError::Plan(_)
         );
         if usage {
             Status::Usage
@@ -370,7 +389,20 @@ pub async fn compare(args: CompareArgs) -> Result<String, CommandError> {
         seed: args.seed,
         resamples: args.resamples as usize,
     };
-    let answer = compare::compare(&policies, &settings);
+    let mut answer = compare::compare(&policies, &settings);
+    if args.sequential && by.contains(&compare::Dimension::Cfg) {
+        return Err(CompareError::BadKeys(
+            "--sequential groups runs by policy, model, strategy, experiment or tag, not by cfg"
+                .to_owned(),
+        )
+        .into());
+    }
+    if args.sequential {
+        let outcomes = sequential::load_outcomes(&config.client(), &filters, &by, &policies)
+            .await
+            .map_err(|e| reached(&config.url, e.into()))?;
+        sequential::attach(&mut answer, &outcomes, args.equivalence_margin);
+    }
     Ok(compare::render::render(&answer, args.format))
 }
 

@@ -18,7 +18,8 @@
 //! - [`svg`]: the few SVG primitives the charts use, written by hand.
 //! - [`compare`]: `bench-analysis compare`, paired statistics between policies on the
 //!   same tasks (intervals, exact tests, sample sizes) over the `paired_outcomes` query.
-//! - [`command`]: the `query`, `compare` and `report` subcommands (flags, output).
+//! - [`plan`]: `bench-analysis plan`, the tasks and repeats a paired comparison needs.
+//! - [`command`]: the `query`, `compare`, `report` and `plan` subcommands (flags, output).
 //!
 //! Every query reads the ReplacingMergeTree tables with `FINAL`, so each event counts
 //! once however often it was delivered. The SQL runs unchanged on ClickHouse 18.16 and
@@ -35,6 +36,7 @@
 pub(crate) mod charts;
 pub mod command;
 pub mod compare;
+pub mod plan;
 pub mod queries;
 pub mod report;
 pub(crate) mod svg;

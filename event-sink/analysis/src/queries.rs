@@ -221,6 +221,7 @@ pub const QUERIES: &[Query] = &[
     query!("sweep_trajectory"),
     query!("instances"),
     query!("paired_outcomes"),
+    query!("run_outcomes"),
     query!("test_outcomes"),
     query!("swe_integrity"),
 ];

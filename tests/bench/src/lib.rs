@@ -8,6 +8,8 @@
 //! - `otlp-bench`: spans per second through `agent-runner otlp` into the stream, and its
 //!   memory.
 //! - `compare-bench`: `bench-analysis compare` on 10 policies × 500 tasks × 5 seeds.
+//! - `sequential-sim`: the error rates and runs of `compare --sequential` against the
+//!   fixed-sample design of `plan`, by simulation (no server).
 //!
 //! `cargo run --release -p benchstream-bench --bin <name> -- --help`; the sink benches
 //! measure a release `event-sink` built first (`cargo build --release -p event-sink`),

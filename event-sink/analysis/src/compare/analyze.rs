@@ -227,6 +227,9 @@ pub struct PairComparison {
     /// The p-value, the detectable difference and the tasks needed in one sentence,
     /// saying what each means.
     pub reading: Option<String>,
+    /// `--sequential`: the anytime-valid confidence sequence and its decision.
+    #[serde(flatten)]
+    pub sequential: Option<super::sequential::SequentialResult>,
 }
 
 /// Compares `policies` under `settings`.
@@ -560,6 +563,7 @@ fn pair(baseline: &PolicyRuns, candidate: &PolicyRuns, settings: &Settings) -> P
             .map(|needed| needed.ceil() as u64),
         note,
         reading: None,
+        sequential: None,
     }
 }
 

@@ -10,6 +10,8 @@
 //! - [`stats`]: Wilson, exact binomial / McNemar, Holm, pass@k, detectable difference.
 //! - [`resample`]: the seeded paired bootstrap.
 //! - [`render`]: JSON, table and CSV output.
+//! - [`sequential`]: `--sequential`, the anytime-valid confidence sequence of each pair
+//!   over the `run_outcomes` query's runs in rounds.
 //!
 //! Only [`load`] talks to ClickHouse; everything after it is pure and tested without a
 //! server.
@@ -18,6 +20,7 @@ pub mod analyze;
 pub mod outcomes;
 pub mod render;
 pub mod resample;
+pub mod sequential;
 pub mod stats;
 
 use clickhouse::Client;
@@ -53,6 +56,14 @@ pub enum CompareError {
     /// A row of its answer could not be read.
     #[error(transparent)]
     Row(#[from] outcomes::RowError),
+    /// A row of the `run_outcomes` answer could not be read (`--sequential`).
+    #[error("run_outcomes row {row}: {reason}")]
+    RunRow {
+        /// The row, from 0.
+        row: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// `--by` names an unknown key.
     #[error("--by: {0}")]
     BadKeys(String),

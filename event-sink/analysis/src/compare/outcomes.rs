@@ -57,7 +57,7 @@ impl Dimension {
 
     /// This dimension's value in `row` of a `paired_outcomes` answer; `None` when the
     /// runs do not say (a Smith run has no model, a run no such tag).
-    fn value<'t>(&self, table: &'t Table, row: usize) -> Option<&'t str> {
+    pub(crate) fn value<'t>(&self, table: &'t Table, row: usize) -> Option<&'t str> {
         let column = match self {
             Dimension::Policy => "policy_id",
             Dimension::Cfg => "cfg_hash",
@@ -149,7 +149,7 @@ pub enum Experiments {
 }
 
 /// What a label shows for a dimension nobody reported (a Smith run has no model).
-const UNKNOWN: &str = "(unknown)";
+pub(crate) const UNKNOWN: &str = "(unknown)";
 
 /// Runs left out of the comparison, by reason (see `paired_outcomes.sql`). Only the
 /// reasons that occur are serialized.

@@ -38,13 +38,16 @@ pub fn render(comparison: &Comparison, format: Format) -> String {
             } else {
                 String::new()
             };
-            format!("{policies}\n{pairs}{notes}")
+            let sequential = super::sequential::table(&comparison.comparisons)
+                .map(|t| format!("\n{}", t.render(format)))
+                .unwrap_or_default();
+            format!("{policies}\n{pairs}{sequential}{notes}")
         }
     }
 }
 
 /// A column: its name and whether it holds numbers (right-aligned, never defused).
-fn columns(spec: &[(&str, bool)]) -> Vec<Column> {
+pub(super) fn columns(spec: &[(&str, bool)]) -> Vec<Column> {
     spec.iter()
         .map(|(name, numeric)| Column {
             name: (*name).to_owned(),
@@ -58,7 +61,7 @@ fn columns(spec: &[(&str, bool)]) -> Vec<Column> {
         .collect()
 }
 
-fn number(value: Option<f64>, decimals: usize) -> Option<String> {
+pub(super) fn number(value: Option<f64>, decimals: usize) -> Option<String> {
     value.map(|v| format!("{v:.decimals$}"))
 }
 

@@ -20,6 +20,8 @@
 //!   same answers through it.
 //! - [`compare`]: `bench-analysis compare` over runs published to NATS and stored by the
 //!   sink: only finished, judged runs count, the others are counted by reason.
+//! - [`sequential`]: `compare --sequential` over runs published in rounds: rounds by
+//!   start time, infrastructure failures no outcome, the right decision.
 
 mod cli;
 mod compare;
@@ -27,6 +29,7 @@ mod experiments;
 mod provenance;
 mod queries;
 mod report;
+mod sequential;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,0 +1,522 @@
+//! `compare --sequential`: an anytime-valid confidence sequence for the paired difference
+//! in solve rate, valid at every look and under optional stopping.
+//!
+//! # The construction
+//!
+//! The betting confidence sequence of Waudby-Smith & Ramdas, "Estimating means of bounded
+//! random variables by betting", JRSS-B 86(1), 2024, with their aGRAPA bet (Section 5.3).
+//! A paired outcome `z = candidate − baseline` of one task in one round lies in [-1, 1];
+//! it is mapped to `x = (z + 1) / 2` in [0, 1]. For each candidate mean `m` a gambler
+//! starts with wealth 1 and bets `λ (x − m)` on every outcome:
+//!
+//! ```text
+//! K_t(m) = Π (1 + λ_r(m) (x_i − m)),
+//! λ_r(m) = clip((μ̂ − m) / (σ̂² + (μ̂ − m)²), −c / (1 − m), c / m),   c = 1/2,
+//! μ̂ = (1/2 + Σ x) / (n + 1),   σ̂² = (1/4 + Σ (x − x̄)²) / (n + 1)
+//! ```
+//!
+//! over the `n` outcomes of the rounds before round `r`. The sequence at a look is every
+//! `m` whose wealth never reached `1/α` (the running intersection); by Ville's inequality
+//! the true mean leaves it with probability at most `α`, however many looks.
+//!
+//! One change to the paper: the bet is fixed for a whole round (every task once), not
+//! per outcome. Tasks have different rates, so one outcome's mean is not the mean being
+//! estimated; but the product over a round of `1 + λ (x_i − m)` has expectation
+//! `Π (1 + λ (μ_i − m)) ≤ exp(λ Σ (μ_i − m)) = 1` at `m` = the mean `μ` of the tasks'
+//! `μ_i`, so the wealth at round ends is a nonnegative supermartingale and Ville applies
+//! at every round end, which is where the looks are. The estimand is the mean over the
+//! shared tasks of each task's difference in solve rate, the tasks being fixed.
+//!
+//! The sequence is computed on a grid of differences 0.001 apart and widened by one grid
+//! step on each side, so it holds every difference whose wealth stayed below `1/α`.
+//! The decision reads the gambler at 0 (on the grid): `candidate_better` or
+//! `baseline_better` when 0 has left the sequence, by the sign of the mean difference;
+//! `equivalent` when the whole sequence lies strictly inside ±`margin`.
+
+use std::collections::BTreeMap;
+
+use clickhouse::Client;
+use serde::Serialize;
+
+use super::analyze::{Comparison, PairComparison};
+use super::outcomes::{Dimension, PolicyRuns, NO_EXPERIMENT, UNKNOWN};
+use super::render::{columns, number};
+use super::stats::CONFIDENCE;
+use super::{CompareError, Filters};
+use crate::queries::Query;
+use crate::table::Table;
+
+/// The bet's cap `c`: at most half the wealth is staked on an outcome.
+const CAP: f64 = 0.5;
+
+/// Steps of the grid of differences in [-1, 1]; 0 is the middle point.
+const GRID_STEPS: usize = 2000;
+
+/// The running sums of the outcomes so far, on the [0, 1] scale.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Running {
+    n: f64,
+    sum: f64,
+    sum_sq: f64,
+}
+
+impl Running {
+    fn add(&mut self, x: f64) {
+        self.n += 1.0;
+        self.sum += x;
+        self.sum_sq += x * x;
+    }
+
+    /// The aGRAPA bet against mean `m` from the outcomes so far.
+    fn bet(&self, m: f64) -> f64 {
+        let mean = (0.5 + self.sum) / (self.n + 1.0);
+        let spread = if self.n > 0.0 {
+            (self.sum_sq - self.sum * self.sum / self.n).max(0.0)
+        } else {
+            0.0
+        };
+        let variance = (0.25 + spread) / (self.n + 1.0);
+        let gap = mean - m;
+        (gap / (variance + gap * gap)).clamp(-CAP / (1.0 - m), CAP / m)
+    }
+}
+
+/// The gambler against one difference.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Gambler {
+    /// The difference it bets against, on the [0, 1] scale.
+    m: f64,
+    log_wealth: f64,
+    /// Its wealth reached 1/α once: the difference has left the sequence for good.
+    rejected: bool,
+}
+
+/// The anytime-valid confidence sequence of one pair, fed round by round.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfidenceSequence {
+    log_threshold: f64,
+    running: Running,
+    /// The gamblers, by increasing difference; one stands at 0.
+    gamblers: Vec<Gambler>,
+    /// Whether `gamblers` is the whole grid (an interval can be read).
+    grid: bool,
+    rounds: u64,
+}
+
+impl ConfidenceSequence {
+    /// A sequence at level `1 − alpha` over the whole grid of differences.
+    pub fn new(alpha: f64) -> ConfidenceSequence {
+        let points = (1..GRID_STEPS).map(|j| j as f64 / GRID_STEPS as f64 * 2.0 - 1.0);
+        Self::build(alpha, points.collect(), true)
+    }
+
+    /// A sequence that only tracks 0 and the differences `at` (for simulations: whether
+    /// they are in the sequence, without the cost of the grid); it has no interval.
+    pub fn at(alpha: f64, at: &[f64]) -> ConfidenceSequence {
+        let mut points = at.to_vec();
+        points.push(0.0);
+        points.sort_by(f64::total_cmp);
+        points.dedup();
+        Self::build(alpha, points, false)
+    }
+
+    fn build(alpha: f64, points: Vec<f64>, grid: bool) -> ConfidenceSequence {
+        let gamblers = points
+            .into_iter()
+            .map(|d| Gambler {
+                m: (d + 1.0) / 2.0,
+                log_wealth: 0.0,
+                rejected: false,
+            })
+            .collect();
+        ConfidenceSequence {
+            log_threshold: (1.0 / alpha).ln(),
+            running: Running::default(),
+            gamblers,
+            grid,
+            rounds: 0,
+        }
+    }
+
+    /// Adds a complete round: one paired outcome (candidate − baseline, in [-1, 1]) per
+    /// task.
+    pub fn push_round(&mut self, outcomes: &[f64]) {
+        let xs: Vec<f64> = outcomes
+            .iter()
+            .map(|z| (z.clamp(-1.0, 1.0) + 1.0) / 2.0)
+            .collect();
+        for gambler in &mut self.gamblers {
+            let bet = self.running.bet(gambler.m);
+            gambler.log_wealth += xs
+                .iter()
+                .map(|x| (1.0 + bet * (x - gambler.m)).ln())
+                .sum::<f64>();
+            gambler.rejected |= gambler.log_wealth >= self.log_threshold;
+        }
+        for x in xs {
+            self.running.add(x);
+        }
+        self.rounds += 1;
+    }
+
+    /// Complete rounds fed.
+    pub fn rounds(&self) -> u64 {
+        self.rounds
+    }
+
+    /// The mean paired difference so far; `None` before the first outcome.
+    pub fn mean(&self) -> Option<f64> {
+        (self.running.n > 0.0).then(|| self.running.sum / self.running.n * 2.0 - 1.0)
+    }
+
+    /// Whether difference `d` (one given to [`ConfidenceSequence::at`], or a grid point)
+    /// has left the sequence; `None` when it is not tracked.
+    pub fn excludes(&self, d: f64) -> Option<bool> {
+        let m = (d + 1.0) / 2.0;
+        self.gamblers
+            .iter()
+            .find(|g| (g.m - m).abs() < 1e-12)
+            .map(|g| g.rejected)
+    }
+
+    /// The sequence's ends, widened by one grid step; `None` for a sequence built with
+    /// [`ConfidenceSequence::at`], or when every grid point has left (which happens with
+    /// probability below α).
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        if !self.grid {
+            return None;
+        }
+        let step = 2.0 / GRID_STEPS as f64;
+        let mut kept = self.gamblers.iter().filter(|g| !g.rejected);
+        let first = kept.next()?;
+        let last = kept.next_back().unwrap_or(first);
+        let d = |g: &Gambler| g.m * 2.0 - 1.0;
+        Some(((d(first) - step).max(-1.0), (d(last) + step).min(1.0)))
+    }
+
+    /// The decision at this look; `margin` is `--equivalence-margin`.
+    pub fn decision(&self, margin: Option<f64>) -> Decision {
+        if self.excludes(0.0) == Some(true) {
+            match self.mean() {
+                Some(mean) if mean > 0.0 => return Decision::CandidateBetter,
+                Some(mean) if mean < 0.0 => return Decision::BaselineBetter,
+                _ => {}
+            }
+        }
+        match (margin, self.interval()) {
+            (Some(e), Some((low, high))) if low > -e && high < e => Decision::Equivalent,
+            _ => Decision::Undecided,
+        }
+    }
+}
+
+/// What the sequence says at a look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// 0 has left the sequence, which lies above it.
+    CandidateBetter,
+    /// 0 has left the sequence, which lies below it.
+    BaselineBetter,
+    /// The whole sequence lies within ±`--equivalence-margin`.
+    Equivalent,
+    /// None of those yet.
+    Undecided,
+}
+
+impl Decision {
+    /// The JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::CandidateBetter => "candidate_better",
+            Decision::BaselineBetter => "baseline_better",
+            Decision::Equivalent => "equivalent",
+            Decision::Undecided => "undecided",
+        }
+    }
+}
+
+/// What `compare --sequential` adds to a comparison (flattened into its JSON).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SequentialResult {
+    /// Lower end of the confidence sequence for the paired difference; null when no
+    /// round is complete.
+    pub cs_low: Option<f64>,
+    /// Upper end.
+    pub cs_high: Option<f64>,
+    /// Complete rounds used: every shared task has that many runs of both policies.
+    pub rounds: u64,
+    /// `candidate_better`, `baseline_better`, `equivalent` or `undecided`.
+    pub decision: Decision,
+    /// The level: the sequence holds the true difference at every look with probability
+    /// 1 − `sequential_alpha`.
+    pub sequential_alpha: f64,
+    /// Which of the other fields hold for a single look only.
+    pub single_look_only: &'static str,
+}
+
+/// The fields of a comparison that are valid for one look at fixed sample size only.
+pub const SINGLE_LOOK_ONLY: &str = "p_value, p_adjusted, ci_low, ci_high, non_inferior: valid for a single look only; look as often as you like at cs_low, cs_high, decision";
+
+/// The sequence of `rounds`, each the paired outcomes of the shared tasks in that round.
+pub fn sequential(rounds: &[Vec<f64>], alpha: f64, margin: Option<f64>) -> SequentialResult {
+    let mut sequence = ConfidenceSequence::new(alpha);
+    for round in rounds {
+        sequence.push_round(round);
+    }
+    let interval = sequence.interval().filter(|_| sequence.rounds() > 0);
+    SequentialResult {
+        cs_low: interval.map(|i| i.0),
+        cs_high: interval.map(|i| i.1),
+        rounds: sequence.rounds(),
+        decision: sequence.decision(margin),
+        sequential_alpha: alpha,
+        single_look_only: SINGLE_LOOK_ONLY,
+    }
+}
+
+/// Per task id, the outcomes of a policy's counted runs (1 solved, 0 not) in round
+/// order.
+pub type Outcomes = BTreeMap<String, Vec<u8>>;
+
+/// The rounds of a pair: `baseline` and `candidate` hold, per task, the counted runs'
+/// outcomes (1 solved, 0 not) in round order. Only tasks both ran are used; round k
+/// holds the k-th run of each, and only rounds complete on every shared task.
+pub fn rounds(baseline: &Outcomes, candidate: &Outcomes) -> Vec<Vec<f64>> {
+    let shared: Vec<(&Vec<u8>, &Vec<u8>)> = baseline
+        .iter()
+        .filter_map(|(task, b)| Some((b, candidate.get(task)?)))
+        .filter(|(b, c)| !b.is_empty() && !c.is_empty())
+        .collect();
+    let complete = shared
+        .iter()
+        .map(|(b, c)| b.len().min(c.len()))
+        .min()
+        .unwrap_or(0);
+    (0..complete)
+        .map(|k| {
+            shared
+                .iter()
+                .map(|(b, c)| f64::from(c[k]) - f64::from(b[k]))
+                .collect()
+        })
+        .collect()
+}
+
+/// Reads the counted runs `filters` select (the `run_outcomes` query) and files their
+/// outcomes under the label of the policy of `policies` they belong to (grouped by `by`
+/// and split by scoring version as [`super::group`] does), per task in start order.
+pub async fn load_outcomes(
+    client: &Client,
+    filters: &Filters,
+    by: &[Dimension],
+    policies: &[PolicyRuns],
+) -> Result<BTreeMap<String, Outcomes>, CompareError> {
+    let table = Query::find("run_outcomes")?
+        .run(client, &filters.params(true)?)
+        .await?;
+    outcomes_by_label(&table, by, policies)
+}
+
+/// The outcomes of the rows of `table` (a `run_outcomes` answer), by label of `policies`.
+pub fn outcomes_by_label(
+    table: &Table,
+    by: &[Dimension],
+    policies: &[PolicyRuns],
+) -> Result<BTreeMap<String, Outcomes>, CompareError> {
+    type Runs = Vec<(i64, String, u8)>;
+    let mut runs: BTreeMap<(String, String), Runs> = BTreeMap::new();
+    for row in 0..table.rows.len() {
+        let text = |name: &str| table.get(row, name);
+        let bad = |name: &str, reason: String| CompareError::RunRow {
+            row,
+            reason: format!("{name}: {reason}"),
+        };
+        let needed = |name: &str| text(name).ok_or_else(|| bad(name, "NULL or absent".into()));
+        let group = by
+            .iter()
+            .map(|d| d.value(table, row).unwrap_or(UNKNOWN))
+            .collect::<Vec<_>>()
+            .join(":");
+        let scoring = text("scoring_version");
+        let experiment = text("experiment").unwrap_or(NO_EXPERIMENT);
+        let Some(policy) = policies.iter().find(|p| {
+            p.group == group
+                && p.scoring_version.as_deref() == scoring
+                && p.experiments.contains(experiment)
+        }) else {
+            continue; // A policy not compared (--policy).
+        };
+        let started = needed("started_ms")?
+            .parse::<i64>()
+            .map_err(|e| bad("started_ms", e.to_string()))?;
+        let solved = needed("solved")?
+            .parse::<u8>()
+            .map_err(|e| bad("solved", e.to_string()))?;
+        runs.entry((policy.label.clone(), needed("task_id")?.to_owned()))
+            .or_default()
+            .push((started, needed("run_id")?.to_owned(), solved));
+    }
+    let mut by_label: BTreeMap<String, Outcomes> = BTreeMap::new();
+    for ((label, task), mut task_runs) in runs {
+        task_runs.sort();
+        let outcomes = task_runs.into_iter().map(|(_, _, solved)| solved).collect();
+        by_label.entry(label).or_default().insert(task, outcomes);
+    }
+    Ok(by_label)
+}
+
+/// Adds the sequence of each pair of `comparison`, from the runs' `outcomes` by label,
+/// at the level of `compare`'s intervals.
+pub fn attach(
+    comparison: &mut Comparison,
+    outcomes: &BTreeMap<String, Outcomes>,
+    margin: Option<f64>,
+) {
+    let none = Outcomes::new();
+    for pair in &mut comparison.comparisons {
+        let of = |label: &String| outcomes.get(label).unwrap_or(&none);
+        let rounds = rounds(of(&pair.baseline), of(&pair.candidate));
+        pair.sequential = Some(sequential(&rounds, 1.0 - CONFIDENCE, margin));
+    }
+}
+
+/// The `--sequential` table: per comparison, the sequence and the decision; `None`
+/// when no comparison has one.
+pub fn table(pairs: &[PairComparison]) -> Option<Table> {
+    let mut table = Table {
+        columns: columns(&[
+            ("baseline", false),
+            ("candidate", false),
+            ("rounds", true),
+            ("cs_low", true),
+            ("cs_high", true),
+            ("decision", false),
+        ]),
+        rows: Vec::new(),
+    };
+    for pair in pairs {
+        let Some(s) = &pair.sequential else { continue };
+        table.rows.push(vec![
+            Some(pair.baseline.clone()),
+            Some(pair.candidate.clone()),
+            Some(s.rounds.to_string()),
+            number(s.cs_low, 4),
+            number(s.cs_high, 4),
+            Some(s.decision.name().to_owned()),
+        ]);
+    }
+    (!table.rows.is_empty()).then_some(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clear_win_decides_and_a_tie_stays_undecided() {
+        // 40 tasks, the candidate solves 60 % more of them every round.
+        let round: Vec<f64> = (0..40).map(|i| if i % 5 < 3 { 1.0 } else { 0.0 }).collect();
+        let win = sequential(&vec![round; 4], 0.05, None);
+        assert_eq!(win.decision, Decision::CandidateBetter);
+        let (low, high) = (win.cs_low.expect("rounds"), win.cs_high.expect("rounds"));
+        assert!(low > 0.0 && high >= 0.6 && low < 0.6, "{low}..{high}");
+
+        let tie: Vec<f64> = (0..40).map(|i| [1.0, -1.0, 0.0, 0.0][i % 4]).collect();
+        let tie = sequential(&vec![tie; 3], 0.05, None);
+        assert_eq!(tie.decision, Decision::Undecided);
+    }
+
+    #[test]
+    fn equivalence_needs_the_whole_sequence_inside_the_margin() {
+        let round = vec![0.0; 50];
+        let rounds = vec![round; 20];
+        assert_eq!(
+            sequential(&rounds, 0.05, Some(0.1)).decision,
+            Decision::Equivalent
+        );
+        assert_eq!(
+            sequential(&rounds, 0.05, None).decision,
+            Decision::Undecided
+        );
+        assert_eq!(
+            sequential(&rounds[..1], 0.05, Some(0.1)).decision,
+            Decision::Undecided
+        );
+    }
+
+    #[test]
+    fn no_complete_round_is_no_interval() {
+        let answer = sequential(&[], 0.05, None);
+        assert_eq!((answer.cs_low, answer.rounds), (None, 0));
+        assert_eq!(answer.decision, Decision::Undecided);
+    }
+
+    #[test]
+    fn rounds_pair_the_kth_runs_of_shared_tasks_and_stop_at_the_shortest() {
+        let base: Outcomes = [
+            ("a".to_owned(), vec![1, 0, 1]),
+            ("b".to_owned(), vec![0, 0]),
+            ("only-base".to_owned(), vec![1]),
+        ]
+        .into();
+        let cand: Outcomes = [
+            ("a".to_owned(), vec![0, 1, 1]),
+            ("b".to_owned(), vec![1, 1, 1]),
+        ]
+        .into();
+        assert_eq!(rounds(&base, &cand), vec![vec![-1.0, 1.0], vec![1.0, 1.0]]);
+    }
+
+    /// `run_outcomes` repeats the counting rules of `paired_outcomes`: over both fixture
+    /// datasets (whose answers the query tests hold to ClickHouse 18.16 and chdb), it
+    /// lists exactly the runs and successes `paired_outcomes` counts.
+    #[test]
+    fn run_outcomes_lists_exactly_the_runs_paired_outcomes_counts() {
+        type Counts = BTreeMap<(String, String, String), (u64, u64)>;
+        let read = |dataset: &str, query: &str| -> Vec<BTreeMap<String, String>> {
+            let path = format!(
+                "{}/../../deploy/clickhouse/fixtures/{dataset}expected/{query}.csv",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let text = std::fs::read_to_string(&path).expect("expected answer");
+            let mut lines = text.lines();
+            let names: Vec<&str> = lines.next().expect("header").split(',').collect();
+            lines
+                .map(|l| {
+                    names
+                        .iter()
+                        .map(|n| n.to_string())
+                        .zip(l.split(',').map(str::to_owned))
+                        .collect()
+                })
+                .collect()
+        };
+        for dataset in ["", "pipeline/"] {
+            let key = |r: &BTreeMap<String, String>| {
+                (
+                    r["task_id"].clone(),
+                    r["policy_id"].clone(),
+                    r["cfg_hash"].clone(),
+                )
+            };
+            let number =
+                |r: &BTreeMap<String, String>, k: &str| -> u64 { r[k].parse().expect("a count") };
+            let mut counted = Counts::new();
+            for row in read(dataset, "paired_outcomes") {
+                let entry = counted.entry(key(&row)).or_default();
+                entry.0 += number(&row, "runs");
+                entry.1 += number(&row, "successes");
+            }
+            counted.retain(|_, (runs, _)| *runs > 0);
+            let mut listed = Counts::new();
+            for row in read(dataset, "run_outcomes") {
+                let entry = listed.entry(key(&row)).or_default();
+                entry.0 += 1;
+                entry.1 += number(&row, "solved");
+            }
+            assert_eq!(listed, counted, "dataset {dataset:?}");
+            assert!(!listed.is_empty());
+        }
+    }
+}
