@@ -285,9 +285,8 @@ mod tests {
 
     #[test]
     fn every_plan_flag_has_an_environment_variable() {
-        use clap::CommandFactory;
-        let cli = crate::command::Cli::command();
-        let plan = cli.find_subcommand("plan").expect("plan");
+        use clap::Args as _;
+        let plan = PlanArgs::augment_args(clap::Command::new("plan"));
         for arg in plan.get_arguments() {
             if arg.get_long().is_some_and(|l| l != "help") {
                 assert!(

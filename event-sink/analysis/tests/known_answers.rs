@@ -4,8 +4,6 @@
 //! and pass@k / pass^k to 1e-9, the paired bootstrap interval within Monte Carlo
 //! tolerance.
 
-use std::collections::BTreeMap;
-
 use bench_analysis::compare::outcomes::TaskRuns;
 use bench_analysis::compare::stats::{binomial_two_sided, holm, pass_at_k, pass_hat_k, wilson};
 use bench_analysis::compare::{compare, PolicyRuns, Settings};
@@ -102,24 +100,27 @@ fn pass_at_k_and_pass_hat_k_match_exact_fractions() {
 
 /// One run per task: `outcomes[i]` is task i's success (1.0) or failure (0.0).
 fn policy(label: &str, outcomes: &[f64]) -> PolicyRuns {
-    let tasks: BTreeMap<String, TaskRuns> = outcomes
-        .iter()
-        .enumerate()
-        .map(|(i, &solved)| {
-            let runs = TaskRuns {
-                runs: 1,
-                successes: u64::from(solved > 0.5),
-                priced_runs: 1,
-                cost_usd: 0.01,
-                ..TaskRuns::default()
-            };
-            (format!("task-{i:03}"), runs)
-        })
-        .collect();
+    policy_of(
+        label,
+        outcomes.iter().map(|&solved| TaskRuns {
+            runs: 1,
+            successes: u64::from(solved > 0.5),
+            priced_runs: 1,
+            cost_usd: 0.01,
+            ..TaskRuns::default()
+        }),
+    )
+}
+
+/// The policy `label` whose task i (`task-00i`) had the i-th of `runs`.
+fn policy_of(label: &str, runs: impl Iterator<Item = TaskRuns>) -> PolicyRuns {
     PolicyRuns {
         label: label.to_owned(),
         group: label.to_owned(),
-        tasks,
+        tasks: runs
+            .enumerate()
+            .map(|(i, runs)| (format!("task-{i:03}"), runs))
+            .collect(),
         ..PolicyRuns::default()
     }
 }
@@ -176,24 +177,14 @@ fn the_paired_bootstrap_interval_matches_scipy_within_monte_carlo_error() {
 
 /// `solved[i]` of `repeats` runs of task i solved.
 fn repeated(label: &str, solved: &[u64], repeats: u64) -> PolicyRuns {
-    let tasks: BTreeMap<String, TaskRuns> = solved
-        .iter()
-        .enumerate()
-        .map(|(i, &successes)| {
-            let runs = TaskRuns {
-                runs: repeats,
-                successes,
-                ..TaskRuns::default()
-            };
-            (format!("task-{i:03}"), runs)
-        })
-        .collect();
-    PolicyRuns {
-        label: label.to_owned(),
-        group: label.to_owned(),
-        tasks,
-        ..PolicyRuns::default()
-    }
+    policy_of(
+        label,
+        solved.iter().map(|&successes| TaskRuns {
+            runs: repeats,
+            successes,
+            ..TaskRuns::default()
+        }),
+    )
 }
 
 /// Two models x 8 tasks x 3 repeats: the rates with task-clustered errors, pass^3 with its

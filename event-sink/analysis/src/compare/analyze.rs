@@ -229,7 +229,7 @@ pub struct PairComparison {
     pub reading: Option<String>,
     /// `--sequential`: the anytime-valid confidence sequence and its decision.
     #[serde(flatten)]
-    pub sequential: Option<super::sequential::SequentialResult>,
+    pub sequential: Option<SequentialResult>,
 }
 
 /// Compares `policies` under `settings`.
@@ -596,6 +596,54 @@ fn reading(c: &PairComparison) -> Option<String> {
     }
     Some(text)
 }
+
+/// What the sequence says at a look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// 0 has left the sequence, which lies above it.
+    CandidateBetter,
+    /// 0 has left the sequence, which lies below it.
+    BaselineBetter,
+    /// The whole sequence lies within ±`--equivalence-margin`.
+    Equivalent,
+    /// None of those yet.
+    Undecided,
+}
+
+impl Decision {
+    /// The JSON name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::CandidateBetter => "candidate_better",
+            Decision::BaselineBetter => "baseline_better",
+            Decision::Equivalent => "equivalent",
+            Decision::Undecided => "undecided",
+        }
+    }
+}
+
+/// What `compare --sequential` adds to a comparison (flattened into its JSON).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SequentialResult {
+    /// Lower end of the confidence sequence for the paired difference; null when no
+    /// round is complete.
+    pub cs_low: Option<f64>,
+    /// Upper end.
+    pub cs_high: Option<f64>,
+    /// Complete rounds used: every shared task has that many runs of both policies.
+    pub rounds: u64,
+    /// `candidate_better`, `baseline_better`, `equivalent` or `undecided`.
+    pub decision: Decision,
+    /// The level: the sequence holds the true difference at every look with probability
+    /// 1 − `sequential_alpha`.
+    pub sequential_alpha: f64,
+    /// Which of the other fields hold for a single look only.
+    pub single_look_only: &'static str,
+}
+
+/// The fields of a comparison that are valid for one look at fixed sample size only.
+pub const SINGLE_LOOK_ONLY: &str = "p_value, p_adjusted, ci_low, ci_high, non_inferior: valid for a single look only; look as often as you like at cs_low, cs_high, decision";
 
 #[cfg(test)]
 mod tests {

@@ -38,7 +38,7 @@ pub fn render(comparison: &Comparison, format: Format) -> String {
             } else {
                 String::new()
             };
-            let sequential = super::sequential::table(&comparison.comparisons)
+            let sequential = sequential_table(&comparison.comparisons)
                 .map(|t| format!("\n{}", t.render(format)))
                 .unwrap_or_default();
             format!("{policies}\n{pairs}{sequential}{notes}")
@@ -209,4 +209,31 @@ pub fn pair_table(pairs: &[PairComparison]) -> Table {
         ]);
     }
     table
+}
+/// The `--sequential` table: per comparison, the sequence and the decision; `None`
+/// when no comparison has one.
+fn sequential_table(pairs: &[PairComparison]) -> Option<Table> {
+    let mut table = Table {
+        columns: columns(&[
+            ("baseline", false),
+            ("candidate", false),
+            ("rounds", true),
+            ("cs_low", true),
+            ("cs_high", true),
+            ("decision", false),
+        ]),
+        rows: Vec::new(),
+    };
+    for pair in pairs {
+        let Some(s) = &pair.sequential else { continue };
+        table.rows.push(vec![
+            Some(pair.baseline.clone()),
+            Some(pair.candidate.clone()),
+            Some(s.rounds.to_string()),
+            number(s.cs_low, 4),
+            number(s.cs_high, 4),
+            Some(s.decision.name().to_owned()),
+        ]);
+    }
+    (!table.rows.is_empty()).then_some(table)
 }

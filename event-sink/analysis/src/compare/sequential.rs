@@ -36,11 +36,9 @@
 use std::collections::BTreeMap;
 
 use clickhouse::Client;
-use serde::Serialize;
 
-use super::analyze::{Comparison, PairComparison};
+use super::analyze::{Comparison, Decision, SequentialResult, SINGLE_LOOK_ONLY};
 use super::outcomes::{Dimension, PolicyRuns, NO_EXPERIMENT, UNKNOWN};
-use super::render::{columns, number};
 use super::stats::CONFIDENCE;
 use super::{CompareError, Filters};
 use crate::queries::Query;
@@ -210,54 +208,6 @@ impl ConfidenceSequence {
     }
 }
 
-/// What the sequence says at a look.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// 0 has left the sequence, which lies above it.
-    CandidateBetter,
-    /// 0 has left the sequence, which lies below it.
-    BaselineBetter,
-    /// The whole sequence lies within ±`--equivalence-margin`.
-    Equivalent,
-    /// None of those yet.
-    Undecided,
-}
-
-impl Decision {
-    /// The JSON name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Decision::CandidateBetter => "candidate_better",
-            Decision::BaselineBetter => "baseline_better",
-            Decision::Equivalent => "equivalent",
-            Decision::Undecided => "undecided",
-        }
-    }
-}
-
-/// What `compare --sequential` adds to a comparison (flattened into its JSON).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct SequentialResult {
-    /// Lower end of the confidence sequence for the paired difference; null when no
-    /// round is complete.
-    pub cs_low: Option<f64>,
-    /// Upper end.
-    pub cs_high: Option<f64>,
-    /// Complete rounds used: every shared task has that many runs of both policies.
-    pub rounds: u64,
-    /// `candidate_better`, `baseline_better`, `equivalent` or `undecided`.
-    pub decision: Decision,
-    /// The level: the sequence holds the true difference at every look with probability
-    /// 1 − `sequential_alpha`.
-    pub sequential_alpha: f64,
-    /// Which of the other fields hold for a single look only.
-    pub single_look_only: &'static str,
-}
-
-/// The fields of a comparison that are valid for one look at fixed sample size only.
-pub const SINGLE_LOOK_ONLY: &str = "p_value, p_adjusted, ci_low, ci_high, non_inferior: valid for a single look only; look as often as you like at cs_low, cs_high, decision";
-
 /// The sequence of `rounds`, each the paired outcomes of the shared tasks in that round.
 pub fn sequential(rounds: &[Vec<f64>], alpha: f64, margin: Option<f64>) -> SequentialResult {
     let mut sequence = ConfidenceSequence::new(alpha);
@@ -379,34 +329,6 @@ pub fn attach(
         let rounds = rounds(of(&pair.baseline), of(&pair.candidate));
         pair.sequential = Some(sequential(&rounds, 1.0 - CONFIDENCE, margin));
     }
-}
-
-/// The `--sequential` table: per comparison, the sequence and the decision; `None`
-/// when no comparison has one.
-pub fn table(pairs: &[PairComparison]) -> Option<Table> {
-    let mut table = Table {
-        columns: columns(&[
-            ("baseline", false),
-            ("candidate", false),
-            ("rounds", true),
-            ("cs_low", true),
-            ("cs_high", true),
-            ("decision", false),
-        ]),
-        rows: Vec::new(),
-    };
-    for pair in pairs {
-        let Some(s) = &pair.sequential else { continue };
-        table.rows.push(vec![
-            Some(pair.baseline.clone()),
-            Some(pair.candidate.clone()),
-            Some(s.rounds.to_string()),
-            number(s.cs_low, 4),
-            number(s.cs_high, 4),
-            Some(s.decision.name().to_owned()),
-        ]);
-    }
-    (!table.rows.is_empty()).then_some(table)
 }
 
 #[cfg(test)]

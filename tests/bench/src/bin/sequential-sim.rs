@@ -25,7 +25,8 @@
 //! `cargo run --release -p benchstream-bench --bin sequential-sim -- [--experiments
 //! 10000] [--seed 1]`
 
-use bench_analysis::compare::sequential::{ConfidenceSequence, Decision};
+use bench_analysis::compare::analyze::Decision;
+use bench_analysis::compare::sequential::ConfidenceSequence;
 use bench_analysis::compare::stats::binomial_two_sided;
 use bench_analysis::plan::{plan, PlanInput};
 use clap::Parser;

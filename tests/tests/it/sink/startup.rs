@@ -182,8 +182,10 @@ async fn no_create_only_verifies_stream_and_consumer() {
     assert!(error.to_string().contains("event-sink"), "{error}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn call_times_written_before_they_could_be_null_keep_their_values() {
+/// A fresh server whose `benchstream` database has the schema of every migration before
+/// `stem`, applied by hand (unrecorded: `migrate` runs these again, which changes
+/// nothing); the server and the database's client.
+async fn schema_before(stem: &str) -> (ClickHouseServer, clickhouse::Client) {
     let server = tokio::task::spawn_blocking(ClickHouseServer::start)
         .await
         .expect("server starts");
@@ -194,17 +196,22 @@ async fn call_times_written_before_they_could_be_null_keep_their_values() {
         .await
         .expect("database");
     let db = root.clone().with_database("benchstream");
-    // The schema before 0018, applied by hand (unrecorded: `migrate` runs these again,
-    // which changes nothing), with a measured call of each kind.
     let before = MIGRATIONS
         .iter()
-        .position(|m| m.stem == "0018_unmeasured_call_times")
-        .expect("0018 shipped");
+        .position(|m| m.stem == stem)
+        .unwrap_or_else(|| panic!("{stem} shipped"));
     for migration in &MIGRATIONS[..before] {
         for statement in migration.statements() {
             db.query(statement).execute().await.expect("old schema");
         }
     }
+    (server, db)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn call_times_written_before_they_could_be_null_keep_their_values() {
+    // The schema before 0018, with a measured call of each kind.
+    let (server, db) = schema_before("0018_unmeasured_call_times").await;
     let envelope = "generateUUIDv4(), generateUUIDv4(), 't', now(), 0, 'p', now()";
     server.query(&format!(
         "INSERT INTO benchstream.tool_calls (event_id, run_id, task_id, ts, ts_ms, policy_id, \
@@ -238,27 +245,8 @@ async fn call_times_written_before_they_could_be_null_keep_their_values() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn runs_written_before_experiments_keep_their_rows_with_no_experiment() {
-    let server = tokio::task::spawn_blocking(ClickHouseServer::start)
-        .await
-        .expect("server starts");
-    let root = clickhouse::Client::default()
-        .with_url(server.http_url())
-        .with_validation(false);
-    event_sink::migrations::ensure_database(&root, "benchstream", None)
-        .await
-        .expect("database");
-    let db = root.clone().with_database("benchstream");
-    // The schema before 0020, applied by hand (unrecorded: `migrate` runs these again,
-    // which changes nothing), with two runs of a sweep and one outside any.
-    let before = MIGRATIONS
-        .iter()
-        .position(|m| m.stem == "0020_run_start_experiment")
-        .expect("0020 shipped");
-    for migration in &MIGRATIONS[..before] {
-        for statement in migration.statements() {
-            db.query(statement).execute().await.expect("old schema");
-        }
-    }
+    // The schema before 0020, with two runs of a sweep and one outside any.
+    let (server, db) = schema_before("0020_run_start_experiment").await;
     server.query(
         "INSERT INTO benchstream.run_starts (event_id, run_id, task_id, ts, ts_ms, policy_id, \
          received_at, model, sweep_name) \
