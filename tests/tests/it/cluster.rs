@@ -272,7 +272,9 @@ fn assert_replicas_converge(cluster: &ClickHouseCluster, total: usize) {
                 seen.as_ref()
                     .is_ok_and(|c| c.windows(2).all(|w| w[0] == w[1]))
             };
-            let deadline = Instant::now() + Duration::from_secs(60);
+            // After a ZooKeeper restart a replica's queue of fetches and merges catches up
+            // at the pace of a loaded host: seen to take over a minute on 2 busy cores.
+            let deadline = Instant::now() + Duration::from_secs(180);
             let mut seen = counts();
             while !converged(&seen) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(500));
@@ -280,7 +282,7 @@ fn assert_replicas_converge(cluster: &ClickHouseCluster, total: usize) {
             }
             assert!(
                 converged(&seen),
-                "shard {shard} replicas still differ in {table}_local after a minute: {seen:?}"
+                "shard {shard} replicas still differ in {table}_local after 3 minutes: {seen:?}"
             );
             if table == "events_raw" {
                 let seen = seen.expect("converged");
