@@ -243,11 +243,14 @@ impl ClusterWorld {
     }
 }
 
-/// The two replicas of each shard reach the same row count in every local table (a
-/// restarted replica fetches what it missed in the background, so each table gets up to
-/// a minute of `SYSTEM SYNC REPLICA` rounds; a round a replica fails, e.g. with its
-/// ZooKeeper session expired by a ZooKeeper restart, counts as not converged yet), and
-/// the shards together hold each event once.
+/// The two replicas of each shard answer alike for every local table: the same rows under
+/// `FINAL` and the same distinct events (a restarted replica fetches what it missed in
+/// the background, so each table gets up to a minute of `SYSTEM SYNC REPLICA` rounds; a
+/// round a replica fails, e.g. with its ZooKeeper session expired by a ZooKeeper restart,
+/// counts as not converged yet), and the shards together hold each event once. Raw row
+/// counts are not compared: after a ZooKeeper restart one replica was seen to keep the
+/// unmerged duplicate parts of retried inserts for over three minutes (113 rows, 107
+/// events, against 107 and 107), which no query shows.
 fn assert_replicas_converge(cluster: &ClickHouseCluster, total: usize) {
     let mut distinct = 0;
     for shard in 1..=SHARDS {
@@ -259,8 +262,13 @@ fn assert_replicas_converge(cluster: &ClickHouseCluster, total: usize) {
                         server
                             .try_query(&format!("SYSTEM SYNC REPLICA benchstream.{table}_local"))
                             .and_then(|_| {
+                                // What queries see on the replica (FINAL: one row per
+                                // event) and its distinct events. Physical row counts may
+                                // differ while a replica still holds unmerged duplicate
+                                // parts of retried inserts.
                                 server.try_query(&format!(
-                                    "SELECT count(), uniqExact(event_id) FROM benchstream.{table}_local"
+                                    "SELECT (SELECT count() FROM benchstream.{table}_local FINAL), \
+                                     uniqExact(event_id) FROM benchstream.{table}_local"
                                 ))
                             })
                             .map(|answer| answer.trim().to_owned())
@@ -272,9 +280,7 @@ fn assert_replicas_converge(cluster: &ClickHouseCluster, total: usize) {
                 seen.as_ref()
                     .is_ok_and(|c| c.windows(2).all(|w| w[0] == w[1]))
             };
-            // After a ZooKeeper restart a replica's queue of fetches and merges catches up
-            // at the pace of a loaded host: seen to take over a minute on 2 busy cores.
-            let deadline = Instant::now() + Duration::from_secs(180);
+            let deadline = Instant::now() + Duration::from_secs(60);
             let mut seen = counts();
             while !converged(&seen) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(500));
@@ -282,7 +288,7 @@ fn assert_replicas_converge(cluster: &ClickHouseCluster, total: usize) {
             }
             assert!(
                 converged(&seen),
-                "shard {shard} replicas still differ in {table}_local after 3 minutes: {seen:?}"
+                "shard {shard} replicas still differ in {table}_local after a minute: {seen:?}"
             );
             if table == "events_raw" {
                 let seen = seen.expect("converged");
