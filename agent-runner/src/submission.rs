@@ -21,7 +21,8 @@
 //!   so neither git's time nor its memory depends on what the agent left beyond the caps.
 //!   The file system work runs on tokio's blocking pool, never on an async worker.
 //!
-//! `run_stop.files_modified` is the number of paths the diff holds, so the two agree.
+//! `run_stop.files_modified` of a judged run is the number of paths the diff holds, so
+//! the two agree.
 
 use std::fs;
 use std::io::{self, Read};
