@@ -34,6 +34,7 @@ tcp_base=${BENCH_CH_CLUSTER_TCP_BASE:-9130}
 inter_base=${BENCH_CH_CLUSTER_INTER_BASE:-9180}
 zk_port=${BENCH_ZK_PORT:-2191}
 zk_heap_mb=${BENCH_ZK_HEAP_MB:-128}
+zk_classpath=/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar
 ready_timeout=${BENCH_READY_TIMEOUT:-60}
 stop_timeout=${BENCH_STOP_TIMEOUT:-30}
 servers=(s1r1 s1r2 s2r1 s2r2)
@@ -96,10 +97,10 @@ start_zookeeper() {
 	config=${config//@DIR@/"$zk_dir"}
 	config=${config//@PORT@/"$zk_port"}
 	printf '%s\n' "$config" >"$zk_dir/zoo.cfg"
-	# The classpath of Debian's package: its jars and dependencies, and its log4j config.
+	# Debian's jar (its manifest names its dependencies) and one slf4j binding, the one
+	# that logs to stderr: with several on the classpath slf4j picks one, maybe the no-op.
 	setsid nohup java -Xmx"${zk_heap_mb}m" -Xms16m -XX:+UseSerialGC \
-		-Dzookeeper.log.dir="$zk_dir/log" -Dzookeeper.root.logger=INFO,CONSOLE \
-		-cp "/usr/share/java/*:/etc/zookeeper/conf" \
+		-cp "$zk_classpath" \
 		org.apache.zookeeper.server.quorum.QuorumPeerMain "$zk_dir/zoo.cfg" \
 		>>"$zk_dir/log/console.log" 2>&1 </dev/null &
 	printf '%s\n' "$!" >"$zk_dir/zookeeper.pid"

@@ -46,6 +46,11 @@ const ZOO_TEMPLATE: &str = include_str!(concat!(
     "/../deploy/clickhouse/cluster/zoo.cfg.in"
 ));
 
+/// Debian's ZooKeeper jar (its manifest names its dependencies) and the one slf4j binding
+/// that logs to stderr, so the log says why a start failed ("Address already in use").
+/// With all of `/usr/share/java` on the classpath slf4j may bind the no-op logger.
+const ZOOKEEPER_CLASSPATH: &str = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar";
+
 /// Java heap of the test ZooKeeper.
 const ZOOKEEPER_HEAP: &str = "-Xmx96m";
 
@@ -75,7 +80,7 @@ impl ZooKeeper {
             "-Xms16m".into(),
             "-XX:+UseSerialGC".into(),
             "-cp".into(),
-            "/usr/share/java/*:/etc/zookeeper/conf".into(),
+            ZOOKEEPER_CLASSPATH.into(),
             "org.apache.zookeeper.server.quorum.QuorumPeerMain".into(),
             config_path.into_os_string(),
         ];
@@ -152,10 +157,7 @@ impl ClickHouseCluster {
             .prefix("bench-zookeeper-")
             .tempdir()
             .expect("create temp dir for zookeeper");
-        let zookeeper = ZooKeeper::prepare(dir.path());
-        if let Err(failure) = zookeeper.process.spawn(|| zookeeper.is_ready()) {
-            panic!("{}", zookeeper.process.failure_message(&failure));
-        }
+        let zookeeper = process::start_on_free_ports(|| ZooKeeper::prepare(dir.path()));
         let binary = find_binary("clickhouse-server");
         let ports: Vec<Ports> = (0..SHARDS * REPLICAS).map(|_| Ports::free()).collect();
         let servers: Vec<ClickHouseServer> = ports
