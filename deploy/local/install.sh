@@ -76,6 +76,10 @@ have git || missing+=(git)
 have chromium || missing+=(chromium)
 have bwrap || missing+=(bubblewrap)
 have pasta || missing+=(passt)
+# Task environments as OCI images: fetch, unpack, and (tests) build them from Debian.
+have skopeo || missing+=(skopeo)
+have umoci || missing+=(umoci)
+have mmdebstrap || missing+=(mmdebstrap)
 have python3 || missing+=(python3)
 # The sandbox runs /usr/bin/python3 (not a pyenv one on the runner's PATH).
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
