@@ -45,6 +45,7 @@ use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
 use crate::prologue::{self, environment_end, millis, Judged, Opening};
 use crate::recorder::{RecordError, RunRecorder, Usage};
 use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
+use crate::task_image::TaskImages;
 use crate::tools::bwrap::{Confinement, SandboxMode, SandboxUnavailable};
 use crate::tools::{ToolLimits, ToolOutcome, ToolRequest, Toolbox};
 
@@ -76,6 +77,8 @@ pub struct RunSpec<'a> {
     /// `--regrade K`: judge a SWE-bench-format task's final diff K more times
     /// (`run_stop.regrade`); 0 = judge once.
     pub regrade: u32,
+    /// The images of the command's tasks, prepared before its first run.
+    pub images: &'a TaskImages,
 }
 
 /// How a result reads in the runner's reports: `solved`, `unsolved`, `unjudged` (a
@@ -157,7 +160,7 @@ pub(crate) async fn execute(
         publisher: spec.publisher.clone(),
         out_dir: spec.out_dir,
     }
-    .open(sandbox)?;
+    .open(sandbox, spec.images.record(&spec.task.task.id))?;
 
     let mut progress = Progress::new();
     let (end, toolbox) = match toolbox(&spec, confinement) {
@@ -212,7 +215,9 @@ fn toolbox(
     Ok(Toolbox::new(
         scratch,
         ToolLimits::from_config(&spec.scenario.scenario.config, spec.output_cap),
-        confinement.with_environment(spec.task.environment_dir()),
+        confinement
+            .with_environment(spec.task.environment_dir())
+            .with_image(spec.images.root(&spec.task.task.id)),
     ))
 }
 

@@ -197,6 +197,7 @@ impl RunArgs {
                 strategy: self.strategy,
             },
             experiment: self.experiment.into_experiment()?,
+            images: self.scenarios.images,
         })
     }
 }

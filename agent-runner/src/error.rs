@@ -73,6 +73,9 @@ pub enum Error {
     /// run (unreachable, a refused key, a model it does not serve).
     #[error(transparent)]
     Provider(#[from] crate::provider::CheckError),
+    /// A task's image could not be had, is not the pinned one, or cannot run here.
+    #[error(transparent)]
+    Image(#[from] crate::task_image::TaskImageError),
 }
 
 /// A publisher that could not start fails its command as the connection or the spool.
@@ -285,6 +288,8 @@ impl Error {
     pub fn exit(&self) -> Exit {
         match self {
             Error::Scenario(e) if e.is_pin_error() => Exit::Pins,
+            Error::Image(e) if e.is_pin_error() => Exit::Pins,
+            Error::Image(_) => Exit::Environment,
             Error::Scenario(_)
             | Error::Policy(_)
             | Error::Config(_)

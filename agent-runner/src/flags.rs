@@ -21,6 +21,7 @@ use crate::error::Error;
 use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES};
 use crate::pricing::{PriceTable, Prices, TokenPrice};
 use crate::provider::{ProviderConfig, API_KEY_ENV_VARS};
+use crate::task_image::ImageCacheArgs;
 use crate::tools::bwrap::SandboxMode;
 
 /// Where scenarios are looked up and where run artifacts go: the same for `run`, `exec`
@@ -42,6 +43,9 @@ pub struct ScenarioArgs {
     /// sandbox (hosts without user namespaces; run_start then records sandbox kind none).
     #[arg(long, env = "BENCH_RUNNER_UNSANDBOXED")]
     pub unsandboxed: bool,
+    /// Where the images of tasks with an `[image]` are cached.
+    #[command(flatten)]
+    pub images: ImageCacheArgs,
 }
 
 impl ScenarioArgs {

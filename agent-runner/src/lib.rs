@@ -108,6 +108,7 @@ pub mod spool_report;
 mod submission;
 pub mod sweep;
 pub mod tail;
+pub mod task_image;
 pub mod tasks;
 pub mod terminal;
 pub mod tools;

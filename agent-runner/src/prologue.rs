@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use bench_delivery::PublisherHandle;
 use bench_schemas::{
-    Canonical, ExitStatus, ExperimentRef, Failure, FailureRoot, FinalErrorState, Hash256, Payload,
-    RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo, SandboxLimits,
-    ScenarioRef, SweepRef,
+    Canonical, EnvironmentImage, ExitStatus, ExperimentRef, Failure, FailureRoot, FinalErrorState,
+    Hash256, Payload, RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo,
+    SandboxLimits, ScenarioRef, SweepRef,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -54,7 +54,7 @@ fn run_start(
     scenario: ScenarioRef,
     fixture_sha256: Hash256,
     (runner_version, scoring_version): (String, &str),
-    sandbox: Option<SandboxInfo>,
+    (sandbox, image): (Option<SandboxInfo>, Option<EnvironmentImage>),
     (sweep, experiment): (Option<SweepRef>, ExperimentRef),
 ) -> RunStart {
     RunStart {
@@ -66,6 +66,7 @@ fn run_start(
         sandbox,
         sweep: sweep.map(Box::new),
         experiment: Box::new(experiment),
+        image,
     }
 }
 
@@ -84,7 +85,7 @@ pub(crate) fn recorded_run_start(
         scenario,
         fixture_sha256,
         (runner_version, scoring_version),
-        None,
+        (None, None),
         (None, experiment),
     )
 }
@@ -181,6 +182,10 @@ struct RunEnvironment<'a> {
     output_cap_bytes: Option<usize>,
     /// The isolation and the limits actually enforced (`run_start.sandbox`).
     sandbox: &'a SandboxInfo,
+    /// The manifest digest of the task's image (`run_start.image`); absent when the task
+    /// runs on the host's system directories.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_digest: Option<&'a str>,
 }
 
 impl<'a> RunEnvironment<'a> {
@@ -204,6 +209,7 @@ impl<'a> RunEnvironment<'a> {
             scoring_version: SCORING_VERSION,
             output_cap_bytes: output_cap,
             sandbox,
+            image_digest: None,
         }
     }
 }
@@ -259,9 +265,13 @@ pub(crate) struct OpenRun {
 }
 
 impl Opening<'_> {
-    /// The prologue: `env_hash` of the run's environment, confined as `sandbox` says →
-    /// sequencer → recorder → `run_start`.
-    pub(crate) fn open(self, sandbox: SandboxInfo) -> Result<OpenRun, RecordError> {
+    /// The prologue: `env_hash` of the run's environment, confined as `sandbox` says, in
+    /// the task's `image` if it has one → sequencer → recorder → `run_start`.
+    pub(crate) fn open(
+        self,
+        sandbox: SandboxInfo,
+        image: Option<EnvironmentImage>,
+    ) -> Result<OpenRun, RecordError> {
         let config = &self.scenario.scenario.config;
         let fixture_sha256 = self.task.fixture_sha256();
         let env_hash = environment_hash(
@@ -270,6 +280,7 @@ impl Opening<'_> {
             &fixture_sha256,
             &sandbox,
             self.output_cap,
+            image.as_ref().map(|i| i.digest.as_str()),
         );
         let sequencer = RunSequencer::new(
             Uuid::now_v7(),
@@ -290,7 +301,7 @@ impl Opening<'_> {
             scenario.clone(),
             fixture_sha256.clone(),
             (RUNNER_VERSION.to_owned(), SCORING_VERSION),
-            Some(sandbox),
+            (Some(sandbox), image),
             (self.sweep, self.experiment),
         );
         rec.emit(None, Payload::RunStart(start))?;
@@ -304,15 +315,20 @@ impl Opening<'_> {
 
 /// `env_hash` of a run of the task hashed `task_sha256` under `config`, confined as
 /// `sandbox` says, with the runner's tools capped at `output_cap` bytes (`None`: the agent
-/// runs its own).
+/// runs its own), in the image of `image_digest` (`None`: on the host's root).
 fn environment_hash(
     config: &RunConfig,
     task_sha256: &Hash256,
     fixture_sha256: &Hash256,
     sandbox: &SandboxInfo,
     output_cap: Option<usize>,
+    image_digest: Option<&str>,
 ) -> Hash256 {
-    RunEnvironment::of(config, task_sha256, fixture_sha256, sandbox, output_cap).canonical_hash()
+    RunEnvironment {
+        image_digest,
+        ..RunEnvironment::of(config, task_sha256, fixture_sha256, sandbox, output_cap)
+    }
+    .canonical_hash()
 }
 
 impl OpenRun {
@@ -736,8 +752,15 @@ mod tests {
         let (native_config, native_sandbox) = environment();
         let (exec_config, exec_sandbox) = environment();
         let cap = crate::tools::DEFAULT_OUTPUT_CAP;
-        let native = environment_hash(&native_config, &task, &fixture, &native_sandbox, Some(cap));
-        let exec = environment_hash(&exec_config, &task, &fixture, &exec_sandbox, None);
+        let native = environment_hash(
+            &native_config,
+            &task,
+            &fixture,
+            &native_sandbox,
+            Some(cap),
+            None,
+        );
+        let exec = environment_hash(&exec_config, &task, &fixture, &exec_sandbox, None, None);
         // The only part an external agent lacks is the cap of the runner's tools, which
         // it does not use.
         assert_eq!(
@@ -772,7 +795,14 @@ mod tests {
         );
         assert_eq!(
             native,
-            environment_hash(&exec_config, &task, &fixture, &exec_sandbox, Some(cap))
+            environment_hash(
+                &exec_config,
+                &task,
+                &fixture,
+                &exec_sandbox,
+                Some(cap),
+                None
+            )
         );
     }
 
@@ -787,15 +817,33 @@ mod tests {
         };
         for cap in [None, Some(crate::tools::DEFAULT_OUTPUT_CAP)] {
             assert_ne!(
-                environment_hash(&config, &task, &fixture, &plain, cap),
-                environment_hash(&config, &task, &fixture, &isolated, cap)
+                environment_hash(&config, &task, &fixture, &plain, cap, None),
+                environment_hash(&config, &task, &fixture, &isolated, cap, None)
             );
         }
         let mut tighter = config.clone();
         tighter.sandbox_limits.memory_mb = Some(512);
         assert_ne!(
-            environment_hash(&config, &task, &fixture, &plain, None),
-            environment_hash(&tighter, &task, &fixture, &plain, None)
+            environment_hash(&config, &task, &fixture, &plain, None, None),
+            environment_hash(&tighter, &task, &fixture, &plain, None, None)
+        );
+    }
+
+    #[test]
+    fn an_images_digest_changes_the_environment_hash_and_its_absence_keeps_old_hashes() {
+        let (task, fixture) = (sha256_hex(b"task"), sha256_hex(b"fixture"));
+        let (config, sandbox) = environment();
+        let host = environment_hash(&config, &task, &fixture, &sandbox, None, None);
+        let digest = |d: char| format!("sha256:{}", d.to_string().repeat(64));
+        let (one, other) = (digest('a'), digest('b'));
+        let in_one = environment_hash(&config, &task, &fixture, &sandbox, None, Some(&one));
+        let in_other = environment_hash(&config, &task, &fixture, &sandbox, None, Some(&other));
+        assert_ne!(in_one, host);
+        assert_ne!(in_one, in_other);
+        // A task without an image hashes as it did before images existed.
+        assert_eq!(
+            host,
+            RunEnvironment::of(&config, &task, &fixture, &sandbox, None).canonical_hash()
         );
     }
 }

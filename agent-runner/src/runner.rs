@@ -15,6 +15,7 @@ use crate::agent::{self, RunSpec, RunSummary};
 use crate::error::{Error, Exit, Outcome, RunTally};
 use crate::policy::{self, LlmConfig};
 use crate::scenario::{LoadOptions, LoadedScenario, PolicyKind};
+use crate::task_image::{ImageCacheArgs, TaskImages};
 use crate::tools::bwrap::SandboxMode;
 
 /// Everything `agent-runner run` needs, validated.
@@ -52,6 +53,8 @@ pub struct RunnerConfig {
     pub overrides: PolicyOverrides,
     /// The experiment and tags of every run (`repeat` and `planned_runs` are set here).
     pub experiment: ExperimentRef,
+    /// Where task images are cached.
+    pub images: ImageCacheArgs,
 }
 
 /// Settings of the scenario's policy replaced for one command (`--model`, `--strategy`),
@@ -201,10 +204,12 @@ pub async fn run(
         .flat_map(|r| scenario.tasks.iter().map(move |task| (r, task)))
         .collect();
     // Refuse before any run starts, not run by run.
-    config.sandbox.confinement(
+    let confinement = config.sandbox.confinement(
         &scenario.scenario.config.sandbox_limits,
         scenario.scenario.policy == PolicyKind::Scripted,
     )?;
+    let images =
+        TaskImages::prepare(&scenario.tasks, &config.images, confinement.is_sandboxed()).await?;
     let policies = jobs
         .iter()
         .map(|&(r, task)| policy::build(&scenario, task, seed + u64::from(r), config.llm.as_ref()))
@@ -246,6 +251,7 @@ pub async fn run(
                 ..config.experiment.clone()
             },
             regrade: config.regrade,
+            images: &images,
         };
         pending.push(run_one(spec, policy, stop.clone(), bar.clone()));
     }

@@ -427,6 +427,8 @@ typed_row! {
         max_tokens: Option<u32>,
         system_prompt_sha256: Option<&'a str>,
         tool_definitions_sha256: Option<&'a str>,
+        image_reference: Option<&'a str>,
+        image_digest: Option<&'a str>,
     }
 }
 
@@ -779,6 +781,8 @@ fn run_start<'a>(received: &Received<'a>, p: &'a RunStart) -> RunStartRow<'a> {
         max_tokens: c.max_tokens,
         system_prompt_sha256: c.system_prompt_sha256.as_ref().map(|h| h.as_str()),
         tool_definitions_sha256: c.tool_definitions_sha256.as_ref().map(|h| h.as_str()),
+        image_reference: p.image.as_ref().map(|i| i.reference.as_str()),
+        image_digest: p.image.as_ref().map(|i| i.digest.as_str()),
     })
 }
 
@@ -813,6 +817,8 @@ fn smith_run_start<'a>(received: &Received<'a>, c: &'a SmithRunConfig) -> RunSta
         max_tokens: None,
         system_prompt_sha256: None,
         tool_definitions_sha256: None,
+        image_reference: None,
+        image_digest: None,
     })
 }
 

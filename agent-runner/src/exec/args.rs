@@ -90,6 +90,7 @@ impl ExecArgs {
         };
         let config = ExecConfig {
             sandbox,
+            images: self.scenarios.images,
             read_only: self.sandbox_ro,
             command: self.command,
             scenario,

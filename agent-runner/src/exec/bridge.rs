@@ -46,6 +46,7 @@ use crate::prologue::{self, Opening, RunSummary};
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher};
 use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
+use crate::task_image::{ImageCacheArgs, TaskImages};
 use crate::terminal::{Admit, Escaped, WarnLimiter};
 use crate::tools::bwrap::{self, Bind, Confinement, SandboxMode, SandboxedCommand, TreeGuard};
 use crate::tools::Scratch;
@@ -89,6 +90,8 @@ pub struct ExecConfig {
     pub publish: Option<PublishSetup>,
     /// Whether the agent must run in the sandbox (`--unsandboxed`).
     pub sandbox: SandboxMode,
+    /// Where task images are cached.
+    pub images: ImageCacheArgs,
     /// Host directories the agent may read besides its task (its own code, when the
     /// command line does not name it as a file).
     pub read_only: Vec<PathBuf>,
@@ -163,6 +166,13 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         .sandbox
         .confinement(&run_config.sandbox_limits, false)?
         .with_environment(task.environment_dir());
+    let images = TaskImages::prepare(
+        std::slice::from_ref(task),
+        &config.images,
+        confinement.is_sandboxed(),
+    )
+    .await?;
+    let confinement = confinement.with_image(images.root(&task.task.id));
     let launch = Launch::prepare(&config, task, &confinement)?;
     let publisher = start_optional_publisher(config.publish.as_ref()).await?;
     let started = Instant::now();
@@ -173,7 +183,10 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         seed,
         publisher.as_ref().map(|p| p.handle()),
     )
-    .open(prologue::sandbox_in_force(Some(&confinement), run_config))?;
+    .open(
+        prologue::sandbox_in_force(Some(&confinement), run_config),
+        images.record(&task.task.id),
+    )?;
 
     let env = agent_env(run.rec.sequencer(), seed, &scenario, task, &launch);
     let mut state = ReadState {

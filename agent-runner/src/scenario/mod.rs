@@ -23,6 +23,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use bench_image::{Digest, ImageRef};
 use bench_schemas::{sha256_hex, Hash256};
 
 use crate::fixture_tree::{Tree, TreeError};
@@ -32,7 +33,9 @@ use crate::tools::{Scratch, ScratchError, WorkspaceBound};
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
 pub use swe_bench::{patch_paths, SweBench, DEFAULT_TEST_CMD};
-pub use task::{Judge, JudgeTest, Language, SubmissionLimits, Task, FIXTURE_DIR, TASK_FILE};
+pub use task::{
+    Judge, JudgeTest, Language, SubmissionLimits, Task, TaskImage, FIXTURE_DIR, TASK_FILE,
+};
 pub use validation::{ValidatedTest, Validation, VALIDATION_FILE};
 
 /// Directory of the environments of SWE-bench-format tasks, at the root of the scenarios
@@ -174,6 +177,9 @@ pub struct LoadedTask {
     pub protected: Protected,
     /// What `tasks validate` found (SWE-bench-format tasks); `None`: never validated.
     pub validation: Option<Validation>,
+    /// The manifest digest `pins.toml` pins the task's image to; `None` for a task
+    /// without an image, or one not pinned (`--allow-unpinned`).
+    pub image_pin: Option<Digest>,
 }
 
 impl LoadedScenario {
@@ -213,10 +219,17 @@ impl LoadedScenario {
                     .collect()
             }
         };
-        let tasks = selected
+        let mut tasks = selected
             .iter()
             .map(|id| LoadedTask::load(&dir.join(TASKS_DIR).join(id)))
             .collect::<Result<Vec<_>, _>>()?;
+        let pins = Pins::load(&dir)?.unwrap_or_default();
+        for task in &mut tasks {
+            task.image_pin = pins
+                .tasks
+                .get(&task.task.id)
+                .and_then(|pin| pin.image.clone());
+        }
 
         let loaded = LoadedScenario {
             path: path.to_path_buf(),
@@ -225,7 +238,7 @@ impl LoadedScenario {
             sha256,
             tasks,
         };
-        if let Err(e) = loaded.check_pins() {
+        if let Err(e) = loaded.check_pins(&pins) {
             if !options.allow_unpinned {
                 return Err(e);
             }
@@ -250,9 +263,8 @@ impl LoadedScenario {
         broken
     }
 
-    fn check_pins(&self) -> Result<(), ScenarioError> {
+    fn check_pins(&self, pins: &Pins) -> Result<(), ScenarioError> {
         let pins_path = self.dir.join(PINS_FILE);
-        let pins = Pins::load(&self.dir)?.unwrap_or_default();
         let file_name = self
             .path
             .file_name()
@@ -260,7 +272,8 @@ impl LoadedScenario {
             .unwrap_or_default();
         pins.check_scenario(&pins_path, file_name, &self.sha256)?;
         for task in &self.tasks {
-            pins.check_task(&pins_path, &task.task.id, &task.pin())?;
+            let has_image = task.task.image.is_some();
+            pins.check_task(&pins_path, &task.task.id, &task.pin(), has_image)?;
         }
         Ok(())
     }
@@ -311,6 +324,7 @@ impl LoadedTask {
             task_sha256: sha256_hex(&bytes),
             fixture,
             protected,
+            image_pin: None,
         })
     }
 
@@ -364,6 +378,21 @@ impl LoadedTask {
         Some(scenarios.join(ENVS_DIR).join(name))
     }
 
+    /// The task's image (`[image]`), a relative `oci:` directory or `docker-archive:`
+    /// file taken from the scenarios directory.
+    pub fn image(&self) -> Option<ImageRef> {
+        let image = &self.task.image.as_ref()?.reference;
+        let scenarios = self.dir.parent()?.parent()?;
+        let transport = image.transport();
+        let rest = &image.as_str()[transport.len()..];
+        if transport == "docker://" || rest.starts_with('/') {
+            return Some(image.clone());
+        }
+        format!("{transport}{}", scenarios.join(rest).display())
+            .parse()
+            .ok()
+    }
+
     /// A fresh scratch copy of the fixture for a run; for a SWE-bench-format task a git
     /// repository whose one commit is the fixture. `bound`: the size and inodes of its
     /// own file system, for an agent's copy under a root runner (`None`: a host directory,
@@ -391,6 +420,7 @@ impl LoadedTask {
         TaskPin {
             task: self.task_sha256.clone(),
             fixture: self.fixture_sha256(),
+            image: None,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use bench_image::Digest;
 use bench_schemas::{sha256_hex, Hash256};
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +46,9 @@ pub struct TaskPin {
     pub task: Hash256,
     /// Tree hash of `fixture/`.
     pub fixture: Hash256,
+    /// Manifest digest of the task's image (`[image]`); absent for a task without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<Digest>,
 }
 
 /// Something differs from its pin.
@@ -106,7 +110,16 @@ impl Pins {
                     continue;
                 }
                 let task = LoadedTask::load(&task_dir)?;
-                pins.tasks.insert(task.task.id.clone(), task.pin());
+                let mut pin = task.pin();
+                if let Some(image) = task.image() {
+                    let digest =
+                        bench_image::inspect(&image).map_err(|e| ScenarioError::Invalid {
+                            path: task_dir.join(super::TASK_FILE),
+                            reason: format!("image: {e}"),
+                        })?;
+                    pin.image = Some(digest);
+                }
+                pins.tasks.insert(task.task.id.clone(), pin);
             }
         }
         Ok(pins)
@@ -168,9 +181,23 @@ impl Pins {
         )
     }
 
-    /// Checks a task's `task.toml` and fixture tree against their pins.
-    pub fn check_task(&self, pins_path: &Path, id: &str, actual: &TaskPin) -> Result<(), PinError> {
+    /// Checks a task's `task.toml` and fixture tree against their pins, and that its
+    /// image, when `has_image`, has a pinned digest (which the image store checks when
+    /// it fetches the image).
+    pub fn check_task(
+        &self,
+        pins_path: &Path,
+        id: &str,
+        actual: &TaskPin,
+        has_image: bool,
+    ) -> Result<(), PinError> {
         let pin = self.tasks.get(id);
+        if has_image && pin.is_some_and(|p| p.image.is_none()) {
+            return Err(PinError::NotPinned {
+                what: format!("the image of task {id}"),
+                pins: pins_path.to_path_buf(),
+            });
+        }
         check(
             pins_path,
             format!("task {id} (task.toml)"),

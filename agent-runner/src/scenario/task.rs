@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use bench_image::ImageRef;
 use serde::Deserialize;
 
 use super::swe_bench::SweBench;
@@ -43,6 +44,50 @@ pub struct Task {
     /// How much of a run's workspace its submission may take (`[submission]`).
     #[serde(default)]
     pub submission: SubmissionLimits,
+    /// The OCI image whose root file system the task's commands and judge run on
+    /// (`[image]`); absent = the host's system directories, as for the shipped tasks.
+    #[serde(default)]
+    pub image: Option<TaskImage>,
+}
+
+/// `[image]` of `task.toml`: the task's environment as an OCI image. Its manifest digest
+/// is pinned in `pins.toml`; the image is fetched, unpacked and cached by
+/// [`bench_image::ImageStore`].
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskImage {
+    /// `docker://REGISTRY/NAME:TAG`, `oci:DIR:TAG` or `docker-archive:FILE`; a relative
+    /// `DIR` or `FILE` is relative to the scenarios directory.
+    pub reference: ImageRef,
+    /// Where the task's repository goes in the image (default: the image's
+    /// `WorkingDir`, else `/testbed`).
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// An environment prefix inside the image whose `bin/` goes first on `PATH`, as
+    /// activating it would (SWE-bench images: `/opt/miniconda3/envs/testbed`).
+    #[serde(default)]
+    pub activate: Option<String>,
+}
+
+impl TaskImage {
+    /// Paths inside the image are absolute and plain.
+    fn check(&self) -> Result<(), String> {
+        for (key, path) in [("workdir", &self.workdir), ("activate", &self.activate)] {
+            if let Some(path) = path {
+                let plain = Path::new(path)
+                    .components()
+                    .skip(1)
+                    .all(|c| matches!(c, std::path::Component::Normal(_)));
+                if !path.starts_with('/') || !plain || path.contains(':') {
+                    return Err(format!(
+                        "image.{key} {path:?} must be an absolute path inside the image, \
+                         without `..` or `:`"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `[submission]` of `task.toml`: the bounds of the diff a run submits
@@ -208,6 +253,9 @@ impl Task {
                     "a task has exactly one of [judge] and [swe_bench]".into(),
                 ))
             }
+        }
+        if let Some(image) = &task.image {
+            image.check().map_err(invalid)?;
         }
         for (i, step) in task.solution.iter().enumerate() {
             step.parse()

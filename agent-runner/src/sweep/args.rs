@@ -116,6 +116,7 @@ impl SweepArgs {
         let (worker, publish) = self.events.into_setup()?;
         Ok(SweepConfig {
             sandbox,
+            images: self.scenarios.images,
             file: self.file,
             scenarios_dir: self.scenarios.scenarios_dir,
             allow_unpinned: self.scenarios.allow_unpinned,

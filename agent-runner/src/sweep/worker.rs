@@ -35,6 +35,7 @@ use crate::policy::identity::identify;
 use crate::policy::{self, LlmConfig};
 use crate::recorder::RunRecorder;
 use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
+use crate::task_image::{ImageCacheArgs, TaskImages};
 use crate::tools::bwrap::SandboxMode;
 
 /// `policy_id` of the adaptive method's `optimizer_update` events.
@@ -73,6 +74,8 @@ pub struct SweepConfig {
     pub output_cap: usize,
     /// Whether agent commands must run in the sandbox (`--unsandboxed`).
     pub sandbox: SandboxMode,
+    /// Where task images are cached.
+    pub images: ImageCacheArgs,
     /// Where events go (and claims live: the same NATS).
     pub publish: PublishSetup,
     /// How `llm` policies reach their provider.
@@ -398,6 +401,16 @@ pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<Swe
         config.worker.clone(),
     )
     .await?;
+    let confinement = config.sandbox.confinement(
+        &plan.scenario.scenario.config.sandbox_limits,
+        plan.scenario.scenario.policy == crate::scenario::PolicyKind::Scripted,
+    )?;
+    let images = TaskImages::prepare(
+        &plan.scenario.tasks,
+        &config.images,
+        confinement.is_sandboxed(),
+    )
+    .await?;
     let publisher = Publisher::connect(&config.publish).await?;
     let stop = shutdown.child_token();
     let watcher = {
@@ -410,6 +423,7 @@ pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<Swe
     let mut worker = Worker {
         plan: &plan,
         config: &config,
+        images: &images,
         board,
         handle: publisher.handle(),
         stop,
@@ -440,6 +454,7 @@ pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<Swe
 struct Worker<'a> {
     plan: &'a Plan,
     config: &'a SweepConfig,
+    images: &'a TaskImages,
     board: ClaimBoard,
     handle: PublisherHandle,
     stop: CancellationToken,
@@ -677,6 +692,7 @@ impl Worker<'_> {
             },
             // Sweeps judge once; `run --regrade` measures a verdict's stability.
             regrade: 0,
+            images: self.images,
         };
         let summary = match agent::execute(spec, policy, self.stop.clone()).await {
             Ok(summary) => summary,

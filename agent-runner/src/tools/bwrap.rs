@@ -580,6 +580,34 @@ pub struct Confinement {
     /// The task's environment (a SWE-bench-format task's virtualenv): mounted read-only
     /// at its host path, its `bin/` first on `PATH`.
     environment: Option<PathBuf>,
+    /// The task's image: the sandbox's root file system instead of the host's system
+    /// directories.
+    image: Option<Arc<ImageRoot>>,
+}
+
+/// A task's OCI image as a sandbox's root (`bench_image` unpacks it): mounted read-only as
+/// `/`, the run's scratch copy at the image's working directory, the image's environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageRoot {
+    /// The unpacked root file system.
+    pub root: PathBuf,
+    /// Where the scratch copy appears, and where commands start (`/testbed`).
+    pub workdir: PathBuf,
+    /// The image config's `Env`, `PATH` included (with an activated environment's `bin/`
+    /// first).
+    pub env: Vec<(String, String)>,
+}
+
+impl ImageRoot {
+    /// `path` as the sandbox sees it: a path in the scratch copy `scratch` moves to the
+    /// image's working directory; any other stays where it is.
+    fn inside(&self, scratch: &Path, path: &Path) -> PathBuf {
+        match path.strip_prefix(scratch) {
+            Ok(rest) if rest.as_os_str().is_empty() => self.workdir.clone(),
+            Ok(rest) => self.workdir.join(rest),
+            Err(_) => path.to_path_buf(),
+        }
+    }
 }
 
 /// One process to start in a sandbox.
@@ -669,7 +697,22 @@ impl Confinement {
             workspace: WorkspaceBound::from_limits(limits),
             setup_failure: Arc::default(),
             environment: None,
+            image: None,
         }
+    }
+
+    /// This confinement with the task's `image` as every sandbox's root. Only a bwrap
+    /// sandbox can change its root: [`Confinement::runs_image`] says whether it does.
+    pub fn with_image(self, image: Option<ImageRoot>) -> Confinement {
+        Confinement {
+            image: image.map(Arc::new),
+            ..self
+        }
+    }
+
+    /// Whether commands run on the task image's root (bwrap and an image).
+    pub fn runs_image(&self) -> bool {
+        self.bwrap.is_some() && self.image.is_some()
     }
 
     /// This confinement with `environment` (a task's prepared environment, made before
@@ -817,9 +860,14 @@ impl Confinement {
             Some(_) => Some(nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?),
             None => None,
         };
-        let path = match &self.environment {
-            Some(env) => format!("{}:{}", env.join("bin").display(), sandbox_path()),
-            None => sandbox_path(),
+        let image = self.image.as_deref().filter(|_| self.bwrap.is_some());
+        let image_var = |key: &str| {
+            image.and_then(|i| i.env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
+        };
+        let path = match (&self.environment, image_var("PATH")) {
+            (_, Some(path)) => path,
+            (Some(env), None) => format!("{}:{}", env.join("bin").display(), sandbox_path()),
+            (None, None) => sandbox_path(),
         };
         let home = match self.bwrap {
             Some(_) => SANDBOX_HOME.to_owned(),
@@ -828,9 +876,20 @@ impl Confinement {
         let mut env: Vec<(String, String)> = vec![
             ("PATH".into(), path),
             ("HOME".into(), home),
-            ("LANG".into(), "C.UTF-8".into()),
+            (
+                "LANG".into(),
+                image_var("LANG").unwrap_or_else(|| "C.UTF-8".into()),
+            ),
         ];
-        if self.bwrap.is_some() {
+        // The image's own settings (a conda prefix, locale, ...), never HOME or PATH.
+        env.extend(
+            image
+                .iter()
+                .flat_map(|i| &i.env)
+                .filter(|(k, _)| !matches!(k.as_str(), "PATH" | "HOME" | "LANG"))
+                .cloned(),
+        );
+        if self.bwrap.is_some() && image.is_none() {
             // Cargo's registry cache and lock files go to the private /tmp.
             env.push(("CARGO_HOME".into(), format!("{SANDBOX_HOME}/.cargo")));
         }
@@ -868,7 +927,10 @@ impl Confinement {
             argv.extend(self.bwrap_args(spec, &host.toolchains, &env));
         }
         argv.push(spec.program.to_owned());
-        argv.extend(spec.args.iter().cloned());
+        match self.bwrap {
+            Some(_) => argv.extend(self.inside_args(spec)),
+            None => argv.extend(spec.args.iter().cloned()),
+        }
 
         let (first, rest) = argv
             .split_first()
@@ -904,6 +966,10 @@ impl Confinement {
         if !self.network {
             args.push("--unshare-net".into());
         }
+        if let Some(image) = &self.image {
+            // The image's root first: everything below is mounted on top of it.
+            args.extend(["--ro-bind".into(), image.root.clone().into(), "/".into()]);
+        }
         // The private /tmp first: host paths under /tmp bound below (the scratch copy, an
         // agent program, an exec agent's brief, the judge's pristine files and report
         // directory) are then mounted on top of it, not hidden by it.
@@ -913,35 +979,34 @@ impl Confinement {
             "--tmpfs".into(),
             "/tmp".into(),
         ]);
-        args.extend(system_binds());
-        let etc = ETC_ENTRIES.iter().chain(if self.network {
-            ETC_NETWORK_ENTRIES
-        } else {
-            &[]
-        });
+        if self.image.is_none() {
+            args.extend(system_binds());
+        }
+        let etc = ETC_NETWORK_ENTRIES
+            .iter()
+            .filter(|_| self.network)
+            .chain(ETC_ENTRIES.iter().filter(|_| self.image.is_none()));
         for entry in etc {
             let path = Path::new("/etc").join(entry);
             args.extend(["--ro-bind-try".into(), path.clone().into(), path.into()]);
         }
-        for dir in toolchains
+        // Host toolchains and a host virtualenv belong to the host's root, not an image's.
+        let host_dirs = toolchains
             .iter()
-            .chain(spec.read_only)
             .chain(&self.environment)
-        {
-            args.extend([
-                "--ro-bind".into(),
-                dir.clone().into_os_string(),
-                dir.clone().into_os_string(),
-            ]);
+            .filter(|_| self.image.is_none());
+        for dir in host_dirs.chain(spec.read_only) {
+            let inside = self.inside(spec, dir);
+            args.extend(["--ro-bind".into(), dir.clone().into(), inside.into()]);
         }
         args.extend(proc_and_dev());
-        let workdir = spec.workdir.as_os_str().to_owned();
+        let workdir = self.inside(spec, spec.workdir);
         args.extend([
             "--bind".into(),
-            workdir.clone(),
-            workdir.clone(),
+            spec.workdir.as_os_str().to_owned(),
+            workdir.clone().into(),
             "--chdir".into(),
-            workdir,
+            workdir.into(),
         ]);
         for bind in spec.binds {
             let flag = if bind.read_only {
@@ -952,7 +1017,7 @@ impl Confinement {
             args.extend([
                 flag.into(),
                 bind.src.clone().into_os_string(),
-                bind.dest.clone().into_os_string(),
+                self.inside(spec, &bind.dest).into(),
             ]);
         }
         args.push("--clearenv".into());
@@ -961,6 +1026,24 @@ impl Confinement {
         }
         args.push("--".into());
         args
+    }
+
+    /// Where host path `path` of `spec` appears in the sandbox: where it is on the host,
+    /// except that in an image the scratch copy is at the image's working directory.
+    fn inside(&self, spec: &SandboxedCommand<'_>, path: &Path) -> PathBuf {
+        match &self.image {
+            Some(image) => image.inside(spec.workdir, path),
+            None => path.to_path_buf(),
+        }
+    }
+
+    /// The arguments of `spec` as the sandbox sees them: in an image, an argument that is
+    /// a path in the scratch copy names it at the image's working directory.
+    fn inside_args(&self, spec: &SandboxedCommand<'_>) -> Vec<OsString> {
+        spec.args
+            .iter()
+            .map(|arg| self.inside(spec, Path::new(arg)).into_os_string())
+            .collect()
     }
 }
 

@@ -20,8 +20,8 @@ pub use deliberation::{Action, Deliberation, DeliberationStatus, PricingSource};
 pub use failure::{Failure, FailureRoot, FinalErrorState, RecoveryAttempt};
 pub use optimizer::OptimizerUpdate;
 pub use run::{
-    EnforcedLimit, ExitStatus, ExperimentRef, PidsLimit, Regrade, RunClaim, RunIntegrity, RunStart,
-    RunStop, SandboxInfo, SandboxNetwork, ScenarioRef, SweepRef,
+    EnforcedLimit, EnvironmentImage, ExitStatus, ExperimentRef, PidsLimit, Regrade, RunClaim,
+    RunIntegrity, RunStart, RunStop, SandboxInfo, SandboxNetwork, ScenarioRef, SweepRef,
 };
 pub use step::{Step, StepType};
 pub use task_validation::TaskValidation;

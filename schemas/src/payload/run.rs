@@ -32,6 +32,21 @@ pub struct RunStart {
     /// The experiment the run belongs to and its place in it (flattened into `data`).
     #[serde(flatten)]
     pub experiment: Box<ExperimentRef>,
+    /// The OCI image whose root file system the task ran on; absent for a task run on
+    /// the host's system directories, and for runs imported from elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<EnvironmentImage>,
+}
+
+/// The OCI image a task ran in: as the task names it, and the manifest digest it was
+/// fetched at (part of `env_hash`, never of `cfg_hash`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct EnvironmentImage {
+    /// The reference: `docker://REGISTRY/NAME:TAG`, `oci:DIR:TAG` or
+    /// `docker-archive:FILE`.
+    pub reference: String,
+    /// The manifest digest, `sha256:` and 64 hex digits.
+    pub digest: String,
 }
 
 /// The experiment a run belongs to: the named set of runs made to answer one question
