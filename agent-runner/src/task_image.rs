@@ -28,9 +28,22 @@ pub struct ImageCacheArgs {
         long = "image-cache-gb",
         env = "BENCH_IMAGE_CACHE_GB",
         value_name = "GIB",
-        default_value_t = 20
+        default_value_t = DEFAULT_MAX_GB
     )]
     pub max_gb: u64,
+}
+
+/// `--image-cache-gb` unless given.
+const DEFAULT_MAX_GB: u64 = 20;
+
+/// The flags' defaults: the default directory, [`DEFAULT_MAX_GB`].
+impl Default for ImageCacheArgs {
+    fn default() -> Self {
+        Self {
+            dir: None,
+            max_gb: DEFAULT_MAX_GB,
+        }
+    }
 }
 
 impl ImageCacheArgs {

@@ -9,6 +9,7 @@ use super::validate::ValidateConfig;
 use crate::error::Error;
 use crate::flags::{resolve_scenario, EventArgs};
 use crate::scenario::{LoadOptions, DEFAULT_TEST_CMD};
+use crate::task_image::ImageCacheArgs;
 use crate::tools::bwrap::SandboxMode;
 
 /// `agent-runner tasks ...`
@@ -43,6 +44,9 @@ pub struct ValidateArgs {
     /// Run the judge's commands as plain processes, without the sandbox.
     #[arg(long, env = "BENCH_RUNNER_UNSANDBOXED")]
     pub unsandboxed: bool,
+    /// Where the images of tasks with an `[image]` are cached.
+    #[command(flatten)]
+    pub images: ImageCacheArgs,
     /// Where each task's validation is published as a `task_validation` event, for
     /// ClickHouse and `compare`: only with `--nats-url` (or `BENCH_NATS_URL`); without
     /// it nothing is published and the report says so.
@@ -98,6 +102,31 @@ pub struct SweBenchImportArgs {
     /// Time limit of one judging (all the instance's tests), ms.
     #[arg(long, env = "BENCH_SWE_JUDGE_TIMEOUT_MS", default_value_t = 1_800_000)]
     pub judge_timeout_ms: u64,
+    /// Each task's environment is this OCI image instead of a virtualenv:
+    /// `docker://REGISTRY/NAME:TAG`, `oci:DIR:TAG` or `docker-archive:FILE`, with
+    /// `{instance_id}` and `{image_id}` (SWE-bench's image name form) filled per instance;
+    /// e.g. `docker://docker.io/swebench/sweb.eval.x86_64.{image_id}:latest`.
+    #[arg(long, env = "BENCH_SWE_IMAGE", value_name = "TEMPLATE")]
+    pub image: Option<String>,
+    /// Where the repository goes in the image [default: the image's WorkingDir, else
+    /// /testbed].
+    #[arg(long, env = "BENCH_SWE_IMAGE_WORKDIR", requires = "image")]
+    pub image_workdir: Option<String>,
+    /// An environment prefix in the image whose bin/ goes first on PATH, as activating it
+    /// would (SWE-bench's images: /opt/miniconda3/envs/testbed).
+    #[arg(long, env = "BENCH_SWE_IMAGE_ACTIVATE", requires = "image")]
+    pub image_activate: Option<String>,
+}
+
+/// `--image` of `tasks import swe-bench`: the template and where the repository goes.
+#[derive(Debug, Clone)]
+pub struct ImportImage {
+    /// The reference template.
+    pub template: String,
+    /// `workdir` of each task's `[image]`.
+    pub workdir: Option<String>,
+    /// `activate` of each task's `[image]`.
+    pub activate: Option<String>,
 }
 
 /// Everything `tasks import swe-bench` needs, validated.
@@ -119,6 +148,8 @@ pub struct SweBenchImport {
     pub python: PathBuf,
     /// Per-judging time limit, ms.
     pub judge_timeout_ms: u64,
+    /// Each task's image, instead of a virtualenv.
+    pub image: Option<ImportImage>,
 }
 
 impl TasksCommand {
@@ -150,6 +181,7 @@ impl TasksCommand {
                     },
                     host,
                     publish: broker_named.then_some(publish),
+                    images: args.images,
                 })))
             }
         }
@@ -177,6 +209,11 @@ impl SweBenchImportArgs {
         if args.judge_timeout_ms == 0 {
             return Err(Error::Config("--judge-timeout-ms must be > 0".into()));
         }
+        if let Some(template) = &args.image {
+            // A template that cannot name an image is refused before anything is written.
+            bench_image::ImageRef::from_template(template, "owner__repo-1")
+                .map_err(|e| Error::Config(format!("--image: {e}")))?;
+        }
         Ok(SweBenchImport {
             instances: args.instances,
             repos: args.repos,
@@ -186,6 +223,11 @@ impl SweBenchImportArgs {
             test_cmd: args.test_cmd,
             python: args.python,
             judge_timeout_ms: args.judge_timeout_ms,
+            image: args.image.map(|template| ImportImage {
+                template,
+                workdir: args.image_workdir,
+                activate: args.image_activate,
+            }),
         })
     }
 }

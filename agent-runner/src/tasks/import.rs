@@ -22,6 +22,8 @@ use serde::Serialize;
 use super::environment::{self, Setup};
 use super::instance::{parse_instances, Instance};
 use super::SweBenchImport;
+use bench_image::ImageRef;
+
 use crate::base_repo;
 use crate::error::{Error, Exit, Outcome, TasksError};
 use crate::scenario::{base_message, Pins, SweBench, ENVS_DIR, FIXTURE_DIR, TASKS_DIR, TASK_FILE};
@@ -109,6 +111,18 @@ struct TaskFile<'a> {
     problem: &'a str,
     swe_bench: &'a SweBench,
     solution: Vec<BTreeMap<&'static str, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image: Option<ImageFile<'a>>,
+}
+
+/// `[image]` of an imported task (`--image`).
+#[derive(Serialize)]
+struct ImageFile<'a> {
+    reference: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    workdir: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    activate: Option<&'a str>,
 }
 
 /// Imports every instance of `config.instances`.
@@ -199,13 +213,29 @@ fn import_one(
         ));
     }
     let git_dir = base_repo::git_dir(&clone).map_err(|e| e.to_string())?;
+    let image = match &config.image {
+        Some(image) => Some(ImageFile {
+            reference: ImageRef::from_template(&image.template, &instance.instance_id)
+                .map_err(|e| e.to_string())?
+                .to_string(),
+            workdir: image.workdir.as_deref(),
+            activate: image.activate.as_deref(),
+        }),
+        None => None,
+    };
+    // An image is the environment: no virtualenv is made for its instances.
+    let environment = image.is_none().then(|| instance.environment_key());
+    let described = match (&image, &environment) {
+        (Some(image), _) => format!("image {}", image.reference),
+        (None, key) => format!("environment {}", key.as_deref().unwrap_or_default()),
+    };
     let swe = SweBench {
         instance_id: instance.instance_id.clone(),
         repo: instance.repo.clone(),
         base_commit: instance.base_commit.clone(),
         version: instance.version.clone(),
         environment_setup_commit: instance.environment_setup_commit.clone(),
-        environment: Some(instance.environment_key()),
+        environment: environment.clone(),
         test_cmd: instance
             .test_cmd
             .clone()
@@ -229,19 +259,20 @@ fn import_one(
     if staging.exists() {
         fs::remove_dir_all(&staging).map_err(|e| format!("{}: {e}", staging.display()))?;
     }
-    let made = stage(&staging, &git_dir, instance, &swe);
+    let made = stage(&staging, &git_dir, instance, &swe, image);
     if let Err(why) = made {
         let _ = fs::remove_dir_all(&staging);
         return Err(why);
     }
-    let key = instance.environment_key();
-    let env_state = environments
-        .entry(key.clone())
-        .or_insert_with(|| prepare_environment(config, instance, &git_dir, &key))
-        .clone();
-    if let Err(why) = env_state {
-        let _ = fs::remove_dir_all(&staging);
-        return Err(format!("environment {key}: {why}"));
+    if let Some(key) = &environment {
+        let env_state = environments
+            .entry(key.clone())
+            .or_insert_with(|| prepare_environment(config, instance, &git_dir, key))
+            .clone();
+        if let Err(why) = env_state {
+            let _ = fs::remove_dir_all(&staging);
+            return Err(format!("environment {key}: {why}"));
+        }
     }
     let task_dir = tasks_dir.join(&instance.instance_id);
     if task_dir.exists() {
@@ -249,7 +280,7 @@ fn import_one(
     }
     fs::rename(&staging, &task_dir).map_err(|e| format!("{}: {e}", task_dir.display()))?;
     Ok(format!(
-        "{} at {}, environment {key}",
+        "{} at {}, {described}",
         instance.repo, instance.base_commit
     ))
 }
@@ -260,6 +291,7 @@ fn stage(
     git_dir: &Path,
     instance: &Instance,
     swe: &SweBench,
+    image: Option<ImageFile<'_>>,
 ) -> Result<(), String> {
     let fixture = staging.join(FIXTURE_DIR);
     base_repo::export(git_dir, &instance.base_commit, &fixture).map_err(|e| e.to_string())?;
@@ -271,6 +303,7 @@ fn stage(
         problem: &instance.problem_statement,
         swe_bench: swe,
         solution: gold_solution(&instance.patch),
+        image,
     };
     let text = toml::to_string(&task).map_err(|e| format!("task.toml: {e}"))?;
     fs::write(staging.join(TASK_FILE), text).map_err(|e| format!("task.toml: {e}"))?;

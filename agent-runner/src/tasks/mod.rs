@@ -17,6 +17,8 @@ mod import;
 mod instance;
 mod validate;
 
-pub use args::{SweBenchImport, SweBenchImportArgs, TasksCommand, TasksConfig, ValidateArgs};
+pub use args::{
+    ImportImage, SweBenchImport, SweBenchImportArgs, TasksCommand, TasksConfig, ValidateArgs,
+};
 pub use import::{import_swe_bench, ImportLine, ImportReport, LineKind};
 pub use validate::{validate, TaskValidation, ValidateConfig, ValidateReport};

@@ -30,6 +30,7 @@ use crate::runner::{finish_optional_publisher, start_optional_publisher};
 use crate::scenario::{
     LoadOptions, LoadedScenario, LoadedTask, SweBench, ValidatedTest, Validation,
 };
+use crate::task_image::{ImageCacheArgs, TaskImages};
 use crate::tools::bwrap::{Confinement, SandboxMode};
 
 /// How long applying a task's gold patch may take.
@@ -51,6 +52,8 @@ pub struct ValidateConfig {
     /// Where the `task_validation` events go; `None`: nowhere (no broker given), the
     /// validations stay in the task directories.
     pub publish: Option<PublishSetup>,
+    /// Where task images are cached.
+    pub images: ImageCacheArgs,
 }
 
 /// `policy_id` of `task_validation` events: the gold patch is what is judged, no agent.
@@ -166,6 +169,8 @@ impl Outcome for ValidateReport {
 pub async fn validate(config: &ValidateConfig) -> Result<ValidateReport, Error> {
     let scenario = LoadedScenario::load(&config.scenario, &config.load)?;
     let limits = &scenario.scenario.config.sandbox_limits;
+    let sandboxed = config.sandbox.confinement(limits, true)?.is_sandboxed();
+    let images = TaskImages::prepare(&scenario.tasks, &config.images, sandboxed).await?;
     let publisher = start_optional_publisher(config.publish.as_ref()).await?;
     let handle = publisher.as_ref().map(|p| p.handle());
     let mut tasks = Vec::new();
@@ -178,7 +183,8 @@ pub async fn validate(config: &ValidateConfig) -> Result<ValidateReport, Error> 
                 let confinement = config
                     .sandbox
                     .confinement(limits, true)?
-                    .with_environment(task.environment_dir());
+                    .with_environment(task.environment_dir())
+                    .with_image(images.root(&task.task.id));
                 match repeat(task, swe, &confinement, config.repeat).await {
                     Ok(validation) => {
                         validation.write(&task.dir)?;
@@ -284,10 +290,11 @@ async fn repeat(
         }
         for (state, verdict) in [("base", &before), ("gold patch", &after)] {
             if let Some(why) = not_judged(verdict) {
-                let env = task.environment_dir();
-                let env = env
-                    .as_ref()
-                    .map_or("none".into(), |e| e.display().to_string());
+                let env = match (task.image(), task.environment_dir()) {
+                    (Some(image), _) => format!("image {image}"),
+                    (None, Some(env)) => env.display().to_string(),
+                    (None, None) => "none".into(),
+                };
                 return Err(format!(
                     "the {state} could not be judged (environment {env}): {why}"
                 ));

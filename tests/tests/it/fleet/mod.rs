@@ -49,6 +49,7 @@ fn worker(file: &Path, url: &str, name: &str, dir: &Path) -> SweepConfig {
         out_dir: Some(dir.join("runs")),
         output_cap: agent_runner::tools::DEFAULT_OUTPUT_CAP,
         sandbox: Default::default(),
+        images: Default::default(),
         publish: publish_setup(url, &SubjectPrefix::default(), dir),
         llm: None,
         bucket: "BENCH_SWEEPS".to_owned(),

@@ -42,6 +42,7 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
         test_cmd: "python -m pytest -rA".into(),
         python: "/usr/bin/python3".into(),
         judge_timeout_ms: 120_000,
+        image: None,
     })
     .expect("import");
     assert_eq!(report.lines.len(), 1, "{report}");
@@ -211,6 +212,7 @@ async fn a_task_validated_broken_leaves_its_runs_out_of_compare() {
         test_cmd: "python -m pytest -rA".into(),
         python: "/usr/bin/python3".into(),
         judge_timeout_ms: 120_000,
+        image: None,
     })
     .expect("import");
     let scenario = scenarios.join("swe-local.toml");
@@ -254,6 +256,7 @@ async fn a_task_validated_broken_leaves_its_runs_out_of_compare() {
         load: LoadOptions::default(),
         repeat: 1,
         sandbox: Default::default(),
+        images: Default::default(),
         host: "validating-host".to_owned(),
         publish: Some(publish_setup(
             &nats.url(),
