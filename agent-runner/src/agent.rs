@@ -32,6 +32,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use bench_delivery::PublisherHandle;
+use bench_sandbox::{Confinement, SandboxMode, SandboxUnavailable};
 use bench_schemas::{
     ExitKind, ExitStatus, ExperimentRef, Failure, FailureRoot, FinalErrorState, Payload,
     RecoveryAttempt, Regrade, RunStop, Step, StepType, SweepRef, ToolCall,
@@ -45,7 +46,6 @@ use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
 use crate::prologue::{self, environment_end, millis, Judged, Opening};
 use crate::recorder::{RecordError, RunRecorder, Usage};
 use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
-use crate::tools::bwrap::{Confinement, SandboxMode, SandboxUnavailable};
 use crate::tools::{ToolLimits, ToolOutcome, ToolRequest, Toolbox};
 
 pub use crate::prologue::{RunSummary, RUNNER_VERSION};

@@ -13,6 +13,7 @@ use bench_delivery::{
     DEFAULT_SPOOL_MAX_BYTES, DEFAULT_WINDOW,
 };
 use bench_nats::{NatsArgs, StreamSpec};
+use bench_sandbox::SandboxMode;
 use bench_schemas::ExperimentRef;
 use clap::Args;
 use secrecy::SecretString;
@@ -21,7 +22,6 @@ use crate::error::Error;
 use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES};
 use crate::pricing::{PriceTable, Prices, TokenPrice};
 use crate::provider::{ProviderConfig, API_KEY_ENV_VARS};
-use crate::tools::bwrap::SandboxMode;
 
 /// Where scenarios are looked up and where run artifacts go: the same for `run`, `exec`
 /// and `sweep`.

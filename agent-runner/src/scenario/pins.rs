@@ -7,11 +7,11 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use bench_sandbox::{walk, FileEntry};
 use bench_schemas::{sha256_hex, Hash256};
 use serde::{Deserialize, Serialize};
 
 use super::{LoadedTask, Scenario, ScenarioError};
-use crate::fixture_tree::{walk, FileEntry};
 
 /// File name of the pins, at the root of the scenarios directory.
 pub const PINS_FILE: &str = "pins.toml";

@@ -3,13 +3,13 @@
 
 use std::path::PathBuf;
 
+use bench_sandbox::SandboxMode;
 use clap::{Args, Subcommand};
 
 use super::validate::ValidateConfig;
 use crate::error::Error;
 use crate::flags::{resolve_scenario, EventArgs};
 use crate::scenario::{LoadOptions, DEFAULT_TEST_CMD};
-use crate::tools::bwrap::SandboxMode;
 
 /// `agent-runner tasks ...`
 #[derive(Debug, Subcommand)]

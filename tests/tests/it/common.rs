@@ -103,7 +103,7 @@ pub fn runner_config(
         llm: None,
         progress: false,
         regrade: 0,
-        sandbox: agent_runner::tools::bwrap::SandboxMode::Required,
+        sandbox: bench_sandbox::SandboxMode::Required,
         repeats: 1,
         overrides: Default::default(),
         experiment: Default::default(),
