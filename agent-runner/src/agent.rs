@@ -32,6 +32,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use bench_delivery::PublisherHandle;
+use bench_sandbox::{Confinement, SandboxMode, SandboxUnavailable};
 use bench_schemas::{
     ExitKind, ExitStatus, ExperimentRef, Failure, FailureRoot, FinalErrorState, Payload,
     RecoveryAttempt, Regrade, RunStop, Step, StepType, SweepRef, ToolCall,
@@ -46,7 +47,6 @@ use crate::prologue::{self, environment_end, millis, Judged, Opening};
 use crate::recorder::{RecordError, RunRecorder, Usage};
 use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::task_image::TaskImages;
-use crate::tools::bwrap::{Confinement, SandboxMode, SandboxUnavailable};
 use crate::tools::{ToolLimits, ToolOutcome, ToolRequest, Toolbox};
 
 pub use crate::prologue::{RunSummary, RUNNER_VERSION};

@@ -16,13 +16,12 @@ use std::process::ExitCode;
 
 use bench_cli::Status;
 use bench_delivery::{DeliveryReport, PublishFailure, SpoolError, StartError};
+use bench_sandbox::{SandboxUnavailable, ScratchError, UnmountablePath};
 use bench_schemas::ExitStatus;
 
 use crate::policy::PolicyError;
 use crate::recorder::RecordError;
 use crate::scenario::ScenarioError;
-use crate::tools::bwrap::{SandboxUnavailable, UnmountablePath};
-use crate::tools::ScratchError;
 
 /// Why a runner command failed.
 #[derive(Debug, thiserror::Error)]
@@ -389,8 +388,8 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::fixture_tree::TreeError;
     use crate::scenario::PinError;
+    use bench_sandbox::TreeError;
 
     fn io_error() -> io::Error {
         io::Error::new(io::ErrorKind::NotFound, "gone")
@@ -519,7 +518,7 @@ mod tests {
             (SweepError::Claims("down".into()).into(), Exit::Failure),
             (SweepError::ClickHouse("down".into()).into(), Exit::Failure),
             (
-                ExecError::Scratch(crate::tools::ScratchError::Create(io_error())).into(),
+                ExecError::Scratch(bench_sandbox::ScratchError::Create(io_error())).into(),
                 Exit::Failure,
             ),
             (ExecError::Wait(io_error()).into(), Exit::Failure),

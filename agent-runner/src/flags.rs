@@ -13,6 +13,7 @@ use bench_delivery::{
     DEFAULT_SPOOL_MAX_BYTES, DEFAULT_WINDOW,
 };
 use bench_nats::{NatsArgs, StreamSpec};
+use bench_sandbox::SandboxMode;
 use bench_schemas::ExperimentRef;
 use clap::Args;
 use secrecy::SecretString;
@@ -22,7 +23,6 @@ use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVI
 use crate::pricing::{PriceTable, Prices, TokenPrice};
 use crate::provider::{ProviderConfig, API_KEY_ENV_VARS};
 use crate::task_image::ImageCacheArgs;
-use crate::tools::bwrap::SandboxMode;
 
 /// Where scenarios are looked up and where run artifacts go: the same for `run`, `exec`
 /// and `sweep`.

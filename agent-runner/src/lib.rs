@@ -5,8 +5,6 @@
 //! # Layout
 //!
 //! - [`scenario`]: scenario files, tasks and `pins.toml`.
-//! - [`fixture_tree`]: fixture trees and their hash, and the one directory walk
-//!   ([`fixture_tree::walk`]) every part of the runner uses.
 //! - [`context_plan`]: a run's context strategy with its parameters checked (scenario and
 //!   sweep files are checked with it when loaded).
 //! - [`policy`]: the [`Policy`](policy::Policy) trait, the `scripted` policy and the `llm`
@@ -44,16 +42,18 @@
 //! - [`spool_report`]: `spool flush|status`, the spool replayed or listed.
 //! - [`tasks`]: tasks made from other benchmarks' data (`agent-runner tasks import
 //!   swe-bench`: SWE-bench-format instances and local clones).
-//! - [`base_repo`]: one-commit git repositories, the only history an agent on a
-//!   SWE-bench-format task sees (its fixture and its scratch copy).
 //! - [`cli`]: the command line ([`cli::Cli`]): every command, and the flags of `run`,
 //!   `scenarios` and `spool` → validated configs.
 //! - [`flags`]: the flag groups several commands share (scenarios, events and publishing,
 //!   the LLM provider), declared once and flattened into each.
-//! - [`terminal`]: what reaches the operator from the agent: control characters escaped
-//!   in every log field and in the agent's stderr, agent-caused warnings held to a bound.
 //! - [`error`]: the one error type, the process exit codes, and [`Outcome`]: what a
 //!   command reports and the exit code it ends with.
+//!
+//! The agent sandbox (bwrap, seccomp, the network, the bounded workspace and the runner's
+//! mount namespace, the confined shell), the scratch copy, fixture trees and their hash,
+//! one-commit git repositories and what reaches the operator's terminal are the
+//! `bench-sandbox` crate (`agent-runner/sandbox/`): a run's [`bench_sandbox::Confinement`]
+//! starts every process its agent causes.
 //!
 //! Delivery (acknowledged publishing, the spool, the quarantine) is the `bench-delivery`
 //! crate (`agent-runner/delivery/`): every publishing command starts a
@@ -83,12 +83,10 @@
 
 pub mod agent;
 mod backoff;
-mod base_repo;
 pub mod cli;
 mod context_plan;
 mod error;
 pub mod exec;
-mod fixture_tree;
 mod flags;
 pub mod import;
 mod integrity;
@@ -110,7 +108,6 @@ pub mod sweep;
 pub mod tail;
 pub mod task_image;
 pub mod tasks;
-pub mod terminal;
 pub mod tools;
 
 pub use error::{Error, Exit, Outcome};

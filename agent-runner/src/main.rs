@@ -23,11 +23,11 @@ fn main() -> ExitCode {
     close_fds::CloseFdsBuilder::new().cloexecfrom(3);
     let cli = Cli::parse();
     // Log fields can hold what an agent wrote: never raw control characters.
-    bench_cli::init_tracing_with(cli.log.log_format, agent_runner::terminal::EscapingFields);
+    bench_cli::init_tracing_with(cli.log.log_format, bench_sandbox::EscapingFields);
     let command = cli.command;
     // Before any thread exists: the namespace is entered by the calling thread alone.
     if runs_agents(&command) {
-        match agent_runner::tools::enter_mount_namespace() {
+        match bench_sandbox::enter_mount_namespace() {
             Ok(namespace) => tracing::debug!(?namespace, "workspace mounts are the runner's own"),
             Err(e) => {
                 tracing::warn!(error = %e, "workspace mounts are made in the host's mount namespace, if at all")
@@ -48,7 +48,7 @@ fn main() -> ExitCode {
 }
 
 /// Whether `command` can start agent or judge processes, whose workspaces the runner
-/// mounts ([`agent_runner::tools::enter_mount_namespace`]).
+/// mounts ([`bench_sandbox::enter_mount_namespace`]).
 fn runs_agents(command: &Command) -> bool {
     !matches!(
         command,

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use bench_delivery::PublisherHandle;
+use bench_sandbox::Confinement;
 use bench_schemas::{
     Canonical, EnvironmentImage, ExitStatus, ExperimentRef, Failure, FailureRoot, FinalErrorState,
     Hash256, Payload, RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo,
@@ -41,7 +42,6 @@ use crate::limits::RunEnd;
 use crate::recorder::{RecordError, RunRecorder, DIFF_FILE};
 use crate::scenario::{LoadedScenario, LoadedTask};
 use crate::submission::{self, CaptureError, Submission};
-use crate::tools::bwrap::Confinement;
 
 /// Version of this runner (`run_start.runner_version`).
 pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -22,10 +22,10 @@ use std::path::Path;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
-use crate::fixture_tree::{walk, Tree, TreeLink};
+use bench_sandbox::{walk, Tree, TreeLink};
 
 /// Build output and bytecode caches, deleted from the scratch copy before the tests run
-/// again (the [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS) that tools regenerate).
+/// again (the [`IGNORED_DIRS`](bench_sandbox::IGNORED_DIRS) that tools regenerate).
 pub const CACHE_DIRS: [&str; 4] = ["__pycache__", ".pytest_cache", ".mypy_cache", "target"];
 
 /// The compiled `[judge] protect` patterns of a task.
@@ -359,7 +359,7 @@ fn write_pristine(root: &Path, rel: &str, bytes: &[u8], executable: bool) -> io:
 }
 
 /// Deletes every [`CACHE_DIRS`] directory under `root` (not following symlinks, not
-/// looking inside the other [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS)).
+/// looking inside the other [`IGNORED_DIRS`](bench_sandbox::IGNORED_DIRS)).
 fn clear_caches(root: &Path) -> io::Result<()> {
     clear_caches_in(root)?;
     for entry in walk(root) {
@@ -372,7 +372,7 @@ fn clear_caches(root: &Path) -> io::Result<()> {
 }
 
 /// Deletes the [`CACHE_DIRS`] directories right in `dir`. The walk never yields them
-/// (they are [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS)), so each directory is
+/// (they are [`IGNORED_DIRS`](bench_sandbox::IGNORED_DIRS)), so each directory is
 /// asked for them by name.
 fn clear_caches_in(dir: &Path) -> io::Result<()> {
     for cache in CACHE_DIRS {
@@ -389,7 +389,7 @@ fn clear_caches_in(dir: &Path) -> io::Result<()> {
 
 /// Every entry under `root` that is not a directory (files, symlinks, ...), relative to
 /// it, not descending into symlinks or
-/// [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS).
+/// [`IGNORED_DIRS`](bench_sandbox::IGNORED_DIRS).
 fn list_non_dirs(root: &Path) -> io::Result<Vec<String>> {
     let mut out = Vec::new();
     for entry in walk(root) {

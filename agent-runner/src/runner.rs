@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use bench_delivery::{DeliveryReport, PublishFailure, PublishSetup, Publisher, SPOOL_SLOTS};
+use bench_sandbox::SandboxMode;
 use bench_schemas::{ContextStrategy, ExperimentRef};
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -16,7 +17,6 @@ use crate::error::{Error, Exit, Outcome, RunTally};
 use crate::policy::{self, LlmConfig};
 use crate::scenario::{LoadOptions, LoadedScenario, PolicyKind};
 use crate::task_image::{ImageCacheArgs, TaskImages};
-use crate::tools::bwrap::SandboxMode;
 
 /// Everything `agent-runner run` needs, validated.
 #[derive(Debug, Clone)]

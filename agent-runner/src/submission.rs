@@ -6,7 +6,7 @@
 //! - every path the agent added, changed or deleted counts, whatever `.gitignore`,
 //!   `.git/info/exclude` or `core.excludesFile` say (the diff is made in a git directory of
 //!   the runner's own, with `add --force`); only the caches and build output the fixture
-//!   hash skips too ([`crate::fixture_tree::IGNORED_DIRS`]: `.git`, `__pycache__`,
+//!   hash skips too ([`bench_sandbox::IGNORED_DIRS`]: `.git`, `__pycache__`,
 //!   `target`, ...) are never part of a submission;
 //! - a file over [`SubmissionLimits::file_bytes`], a file with more than one hard link (a
 //!   sparse 1 GiB file linked a thousand times costs the workspace nothing), a special
@@ -30,10 +30,11 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::base_repo::{self, BaseRepoError};
-use crate::fixture_tree::{walk, Symlinks, Tree};
+use bench_sandbox::{
+    commit_tree, diff_against_commit, walk, BaseRepoError, Scratch, ScratchError, Symlinks, Tree,
+};
+
 use crate::scenario::{LoadedTask, SubmissionLimits};
-use crate::tools::{Scratch, ScratchError};
 
 /// Why a changed path was left out of the submission.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,7 +176,7 @@ async fn capture_tree(
             path: std::env::temp_dir(),
             source,
         })?;
-    base_repo::commit_tree(git_dir.path(), stage.root(), remaining(deadline, limit)?).await?;
+    commit_tree(git_dir.path(), stage.root(), remaining(deadline, limit)?).await?;
     let (submission_taken, stage) = blocking(move || {
         copy_changes(&mut submission, &work, stage.root())?;
         Ok((submission, stage))
@@ -183,8 +184,7 @@ async fn capture_tree(
     .await?;
     submission = submission_taken;
     submission.diff =
-        base_repo::diff_against_commit(git_dir.path(), stage.root(), remaining(deadline, limit)?)
-            .await?;
+        diff_against_commit(git_dir.path(), stage.root(), remaining(deadline, limit)?).await?;
     Ok(submission)
 }
 
@@ -434,6 +434,7 @@ fn remove(path: &Path) -> Result<(), CaptureError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bench_sandbox::apply_patch;
 
     /// A fixture (`a.py`, `gone.py`, `tests/test_a.py`) and a scratch copy of it.
     fn fixture() -> (tempfile::TempDir, Tree, Scratch) {
@@ -503,7 +504,7 @@ mod tests {
 
         // The diff applied to a fresh copy gives the workspace back, bar what was left out.
         let copy = Scratch::create(dir.path(), &tree, None).expect("copy");
-        base_repo::apply(copy.root(), &submission.diff, Duration::from_secs(30))
+        apply_patch(copy.root(), &submission.diff, Duration::from_secs(30))
             .await
             .expect("apply");
         assert_eq!(

@@ -11,7 +11,7 @@ use bench_image::{ImageError, ImageStore, PreparedImage};
 use bench_schemas::EnvironmentImage;
 
 use crate::scenario::LoadedTask;
-use crate::tools::bwrap::ImageRoot;
+use bench_sandbox::ImageRoot;
 
 /// Where images are cached and how much they may take (`run`, `sweep`, `exec`, `tasks
 /// validate`).

@@ -9,12 +9,12 @@
 //! the rest of it is kept as `run_stop.claim`, with the fields that disagree.
 //! A malformed line is logged and counted, never fatal.
 //!
-//! The agent runs in the sandbox ([`crate::tools::bwrap`]), in its scratch copy (also
+//! The agent runs in the sandbox ([`bench_sandbox::Confinement`]), in its scratch copy (also
 //! `BENCH_WORKDIR`): it sees its task's brief (`BENCH_TASK_DIR`: the problem statement, not
 //! the task directory, whose answer key and judge no agent sandbox mounts), the directories of the
 //! files named on its command line and those of `read_only`, all read-only, and no other
 //! part of the caller's directory; one of those the sandbox cannot show
-//! ([`crate::tools::bwrap::mountable_read_only`]) refuses the run before anything is
+//! ([`bench_sandbox::mountable_read_only`]) refuses the run before anything is
 //! published. Its whole process tree is killed when the run's
 //! `execution_timeout_ms` passes or on shutdown, whether or not it closed its stdout: an
 //! agent is judged by its exit within the time limit, never by its stdout closing.
@@ -32,6 +32,10 @@ use std::process::{ExitStatus as ProcessStatus, Stdio};
 use std::time::Instant;
 
 use bench_delivery::{DeliveryReport, PublishSetup, PublisherHandle};
+use bench_sandbox::{
+    mountable_read_only, Admit, Bind, Confinement, Escaped, SandboxMode, SandboxedCommand, Scratch,
+    TreeGuard, WarnLimiter,
+};
 use bench_schemas::{ExitKind, ExitStatus, Payload, RunClaim, RunSequencer, RunStop};
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio_util::sync::CancellationToken;
@@ -47,9 +51,6 @@ use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher};
 use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
 use crate::task_image::{ImageCacheArgs, TaskImages};
-use crate::terminal::{Admit, Escaped, WarnLimiter};
-use crate::tools::bwrap::{self, Bind, Confinement, SandboxMode, SandboxedCommand, TreeGuard};
-use crate::tools::Scratch;
 
 /// Lines of an agent's stderr shown per run; the rest are counted.
 pub const STDERR_LINES_SHOWN: u64 = 200;
@@ -312,7 +313,7 @@ impl Launch {
             }
         }
         if confinement.is_sandboxed() {
-            read_only = bwrap::mountable_read_only(&read_only).map_err(ExecError::from)?;
+            read_only = mountable_read_only(&read_only).map_err(ExecError::from)?;
         }
         let scratch = task
             .workspace(confinement.workspace_bound())

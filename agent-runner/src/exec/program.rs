@@ -12,8 +12,9 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use bench_sandbox::sandbox_path;
+
 use super::ExecError;
-use crate::tools::bwrap::sandbox_path;
 
 /// Programs that run a script named in their arguments (a trailing version number, as in
 /// `python3.12` or `node20`, is ignored).

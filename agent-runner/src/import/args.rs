@@ -11,13 +11,13 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 
 use bench_delivery::{DeliveryReport, PublishSetup, Publisher};
+use bench_sandbox::{walk, Symlinks};
 use bench_schemas::{BenchmarkEvent, ExperimentRef, Payload};
 
 use super::swe_agent::{self, TrajFile};
 use super::ImportError;
 use crate::agent::result_words;
 use crate::error::{Error, Exit, Outcome};
-use crate::fixture_tree::{walk, Symlinks};
 use crate::flags::{ExperimentArgs, OptionalEventArgs};
 use crate::runner::finish_optional_publisher;
 

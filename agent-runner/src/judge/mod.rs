@@ -19,7 +19,7 @@
 //! - a report directory of its own, outside the scratch copy and never mounted for an
 //!   agent (it lies under the host's temp directory, which every agent sandbox replaces by
 //!   a private `/tmp` and which no `--sandbox-ro` path may contain,
-//!   [`crate::tools::bwrap::mountable_read_only`]; only this test's sandbox binds it, after
+//!   [`bench_sandbox::mountable_read_only`]; only this test's sandbox binds it, after
 //!   its own private `/tmp`), holding a random token the harness reads and deletes
 //!   before any code of the task runs; the runner reads the report back once the sandbox
 //!   is gone and accepts it only when it ends with `complete <token>` ([`report`]).
@@ -42,6 +42,7 @@
 
 mod report;
 mod swe_bench;
+mod verdict;
 
 use std::fs;
 use std::io;
@@ -49,20 +50,17 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::base_repo;
-use crate::protect::Tampered;
+use bench_sandbox::{apply_patch, run_confined, Bind, Confinement, SandboxedCommand, ShellOutput};
+
 use crate::scenario::{Judge, JudgeTest, Language, LoadedTask};
-use crate::tools::bwrap::{Bind, Confinement, SandboxedCommand};
-use crate::tools::shell::{run_confined, ShellOutput};
 
 pub use report::FailReason;
 use report::Report;
+pub use verdict::Verdict;
+use verdict::JUDGE_OUTPUT_CAP;
 
 /// How long applying a submitted diff to a pristine copy may take.
 const APPLY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// Output kept per judge test (only for logs).
-const JUDGE_OUTPUT_CAP: usize = 16 * 1024;
 
 /// Output kept of the Rust build, whose JSON messages name the test executable.
 const BUILD_OUTPUT_CAP: usize = 8 << 20;
@@ -79,104 +77,6 @@ const SHELL_REPORT: &str = include_str!("shell_report.sh");
 
 /// The judge-owned harness around a Rust test executable, reading libtest's log.
 const LIBTEST_REPORT: &str = include_str!("libtest_report.sh");
-
-/// The verdict.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Verdict {
-    pub passed: u32,
-    pub failed: u32,
-    /// The failing tests with why, in task order.
-    pub failures: Vec<FailedTest>,
-    /// Protected files the agent had changed, restored before the tests ran (final
-    /// verdicts only), sorted by path.
-    pub restored: Vec<Tampered>,
-    /// A SWE-bench-format task's final verdict: each test's outcome and the final diff.
-    pub swe_bench: Option<SweBenchVerdict>,
-}
-
-/// What a final verdict by SWE-bench's rules adds ([`swe_bench`]).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SweBenchVerdict {
-    /// Every `FAIL_TO_PASS` then `PASS_TO_PASS` test, as `test_outcome` events carry them.
-    pub tests: Vec<bench_schemas::TestOutcome>,
-    /// Modules of the judged copy named like a module of the standard library or of an
-    /// installed distribution, `(module, path)`, as the judge's pytest entry point found
-    /// them (they cannot shadow it there: `benchstream_pytest_judge.py`).
-    pub shadows: Vec<(String, String)>,
-}
-
-/// One failing judge test.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FailedTest {
-    /// The judge test's name.
-    pub name: String,
-    /// Why it failed.
-    pub reason: FailReason,
-}
-
-impl Verdict {
-    /// All tests pass.
-    pub fn success(&self) -> bool {
-        self.failed == 0 && self.passed > 0
-    }
-
-    /// `run_stop.success` of a run that submitted or not, judged by `verdict` (`None`: no
-    /// judge ran): a run without a submission did not solve its task; a submission
-    /// nobody judged may have, so its success is unknown.
-    pub fn run_success(verdict: Option<&Verdict>, submitted: bool) -> Option<bool> {
-        if submitted {
-            verdict.map(Verdict::success)
-        } else {
-            Some(false)
-        }
-    }
-
-    /// Every test failing for `reason`, none run (the scratch copy could not be judged).
-    pub fn all_failing(judge: &Judge, reason: &FailReason) -> Verdict {
-        let mut verdict = Verdict::default();
-        for test in &judge.tests {
-            verdict.record(&test.name, Err(reason.clone()));
-        }
-        verdict
-    }
-
-    /// Names of the failing tests, in task order (`run_stop.failing_tests`).
-    pub fn failing(&self) -> Vec<String> {
-        self.failures.iter().map(|f| f.name.clone()).collect()
-    }
-
-    /// The failing tests with why, as `"<name>: <reason>"`, in task order.
-    pub fn failures_explained(&self) -> Vec<String> {
-        self.failures
-            .iter()
-            .map(|f| format!("{}: {}", f.name, f.reason))
-            .collect()
-    }
-
-    /// Fraction of tests passing.
-    pub fn score(&self) -> f64 {
-        let total = self.passed + self.failed;
-        if total == 0 {
-            0.0
-        } else {
-            f64::from(self.passed) / f64::from(total)
-        }
-    }
-
-    fn record(&mut self, name: &str, outcome: Result<(), FailReason>) {
-        match outcome {
-            Ok(()) => self.passed += 1,
-            Err(reason) => {
-                tracing::debug!(test = %name, %reason, "judge test failed");
-                self.failed += 1;
-                self.failures.push(FailedTest {
-                    name: name.to_owned(),
-                    reason,
-                });
-            }
-        }
-    }
-}
 
 /// The final verdict on `dir`, a scratch copy of `task`'s fixture: restores the protected
 /// files, then runs every judge test. A restore that fails is logged and fails every test
@@ -217,7 +117,7 @@ pub async fn judge_diff(task: &LoadedTask, diff: &[u8], confinement: &Confinemen
         Err(e) => return unjudged(task, FailReason::Setup(format!("pristine copy: {e}"))),
     };
     if !diff.is_empty() {
-        if let Err(e) = base_repo::apply(copy.root(), diff, APPLY_TIMEOUT).await {
+        if let Err(e) = apply_patch(copy.root(), diff, APPLY_TIMEOUT).await {
             tracing::warn!(task = %task.task.id, error = %e, "the submitted diff does not apply");
             return unjudged(
                 task,

@@ -18,14 +18,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use bench_sandbox::{run_confined, walk, Bind, Confinement, SandboxedCommand};
 use bench_schemas::TestOutcome;
 
-use super::report::Report;
-use super::{FailReason, SweBenchVerdict, Verdict, JUDGE_OUTPUT_CAP};
-use crate::fixture_tree::walk;
+use super::report::{FailReason, Report};
+use super::verdict::{SweBenchVerdict, Verdict, JUDGE_OUTPUT_CAP};
 use crate::scenario::{LoadedTask, SweBench, Validation};
-use crate::tools::bwrap::{Bind, Confinement, SandboxedCommand};
-use crate::tools::shell::run_confined;
 
 /// The judge-owned pytest plugin.
 const PYTEST_REPORT: &str = include_str!("benchstream_pytest_report.py");
@@ -210,7 +208,7 @@ impl<'a> JudgeRun<'a> {
         args: &[OsString],
         binds: &[Bind],
         env: &[(String, String)],
-    ) -> Result<crate::tools::shell::ShellOutput, FailReason> {
+    ) -> Result<bench_sandbox::ShellOutput, FailReason> {
         let mut all = binds.to_vec();
         all.push(Bind {
             src: self.runner(),

@@ -24,11 +24,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use bench_image::{Digest, ImageRef};
+use bench_sandbox::{Scratch, ScratchError, Tree, TreeError, WorkspaceBound};
 use bench_schemas::{sha256_hex, Hash256};
 
-use crate::fixture_tree::{Tree, TreeError};
 use crate::protect::Protected;
-use crate::tools::{Scratch, ScratchError, WorkspaceBound};
 
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};

@@ -8,11 +8,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use bench_image::Digest;
+use bench_sandbox::{walk, FileEntry};
 use bench_schemas::{sha256_hex, Hash256};
 use serde::{Deserialize, Serialize};
 
 use super::{LoadedTask, Scenario, ScenarioError};
-use crate::fixture_tree::{walk, FileEntry};
 
 /// File name of the pins, at the root of the scenarios directory.
 pub const PINS_FILE: &str = "pins.toml";

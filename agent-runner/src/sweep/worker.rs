@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use bench_clickhouse::ClickHouseConfig;
 use bench_delivery::{DeliveryReport, PublishSetup, Publisher, PublisherHandle};
+use bench_sandbox::SandboxMode;
 use bench_schemas::{sha256_hex, Hash256, Payload, RunConfig, RunSequencer, SweepRef};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -36,7 +37,6 @@ use crate::policy::{self, LlmConfig};
 use crate::recorder::RunRecorder;
 use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
 use crate::task_image::{ImageCacheArgs, TaskImages};
-use crate::tools::bwrap::SandboxMode;
 
 /// `policy_id` of the adaptive method's `optimizer_update` events.
 pub const OPTIMIZER_POLICY_ID: &str = "optimizer:ucb1";

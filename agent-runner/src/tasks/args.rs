@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use bench_sandbox::SandboxMode;
 use clap::{Args, Subcommand};
 
 use super::validate::ValidateConfig;
@@ -10,7 +11,6 @@ use crate::error::Error;
 use crate::flags::{resolve_scenario, EventArgs};
 use crate::scenario::{LoadOptions, DEFAULT_TEST_CMD};
 use crate::task_image::ImageCacheArgs;
-use crate::tools::bwrap::SandboxMode;
 
 /// `agent-runner tasks ...`
 #[derive(Debug, Subcommand)]

@@ -4,7 +4,7 @@
 //! instance's `pip_packages`, then its `install` command, or the import's `--install`),
 //! once: a directory holding [`READY`] is reused as it is. Runs and judges mount it
 //! read-only in the sandbox, without network, its `bin/` first on `PATH`
-//! ([`crate::tools::bwrap::Confinement::with_environment`]).
+//! ([`bench_sandbox::Confinement::with_environment`]).
 //!
 //! The setup runs on the host as the importing user, in a scratch export of the
 //! repository at `environment_setup_commit` (else `base_commit`), so `pip install -r

@@ -3,7 +3,7 @@
 //!
 //! For each instance: the tree at `base_commit` of the local clone `<repos>/owner__name`
 //! becomes `tasks/<instance_id>/fixture/`, a fresh repository with that one commit
-//! ([`crate::base_repo`]: no later commit, ref, reflog, pack, stash or remote); its
+//! ([`bench_sandbox`]: no later commit, ref, reflog, pack, stash or remote); its
 //! environment (`envs/<owner__name>__<version>/`) is prepared once
 //! ([`super::environment`]); `task.toml` holds the problem statement and the `[swe_bench]`
 //! section ([`SweBench`]), with the gold patch as the reference solution (a `git apply`
@@ -17,6 +17,7 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use bench_sandbox::{export_commit, git_dir, init_base_repo};
 use serde::Serialize;
 
 use super::environment::{self, Setup};
@@ -24,7 +25,6 @@ use super::instance::{parse_instances, Instance};
 use super::SweBenchImport;
 use bench_image::ImageRef;
 
-use crate::base_repo;
 use crate::error::{Error, Exit, Outcome, TasksError};
 use crate::scenario::{base_message, Pins, SweBench, ENVS_DIR, FIXTURE_DIR, TASKS_DIR, TASK_FILE};
 
@@ -212,7 +212,7 @@ fn import_one(
             clone.display()
         ));
     }
-    let git_dir = base_repo::git_dir(&clone).map_err(|e| e.to_string())?;
+    let git_dir = git_dir(&clone).map_err(|e| e.to_string())?;
     let image = match &config.image {
         Some(image) => Some(ImageFile {
             reference: ImageRef::from_template(&image.template, &instance.instance_id)
@@ -294,8 +294,8 @@ fn stage(
     image: Option<ImageFile<'_>>,
 ) -> Result<(), String> {
     let fixture = staging.join(FIXTURE_DIR);
-    base_repo::export(git_dir, &instance.base_commit, &fixture).map_err(|e| e.to_string())?;
-    base_repo::init(&fixture, &base_message(swe)).map_err(|e| e.to_string())?;
+    export_commit(git_dir, &instance.base_commit, &fixture).map_err(|e| e.to_string())?;
+    init_base_repo(&fixture, &base_message(swe)).map_err(|e| e.to_string())?;
     let task = TaskFile {
         id: &instance.instance_id,
         language: "python",
@@ -348,7 +348,7 @@ fn prepare_environment(
         .environment_setup_commit
         .as_deref()
         .unwrap_or(&instance.base_commit);
-    base_repo::export(git_dir, commit, workdir.path()).map_err(|e| e.to_string())?;
+    export_commit(git_dir, commit, workdir.path()).map_err(|e| e.to_string())?;
     let setup = Setup {
         python: config.python.clone(),
         pip_packages: instance.pip_packages.clone(),

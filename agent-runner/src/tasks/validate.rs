@@ -19,10 +19,10 @@ use std::fmt;
 use std::path::PathBuf;
 
 use bench_delivery::{DeliveryReport, PublishSetup, PublisherHandle};
+use bench_sandbox::{apply_patch, Confinement, SandboxMode};
 use bench_schemas::{Canonical, Payload, RunSequencer};
 use uuid::Uuid;
 
-use crate::base_repo;
 use crate::error::{Error, Exit, Outcome};
 use crate::judge::{self, FailReason};
 use crate::recorder::RunRecorder;
@@ -31,7 +31,6 @@ use crate::scenario::{
     LoadOptions, LoadedScenario, LoadedTask, SweBench, ValidatedTest, Validation,
 };
 use crate::task_image::{ImageCacheArgs, TaskImages};
-use crate::tools::bwrap::{Confinement, SandboxMode};
 
 /// How long applying a task's gold patch may take.
 const GOLD_APPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -194,7 +193,7 @@ pub async fn validate(config: &ValidateConfig) -> Result<ValidateReport, Error> 
                         TaskValidation::Validated(validation)
                     }
                     Err(why) => {
-                        tracing::error!(task = %task.task.id, reason = %crate::terminal::Escaped(&why), "task not validated: its environment or sandbox could not be set up");
+                        tracing::error!(task = %task.task.id, reason = %bench_sandbox::Escaped(&why), "task not validated: its environment or sandbox could not be set up");
                         TaskValidation::Error(why)
                     }
                 }
@@ -276,12 +275,12 @@ async fn repeat(
             env.display()
         ));
     }
-    let scratch = |e: crate::tools::ScratchError| format!("no scratch copy of the fixture: {e}");
+    let scratch = |e: bench_sandbox::ScratchError| format!("no scratch copy of the fixture: {e}");
     for _ in 0..repeats {
         let base = task.workspace(None).map_err(scratch)?;
         let before = judge::judge_submission(task, base.root(), confinement).await;
         let gold = task.workspace(None).map_err(scratch)?;
-        base_repo::apply(gold.root(), swe.patch.as_bytes(), GOLD_APPLY_TIMEOUT)
+        apply_patch(gold.root(), swe.patch.as_bytes(), GOLD_APPLY_TIMEOUT)
             .await
             .map_err(|e| format!("the gold patch does not apply: {e}"))?;
         let after = judge::judge_submission(task, gold.root(), confinement).await;

@@ -13,11 +13,11 @@ use std::path::Path;
 
 use nix::fcntl::OFlag;
 
+use bench_sandbox::{walk, Scratch};
 use bench_schemas::{EvidenceFootprint, ExitKind};
 
 use super::footprint::edit_footprint;
-use super::{Scratch, ToolOutcome};
-use crate::fixture_tree::walk;
+use super::outcome::ToolOutcome;
 
 /// Files larger than this are not loaded by `view`/`str_replace` (use `grep` or `bash`).
 const MAX_FILE_BYTES: u64 = 8 << 20;
@@ -239,7 +239,7 @@ fn list_dir(path: &Path, rel: &str) -> ToolOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixture_tree::Tree;
+    use bench_sandbox::Tree;
 
     fn scratch_with(files: &[(&str, &str)]) -> (tempfile::TempDir, Scratch) {
         let fixture = tempfile::tempdir().expect("tempdir");

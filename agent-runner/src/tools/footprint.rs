@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use bench_schemas::EvidenceFootprint;
 
-use crate::fixture_tree::walk;
+use bench_sandbox::walk;
 
 /// Lines removed plus lines added between two texts, after dropping the lines they share
 /// at the start and at the end (a one-hunk diff, enough for an edit's size).
@@ -62,7 +62,7 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Walks `root` (skipping [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS) and
+    /// Walks `root` (skipping [`IGNORED_DIRS`](bench_sandbox::IGNORED_DIRS) and
     /// symlinks). Unreadable entries are skipped: a footprint is evidence, not a reason to
     /// fail the call.
     pub fn take(root: &Path) -> Snapshot {

@@ -6,11 +6,11 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use bench_sandbox::{is_ignored, walk, FileEntry, Scratch};
 use bench_schemas::{EvidenceFootprint, ExitKind};
 use regex::Regex;
 
-use super::{Scratch, ToolOutcome};
-use crate::fixture_tree::{is_ignored, walk, FileEntry};
+use super::outcome::ToolOutcome;
 
 /// Matching lines reported; the count of the rest is given.
 const MAX_MATCHES: usize = 200;
@@ -75,7 +75,7 @@ pub fn grep(scratch: &Scratch, pattern: &str, raw_path: Option<&str>) -> ToolOut
 
 /// The files under `path` (or `path` itself) that grep reads, sorted. Unreadable
 /// entries are passed over; so are files named like one of the
-/// [`IGNORED_DIRS`](crate::fixture_tree::IGNORED_DIRS) (a submodule's `.git` file).
+/// [`IGNORED_DIRS`](bench_sandbox::IGNORED_DIRS) (a submodule's `.git` file).
 fn collect_files(path: &Path) -> Vec<PathBuf> {
     let Ok(meta) = fs::symlink_metadata(path) else {
         return Vec::new();
@@ -105,7 +105,7 @@ fn searchable(meta: &fs::Metadata) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixture_tree::Tree;
+    use bench_sandbox::Tree;
 
     #[test]
     fn finds_lines_and_records_files() {

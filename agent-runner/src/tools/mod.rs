@@ -1,4 +1,4 @@
-//! The agent's tools and the sandbox they act in.
+//! The agent's tools, acting in the run's sandbox.
 //!
 //! [`Toolbox::call`] takes a [`ToolRequest`] from a policy, parses it into a
 //! [`ToolCommand`], runs it inside the run's [`Scratch`] and returns a [`ToolOutcome`]: the
@@ -6,122 +6,36 @@
 //! `tool_call` event. A tool never fails the run: bad arguments, escaping paths and missing
 //! files are `user_error`, broken tools are `system_error`, time limits are `timeout`.
 //!
+//! The sandbox itself (the scratch copy, path confinement, bwrap, seccomp, the network, the
+//! confined shell) is the `bench-sandbox` crate (`agent-runner/sandbox/`).
+//!
 //! - `request`: [`ToolRequest`] / [`ToolCommand`].
-//! - `sandbox`: the scratch copy and path confinement.
-//! - `workspace_fs`: the bounded file system (size and inodes) the scratch copy lives on,
-//!   and the mount namespace of the runner's own it is mounted in.
-//! - [`bwrap`]: the process sandbox and limits every command an agent causes runs in.
-//! - `seccomp`: the system calls denied inside it.
-//! - `network`: the network of a sandbox with `network_enabled` (pasta, no host loopback).
-//! - [`exec`]: shell commands in the sandbox, with timeout, tree kill and output cap (used
-//!   by `bash` and the judge).
+//! - `outcome`: [`ToolOutcome`], what a call returns.
 //! - `files`: `view`, `str_replace`, `write_file`: in-process, off the async runtime,
 //!   never through a link and never on anything but regular files.
 //! - `grep`: the `grep` tool.
 //! - [`footprint`]: lines changed, test files, what a shell command changed.
 
-pub mod bwrap;
 mod files;
 pub mod footprint;
 mod grep;
-mod network;
+mod outcome;
 mod request;
-mod scratch;
-mod seccomp;
-pub mod shell;
-mod workspace_fs;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bench_sandbox::{run_shell, Capture, Confinement, Scratch, ShellSpec};
 use bench_schemas::{EvidenceFootprint, ExitKind, RetryPolicy, RunConfig};
 
+pub use outcome::ToolOutcome;
 pub use request::ToolRequest;
 pub(crate) use request::{ToolCommand, TOOL_NAMES};
-pub use scratch::ScratchError;
-pub(crate) use scratch::{PathError, Scratch};
-pub(crate) use workspace_fs::WorkspaceBound;
-pub use workspace_fs::{enter_mount_namespace, MountNamespaceError, RunnerNamespace};
 
-use bwrap::Confinement;
 use footprint::Snapshot;
-use shell::{Capture, ShellSpec};
 
 /// Default cap of the observation text one call returns, bytes.
 pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
-
-/// The result of one tool call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutcome {
-    /// What the policy sees (tool output, or the error message).
-    pub observation: String,
-    /// How the call ended.
-    pub exit_kind: ExitKind,
-    /// Why it failed, for every kind but `ok` and `deterministic`.
-    pub message: Option<String>,
-    /// What it touched.
-    pub footprint: EvidenceFootprint,
-    /// The agent submitted: the run ends and is judged.
-    pub submitted: bool,
-    /// The agent-supplied path that was refused or missing (a `path` failure root).
-    pub bad_path: Option<String>,
-    /// Attempts beyond the first (retry policy: timeouts).
-    pub retries: u32,
-    /// Wall time of the call, retries included.
-    pub latency: Duration,
-}
-
-impl ToolOutcome {
-    /// A call that did its job.
-    pub fn done(observation: String, footprint: EvidenceFootprint) -> Self {
-        ToolOutcome {
-            observation,
-            exit_kind: ExitKind::Ok,
-            message: None,
-            footprint,
-            submitted: false,
-            bad_path: None,
-            retries: 0,
-            latency: Duration::ZERO,
-        }
-    }
-
-    /// A failed call; the message is also the observation.
-    pub fn failed(kind: ExitKind, message: String) -> Self {
-        ToolOutcome {
-            observation: format!("error: {message}\n"),
-            exit_kind: kind,
-            message: Some(message),
-            ..ToolOutcome::done(String::new(), EvidenceFootprint::default())
-        }
-    }
-
-    /// The path was refused by the sandbox.
-    pub fn path_error(raw: &str, error: &PathError) -> Self {
-        ToolOutcome {
-            bad_path: Some(raw.to_owned()),
-            ..ToolOutcome::failed(ExitKind::UserError, error.to_string())
-        }
-    }
-
-    /// The path does not exist.
-    pub fn missing_path(raw: &str) -> Self {
-        ToolOutcome {
-            bad_path: Some(raw.to_owned()),
-            ..ToolOutcome::failed(
-                ExitKind::UserError,
-                format!("{raw}: no such file or directory"),
-            )
-        }
-    }
-
-    /// Whether the call is a tool error: its `exit_kind` is not `ok`, a command exiting
-    /// non-zero (`deterministic`) included. The one definition behind the call's
-    /// `failure` event, `run_stop.tool_errors` and the `tool_errors` query.
-    pub fn is_error(&self) -> bool {
-        self.exit_kind != ExitKind::Ok
-    }
-}
 
 /// Limits of the tools of one run.
 #[derive(Debug, Clone)]
@@ -285,7 +199,7 @@ impl Toolbox {
             timeout,
             output_cap: self.limits.output_cap,
         };
-        let output = match shell::run_shell(&spec).await {
+        let output = match run_shell(&spec).await {
             Ok(o) => o,
             // A sandbox that could not be set up also ends the run (`exit_environment`).
             Err(e) => return ToolOutcome::failed(ExitKind::SystemError, e.to_string()),
@@ -385,7 +299,7 @@ mod tests {
         assert_eq!(kind(Some(153), None, ""), ExitKind::SystemError);
         assert_eq!(kind(Some(1), None, "MemoryError\n"), ExitKind::Oom);
         // Text the agent can print is not a sandbox failure (bwrap's status pipe says
-        // when one is: `shell::run_shell`).
+        // when one is: `bench_sandbox::run_shell`).
         assert_eq!(
             kind(Some(1), None, "bwrap: Can't mount proc\n"),
             ExitKind::Deterministic

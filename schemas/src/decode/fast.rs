@@ -14,7 +14,6 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use super::Timestamp;
 use crate::canonical::Hash256;
 use crate::envelope::{BenchmarkEvent, SCHEMA_VERSION};
 use crate::payload::{EventType, Payload};
@@ -177,3 +176,9 @@ impl<'de> DeserializeSeed<'de> for PayloadOf {
         })
     }
 }
+
+/// An envelope `ts`, in the one format events carry.
+#[derive(serde::Deserialize)]
+pub(super) struct Timestamp(
+    #[serde(with = "crate::envelope::ts_format")] pub(super) chrono::DateTime<chrono::Utc>,
+);

@@ -21,6 +21,7 @@ use crate::envelope::{BenchmarkEvent, SCHEMA_VERSION};
 use crate::payload::{EventType, Payload};
 use crate::smith::{self, SmithEvent};
 use crate::truncate::MAX_EVENT_BYTES;
+use fast::Timestamp;
 
 pub use crate::decode_error::DecodeError;
 
@@ -180,9 +181,6 @@ fn precise(mut object: Map<String, Value>) -> Result<BenchmarkEvent, DecodeError
     };
     Ok(event)
 }
-
-#[derive(serde::Deserialize)]
-struct Timestamp(#[serde(with = "crate::envelope::ts_format")] chrono::DateTime<chrono::Utc>);
 
 fn missing(field: &str) -> DecodeError {
     DecodeError::InvalidField {

@@ -15,9 +15,8 @@
 
 use std::time::Duration;
 
-use agent_runner::tools::bwrap::{self, Confinement};
-use agent_runner::tools::shell::{run_shell, ShellSpec};
 use anyhow::Context as _;
+use bench_sandbox::{host, run_shell, Confinement, ShellSpec};
 use bench_schemas::SandboxLimits;
 use benchstream_bench::percentile;
 use clap::Parser;
@@ -57,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
         info.version.as_deref().unwrap_or("-"),
         enforced.join(", ")
     );
-    if bwrap::host().bwrap().is_err() {
+    if host().bwrap().is_err() {
         anyhow::bail!("bwrap is not usable on this host");
     }
     let workdir = tempfile::tempdir()?;

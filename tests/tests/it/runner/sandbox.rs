@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use agent_runner::exec::{self, ExecConfig, ExecReport};
-use agent_runner::tools::bwrap;
 use bench_schemas::{
     BenchmarkEvent, ExitKind, ExitStatus, Payload, PidsLimit, SandboxNetwork, StepType, ToolCall,
 };
@@ -239,8 +238,8 @@ fn exec_config(
         host: "test-host".to_owned(),
         out_dir: Some(dir.join("runs")),
         publish: None,
-        sandbox: bwrap::SandboxMode::Required,
         images: Default::default(),
+        sandbox: bench_sandbox::SandboxMode::Required,
         read_only,
         experiment: Default::default(),
         prices: None,
@@ -303,7 +302,10 @@ async fn exec_agent_reaches_neither_the_broker_nor_the_canary_nor_its_answer_key
 async fn exec_agents_refuse_to_start_without_a_sandbox_unless_told() {
     // This host has bwrap: the refusal is only observable where it has not; the choice to
     // run without one must be explicit and recorded.
-    assert!(bwrap::host().bwrap().is_ok(), "bwrap is installed here");
+    assert!(
+        bench_sandbox::host().bwrap().is_ok(),
+        "bwrap is installed here"
+    );
     let dir = tempfile::tempdir().expect("dir");
     let report = exec::run(
         ExecConfig {
@@ -318,8 +320,8 @@ async fn exec_agents_refuse_to_start_without_a_sandbox_unless_told() {
             host: "test-host".to_owned(),
             out_dir: Some(dir.path().join("runs")),
             publish: None,
-            sandbox: bwrap::SandboxMode::Off,
             images: Default::default(),
+            sandbox: bench_sandbox::SandboxMode::Off,
             read_only: Vec::new(),
             experiment: Default::default(),
             prices: None,
@@ -442,7 +444,7 @@ async fn a_root_runner_gives_its_agent_no_privilege() {
     let events = journal_events(&report.summary);
     let sandbox = run_start_sandbox(&events);
     assert_eq!(sandbox.kind, "bwrap");
-    assert_eq!(sandbox.uid_inside, Some(bwrap::SANDBOX_UID));
+    assert_eq!(sandbox.uid_inside, Some(bench_sandbox::SANDBOX_UID));
     // A root runner's agent is uid 0 on the host (without any capability there): said so.
     assert_eq!(sandbox.uid_outside, Some(own_uid()));
     // A plain root shell on this (cgroup v1) host: a pids cgroup per command.

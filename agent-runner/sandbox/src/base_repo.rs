@@ -33,14 +33,29 @@ const IDENTITY: [(&str, &str); 6] = [
 /// A git command failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BaseRepoError {
+    /// `git` could not be started.
     #[error("cannot run git: {0}")]
     Spawn(io::Error),
+    /// `git` failed.
     #[error("git {args}: {stderr}")]
-    Git { args: String, stderr: String },
+    Git {
+        /// Its arguments.
+        args: String,
+        /// What it wrote to stderr.
+        stderr: String,
+    },
+    /// A file around the repository could not be read or written.
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The directory given as a clone is none.
     #[error("{0} is not a git repository")]
     NotARepository(PathBuf),
+    /// `git` did not end within its timeout (and was killed).
     #[error("git took longer than {0:?}")]
     TimedOut(Duration),
 }

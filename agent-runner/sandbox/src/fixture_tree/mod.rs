@@ -103,7 +103,12 @@ pub enum TreeError {
     Walk(#[from] WalkError),
     /// A file could not be read.
     #[error("cannot read {path}: {source}")]
-    Read { path: PathBuf, source: io::Error },
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
     /// A path that is no UTF-8, which the listing cannot hold.
     #[error("{0} is not valid UTF-8; fixture paths must be")]
     NonUtf8(PathBuf),
@@ -112,7 +117,12 @@ pub enum TreeError {
         "{path} is a symlink to {target}, outside the fixture; a fixture's symlinks must \
          point inside it (relative, never above its root)"
     )]
-    LinkOutside { path: PathBuf, target: PathBuf },
+    LinkOutside {
+        /// The symlink.
+        path: PathBuf,
+        /// Where it points.
+        target: PathBuf,
+    },
 }
 
 impl Tree {

@@ -224,7 +224,7 @@ impl Drop for GroupKill {
 
 /// Head and tail of a byte stream, within a cap.
 #[derive(Debug)]
-pub(crate) struct Capture {
+pub struct Capture {
     head: Vec<u8>,
     tail: std::collections::VecDeque<u8>,
     half: usize,
@@ -232,7 +232,8 @@ pub(crate) struct Capture {
 }
 
 impl Capture {
-    pub(crate) fn new(cap: usize) -> Self {
+    /// An empty capture that keeps at most `cap` bytes, half head and half tail.
+    pub fn new(cap: usize) -> Self {
         let half = cap / 2;
         Capture {
             head: Vec::with_capacity(half.min(64 * 1024)),
@@ -242,7 +243,8 @@ impl Capture {
         }
     }
 
-    pub(crate) fn push(&mut self, mut bytes: &[u8]) {
+    /// Takes the next bytes of the stream.
+    pub fn push(&mut self, mut bytes: &[u8]) {
         self.total += bytes.len() as u64;
         let room = self.half.saturating_sub(self.head.len());
         let take = room.min(bytes.len());
@@ -259,7 +261,7 @@ impl Capture {
     }
 
     /// The text (head, a marker with the number of bytes cut, tail) and the total size.
-    pub(crate) fn finish(self) -> (String, u64) {
+    pub fn finish(self) -> (String, u64) {
         let kept = (self.head.len() + self.tail.len()) as u64;
         let mut text = String::from_utf8_lossy(&self.head).into_owned();
         if self.total > kept {

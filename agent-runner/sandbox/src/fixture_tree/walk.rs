@@ -18,7 +18,12 @@ use super::IGNORED_DIRS;
 pub enum WalkError {
     /// A directory or an entry could not be read (the root, when it is no directory).
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The directory or entry.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
 }
 
 impl WalkError {

@@ -34,12 +34,20 @@ pub struct Scratch {
 /// Why an agent-supplied path was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
+    /// It climbs out of the scratch copy, or is absolute elsewhere.
     #[error("path {0:?} leaves the task workspace")]
     Escapes(String),
+    /// It goes through a symbolic link.
     #[error(
         "path {path:?} goes through the symbolic link {link:?}; the file tools do not follow links"
     )]
-    Symlink { path: String, link: String },
+    Symlink {
+        /// The path as given.
+        path: String,
+        /// The link on it.
+        link: String,
+    },
+    /// No path at all.
     #[error("path is empty")]
     Empty,
 }
@@ -253,7 +261,7 @@ mod tests {
 
     #[test]
     fn a_bounded_workspace_holds_neither_more_bytes_nor_more_files_than_its_bound() {
-        if super::super::workspace_fs::probe().is_err() {
+        if crate::workspace_fs::probe().is_err() {
             // Only a root runner mounts one; CI runs as root.
             assert!(!nix::unistd::geteuid().is_root(), "root could not mount it");
             return;
