@@ -13,8 +13,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use benchstream_tests::runs;
 use benchstream_tests::swe_bench::{git, Project, BUGGY, F2P, P2P, TESTS_BASE};
+use benchstream_tests::{images, runs};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
 
@@ -711,4 +711,167 @@ fn the_verdict_comes_from_the_submitted_diff_alone_as_root_and_unprivileged() {
             "{uid:?}"
         );
     }
+}
+
+/// The test file the fix of the image tasks writes: `symbol` left the standard library
+/// after Python 3.9, so these tests can pass under the image's Python 3.9 only, never
+/// under the host's.
+const TESTS_NEEDING_PYTHON_39: &str = "import symbol  # in the standard library until Python 3.9\n\nfrom calc import add, neg\n\n\ndef test_neg():\n    assert neg(2) == -2\n\n\ndef test_add():\n    assert add(2, 3) == 5\n";
+
+/// Imports one instance whose tests need Python 3.9, its environment the image `image`.
+fn import_in_image(root: &Path, image: &str) -> PathBuf {
+    let project = Project::create_with(root, TESTS_NEEDING_PYTHON_39);
+    let instances = root.join("instances.jsonl");
+    fs::write(
+        &instances,
+        project.instance("o__calc-1", &project.base) + "\n",
+    )
+    .expect("write");
+    let scenarios = root.join("scenarios");
+    let out = runner(
+        root,
+        &[
+            "tasks",
+            "import",
+            "swe-bench",
+            "--instances",
+            instances.to_str().expect("utf-8"),
+            "--repos",
+            project.repos.to_str().expect("utf-8"),
+            "--scenarios-dir",
+            scenarios.to_str().expect("utf-8"),
+            "--scenario",
+            "swe-local",
+            "--test-cmd",
+            "python3 -m pytest -rA",
+            "--image",
+            image,
+        ],
+    );
+    let report = text_of(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert!(report.contains(&format!("image {image}")), "{report}");
+    assert!(
+        !scenarios.join("envs").exists(),
+        "no virtualenv is made for an image task"
+    );
+    scenarios
+}
+
+/// The digest `pins.toml` pins the image task's image to.
+fn pinned_image(scenarios: &Path) -> String {
+    let pins: toml::Value =
+        toml::from_str(&fs::read_to_string(scenarios.join("pins.toml")).expect("pins"))
+            .expect("pins.toml");
+    pins["tasks"]["o__calc-1"]["image"]
+        .as_str()
+        .expect("the image is pinned")
+        .to_owned()
+}
+
+#[test]
+fn a_task_in_its_own_image_runs_and_is_judged_there_as_root_and_unprivileged() {
+    let image = images::built(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        images::BULLSEYE_PYTHON,
+    );
+    for uid in [None, Some(NOBODY)] {
+        let root = tempfile::tempdir().expect("tempdir");
+        let scenarios = import_in_image(root.path(), &image);
+        let digest = pinned_image(&scenarios);
+        variant(
+            root.path(),
+            &scenarios,
+            "swe-nothing",
+            "[{ tool = \"submit\" }]",
+        );
+        let cache = root.path().join("image-cache");
+        let cache_flag = ["--image-cache", cache.to_str().expect("utf-8")];
+        if let Some(uid) = uid {
+            let chown = Command::new("chown")
+                .args(["-R", &format!("{uid}:{uid}")])
+                .arg(root.path())
+                .status()
+                .expect("chown");
+            assert!(chown.success());
+        }
+
+        // The gold patch, applied with the image's git, passes the image's Python 3.9.
+        let (gold, dir) = run_as(uid, root.path(), &scenarios, "swe-local", &cache_flag);
+        let result = &gold["result"];
+        assert_eq!(result["success"], true, "{uid:?}: {gold:#}");
+        assert_eq!(result["tests_passed"], 2, "{uid:?}: {gold:#}");
+        let events = runs::journal_events(&dir);
+        let start = serde_json::to_value(&events[0]).expect("json");
+        assert_eq!(
+            start["data"]["image"],
+            serde_json::json!({"reference": image, "digest": digest}),
+            "{uid:?}: {start:#}"
+        );
+
+        // Doing nothing resolves nothing: the same tests, the same image.
+        let (nothing, _) = run_as(uid, root.path(), &scenarios, "swe-nothing", &cache_flag);
+        assert_eq!(nothing["result"]["success"], false, "{uid:?}: {nothing:#}");
+        assert_eq!(nothing["env_hash"], gold["env_hash"], "{uid:?}");
+
+        // Validation judges the base and the gold patch in the image too.
+        let mut validate = vec![
+            "tasks",
+            "validate",
+            "swe-local",
+            "--scenarios-dir",
+            scenarios.to_str().expect("utf-8"),
+        ];
+        validate.extend_from_slice(&cache_flag);
+        let out = runner_as(uid, root.path(), &validate);
+        assert_eq!(out.status.code(), Some(0), "{uid:?}: {}", text_of(&out));
+        let validation = fs::read_to_string(scenarios.join("tasks/o__calc-1/validation.toml"))
+            .expect("validation.toml");
+        assert!(
+            validation.contains("broken = false"),
+            "{uid:?}: {validation}"
+        );
+
+        // The cache holds the image once, whoever ran it.
+        let unpacked = fs::read_dir(cache.join("images")).expect("cache").count();
+        assert_eq!(unpacked, 1, "{uid:?}");
+    }
+}
+
+#[test]
+fn an_image_whose_digest_is_not_the_pinned_one_is_refused_before_any_run() {
+    let image = images::built(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        images::BULLSEYE_PYTHON,
+    );
+    let root = tempfile::tempdir().expect("tempdir");
+    let scenarios = import_in_image(root.path(), &image);
+    let digest = pinned_image(&scenarios);
+    let pins = scenarios.join("pins.toml");
+    let other = format!("sha256:{}", "0".repeat(64));
+    let text = fs::read_to_string(&pins).expect("pins");
+    fs::write(&pins, text.replace(&digest, &other)).expect("write");
+    let out_dir = root.path().join("runs");
+    let cache = root.path().join("image-cache");
+    let out = runner(
+        root.path(),
+        &[
+            "run",
+            "swe-local",
+            "--scenarios-dir",
+            scenarios.to_str().expect("utf-8"),
+            "--no-publish",
+            "--out",
+            out_dir.to_str().expect("utf-8"),
+            "--image-cache",
+            cache.to_str().expect("utf-8"),
+        ],
+    );
+    let said = text_of(&out);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains(&format!("has digest {digest}, but {other} is pinned")),
+        "{said}"
+    );
+    assert_eq!(runs::journal_lines(&out_dir), 0, "{said}");
 }

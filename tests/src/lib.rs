@@ -16,6 +16,8 @@
 //! - [`cli`]: the product binaries run to their exit, and what their `--help` shows.
 //! - [`swe_bench`]: a SWE-bench-format project made on the spot (a git repository whose
 //!   history goes past its base, and its instance record).
+//! - [`images`]: OCI images built from Debian's mirror (mmdebstrap, umoci), as task
+//!   environments.
 //!
 //! The benchmarks that run on these servers are a package of their own, `bench/`
 //! (`benchstream-bench`), so that neither the product crates nor this one carry them.
@@ -27,6 +29,7 @@
 pub mod cli;
 pub mod events;
 pub mod harness;
+pub mod images;
 pub mod query;
 pub mod runs;
 pub mod spool;

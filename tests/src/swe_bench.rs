@@ -68,6 +68,12 @@ fn write(path: &Path, text: &str) {
 impl Project {
     /// Makes the clone `<root>/repos/o__calc`.
     pub fn create(root: &Path) -> Project {
+        Project::create_with(root, TESTS_FIX)
+    }
+
+    /// [`Project::create`] whose fix commit writes `tests_fix` as the test file (what
+    /// `test_patch` then holds).
+    pub fn create_with(root: &Path, tests_fix: &str) -> Project {
         let repos = root.join("repos");
         let clone = repos.join("o__calc");
         fs::create_dir_all(&clone).expect("mkdir");
@@ -78,7 +84,7 @@ impl Project {
         git(&clone, &["commit", "-qm", "calc"]);
         let base = git(&clone, &["rev-parse", "HEAD"]).trim().to_owned();
         write(&clone.join("calc.py"), FIXED);
-        write(&clone.join("tests/test_calc.py"), TESTS_FIX);
+        write(&clone.join("tests/test_calc.py"), tests_fix);
         git(&clone, &["add", "-A"]);
         git(&clone, &["commit", "-qm", "fix add (the answer)"]);
         let fix = git(&clone, &["rev-parse", "HEAD"]).trim().to_owned();

@@ -50,7 +50,9 @@ class _InstalledFirst:
 def _installed_names():
     import pkgutil
 
-    names = set(sys.stdlib_module_names) | set(sys.builtin_module_names)
+    # `sys.stdlib_module_names` is Python 3.10's; before it, the standard library is what
+    # `_HARNESS_PATH` (sys.path under -I) holds anyway.
+    names = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
     names.update(m.name for m in pkgutil.iter_modules(_HARNESS_PATH))
     return names - _OWN
 
