@@ -66,7 +66,7 @@ fn run_start(
         sandbox,
         sweep: sweep.map(Box::new),
         experiment: Box::new(experiment),
-        image,
+        image: image.map(Box::new),
     }
 }
 

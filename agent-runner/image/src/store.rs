@@ -176,7 +176,7 @@ impl ImageStore {
         let rootfs = bundle.join("rootfs");
         let working_dir = config
             .working_dir
-            .filter(|dir| dir.starts_with('/') && dir.trim_matches('/') != "")
+            .filter(|dir| dir.starts_with('/') && !dir.trim_matches('/').is_empty())
             .unwrap_or_else(|| DEFAULT_WORKING_DIR.to_owned());
         // The task's repository is mounted there; the root is read-only in the sandbox.
         let mount_point = rootfs.join(working_dir.trim_start_matches('/'));

@@ -57,8 +57,8 @@ pub struct ValidateArgs {
 /// A `tasks` command, validated.
 #[derive(Debug, Clone)]
 pub enum TasksConfig {
-    /// `tasks import swe-bench`.
-    Import(SweBenchImport),
+    /// `tasks import swe-bench` (boxed: the image template makes it large too).
+    Import(Box<SweBenchImport>),
     /// `tasks validate` (boxed: the publishing setup makes it the large one).
     Validate(Box<ValidateConfig>),
 }
@@ -157,7 +157,7 @@ impl TasksCommand {
     pub fn into_config(self) -> Result<TasksConfig, Error> {
         match self {
             TasksCommand::Import(ImportSource::SweBench(args)) => {
-                args.into_config().map(TasksConfig::Import)
+                args.into_config().map(|c| TasksConfig::Import(Box::new(c)))
             }
             TasksCommand::Validate(args) => {
                 if args.repeat == 0 {

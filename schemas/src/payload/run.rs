@@ -35,7 +35,7 @@ pub struct RunStart {
     /// The OCI image whose root file system the task ran on; absent for a task run on
     /// the host's system directories, and for runs imported from elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<EnvironmentImage>,
+    pub image: Option<Box<EnvironmentImage>>,
 }
 
 /// The OCI image a task ran in: as the task names it, and the manifest digest it was

@@ -3,6 +3,8 @@
 //!
 //! - `publish-bench`: the runner's publisher against raw async-nats publishes.
 //! - `sandbox-bench`: what the agent sandbox adds to one tool call.
+//! - `image-bench`: a task image's first preparation (fetch and unpack), a later one, and
+//!   what its root adds to a sandboxed tool call over the host's.
 //! - `sink-bench`: the `event-sink` binary's throughput against ClickHouse's own ingest.
 //! - `sink-latency`: how soon a published event can be queried in ClickHouse.
 //! - `otlp-bench`: spans per second through `agent-runner otlp` into the stream, and its
@@ -16,7 +18,7 @@
 //! `otlp-bench` a release `agent-runner`.
 //!
 //! This library holds what they share: finding the product binary they measure, its peak
-//! memory, and reading percentiles off their samples.
+//! memory, timing sandboxed tool calls, and reading percentiles off their samples.
 
 #![warn(missing_docs)]
 
@@ -89,6 +91,39 @@ pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
     }
     let rank = ((sorted.len() as f64) * q).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Wall time of `calls` runs of `bash -c true` in `workdir` through the runner's
+/// [`bench_sandbox::run_shell`] confined by `confinement` (a tool call's path), sorted.
+///
+/// # Errors
+///
+/// When a call cannot start or does not succeed.
+pub async fn shell_calls(
+    confinement: &bench_sandbox::Confinement,
+    workdir: &Path,
+    calls: usize,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut samples = Vec::with_capacity(calls);
+    for _ in 0..calls {
+        let out = bench_sandbox::run_shell(&bench_sandbox::ShellSpec {
+            command: "true",
+            cwd: workdir,
+            confinement,
+            timeout: Duration::from_secs(30),
+            output_cap: 4096,
+        })
+        .await?;
+        ensure!(out.success(), "bash -c true failed: {}", out.output);
+        samples.push(out.elapsed);
+    }
+    samples.sort();
+    Ok(samples)
+}
+
+/// `d` in milliseconds, for printing.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `sandbox-bench`: what the agent sandbox adds to one tool call. Runs `bash -c true`
 //! three ways, alternating in rounds: `bare` (a plain `bash` child in its own process
 //! group, what a tool call was without a sandbox), `unsandboxed` (the runner's
-//! [`run_shell`] with `--unsandboxed`: rlimits set by the launcher shell, `pids` and
+//! `run_shell` with `--unsandboxed`: rlimits set by the launcher shell, `pids` and
 //! `memory` cgroups where the host allows, allowlisted environment) and `sandboxed` (the
 //! same inside bwrap); prints p50/p99/max per call of each and what the sandbox adds to
 //! `bare`, and the CPU time per call of each (user + system of every process of the call,
@@ -16,9 +16,9 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
-use bench_sandbox::{host, run_shell, Confinement, ShellSpec};
+use bench_sandbox::{host, Confinement};
 use bench_schemas::SandboxLimits;
-use benchstream_bench::percentile;
+use benchstream_bench::{ms, percentile, shell_calls};
 use clap::Parser;
 
 #[derive(Debug, Parser)]
@@ -69,9 +69,9 @@ async fn main() -> anyhow::Result<()> {
         let before = children_cpu()?;
         let b = measure_bare(workdir.path(), args.calls).await?;
         let after_bare = children_cpu()?;
-        let p = measure(&plain, workdir.path(), args.calls).await?;
+        let p = shell_calls(&plain, workdir.path(), args.calls).await?;
         let after_plain = children_cpu()?;
-        let s = measure(&sandboxed, workdir.path(), args.calls).await?;
+        let s = shell_calls(&sandboxed, workdir.path(), args.calls).await?;
         let after_sandboxed = children_cpu()?;
         cpu[0] += after_bare.saturating_sub(before);
         cpu[1] += after_plain.saturating_sub(after_bare);
@@ -135,29 +135,6 @@ async fn measure_bare(workdir: &std::path::Path, calls: usize) -> anyhow::Result
     Ok(samples)
 }
 
-/// Wall time of `calls` runs of `bash -c true` through [`run_shell`], sorted.
-async fn measure(
-    confinement: &Confinement,
-    workdir: &std::path::Path,
-    calls: usize,
-) -> anyhow::Result<Vec<Duration>> {
-    let mut samples = Vec::with_capacity(calls);
-    for _ in 0..calls {
-        let out = run_shell(&ShellSpec {
-            command: "true",
-            cwd: workdir,
-            confinement,
-            timeout: Duration::from_secs(30),
-            output_cap: 4096,
-        })
-        .await?;
-        anyhow::ensure!(out.success(), "bash -c true failed: {}", out.output);
-        samples.push(out.elapsed);
-    }
-    samples.sort();
-    Ok(samples)
-}
-
 /// User + system time of the waited-for descendants of this process so far.
 fn children_cpu() -> anyhow::Result<Duration> {
     use nix::sys::resource::{getrusage, UsageWho};
@@ -167,8 +144,4 @@ fn children_cpu() -> anyhow::Result<Duration> {
             + Duration::from_micros(u64::try_from(t.tv_usec()).unwrap_or(0))
     };
     Ok(time(usage.user_time()) + time(usage.system_time()))
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }

@@ -65,6 +65,8 @@ const NOT_ON_THE_WIRE: &[(&str, &str)] = &[
     ("run_starts.sweep_key", "`sweep.key`"),
     ("run_starts.sweep_trial", "`sweep.trial`"),
     ("run_starts.sandbox_kind", "`sandbox.kind`"),
+    ("run_starts.image_reference", "`image.reference`"),
+    ("run_starts.image_digest", "`image.digest`"),
     ("run_starts.tag_keys", "the keys of `tags`, sorted"),
     (
         "run_starts.tag_values",

@@ -99,6 +99,8 @@ fn check_typed_row(world: &World, event: &BenchmarkEvent) {
                 &data["sandbox_limits"]["memory_mb"],
             );
             assert_column(&row, table, "scenario_sha256", &data["scenario"]["sha256"]);
+            assert_column(&row, table, "image_reference", &data["image"]["reference"]);
+            assert_column(&row, table, "image_digest", &data["image"]["digest"]);
             assert_column(
                 &row,
                 table,
