@@ -44,6 +44,8 @@
 //!   swe-bench`: SWE-bench-format instances and local clones).
 //! - [`cli`]: the command line ([`cli::Cli`]): every command, and the flags of `run`,
 //!   `scenarios` and `spool` → validated configs.
+//! - [`command`]: running what the command line asks for ([`command::execute`]): the
+//!   runner's mount namespace, the runtime, the subcommand, its outcome and exit code.
 //! - [`flags`]: the flag groups several commands share (scenarios, events and publishing,
 //!   the LLM provider), declared once and flattened into each.
 //! - [`error`]: the one error type, the process exit codes, and [`Outcome`]: what a
@@ -62,8 +64,8 @@
 //!
 //! Every subcommand has one shape: flags → validated config (`cli`, `flags` and each
 //! command's `args`) → a function that runs it → an outcome (a report implementing
-//! [`Outcome`], or an [`Error`]) → an exit code. Only the binary (`src/main.rs`) prints
-//! outcomes and errors and exits.
+//! [`Outcome`], or an [`Error`]) → an exit code. Only [`command::execute`], which the
+//! binary (`src/main.rs`) hands off to, prints outcomes and errors.
 //!
 //! Running a scenario from code (what the tests and `agent-runner run` do):
 //!
@@ -84,6 +86,7 @@
 pub mod agent;
 mod backoff;
 pub mod cli;
+pub mod command;
 mod context_plan;
 mod error;
 pub mod exec;
