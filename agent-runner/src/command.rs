@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cli::{Command, ScenariosCommand as Scenarios, SpoolCommand as Spool};
 use crate::{
-    exec, import, otlp, pin_report, spool_report, sweep, tail, tasks, Error, Exit, Outcome,
+    exec, otlp, pin_report, run_import, spool_report, sweep, tail, tasks, Error, Exit, Outcome,
 };
 
 /// Runs `command` to its end: its exit code, its outcome printed and an error that ends
@@ -75,7 +75,7 @@ async fn dispatch(command: Command, shutdown: CancellationToken) -> Result<Exit,
             .await?
             .exit(),
         Command::Import(a) => {
-            let report = import::run(a.into_config()?, &mut io::stdout()).await?;
+            let report = run_import::run(a.into_config()?, &mut io::stdout()).await?;
             eprint!("{report}");
             report.exit()
         }

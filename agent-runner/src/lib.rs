@@ -14,9 +14,10 @@
 //! - [`tools`]: the agent's tools (`bash`, `view`, `str_replace`, `write_file`, `grep`,
 //!   `submit`) in a per-run scratch copy of the fixture.
 //! - [`agent`]: one run, the agent loop from `run_start` to `run_stop`.
-//! - `prologue`: what every run of this runner does before its first and after its last
-//!   turn, native or external agent: sandbox in force → `env_hash` → `run_start`, the
-//!   judge on the scratch copy, `run_stop` → `summary.json`.
+//! - `run_lifecycle`: what every run of this runner does before its first and after its
+//!   last turn, native or external agent: sandbox in force → `env_hash` → `run_start`
+//!   (every `run_start` is built there), the judge on the scratch copy, `run_stop` →
+//!   `summary.json`.
 //! - [`limits`]: the limits that end a run early and the exit status of each.
 //! - [`backoff`]: the wait before a retry under a run's `retry_policy` (tools and models).
 //! - [`submission`]: what a run hands in, its workspace as one bounded diff against the
@@ -32,7 +33,8 @@
 //! - [`sweep`]: sweeps over models × strategies × hyper-parameters, shared by several
 //!   workers through a JetStream KV bucket (`agent-runner sweep`).
 //! - [`exec`]: external agents over JSON lines (`agent-runner exec -- <command...>`).
-//! - [`import`]: runs recorded by other frameworks (`agent-runner import swe-agent`).
+//! - [`run_import`]: runs recorded by other frameworks (`agent-runner import swe-agent`);
+//!   tasks made from other benchmarks are [`tasks`]'.
 //! - [`tail`]: live events from the stream, filtered, one readable line each
 //!   (`agent-runner tail`).
 //! - [`otlp`]: an OTLP/HTTP receiver turning OpenTelemetry GenAI traces into events
@@ -91,7 +93,6 @@ mod context_plan;
 mod error;
 pub mod exec;
 mod flags;
-pub mod import;
 mod integrity;
 mod judge;
 mod limits;
@@ -99,10 +100,11 @@ pub mod otlp;
 pub mod pin_report;
 pub mod policy;
 pub mod pricing;
-mod prologue;
 mod protect;
 pub mod provider;
 pub mod recorder;
+pub mod run_import;
+mod run_lifecycle;
 mod runner;
 pub mod scenario;
 pub mod spool_report;

@@ -15,7 +15,7 @@
 
 use std::ffi::OsString;
 
-use agent_runner::import::{self, Destination};
+use agent_runner::run_import::{self, Destination};
 use bench_analysis::{generate_report, ParamValues, Query, ReportOptions, QUERIES};
 use bench_schemas::{decode_message, sha256_hex, Decoded, SubjectPrefix};
 use serde_json::Value;
@@ -339,7 +339,7 @@ async fn a_minimal_swe_agent_trajectory_leaves_what_it_does_not_state_null() {
     let traj = pinned("minimal.traj", MINIMAL_TRAJ_SHA256);
     let dir = tempfile::tempdir().expect("dir");
     let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
-    let report = import::import_dir(
+    let report = run_import::import_dir(
         &traj,
         ("importer", &Default::default()),
         Destination::Publish(&setup),
