@@ -43,13 +43,13 @@ use uuid::Uuid;
 use crate::judge::{self, Verdict};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
-use crate::prologue::{self, environment_end, millis, Judged, Opening};
 use crate::recorder::{RecordError, RunRecorder, Usage};
+use crate::run_lifecycle::{self, environment_end, millis, Judged, Opening};
 use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::task_image::TaskImages;
 use crate::tools::{ToolLimits, ToolOutcome, ToolRequest, Toolbox};
 
-pub use crate::prologue::{RunSummary, RUNNER_VERSION};
+pub use crate::run_lifecycle::{RunSummary, RUNNER_VERSION};
 
 /// Everything one run needs besides its policy.
 #[derive(Debug, Clone)]
@@ -147,7 +147,7 @@ pub(crate) async fn execute(
     );
     // Without a sandbox that must exist the run records `none` and ends
     // `exit_environment` below, before any agent command runs.
-    let sandbox = prologue::sandbox_in_force(confinement.as_ref().ok(), config);
+    let sandbox = run_lifecycle::sandbox_in_force(confinement.as_ref().ok(), config);
     let mut run = Opening {
         scenario: spec.scenario,
         task: spec.task,
@@ -229,7 +229,7 @@ async fn judge_final(
     end: RunEnd,
     shutdown: &CancellationToken,
 ) -> (Judged, Vec<Verdict>) {
-    let judged = prologue::judge_scratch(
+    let judged = run_lifecycle::judge_scratch(
         spec.task,
         toolbox.scratch().root(),
         toolbox.confinement(),
@@ -265,7 +265,7 @@ fn conclude(
         (judged.verdict.as_ref(), &judged.end, &judged.files_modified);
     // After the judge: a judge test whose sandbox failed makes the run one too.
     let infrastructure_failure = end.is_infrastructure_failure();
-    let success = prologue::run_success(end, verdict);
+    let success = run_lifecycle::run_success(end, verdict);
     let judge_words = match verdict {
         Some(v) => format!(
             "judge: {} of {} tests pass{}",
@@ -292,7 +292,7 @@ fn conclude(
         rec.emit(None, Payload::Failure(run_failure(end, verdict, progress)))?;
     }
     let commands = bash_commands(&progress.history);
-    let swe = prologue::record_submission(
+    let swe = run_lifecycle::record_submission(
         rec,
         spec.task,
         judged,
@@ -310,7 +310,7 @@ fn conclude(
         stability_variance: regrade.as_ref().map(|(_, variance)| *variance),
         cutoff_score: judged.cutoff_score,
         regrade: regrade.map(|(regrade, _)| regrade),
-        ..prologue::run_stop(
+        ..run_lifecycle::run_stop(
             rec,
             end,
             verdict,
@@ -753,13 +753,13 @@ mod tests {
             ..Verdict::default()
         };
         assert_eq!(end.status, ExitStatus::ExitEnvironment);
-        assert_eq!(prologue::run_success(&end, Some(&passing)), None);
-        assert_eq!(prologue::run_success(&end, None), None);
+        assert_eq!(run_lifecycle::run_success(&end, Some(&passing)), None);
+        assert_eq!(run_lifecycle::run_success(&end, None), None);
         // Other ends keep the judge's word: no submission is no success.
         let forfeit = RunEnd::early(ExitStatus::ExitForfeit, "max_iterations");
-        assert_eq!(prologue::run_success(&forfeit, None), Some(false));
+        assert_eq!(run_lifecycle::run_success(&forfeit, None), Some(false));
         assert_eq!(
-            prologue::run_success(&RunEnd::submitted(), Some(&passing)),
+            run_lifecycle::run_success(&RunEnd::submitted(), Some(&passing)),
             Some(true)
         );
 
@@ -771,7 +771,7 @@ mod tests {
             FailureRoot::Build { ref command, .. } if command.contains("namespace")
         ));
         assert_eq!(
-            prologue::environment_failure("why")
+            run_lifecycle::environment_failure("why")
                 .final_error_state
                 .error_category,
             "environment"

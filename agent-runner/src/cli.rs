@@ -50,7 +50,7 @@ pub enum Command {
     Tasks(crate::tasks::TasksCommand),
     /// Import runs recorded by other agent frameworks.
     #[command(subcommand)]
-    Import(crate::import::ImportCommand),
+    Import(crate::run_import::ImportCommand),
     /// Show events from the stream as they arrive, one readable line each (or --json),
     /// filtered by run, type, task and policy; --last N / --since replay stored ones
     /// first. Ends on Ctrl-C with exit 0.

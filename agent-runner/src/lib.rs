@@ -14,9 +14,10 @@
 //! - [`tools`]: the agent's tools (`bash`, `view`, `str_replace`, `write_file`, `grep`,
 //!   `submit`) in a per-run scratch copy of the fixture.
 //! - [`agent`]: one run, the agent loop from `run_start` to `run_stop`.
-//! - `prologue`: what every run of this runner does before its first and after its last
-//!   turn, native or external agent: sandbox in force → `env_hash` → `run_start`, the
-//!   judge on the scratch copy, `run_stop` → `summary.json`.
+//! - `run_lifecycle`: what every run of this runner does before its first and after its
+//!   last turn, native or external agent: sandbox in force → `env_hash` → `run_start`
+//!   (every `run_start` is built there), the judge on the scratch copy, `run_stop` →
+//!   `summary.json`.
 //! - [`limits`]: the limits that end a run early and the exit status of each.
 //! - [`backoff`]: the wait before a retry under a run's `retry_policy` (tools and models).
 //! - [`submission`]: what a run hands in, its workspace as one bounded diff against the
@@ -32,7 +33,8 @@
 //! - [`sweep`]: sweeps over models × strategies × hyper-parameters, shared by several
 //!   workers through a JetStream KV bucket (`agent-runner sweep`).
 //! - [`exec`]: external agents over JSON lines (`agent-runner exec -- <command...>`).
-//! - [`import`]: runs recorded by other frameworks (`agent-runner import swe-agent`).
+//! - [`run_import`]: runs recorded by other frameworks (`agent-runner import swe-agent`);
+//!   tasks made from other benchmarks are [`tasks`]'.
 //! - [`tail`]: live events from the stream, filtered, one readable line each
 //!   (`agent-runner tail`).
 //! - [`otlp`]: an OTLP/HTTP receiver turning OpenTelemetry GenAI traces into events
@@ -44,6 +46,8 @@
 //!   swe-bench`: SWE-bench-format instances and local clones).
 //! - [`cli`]: the command line ([`cli::Cli`]): every command, and the flags of `run`,
 //!   `scenarios` and `spool` → validated configs.
+//! - [`command`]: running what the command line asks for ([`command::execute`]): the
+//!   runner's mount namespace, the runtime, the subcommand, its outcome and exit code.
 //! - [`flags`]: the flag groups several commands share (scenarios, events and publishing,
 //!   the LLM provider), declared once and flattened into each.
 //! - [`error`]: the one error type, the process exit codes, and [`Outcome`]: what a
@@ -62,8 +66,8 @@
 //!
 //! Every subcommand has one shape: flags → validated config (`cli`, `flags` and each
 //! command's `args`) → a function that runs it → an outcome (a report implementing
-//! [`Outcome`], or an [`Error`]) → an exit code. Only the binary (`src/main.rs`) prints
-//! outcomes and errors and exits.
+//! [`Outcome`], or an [`Error`]) → an exit code. Only [`command::execute`], which the
+//! binary (`src/main.rs`) hands off to, prints outcomes and errors.
 //!
 //! Running a scenario from code (what the tests and `agent-runner run` do):
 //!
@@ -84,11 +88,11 @@
 pub mod agent;
 mod backoff;
 pub mod cli;
+pub mod command;
 mod context_plan;
 mod error;
 pub mod exec;
 mod flags;
-pub mod import;
 mod integrity;
 mod judge;
 mod limits;
@@ -96,10 +100,11 @@ pub mod otlp;
 pub mod pin_report;
 pub mod policy;
 pub mod pricing;
-mod prologue;
 mod protect;
 pub mod provider;
 pub mod recorder;
+pub mod run_import;
+mod run_lifecycle;
 mod runner;
 pub mod scenario;
 pub mod spool_report;

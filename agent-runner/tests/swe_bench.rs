@@ -53,20 +53,19 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// Imports one good instance and one whose base commit the clone lacks.
-fn import(root: &Path) -> (PathBuf, String, String) {
-    let project = Project::create(root);
-    fs::write(root.join("gold.patch"), &project.patch).expect("write");
-    let instances = root.join("instances.jsonl");
-    fs::write(
-        &instances,
-        format!(
-            "{}\n{}\n",
-            project.instance("o__calc-1", &project.base),
-            project.instance("o__calc-2", &"0".repeat(40)),
-        ),
-    )
-    .expect("write");
+/// `tasks import swe-bench` of `project`'s instances `(id, base commit)` into the
+/// scenario `swe-local` of `root/scenarios`: that directory and the command's output.
+fn import_instances(
+    root: &Path,
+    project: &Project,
+    instances: &[(&str, &str)],
+) -> (PathBuf, Output) {
+    let lines: String = instances
+        .iter()
+        .map(|(id, base)| format!("{}\n", project.instance(id, base)))
+        .collect();
+    let file = root.join("instances.jsonl");
+    fs::write(&file, lines).expect("write");
     let scenarios = root.join("scenarios");
     let out = runner(
         root,
@@ -75,7 +74,7 @@ fn import(root: &Path) -> (PathBuf, String, String) {
             "import",
             "swe-bench",
             "--instances",
-            instances.to_str().expect("utf-8"),
+            file.to_str().expect("utf-8"),
             "--repos",
             project.repos.to_str().expect("utf-8"),
             "--scenarios-dir",
@@ -83,6 +82,19 @@ fn import(root: &Path) -> (PathBuf, String, String) {
             "--scenario",
             "swe-local",
         ],
+    );
+    (scenarios, out)
+}
+
+/// Imports one good instance and one whose base commit the clone lacks.
+fn import(root: &Path) -> (PathBuf, String, String) {
+    let project = Project::create(root);
+    fs::write(root.join("gold.patch"), &project.patch).expect("write");
+    let missing = "0".repeat(40);
+    let (scenarios, out) = import_instances(
+        root,
+        &project,
+        &[("o__calc-1", &project.base), ("o__calc-2", &missing)],
     );
     let report = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "one instance failed: {report}");
@@ -549,32 +561,10 @@ fn a_repository_with_symlinks_inside_imports_and_runs_and_a_link_out_is_refused(
     git(&clone, &["add", "-A"]);
     git(&clone, &["commit", "-qm", "a link out"]);
     let escaping = git(&clone, &["rev-parse", "HEAD"]).trim().to_owned();
-    let instances = root.path().join("instances.jsonl");
-    fs::write(
-        &instances,
-        format!(
-            "{}\n{}\n",
-            project.instance("o__calc-1", &linked),
-            project.instance("o__calc-6", &escaping)
-        ),
-    )
-    .expect("write");
-    let scenarios = root.path().join("scenarios");
-    let import = runner(
+    let (scenarios, import) = import_instances(
         root.path(),
-        &[
-            "tasks",
-            "import",
-            "swe-bench",
-            "--instances",
-            instances.to_str().expect("utf-8"),
-            "--repos",
-            project.repos.to_str().expect("utf-8"),
-            "--scenarios-dir",
-            scenarios.to_str().expect("utf-8"),
-            "--scenario",
-            "swe-local",
-        ],
+        &project,
+        &[("o__calc-1", &linked), ("o__calc-6", &escaping)],
     );
     let report = text(&import.stdout);
     assert_eq!(import.status.code(), Some(1), "{}", text_of(&import));

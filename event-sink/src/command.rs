@@ -157,16 +157,7 @@ pub fn execute(cli: Cli, log_format_given: bool) -> Result<(), CommandError> {
 /// "Benchmark").
 fn serve(args: SinkArgs) -> Result<(), CommandError> {
     let config: Config = args.load().map_err(CommandError::Settings)?;
-    let runtime = match config.worker_threads {
-        1 => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        threads => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .enable_all()
-            .build(),
-    }
-    .map_err(CommandError::Runtime)?;
+    let runtime = bench_cli::runtime(Some(config.worker_threads)).map_err(CommandError::Runtime)?;
     runtime.block_on(async {
         let shutdown = bench_cli::cancel_on_signal(Some("draining"));
         crate::run(config, shutdown)
@@ -175,25 +166,27 @@ fn serve(args: SinkArgs) -> Result<(), CommandError> {
     })
 }
 
-#[tokio::main]
-async fn migrate(clickhouse: ClickHouseConfig) -> Result<(), CommandError> {
-    let applied = crate::migrate(&clickhouse)
-        .await
+/// Applies the migrations, on a runtime with a worker per core.
+fn migrate(clickhouse: ClickHouseConfig) -> Result<(), CommandError> {
+    let runtime = bench_cli::runtime(None).map_err(CommandError::Runtime)?;
+    let applied = runtime
+        .block_on(crate::migrate(&clickhouse))
         .map_err(CommandError::Migrate)?;
     tracing::info!(?applied, "migrations up to date");
     Ok(())
 }
 
-#[tokio::main(flavor = "current_thread")]
-async fn replay(args: ReplayArgs) -> Result<(), CommandError> {
+/// Publishes the selected dead letters again, on the calling thread.
+fn replay(args: ReplayArgs) -> Result<(), CommandError> {
     let selection = Selection {
         class: args.class,
         since: args.since,
         dry_run: args.dry_run,
     };
     let config = args.settings.load().map_err(CommandError::Settings)?;
-    let report = crate::replay::replay(&config, &selection)
-        .await
+    let runtime = bench_cli::runtime(Some(1)).map_err(CommandError::Runtime)?;
+    let report = runtime
+        .block_on(crate::replay::replay(&config, &selection))
         .map_err(CommandError::Replay)?;
     print!("{report}");
     Ok(())

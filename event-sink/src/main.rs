@@ -4,21 +4,14 @@
 
 use std::process::ExitCode;
 
-use bench_cli::Status;
 use clap::parser::ValueSource;
 use clap::{CommandFactory as _, FromArgMatches as _};
-use event_sink::command::{execute, Cli};
+use event_sink::command::{execute, Cli, CommandError};
 
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     bench_cli::init_tracing(cli.log.log_format);
     let log_format_given = matches.value_source("log_format") == Some(ValueSource::CommandLine);
-    match execute(cli, log_format_given) {
-        Ok(()) => Status::Ok.into(),
-        Err(e) => {
-            bench_cli::report(&e);
-            e.status().into()
-        }
-    }
+    bench_cli::exit_code(execute(cli, log_format_given), CommandError::status)
 }

@@ -46,8 +46,8 @@ use super::ExecError;
 use crate::error::Error;
 use crate::judge::Verdict;
 use crate::limits::RunEnd;
-use crate::prologue::{self, Opening, RunSummary};
 use crate::recorder::RunRecorder;
+use crate::run_lifecycle::{self, Opening, RunSummary};
 use crate::runner::{finish_optional_publisher, start_optional_publisher};
 use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
 use crate::task_image::{ImageCacheArgs, TaskImages};
@@ -185,7 +185,7 @@ pub async fn run(config: ExecConfig, shutdown: CancellationToken) -> Result<Exec
         publisher.as_ref().map(|p| p.handle()),
     )
     .open(
-        prologue::sandbox_in_force(Some(&confinement), run_config),
+        run_lifecycle::sandbox_in_force(Some(&confinement), run_config),
         images.record(&task.task.id),
     )?;
 
@@ -762,7 +762,7 @@ async fn close_run(
 ) -> Result<(RunStop, Option<Verdict>), Error> {
     let run_end = run_end(&ended.end, confinement, ended.agent_stop.as_ref());
     let judged =
-        prologue::judge_scratch(task, scratch.root(), confinement, run_end, shutdown).await;
+        run_lifecycle::judge_scratch(task, scratch.root(), confinement, run_end, shutdown).await;
     let (verdict, run_end, files_modified) = (&judged.verdict, &judged.end, judged.files_modified);
     let usage = rec.usage();
     let mut stop = RunStop {
@@ -772,7 +772,7 @@ async fn close_run(
         total_tokens: usage.total_tokens().filter(|_| usage.api_calls > 0),
         cost_usd: usage.cost_usd().filter(|_| usage.api_calls > 0),
         api_calls: Some(usage.api_calls).filter(|&calls| calls > 0),
-        ..prologue::run_stop(
+        ..run_lifecycle::run_stop(
             rec,
             run_end,
             verdict.as_ref(),
@@ -789,10 +789,13 @@ async fn close_run(
     }
     // Why the run is no result, when it is not.
     if let Some(why) = confinement.setup_failure() {
-        rec.emit(None, Payload::Failure(prologue::environment_failure(why)))?;
+        rec.emit(
+            None,
+            Payload::Failure(run_lifecycle::environment_failure(why)),
+        )?;
     }
     // An exec agent's commands are its own: the runner does not see them.
-    let submitted = prologue::record_submission(
+    let submitted = run_lifecycle::record_submission(
         rec,
         task,
         &judged,
@@ -811,9 +814,9 @@ async fn close_run(
 fn run_end(end: &AgentEnd, confinement: &Confinement, agent_stop: Option<&RunStop>) -> RunEnd {
     match (end, confinement.setup_failure(), agent_stop) {
         // An agent that did not start always has its reason recorded.
-        (_, Some(why), _) => prologue::environment_end(why.to_owned()),
+        (_, Some(why), _) => run_lifecycle::environment_end(why.to_owned()),
         (AgentEnd::NotStarted, None, _) => {
-            prologue::environment_end("the agent did not start".to_owned())
+            run_lifecycle::environment_end("the agent did not start".to_owned())
         }
         (AgentEnd::Shutdown, None, _) => RunEnd::early(ExitStatus::ExitError, "shutdown"),
         (_, None, Some(stop)) => {

@@ -35,8 +35,8 @@ use uuid::Uuid;
 use super::span::{attribute_str, event_number, event_str, tokens, SpanView};
 use crate::exec::protocol::derived_uuid;
 use crate::pricing::{PriceTable, Prices};
-use crate::prologue::{recorded_run_start, Provenance};
 use crate::provider::TokenUsage;
+use crate::run_lifecycle::{recorded_run_start, Provenance};
 
 /// `run_start.scoring_version` of runs received as traces: nobody judged them here.
 pub const SCORING_VERSION: &str = "otlp-unevaluated";

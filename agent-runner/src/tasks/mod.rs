@@ -5,7 +5,7 @@
 //!   ([`Instance`](instance::Instance)), from a JSON array or JSON lines.
 //! - `environment`: the per repository and version environment an import prepares once,
 //!   with network, and runs then use read-only and offline.
-//! - `import`: the import itself ([`import_swe_bench`]) and its report ([`ImportReport`]):
+//! - `swe_bench_import`: the import itself ([`import_swe_bench`]) and its report ([`ImportReport`]):
 //!   one task per instance, its fixture the tree at `base_commit` in a fresh one-commit
 //!   repository, the scenario file naming them, the pins.
 //! - `validate`: `tasks validate` ([`validate`]): the gold patches checked K times, broken
@@ -13,12 +13,12 @@
 
 mod args;
 mod environment;
-mod import;
 mod instance;
+mod swe_bench_import;
 mod validate;
 
 pub use args::{
     ImportImage, SweBenchImport, SweBenchImportArgs, TasksCommand, TasksConfig, ValidateArgs,
 };
-pub use import::{import_swe_bench, ImportLine, ImportReport, LineKind};
+pub use swe_bench_import::{import_swe_bench, ImportLine, ImportReport, LineKind};
 pub use validate::{validate, TaskValidation, ValidateConfig, ValidateReport};

@@ -55,9 +55,15 @@ pub enum Command {
     Plan(crate::plan::PlanArgs),
 }
 
-/// Runs `command`: `query` and `compare` print their answer on stdout; `report` writes
-/// its file.
-pub async fn execute(command: Command) -> Result<(), CommandError> {
+/// Runs `command` on a runtime with a worker per core: `query` and `compare` print their
+/// answer on stdout; `report` writes its file.
+pub fn execute(command: Command) -> Result<(), CommandError> {
+    let runtime = bench_cli::runtime(None).map_err(CommandError::Runtime)?;
+    runtime.block_on(dispatch(command))
+}
+
+/// The subcommand of [`execute`], on its runtime.
+async fn dispatch(command: Command) -> Result<(), CommandError> {
     match command {
         Command::Query(args) => print!("{}", query(args).await?),
         Command::Compare(args) => print!("{}", compare(args).await?),
@@ -277,6 +283,9 @@ impl GroupBy {
 /// Why a subcommand failed.
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
+    /// The tokio runtime could not be built.
+    #[error("cannot start the runtime")]
+    Runtime(#[source] std::io::Error),
     /// The ClickHouse connection settings are unusable.
     #[error("invalid settings: {0}")]
     Config(#[from] ConfigError),

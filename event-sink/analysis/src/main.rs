@@ -11,19 +11,11 @@
 
 use std::process::ExitCode;
 
-use bench_analysis::command::{execute, Cli};
-use bench_cli::Status;
+use bench_analysis::command::{execute, Cli, CommandError};
 use clap::Parser;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     bench_cli::init_tracing(cli.log.log_format);
-    match execute(cli.command).await {
-        Ok(()) => Status::Ok.into(),
-        Err(e) => {
-            bench_cli::report(&e);
-            e.status().into()
-        }
-    }
+    bench_cli::exit_code(execute(cli.command), CommandError::status)
 }

@@ -115,6 +115,20 @@ impl ClickHouseServer {
         format!("http://127.0.0.1:{}", self.http_port)
     }
 
+    /// The one client the tests use: this server over HTTP, no database (creating one,
+    /// server-wide queries), rows read without type validation (18.16 has no
+    /// `RowBinaryWithNamesAndTypes`).
+    pub fn client(&self) -> clickhouse::Client {
+        clickhouse::Client::default()
+            .with_url(self.http_url())
+            .with_validation(false)
+    }
+
+    /// [`Self::client`] of `database`.
+    pub fn client_of(&self, database: &str) -> clickhouse::Client {
+        self.client().with_database(database)
+    }
+
     /// The HTTP interface port.
     pub fn http_port(&self) -> u16 {
         self.http_port

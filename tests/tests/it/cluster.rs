@@ -213,6 +213,28 @@ impl ClusterWorld {
     /// and the forged run_stop dead-lettered, and both replicas of each shard holding the
     /// same rows.
     async fn assert_each_event_once(&self, total: usize) {
+        // Only the malformed message (once, with its bytes) and the forged run_stop are
+        // dead letters: no good event was dead-lettered.
+        let dead_letters = format!(
+            "SELECT count(), countIf(error_class = 'malformed_json' \
+             AND raw = '{MALFORMED}'), countIf(error_class = 'conflict') \
+             FROM benchstream.dead_letters FINAL"
+        );
+        self.assert_landed(total, dead_letters, "2\t1\t1").await;
+    }
+
+    /// Once all `total` events are acked: each counted once through the Distributed
+    /// tables, no dead letter (no good event was dead-lettered), and both replicas of each
+    /// shard holding the same rows.
+    async fn assert_acked_each_once_and_no_dead_letter(&self, total: usize) {
+        self.wait_acked(total as u64).await;
+        let dead_letters = "SELECT count() FROM benchstream.dead_letters".to_owned();
+        self.assert_landed(total, dead_letters, "0").await;
+    }
+
+    /// Each of the `total` events counted once through `events_raw` and the typed
+    /// tables, `dead_letters` (a query) answering `expected`, and the replicas converged.
+    async fn assert_landed(&self, total: usize, dead_letters: String, expected: &'static str) {
         let typed = typed_count("", "");
         let cluster = Arc::clone(&self.cluster);
         tokio::task::spawn_blocking(move || {
@@ -224,18 +246,7 @@ impl ClusterWorld {
                 LANDING,
             );
             wait_for(first, &typed, &total.to_string(), LANDING);
-            // Only the malformed message (once, with its bytes) and the forged run_stop
-            // are dead letters: no good event was dead-lettered.
-            wait_for(
-                first,
-                &format!(
-                    "SELECT count(), countIf(error_class = 'malformed_json' \
-                     AND raw = '{MALFORMED}'), countIf(error_class = 'conflict') \
-                     FROM benchstream.dead_letters FINAL"
-                ),
-                "2\t1\t1",
-                LANDING,
-            );
+            wait_for(first, &dead_letters, expected, LANDING);
             assert_replicas_converge(&cluster, total);
         })
         .await
@@ -312,9 +323,15 @@ pub(crate) async fn serially() -> tokio::sync::MutexGuard<'static, ()> {
 async fn replica_killed_and_restarted_loses_and_doubles_nothing() {
     let _serial = serially().await;
     let world = ClusterWorld::start().await;
+    publish_while_a_replica_restarts(&world, world.args(), 2).await;
+}
+
+/// [`ClusterWorld::publish_while`] a sink with `args` writes, replica 1 of `shard` is
+/// killed for 3 s and restarted.
+async fn publish_while_a_replica_restarts(world: &ClusterWorld, args: SinkArgs, shard: usize) {
     world
-        .publish_while(world.args(), |cluster| {
-            let replica = cluster.server(2, 1);
+        .publish_while(args, move |cluster| {
+            let replica = cluster.server(shard, 1);
             std::thread::sleep(Duration::from_millis(500));
             replica.kill();
             std::thread::sleep(Duration::from_secs(3));
@@ -328,15 +345,7 @@ async fn written_shard_by_shard_a_replica_killed_and_restarted_loses_and_doubles
     let _serial = serially().await;
     let world = ClusterWorld::start().await;
     // The replica shard 1's writer starts on: the writer moves to the other one.
-    world
-        .publish_while(world.args_by_shard(), |cluster| {
-            let replica = cluster.server(1, 1);
-            std::thread::sleep(Duration::from_millis(500));
-            replica.kill();
-            std::thread::sleep(Duration::from_secs(3));
-            replica.restart();
-        })
-        .await;
+    publish_while_a_replica_restarts(&world, world.args_by_shard(), 1).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -654,29 +663,7 @@ async fn both_replicas_of_one_shard_killed_again_and_again_at_a_slow_rate_lose_a
         published as f64 / took.as_secs_f64()
     );
     let total = published + EVENTS_PER_RUN;
-    world.wait_acked(total as u64).await;
-    let cluster = Arc::clone(&world.cluster);
-    tokio::task::spawn_blocking(move || {
-        let first = &cluster.servers()[0];
-        wait_for(
-            first,
-            "SELECT count(), uniqExact(event_id) FROM benchstream.events_raw FINAL",
-            &format!("{total}\t{total}"),
-            LANDING,
-        );
-        let typed = typed_count("", "");
-        wait_for(first, &typed, &total.to_string(), LANDING);
-        assert_eq!(
-            first
-                .query("SELECT count() FROM benchstream.dead_letters")
-                .trim(),
-            "0",
-            "good events were dead-lettered"
-        );
-        assert_replicas_converge(&cluster, total);
-    })
-    .await
-    .expect("checks");
+    world.assert_acked_each_once_and_no_dead_letter(total).await;
     sink.stop().await.expect("sink stops cleanly");
 }
 
@@ -769,29 +756,7 @@ async fn a_healthy_shard_keeps_ingesting_while_the_other_is_down() {
             world.cluster.server(2, replica).restart();
         }
     });
-    world.wait_acked(total as u64).await;
-    let cluster = Arc::clone(&world.cluster);
-    tokio::task::spawn_blocking(move || {
-        let first = &cluster.servers()[0];
-        wait_for(
-            first,
-            "SELECT count(), uniqExact(event_id) FROM benchstream.events_raw FINAL",
-            &format!("{total}\t{total}"),
-            LANDING,
-        );
-        let typed = typed_count("", "");
-        wait_for(first, &typed, &total.to_string(), LANDING);
-        assert_eq!(
-            first
-                .query("SELECT count() FROM benchstream.dead_letters")
-                .trim(),
-            "0",
-            "good events were dead-lettered"
-        );
-        assert_replicas_converge(&cluster, total);
-    })
-    .await
-    .expect("checks");
+    world.assert_acked_each_once_and_no_dead_letter(total).await;
     let done = http_get(metrics_port, "/metrics").await;
     for shard in 1..=SHARDS {
         let gauge = format!("bench_sink_rows_waiting{{shard=\"{shard}\"}}");

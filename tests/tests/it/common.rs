@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_runner::agent::RunSummary;
-use agent_runner::exec::ExecConfig;
+use agent_runner::exec::{ExecConfig, ExecReport};
 use agent_runner::scenario::LoadOptions;
 use agent_runner::RunnerConfig;
 use bench_clickhouse::ClickHouseArgs;
@@ -79,6 +79,25 @@ pub fn exec_published(
         experiment: Default::default(),
         prices: None,
     }
+}
+
+/// Runs an `exec` config to its end, uncancelled; panics if it does not run.
+pub async fn run_exec(config: ExecConfig) -> ExecReport {
+    agent_runner::exec::run(config, CancellationToken::new())
+        .await
+        .expect("exec run")
+}
+
+/// [`exec_published`] on the smoke scenario's `sh-ci-exit-status` task.
+pub fn exec_smoke(command: Vec<OsString>, policy: &str, nats_url: &str, dir: &Path) -> ExecConfig {
+    exec_published(
+        command,
+        repo_path("scenarios/smoke.toml"),
+        "sh-ci-exit-status",
+        policy,
+        nats_url,
+        dir,
+    )
 }
 
 /// A runner config for `scenario`, artifacts in `dir/runs`.

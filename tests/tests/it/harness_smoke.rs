@@ -49,9 +49,7 @@ fn clickhouse_answers_select_version_over_http() {
 async fn clickhouse_serves_the_rust_client() {
     let clickhouse = ClickHouseServer::start();
     // 18.16 has no RowBinaryWithNamesAndTypes, hence validation off (event-sink/README.md).
-    let client = clickhouse::Client::default()
-        .with_url(clickhouse.http_url())
-        .with_validation(false);
+    let client = clickhouse.client();
     let version: String = client
         .query("SELECT version()")
         .fetch_one()

@@ -148,12 +148,7 @@ impl Tree {
                 continue;
             }
             let path = entry.path();
-            let rel = path
-                .strip_prefix(root)
-                .unwrap_or(path)
-                .to_str()
-                .ok_or_else(|| TreeError::NonUtf8(path.to_path_buf()))?
-                .to_owned();
+            let rel = relative(root, path)?;
             let read_err = |source| TreeError::Read {
                 path: path.to_path_buf(),
                 source,
@@ -222,12 +217,7 @@ impl Tree {
                 path: path.to_path_buf(),
                 source,
             };
-            let rel = path
-                .strip_prefix(root)
-                .unwrap_or(path)
-                .to_str()
-                .ok_or_else(|| TreeError::NonUtf8(path.to_path_buf()))?
-                .to_owned();
+            let rel = relative(root, path)?;
             let meta = fs::symlink_metadata(path).map_err(read_err)?;
             let same = self.has_file(&rel, path, &meta).map_err(read_err)?;
             if !same {
@@ -341,6 +331,13 @@ fn stays_inside(depth: usize, target: &Path) -> bool {
         }
     }
     ups <= depth
+}
+
+/// `path` under `root`, as the listing writes it (UTF-8, `/`-separated).
+fn relative(root: &Path, path: &Path) -> Result<String, TreeError> {
+    let rel = path.strip_prefix(root).unwrap_or(path).to_str();
+    rel.map(str::to_owned)
+        .ok_or_else(|| TreeError::NonUtf8(path.to_path_buf()))
 }
 
 #[cfg(test)]

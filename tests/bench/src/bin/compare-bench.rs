@@ -152,9 +152,7 @@ async fn main() -> anyhow::Result<()> {
     let server = tokio::task::spawn_blocking(ClickHouseServer::start)
         .await
         .context("clickhouse starts")?;
-    let root = clickhouse::Client::default()
-        .with_url(server.http_url())
-        .with_validation(false);
+    let root = server.client();
     event_sink::migrations::ensure_database(&root, DATABASE, None).await?;
     let client = root.with_database(DATABASE);
     event_sink::migrations::migrate(&client, None).await?;

@@ -388,9 +388,7 @@ async fn broken_tasks_are_left_out_and_flagged_runs_are_shown_apart() {
     assert!(table.contains("broken_task 2"), "{table}");
 
     // A validation is a stream of one event, no run: never a run that lost its run_stop.
-    let client = clickhouse::Client::default()
-        .with_url(sink.clickhouse.http_url())
-        .with_database("benchstream");
+    let client = sink.clickhouse.client_of("benchstream");
     let params = [("stale_minutes".to_owned(), "0".to_owned())].into();
     let lost = bench_analysis::Query::find("lost_events")
         .expect("shipped")

@@ -83,9 +83,7 @@ async fn seed(
     dir: &Path,
     cluster: Option<&ClickHouseCluster>,
 ) -> clickhouse::Client {
-    let root = clickhouse::Client::default()
-        .with_url(server.http_url())
-        .with_validation(false);
+    let root = server.client();
     let cluster_name = cluster.map(|_| CLUSTER_NAME);
     event_sink::migrations::ensure_database(&root, DATABASE, cluster_name)
         .await

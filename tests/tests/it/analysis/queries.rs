@@ -61,7 +61,18 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     );
     let answers = answers(&client, &fixtures_dir()).await;
 
-    let board = answer(&answers, "leaderboard");
+    assert_leaderboard(&answers);
+    assert_instances_exits_costs_and_prices(&answers);
+    assert_lost_events_and_timeline(&answers);
+    assert_tools_frontier_runs_and_pairs(&answers);
+
+    // The same answers, byte for byte, as the files chdb_check.py compares against.
+    assert_answers_equal_expected(&answers, &fixtures_dir());
+}
+
+/// The leaderboard of the fixture datasets: rates, scores, costs, unknowns.
+fn assert_leaderboard(answers: &[(&'static str, Table)]) {
+    let board = answer(answers, "leaderboard");
     let a = row(board, "policy_id", A);
     assert_eq!(board.get(a, "runs"), Some("4"));
     assert_eq!(
@@ -144,15 +155,18 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         "no cost known: unknown, not infinite or 0"
     );
     assert_eq!(board.get(a, "cfg_hash"), None, "not split by config");
+}
 
-    let instances = answer(&answers, "instances");
+/// `instances`, `exit_status`, `cost_breakdown`, `deliberation_latency` and `pricing_audit` of the fixture datasets.
+fn assert_instances_exits_costs_and_prices(answers: &[(&'static str, Table)]) {
+    let instances = answer(answers, "instances");
     assert_eq!(
         instances.get(row(instances, "task_id", "task-c2"), "avg_turns"),
         None,
         "no finished run of the instance has known turns"
     );
 
-    let exits = answer(&answers, "exit_status");
+    let exits = answer(answers, "exit_status");
     let submitted = (0..exits.rows.len())
         .find(|&r| {
             exits.get(r, "policy_id") == Some(A) && exits.get(r, "exit_status") == Some("submitted")
@@ -161,7 +175,7 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     assert_eq!(exits.get(submitted, "runs"), Some("3"));
     assert!(close(exits.number(submitted, "share"), 0.75));
 
-    let costs = answer(&answers, "cost_breakdown");
+    let costs = answer(answers, "cost_breakdown");
     let b = row(costs, "policy_id", B);
     assert!(close(costs.number(b, "total_cost_usd"), 0.114));
     assert!(close(costs.number(b, "agent_cost_usd"), 0.077));
@@ -188,7 +202,7 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         "d2's unanswered calls cost an unknown amount: the retries and the total are unknown"
     );
 
-    let latency = answer(&answers, "deliberation_latency");
+    let latency = answer(answers, "deliberation_latency");
     let gpt4o = row(latency, "model", "gpt-4o");
     assert_eq!(latency.get(gpt4o, "calls"), Some("13"));
     assert_eq!(
@@ -199,7 +213,7 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     assert_eq!(latency.get(gpt4o, "p50_ms"), Some("2500"));
     assert_eq!(latency.get(gpt4o, "p99_ms"), Some("60000"));
 
-    let audit = answer(&answers, "pricing_audit");
+    let audit = answer(answers, "pricing_audit");
     let of = |policy| {
         (0..audit.rows.len())
             .filter(|&r| audit.get(r, "policy_id") == Some(policy))
@@ -210,8 +224,11 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         (6, 4, 2),
         "every unpriced call listed once: C's, and d2's unanswered ones"
     );
+}
 
-    let lost = answer(&answers, "lost_events");
+/// `lost_events` and `run_timeline` of the fixture datasets.
+fn assert_lost_events_and_timeline(answers: &[(&'static str, Table)]) {
+    let lost = answer(answers, "lost_events");
     assert_eq!(lost.rows.len(), 2);
     let gap = row(lost, "run_id", "c1000000-0000-4000-8000-000000000000");
     assert_eq!(lost.get(gap, "gaps"), Some("['3']"));
@@ -219,7 +236,7 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     let stale = row(lost, "run_id", "b3000000-0000-4000-8000-000000000000");
     assert_eq!(lost.get(stale, "problem"), Some("no_run_stop"));
 
-    let timeline = answer(&answers, "run_timeline");
+    let timeline = answer(answers, "run_timeline");
     let seqs: Vec<&str> = (0..timeline.rows.len())
         .filter_map(|r| timeline.get(r, "seq"))
         .collect();
@@ -271,18 +288,21 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
         ),
         (None, None)
     );
+}
 
-    let tools = answer(&answers, "tool_errors");
+/// `tool_errors`, `pareto_frontier`, `runs` and `paired_outcomes` of the fixture datasets.
+fn assert_tools_frontier_runs_and_pairs(answers: &[(&'static str, Table)]) {
+    let tools = answer(answers, "tool_errors");
     let flake = row(tools, "exit_kind", "flake");
     assert_eq!(tools.get(flake, "tool_name"), Some("pytest"));
     assert!(close(tools.number(flake, "tool_error_rate"), 0.3333));
 
-    let pareto = answer(&answers, "pareto_frontier");
+    let pareto = answer(answers, "pareto_frontier");
     let on = |policy| pareto.get(row(pareto, "policy_id", policy), "on_frontier");
     assert_eq!((on(A), on(B), on(D)), (Some("1"), Some("1"), Some("0")));
     assert!((0..pareto.rows.len()).all(|r| pareto.get(r, "policy_id") != Some(C)));
 
-    let runs = answer(&answers, "runs");
+    let runs = answer(answers, "runs");
     assert_eq!(runs.rows.len(), 11);
     let a4 = row(runs, "run_id", "a4000000-0000-4000-8000-000000000000");
     assert_eq!(
@@ -292,7 +312,7 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     );
 
     // What compare counts: excluded runs by reason, never as failures.
-    let paired = answer(&answers, "paired_outcomes");
+    let paired = answer(answers, "paired_outcomes");
     let task = |id| row(paired, "task_id", id);
     let counts = |r, columns: [&str; 3]| columns.map(|c| paired.get(r, c));
     assert_eq!(
@@ -317,9 +337,6 @@ async fn every_query_returns_the_known_answers_on_clickhouse_18() {
     );
     assert_eq!(paired.get(c2, "cost_usd"), None, "unknown price, not $0");
     assert!(close(paired.number(task("task-a2"), "cost_usd"), 0.012));
-
-    // The same answers, byte for byte, as the files chdb_check.py compares against.
-    assert_answers_equal_expected(&answers, &fixtures_dir());
 }
 
 /// A run that could not get its sandbox (`exit_environment`, success and score NULL, as

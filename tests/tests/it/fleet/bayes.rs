@@ -155,13 +155,18 @@ async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
     );
     assert_eq!(startup, "3\t3", "the random start is pure exploration");
 
+    assert_trajectory(&sink, b).await;
+    sink.stop().await;
+}
+
+/// The `sweep_trajectory` of the band sweep, whose first solved run is trial `b`: in
+/// proposal order, best so far rising to a solved run, one best row, each row its own
+/// run's, and the best config inside the band.
+async fn assert_trajectory(sink: &SinkToClickHouse, b: usize) {
     let mut params = ParamValues::new();
     params.insert("sweep".into(), "fleet-bayes-band".into());
     params.insert("token_weight".into(), "1".into());
-    let client = clickhouse::Client::default()
-        .with_url(sink.clickhouse.http_url())
-        .with_database("benchstream")
-        .with_validation(false);
+    let client = sink.clickhouse.client_of("benchstream");
     let trajectory = Query::find("sweep_trajectory")
         .expect("shipped query")
         .run(&client, &params)
@@ -258,7 +263,6 @@ async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
     .expect("config JSON");
     let t = best_config["temperature"].as_f64().expect("temperature");
     assert!(BAND.contains(&t), "best config's temperature {t}");
-    sink.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

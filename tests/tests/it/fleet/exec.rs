@@ -4,13 +4,12 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use agent_runner::exec::{self, ExecConfig};
+use agent_runner::exec::ExecConfig;
 use agent_runner::pricing::PriceTable;
 use bench_schemas::{Payload, PricingSource};
-use tokio_util::sync::CancellationToken;
 
 use super::query;
-use crate::common::{exec_published, journal_events, repo_path, start_pipeline};
+use crate::common::{exec_smoke, journal_events, repo_path, run_exec, start_pipeline};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn example_agent_events_reach_clickhouse() {
@@ -22,23 +21,17 @@ async fn example_agent_events_reach_clickhouse() {
         .expect("example agent");
     // A wrapper prints one line that is not JSON before the agent starts.
     let command = format!("echo 'progress: 10%'; exec python3 '{}'", agent.display());
-    let report = exec::run(
-        ExecConfig {
-            // The agent's script is named inside the shell text, not as a file argument.
-            read_only: agent.parent().map(Path::to_path_buf).into_iter().collect(),
-            ..exec_published(
-                ["sh", "-c", &command].map(OsString::from).to_vec(),
-                repo_path("scenarios/smoke.toml"),
-                "sh-ci-exit-status",
-                "python:example-agent",
-                &nats.url(),
-                dir.path(),
-            )
-        },
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
+    let report = run_exec(ExecConfig {
+        // The agent's script is named inside the shell text, not as a file argument.
+        read_only: agent.parent().map(Path::to_path_buf).into_iter().collect(),
+        ..exec_smoke(
+            ["sh", "-c", &command].map(OsString::from).to_vec(),
+            "python:example-agent",
+            &nats.url(),
+            dir.path(),
+        )
+    })
+    .await;
     assert_eq!(report.agent_exit, Some(0));
     assert_eq!(report.skipped, 1, "the non-JSON line is skipped");
     // run_start + 9 agent lines (2 steps of reason/act/tool_call/observe, conclude) +
@@ -120,19 +113,13 @@ async fn an_agent_that_declares_its_own_success_is_judged_and_its_claims_kept_ap
     let agent = repo_path("tests/fixtures/exec/self_judging_agent.py")
         .canonicalize()
         .expect("agent");
-    let report = exec::run(
-        exec_published(
-            vec!["python3".into(), agent.into_os_string()],
-            repo_path("scenarios/smoke.toml"),
-            "sh-ci-exit-status",
-            "exec:self-judging",
-            &nats.url(),
-            dir.path(),
-        ),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
+    let report = run_exec(exec_smoke(
+        vec!["python3".into(), agent.into_os_string()],
+        "exec:self-judging",
+        &nats.url(),
+        dir.path(),
+    ))
+    .await;
     let r = &report.summary.result;
     // The judge's verdict on the untouched fixture: 5 of 8 (the regression guards).
     assert_eq!(
@@ -202,23 +189,17 @@ async fn an_agents_calls_are_priced_from_the_table_for_the_models_it_names_only(
     };
     let script = format!("printf '%s\\n' '{}' '{}'", call("model-a"), call("model-b"));
     let table = "[models.\"model-a\"]\nprompt = 1\ncompletion = 2\n";
-    let report = exec::run(
-        ExecConfig {
-            publish: None,
-            prices: Some(PriceTable::parse(table).expect("table")),
-            ..exec_published(
-                ["sh", "-c", &script].map(OsString::from).to_vec(),
-                repo_path("scenarios/smoke.toml"),
-                "sh-ci-exit-status",
-                "exec:priced",
-                "nats://127.0.0.1:1",
-                dir.path(),
-            )
-        },
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
+    let report = run_exec(ExecConfig {
+        publish: None,
+        prices: Some(PriceTable::parse(table).expect("table")),
+        ..exec_smoke(
+            ["sh", "-c", &script].map(OsString::from).to_vec(),
+            "exec:priced",
+            "nats://127.0.0.1:1",
+            dir.path(),
+        )
+    })
+    .await;
     let priced: Vec<(String, Option<f64>, PricingSource)> = journal_events(&report.summary)
         .into_iter()
         .filter_map(|e| match e.payload {

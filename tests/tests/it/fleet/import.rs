@@ -2,7 +2,7 @@
 //! and importing it twice stores one copy; nobody judged it, so its success, score and
 //! test counts are NULL, and so are tokens and cost when the file has none.
 
-use agent_runner::import::{self, Destination};
+use agent_runner::run_import::{self, Destination};
 use bench_schemas::{sha256_hex, SubjectPrefix};
 
 use super::query;
@@ -24,14 +24,14 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
     let (nats, sink) = start_pipeline().await;
     let dir = tempfile::tempdir().expect("dir");
     let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
-    let first = import::import_dir(
+    let first = run_import::import_dir(
         &fixtures,
         ("importer", &Default::default()),
         Destination::Publish(&setup),
     )
     .await
     .expect("import");
-    let second = import::import_dir(
+    let second = run_import::import_dir(
         &fixtures,
         ("importer", &Default::default()),
         Destination::Publish(&setup),
@@ -114,7 +114,7 @@ async fn importing_a_trajectory_twice_stores_one_copy() {
             serde_json::to_vec(&traj).expect("json"),
         )
         .expect("write trajectory");
-        let third = import::import_dir(
+        let third = run_import::import_dir(
             untotalled.path(),
             ("importer", &Default::default()),
             Destination::Publish(&setup),

@@ -10,7 +10,6 @@
 
 use std::ffi::OsString;
 
-use agent_runner::exec;
 use agent_runner::scenario::LoadOptions;
 use agent_runner::tasks::{import_swe_bench, validate, SweBenchImport, ValidateConfig};
 use bench_analysis::command::{self, CompareArgs};
@@ -18,10 +17,9 @@ use bench_analysis::{Format, Query};
 use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
 use bench_schemas::SubjectPrefix;
 use benchstream_tests::swe_bench::{Project, F2P, FIXED, P2P};
-use tokio_util::sync::CancellationToken;
 
 use super::query;
-use crate::common::{exec_published, publish_setup, start_pipeline};
+use crate::common::{exec_published, publish_setup, run_exec, start_pipeline, SinkToClickHouse};
 
 const POLICY: &str = "exec:swe-test-agent";
 
@@ -53,19 +51,15 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
                  > tests/test_calc.py";
     let mut runs = Vec::new();
     for command in [fix.as_str(), cheat, "true"] {
-        let summary = exec::run(
-            exec_published(
-                ["sh", "-c", command].map(OsString::from).to_vec(),
-                scenarios.join("swe-local.toml"),
-                "o__calc-1",
-                POLICY,
-                &nats.url(),
-                dir.path(),
-            ),
-            CancellationToken::new(),
-        )
+        let summary = run_exec(exec_published(
+            ["sh", "-c", command].map(OsString::from).to_vec(),
+            scenarios.join("swe-local.toml"),
+            "o__calc-1",
+            POLICY,
+            &nats.url(),
+            dir.path(),
+        ))
         .await
-        .expect("exec run")
         .summary;
         sink.wait_for_run(&summary).await;
         runs.push(summary);
@@ -142,11 +136,16 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
         "0\t1\t1\t1\t0\n1\t0\t1\t1\t1"
     );
 
+    assert_shipped_test_queries(&sink).await;
+    sink.stop().await;
+}
+
+/// The shipped queries over the three runs of [`a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse`]:
+/// `test_outcomes` per test and `swe_integrity` per policy.
+async fn assert_shipped_test_queries(sink: &SinkToClickHouse) {
     // The shipped query: test_add passed in one of three runs of one config (it flips);
     // test_neg in all three.
-    let client = clickhouse::Client::default()
-        .with_url(sink.clickhouse.http_url())
-        .with_database("benchstream");
+    let client = sink.clickhouse.client_of("benchstream");
     let table = Query::find("test_outcomes")
         .expect("shipped")
         .run(&client, &Default::default())
@@ -187,7 +186,6 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
         .map(|c| rates.get(r, c).unwrap_or_default()),
         ["3", "1", "1", "2", "0", "0", ""]
     );
-    sink.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -219,19 +217,15 @@ async fn a_task_validated_broken_leaves_its_runs_out_of_compare() {
 
     // A run made before anyone validated the task: it is judged (and solved: the test
     // it is held to passes anyway) and counts, until the validation says otherwise.
-    let summary = exec::run(
-        exec_published(
-            ["true"].map(OsString::from).to_vec(),
-            scenario.clone(),
-            "o__calc-3",
-            POLICY,
-            &nats.url(),
-            dir.path(),
-        ),
-        CancellationToken::new(),
-    )
+    let summary = run_exec(exec_published(
+        ["true"].map(OsString::from).to_vec(),
+        scenario.clone(),
+        "o__calc-3",
+        POLICY,
+        &nats.url(),
+        dir.path(),
+    ))
     .await
-    .expect("exec run")
     .summary;
     sink.wait_for_run(&summary).await;
     let compare_json = || {

@@ -15,19 +15,17 @@
 
 use std::ffi::OsString;
 
-use agent_runner::exec;
-use agent_runner::import::{self, Destination};
+use agent_runner::run_import::{self, Destination};
 use bench_analysis::{generate_report, ParamValues, Query, ReportOptions, QUERIES};
 use bench_schemas::{decode_message, sha256_hex, Decoded, SubjectPrefix};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use benchstream_tests::events::publish_raw;
 use benchstream_tests::{NatsServer, OpenAiServer};
 
 use super::{fixture, provider, reference_replies, run_published, unpriced_models, TASK};
 use crate::common::{
-    exec_published, jetstream, publish_setup, repo_path, start_pipeline, SinkToClickHouse,
+    exec_smoke, jetstream, publish_setup, repo_path, run_exec, start_pipeline, SinkToClickHouse,
 };
 
 /// Nullable envelope columns every native producer fills.
@@ -117,7 +115,7 @@ async fn assert_queries_show_null(
     run_id: &str,
     unknown: &[&str],
 ) {
-    let client = client(sink);
+    let client = sink.clickhouse.client_of("benchstream");
     let mut seen = std::collections::BTreeSet::new();
     for query in QUERIES {
         let params = query.params().expect("declared params");
@@ -151,14 +149,6 @@ async fn assert_queries_show_null(
     }
     assert!(!seen.is_empty(), "no answer has any of {unknown:?}");
     assert_report_shows_null(&client, policy, unknown).await;
-}
-
-/// A client of the sink's ClickHouse, as `bench-analysis` makes one.
-fn client(sink: &SinkToClickHouse) -> clickhouse::Client {
-    clickhouse::Client::default()
-        .with_url(sink.clickhouse.http_url())
-        .with_database("benchstream")
-        .with_validation(false)
 }
 
 /// Asserts that every table of the report of `policy` shows `NULL` in each of its
@@ -260,19 +250,13 @@ async fn exec_pinned_agent(
     let (nats, sink) = start_pipeline().await;
     let dir = tempfile::tempdir().expect("dir");
     let agent = pinned(file, sha256).canonicalize().expect("agent");
-    let report = exec::run(
-        exec_published(
-            vec![OsString::from("python3"), agent.into_os_string()],
-            repo_path("scenarios/smoke.toml"),
-            "sh-ci-exit-status",
-            policy,
-            &nats.url(),
-            dir.path(),
-        ),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
+    let report = run_exec(exec_smoke(
+        vec![OsString::from("python3"), agent.into_os_string()],
+        policy,
+        &nats.url(),
+        dir.path(),
+    ))
+    .await;
     assert_eq!(report.agent_exit, Some(0));
     sink.wait_for_run(&report.summary).await;
     (nats, sink, report.summary.run_id.to_string())
@@ -355,7 +339,7 @@ async fn a_minimal_swe_agent_trajectory_leaves_what_it_does_not_state_null() {
     let traj = pinned("minimal.traj", MINIMAL_TRAJ_SHA256);
     let dir = tempfile::tempdir().expect("dir");
     let setup = publish_setup(&nats.url(), &SubjectPrefix::default(), dir.path());
-    let report = import::import_dir(
+    let report = run_import::import_dir(
         &traj,
         ("importer", &Default::default()),
         Destination::Publish(&setup),

@@ -144,9 +144,7 @@ async fn a_trace_whose_root_never_came_is_lost_with_its_missing_count_unknown() 
     // The children only: 2 x (step, deliberation), 2 tool calls, 1 failure.
     sink.wait_for("SELECT count() FROM benchstream.events_raw FINAL", "7")
         .await;
-    let client = clickhouse::Client::default()
-        .with_url(sink.clickhouse.http_url())
-        .with_database("benchstream");
+    let client = sink.clickhouse.client_of("benchstream");
     let params = [("stale_minutes".to_owned(), "0".to_owned())].into();
     let lost = Query::find("lost_events")
         .expect("shipped query")

@@ -17,7 +17,7 @@ use bench_schemas::{
 use benchstream_tests::{processes_with, ClickHouseServer, NatsServer};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{fixture_scenario, journal_events, repo_path, run_offline};
+use crate::common::{fixture_scenario, journal_events, repo_path, run_exec, run_offline};
 
 /// Where the canaries live: outside every workspace, outside /tmp.
 const CANARY_DIR: &str = "/var/tmp/benchstream-canary";
@@ -211,12 +211,13 @@ async fn hostile_exec(script: &str, dir: &Path) -> (ExecReport, Duration) {
 /// An `exec` agent running `command` under `hostile-exec.toml`.
 async fn hostile_exec_command(command: Vec<OsString>, dir: &Path) -> (ExecReport, Duration) {
     let started = Instant::now();
-    let report = exec::run(
-        exec_config(command, fixture_scenario("hostile-exec"), dir, Vec::new()),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
+    let report = run_exec(exec_config(
+        command,
+        fixture_scenario("hostile-exec"),
+        dir,
+        Vec::new(),
+    ))
+    .await;
     (report, started.elapsed())
 }
 
@@ -307,29 +308,25 @@ async fn exec_agents_refuse_to_start_without_a_sandbox_unless_told() {
         "bwrap is installed here"
     );
     let dir = tempfile::tempdir().expect("dir");
-    let report = exec::run(
-        ExecConfig {
-            command: ["bash", "-c", "test -r /etc/hostname || exit 9"]
-                .map(OsString::from)
-                .to_vec(),
-            scenario: fixture_scenario("hostile-exec"),
-            task: "sh-ci-exit-status".to_owned(),
-            allow_unpinned: true,
-            seed: None,
-            policy_id: None,
-            host: "test-host".to_owned(),
-            out_dir: Some(dir.path().join("runs")),
-            publish: None,
-            images: Default::default(),
-            sandbox: bench_sandbox::SandboxMode::Off,
-            read_only: Vec::new(),
-            experiment: Default::default(),
-            prices: None,
-        },
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
+    let report = run_exec(ExecConfig {
+        command: ["bash", "-c", "test -r /etc/hostname || exit 9"]
+            .map(OsString::from)
+            .to_vec(),
+        scenario: fixture_scenario("hostile-exec"),
+        task: "sh-ci-exit-status".to_owned(),
+        allow_unpinned: true,
+        seed: None,
+        policy_id: None,
+        host: "test-host".to_owned(),
+        out_dir: Some(dir.path().join("runs")),
+        publish: None,
+        images: Default::default(),
+        sandbox: bench_sandbox::SandboxMode::Off,
+        read_only: Vec::new(),
+        experiment: Default::default(),
+        prices: None,
+    })
+    .await;
     // Unsandboxed, the host's /etc is there; the record says so.
     assert_eq!(report.agent_exit, Some(0));
     let events = journal_events(&report.summary);
@@ -503,17 +500,13 @@ async fn agent_program_task_and_read_only_paths_under_the_host_tmp_are_visible()
         agent.clone().into_os_string(),
         data_dir.clone().into_os_string(),
     ];
-    let report = exec::run(
-        exec_config(
-            command,
-            scenario_dir.join("hostile-exec.toml"),
-            dir.path(),
-            vec![data_dir],
-        ),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
+    let report = run_exec(exec_config(
+        command,
+        scenario_dir.join("hostile-exec.toml"),
+        dir.path(),
+        vec![data_dir],
+    ))
+    .await;
     assert_eq!(
         report.agent_exit,
         Some(0),
@@ -570,17 +563,13 @@ async fn what_the_agent_writes_to_its_tmp_and_workspace_counts_against_its_memor
              [ \"$size\" -ge $((300 * 1024 * 1024)) ] && exit 60; \
              exit 0"
         );
-        let report = exec::run(
-            exec_config(
-                ["bash", "-c", &script].map(OsString::from).to_vec(),
-                fixture_scenario("hostile-tmpfs"),
-                dir.path(),
-                Vec::new(),
-            ),
-            CancellationToken::new(),
-        )
-        .await
-        .expect("exec run");
+        let report = run_exec(exec_config(
+            ["bash", "-c", &script].map(OsString::from).to_vec(),
+            fixture_scenario("hostile-tmpfs"),
+            dir.path(),
+            Vec::new(),
+        ))
+        .await;
         let events = journal_events(&report.summary);
         let enforced = &run_start_sandbox(&events).enforced;
         for (limit, value, by) in [
@@ -639,17 +628,13 @@ async fn an_agent_with_the_network_enabled_reaches_none_of_the_hosts_loopback_se
         ports = ports.map(|p| p.to_string()).join(" ")
     );
     let dir = tempfile::tempdir().expect("dir");
-    let report = exec::run(
-        exec_config(
-            ["bash", "-c", &script].map(OsString::from).to_vec(),
-            fixture_scenario("hostile-network"),
-            dir.path(),
-            Vec::new(),
-        ),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
+    let report = run_exec(exec_config(
+        ["bash", "-c", &script].map(OsString::from).to_vec(),
+        fixture_scenario("hostile-network"),
+        dir.path(),
+        Vec::new(),
+    ))
+    .await;
     assert_eq!(
         report.agent_exit,
         Some(0),
@@ -677,17 +662,13 @@ for n in range(3_000_000):
     open("/tmp/f%d" % n, "w").close()
 sys.exit(61)
 '"#;
-    let report = exec::run(
-        exec_config(
-            ["bash", "-c", script].map(OsString::from).to_vec(),
-            fixture_scenario("hostile-tmpfs"),
-            dir.path(),
-            Vec::new(),
-        ),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
+    let report = run_exec(exec_config(
+        ["bash", "-c", script].map(OsString::from).to_vec(),
+        fixture_scenario("hostile-tmpfs"),
+        dir.path(),
+        Vec::new(),
+    ))
+    .await;
     // SIGKILL by the memory cgroup: bash reports 137 for python, or is killed itself.
     assert!(
         matches!(report.agent_exit, Some(137) | None),
@@ -712,17 +693,13 @@ async fn an_agent_cannot_write_past_its_disk_nor_make_files_without_end() {
         script.into_os_string(),
         OsString::from("16"),
     ];
-    let report = exec::run(
-        exec_config(
-            command,
-            fixture_scenario("hostile-disk"),
-            dir.path(),
-            Vec::new(),
-        ),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("exec run");
+    let report = run_exec(exec_config(
+        command,
+        fixture_scenario("hostile-disk"),
+        dir.path(),
+        Vec::new(),
+    ))
+    .await;
     assert_eq!(
         report.agent_exit,
         Some(0),

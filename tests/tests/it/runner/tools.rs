@@ -117,10 +117,7 @@ async fn a_failed_command_counts_once_in_events_run_stop_and_the_query() {
         "2",
     )
     .await;
-    let client = clickhouse::Client::default()
-        .with_url(sink.clickhouse.http_url())
-        .with_database("benchstream")
-        .with_validation(false);
+    let client = sink.clickhouse.client_of("benchstream");
     let answer = Query::find("tool_errors")
         .expect("shipped query")
         .run(&client, &ParamValues::new())

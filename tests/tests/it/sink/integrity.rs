@@ -43,14 +43,6 @@ fn plausible(ts: DateTime<Utc>) -> bool {
     ts >= earliest && ts <= Utc::now() + chrono::Duration::days(1)
 }
 
-/// A client of the sink's database.
-fn client(clickhouse: &ClickHouseServer) -> clickhouse::Client {
-    clickhouse::Client::default()
-        .with_url(clickhouse.http_url())
-        .with_database("benchstream")
-        .with_validation(false)
-}
-
 /// Runs every shipped query (with `run_id`, and a sweep name, where one is required) and
 /// returns the answers; panics naming the first query that fails.
 async fn every_query_answers(client: &clickhouse::Client, run_id: Uuid) -> Vec<Table> {
@@ -122,7 +114,7 @@ async fn a_thousand_months_of_ts_stay_in_a_few_partitions_and_every_query_answer
     );
     assert!(error.contains("1990-01-01"), "{error}");
 
-    let answers = every_query_answers(&client(&world.clickhouse), run.run_id).await;
+    let answers = every_query_answers(&world.clickhouse.client_of("benchstream"), run.run_id).await;
     let timeline = &answers[QUERIES
         .iter()
         .position(|q| q.name == "run_timeline")
@@ -136,13 +128,11 @@ async fn migration_moves_a_thousand_months_into_bounded_partitions_and_every_que
     let server = tokio::task::spawn_blocking(ClickHouseServer::start)
         .await
         .expect("server starts");
-    let root = clickhouse::Client::default()
-        .with_url(server.http_url())
-        .with_validation(false);
+    let root = server.client();
     migrations::ensure_database(&root, "benchstream", None)
         .await
         .expect("database");
-    let db = client(&server);
+    let db = server.client_of("benchstream");
     // The schema as it was before 0005, filled the way the old partitioning allowed:
     // one event per month for 1,000 months.
     for migration in &MIGRATIONS[..4] {
@@ -263,7 +253,7 @@ async fn a_forged_run_stop_after_the_dedup_window_changes_nothing_and_is_listed(
     publish(&world.js, &start).await;
     let original_seq = publish(&world.js, &stop).await;
     world.wait_landed(&run, 2);
-    let db = client(&world.clickhouse);
+    let db = world.clickhouse.client_of("benchstream");
     let leaderboard = Query::find("leaderboard").expect("shipped");
     let before = leaderboard
         .run(&db, &ParamValues::new())
@@ -445,7 +435,10 @@ async fn a_run_total_without_its_calls_is_not_summed_as_zero_tokens() {
 async fn leaderboard(world: &World) -> Table {
     Query::find("leaderboard")
         .expect("shipped")
-        .run(&client(&world.clickhouse), &ParamValues::new())
+        .run(
+            &world.clickhouse.client_of("benchstream"),
+            &ParamValues::new(),
+        )
         .await
         .expect("leaderboard")
 }

@@ -47,9 +47,7 @@ async fn publish_smith(world: &World, bytes: &[u8], msg_id: &str) -> (uuid::Uuid
 
 /// The shipped `lost_events` query's answer, as `bench-analysis query` runs it.
 async fn lost_events(world: &World, stale_minutes: &str) -> Table {
-    let client = clickhouse::Client::default()
-        .with_url(world.clickhouse.http_url())
-        .with_database("benchstream");
+    let client = world.clickhouse.client_of("benchstream");
     let params = [("stale_minutes".to_owned(), stale_minutes.to_owned())].into();
     Query::find("lost_events")
         .expect("shipped query")

@@ -189,9 +189,7 @@ async fn schema_before(stem: &str) -> (ClickHouseServer, clickhouse::Client) {
     let server = tokio::task::spawn_blocking(ClickHouseServer::start)
         .await
         .expect("server starts");
-    let root = clickhouse::Client::default()
-        .with_url(server.http_url())
-        .with_validation(false);
+    let root = server.client();
     event_sink::migrations::ensure_database(&root, "benchstream", None)
         .await
         .expect("database");

@@ -50,7 +50,7 @@ use super::traj::{TrajStep, Trajectory};
 use super::ImportError;
 use crate::exec::protocol::derived_uuid;
 use crate::judge::Verdict;
-use crate::prologue::{recorded_run_start, Provenance};
+use crate::run_lifecycle::{recorded_run_start, Provenance};
 
 /// `run_start.scoring_version` of imported runs: not judged by benchstream.
 pub const SCORING_VERSION: &str = "swe-agent-unevaluated";

@@ -1,4 +1,4 @@
-//! A run's prologue and epilogue, written once for a native run ([`crate::agent::execute`])
+//! A run's life cycle around its turns: its prologue and epilogue, written once for a native run ([`crate::agent::execute`])
 //! and an external agent's ([`crate::exec::bridge::run`]), and the `run_start` and
 //! `env_hash` of a run recorded elsewhere (an imported trajectory, a received trace):
 //!
