@@ -13,7 +13,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use benchstream_tests::swe_bench::{git, Project, BUGGY, F2P, P2P, TESTS_BASE};
+use benchstream_tests::swe_bench::{git, Project, BUGGY, F2P, FIXED, P2P, TESTS_BASE};
 use benchstream_tests::{images, runs};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_agent-runner");
@@ -711,12 +711,19 @@ const TESTS_NEEDING_PYTHON_39: &str = "import symbol  # in the standard library 
 /// Imports one instance whose tests need Python 3.9, its environment the image `image`.
 fn import_in_image(root: &Path, image: &str) -> PathBuf {
     let project = Project::create_with(root, TESTS_NEEDING_PYTHON_39);
+    let instance = project.instance("o__calc-1", &project.base);
+    import_instance_in_image(root, image, &project, &instance)
+}
+
+/// Imports the instance record `instance` of `project`, its environment the image `image`.
+fn import_instance_in_image(
+    root: &Path,
+    image: &str,
+    project: &Project,
+    instance: &str,
+) -> PathBuf {
     let instances = root.join("instances.jsonl");
-    fs::write(
-        &instances,
-        project.instance("o__calc-1", &project.base) + "\n",
-    )
-    .expect("write");
+    fs::write(&instances, format!("{instance}\n")).expect("write");
     let scenarios = root.join("scenarios");
     let out = runner(
         root,
@@ -864,4 +871,106 @@ fn an_image_whose_digest_is_not_the_pinned_one_is_refused_before_any_run() {
         "{said}"
     );
     assert_eq!(runs::journal_lines(&out_dir), 0, "{said}");
+}
+
+/// A unittest runner script in the manner of Django's `tests/runtests.py`: labels are
+/// test modules under its directory, the repository's root is put on the import path.
+const RUNTESTS: &str = r#"#!/usr/bin/env python3
+import argparse
+import os
+import sys
+import unittest
+
+parser = argparse.ArgumentParser()
+parser.add_argument("labels", nargs="*")
+parser.add_argument("--verbosity", type=int, default=1)
+parser.add_argument("--settings")
+parser.add_argument("--parallel", type=int, default=1)
+options = parser.parse_args()
+sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+suite = unittest.defaultTestLoader.loadTestsFromNames(options.labels)
+result = unittest.TextTestRunner(verbosity=options.verbosity).run(suite)
+sys.exit(bool(result.failures or result.errors))
+"#;
+
+/// The test module before the fix: `symbol` is the standard library's only until Python
+/// 3.9.
+const CALC_TESTS_BASE: &str = "import symbol  # in the standard library until Python 3.9\nimport unittest\n\nfrom calc import neg\n\n\nclass CalcTests(unittest.TestCase):\n    def test_neg(self):\n        self.assertEqual(neg(2), -2)\n";
+
+/// The test module the fix writes: `test_add` added.
+const CALC_TESTS_FIX: &str = "import symbol  # in the standard library until Python 3.9\nimport unittest\n\nfrom calc import add, neg\n\n\nclass CalcTests(unittest.TestCase):\n    def test_neg(self):\n        self.assertEqual(neg(2), -2)\n\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n";
+
+/// A runner script that says every test passed without running one.
+const FORGED_RUNTESTS: &str =
+    "import sys\nprint('test_add (calc_tests.tests.CalcTests) ... ok')\nsys.exit(0)\n";
+
+#[test]
+fn a_django_style_runtests_task_is_judged_by_unittest_outcomes_inside_its_image() {
+    let image = images::built(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        images::BULLSEYE_PYTHON,
+    );
+    let root = tempfile::tempdir().expect("tempdir");
+    let project = Project::create_from(
+        root.path(),
+        &[
+            ("calc.py", BUGGY),
+            ("tests/runtests.py", RUNTESTS),
+            ("tests/calc_tests/__init__.py", ""),
+            ("tests/calc_tests/tests.py", CALC_TESTS_BASE),
+        ],
+        &[
+            ("calc.py", FIXED),
+            ("tests/calc_tests/tests.py", CALC_TESTS_FIX),
+        ],
+    );
+    let instance = project.instance_with(
+        "o__calc-1",
+        &project.base,
+        &["test_add (calc_tests.tests.CalcTests)"],
+        &["test_neg (calc_tests.tests.CalcTests)"],
+        Some("./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1"),
+    );
+    let scenarios = import_instance_in_image(root.path(), &image, &project, &instance);
+    variant(
+        root.path(),
+        &scenarios,
+        "swe-nothing",
+        "[{ tool = \"submit\" }]",
+    );
+    let forge = format!(
+        "[{{ tool = \"write_file\", path = \"tests/runtests.py\", content = {} }}, {{ tool = \"submit\" }}]",
+        serde_json::to_string(FORGED_RUNTESTS).expect("json")
+    );
+    variant(root.path(), &scenarios, "swe-forge", &forge);
+    let cache = root.path().join("image-cache");
+    let cache_flag = ["--image-cache", cache.to_str().expect("utf-8")];
+
+    let (gold, dir) = run(root.path(), &scenarios, "swe-local", &cache_flag);
+    assert_eq!(gold["result"]["success"], true, "{gold:#}");
+    assert_eq!(gold["result"]["tests_passed"], 2, "{gold:#}");
+    let mut ids: Vec<String> = runs::journal_events(&dir)
+        .into_iter()
+        .filter_map(|e| match e.payload {
+            bench_schemas::Payload::TestOutcome(o) => Some(o.test_id),
+            _ => None,
+        })
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            "test_add (calc_tests.tests.CalcTests)",
+            "test_neg (calc_tests.tests.CalcTests)"
+        ]
+    );
+
+    let (nothing, _) = run(root.path(), &scenarios, "swe-nothing", &cache_flag);
+    assert_eq!(nothing["result"]["success"], false, "{nothing:#}");
+    assert_eq!(nothing["result"]["tests_passed"], 1, "{nothing:#}");
+
+    // A runner script rewritten to print success is the judge's: the pristine one runs.
+    let (forged, _) = run(root.path(), &scenarios, "swe-forge", &cache_flag);
+    assert_eq!(forged["result"]["success"], false, "{forged:#}");
+    assert_eq!(forged["result"]["tests_passed"], 1, "{forged:#}");
 }

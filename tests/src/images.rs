@@ -10,8 +10,8 @@ use std::process::Command;
 
 use nix::fcntl::{Flock, FlockArg};
 
-/// A Debian release's root file system with Python and what the judge and a SWE-bench
-/// reference solution run: pytest, `git apply`, `patch`.
+/// A Debian release's root file system with Python (`python` too) and what the judge and
+/// a SWE-bench reference solution run: pytest, `git apply`, `patch`.
 #[derive(Debug, Clone, Copy)]
 pub struct Recipe {
     /// The image's name in its layout (`oci:<layout>:<name>`).
@@ -26,7 +26,7 @@ pub struct Recipe {
 pub const BULLSEYE_PYTHON: Recipe = Recipe {
     name: "bullseye-python",
     suite: "bullseye",
-    packages: "python3-minimal,python3-pytest,git,patch",
+    packages: "python3-minimal,python-is-python3,python3-pytest,git,patch",
 };
 
 /// The reference `oci:<layout>:<name>` of `recipe`, building it under `cache` unless an

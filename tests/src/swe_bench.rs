@@ -74,17 +74,30 @@ impl Project {
     /// [`Project::create`] whose fix commit writes `tests_fix` as the test file (what
     /// `test_patch` then holds).
     pub fn create_with(root: &Path, tests_fix: &str) -> Project {
+        Project::create_from(
+            root,
+            &[("calc.py", BUGGY), ("tests/test_calc.py", TESTS_BASE)],
+            &[("calc.py", FIXED), ("tests/test_calc.py", tests_fix)],
+        )
+    }
+
+    /// The clone `<root>/repos/o__calc` whose base commit holds the files `base` and whose
+    /// fix writes `fix`: `patch` is the fix's change of `calc.py`, `test_patch` its change
+    /// under `tests/`.
+    pub fn create_from(root: &Path, base: &[(&str, &str)], fix: &[(&str, &str)]) -> Project {
         let repos = root.join("repos");
         let clone = repos.join("o__calc");
         fs::create_dir_all(&clone).expect("mkdir");
         git(&clone, &["init", "-q", "-b", "main"]);
-        write(&clone.join("calc.py"), BUGGY);
-        write(&clone.join("tests/test_calc.py"), TESTS_BASE);
+        for (path, text) in base {
+            write(&clone.join(path), text);
+        }
         git(&clone, &["add", "-A"]);
         git(&clone, &["commit", "-qm", "calc"]);
         let base = git(&clone, &["rev-parse", "HEAD"]).trim().to_owned();
-        write(&clone.join("calc.py"), FIXED);
-        write(&clone.join("tests/test_calc.py"), tests_fix);
+        for (path, text) in fix {
+            write(&clone.join(path), text);
+        }
         git(&clone, &["add", "-A"]);
         git(&clone, &["commit", "-qm", "fix add (the answer)"]);
         let fix = git(&clone, &["rev-parse", "HEAD"]).trim().to_owned();
@@ -107,7 +120,21 @@ impl Project {
 
     /// The instance record `id` at `base_commit`, as one JSON line.
     pub fn instance(&self, id: &str, base_commit: &str) -> String {
-        serde_json::json!({
+        self.instance_with(id, base_commit, &[F2P], &[P2P], None)
+    }
+
+    /// [`Project::instance`] with these `FAIL_TO_PASS` and `PASS_TO_PASS` tests and, when
+    /// given, its own `test_cmd`.
+    pub fn instance_with(
+        &self,
+        id: &str,
+        base_commit: &str,
+        fail_to_pass: &[&str],
+        pass_to_pass: &[&str],
+        test_cmd: Option<&str>,
+    ) -> String {
+        let list = |tests: &[&str]| serde_json::to_string(tests).expect("json");
+        let mut record = serde_json::json!({
             "instance_id": id,
             "repo": "o/calc",
             "base_commit": base_commit,
@@ -115,12 +142,15 @@ impl Project {
             "hints_text": "",
             "patch": self.patch,
             "test_patch": self.test_patch,
-            "FAIL_TO_PASS": format!("[\"{F2P}\"]"),
-            "PASS_TO_PASS": format!("[\"{P2P}\"]"),
+            "FAIL_TO_PASS": list(fail_to_pass),
+            "PASS_TO_PASS": list(pass_to_pass),
             "version": "1.0",
             "environment_setup_commit": base_commit,
             "created_at": "2024-01-01T00:00:00Z",
-        })
-        .to_string()
+        });
+        if let Some(cmd) = test_cmd {
+            record["test_cmd"] = serde_json::Value::from(cmd);
+        }
+        record.to_string()
     }
 }

@@ -23,7 +23,7 @@ use bench_schemas::TestOutcome;
 
 use super::report::{FailReason, Report};
 use super::verdict::{SweBenchVerdict, Verdict, JUDGE_OUTPUT_CAP};
-use crate::scenario::{LoadedTask, SweBench, Validation};
+use crate::scenario::{LoadedTask, SweBench, TestRunner, Validation};
 
 /// The judge-owned pytest plugin.
 const PYTEST_REPORT: &str = include_str!("benchstream_pytest_report.py");
@@ -36,6 +36,14 @@ const PYTEST_JUDGE: &str = include_str!("benchstream_pytest_judge.py");
 
 /// Its file name in the runner directory.
 const ENTRY: &str = "benchstream_pytest_judge.py";
+
+/// The judge-owned entry point of a task whose tests a unittest runner script runs
+/// (Django's `tests/runtests.py`): it records every outcome of `unittest` itself and
+/// writes the report.
+const UNITTEST_JUDGE: &str = include_str!("benchstream_unittest_judge.py");
+
+/// Its file name in the judge's runner directory.
+const UNITTEST_ENTRY: &str = "benchstream_unittest_judge.py";
 
 /// The repository's own top-level module names: every directory and `.py` file at the
 /// fixture's root and under `src/` (a module of the repository of an installed
@@ -185,6 +193,7 @@ impl<'a> JudgeRun<'a> {
             PYTEST_REPORT,
         )?;
         fs::write(root.join("runner").join(ENTRY), PYTEST_JUDGE)?;
+        fs::write(root.join("runner").join(UNITTEST_ENTRY), UNITTEST_JUDGE)?;
         fs::write(root.join("runner").join("test.patch"), &swe.test_patch)?;
         Ok(JudgeRun {
             swe,
@@ -298,22 +307,41 @@ impl<'a> JudgeRun<'a> {
             dest: reports,
             read_only: false,
         });
-        let (program, rest) = self.swe.pytest().ok_or_else(|| {
-            FailReason::Setup(format!("test_cmd {:?} runs no pytest", self.swe.test_cmd))
+        let runner = self.swe.runner().ok_or_else(|| {
+            FailReason::Setup(format!(
+                "test_cmd {:?} runs neither pytest nor a runner script",
+                self.swe.test_cmd
+            ))
         })?;
         let mut args: Vec<OsString> = ["-I", "-X", "pycache_prefix=/tmp/judge-pycache"]
             .iter()
             .map(Into::into)
             .collect();
-        args.push(self.runner().join(ENTRY).into());
-        args.extend(rest.iter().map(Into::into));
-        args.extend(
-            ["-p", "no:cacheprovider", "--rootdir"]
-                .iter()
-                .map(Into::into),
-        );
-        args.push(self.scratch.into());
-        args.extend(self.swe.test_files().iter().map(Into::into));
+        let program = match &runner {
+            TestRunner::Pytest { python, args: rest } => {
+                args.push(self.runner().join(ENTRY).into());
+                args.extend(rest.iter().map(Into::into));
+                args.extend(
+                    ["-p", "no:cacheprovider", "--rootdir"]
+                        .iter()
+                        .map(Into::into),
+                );
+                args.push(self.scratch.into());
+                args.extend(self.swe.test_files().iter().map(Into::into));
+                python
+            }
+            TestRunner::Script {
+                python,
+                script,
+                args: rest,
+            } => {
+                args.push(self.runner().join(UNITTEST_ENTRY).into());
+                args.push(self.scratch.join(script).into());
+                args.extend(rest.iter().map(Into::into));
+                args.extend(self.swe.script_labels(script).iter().map(Into::into));
+                python
+            }
+        };
         let env = [
             ("BENCH_JUDGE_REPORT".to_owned(), file.display().to_string()),
             (
@@ -321,7 +349,7 @@ impl<'a> JudgeRun<'a> {
                 self.own_modules.clone(),
             ),
         ];
-        let out = self.run(&program, &args, &all, &env).await?;
+        let out = self.run(program, &args, &all, &env).await?;
         let exit = out.status.and_then(|s| s.code());
         tracing::debug!(exit = ?exit, output = %out.output, "swe-bench tests ran");
         // A report file that cannot be read (not UTF-8, not a file) is no report.

@@ -31,7 +31,7 @@ use crate::protect::Protected;
 
 pub use file::{PolicyKind, Scenario, ScriptedActions};
 pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
-pub use swe_bench::{patch_paths, SweBench, DEFAULT_TEST_CMD};
+pub use swe_bench::{patch_paths, SweBench, TestRunner, DEFAULT_TEST_CMD};
 pub use task::{
     Judge, JudgeTest, Language, SubmissionLimits, Task, TaskImage, FIXTURE_DIR, TASK_FILE,
 };
@@ -298,8 +298,16 @@ impl LoadedTask {
             // The files `test_patch` touches are restored to the base before it is applied
             // (one it creates is deleted first); pytest's own configuration and names are
             // the judge's too.
+            // A runner script (Django's `tests/runtests.py`) is the judge's too.
             (None, Some(swe)) => patch_paths(&swe.test_patch)
                 .iter()
+                .chain(
+                    match swe.runner() {
+                        Some(TestRunner::Script { script, .. }) => Some(script),
+                        _ => None,
+                    }
+                    .as_ref(),
+                )
                 .map(|p| globset::escape(p))
                 .chain(
                     Language::Python

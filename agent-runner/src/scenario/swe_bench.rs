@@ -51,6 +51,28 @@ pub struct SweBench {
     pub test_patch: String,
 }
 
+/// How a SWE-bench-format task's tests are run ([`SweBench::runner`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TestRunner {
+    /// `PYTHON -m pytest ARGS` (or `pytest ARGS`).
+    Pytest {
+        /// The interpreter.
+        python: String,
+        /// pytest's arguments before the test files.
+        args: Vec<String>,
+    },
+    /// `PYTHON SCRIPT ARGS`: a unittest runner script of the repository (Django's
+    /// `tests/runtests.py`), given the test modules ([`SweBench::script_labels`]).
+    Script {
+        /// The interpreter.
+        python: String,
+        /// The script, relative to the repository.
+        script: String,
+        /// Its arguments before the test modules.
+        args: Vec<String>,
+    },
+}
+
 impl SweBench {
     /// Every judged test with its set: `FAIL_TO_PASS` then `PASS_TO_PASS`, each once (a
     /// test in both counts as `FAIL_TO_PASS`).
@@ -83,6 +105,55 @@ impl SweBench {
         self.test_cmd
             .split_whitespace()
             .map(str::to_owned)
+            .collect()
+    }
+
+    /// How the tests run: pytest ([`SweBench::pytest`]), or a unittest runner script of
+    /// the repository (`./tests/runtests.py ...`, `python tests/runtests.py ...`: Django),
+    /// given SWE-bench's test ids `<method> (<module>.<Class>)`; `None` for anything else.
+    pub fn runner(&self) -> Option<TestRunner> {
+        if let Some((python, args)) = self.pytest() {
+            return Some(TestRunner::Pytest { python, args });
+        }
+        let is_python = |p: &str| {
+            std::path::Path::new(p)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("python"))
+        };
+        let (python, script, args) = match self.test_argv().as_slice() {
+            [python, script, rest @ ..] if is_python(python) && script.ends_with(".py") => {
+                (python.clone(), script.clone(), rest.to_vec())
+            }
+            [script, rest @ ..] if script.ends_with(".py") => {
+                ("python".to_owned(), script.clone(), rest.to_vec())
+            }
+            _ => return None,
+        };
+        let script = script.trim_start_matches("./").to_owned();
+        let inside =
+            !script.starts_with('/') && script.split('/').all(|c| c != ".." && !c.is_empty());
+        inside.then_some(TestRunner::Script {
+            python,
+            script,
+            args,
+        })
+    }
+
+    /// What a runner script is given to run: the Python files `test_patch` touches under
+    /// the script's directory, as dotted module names from there
+    /// (`tests/admin_views/tests.py` → `admin_views.tests` for `tests/runtests.py`).
+    pub fn script_labels(&self, script: &str) -> Vec<String> {
+        let dir = match script.rsplit_once('/') {
+            Some((dir, _)) => format!("{dir}/"),
+            None => String::new(),
+        };
+        patch_paths(&self.test_patch)
+            .iter()
+            .filter_map(|p| p.strip_prefix(&dir)?.strip_suffix(".py"))
+            .map(|module| module.replace('/', "."))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
             .collect()
     }
 
@@ -129,10 +200,11 @@ impl SweBench {
                 "swe_bench test {id:?} is not a node id inside the repository"
             ));
         }
-        if self.pytest().is_none() {
+        if self.runner().is_none() {
             return Err(format!(
-                "swe_bench.test_cmd {:?} runs no pytest: it must be `python -m pytest ...` or \
-                 `pytest ...`",
+                "swe_bench.test_cmd {:?} runs neither pytest nor a unittest runner script: it \
+                 must be `python -m pytest ...`, `pytest ...` or a script of the repository \
+                 (`./tests/runtests.py ...`)",
                 self.test_cmd
             ));
         }
