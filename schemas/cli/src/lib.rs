@@ -12,7 +12,7 @@
 //!   filtered by `RUST_LOG`.
 //! - [`paths`]: path flags resolved against the current directory as they are parsed.
 //! - [`signal`]: SIGINT / SIGTERM into a `CancellationToken`.
-//! - [`runtime`]: the tokio runtime of a command, and a command's result as the exit code.
+//! - [`runtime`](mod@runtime): the tokio runtime of a command, and a command's result as the exit code.
 //! - [`exit`]: the exit statuses all three share (0 ok, 1 failure, 2 usage, 130
 //!   interrupted) and the one way the error that ends a command is printed.
 
