@@ -60,29 +60,40 @@ fn import_instances(
     project: &Project,
     instances: &[(&str, &str)],
 ) -> (PathBuf, Output) {
-    let lines: String = instances
+    let records: Vec<String> = instances
         .iter()
-        .map(|(id, base)| format!("{}\n", project.instance(id, base)))
+        .map(|(id, base)| project.instance(id, base))
         .collect();
+    import_records(root, project, &records, &[])
+}
+
+/// `tasks import swe-bench` of the instance `records` of `project`, with `extra` flags,
+/// into the scenario `swe-local` of `root/scenarios`: that directory and the output.
+fn import_records(
+    root: &Path,
+    project: &Project,
+    records: &[String],
+    extra: &[&str],
+) -> (PathBuf, Output) {
+    let lines: String = records.iter().map(|r| format!("{r}\n")).collect();
     let file = root.join("instances.jsonl");
     fs::write(&file, lines).expect("write");
     let scenarios = root.join("scenarios");
-    let out = runner(
-        root,
-        &[
-            "tasks",
-            "import",
-            "swe-bench",
-            "--instances",
-            file.to_str().expect("utf-8"),
-            "--repos",
-            project.repos.to_str().expect("utf-8"),
-            "--scenarios-dir",
-            scenarios.to_str().expect("utf-8"),
-            "--scenario",
-            "swe-local",
-        ],
-    );
+    let mut args = vec![
+        "tasks",
+        "import",
+        "swe-bench",
+        "--instances",
+        file.to_str().expect("utf-8"),
+        "--repos",
+        project.repos.to_str().expect("utf-8"),
+        "--scenarios-dir",
+        scenarios.to_str().expect("utf-8"),
+        "--scenario",
+        "swe-local",
+    ];
+    args.extend_from_slice(extra);
+    let out = runner(root, &args);
     (scenarios, out)
 }
 
@@ -722,28 +733,11 @@ fn import_instance_in_image(
     project: &Project,
     instance: &str,
 ) -> PathBuf {
-    let instances = root.join("instances.jsonl");
-    fs::write(&instances, format!("{instance}\n")).expect("write");
-    let scenarios = root.join("scenarios");
-    let out = runner(
+    let (scenarios, out) = import_records(
         root,
-        &[
-            "tasks",
-            "import",
-            "swe-bench",
-            "--instances",
-            instances.to_str().expect("utf-8"),
-            "--repos",
-            project.repos.to_str().expect("utf-8"),
-            "--scenarios-dir",
-            scenarios.to_str().expect("utf-8"),
-            "--scenario",
-            "swe-local",
-            "--test-cmd",
-            "python3 -m pytest -rA",
-            "--image",
-            image,
-        ],
+        project,
+        &[instance.to_owned()],
+        &["--test-cmd", "python3 -m pytest -rA", "--image", image],
     );
     let report = text_of(&out);
     assert_eq!(out.status.code(), Some(0), "{report}");

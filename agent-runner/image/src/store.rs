@@ -143,12 +143,7 @@ impl ImageStore {
 
     fn lock(&self) -> Result<Flock<File>, ImageError> {
         let path = self.dir.join(".lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io(&path, e))?;
+        let file = lock_file(&path)?;
         Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| io(&path, e.into()))
     }
 
@@ -280,12 +275,7 @@ fn lease(dir: &Path) -> Result<PreparedImage, ImageError> {
     let text = fs::read(&json).map_err(|e| io(&json, e))?;
     let info: ImageInfo = serde_json::from_slice(&text).map_err(|e| io(&json, e.into()))?;
     let path = dir.join("lease");
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| io(&path, e))?;
+    let file = lock_file(&path)?;
     file.set_modified(SystemTime::now())
         .map_err(|e| io(&path, e))?;
     let lease = Flock::lock(file, FlockArg::LockShared).map_err(|(_, e)| io(&path, e.into()))?;
@@ -294,6 +284,17 @@ fn lease(dir: &Path) -> Result<PreparedImage, ImageError> {
         root: dir.join("rootfs"),
         _lease: lease,
     })
+}
+
+/// `path` opened for writing, made if missing and never truncated: a file that is only
+/// ever locked (`flock`), or whose mtime is all it says.
+fn lock_file(path: &Path) -> Result<File, ImageError> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| io(path, e))
 }
 
 /// Bytes the tree at `root` takes on disk (allocated blocks, each inode once).

@@ -93,6 +93,18 @@ pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// How many tool calls a bench times per measurement, and in how many rounds alternating
+/// the kinds it compares.
+#[derive(Debug, clap::Args)]
+pub struct CallRounds {
+    /// Calls per measurement of each kind.
+    #[arg(long, default_value_t = 200)]
+    pub calls: usize,
+    /// Alternating rounds of the kinds measured.
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+}
+
 /// Wall time of `calls` runs of `bash -c true` in `workdir` through the runner's
 /// [`bench_sandbox::run_shell`] confined by `confinement` (a tool call's path), sorted.
 ///

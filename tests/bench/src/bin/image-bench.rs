@@ -6,8 +6,8 @@
 //! - a **later** preparation, the image already unpacked (`skopeo inspect` and the
 //!   lease), `--laters` times;
 //! - a **tool call** (`bash -c true` through the runner's sandboxed shell) on the image's
-//!   root against the host's, alternating in `--rounds`, and what the image root adds
-//!   per call. Target: p50 added <= 50 ms.
+//!   root against the host's, `--calls` each, alternating in `--rounds`, and what the
+//!   image root adds per call. Target: p50 added <= 50 ms.
 //!
 //! `cargo run --release -p benchstream-bench --bin image-bench -- [--cache DIR]`
 //!
@@ -20,7 +20,7 @@ use anyhow::Context as _;
 use bench_image::{ImageRef, ImageStore};
 use bench_sandbox::{Confinement, ImageRoot};
 use bench_schemas::SandboxLimits;
-use benchstream_bench::{ms, percentile, shell_calls};
+use benchstream_bench::{ms, percentile, shell_calls, CallRounds};
 use benchstream_tests::images;
 use clap::Parser;
 
@@ -35,12 +35,9 @@ struct Args {
     /// Later preparations measured.
     #[arg(long, default_value_t = 20)]
     laters: usize,
-    /// Tool calls per measurement of each root.
-    #[arg(long, default_value_t = 100)]
-    calls: usize,
-    /// Alternating rounds of host-root and image-root calls.
-    #[arg(long, default_value_t = 3)]
-    rounds: usize,
+    /// Tool calls on the host's root and the image's, alternating.
+    #[command(flatten)]
+    timing: CallRounds,
 }
 
 #[tokio::main]
@@ -101,9 +98,9 @@ async fn main() -> anyhow::Result<()> {
     }));
     let workdir = tempfile::tempdir()?;
     let (mut on_host, mut on_image) = (Vec::new(), Vec::new());
-    for round in 1..=args.rounds {
-        let h = shell_calls(&host_root, workdir.path(), args.calls).await?;
-        let i = shell_calls(&image_root, workdir.path(), args.calls).await?;
+    for round in 1..=args.timing.rounds {
+        let h = shell_calls(&host_root, workdir.path(), args.timing.calls).await?;
+        let i = shell_calls(&image_root, workdir.path(), args.timing.calls).await?;
         println!(
             "round {round}: p50 host root {:.2} ms, image root {:.2} ms",
             ms(percentile(&h, 0.5)),

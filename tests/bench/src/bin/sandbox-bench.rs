@@ -18,17 +18,14 @@ use std::time::Duration;
 use anyhow::Context as _;
 use bench_sandbox::{host, Confinement};
 use bench_schemas::SandboxLimits;
-use benchstream_bench::{ms, percentile, shell_calls};
+use benchstream_bench::{ms, percentile, shell_calls, CallRounds};
 use clap::Parser;
 
 #[derive(Debug, Parser)]
 struct Args {
-    /// Calls per measurement of each kind.
-    #[arg(long, default_value_t = 200)]
-    calls: usize,
-    /// Alternating rounds of plain and sandboxed calls.
-    #[arg(long, default_value_t = 3)]
-    rounds: usize,
+    /// Calls of bare, unsandboxed and sandboxed `bash -c true`, alternating.
+    #[command(flatten)]
+    timing: CallRounds,
 }
 
 #[tokio::main]
@@ -65,13 +62,13 @@ async fn main() -> anyhow::Result<()> {
     let mut sandboxed_all = Vec::new();
     // CPU time of all calls of each kind: bare, unsandboxed, sandboxed.
     let mut cpu = [Duration::ZERO; 3];
-    for round in 1..=args.rounds {
+    for round in 1..=args.timing.rounds {
         let before = children_cpu()?;
-        let b = measure_bare(workdir.path(), args.calls).await?;
+        let b = measure_bare(workdir.path(), args.timing.calls).await?;
         let after_bare = children_cpu()?;
-        let p = shell_calls(&plain, workdir.path(), args.calls).await?;
+        let p = shell_calls(&plain, workdir.path(), args.timing.calls).await?;
         let after_plain = children_cpu()?;
-        let s = shell_calls(&sandboxed, workdir.path(), args.calls).await?;
+        let s = shell_calls(&sandboxed, workdir.path(), args.timing.calls).await?;
         let after_sandboxed = children_cpu()?;
         cpu[0] += after_bare.saturating_sub(before);
         cpu[1] += after_plain.saturating_sub(after_bare);
