@@ -120,6 +120,19 @@ fn sandbox_imports_nothing_of_the_runner() {
     assert_imports_nothing_of("agent-runner/sandbox", "agent-runner");
 }
 
+#[test]
+fn image_modules_form_no_cycle() {
+    assert_no_cycle("agent-runner/image");
+}
+
+/// The image store turns references into root file systems: it knows nothing of runs,
+/// tasks or the sandbox that mounts what it unpacks.
+#[test]
+fn image_imports_nothing_of_the_runner_or_the_sandbox() {
+    assert_imports_nothing_of("agent-runner/image", "agent-runner");
+    assert_imports_nothing_of("agent-runner/image", "bench-sandbox");
+}
+
 /// Fails naming the manifest of the workspace crate in `dir` if it depends on the package
 /// `above`, and each of its source files whose code names that crate.
 fn assert_imports_nothing_of(dir: &str, above: &str) {
