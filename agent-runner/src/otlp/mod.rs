@@ -12,6 +12,8 @@
 //!   instrumentation libraries use.
 //! - [`mapping`]: spans → events (the table in `schemas/README.md`, "OpenTelemetry
 //!   traces"); pure, no I/O.
+//! - [`runs`]: the runs under way and the model calls seen of each, for the totals of
+//!   the `run_stop` a root span brings.
 //! - [`receiver`]: the HTTP server: auth, decoding, mapping, publishing, and the reply
 //!   once every event is acknowledged or spooled.
 //!
@@ -25,6 +27,7 @@ pub(crate) mod args;
 pub(crate) mod body;
 pub(crate) mod mapping;
 pub(crate) mod receiver;
+pub(crate) mod runs;
 pub(crate) mod span;
 
 pub use args::{OtlpArgs, OtlpConfig};

@@ -33,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::{BearerToken, OtlpConfig};
 use super::body::{self, BodyError, Encoding};
 use super::mapping::Mapper;
+use super::runs::{Ledger, DEFAULT_RUN_IDLE};
 use crate::error::{Error, Exit, OtlpError, Outcome};
 
 /// Reasons kept in one reply's `partial_success.error_message`, at most.
@@ -49,6 +50,9 @@ pub struct Counts {
     pub rejected_spans: u64,
     /// Events acknowledged or spooled.
     pub events: u64,
+    /// Model calls that came after their run's `run_stop` (in their own rows, not in the
+    /// run's totals).
+    pub late_calls: u64,
 }
 
 /// What `agent-runner otlp` reports when it stops.
@@ -65,8 +69,8 @@ impl fmt::Display for OtlpReport {
         let c = &self.counts;
         writeln!(
             f,
-            "otlp: {} requests, {} spans ({} rejected), {} events",
-            c.requests, c.spans, c.rejected_spans, c.events
+            "otlp: {} requests, {} spans ({} rejected), {} events, {} model calls after their run's root",
+            c.requests, c.spans, c.rejected_spans, c.events, c.late_calls
         )?;
         writeln!(f, "{}", self.delivery)
     }
@@ -118,6 +122,7 @@ pub async fn serve(
             prices: config.prices.clone(),
             experiment: config.experiment.clone(),
         },
+        ledger: Ledger::new(chrono::Utc::now(), DEFAULT_RUN_IDLE),
         token: config.bearer_token.clone(),
         max_body_bytes: config.max_body_bytes,
         publisher,
@@ -134,12 +139,15 @@ pub async fn serve(
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
         .map_err(OtlpError::Serve)?;
-    Ok(shared.counters.snapshot())
+    let mut counts = shared.counters.snapshot();
+    counts.late_calls = shared.ledger.late_calls();
+    Ok(counts)
 }
 
 /// What every request handler shares.
 struct Shared {
     mapper: Mapper,
+    ledger: Ledger,
     token: Option<BearerToken>,
     max_body_bytes: usize,
     publisher: PublisherHandle,
@@ -161,6 +169,7 @@ impl Counters {
             spans: self.spans.load(Ordering::Relaxed),
             rejected_spans: self.rejected_spans.load(Ordering::Relaxed),
             events: self.events.load(Ordering::Relaxed),
+            late_calls: 0,
         }
     }
 }
@@ -186,7 +195,7 @@ async fn export(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         Ok(request) => request,
         Err(e) => return refuse(&e),
     };
-    let mapped = shared.mapper.map(&request);
+    let mapped = shared.mapper.map(&request, &shared.ledger);
     let mut reasons = mapped.reasons;
     // Spans with an event that can never be delivered.
     let mut undeliverable = BTreeSet::new();
