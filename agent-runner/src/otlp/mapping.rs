@@ -33,7 +33,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::runs::{Call, Ledger, Totals};
-use super::span::{attribute_str, event_number, event_str, tokens, SpanView};
+use super::span::{attribute_str, event_number, event_str, tokens, Attributes, SpanView};
 use crate::exec::protocol::derived_uuid;
 use crate::pricing::{PriceTable, Prices, Usd};
 use crate::prologue::{recorded_run_start, Provenance};
@@ -132,7 +132,7 @@ impl Mapper {
             for span in resource_spans.scope_spans.iter().flat_map(|s| &s.spans) {
                 let index = mapped.spans as usize;
                 mapped.spans += 1;
-                let view = SpanView { span, resource };
+                let view = SpanView::new(span, resource);
                 let ids = match SpanIds::of(span) {
                     Ok(ids) => ids,
                     Err(reason) => {
@@ -193,10 +193,7 @@ impl SpanIds {
         }
         let remote_parent = span.flags & PARENT_IS_REMOTE_KNOWN != 0
             && span.flags & PARENT_IS_REMOTE != 0
-            && SpanKind::of(&SpanView {
-                span,
-                resource: &[],
-            }) == SpanKind::Agent;
+            && SpanKind::of(&SpanView::new(span, &[])) == SpanKind::Agent;
         Ok(SpanIds {
             trace: hex(&span.trace_id),
             span: hex(&span.span_id),
@@ -208,7 +205,7 @@ impl SpanIds {
 
     /// The id of this span's event of `kind` (`run_start`, `step`, `failure/0`, ...).
     fn derived(&self, kind: &str) -> Uuid {
-        derived_uuid(&format!("otlp/{}/{}/{kind}", self.trace, self.span))
+        span_event_id(&self.trace, &self.span, kind)
     }
 
     fn latency_ms(&self) -> u64 {
@@ -219,7 +216,7 @@ impl SpanIds {
 /// What picks a run's task, policy and scenario: the `benchstream.*` attributes a span
 /// (or its resource) gives, and the service.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct ContextKey<'a> {
+pub(super) struct ContextKey<'a> {
     service: &'a str,
     task: Option<&'a str>,
     policy: Option<&'a str>,
@@ -227,7 +224,7 @@ struct ContextKey<'a> {
 }
 
 impl<'a> ContextKey<'a> {
-    fn of(view: &SpanView<'a>) -> Self {
+    pub(super) fn of(view: &Attributes<'a>) -> Self {
         ContextKey {
             service: service(view),
             task: view.str(&["benchstream.task_id"]),
@@ -239,8 +236,8 @@ impl<'a> ContextKey<'a> {
 
 /// The envelope fields every event of a run shares except its id.
 #[derive(Debug)]
-struct RunContext {
-    service: String,
+pub(super) struct RunContext {
+    pub(super) service: String,
     task_id: String,
     policy_id: String,
     scenario: String,
@@ -251,7 +248,7 @@ struct RunContext {
 }
 
 impl RunContext {
-    fn of(view: &SpanView<'_>) -> RunContext {
+    pub(super) fn of(view: &Attributes<'_>) -> RunContext {
         let key = ContextKey::of(view);
         let service = key.service.to_owned();
         let env = Provenance::Trace {
@@ -274,13 +271,42 @@ impl RunContext {
     }
 }
 
-fn service<'a>(view: &SpanView<'a>) -> &'a str {
+impl RunContext {
+    /// An event of this run: `(event id, run id, step id)`.
+    pub(super) fn event(
+        &self,
+        (event_id, run_id, step_id): (Uuid, Uuid, Option<Uuid>),
+        ts: DateTime<Utc>,
+        host: &str,
+        payload: Payload,
+    ) -> BenchmarkEvent {
+        BenchmarkEvent {
+            schema_version: SCHEMA_VERSION,
+            event_id,
+            run_id,
+            task_id: self.task_id.clone(),
+            step_id,
+            seq: None,
+            ts,
+            policy_id: self.policy_id.clone(),
+            cfg_hash: self.cfg_hash.clone(),
+            env_hash: self.env_hash.clone(),
+            // A trace states no seed.
+            seed: None,
+            host: host.to_owned(),
+            payload,
+            extra: serde_json::Map::new(),
+        }
+    }
+}
+
+fn service<'a>(view: &Attributes<'a>) -> &'a str {
     attribute_str(view.resource, "service.name").unwrap_or(UNKNOWN_SERVICE)
 }
 
 /// `benchstream.run_id` (a UUID as is, any other text through a derived UUID), else a
 /// UUID derived from the service and the trace id.
-fn run_id(view: &SpanView<'_>, service: &str, trace: &str) -> Uuid {
+pub(super) fn run_id(view: &Attributes<'_>, service: &str, trace: &str) -> Uuid {
     match view.str(&["benchstream.run_id"]) {
         Some(given) => {
             Uuid::try_parse(given).unwrap_or_else(|_| derived_uuid(&format!("otlp/run/{given}")))
@@ -421,23 +447,12 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
         step_id: Option<Uuid>,
         payload: Payload,
     ) -> BenchmarkEvent {
-        BenchmarkEvent {
-            schema_version: SCHEMA_VERSION,
-            event_id: self.ids.derived(kind),
-            run_id: self.run_id,
-            task_id: self.context.task_id.clone(),
-            step_id,
-            seq: None,
+        self.context.event(
+            (self.ids.derived(kind), self.run_id, step_id),
             ts,
-            policy_id: self.context.policy_id.clone(),
-            cfg_hash: self.context.cfg_hash.clone(),
-            env_hash: self.context.env_hash.clone(),
-            // A trace states no seed.
-            seed: None,
-            host: self.mapper.host.clone(),
+            &self.mapper.host,
             payload,
-            extra: serde_json::Map::new(),
-        }
+        )
     }
 
     fn run_start(&self, config: RunConfig, scoring_version: &str) -> Payload {
@@ -754,8 +769,13 @@ fn price(prices: &Prices, d: &mut Deliberation) {
     }
 }
 
+/// The id of the event of `kind` of span `span` of trace `trace` (both hex).
+pub(super) fn span_event_id(trace: &str, span: &str, kind: &str) -> Uuid {
+    derived_uuid(&format!("otlp/{trace}/{span}/{kind}"))
+}
+
 /// Nanoseconds since the epoch → a time; 0 (unset) is none.
-fn time(unix_nano: u64) -> Option<DateTime<Utc>> {
+pub(super) fn time(unix_nano: u64) -> Option<DateTime<Utc>> {
     if unix_nano == 0 {
         return None;
     }
@@ -763,7 +783,7 @@ fn time(unix_nano: u64) -> Option<DateTime<Utc>> {
     Some(DateTime::from_timestamp_nanos(nanos))
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -25,6 +25,7 @@
 
 pub(crate) mod args;
 pub(crate) mod body;
+pub(crate) mod logs;
 pub(crate) mod mapping;
 pub(crate) mod receiver;
 pub(crate) mod runs;

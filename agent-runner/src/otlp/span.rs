@@ -41,20 +41,36 @@ pub mod tokens {
     ];
 }
 
-/// One span with the resource that produced it.
+/// The attributes of one span or log record, and those of the resource that produced it.
+#[derive(Debug, Clone, Copy)]
+pub struct Attributes<'a> {
+    /// The span's or record's own.
+    pub own: &'a [KeyValue],
+    /// Its resource's (`service.name`, `benchstream.*`, ...).
+    pub resource: &'a [KeyValue],
+}
+
+/// One span with the resource that produced it; its attributes through `Deref`.
 #[derive(Debug, Clone, Copy)]
 pub struct SpanView<'a> {
     /// The span.
     pub span: &'a Span,
-    /// Its resource's attributes (`service.name`, `benchstream.*`, ...).
-    pub resource: &'a [KeyValue],
+    attributes: Attributes<'a>,
 }
 
-impl<'a> SpanView<'a> {
+impl<'a> std::ops::Deref for SpanView<'a> {
+    type Target = Attributes<'a>;
+
+    fn deref(&self) -> &Attributes<'a> {
+        &self.attributes
+    }
+}
+
+impl<'a> Attributes<'a> {
     /// The value of the first of `keys` the span (or, failing that, its resource) has.
     fn value(&self, keys: &[&str]) -> Option<&'a Value> {
         keys.iter()
-            .find_map(|key| find(&self.span.attributes, key).or_else(|| find(self.resource, key)))
+            .find_map(|key| find(self.own, key).or_else(|| find(self.resource, key)))
     }
 
     /// A string attribute (the first of `keys` present as a non-empty string).
@@ -100,11 +116,21 @@ impl<'a> SpanView<'a> {
         }
     }
 
-    /// The span's own attribute only (not the resource's).
+    /// The own attribute only (not the resource's).
     pub fn own_str(&self, key: &str) -> Option<&'a str> {
-        match find(&self.span.attributes, key) {
-            Some(Value::StringValue(s)) if !s.is_empty() => Some(s.as_str()),
-            _ => None,
+        attribute_str(self.own, key)
+    }
+}
+
+impl<'a> SpanView<'a> {
+    /// `span` of `resource`.
+    pub fn new(span: &'a Span, resource: &'a [KeyValue]) -> Self {
+        SpanView {
+            span,
+            attributes: Attributes {
+                own: &span.attributes,
+                resource,
+            },
         }
     }
 
@@ -137,6 +163,39 @@ pub fn attribute_str<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a st
         Some(Value::StringValue(s)) if !s.is_empty() => Some(s.as_str()),
         _ => None,
     }
+}
+
+/// An OTLP value as JSON: arrays and key-value lists become JSON arrays and objects,
+/// bytes lowercase hex, a non-finite double and an unset value null.
+pub fn to_json(value: Option<&AnyValue>) -> serde_json::Value {
+    use serde_json::Value as Json;
+    match value.and_then(|v| v.value.as_ref()) {
+        None => Json::Null,
+        Some(Value::StringValue(s)) => Json::from(s.as_str()),
+        Some(Value::BoolValue(b)) => Json::from(*b),
+        Some(Value::IntValue(n)) => Json::from(*n),
+        Some(Value::DoubleValue(x)) => {
+            serde_json::Number::from_f64(*x).map_or(Json::Null, Json::Number)
+        }
+        Some(Value::ArrayValue(a)) => a.values.iter().map(|v| to_json(Some(v))).collect(),
+        Some(Value::KvlistValue(list)) => attributes_json(&list.values),
+        Some(Value::BytesValue(b)) => {
+            Json::from(b.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        }
+        // An index into a string table only profiles carry: nothing to resolve it with.
+        Some(Value::StringValueStrindex(_)) => Json::Null,
+    }
+}
+
+/// Attributes as a JSON object (the first value of a key repeated wins).
+pub fn attributes_json(attributes: &[KeyValue]) -> serde_json::Value {
+    let mut object = serde_json::Map::new();
+    for kv in attributes {
+        if !object.contains_key(&kv.key) {
+            object.insert(kv.key.clone(), to_json(kv.value.as_ref()));
+        }
+    }
+    serde_json::Value::Object(object)
 }
 
 fn find<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a Value> {
