@@ -33,7 +33,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::runs::{Call, Ledger, Totals};
-use super::span::{attribute_str, event_number, event_str, tokens, Attributes, SpanView};
+use super::span::{attribute_str, event_number, event_str, keys, tokens, Attributes, SpanView};
 use crate::exec::protocol::derived_uuid;
 use crate::pricing::{PriceTable, Prices, Usd};
 use crate::prologue::{recorded_run_start, Provenance};
@@ -73,19 +73,23 @@ pub enum SpanKind {
 impl SpanKind {
     /// The kind of `view`'s span.
     pub fn of(view: &SpanView<'_>) -> SpanKind {
-        let operation = view
-            .own_str("gen_ai.operation.name")
-            // OpenLLMetry's older names.
-            .or_else(|| view.own_str("llm.request.type"))
-            .or_else(|| view.own_str("traceloop.span.kind"));
-        match operation {
-            Some("chat" | "text_completion" | "generate_content" | "completion") => {
-                SpanKind::Inference
-            }
-            Some("execute_tool" | "tool") => SpanKind::Tool,
-            Some("invoke_agent" | "invoke_workflow" | "create_agent" | "agent" | "workflow") => {
-                SpanKind::Agent
-            }
+        let operation = keys::OPERATION.iter().find_map(|k| view.own_str(k));
+        if let Some(operation) = operation {
+            return match operation {
+                "chat" | "text_completion" | "generate_content" | "completion" => {
+                    SpanKind::Inference
+                }
+                "execute_tool" | "tool" => SpanKind::Tool,
+                "invoke_agent" | "invoke_workflow" | "create_agent" | "agent" | "workflow" => {
+                    SpanKind::Agent
+                }
+                _ => SpanKind::Other,
+            };
+        }
+        match view.own_str(keys::OPENINFERENCE_KIND) {
+            Some("LLM") => SpanKind::Inference,
+            Some("TOOL") => SpanKind::Tool,
+            Some("AGENT") => SpanKind::Agent,
             _ => SpanKind::Other,
         }
     }
@@ -525,21 +529,12 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
         let input = v.count(tokens::INPUT);
         let output = v.count(tokens::OUTPUT);
         let known = |n: Option<u64>| input.and(output).and(n);
-        let finish = v.strings("gen_ai.response.finish_reasons");
-        let raw_output = v
-            .str(&["gen_ai.output.messages", "gen_ai.completion.0.content"])
-            .unwrap_or_default()
-            .to_owned();
+        let finish = v.strings(keys::FINISH_REASONS);
+        let raw_output = v.text(keys::OUTPUT).unwrap_or_default();
         let mut d = Deliberation {
-            agent: v.str(&["gen_ai.agent.name"]).unwrap_or("agent").to_owned(),
-            provider: v
-                .str(&["gen_ai.provider.name", "gen_ai.system"])
-                .unwrap_or(UNKNOWN)
-                .to_owned(),
-            model: v
-                .str(&["gen_ai.response.model", "gen_ai.request.model"])
-                .unwrap_or(UNKNOWN)
-                .to_owned(),
+            agent: v.str(keys::AGENT).unwrap_or("agent").to_owned(),
+            provider: v.str(keys::PROVIDER).unwrap_or(UNKNOWN).to_owned(),
+            model: v.str(keys::MODEL).unwrap_or(UNKNOWN).to_owned(),
             status: match &error {
                 None => DeliberationStatus::Ok,
                 Some(e) if e.mentions("timeout") => DeliberationStatus::Timeout,
@@ -578,14 +573,14 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
 
     fn tool_call(&self) -> ToolCall {
         let v = &self.view;
-        let name = v.str(&["gen_ai.tool.name"]).unwrap_or_else(|| {
+        let name = v.str(keys::TOOL_NAME).unwrap_or_else(|| {
             let name = v.span.name.as_str();
             name.strip_prefix("execute_tool ").unwrap_or(name)
         });
         // Arguments as JSON when they are JSON text, so that the hash does not depend on
         // the producer's whitespace.
         let arguments = v
-            .str(&["gen_ai.tool.call.arguments", "traceloop.entity.input"])
+            .str(keys::TOOL_ARGUMENTS)
             .map(|a| serde_json::from_str::<Value>(a).unwrap_or_else(|_| Value::from(a)))
             .unwrap_or(Value::Null);
         let error = self.error();
@@ -598,7 +593,7 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
         };
         ToolCall {
             tool_name: name.to_owned(),
-            call_id: self.view.str(&["gen_ai.tool.call.id"]).map(str::to_owned),
+            call_id: self.view.str(keys::TOOL_CALL_ID).map(str::to_owned),
             tool_args_hash: arguments.canonical_hash(),
             latency_ms: Some(self.ids.latency_ms()),
             // A span does not say how often the tool was tried.
@@ -649,17 +644,11 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
         let v = &self.view;
         let root = match kind {
             SpanKind::Tool => FailureRoot::Tool {
-                tool_name: v
-                    .str(&["gen_ai.tool.name"])
-                    .unwrap_or(&v.span.name)
-                    .to_owned(),
+                tool_name: v.str(keys::TOOL_NAME).unwrap_or(&v.span.name).to_owned(),
                 usage_error: error.describe(),
             },
             SpanKind::Inference => FailureRoot::Provider {
-                provider: v
-                    .str(&["gen_ai.provider.name", "gen_ai.system"])
-                    .unwrap_or(UNKNOWN)
-                    .to_owned(),
+                provider: v.str(keys::PROVIDER).unwrap_or(UNKNOWN).to_owned(),
                 api_error: error.describe(),
                 failed_calls: 1,
             },
@@ -1013,6 +1002,87 @@ mod tests {
             (None, PricingSource::Unknown)
         );
         assert_eq!(b.prompt_price_per_mtok, None);
+    }
+
+    fn deliberation_of(attributes: Vec<KeyValue>) -> Deliberation {
+        mapper()
+            .map_alone(&request(vec![span(2, Some(1), attributes)]))
+            .events
+            .into_iter()
+            .find_map(|(_, e)| match e.payload {
+                Payload::Deliberation(d) => Some(d),
+                _ => None,
+            })
+            .expect("an inference span")
+    }
+
+    #[test]
+    fn openinference_and_older_conventions_fill_the_same_columns() {
+        let openinference = deliberation_of(vec![
+            text("openinference.span.kind", "LLM"),
+            text("llm.model_name", "model-a"),
+            text("llm.system", "openai"),
+            int("llm.token_count.prompt", 100),
+            int("llm.token_count.completion", 10),
+            int("llm.token_count.prompt_details.cache_read", 40),
+            int("llm.token_count.prompt_details.cache_write", 5),
+            int("llm.token_count.completion_details.reasoning", 3),
+            text("llm.output_messages.0.message.content", "done"),
+        ]);
+        assert_eq!(
+            (
+                openinference.model.as_str(),
+                openinference.provider.as_str(),
+                openinference.input_tokens,
+                openinference.cached_input_tokens,
+                openinference.cache_write_tokens,
+                openinference.output_tokens,
+                openinference.reasoning_tokens,
+                openinference.raw_output.as_str(),
+            ),
+            (
+                "model-a",
+                "openai",
+                Some(100),
+                Some(40),
+                Some(5),
+                Some(10),
+                Some(3),
+                "done"
+            )
+        );
+        let older = deliberation_of(vec![
+            text("llm.request.type", "chat"),
+            text("gen_ai.system", "anthropic"),
+            text("gen_ai.request.model", "model-b"),
+            int("llm.usage.prompt_tokens", 7),
+            int("llm.usage.completion_tokens", 2),
+            text("gen_ai.completion.0.content", "older"),
+        ]);
+        assert_eq!(
+            (
+                older.provider.as_str(),
+                older.input_tokens,
+                older.output_tokens,
+                older.cached_input_tokens,
+                older.raw_output.as_str()
+            ),
+            ("anthropic", Some(7), Some(2), None, "older"),
+            "what the convention does not say is NULL"
+        );
+        let message = AnyValue {
+            value: Some(any_value::Value::StringValue("assistant".to_owned())),
+        };
+        let structured = deliberation_of(vec![
+            text("gen_ai.operation.name", "chat"),
+            kv(
+                "gen_ai.output.messages",
+                any_value::Value::ArrayValue(opentelemetry_proto::tonic::common::v1::ArrayValue {
+                    values: vec![message],
+                }),
+            ),
+        ]);
+        assert_eq!(structured.raw_output, r#"["assistant"]"#);
     }
 
     #[test]

@@ -7,37 +7,96 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 use opentelemetry_proto::tonic::trace::v1::Span;
 
-/// The GenAI conventions' token attributes and their aliases, most current first.
+/// The attributes each fact of a span is read from, in the order tried: the current
+/// GenAI conventions, their older names, OpenLLMetry's (traceloop) and OpenInference's.
+/// The table in `schemas/README.md` ("OpenTelemetry traces") lists them per convention.
+pub mod keys {
+    /// What a span is: `gen_ai.operation.name`, then OpenLLMetry's older names.
+    pub const OPERATION: &[&str] = &[
+        "gen_ai.operation.name",
+        "llm.request.type",
+        "traceloop.span.kind",
+    ];
+    /// What a span is, in OpenInference's words (`LLM`, `TOOL`, `AGENT`, ...).
+    pub const OPENINFERENCE_KIND: &str = "openinference.span.kind";
+    /// The model: the one that answered, then the one asked for, then OpenInference's.
+    pub const MODEL: &[&str] = &[
+        "gen_ai.response.model",
+        "gen_ai.request.model",
+        "llm.model_name",
+    ];
+    /// The provider: current, older (`gen_ai.system`, also OpenLLMetry's), OpenInference's.
+    pub const PROVIDER: &[&str] = &[
+        "gen_ai.provider.name",
+        "gen_ai.system",
+        "llm.provider",
+        "llm.system",
+    ];
+    /// The agent that made the call.
+    pub const AGENT: &[&str] = &["gen_ai.agent.name", "agent.name"];
+    /// Why the model stopped (an array, or one string).
+    pub const FINISH_REASONS: &[&str] = &["gen_ai.response.finish_reasons", "llm.finish_reason"];
+    /// What the model answered: the current structured messages (a JSON string or an
+    /// OTLP array), the older indexed completion, OpenInference's first output message.
+    pub const OUTPUT: &[&str] = &[
+        "gen_ai.output.messages",
+        "gen_ai.completion.0.content",
+        "llm.output_messages.0.message.content",
+    ];
+    /// A tool span's tool: current, OpenInference's, OpenLLMetry's entity name.
+    pub const TOOL_NAME: &[&str] = &["gen_ai.tool.name", "tool.name", "traceloop.entity.name"];
+    /// A tool span's arguments: current, OpenLLMetry's entity input, OpenInference's input.
+    pub const TOOL_ARGUMENTS: &[&str] = &[
+        "gen_ai.tool.call.arguments",
+        "traceloop.entity.input",
+        "input.value",
+    ];
+    /// A tool span's call id: current, OpenInference's.
+    pub const TOOL_CALL_ID: &[&str] = &["gen_ai.tool.call.id", "tool_call.id"];
+}
+
+/// The token attributes of each convention, in the order tried.
 pub mod tokens {
-    /// Prompt tokens, cached included: the current name, then the legacy one (also
-    /// OpenLLMetry's).
-    pub const INPUT: &[&str] = &["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"];
+    /// Prompt tokens, cached included: the current name, the older one (also
+    /// OpenLLMetry's), OpenLLMetry's `llm.usage.*`, OpenInference's.
+    pub const INPUT: &[&str] = &[
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.prompt_tokens",
+        "llm.usage.prompt_tokens",
+        "llm.token_count.prompt",
+    ];
     /// Completion tokens, reasoning included.
     pub const OUTPUT: &[&str] = &[
         "gen_ai.usage.output_tokens",
         "gen_ai.usage.completion_tokens",
+        "llm.usage.completion_tokens",
+        "llm.token_count.completion",
     ];
     /// Prompt tokens read from the provider's cache: the current name, OpenLLMetry's,
-    /// Sentry's, pydantic-ai's.
+    /// Sentry's, pydantic-ai's, OpenInference's.
     pub const CACHE_READ: &[&str] = &[
         "gen_ai.usage.cache_read.input_tokens",
         "gen_ai.usage.cache_read_input_tokens",
         "gen_ai.usage.input_tokens.cached",
         "gen_ai.usage.details.cache_read_tokens",
+        "llm.token_count.prompt_details.cache_read",
     ];
     /// Prompt tokens written to the provider's cache: the current name, OpenLLMetry's,
-    /// pydantic-ai's.
+    /// pydantic-ai's, OpenInference's.
     pub const CACHE_WRITE: &[&str] = &[
         "gen_ai.usage.cache_creation.input_tokens",
         "gen_ai.usage.cache_creation_input_tokens",
         "gen_ai.usage.details.cache_write_tokens",
+        "llm.token_count.prompt_details.cache_write",
     ];
-    /// Hidden reasoning tokens: the current name, OpenLLMetry's, Sentry's, pydantic-ai's.
+    /// Hidden reasoning tokens: the current name, OpenLLMetry's, Sentry's, pydantic-ai's,
+    /// OpenInference's.
     pub const REASONING: &[&str] = &[
         "gen_ai.usage.reasoning.output_tokens",
         "gen_ai.usage.reasoning_tokens",
         "gen_ai.usage.output_tokens.reasoning",
         "gen_ai.usage.details.reasoning_tokens",
+        "llm.token_count.completion_details.reasoning",
     ];
 }
 
@@ -100,9 +159,10 @@ impl<'a> Attributes<'a> {
         }
     }
 
-    /// A string-array attribute (a lone string counts as one element).
-    pub fn strings(&self, key: &str) -> Vec<&'a str> {
-        match self.value(&[key]) {
+    /// A string-array attribute, the first of `keys` present (a lone string counts as
+    /// one element).
+    pub fn strings(&self, keys: &[&str]) -> Vec<&'a str> {
+        match self.value(keys) {
             Some(Value::ArrayValue(array)) => array
                 .values
                 .iter()
@@ -114,6 +174,21 @@ impl<'a> Attributes<'a> {
             Some(Value::StringValue(s)) => vec![s.as_str()],
             _ => Vec::new(),
         }
+    }
+
+    /// A text attribute: a non-empty string as it is, a structured value (an array or a
+    /// key-value list, as the current conventions allow for messages) as JSON text.
+    pub fn text(&self, keys: &[&str]) -> Option<String> {
+        keys.iter().find_map(|key| match self.value(&[key])? {
+            Value::StringValue(s) if !s.is_empty() => Some(s.clone()),
+            structured @ (Value::ArrayValue(_) | Value::KvlistValue(_)) => Some(
+                to_json(Some(&AnyValue {
+                    value: Some(structured.clone()),
+                }))
+                .to_string(),
+            ),
+            _ => None,
+        })
     }
 
     /// The own attribute only (not the resource's).

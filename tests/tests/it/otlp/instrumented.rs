@@ -58,14 +58,33 @@ struct Family {
     cache_and_reasoning: [&'static str; 2],
     /// GenAI log records it emits with content capture on.
     log_records: u64,
+    /// Whether its tool spans state the tool call's id.
+    call_id: bool,
 }
 
-const FAMILIES: &[Family] = &[Family {
-    name: "v2",
-    transport: "http",
-    cache_and_reasoning: ["\\N\t\\N", "\\N\t\\N"],
-    log_records: 2,
-}];
+const FAMILIES: &[Family] = &[
+    Family {
+        name: "v2",
+        transport: "http",
+        cache_and_reasoning: ["\\N\t\\N", "\\N\t\\N"],
+        log_records: 2,
+        call_id: true,
+    },
+    Family {
+        name: "openllmetry",
+        transport: "http",
+        cache_and_reasoning: ["40\t3", "0\t0"],
+        log_records: 0,
+        call_id: false,
+    },
+    Family {
+        name: "openinference",
+        transport: "json",
+        cache_and_reasoning: ["40\t3", "0\t0"],
+        log_records: 0,
+        call_id: true,
+    },
+];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn each_instrumentation_family_lands_its_calls_totals_and_content_once() {
@@ -193,7 +212,10 @@ fn check(ch: &benchstream_tests::ClickHouseServer, family: &Family) {
                  FROM benchstream.tool_calls WHERE {of_run} FORMAT TSV"
             )
         ),
-        "1\tread_file\tok\t1",
+        format!(
+            "1\tread_file\tok\t{}",
+            if family.call_id { "1" } else { "\\N" }
+        ),
         "{name}: the tool-call turn"
     );
     assert_eq!(
