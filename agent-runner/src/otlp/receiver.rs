@@ -109,12 +109,11 @@ impl Outcome for OtlpReport {
 
 /// Binds, starts the publisher, serves until `shutdown`, then drains the publisher.
 pub async fn run(config: OtlpConfig, shutdown: CancellationToken) -> Result<OtlpReport, Error> {
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| OtlpError::Bind {
-            addr: config.listen,
-            source,
-        })?;
+    let http = bind(config.listen).await?;
+    let grpc = match config.grpc_listen {
+        Some(addr) => Some(bind(addr).await?),
+        None => None,
+    };
     let publisher = Publisher::connect(&config.publish).await?;
     // A publisher that failed for good (spool full or broken) can keep nothing more: stop.
     let stop = shutdown.child_token();
@@ -124,7 +123,7 @@ pub async fn run(config: OtlpConfig, shutdown: CancellationToken) -> Result<Otlp
         failed.cancelled().await;
         stop_on_failure.cancel();
     });
-    let counts = serve(listener, &config, publisher.handle(), stop).await;
+    let counts = serve(http, grpc, &config, publisher.handle(), stop).await;
     watch.abort();
     let delivery = publisher.finish().await?;
     Ok(OtlpReport {
@@ -133,10 +132,18 @@ pub async fn run(config: OtlpConfig, shutdown: CancellationToken) -> Result<Otlp
     })
 }
 
-/// Serves OTLP/HTTP on `listener`, publishing through `publisher`, until `shutdown`;
-/// requests under way are answered first.
+async fn bind(addr: std::net::SocketAddr) -> Result<TcpListener, OtlpError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| OtlpError::Bind { addr, source })
+}
+
+/// Serves OTLP/HTTP on `http` (and OTLP/gRPC on `grpc`, when given), publishing through
+/// `publisher`, until `shutdown`; requests under way are answered first. Both share one
+/// mapping, one memory of the runs under way and one set of counts.
 pub async fn serve(
-    listener: TcpListener,
+    http: TcpListener,
+    grpc: Option<TcpListener>,
     config: &OtlpConfig,
     publisher: PublisherHandle,
     shutdown: CancellationToken,
@@ -159,13 +166,39 @@ pub async fn serve(
         .route("/v1/metrics", post(metrics))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
         .with_state(shared.clone());
-    if let Ok(addr) = listener.local_addr() {
+    if let Ok(addr) = http.local_addr() {
         tracing::info!(%addr, "OTLP/HTTP receiver listening on /v1/traces, /v1/logs, /v1/metrics");
     }
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
-        .map_err(OtlpError::Serve)?;
+    let http = async {
+        axum::serve(http, app)
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .await
+            .map_err(OtlpError::Serve)
+    };
+    let grpc = async {
+        match grpc {
+            Some(listener) => super::grpc::serve(listener, shared.clone(), shutdown.clone()).await,
+            None => Ok(()),
+        }
+    };
+    // One server failing stops the other: the receiver is not half up.
+    let stop_both = shutdown.clone();
+    let (http, grpc) = tokio::join!(
+        async {
+            let served = http.await;
+            stop_both.cancel();
+            served
+        },
+        async {
+            let served = grpc.await;
+            if served.is_err() {
+                shutdown.cancel();
+            }
+            served
+        }
+    );
+    http?;
+    grpc?;
     let mut counts = shared.counters.snapshot();
     counts.late_calls = shared.ledger.late_calls();
     Ok(counts)
@@ -175,8 +208,8 @@ pub async fn serve(
 pub(super) struct Shared {
     mapper: Mapper,
     ledger: Ledger,
-    token: Option<BearerToken>,
-    max_body_bytes: usize,
+    pub(super) token: Option<BearerToken>,
+    pub(super) max_body_bytes: usize,
     publisher: PublisherHandle,
     counters: Counters,
 }
@@ -446,11 +479,15 @@ fn reply<M: prost::Message + serde::Serialize>(encoding: Encoding, response: &M)
 /// Seconds an exporter is asked to wait before sending again after a 503.
 const RETRY_AFTER_SECONDS: &str = "5";
 
+/// Why a request was answered 503 / `UNAVAILABLE`.
+pub(super) const UNAVAILABLE_MESSAGE: &str =
+    "the publisher has stopped (spool full or broken); send again later";
+
 fn unavailable() -> Response {
     (
         StatusCode::SERVICE_UNAVAILABLE,
         [(RETRY_AFTER, RETRY_AFTER_SECONDS)],
-        "the publisher has stopped (spool full or broken); send again later\n",
+        format!("{UNAVAILABLE_MESSAGE}\n"),
     )
         .into_response()
 }

@@ -2,11 +2,13 @@
 //! `opentelemetry-instrumentation-openai-v2`, OpenLLMetry's
 //! `opentelemetry-instrumentation-openai`, OpenInference's
 //! `openinference-instrumentation-openai`), calling the stand-in provider and exporting
-//! traces, logs and metrics with the OpenTelemetry SDK's exporters
-//! (`tests/fixtures/otlp/instrumented_agent.py`): each family lands the same calls, with
+//! traces, logs and metrics with the OpenTelemetry SDK's exporters over OTLP/HTTP
+//! (protobuf, and JSON) and OTLP/gRPC (`tests/fixtures/otlp/instrumented_agent.py`): each
+//! family, over each transport, lands the same calls, with
 //! exact tokens, per-model costs and the run's totals, once although every batch is sent
 //! twice. One pipeline, receiver and provider serve every family.
 
+use benchstream_tests::free_port;
 use benchstream_tests::harness::openai::{OpenAiServer, Reply};
 use serde_json::{json, Value};
 
@@ -60,29 +62,51 @@ struct Family {
     log_records: u64,
     /// Whether its tool spans state the tool call's id.
     call_id: bool,
+    /// Whether it records metrics (OpenInference records none).
+    metrics: bool,
 }
 
+const V2: Family = Family {
+    name: "v2",
+    transport: "http",
+    cache_and_reasoning: ["\\N\t\\N", "\\N\t\\N"],
+    log_records: 2,
+    call_id: true,
+    metrics: true,
+};
+const OPENLLMETRY: Family = Family {
+    name: "openllmetry",
+    transport: "http",
+    cache_and_reasoning: ["40\t3", "0\t0"],
+    log_records: 0,
+    call_id: false,
+    metrics: true,
+};
+const OPENINFERENCE: Family = Family {
+    name: "openinference",
+    transport: "json",
+    cache_and_reasoning: ["40\t3", "0\t0"],
+    log_records: 0,
+    call_id: true,
+    metrics: false,
+};
+
+/// Each family over OTLP/HTTP (OpenInference's traces as OTLP/JSON) and over OTLP/gRPC.
 const FAMILIES: &[Family] = &[
+    V2,
+    OPENLLMETRY,
+    OPENINFERENCE,
     Family {
-        name: "v2",
-        transport: "http",
-        cache_and_reasoning: ["\\N\t\\N", "\\N\t\\N"],
-        log_records: 2,
-        call_id: true,
+        transport: "grpc",
+        ..V2
     },
     Family {
-        name: "openllmetry",
-        transport: "http",
-        cache_and_reasoning: ["40\t3", "0\t0"],
-        log_records: 0,
-        call_id: false,
+        transport: "grpc",
+        ..OPENLLMETRY
     },
     Family {
-        name: "openinference",
-        transport: "json",
-        cache_and_reasoning: ["40\t3", "0\t0"],
-        log_records: 0,
-        call_id: true,
+        transport: "grpc",
+        ..OPENINFERENCE
     },
 ];
 
@@ -92,49 +116,53 @@ async fn each_instrumentation_family_lands_its_calls_totals_and_content_once() {
     let dir = tempfile::tempdir().expect("dir");
     let prices = dir.path().join("prices.toml");
     std::fs::write(&prices, PRICES).expect("price table");
+    let grpc = format!("127.0.0.1:{}", free_port());
     let receiver = Receiver::start(
         &nats.url(),
         dir.path(),
-        &["--prices", prices.to_str().expect("utf-8 path")],
+        &[
+            "--prices",
+            prices.to_str().expect("utf-8 path"),
+            "--grpc-listen",
+            &grpc,
+        ],
     )
     .await;
+    let grpc = format!("http://{grpc}");
     let provider = provider();
     let openai_base = provider.base_url();
     let mut expected_events = 0;
     for family in FAMILIES {
+        let endpoint = if family.transport == "grpc" {
+            &grpc
+        } else {
+            &receiver.base
+        };
         let lines = python(
             "instrumented_agent.py",
-            &[family.name, family.transport, &receiver.base, &openai_base],
+            &[family.name, family.transport, endpoint, &openai_base],
             &[],
         )
         .await;
+        let name = format!("{} over {}", family.name, family.transport);
         let [line] = &lines[..] else {
-            panic!("{}: one result line: {lines:?}", family.name);
+            panic!("{name}: one result line: {lines:?}");
         };
-        assert_eq!(
-            line["traces"],
-            json!(["SUCCESS", "SUCCESS"]),
-            "{}",
-            family.name
-        );
-        assert_eq!(
-            line["records"],
-            json!(family.log_records),
-            "{}",
-            family.name
-        );
+        assert_eq!(line["traces"], json!(["SUCCESS", "SUCCESS"]), "{name}");
+        assert_eq!(line["records"], json!(family.log_records), "{name}");
         if family.transport != "json" {
-            assert_eq!(
-                line["metrics"], "SUCCESS",
-                "{}: /v1/metrics answered",
-                family.name
-            );
+            let metrics = if family.metrics {
+                json!("SUCCESS")
+            } else {
+                Value::Null
+            };
+            assert_eq!(line["metrics"], metrics, "{name}: metrics answered");
             let logs = if family.log_records > 0 {
                 json!(["SUCCESS", "SUCCESS"])
             } else {
                 json!([])
             };
-            assert_eq!(line["logs"], logs, "{}: /v1/logs answered", family.name);
+            assert_eq!(line["logs"], logs, "{name}: logs answered");
         }
         // Per family: 2 x (step, deliberation), a tool call, run_start, run_stop, and
         // one genai_event per log record.
@@ -163,8 +191,8 @@ async fn each_instrumentation_family_lands_its_calls_totals_and_content_once() {
 
 /// The rows of `family`'s run (its policy is `otel:<family>`).
 fn check(ch: &benchstream_tests::ClickHouseServer, family: &Family) {
-    let name = family.name;
-    let of_run = format!("policy_id = 'otel:{name}'");
+    let name = format!("{} over {}", family.name, family.transport);
+    let of_run = format!("policy_id = 'otel:{}:{}'", family.name, family.transport);
     let [a, b] = family.cache_and_reasoning;
     assert_eq!(
         query(
