@@ -50,6 +50,12 @@ pub struct OtlpArgs {
 pub struct BearerToken(SecretString);
 
 impl BearerToken {
+    /// A token from its text (tests; the command's comes from `--bearer-token`).
+    #[cfg(test)]
+    pub fn from_secret(token: &str) -> BearerToken {
+        BearerToken(token.into())
+    }
+
     /// Whether an `Authorization` header value carries this token. Compares every byte
     /// whatever the first difference, so the time taken does not tell how much matched.
     pub fn admits(&self, authorization: &[u8]) -> bool {

@@ -28,9 +28,11 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tonic::codec::CompressionEncoding;
+use tonic::metadata::MetadataMap;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
+use super::args::BearerToken;
 use super::receiver::{Shared, Unavailable, UNAVAILABLE_MESSAGE};
 use crate::error::OtlpError;
 
@@ -41,17 +43,23 @@ struct Grpc(Arc<Shared>);
 impl Grpc {
     /// `UNAUTHENTICATED` unless the request carries the bearer token (when one is set).
     fn authorize<T>(&self, request: &Request<T>) -> Result<(), Status> {
-        match &self.0.token {
-            Some(token) => {
-                let given = request.metadata().get("authorization");
-                if given.is_some_and(|g| token.admits(g.as_bytes())) {
-                    Ok(())
-                } else {
-                    Err(Status::unauthenticated("missing or wrong bearer token"))
-                }
+        authorize(self.0.token.as_ref(), request.metadata())
+    }
+}
+
+/// `UNAUTHENTICATED` unless `metadata` carries `authorization: Bearer <token>` (when a
+/// token is set).
+fn authorize(token: Option<&BearerToken>, metadata: &MetadataMap) -> Result<(), Status> {
+    match token {
+        Some(token) => {
+            let given = metadata.get("authorization");
+            if given.is_some_and(|g| token.admits(g.as_bytes())) {
+                Ok(())
+            } else {
+                Err(Status::unauthenticated("missing or wrong bearer token"))
             }
-            None => Ok(()),
         }
+        None => Ok(()),
     }
 }
 
@@ -124,4 +132,25 @@ pub(super) async fn serve(
         .serve_with_incoming_shutdown(TcpIncoming::from(listener), shutdown.cancelled_owned())
         .await
         .map_err(|e| OtlpError::ServeGrpc(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_requests_with_the_bearer_token_in_their_metadata_are_authorized() {
+        let token = BearerToken::from_secret("s3cret");
+        let with = |value: &str| {
+            let mut metadata = MetadataMap::new();
+            metadata.insert("authorization", value.parse().expect("ascii"));
+            metadata
+        };
+        assert!(authorize(Some(&token), &with("Bearer s3cret")).is_ok());
+        let refused = authorize(Some(&token), &with("Bearer other")).expect_err("wrong token");
+        assert_eq!(refused.code(), tonic::Code::Unauthenticated);
+        let missing = authorize(Some(&token), &MetadataMap::new()).expect_err("no token");
+        assert_eq!(missing.code(), tonic::Code::Unauthenticated);
+        assert!(authorize(None, &MetadataMap::new()).is_ok(), "no token set");
+    }
 }
