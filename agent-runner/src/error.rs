@@ -124,6 +124,9 @@ pub enum OtlpError {
     /// The HTTP server failed.
     #[error("serving OTLP/HTTP: {0}")]
     Serve(std::io::Error),
+    /// The gRPC server failed.
+    #[error("serving OTLP/gRPC: {0}")]
+    ServeGrpc(String),
 }
 
 /// What only a sweep can meet; everything else a sweep meets is a [`Error`] of its

@@ -18,6 +18,11 @@
 #   - chdb (pip chdb-core; ClickHouse 26.x in-process, to check SQL on current ClickHouse)
 #   - scipy, statsmodels (pip; recompute the known answers of `bench-analysis compare`'s
 #     statistics, event-sink/analysis/tests/fixtures/known_answers.py)
+#   - openai, httpx and the three GenAI instrumentations of the openai client:
+#     opentelemetry-instrumentation-openai-v2 (with opentelemetry-util-genai 1.1b0: the
+#     newer 1.3b0 lacks the module 2.4b0 imports), opentelemetry-instrumentation-openai
+#     (OpenLLMetry), openinference-instrumentation-openai, and the SDK's OTLP/gRPC
+#     exporter (pip; the OTLP receiver's tests, tests/tests/it/otlp/instrumented.rs)
 #   - pytest, PyYAML, Pygments (pip; run the tests of the SWE-bench-format task pack,
 #     scenarios/swe-pack/check.py: its Markdown tasks' test modules import yaml and pygments)
 #   - cargo must already exist; this script only checks it.
@@ -165,6 +170,18 @@ if ! python3 -c 'import opentelemetry.sdk, opentelemetry.exporter.otlp.proto.htt
 		die "opentelemetry-sdk installed but the OTLP/HTTP exporter does not import"
 fi
 
+# The OTLP receiver's tests with the real GenAI instrumentations of the openai client
+# (tests/fixtures/otlp/instrumented_agent.py): pinned, since the tests check exactly
+# which attributes each one sends.
+otel_genai_imports='import openai, httpx, opentelemetry.instrumentation.openai_v2, opentelemetry.instrumentation.openai, openinference.instrumentation.openai, opentelemetry.exporter.otlp.proto.grpc'
+if ! python3 -c "$otel_genai_imports" >/dev/null 2>&1; then
+	pip_install openai==3.57.0 httpx \
+		opentelemetry-instrumentation-openai-v2==2.4b0 opentelemetry-util-genai==1.1b0 \
+		opentelemetry-instrumentation-openai==0.62.4 openinference-instrumentation-openai==0.1.66 \
+		opentelemetry-exporter-otlp-proto-grpc
+	python3 -c "$otel_genai_imports" || die "the GenAI instrumentations installed but do not import"
+fi
+
 # compare's known-answer tests: the expected statistics are computed with an independent
 # implementation.
 if ! python3 -c 'import scipy, statsmodels' >/dev/null 2>&1; then
@@ -191,6 +208,7 @@ log "bubblewrap:        $(bwrap --version 2>/dev/null || echo '?') ($(command -v
 log "passt:             $(dpkg-query -W -f='${Version}' passt 2>/dev/null || echo '?') ($(command -v pasta))"
 log "chdb:              $(python3 -c 'import chdb; print(chdb.__version__)') ($(python3 -c 'import sys; print(sys.executable)'))"
 log "opentelemetry-sdk: $(python3 -c 'from importlib.metadata import version; print(version("opentelemetry-sdk"))')"
+log "GenAI instr.:      $(python3 -c 'from importlib.metadata import version as v; print(" ".join(p + " " + v(p) for p in ("opentelemetry-instrumentation-openai-v2", "opentelemetry-instrumentation-openai", "openinference-instrumentation-openai")))')"
 log "scipy/statsmodels: $(python3 -c 'import scipy, statsmodels; print(scipy.__version__, statsmodels.__version__)')"
 log "pytest:            $(python3 -c 'import pytest, yaml, pygments; print(pytest.__version__, "PyYAML", yaml.__version__, "Pygments", pygments.__version__)')"
 if have systemctl && systemctl is-active --quiet clickhouse-server 2>/dev/null; then

@@ -25,8 +25,8 @@ use bench_schemas::smith::{
 };
 use bench_schemas::{
     BenchmarkEvent, ContextDecision, ContextStrategy, Decoded, Deliberation, EventType, Failure,
-    OptimizerUpdate, Payload, Protocol, RunStart, RunStop, Step, TaskValidation, TestOutcome,
-    ToolCall,
+    GenAiEvent, OptimizerUpdate, Payload, Protocol, RunStart, RunStop, Step, TaskValidation,
+    TestOutcome, ToolCall,
 };
 use chrono::{DateTime, Utc};
 use clickhouse::Row;
@@ -68,6 +68,7 @@ pub const fn typed_table(event_type: EventType) -> &'static str {
         EventType::OptimizerUpdate => "optimizer_updates",
         EventType::TestOutcome => "test_outcomes",
         EventType::TaskValidation => "task_validations",
+        EventType::GenaiEvent => "genai_events",
     }
 }
 
@@ -492,6 +493,18 @@ typed_row! {
 }
 
 typed_row! {
+    /// `genai_events`: one OpenTelemetry GenAI event of a run received as traces.
+    GenAiEventRow {
+        name: &'a str,
+        trace_id: &'a str,
+        span_id: Option<&'a str>,
+        body: &'a str,
+        attributes: &'a str,
+        content_truncated: bool,
+    }
+}
+
+typed_row! {
     /// `steps`: one agent step.
     StepRow {
         step_type: &'static str,
@@ -628,6 +641,8 @@ pub enum TypedRow<'a> {
     TestOutcome(TestOutcomeRow<'a>),
     /// A `task_validations` row.
     TaskValidation(TaskValidationRow<'a>),
+    /// A `genai_events` row.
+    GenaiEvent(GenAiEventRow<'a>),
 }
 
 impl<'a> TypedRow<'a> {
@@ -655,6 +670,7 @@ impl<'a> TypedRow<'a> {
             Payload::OptimizerUpdate(p) => TypedRow::OptimizerUpdate(optimizer_update(received, p)),
             Payload::TestOutcome(p) => TypedRow::TestOutcome(test_outcome(received, p)),
             Payload::TaskValidation(p) => TypedRow::TaskValidation(task_validation(received, p)),
+            Payload::GenaiEvent(p) => TypedRow::GenaiEvent(genai_event(received, p)),
         }
     }
 
@@ -880,6 +896,17 @@ fn task_validation<'a>(received: &Received<'a>, p: &'a TaskValidation) -> TaskVa
         reasons: p.reasons.iter().map(String::as_str).collect(),
         tests: p.tests,
         flaky_tests: p.flaky_tests.iter().map(String::as_str).collect(),
+    })
+}
+
+fn genai_event<'a>(received: &Received<'a>, p: &'a GenAiEvent) -> GenAiEventRow<'a> {
+    with_envelope!(GenAiEventRow, received, {
+        name: &p.name,
+        trace_id: &p.trace_id,
+        span_id: p.span_id.as_deref(),
+        body: &p.body,
+        attributes: &p.attributes,
+        content_truncated: p.content_truncated,
     })
 }
 

@@ -15,6 +15,8 @@ pub const SUMMARY_MAX_CHARS: usize = 300;
 pub const ACTION_REASON_MAX_CHARS: usize = 200;
 /// `step.content` keeps this many chars.
 pub const STEP_CONTENT_MAX_CHARS: usize = 16 * 1024;
+/// `genai_event.body` and `genai_event.attributes` keep this many chars each.
+pub const GENAI_CONTENT_MAX_CHARS: usize = 64 * 1024;
 /// `tool_call.exit_message` keeps this many chars.
 pub const EXIT_MESSAGE_MAX_CHARS: usize = 4096;
 
@@ -57,6 +59,11 @@ impl BenchmarkEvent {
                 if let Some(msg) = &mut t.exit_message {
                     truncate_chars(msg, EXIT_MESSAGE_MAX_CHARS);
                 }
+            }
+            Payload::GenaiEvent(e) => {
+                let body = truncate_chars(&mut e.body, GENAI_CONTENT_MAX_CHARS);
+                let attributes = truncate_chars(&mut e.attributes, GENAI_CONTENT_MAX_CHARS);
+                e.content_truncated |= body || attributes;
             }
             _ => {}
         }

@@ -20,6 +20,10 @@ pub struct OtlpArgs {
     /// Address to serve OTLP/HTTP on (`POST /v1/traces`); 4318 is the OTLP/HTTP port.
     #[arg(long, env = "BENCH_OTLP_LISTEN", default_value = "127.0.0.1:4318")]
     pub listen: SocketAddr,
+    /// Also serve OTLP/gRPC on this address (4317 is the OTLP/gRPC port, e.g.
+    /// `127.0.0.1:4317`); off when not given.
+    #[arg(long, env = "BENCH_OTLP_GRPC_LISTEN")]
+    pub grpc_listen: Option<SocketAddr>,
     /// Require `Authorization: Bearer <token>` with this token. Give it through the
     /// environment: a command line is visible to every user of the host.
     // This doc is the --help text: `<token>` is a placeholder, not an HTML tag.
@@ -46,6 +50,12 @@ pub struct OtlpArgs {
 pub struct BearerToken(SecretString);
 
 impl BearerToken {
+    /// A token from its text (tests; the command's comes from `--bearer-token`).
+    #[cfg(test)]
+    pub fn from_secret(token: &str) -> BearerToken {
+        BearerToken(token.into())
+    }
+
     /// Whether an `Authorization` header value carries this token. Compares every byte
     /// whatever the first difference, so the time taken does not tell how much matched.
     pub fn admits(&self, authorization: &[u8]) -> bool {
@@ -65,8 +75,10 @@ impl BearerToken {
 /// What the receiver runs with.
 #[derive(Debug, Clone)]
 pub struct OtlpConfig {
-    /// Where to listen.
+    /// Where to listen (OTLP/HTTP).
     pub listen: SocketAddr,
+    /// Where to serve OTLP/gRPC; `None`: not served.
+    pub grpc_listen: Option<SocketAddr>,
     /// The token requests must carry; `None`: no authentication.
     pub bearer_token: Option<BearerToken>,
     /// Largest body, bytes, compressed and inflated.
@@ -103,6 +115,7 @@ impl OtlpArgs {
         let (host, publish) = self.events.into_setup()?;
         Ok(OtlpConfig {
             listen: self.listen,
+            grpc_listen: self.grpc_listen,
             bearer_token,
             max_body_bytes: self.max_body_bytes,
             host,

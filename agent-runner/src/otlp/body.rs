@@ -1,5 +1,5 @@
 //! The OTLP/HTTP body: `application/x-protobuf` or `application/json`, gzip-compressed or
-//! not, → an `ExportTraceServiceRequest`; and the reply, encoded as the request was
+//! not, → an export request (traces, logs or metrics); and the reply, encoded as the request was
 //! (OTLP/HTTP specification, "Binary Protobuf Encoding" and "JSON Protobuf Encoding").
 //! Decoding is `prost`'s and the OTLP/JSON mapping is `opentelemetry-proto`'s (trace and
 //! span ids as hex); nothing here parses protobuf by hand. No I/O.
@@ -8,10 +8,9 @@ use std::io::Read;
 
 use axum::http::header::{CONTENT_ENCODING, CONTENT_TYPE};
 use axum::http::{HeaderMap, StatusCode};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
 use prost::Message;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 /// How a request (and so its reply) is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,7 +31,7 @@ impl Encoding {
     }
 
     /// Encodes the reply.
-    pub fn encode(self, response: &ExportTraceServiceResponse) -> Vec<u8> {
+    pub fn encode<M: Message + Serialize>(self, response: &M) -> Vec<u8> {
         match self {
             Encoding::Protobuf => response.encode_to_vec(),
             // A response holds strings and integers only: it always serializes.
@@ -92,12 +91,12 @@ pub fn encoding(headers: &HeaderMap) -> Result<Encoding, BodyError> {
 
 /// Decompresses (when `headers` say gzip) and decodes `body`; nothing decompresses past
 /// `limit` bytes.
-pub fn decode(
+pub fn decode<M: Message + Default + DeserializeOwned>(
     headers: &HeaderMap,
     encoding: Encoding,
     body: &[u8],
     limit: usize,
-) -> Result<ExportTraceServiceRequest, BodyError> {
+) -> Result<M, BodyError> {
     let compression = headers
         .get(CONTENT_ENCODING)
         .and_then(|v| v.to_str().ok())
@@ -114,8 +113,9 @@ pub fn decode(
         other => return Err(BodyError::ContentEncoding(other.to_owned())),
     };
     match encoding {
-        Encoding::Protobuf => ExportTraceServiceRequest::decode(bytes)
-            .map_err(|e| BodyError::Malformed(format!("protobuf: {e}"))),
+        Encoding::Protobuf => {
+            M::decode(bytes).map_err(|e| BodyError::Malformed(format!("protobuf: {e}")))
+        }
         Encoding::Json => {
             serde_json::from_slice(bytes).map_err(|e| BodyError::Malformed(format!("json: {e}")))
         }
@@ -140,6 +140,7 @@ fn gunzip(body: &[u8], limit: usize) -> Result<Vec<u8>, BodyError> {
 #[cfg(test)]
 mod tests {
     use axum::http::HeaderValue;
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 
     use super::*;
 
@@ -169,7 +170,7 @@ mod tests {
             "name":"chat","startTimeUnixNano":"1700000000000000000",
             "endTimeUnixNano":"1700000001000000000"}]}]}]}"#;
         let h = headers("application/json; charset=utf-8", Some("gzip"));
-        let request =
+        let request: ExportTraceServiceRequest =
             decode(&h, encoding(&h).expect("json"), &gzip(json), 1 << 20).expect("valid OTLP/JSON");
         let span = &request.resource_spans[0].scope_spans[0].spans[0];
         assert_eq!(span.trace_id[..2], [0x5b, 0x8e]);
@@ -181,7 +182,7 @@ mod tests {
         let h = headers("application/x-protobuf", Some("gzip"));
         let bomb = gzip(&vec![0u8; 10_000]);
         assert_eq!(
-            decode(&h, Encoding::Protobuf, &bomb, 1000).map(|_| ()),
+            decode::<ExportTraceServiceRequest>(&h, Encoding::Protobuf, &bomb, 1000).map(|_| ()),
             Err(BodyError::TooLarge { limit: 1000 })
         );
     }
@@ -189,7 +190,9 @@ mod tests {
     #[test]
     fn garbage_is_malformed_and_other_media_unsupported() {
         let h = headers("application/x-protobuf", None);
-        let err = decode(&h, Encoding::Protobuf, b"\xff\xff\xff", 1000).map(|_| ());
+        let err =
+            decode::<ExportTraceServiceRequest>(&h, Encoding::Protobuf, b"\xff\xff\xff", 1000)
+                .map(|_| ());
         assert_eq!(err.map_err(|e| e.status()), Err(StatusCode::BAD_REQUEST));
         let err = encoding(&headers("text/plain", None)).map_err(|e| e.status());
         assert_eq!(err, Err(StatusCode::UNSUPPORTED_MEDIA_TYPE));

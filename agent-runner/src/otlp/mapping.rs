@@ -12,10 +12,10 @@
 //!   states none;
 //! - run, task and policy come from `benchstream.*` attributes of the resource or of the
 //!   span itself, else are derived from the trace id and `service.name`;
-//! - `run_stop` is built from the root span alone, so its run-wide counts that only the
-//!   children know (tokens, cost, turns, `api_calls`, `tool_errors`) are null, and so is
-//!   `files_modified`, which no trace states (the `deliberations`, `tool_calls` and
-//!   `failures` rows of the run are the facts).
+//! - the exception: a root span's `run_start` and `run_stop` carry the run's model and
+//!   totals (tokens, cost, `api_calls`), summed over the calls the receiver recorded
+//!   ([`super::runs`]), which are null when it cannot have seen them all; `turns`,
+//!   `tool_errors` and `files_modified` stay null: no trace states them.
 
 use std::collections::HashMap;
 
@@ -32,14 +32,19 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::span::{attribute_str, event_number, event_str, tokens, SpanView};
+use super::runs::{Call, Ledger, Totals};
+use super::span::{attribute_str, event_number, event_str, keys, tokens, Attributes, SpanView};
 use crate::exec::protocol::derived_uuid;
-use crate::pricing::{PriceTable, Prices};
+use crate::pricing::{PriceTable, Prices, Usd};
 use crate::provider::TokenUsage;
 use crate::run_lifecycle::{recorded_run_start, Provenance};
 
-/// `run_start.scoring_version` of runs received as traces: nobody judged them here.
+/// `run_start.scoring_version` of a run received as a trace that states no verdict.
 pub const SCORING_VERSION: &str = "otlp-unevaluated";
+/// `run_start.scoring_version` of a run whose trace states its verdict
+/// (`benchstream.success` or a `gen_ai.evaluation.result` label) and no
+/// `benchstream.scoring_version`.
+pub const STATED_SCORING_VERSION: &str = "otlp-stated";
 /// `scenario.name` when no `benchstream.scenario` attribute names one.
 pub const DEFAULT_SCENARIO: &str = "otlp";
 /// The service name of a resource without `service.name` (the SDKs' own default).
@@ -68,19 +73,23 @@ pub enum SpanKind {
 impl SpanKind {
     /// The kind of `view`'s span.
     pub fn of(view: &SpanView<'_>) -> SpanKind {
-        let operation = view
-            .own_str("gen_ai.operation.name")
-            // OpenLLMetry's older names.
-            .or_else(|| view.own_str("llm.request.type"))
-            .or_else(|| view.own_str("traceloop.span.kind"));
-        match operation {
-            Some("chat" | "text_completion" | "generate_content" | "completion") => {
-                SpanKind::Inference
-            }
-            Some("execute_tool" | "tool") => SpanKind::Tool,
-            Some("invoke_agent" | "invoke_workflow" | "create_agent" | "agent" | "workflow") => {
-                SpanKind::Agent
-            }
+        let operation = keys::OPERATION.iter().find_map(|k| view.own_str(k));
+        if let Some(operation) = operation {
+            return match operation {
+                "chat" | "text_completion" | "generate_content" | "completion" => {
+                    SpanKind::Inference
+                }
+                "execute_tool" | "tool" => SpanKind::Tool,
+                "invoke_agent" | "invoke_workflow" | "create_agent" | "agent" | "workflow" => {
+                    SpanKind::Agent
+                }
+                _ => SpanKind::Other,
+            };
+        }
+        match view.own_str(keys::OPENINFERENCE_KIND) {
+            Some("LLM") => SpanKind::Inference,
+            Some("TOOL") => SpanKind::Tool,
+            Some("AGENT") => SpanKind::Agent,
             _ => SpanKind::Other,
         }
     }
@@ -112,10 +121,13 @@ pub struct Mapper {
 }
 
 impl Mapper {
-    /// The events of `request`.
-    pub fn map(&self, request: &ExportTraceServiceRequest) -> Mapped {
+    /// The events of `request`. Its model calls are recorded in `ledger` first, so that
+    /// the `run_stop` of a root span in the same request counts them.
+    pub fn map(&self, request: &ExportTraceServiceRequest, ledger: &Ledger) -> Mapped {
         let mut mapped = Mapped::default();
         let mut contexts: HashMap<ContextKey<'_>, RunContext> = HashMap::new();
+        let mut calls = Vec::new();
+        let mut roots = Vec::new();
         for resource_spans in &request.resource_spans {
             let resource = resource_spans
                 .resource
@@ -124,7 +136,7 @@ impl Mapper {
             for span in resource_spans.scope_spans.iter().flat_map(|s| &s.spans) {
                 let index = mapped.spans as usize;
                 mapped.spans += 1;
-                let view = SpanView { span, resource };
+                let view = SpanView::new(span, resource);
                 let ids = match SpanIds::of(span) {
                     Ok(ids) => ids,
                     Err(reason) => {
@@ -139,18 +151,19 @@ impl Mapper {
                 };
                 let key = ContextKey::of(&view);
                 let context = contexts.entry(key).or_insert_with(|| RunContext::of(&view));
-                let run_id = run_id(&view, &context.service, &ids.trace);
-                let mut out = SpanEvents {
-                    mapper: self,
-                    context,
-                    run_id,
-                    index,
-                    ids: &ids,
-                    view,
-                    events: &mut mapped.events,
-                };
-                out.map();
+                let mut out = SpanEvents::new(self, context, index, &ids, view, &mut mapped.events);
+                calls.extend(out.map());
+                if ids.root {
+                    roots.push((index, ids, view));
+                }
             }
+        }
+        ledger.record(calls);
+        for (index, ids, view) in roots {
+            let context = &contexts[&ContextKey::of(&view)];
+            let mut out = SpanEvents::new(self, context, index, &ids, view, &mut mapped.events);
+            let totals = ledger.close(out.run_id, ids.start);
+            out.close(totals);
         }
         mapped
     }
@@ -184,10 +197,7 @@ impl SpanIds {
         }
         let remote_parent = span.flags & PARENT_IS_REMOTE_KNOWN != 0
             && span.flags & PARENT_IS_REMOTE != 0
-            && SpanKind::of(&SpanView {
-                span,
-                resource: &[],
-            }) == SpanKind::Agent;
+            && SpanKind::of(&SpanView::new(span, &[])) == SpanKind::Agent;
         Ok(SpanIds {
             trace: hex(&span.trace_id),
             span: hex(&span.span_id),
@@ -199,7 +209,7 @@ impl SpanIds {
 
     /// The id of this span's event of `kind` (`run_start`, `step`, `failure/0`, ...).
     fn derived(&self, kind: &str) -> Uuid {
-        derived_uuid(&format!("otlp/{}/{}/{kind}", self.trace, self.span))
+        span_event_id(&self.trace, &self.span, kind)
     }
 
     fn latency_ms(&self) -> u64 {
@@ -210,7 +220,7 @@ impl SpanIds {
 /// What picks a run's task, policy and scenario: the `benchstream.*` attributes a span
 /// (or its resource) gives, and the service.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct ContextKey<'a> {
+pub(super) struct ContextKey<'a> {
     service: &'a str,
     task: Option<&'a str>,
     policy: Option<&'a str>,
@@ -218,7 +228,7 @@ struct ContextKey<'a> {
 }
 
 impl<'a> ContextKey<'a> {
-    fn of(view: &SpanView<'a>) -> Self {
+    pub(super) fn of(view: &Attributes<'a>) -> Self {
         ContextKey {
             service: service(view),
             task: view.str(&["benchstream.task_id"]),
@@ -230,21 +240,21 @@ impl<'a> ContextKey<'a> {
 
 /// The envelope fields every event of a run shares except its id.
 #[derive(Debug)]
-struct RunContext {
-    service: String,
+pub(super) struct RunContext {
+    pub(super) service: String,
     task_id: String,
     policy_id: String,
     scenario: String,
-    config: RunConfig,
+    /// `cfg_hash` of the events sent before the run's model is known (all but
+    /// `run_start` and `run_stop`): that of the unstated config.
     cfg_hash: Hash256,
     env_hash: Hash256,
 }
 
 impl RunContext {
-    fn of(view: &SpanView<'_>) -> RunContext {
+    pub(super) fn of(view: &Attributes<'_>) -> RunContext {
         let key = ContextKey::of(view);
         let service = key.service.to_owned();
-        let config = run_config();
         let env = Provenance::Trace {
             source: "otlp",
             service: &service,
@@ -258,21 +268,49 @@ impl RunContext {
                 .policy
                 .map_or_else(|| format!("otlp:{service}"), str::to_owned),
             scenario: key.scenario.unwrap_or(DEFAULT_SCENARIO).to_owned(),
-            cfg_hash: config.canonical_hash(),
+            cfg_hash: run_config(UNKNOWN.to_owned(), UNKNOWN.to_owned()).canonical_hash(),
             env_hash: env.env_hash(),
-            config,
             service,
         }
     }
 }
 
-fn service<'a>(view: &SpanView<'a>) -> &'a str {
+impl RunContext {
+    /// An event of this run: `(event id, run id, step id)`.
+    pub(super) fn event(
+        &self,
+        (event_id, run_id, step_id): (Uuid, Uuid, Option<Uuid>),
+        ts: DateTime<Utc>,
+        host: &str,
+        payload: Payload,
+    ) -> BenchmarkEvent {
+        BenchmarkEvent {
+            schema_version: SCHEMA_VERSION,
+            event_id,
+            run_id,
+            task_id: self.task_id.clone(),
+            step_id,
+            seq: None,
+            ts,
+            policy_id: self.policy_id.clone(),
+            cfg_hash: self.cfg_hash.clone(),
+            env_hash: self.env_hash.clone(),
+            // A trace states no seed.
+            seed: None,
+            host: host.to_owned(),
+            payload,
+            extra: serde_json::Map::new(),
+        }
+    }
+}
+
+fn service<'a>(view: &Attributes<'a>) -> &'a str {
     attribute_str(view.resource, "service.name").unwrap_or(UNKNOWN_SERVICE)
 }
 
 /// `benchstream.run_id` (a UUID as is, any other text through a derived UUID), else a
 /// UUID derived from the service and the trace id.
-fn run_id(view: &SpanView<'_>, service: &str, trace: &str) -> Uuid {
+pub(super) fn run_id(view: &Attributes<'_>, service: &str, trace: &str) -> Uuid {
     match view.str(&["benchstream.run_id"]) {
         Some(given) => {
             Uuid::try_parse(given).unwrap_or_else(|_| derived_uuid(&format!("otlp/run/{given}")))
@@ -281,11 +319,12 @@ fn run_id(view: &SpanView<'_>, service: &str, trace: &str) -> Uuid {
     }
 }
 
-/// The run config of a run received as a trace: a trace states no setting of the whole
-/// run (who ran it is the policy and `env_hash`), so every setting is null or "not
-/// applicable" (as for imported runs), and `cfg_hash` is the same for every such run.
-fn run_config() -> RunConfig {
-    RunConfig::unstated(UNKNOWN.to_owned(), UNKNOWN.to_owned(), UNKNOWN.to_owned())
+/// The run config of a run received as a trace: its model and provider (those of most
+/// of its calls); a trace states no other setting of the whole run (who ran it is the
+/// policy and `env_hash`), so every other setting is null or "not applicable" (as for
+/// imported runs), and `cfg_hash` changes with the model only.
+fn run_config(model: String, provider: String) -> RunConfig {
+    RunConfig::unstated(model, provider, UNKNOWN.to_owned())
 }
 
 /// The events of one span.
@@ -300,13 +339,32 @@ struct SpanEvents<'a, 'm> {
     events: &'m mut Vec<(usize, BenchmarkEvent)>,
 }
 
-impl SpanEvents<'_, '_> {
-    fn map(&mut self) {
-        let kind = SpanKind::of(&self.view);
-        if self.ids.root {
-            self.push("run_start", self.ids.start, None, self.run_start());
+impl<'a, 'm> SpanEvents<'a, 'm> {
+    fn new(
+        mapper: &'m Mapper,
+        context: &'m RunContext,
+        index: usize,
+        ids: &'m SpanIds,
+        view: SpanView<'a>,
+        events: &'m mut Vec<(usize, BenchmarkEvent)>,
+    ) -> Self {
+        SpanEvents {
+            mapper,
+            context,
+            run_id: run_id(&view, &context.service, &ids.trace),
+            index,
+            ids,
+            view,
+            events,
         }
+    }
+
+    /// The span's own events (a root's `run_start` and `run_stop` come from
+    /// [`Self::close`]); an inference span's call, for the run's totals.
+    fn map(&mut self) -> Option<Call> {
+        let kind = SpanKind::of(&self.view);
         let mut step_id = None;
+        let mut call = None;
         match kind {
             SpanKind::Inference => {
                 let id = self.ids.derived("step");
@@ -323,6 +381,17 @@ impl SpanEvents<'_, '_> {
                     // A span states no context size.
                     context_kb: None,
                 };
+                call = Some(Call {
+                    run_id: self.run_id,
+                    span: self.ids.span.clone(),
+                    tokens: deliberation
+                        .input_tokens
+                        .zip(deliberation.output_tokens)
+                        .map(|(i, o)| i + o),
+                    cost: deliberation.cost_usd.and_then(Usd::from_number),
+                    model: deliberation.model.clone(),
+                    provider: deliberation.provider.clone(),
+                });
                 self.push("step", self.ids.start, step_id, Payload::Step(step));
                 self.push(
                     "deliberation",
@@ -338,35 +407,61 @@ impl SpanEvents<'_, '_> {
             SpanKind::Agent | SpanKind::Other => {}
         }
         self.failures(kind, step_id);
-        if self.ids.root {
-            self.push("run_stop", self.ids.end, None, self.run_stop());
+        call
+    }
+
+    /// A root span's `run_start` and `run_stop`, with the run's `totals`.
+    fn close(&mut self, totals: Totals) {
+        let (model, provider) = totals
+            .model
+            .clone()
+            .unwrap_or_else(|| (UNKNOWN.to_owned(), UNKNOWN.to_owned()));
+        let config = run_config(model, provider);
+        let cfg_hash = config.canonical_hash();
+        let stop = self.run_stop(&totals);
+        let scoring_version = match (&stop, self.view.str(&["benchstream.scoring_version"])) {
+            (_, Some(stated)) => stated,
+            (Payload::RunStop(RunStop { success: None, .. }), None) => SCORING_VERSION,
+            (_, None) => STATED_SCORING_VERSION,
+        };
+        let start = self.run_start(config, scoring_version);
+        let mut start = self.event("run_start", self.ids.start, None, start);
+        start.cfg_hash = cfg_hash.clone();
+        self.events.push((self.index, start));
+        let mut stop = self.event("run_stop", self.ids.end, None, stop);
+        stop.cfg_hash = cfg_hash;
+        if !totals.models.is_empty() {
+            stop.extra.insert(
+                "models".to_owned(),
+                serde_json::to_value(&totals.models).unwrap_or_default(),
+            );
         }
+        self.events.push((self.index, stop));
     }
 
     fn push(&mut self, kind: &str, ts: DateTime<Utc>, step_id: Option<Uuid>, payload: Payload) {
-        let event = BenchmarkEvent {
-            schema_version: SCHEMA_VERSION,
-            event_id: self.ids.derived(kind),
-            run_id: self.run_id,
-            task_id: self.context.task_id.clone(),
-            step_id,
-            seq: None,
-            ts,
-            policy_id: self.context.policy_id.clone(),
-            cfg_hash: self.context.cfg_hash.clone(),
-            env_hash: self.context.env_hash.clone(),
-            // A trace states no seed.
-            seed: None,
-            host: self.mapper.host.clone(),
-            payload,
-            extra: serde_json::Map::new(),
-        };
+        let event = self.event(kind, ts, step_id, payload);
         self.events.push((self.index, event));
     }
 
-    fn run_start(&self) -> Payload {
+    fn event(
+        &self,
+        kind: &str,
+        ts: DateTime<Utc>,
+        step_id: Option<Uuid>,
+        payload: Payload,
+    ) -> BenchmarkEvent {
+        self.context.event(
+            (self.ids.derived(kind), self.run_id, step_id),
+            ts,
+            &self.mapper.host,
+            payload,
+        )
+    }
+
+    fn run_start(&self, config: RunConfig, scoring_version: &str) -> Payload {
         Payload::RunStart(recorded_run_start(
-            self.context.config.clone(),
+            config,
             ScenarioRef {
                 name: self.context.scenario.clone(),
                 sha256: self.context.scenario.canonical_hash(),
@@ -374,13 +469,13 @@ impl SpanEvents<'_, '_> {
             self.context.env_hash.clone(),
             (
                 format!("agent-runner {} otlp", env!("CARGO_PKG_VERSION")),
-                SCORING_VERSION,
+                scoring_version,
             ),
             self.mapper.experiment.clone(),
         ))
     }
 
-    fn run_stop(&self) -> Payload {
+    fn run_stop(&self, totals: &Totals) -> Payload {
         let error = self.error();
         let exit_status = self
             .view
@@ -403,10 +498,8 @@ impl SpanEvents<'_, '_> {
             success,
             final_score,
             wall_time_ms: Some(self.ids.latency_ms()),
-            total_tokens: None,
-            // The run's spans arrive in any order, across batches, some after the root:
-            // when the root stops the run, nobody can count its tool calls, model calls
-            // or changed files.
+            total_tokens: totals.total_tokens,
+            // A tool's failure may be stated by no status; no trace states changed files.
             tool_errors: None,
             stability_variance: None,
             failing_tests: Vec::new(),
@@ -416,8 +509,9 @@ impl SpanEvents<'_, '_> {
             early_stopped: error.is_some(),
             early_stop_reason: error.map(|e| e.describe()),
             exit_status,
-            cost_usd: None,
-            api_calls: None,
+            cost_usd: totals.cost.map(Usd::to_number),
+            api_calls: totals.api_calls,
+            // A trace does not say which calls were turns of the agent.
             turns: None,
             // A trace's verdict is stored as the trace states it, under its own scoring
             // version; `claim` is only for an `exec` agent's `run_stop` beside the judge's.
@@ -435,21 +529,12 @@ impl SpanEvents<'_, '_> {
         let input = v.count(tokens::INPUT);
         let output = v.count(tokens::OUTPUT);
         let known = |n: Option<u64>| input.and(output).and(n);
-        let finish = v.strings("gen_ai.response.finish_reasons");
-        let raw_output = v
-            .str(&["gen_ai.output.messages", "gen_ai.completion.0.content"])
-            .unwrap_or_default()
-            .to_owned();
+        let finish = v.strings(keys::FINISH_REASONS);
+        let raw_output = v.text(keys::OUTPUT).unwrap_or_default();
         let mut d = Deliberation {
-            agent: v.str(&["gen_ai.agent.name"]).unwrap_or("agent").to_owned(),
-            provider: v
-                .str(&["gen_ai.provider.name", "gen_ai.system"])
-                .unwrap_or(UNKNOWN)
-                .to_owned(),
-            model: v
-                .str(&["gen_ai.response.model", "gen_ai.request.model"])
-                .unwrap_or(UNKNOWN)
-                .to_owned(),
+            agent: v.str(keys::AGENT).unwrap_or("agent").to_owned(),
+            provider: v.str(keys::PROVIDER).unwrap_or(UNKNOWN).to_owned(),
+            model: v.str(keys::MODEL).unwrap_or(UNKNOWN).to_owned(),
             status: match &error {
                 None => DeliberationStatus::Ok,
                 Some(e) if e.mentions("timeout") => DeliberationStatus::Timeout,
@@ -488,14 +573,14 @@ impl SpanEvents<'_, '_> {
 
     fn tool_call(&self) -> ToolCall {
         let v = &self.view;
-        let name = v.str(&["gen_ai.tool.name"]).unwrap_or_else(|| {
+        let name = v.str(keys::TOOL_NAME).unwrap_or_else(|| {
             let name = v.span.name.as_str();
             name.strip_prefix("execute_tool ").unwrap_or(name)
         });
         // Arguments as JSON when they are JSON text, so that the hash does not depend on
         // the producer's whitespace.
         let arguments = v
-            .str(&["gen_ai.tool.call.arguments", "traceloop.entity.input"])
+            .str(keys::TOOL_ARGUMENTS)
             .map(|a| serde_json::from_str::<Value>(a).unwrap_or_else(|_| Value::from(a)))
             .unwrap_or(Value::Null);
         let error = self.error();
@@ -508,7 +593,7 @@ impl SpanEvents<'_, '_> {
         };
         ToolCall {
             tool_name: name.to_owned(),
-            call_id: self.view.str(&["gen_ai.tool.call.id"]).map(str::to_owned),
+            call_id: self.view.str(keys::TOOL_CALL_ID).map(str::to_owned),
             tool_args_hash: arguments.canonical_hash(),
             latency_ms: Some(self.ids.latency_ms()),
             // A span does not say how often the tool was tried.
@@ -559,17 +644,11 @@ impl SpanEvents<'_, '_> {
         let v = &self.view;
         let root = match kind {
             SpanKind::Tool => FailureRoot::Tool {
-                tool_name: v
-                    .str(&["gen_ai.tool.name"])
-                    .unwrap_or(&v.span.name)
-                    .to_owned(),
+                tool_name: v.str(keys::TOOL_NAME).unwrap_or(&v.span.name).to_owned(),
                 usage_error: error.describe(),
             },
             SpanKind::Inference => FailureRoot::Provider {
-                provider: v
-                    .str(&["gen_ai.provider.name", "gen_ai.system"])
-                    .unwrap_or(UNKNOWN)
-                    .to_owned(),
+                provider: v.str(keys::PROVIDER).unwrap_or(UNKNOWN).to_owned(),
                 api_error: error.describe(),
                 failed_calls: 1,
             },
@@ -679,8 +758,13 @@ fn price(prices: &Prices, d: &mut Deliberation) {
     }
 }
 
+/// The id of the event of `kind` of span `span` of trace `trace` (both hex).
+pub(super) fn span_event_id(trace: &str, span: &str, kind: &str) -> Uuid {
+    derived_uuid(&format!("otlp/{trace}/{span}/{kind}"))
+}
+
 /// Nanoseconds since the epoch → a time; 0 (unset) is none.
-fn time(unix_nano: u64) -> Option<DateTime<Utc>> {
+pub(super) fn time(unix_nano: u64) -> Option<DateTime<Utc>> {
     if unix_nano == 0 {
         return None;
     }
@@ -688,7 +772,7 @@ fn time(unix_nano: u64) -> Option<DateTime<Utc>> {
     Some(DateTime::from_timestamp_nanos(nanos))
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -747,6 +831,17 @@ mod tests {
         }
     }
 
+    impl Mapper {
+        /// The events of `request` to a receiver that saw nothing before.
+        fn map_alone(&self, request: &ExportTraceServiceRequest) -> Mapped {
+            let started = DateTime::from_timestamp_nanos(0);
+            self.map(
+                request,
+                &Ledger::new(started, crate::otlp::runs::DEFAULT_RUN_IDLE),
+            )
+        }
+    }
+
     fn mapper() -> Mapper {
         Mapper {
             host: "h".to_owned(),
@@ -772,8 +867,8 @@ mod tests {
 
     #[test]
     fn a_span_gives_the_same_events_alone_or_in_any_batch() {
-        let alone = mapper().map(&request(vec![chat(2)]));
-        let together = mapper().map(&request(vec![span(1, None, vec![]), chat(2)]));
+        let alone = mapper().map_alone(&request(vec![chat(2)]));
+        let together = mapper().map_alone(&request(vec![span(1, None, vec![]), chat(2)]));
         let chat_events = |m: &Mapped| -> Vec<BenchmarkEvent> {
             m.events
                 .iter()
@@ -790,15 +885,61 @@ mod tests {
             .collect();
         assert_eq!(
             types,
-            ["run_start", "run_stop", "step", "deliberation"],
-            "the root is a run"
+            ["step", "deliberation", "run_start", "run_stop"],
+            "the root is a run, closed once its children are recorded"
         );
         assert!(together.events.iter().all(|(_, e)| e.seq.is_none()));
     }
 
     #[test]
+    fn a_root_closes_its_run_with_the_calls_before_it_and_its_stated_verdict() {
+        let ledger = Ledger::new(
+            DateTime::from_timestamp_nanos(0),
+            crate::otlp::runs::DEFAULT_RUN_IDLE,
+        );
+        let mut other_model = chat(3);
+        other_model
+            .attributes
+            .push(text("gen_ai.request.model", "model-b"));
+        let earlier = mapper().map(&request(vec![chat(2), other_model]), &ledger);
+        assert_eq!(earlier.events.len(), 4, "two calls, no run yet");
+        let mut root = span(1, None, vec![]);
+        root.attributes
+            .push(kv("benchstream.success", any_value::Value::BoolValue(true)));
+        let closing = mapper().map(&request(vec![root, chat(4)]), &ledger);
+        let (start, stop) = match &closing.events[..] {
+            [_, _, (_, start), (_, stop)] => (start, stop),
+            other => panic!("step, deliberation, run_start, run_stop: {other:?}"),
+        };
+        let (Payload::RunStart(start_payload), Payload::RunStop(stop_payload)) =
+            (&start.payload, &stop.payload)
+        else {
+            panic!("not a run");
+        };
+        assert_eq!(
+            start_payload.config.model, "unknown",
+            "2 unknown-model calls of 3"
+        );
+        assert_eq!(start_payload.scoring_version, STATED_SCORING_VERSION);
+        assert_eq!(start.cfg_hash, start_payload.config.canonical_hash());
+        assert_eq!(
+            (
+                stop_payload.api_calls,
+                stop_payload.total_tokens,
+                stop_payload.cost_usd
+            ),
+            (Some(3), Some(45), None),
+            "no price table: the cost is unknown"
+        );
+        assert_eq!(
+            stop.extra["models"],
+            serde_json::json!({"unknown": 2, "model-b": 1})
+        );
+    }
+
+    #[test]
     fn alias_token_attributes_are_read_and_unstated_ones_are_null() {
-        let mapped = mapper().map(&request(vec![chat(2)]));
+        let mapped = mapper().map_alone(&request(vec![chat(2)]));
         let Some(Payload::Deliberation(d)) = mapped
             .events
             .iter()
@@ -840,7 +981,7 @@ mod tests {
         let of_model = |model: &str| {
             let mut span = chat(2);
             span.attributes.push(text("gen_ai.request.model", model));
-            let mapped = priced.map(&request(vec![span]));
+            let mapped = priced.map_alone(&request(vec![span]));
             mapped
                 .events
                 .iter()
@@ -863,13 +1004,94 @@ mod tests {
         assert_eq!(b.prompt_price_per_mtok, None);
     }
 
+    fn deliberation_of(attributes: Vec<KeyValue>) -> Deliberation {
+        mapper()
+            .map_alone(&request(vec![span(2, Some(1), attributes)]))
+            .events
+            .into_iter()
+            .find_map(|(_, e)| match e.payload {
+                Payload::Deliberation(d) => Some(d),
+                _ => None,
+            })
+            .expect("an inference span")
+    }
+
+    #[test]
+    fn openinference_and_older_conventions_fill_the_same_columns() {
+        let openinference = deliberation_of(vec![
+            text("openinference.span.kind", "LLM"),
+            text("llm.model_name", "model-a"),
+            text("llm.system", "openai"),
+            int("llm.token_count.prompt", 100),
+            int("llm.token_count.completion", 10),
+            int("llm.token_count.prompt_details.cache_read", 40),
+            int("llm.token_count.prompt_details.cache_write", 5),
+            int("llm.token_count.completion_details.reasoning", 3),
+            text("llm.output_messages.0.message.content", "done"),
+        ]);
+        assert_eq!(
+            (
+                openinference.model.as_str(),
+                openinference.provider.as_str(),
+                openinference.input_tokens,
+                openinference.cached_input_tokens,
+                openinference.cache_write_tokens,
+                openinference.output_tokens,
+                openinference.reasoning_tokens,
+                openinference.raw_output.as_str(),
+            ),
+            (
+                "model-a",
+                "openai",
+                Some(100),
+                Some(40),
+                Some(5),
+                Some(10),
+                Some(3),
+                "done"
+            )
+        );
+        let older = deliberation_of(vec![
+            text("llm.request.type", "chat"),
+            text("gen_ai.system", "anthropic"),
+            text("gen_ai.request.model", "model-b"),
+            int("llm.usage.prompt_tokens", 7),
+            int("llm.usage.completion_tokens", 2),
+            text("gen_ai.completion.0.content", "older"),
+        ]);
+        assert_eq!(
+            (
+                older.provider.as_str(),
+                older.input_tokens,
+                older.output_tokens,
+                older.cached_input_tokens,
+                older.raw_output.as_str()
+            ),
+            ("anthropic", Some(7), Some(2), None, "older"),
+            "what the convention does not say is NULL"
+        );
+        let message = AnyValue {
+            value: Some(any_value::Value::StringValue("assistant".to_owned())),
+        };
+        let structured = deliberation_of(vec![
+            text("gen_ai.operation.name", "chat"),
+            kv(
+                "gen_ai.output.messages",
+                any_value::Value::ArrayValue(opentelemetry_proto::tonic::common::v1::ArrayValue {
+                    values: vec![message],
+                }),
+            ),
+        ]);
+        assert_eq!(structured.raw_output, r#"["assistant"]"#);
+    }
+
     #[test]
     fn spans_with_bad_ids_or_times_are_rejected_with_a_reason() {
         let mut short = chat(2);
         short.span_id = vec![1, 2];
         let mut backwards = chat(3);
         backwards.end_time_unix_nano = T0 - 1;
-        let mapped = mapper().map(&request(vec![short, backwards, chat(4)]));
+        let mapped = mapper().map_alone(&request(vec![short, backwards, chat(4)]));
         assert_eq!((mapped.spans, mapped.rejected), (3, 2));
         assert_eq!(mapped.reasons.len(), 2);
         assert!(mapped.events.iter().all(|(span, _)| *span == 2));

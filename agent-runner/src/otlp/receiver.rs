@@ -1,15 +1,17 @@
-//! The OTLP/HTTP server: `POST /v1/traces` → auth → body ([`super::body`]) → events
-//! ([`super::mapping`]) → the publisher → the reply.
+//! The OTLP/HTTP server: `POST /v1/traces`, `/v1/logs`, `/v1/metrics` → auth → body
+//! ([`super::body`]) → events ([`super::mapping`], [`super::logs`]) → the publisher → the
+//! reply.
 //!
 //! The reply is 200 only once every event of the request is acknowledged by JetStream or
 //! fsync'd into the spool (a [`Receipt`] per event), so an exporter that got no answer
 //! (the receiver died, the connection broke) sends the batch again and nothing is lost;
 //! the copy carries the same event ids and is dropped downstream. Statuses: 400 malformed
 //! body, 401 missing or wrong bearer token, 413 body over the limit, 415 unsupported
-//! content type or encoding, 503 when the publisher has stopped (retryable, per the
-//! OTLP/HTTP specification). Spans refused by the mapping (bad ids or times), and events
-//! that can never be delivered (too large, quarantined), are counted and explained in
-//! `partial_success`.
+//! content type or encoding, 503 with `Retry-After` only when the publisher has stopped
+//! (spool full or broken; retryable, per the OTLP/HTTP specification). Spans and log
+//! records refused by the mapping (bad ids or times, records that are no GenAI event), and
+//! events that can never be delivered (too large, quarantined), are counted and explained
+//! in `partial_success`; metrics are counted, not stored, and `partial_success` says so.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -18,21 +20,30 @@ use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
 use bench_delivery::{DeliveryReport, Publisher, PublisherHandle, Settled};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTracePartialSuccess, ExportTraceServiceResponse,
+use bench_schemas::BenchmarkEvent;
+use opentelemetry_proto::tonic::collector::logs::v1::{
+    ExportLogsPartialSuccess, ExportLogsServiceRequest, ExportLogsServiceResponse,
 };
+use opentelemetry_proto::tonic::collector::metrics::v1::{
+    ExportMetricsPartialSuccess, ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::args::{BearerToken, OtlpConfig};
 use super::body::{self, BodyError, Encoding};
 use super::mapping::Mapper;
+use super::runs::{Ledger, DEFAULT_RUN_IDLE};
 use crate::error::{Error, Exit, OtlpError, Outcome};
 
 /// Reasons kept in one reply's `partial_success.error_message`, at most.
@@ -47,8 +58,17 @@ pub struct Counts {
     pub spans: u64,
     /// Spans refused (in `partial_success`).
     pub rejected_spans: u64,
+    /// GenAI log records accepted.
+    pub log_records: u64,
+    /// Log records refused (not GenAI events, no trace; in `partial_success`).
+    pub rejected_log_records: u64,
+    /// Metric data points received (counted, not stored).
+    pub metric_points: u64,
     /// Events acknowledged or spooled.
     pub events: u64,
+    /// Model calls that came after their run's `run_stop` (in their own rows, not in the
+    /// run's totals).
+    pub late_calls: u64,
 }
 
 /// What `agent-runner otlp` reports when it stops.
@@ -65,8 +85,17 @@ impl fmt::Display for OtlpReport {
         let c = &self.counts;
         writeln!(
             f,
-            "otlp: {} requests, {} spans ({} rejected), {} events",
-            c.requests, c.spans, c.rejected_spans, c.events
+            "otlp: {} requests, {} spans ({} rejected), {} GenAI log records ({} other \
+             records rejected), {} metric data points (counted, not stored), {} events, {} \
+             model calls after their run's root",
+            c.requests,
+            c.spans,
+            c.rejected_spans,
+            c.log_records,
+            c.rejected_log_records,
+            c.metric_points,
+            c.events,
+            c.late_calls
         )?;
         writeln!(f, "{}", self.delivery)
     }
@@ -80,12 +109,11 @@ impl Outcome for OtlpReport {
 
 /// Binds, starts the publisher, serves until `shutdown`, then drains the publisher.
 pub async fn run(config: OtlpConfig, shutdown: CancellationToken) -> Result<OtlpReport, Error> {
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| OtlpError::Bind {
-            addr: config.listen,
-            source,
-        })?;
+    let http = bind(config.listen).await?;
+    let grpc = match config.grpc_listen {
+        Some(addr) => Some(bind(addr).await?),
+        None => None,
+    };
     let publisher = Publisher::connect(&config.publish).await?;
     // A publisher that failed for good (spool full or broken) can keep nothing more: stop.
     let stop = shutdown.child_token();
@@ -95,7 +123,7 @@ pub async fn run(config: OtlpConfig, shutdown: CancellationToken) -> Result<Otlp
         failed.cancelled().await;
         stop_on_failure.cancel();
     });
-    let counts = serve(listener, &config, publisher.handle(), stop).await;
+    let counts = serve(http, grpc, &config, publisher.handle(), stop).await;
     watch.abort();
     let delivery = publisher.finish().await?;
     Ok(OtlpReport {
@@ -104,10 +132,18 @@ pub async fn run(config: OtlpConfig, shutdown: CancellationToken) -> Result<Otlp
     })
 }
 
-/// Serves OTLP/HTTP on `listener`, publishing through `publisher`, until `shutdown`;
-/// requests under way are answered first.
+async fn bind(addr: std::net::SocketAddr) -> Result<TcpListener, OtlpError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| OtlpError::Bind { addr, source })
+}
+
+/// Serves OTLP/HTTP on `http` (and OTLP/gRPC on `grpc`, when given), publishing through
+/// `publisher`, until `shutdown`; requests under way are answered first. Both share one
+/// mapping, one memory of the runs under way and one set of counts.
 pub async fn serve(
-    listener: TcpListener,
+    http: TcpListener,
+    grpc: Option<TcpListener>,
     config: &OtlpConfig,
     publisher: PublisherHandle,
     shutdown: CancellationToken,
@@ -118,30 +154,62 @@ pub async fn serve(
             prices: config.prices.clone(),
             experiment: config.experiment.clone(),
         },
+        ledger: Ledger::new(chrono::Utc::now(), DEFAULT_RUN_IDLE),
         token: config.bearer_token.clone(),
         max_body_bytes: config.max_body_bytes,
         publisher,
         counters: Counters::default(),
     });
     let app = Router::new()
-        .route("/v1/traces", post(export))
+        .route("/v1/traces", post(traces))
+        .route("/v1/logs", post(logs))
+        .route("/v1/metrics", post(metrics))
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
         .with_state(shared.clone());
-    if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "OTLP/HTTP receiver listening on /v1/traces");
+    if let Ok(addr) = http.local_addr() {
+        tracing::info!(%addr, "OTLP/HTTP receiver listening on /v1/traces, /v1/logs, /v1/metrics");
     }
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
-        .map_err(OtlpError::Serve)?;
-    Ok(shared.counters.snapshot())
+    let http = async {
+        axum::serve(http, app)
+            .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+            .await
+            .map_err(OtlpError::Serve)
+    };
+    let grpc = async {
+        match grpc {
+            Some(listener) => super::grpc::serve(listener, shared.clone(), shutdown.clone()).await,
+            None => Ok(()),
+        }
+    };
+    // One server failing stops the other: the receiver is not half up.
+    let stop_both = shutdown.clone();
+    let (http, grpc) = tokio::join!(
+        async {
+            let served = http.await;
+            stop_both.cancel();
+            served
+        },
+        async {
+            let served = grpc.await;
+            if served.is_err() {
+                shutdown.cancel();
+            }
+            served
+        }
+    );
+    http?;
+    grpc?;
+    let mut counts = shared.counters.snapshot();
+    counts.late_calls = shared.ledger.late_calls();
+    Ok(counts)
 }
 
 /// What every request handler shares.
-struct Shared {
+pub(super) struct Shared {
     mapper: Mapper,
-    token: Option<BearerToken>,
-    max_body_bytes: usize,
+    ledger: Ledger,
+    pub(super) token: Option<BearerToken>,
+    pub(super) max_body_bytes: usize,
     publisher: PublisherHandle,
     counters: Counters,
 }
@@ -151,6 +219,9 @@ struct Counters {
     requests: AtomicU64,
     spans: AtomicU64,
     rejected_spans: AtomicU64,
+    log_records: AtomicU64,
+    rejected_log_records: AtomicU64,
+    metric_points: AtomicU64,
     events: AtomicU64,
 }
 
@@ -160,79 +231,234 @@ impl Counters {
             requests: self.requests.load(Ordering::Relaxed),
             spans: self.spans.load(Ordering::Relaxed),
             rejected_spans: self.rejected_spans.load(Ordering::Relaxed),
+            log_records: self.log_records.load(Ordering::Relaxed),
+            rejected_log_records: self.rejected_log_records.load(Ordering::Relaxed),
+            metric_points: self.metric_points.load(Ordering::Relaxed),
             events: self.events.load(Ordering::Relaxed),
+            late_calls: 0,
         }
     }
 }
 
-/// `POST /v1/traces`.
-async fn export(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(token) = &shared.token {
-        let given = headers.get(AUTHORIZATION).map(|v| v.as_bytes());
-        if !given.is_some_and(|g| token.admits(g)) {
-            return (
-                StatusCode::UNAUTHORIZED,
-                [(WWW_AUTHENTICATE, "Bearer")],
-                "missing or wrong bearer token\n",
-            )
-                .into_response();
-        }
-    }
-    let encoding = match body::encoding(&headers) {
-        Ok(encoding) => encoding,
-        Err(e) => return refuse(&e),
-    };
-    let request = match body::decode(&headers, encoding, &body, shared.max_body_bytes) {
-        Ok(request) => request,
-        Err(e) => return refuse(&e),
-    };
-    let mapped = shared.mapper.map(&request);
-    let mut reasons = mapped.reasons;
-    // Spans with an event that can never be delivered.
+/// Why a request could not be taken whole: the exporter must send it again later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Unavailable;
+
+/// What became of a request's events.
+#[derive(Debug, Default)]
+pub(super) struct Delivered {
+    /// Items (spans, records) with an event that can never be delivered.
+    pub(super) undeliverable: u64,
+    /// Events acknowledged or spooled.
+    pub(super) events: u64,
+}
+
+/// Publishes `events` (each with the index of the item it came from) and waits until
+/// each is acknowledged or spooled; adds to `reasons` why an item's event can never be
+/// delivered. `Err` when the publisher stopped before keeping them all.
+pub(super) async fn deliver(
+    publisher: &PublisherHandle,
+    events: Vec<(usize, BenchmarkEvent)>,
+    reasons: &mut Vec<String>,
+) -> Result<Delivered, Unavailable> {
     let mut undeliverable = BTreeSet::new();
-    let mut receipts = Vec::with_capacity(mapped.events.len());
-    for (span, mut event) in mapped.events {
+    let mut receipts = Vec::with_capacity(events.len());
+    for (item, mut event) in events {
         match event.enforce_limits() {
-            Ok(bytes) => match shared.publisher.send_tracked(&event, Bytes::from(bytes)) {
-                Some(receipt) => receipts.push((span, receipt)),
-                None => return unavailable(),
+            Ok(bytes) => match publisher.send_tracked(&event, Bytes::from(bytes)) {
+                Some(receipt) => receipts.push((item, receipt)),
+                None => return Err(Unavailable),
             },
             Err(e) => {
-                undeliverable.insert(span);
-                note(&mut reasons, format!("{} event: {e}", event.event_type()));
+                undeliverable.insert(item);
+                note(reasons, format!("{} event: {e}", event.event_type()));
             }
         }
     }
     let mut delivered = 0;
-    for (span, receipt) in receipts {
+    for (item, receipt) in receipts {
         match receipt.await {
             Ok(Settled::Acked | Settled::Spooled) => delivered += 1,
             Ok(Settled::Quarantined) => {
-                undeliverable.insert(span);
+                undeliverable.insert(item);
                 note(
-                    &mut reasons,
+                    reasons,
                     "an event was refused by the broker for good (see `agent-runner spool status`)"
                         .to_owned(),
                 );
             }
             // The publisher stopped before keeping it: the exporter must send again.
-            Err(_) => return unavailable(),
+            Err(_) => return Err(Unavailable),
         }
     }
-    let rejected = mapped.rejected + undeliverable.len() as u64;
-    let c = &shared.counters;
-    c.requests.fetch_add(1, Ordering::Relaxed);
-    c.spans
-        .fetch_add(mapped.spans.saturating_sub(rejected), Ordering::Relaxed);
-    c.rejected_spans.fetch_add(rejected, Ordering::Relaxed);
-    c.events.fetch_add(delivered, Ordering::Relaxed);
-    let response = ExportTraceServiceResponse {
-        partial_success: (rejected > 0).then(|| ExportTracePartialSuccess {
-            rejected_spans: i64::try_from(rejected).unwrap_or(i64::MAX),
-            error_message: reasons.join("; "),
-        }),
+    Ok(Delivered {
+        undeliverable: undeliverable.len() as u64,
+        events: delivered,
+    })
+}
+
+impl Shared {
+    /// The spans of `request` mapped and delivered: the reply.
+    pub(super) async fn export_traces(
+        &self,
+        request: &ExportTraceServiceRequest,
+    ) -> Result<ExportTraceServiceResponse, Unavailable> {
+        let mapped = self.mapper.map(request, &self.ledger);
+        let mut reasons = mapped.reasons;
+        let delivered = deliver(&self.publisher, mapped.events, &mut reasons).await?;
+        let rejected = mapped.rejected + delivered.undeliverable;
+        let c = &self.counters;
+        c.requests.fetch_add(1, Ordering::Relaxed);
+        c.spans
+            .fetch_add(mapped.spans.saturating_sub(rejected), Ordering::Relaxed);
+        c.rejected_spans.fetch_add(rejected, Ordering::Relaxed);
+        c.events.fetch_add(delivered.events, Ordering::Relaxed);
+        Ok(ExportTraceServiceResponse {
+            partial_success: (rejected > 0).then(|| ExportTracePartialSuccess {
+                rejected_spans: saturating_i64(rejected),
+                error_message: reasons.join("; "),
+            }),
+        })
+    }
+
+    /// The GenAI events among the log records of `request` delivered: the reply.
+    pub(super) async fn export_logs(
+        &self,
+        request: &ExportLogsServiceRequest,
+    ) -> Result<ExportLogsServiceResponse, Unavailable> {
+        let mapped = self.mapper.map_logs(request);
+        let mut reasons = mapped.reasons;
+        let delivered = deliver(&self.publisher, mapped.events, &mut reasons).await?;
+        let rejected = mapped.rejected + delivered.undeliverable;
+        let c = &self.counters;
+        c.requests.fetch_add(1, Ordering::Relaxed);
+        c.log_records
+            .fetch_add(mapped.records.saturating_sub(rejected), Ordering::Relaxed);
+        c.rejected_log_records
+            .fetch_add(rejected, Ordering::Relaxed);
+        c.events.fetch_add(delivered.events, Ordering::Relaxed);
+        Ok(ExportLogsServiceResponse {
+            partial_success: (rejected > 0).then(|| ExportLogsPartialSuccess {
+                rejected_log_records: saturating_i64(rejected),
+                error_message: reasons.join("; "),
+            }),
+        })
+    }
+
+    /// The data points of `request` counted (metrics are not stored): the reply, a
+    /// partial success that rejects nothing and says so.
+    pub(super) fn export_metrics(
+        &self,
+        request: &ExportMetricsServiceRequest,
+    ) -> ExportMetricsServiceResponse {
+        let points = metric_points(request);
+        let c = &self.counters;
+        c.requests.fetch_add(1, Ordering::Relaxed);
+        c.metric_points.fetch_add(points, Ordering::Relaxed);
+        ExportMetricsServiceResponse {
+            partial_success: (points > 0).then(|| ExportMetricsPartialSuccess {
+                rejected_data_points: 0,
+                error_message: format!(
+                    "{points} data points accepted and counted; metrics are not mapped to \
+                     benchmark events"
+                ),
+            }),
+        }
+    }
+}
+
+/// The data points of a metrics request.
+fn metric_points(request: &ExportMetricsServiceRequest) -> u64 {
+    request
+        .resource_metrics
+        .iter()
+        .flat_map(|r| &r.scope_metrics)
+        .flat_map(|s| &s.metrics)
+        .map(|m| match &m.data {
+            Some(Data::Gauge(g)) => g.data_points.len(),
+            Some(Data::Sum(s)) => s.data_points.len(),
+            Some(Data::Histogram(h)) => h.data_points.len(),
+            Some(Data::ExponentialHistogram(h)) => h.data_points.len(),
+            Some(Data::Summary(s)) => s.data_points.len(),
+            None => 0,
+        } as u64)
+        .sum()
+}
+
+fn saturating_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Why a request was refused before anything was mapped.
+enum Refusal {
+    /// No bearer token, or another: 401.
+    Unauthorized,
+    /// The body: 400, 413 or 415.
+    Body(BodyError),
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        match self {
+            Refusal::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                [(WWW_AUTHENTICATE, "Bearer")],
+                "missing or wrong bearer token\n",
+            )
+                .into_response(),
+            Refusal::Body(e) => (e.status(), format!("{e}\n")).into_response(),
+        }
+    }
+}
+
+/// Checks the bearer token, then decodes the body: the request and its encoding.
+fn accept<M: prost::Message + Default + serde::de::DeserializeOwned>(
+    shared: &Shared,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<(Encoding, M), Refusal> {
+    if let Some(token) = &shared.token {
+        let given = headers.get(AUTHORIZATION).map(|v| v.as_bytes());
+        if !given.is_some_and(|g| token.admits(g)) {
+            return Err(Refusal::Unauthorized);
+        }
+    }
+    let encoding = body::encoding(headers).map_err(Refusal::Body)?;
+    let request =
+        body::decode(headers, encoding, body, shared.max_body_bytes).map_err(Refusal::Body)?;
+    Ok((encoding, request))
+}
+
+/// `POST /v1/traces`.
+async fn traces(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let (encoding, request) = match accept(&shared, &headers, &body) {
+        Ok(accepted) => accepted,
+        Err(refusal) => return refusal.into_response(),
     };
-    reply(StatusCode::OK, encoding, &response)
+    match shared.export_traces(&request).await {
+        Ok(response) => reply(encoding, &response),
+        Err(Unavailable) => unavailable(),
+    }
+}
+
+/// `POST /v1/logs`.
+async fn logs(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let (encoding, request) = match accept(&shared, &headers, &body) {
+        Ok(accepted) => accepted,
+        Err(refusal) => return refusal.into_response(),
+    };
+    match shared.export_logs(&request).await {
+        Ok(response) => reply(encoding, &response),
+        Err(Unavailable) => unavailable(),
+    }
+}
+
+/// `POST /v1/metrics`.
+async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    match accept(&shared, &headers, &body) {
+        Ok((encoding, request)) => reply(encoding, &shared.export_metrics(&request)),
+        Err(refusal) => refusal.into_response(),
+    }
 }
 
 fn note(reasons: &mut Vec<String>, reason: String) {
@@ -241,27 +467,27 @@ fn note(reasons: &mut Vec<String>, reason: String) {
     }
 }
 
-fn reply(
-    status: StatusCode,
-    encoding: Encoding,
-    response: &ExportTraceServiceResponse,
-) -> Response {
+fn reply<M: prost::Message + serde::Serialize>(encoding: Encoding, response: &M) -> Response {
     (
-        status,
+        StatusCode::OK,
         [(CONTENT_TYPE, encoding.content_type())],
         encoding.encode(response),
     )
         .into_response()
 }
 
-fn refuse(error: &BodyError) -> Response {
-    (error.status(), format!("{error}\n")).into_response()
-}
+/// Seconds an exporter is asked to wait before sending again after a 503.
+const RETRY_AFTER_SECONDS: &str = "5";
+
+/// Why a request was answered 503 / `UNAVAILABLE`.
+pub(super) const UNAVAILABLE_MESSAGE: &str =
+    "the publisher has stopped (spool full or broken); send again later";
 
 fn unavailable() -> Response {
     (
         StatusCode::SERVICE_UNAVAILABLE,
-        "the publisher has stopped; send again later\n",
+        [(RETRY_AFTER, RETRY_AFTER_SECONDS)],
+        format!("{UNAVAILABLE_MESSAGE}\n"),
     )
         .into_response()
 }

@@ -7,54 +7,129 @@ use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 use opentelemetry_proto::tonic::trace::v1::Span;
 
-/// The GenAI conventions' token attributes and their aliases, most current first.
+/// The attributes each fact of a span is read from, in the order tried: the current
+/// GenAI conventions, their older names, OpenLLMetry's (traceloop) and OpenInference's.
+/// The table in `schemas/README.md` ("OpenTelemetry traces") lists them per convention.
+pub mod keys {
+    /// What a span is: `gen_ai.operation.name`, then OpenLLMetry's older names.
+    pub const OPERATION: &[&str] = &[
+        "gen_ai.operation.name",
+        "llm.request.type",
+        "traceloop.span.kind",
+    ];
+    /// What a span is, in OpenInference's words (`LLM`, `TOOL`, `AGENT`, ...).
+    pub const OPENINFERENCE_KIND: &str = "openinference.span.kind";
+    /// The model: the one that answered, then the one asked for, then OpenInference's.
+    pub const MODEL: &[&str] = &[
+        "gen_ai.response.model",
+        "gen_ai.request.model",
+        "llm.model_name",
+    ];
+    /// The provider: current, older (`gen_ai.system`, also OpenLLMetry's), OpenInference's.
+    pub const PROVIDER: &[&str] = &[
+        "gen_ai.provider.name",
+        "gen_ai.system",
+        "llm.provider",
+        "llm.system",
+    ];
+    /// The agent that made the call.
+    pub const AGENT: &[&str] = &["gen_ai.agent.name", "agent.name"];
+    /// Why the model stopped (an array, or one string).
+    pub const FINISH_REASONS: &[&str] = &["gen_ai.response.finish_reasons", "llm.finish_reason"];
+    /// What the model answered: the current structured messages (a JSON string or an
+    /// OTLP array), the older indexed completion, OpenInference's first output message.
+    pub const OUTPUT: &[&str] = &[
+        "gen_ai.output.messages",
+        "gen_ai.completion.0.content",
+        "llm.output_messages.0.message.content",
+    ];
+    /// A tool span's tool: current, OpenInference's, OpenLLMetry's entity name.
+    pub const TOOL_NAME: &[&str] = &["gen_ai.tool.name", "tool.name", "traceloop.entity.name"];
+    /// A tool span's arguments: current, OpenLLMetry's entity input, OpenInference's input.
+    pub const TOOL_ARGUMENTS: &[&str] = &[
+        "gen_ai.tool.call.arguments",
+        "traceloop.entity.input",
+        "input.value",
+    ];
+    /// A tool span's call id: current, OpenInference's.
+    pub const TOOL_CALL_ID: &[&str] = &["gen_ai.tool.call.id", "tool_call.id"];
+}
+
+/// The token attributes of each convention, in the order tried.
 pub mod tokens {
-    /// Prompt tokens, cached included: the current name, then the legacy one (also
-    /// OpenLLMetry's).
-    pub const INPUT: &[&str] = &["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"];
+    /// Prompt tokens, cached included: the current name, the older one (also
+    /// OpenLLMetry's), OpenLLMetry's `llm.usage.*`, OpenInference's.
+    pub const INPUT: &[&str] = &[
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.prompt_tokens",
+        "llm.usage.prompt_tokens",
+        "llm.token_count.prompt",
+    ];
     /// Completion tokens, reasoning included.
     pub const OUTPUT: &[&str] = &[
         "gen_ai.usage.output_tokens",
         "gen_ai.usage.completion_tokens",
+        "llm.usage.completion_tokens",
+        "llm.token_count.completion",
     ];
     /// Prompt tokens read from the provider's cache: the current name, OpenLLMetry's,
-    /// Sentry's, pydantic-ai's.
+    /// Sentry's, pydantic-ai's, OpenInference's.
     pub const CACHE_READ: &[&str] = &[
         "gen_ai.usage.cache_read.input_tokens",
         "gen_ai.usage.cache_read_input_tokens",
         "gen_ai.usage.input_tokens.cached",
         "gen_ai.usage.details.cache_read_tokens",
+        "llm.token_count.prompt_details.cache_read",
     ];
     /// Prompt tokens written to the provider's cache: the current name, OpenLLMetry's,
-    /// pydantic-ai's.
+    /// pydantic-ai's, OpenInference's.
     pub const CACHE_WRITE: &[&str] = &[
         "gen_ai.usage.cache_creation.input_tokens",
         "gen_ai.usage.cache_creation_input_tokens",
         "gen_ai.usage.details.cache_write_tokens",
+        "llm.token_count.prompt_details.cache_write",
     ];
-    /// Hidden reasoning tokens: the current name, OpenLLMetry's, Sentry's, pydantic-ai's.
+    /// Hidden reasoning tokens: the current name, OpenLLMetry's, Sentry's, pydantic-ai's,
+    /// OpenInference's.
     pub const REASONING: &[&str] = &[
         "gen_ai.usage.reasoning.output_tokens",
         "gen_ai.usage.reasoning_tokens",
         "gen_ai.usage.output_tokens.reasoning",
         "gen_ai.usage.details.reasoning_tokens",
+        "llm.token_count.completion_details.reasoning",
     ];
 }
 
-/// One span with the resource that produced it.
+/// The attributes of one span or log record, and those of the resource that produced it.
+#[derive(Debug, Clone, Copy)]
+pub struct Attributes<'a> {
+    /// The span's or record's own.
+    pub own: &'a [KeyValue],
+    /// Its resource's (`service.name`, `benchstream.*`, ...).
+    pub resource: &'a [KeyValue],
+}
+
+/// One span with the resource that produced it; its attributes through `Deref`.
 #[derive(Debug, Clone, Copy)]
 pub struct SpanView<'a> {
     /// The span.
     pub span: &'a Span,
-    /// Its resource's attributes (`service.name`, `benchstream.*`, ...).
-    pub resource: &'a [KeyValue],
+    attributes: Attributes<'a>,
 }
 
-impl<'a> SpanView<'a> {
+impl<'a> std::ops::Deref for SpanView<'a> {
+    type Target = Attributes<'a>;
+
+    fn deref(&self) -> &Attributes<'a> {
+        &self.attributes
+    }
+}
+
+impl<'a> Attributes<'a> {
     /// The value of the first of `keys` the span (or, failing that, its resource) has.
     fn value(&self, keys: &[&str]) -> Option<&'a Value> {
         keys.iter()
-            .find_map(|key| find(&self.span.attributes, key).or_else(|| find(self.resource, key)))
+            .find_map(|key| find(self.own, key).or_else(|| find(self.resource, key)))
     }
 
     /// A string attribute (the first of `keys` present as a non-empty string).
@@ -84,9 +159,10 @@ impl<'a> SpanView<'a> {
         }
     }
 
-    /// A string-array attribute (a lone string counts as one element).
-    pub fn strings(&self, key: &str) -> Vec<&'a str> {
-        match self.value(&[key]) {
+    /// A string-array attribute, the first of `keys` present (a lone string counts as
+    /// one element).
+    pub fn strings(&self, keys: &[&str]) -> Vec<&'a str> {
+        match self.value(keys) {
             Some(Value::ArrayValue(array)) => array
                 .values
                 .iter()
@@ -100,11 +176,36 @@ impl<'a> SpanView<'a> {
         }
     }
 
-    /// The span's own attribute only (not the resource's).
-    pub fn own_str(&self, key: &str) -> Option<&'a str> {
-        match find(&self.span.attributes, key) {
-            Some(Value::StringValue(s)) if !s.is_empty() => Some(s.as_str()),
+    /// A text attribute: a non-empty string as it is, a structured value (an array or a
+    /// key-value list, as the current conventions allow for messages) as JSON text.
+    pub fn text(&self, keys: &[&str]) -> Option<String> {
+        keys.iter().find_map(|key| match self.value(&[key])? {
+            Value::StringValue(s) if !s.is_empty() => Some(s.clone()),
+            structured @ (Value::ArrayValue(_) | Value::KvlistValue(_)) => Some(
+                to_json(Some(&AnyValue {
+                    value: Some(structured.clone()),
+                }))
+                .to_string(),
+            ),
             _ => None,
+        })
+    }
+
+    /// The own attribute only (not the resource's).
+    pub fn own_str(&self, key: &str) -> Option<&'a str> {
+        attribute_str(self.own, key)
+    }
+}
+
+impl<'a> SpanView<'a> {
+    /// `span` of `resource`.
+    pub fn new(span: &'a Span, resource: &'a [KeyValue]) -> Self {
+        SpanView {
+            span,
+            attributes: Attributes {
+                own: &span.attributes,
+                resource,
+            },
         }
     }
 
@@ -137,6 +238,39 @@ pub fn attribute_str<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a st
         Some(Value::StringValue(s)) if !s.is_empty() => Some(s.as_str()),
         _ => None,
     }
+}
+
+/// An OTLP value as JSON: arrays and key-value lists become JSON arrays and objects,
+/// bytes lowercase hex, a non-finite double and an unset value null.
+pub fn to_json(value: Option<&AnyValue>) -> serde_json::Value {
+    use serde_json::Value as Json;
+    match value.and_then(|v| v.value.as_ref()) {
+        None => Json::Null,
+        Some(Value::StringValue(s)) => Json::from(s.as_str()),
+        Some(Value::BoolValue(b)) => Json::from(*b),
+        Some(Value::IntValue(n)) => Json::from(*n),
+        Some(Value::DoubleValue(x)) => {
+            serde_json::Number::from_f64(*x).map_or(Json::Null, Json::Number)
+        }
+        Some(Value::ArrayValue(a)) => a.values.iter().map(|v| to_json(Some(v))).collect(),
+        Some(Value::KvlistValue(list)) => attributes_json(&list.values),
+        Some(Value::BytesValue(b)) => {
+            Json::from(b.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        }
+        // An index into a string table only profiles carry: nothing to resolve it with.
+        Some(Value::StringValueStrindex(_)) => Json::Null,
+    }
+}
+
+/// Attributes as a JSON object (the first value of a key repeated wins).
+pub fn attributes_json(attributes: &[KeyValue]) -> serde_json::Value {
+    let mut object = serde_json::Map::new();
+    for kv in attributes {
+        if !object.contains_key(&kv.key) {
+            object.insert(kv.key.clone(), to_json(kv.value.as_ref()));
+        }
+    }
+    serde_json::Value::Object(object)
 }
 
 fn find<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a Value> {

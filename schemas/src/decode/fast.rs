@@ -173,6 +173,7 @@ impl<'de> DeserializeSeed<'de> for PayloadOf {
             EventType::OptimizerUpdate => Payload::OptimizerUpdate(Deserialize::deserialize(d)?),
             EventType::TestOutcome => Payload::TestOutcome(Deserialize::deserialize(d)?),
             EventType::TaskValidation => Payload::TaskValidation(Deserialize::deserialize(d)?),
+            EventType::GenaiEvent => Payload::GenaiEvent(Deserialize::deserialize(d)?),
         })
     }
 }

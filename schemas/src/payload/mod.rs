@@ -7,6 +7,7 @@ mod config;
 mod context;
 mod deliberation;
 mod failure;
+mod genai_event;
 mod optimizer;
 mod run;
 mod step;
@@ -18,6 +19,7 @@ pub use config::{ContextStrategy, RetryPolicy, RunConfig, SandboxLimits, Strateg
 pub use context::{ContextDecision, SegmentType};
 pub use deliberation::{Action, Deliberation, DeliberationStatus, PricingSource};
 pub use failure::{Failure, FailureRoot, FinalErrorState, RecoveryAttempt};
+pub use genai_event::GenAiEvent;
 pub use optimizer::OptimizerUpdate;
 pub use run::{
     EnforcedLimit, EnvironmentImage, ExitStatus, ExperimentRef, PidsLimit, Regrade, RunClaim,
@@ -60,6 +62,9 @@ pub enum Payload {
     /// `task_validation`: what validating a SWE-bench-format task with its gold patch
     /// found.
     TaskValidation(TaskValidation),
+    /// `genai_event`: one OpenTelemetry GenAI event (captured content, inference
+    /// details, an evaluation result) of a run received as traces.
+    GenaiEvent(GenAiEvent),
 }
 
 impl Payload {
@@ -76,6 +81,7 @@ impl Payload {
             Payload::OptimizerUpdate(_) => EventType::OptimizerUpdate,
             Payload::TestOutcome(_) => EventType::TestOutcome,
             Payload::TaskValidation(_) => EventType::TaskValidation,
+            Payload::GenaiEvent(_) => EventType::GenaiEvent,
         }
     }
 }
@@ -106,11 +112,13 @@ pub enum EventType {
     TestOutcome,
     /// `task_validation`.
     TaskValidation,
+    /// `genai_event`.
+    GenaiEvent,
 }
 
 impl EventType {
     /// Every event type, in a stable order.
-    pub const ALL: [EventType; 10] = [
+    pub const ALL: [EventType; 11] = [
         EventType::RunStart,
         EventType::RunStop,
         EventType::Step,
@@ -121,6 +129,7 @@ impl EventType {
         EventType::OptimizerUpdate,
         EventType::TestOutcome,
         EventType::TaskValidation,
+        EventType::GenaiEvent,
     ];
 
     /// The wire name, e.g. `tool_call`.
@@ -136,6 +145,7 @@ impl EventType {
             EventType::OptimizerUpdate => "optimizer_update",
             EventType::TestOutcome => "test_outcome",
             EventType::TaskValidation => "task_validation",
+            EventType::GenaiEvent => "genai_event",
         }
     }
 

@@ -117,6 +117,14 @@ impl Reply {
         self
     }
 
+    /// Names `model` as the model that answered (the stand-in says `stand-in` otherwise).
+    pub fn model(mut self, model: &str) -> Reply {
+        if let Body::Json(body) = &mut self.body {
+            body["model"] = Value::from(model);
+        }
+        self
+    }
+
     /// Answers only after `delay`.
     pub fn delayed(mut self, delay: Duration) -> Reply {
         self.delay = delay;

@@ -1,5 +1,5 @@
-//! `otlp-bench`: spans per second through `agent-runner otlp` into the events stream, and
-//! the receiver's peak memory. The receiver is the release `agent-runner` binary run as a
+//! `otlp-bench`: spans per second through `agent-runner otlp` into the events stream, the
+//! receiver's CPU time per span and its peak memory. The receiver is the release `agent-runner` binary run as a
 //! process (as deployed), publishing to a nats-server the test harness starts.
 //!
 //! Each request is one OTLP/HTTP protobuf export of one trace: an `invoke_agent` root
@@ -68,6 +68,7 @@ async fn main() -> anyhow::Result<()> {
 
     let dir = tempfile::tempdir()?;
     let port = free_port();
+    let cpu_before = children_cpu();
     let mut receiver = spawn_receiver(&runner, port, &nats.url(), &dir.path().join("otlp.spool"))?;
     wait_listening(port).await?;
 
@@ -91,6 +92,9 @@ async fn main() -> anyhow::Result<()> {
     let elapsed = started.elapsed();
     let rss = peak_rss(receiver.id());
     stop(&mut receiver)?;
+    // The receiver was the only child reaped meanwhile: the children's CPU time grew by
+    // its own, start-up and shutdown included.
+    let cpu = children_cpu().saturating_sub(cpu_before);
 
     let chats = (args.spans - 1).div_ceil(2);
     let tools = (args.spans - 1) / 2;
@@ -114,6 +118,11 @@ async fn main() -> anyhow::Result<()> {
         expected as f64 / secs,
         expected,
         secs
+    );
+    println!(
+        "  receiver CPU {:.2} s (user + system), {:.1} µs per span",
+        cpu.as_secs_f64(),
+        cpu.as_secs_f64() * 1e6 / spans
     );
     println!(
         "  receiver peak RSS {:.1} MiB",
@@ -150,6 +159,18 @@ async fn wait_listening(port: u16) -> anyhow::Result<()> {
 }
 
 /// SIGTERM, and the receiver's clean exit.
+/// User + system CPU time of this process's children that have been waited for.
+fn children_cpu() -> Duration {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_CHILDREN).map_or(Duration::ZERO, |usage| {
+        let time = |t: nix::sys::time::TimeVal| {
+            Duration::from_secs(u64::try_from(t.tv_sec()).unwrap_or(0))
+                + Duration::from_micros(u64::try_from(t.tv_usec()).unwrap_or(0))
+        };
+        time(usage.user_time()) + time(usage.system_time())
+    })
+}
+
 fn stop(receiver: &mut Child) -> anyhow::Result<()> {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(receiver.id())?);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)?;

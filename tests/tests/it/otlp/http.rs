@@ -21,6 +21,18 @@ async fn post(
     body: Vec<u8>,
     token: Option<&str>,
 ) -> (u16, String) {
+    let (status, _, body) = exchange(endpoint, content_type, gzip, body, token).await;
+    (status, body)
+}
+
+/// As [`post`], with the reply's head (status line and headers) too.
+async fn exchange(
+    endpoint: &str,
+    content_type: &str,
+    gzip: bool,
+    body: Vec<u8>,
+    token: Option<&str>,
+) -> (u16, String, String) {
     let rest = endpoint.strip_prefix("http://").expect("http endpoint");
     let (authority, path) = rest.split_at(rest.find('/').expect("a path"));
     let mut head = format!(
@@ -49,11 +61,8 @@ async fn post(
             .nth(1)
             .and_then(|s| s.parse().ok())
             .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
-        let body = text
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_owned())
-            .unwrap_or_default();
-        (status, body)
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        (status, head.to_owned(), body.to_owned())
     })
     .await
     .expect("client thread")
@@ -262,4 +271,39 @@ async fn while_the_broker_is_away_exports_are_spooled_answered_and_delivered_lat
     assert_eq!(report.delivery.left_in_spool, 0);
     let stored = stream_messages(&nats.url(), &StreamSpec::default()).await;
     assert_eq!(stored.len(), 2, "delivered once the broker came back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_spool_is_answered_503_with_retry_after_and_stops_the_receiver() {
+    let nats = nats_with_stream().await;
+    tokio::task::block_in_place(|| nats.stop());
+    let dir = tempfile::tempdir().expect("dir");
+    // Room for no event: the first one the broker cannot take fills the spool.
+    let receiver = Receiver::start(
+        &nats.url(),
+        dir.path(),
+        &["--ack-timeout-ms", "500", "--spool-max-bytes", "64"],
+    )
+    .await;
+    let now = chrono::Utc::now().timestamp_nanos_opt().expect("in range");
+    let body = serde_json::json!({"resourceSpans": [{"scopeSpans": [{"spans": [
+        {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+         "name": "agent", "startTimeUnixNano": (now - 1_000_000_000).to_string(),
+         "endTimeUnixNano": now.to_string()}]}]}]});
+    let body = serde_json::to_vec(&body).expect("json");
+    let (status, head, reply) =
+        exchange(&receiver.endpoint, "application/json", false, body, None).await;
+    assert_eq!(status, 503, "retryable: {head}\n{reply}");
+    assert!(
+        head.to_ascii_lowercase().contains("retry-after: 5"),
+        "{head}"
+    );
+    assert!(reply.contains("spool full or broken"), "{reply}");
+    receiver.shutdown.cancel();
+    let outcome = receiver.task.await.expect("receiver task");
+    let error = outcome.expect_err("the receiver ends with the publisher's failure");
+    assert!(
+        error.to_string().to_ascii_lowercase().contains("spool"),
+        "{error}"
+    );
 }

@@ -4,6 +4,7 @@
 //! read back from ClickHouse.
 
 mod http;
+mod instrumented;
 mod sdk;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -24,6 +25,8 @@ use crate::common::repo_path;
 struct Receiver {
     /// `http://127.0.0.1:<port>/v1/traces`.
     endpoint: String,
+    /// `http://127.0.0.1:<port>`.
+    base: String,
     shutdown: CancellationToken,
     task: JoinHandle<Result<OtlpReport, agent_runner::Error>>,
 }
@@ -63,6 +66,7 @@ impl Receiver {
         }
         Receiver {
             endpoint: format!("http://{listen}/v1/traces"),
+            base: format!("http://{listen}"),
             shutdown,
             task,
         }
@@ -81,10 +85,17 @@ impl Receiver {
 /// Runs the fixture's exporter script (`twice` or `stream N`) against `endpoint` with
 /// `env`; its output lines, parsed. Panics unless it exits 0.
 async fn export(endpoint: &str, args: &[&str], env: &[(&str, &str)]) -> Vec<serde_json::Value> {
+    let mut argv = vec![endpoint];
+    argv.extend_from_slice(args);
+    python("agent_trace.py", &argv, env).await
+}
+
+/// Runs `tests/fixtures/otlp/<script>` with `args` and `env`; its output lines, parsed.
+/// Panics unless it exits 0.
+async fn python(script: &str, args: &[&str], env: &[(&str, &str)]) -> Vec<serde_json::Value> {
     let mut command = Command::new("python3");
     command
-        .arg(repo_path("tests/fixtures/otlp/agent_trace.py"))
-        .arg(endpoint)
+        .arg(repo_path(&format!("tests/fixtures/otlp/{script}")))
         .args(args)
         .envs(env.iter().copied());
     let out =

@@ -74,17 +74,28 @@ async fn a_trace_exported_twice_lands_exactly_and_once() {
             "SELECT count(), any(scenario_name), any(scoring_version), any(model) \
              FROM benchstream.run_starts FORMAT TSV"
         ),
-        "1\totlp\totlp-unevaluated\tunknown"
+        "1\totlp\totlp-stated\tclaude-3-5-haiku",
+        "a verdict stated by the trace; of two models called once each, the first by name"
     );
     assert_eq!(
         query(
             ch,
             "SELECT count(), any(success), any(final_score), any(wall_time_ms), \
-             any(exit_status), any(early_stopped), isNull(any(total_tokens)), \
+             any(exit_status), any(early_stopped), any(total_tokens), any(api_calls), \
              isNull(any(cost_usd)), isNull(any(turns)) FROM benchstream.run_stops FORMAT TSV"
         ),
-        "1\t1\t1\t5000\tsubmitted\t0\t1\t1\t1",
-        "judged by its evaluation event; what only the children know is NULL"
+        "1\t1\t1\t5000\tsubmitted\t0\t2050\t2\t1\t1",
+        "judged by its evaluation event; totals of its calls, each counted once; the \
+         cost is NULL since one model has no price; no trace states turns"
+    );
+    assert_eq!(
+        query(
+            ch,
+            "SELECT visitParamExtractRaw(raw, 'models') FROM benchstream.events_raw \
+             WHERE type = 'run_stop' FORMAT TSV"
+        ),
+        r#"{"claude-3-5-haiku":1,"gpt-4o-mini-2024-07-18":1}"#,
+        "the models of the run are listed with their calls"
     );
     assert_eq!(
         query(

@@ -1,0 +1,276 @@
+//! The receiver's memory of the runs under way: the model calls seen of each run, so that
+//! the `run_stop` its root span brings carries the run's totals (tokens, cost, calls,
+//! model).
+//!
+//! A run's spans come in any order, across requests, and its root usually last (it ends
+//! last). Every call is recorded once by its span id, so a batch sent twice counts each
+//! call once, and the totals of a root sent twice are the same. The totals are stated
+//! only when this receiver can have seen every call of the run: it was up before the root
+//! span started (a child starts after its root and is exported after it ends), and it
+//! has not forgotten the run since. Otherwise they are null, never a partial sum.
+//! Calls of a run that come after its root are kept in their own rows but not in the
+//! totals (`run_stop` is published once); they are counted as `late_calls`.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::pricing::Usd;
+
+/// How long a run nobody sent a span of is remembered.
+pub const DEFAULT_RUN_IDLE: Duration = Duration::from_secs(3600);
+/// Forgotten runs whose ids are kept (so that their totals are known to be partial).
+const FORGOTTEN_KEPT: usize = 100_000;
+
+/// One model call, as its inference span states it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The run it belongs to.
+    pub run_id: Uuid,
+    /// Its span id (hex): a call is counted once whatever how often it is sent.
+    pub span: String,
+    /// Input + output tokens; `None`: unknown.
+    pub tokens: Option<u64>,
+    /// Its cost; `None`: unknown (no price, or tokens missing).
+    pub cost: Option<Usd>,
+    /// Its model and provider (`unknown` when not stated).
+    pub model: String,
+    /// The provider.
+    pub provider: String,
+}
+
+/// A run's totals for its `run_stop` (and its model for `run_start`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    /// Model calls; `None`: this receiver may not have seen them all, or saw none.
+    pub api_calls: Option<u32>,
+    /// Input + output tokens of every call; `None` when any is unknown.
+    pub total_tokens: Option<u64>,
+    /// Summed cost; `None` when any call's cost is unknown.
+    pub cost: Option<Usd>,
+    /// The model of most calls (ties: the first by name), and its provider.
+    pub model: Option<(String, String)>,
+    /// Calls per model, when several models were called.
+    pub models: BTreeMap<String, u32>,
+}
+
+#[derive(Debug)]
+struct Run {
+    calls: BTreeMap<String, Call>,
+    /// Whether its root came (its `run_stop` was built).
+    closed: bool,
+    touched: Instant,
+}
+
+/// The runs under way, shared by every request.
+#[derive(Debug)]
+pub struct Ledger {
+    /// When the receiver started: a run whose root started earlier may have sent calls
+    /// to an earlier receiver.
+    started: DateTime<Utc>,
+    idle: Duration,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    runs: HashMap<Uuid, Run>,
+    forgotten: HashSet<Uuid>,
+    late_calls: u64,
+    last_sweep: Option<Instant>,
+}
+
+impl Ledger {
+    /// A ledger of a receiver started at `started`, forgetting runs idle for `idle`.
+    pub fn new(started: DateTime<Utc>, idle: Duration) -> Ledger {
+        Ledger {
+            started,
+            idle,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// Records `calls` (each once by run and span).
+    pub fn record(&self, calls: Vec<Call>) {
+        let now = Instant::now();
+        let mut state = self.lock();
+        self.sweep(&mut state, now);
+        for call in calls {
+            let run = state.runs.entry(call.run_id).or_insert_with(|| Run {
+                calls: BTreeMap::new(),
+                closed: false,
+                touched: now,
+            });
+            run.touched = now;
+            if run.closed && !run.calls.contains_key(&call.span) {
+                state.late_calls += 1;
+                tracing::warn!(run = %call.run_id, span = %call.span,
+                    "a model call came after its run's root span: not in the run's totals");
+                continue;
+            }
+            run.calls.entry(call.span.clone()).or_insert(call);
+        }
+    }
+
+    /// Closes `run_id`, whose root span started at `root_start`: its totals.
+    pub fn close(&self, run_id: Uuid, root_start: DateTime<Utc>) -> Totals {
+        let now = Instant::now();
+        let mut state = self.lock();
+        let complete = root_start >= self.started && !state.forgotten.contains(&run_id);
+        let run = state.runs.entry(run_id).or_insert_with(|| Run {
+            calls: BTreeMap::new(),
+            closed: false,
+            touched: now,
+        });
+        run.closed = true;
+        run.touched = now;
+        if !complete || run.calls.is_empty() {
+            return Totals::default();
+        }
+        totals(run.calls.values())
+    }
+
+    /// Model calls that came after their run's root.
+    pub fn late_calls(&self) -> u64 {
+        self.lock().late_calls
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A panic while holding the lock leaves counts that are still consistent.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Forgets runs idle for longer than `idle` (at most once a minute).
+    fn sweep(&self, state: &mut State, now: Instant) {
+        if state
+            .last_sweep
+            .is_some_and(|at| now.duration_since(at) < Duration::from_secs(60))
+        {
+            return;
+        }
+        state.last_sweep = Some(now);
+        let idle = self.idle;
+        let stale: Vec<Uuid> = state
+            .runs
+            .iter()
+            .filter(|(_, run)| now.duration_since(run.touched) > idle)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in stale {
+            state.runs.remove(&id);
+            if state.forgotten.len() >= FORGOTTEN_KEPT {
+                state.forgotten.clear();
+            }
+            state.forgotten.insert(id);
+        }
+    }
+}
+
+fn totals<'a>(calls: impl Iterator<Item = &'a Call> + Clone) -> Totals {
+    let mut models: BTreeMap<String, (u32, &str)> = BTreeMap::new();
+    for call in calls.clone() {
+        let entry = models
+            .entry(call.model.clone())
+            .or_insert((0, &call.provider));
+        entry.0 += 1;
+    }
+    let model = models
+        .iter()
+        // The most calls; among equals the first name (max_by_key keeps the last maximum).
+        .rev()
+        .max_by_key(|(_, (n, _))| *n)
+        .map(|(model, (_, provider))| (model.clone(), (*provider).to_owned()));
+    let api_calls = calls.clone().count();
+    Totals {
+        api_calls: u32::try_from(api_calls).ok(),
+        total_tokens: calls.clone().map(|c| c.tokens).sum(),
+        cost: calls
+            .map(|c| c.cost)
+            .try_fold(Usd::default(), |sum, c| Some(sum.saturating_add(c?))),
+        model,
+        models: if models.len() > 1 {
+            models.into_iter().map(|(m, (n, _))| (m, n)).collect()
+        } else {
+            BTreeMap::new()
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(run: Uuid, span: &str, model: &str, tokens: Option<u64>, cost: Option<f64>) -> Call {
+        Call {
+            run_id: run,
+            span: span.to_owned(),
+            tokens,
+            cost: cost.and_then(Usd::from_number),
+            model: model.to_owned(),
+            provider: "openai".to_owned(),
+        }
+    }
+
+    fn ledger() -> (Ledger, DateTime<Utc>) {
+        let started = DateTime::from_timestamp(1_700_000_000, 0).expect("time");
+        (Ledger::new(started, DEFAULT_RUN_IDLE), started)
+    }
+
+    #[test]
+    fn totals_count_each_call_once_and_name_the_most_used_model() {
+        let (ledger, t) = ledger();
+        let run = Uuid::from_u128(1);
+        let calls = vec![
+            call(run, "a", "model-b", Some(100), Some(0.0008)),
+            call(run, "b", "model-a", Some(300), Some(0.006)),
+            call(run, "c", "model-a", Some(10), Some(0.001)),
+        ];
+        ledger.record(calls.clone());
+        // The same batch again.
+        ledger.record(calls);
+        let totals = ledger.close(run, t);
+        assert_eq!(totals.api_calls, Some(3));
+        assert_eq!(totals.total_tokens, Some(410));
+        assert_eq!(totals.cost.map(Usd::to_number), Some(0.0078));
+        assert_eq!(
+            totals.model,
+            Some(("model-a".to_owned(), "openai".to_owned()))
+        );
+        assert_eq!(
+            totals.models,
+            BTreeMap::from([("model-a".to_owned(), 2), ("model-b".to_owned(), 1)])
+        );
+    }
+
+    #[test]
+    fn one_unpriced_or_uncounted_call_makes_the_sum_unknown_not_smaller() {
+        let (ledger, t) = ledger();
+        let run = Uuid::from_u128(2);
+        ledger.record(vec![
+            call(run, "a", "m", Some(100), Some(0.5)),
+            call(run, "b", "m", None, None),
+        ]);
+        let totals = ledger.close(run, t);
+        assert_eq!(
+            (totals.api_calls, totals.total_tokens, totals.cost),
+            (Some(2), None, None)
+        );
+        assert!(totals.models.is_empty(), "one model: nothing to list");
+    }
+
+    #[test]
+    fn a_run_that_started_before_the_receiver_has_unknown_totals_and_late_calls_are_counted() {
+        let (ledger, t) = ledger();
+        let run = Uuid::from_u128(3);
+        ledger.record(vec![call(run, "a", "m", Some(1), Some(0.1))]);
+        let before = t - chrono::Duration::seconds(1);
+        assert_eq!(ledger.close(run, before), Totals::default());
+        let other = Uuid::from_u128(4);
+        assert_eq!(ledger.close(other, t), Totals::default(), "no call seen");
+        ledger.record(vec![call(other, "z", "m", Some(1), Some(0.1))]);
+        assert_eq!(ledger.late_calls(), 1);
+    }
+}
