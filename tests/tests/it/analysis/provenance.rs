@@ -165,6 +165,11 @@ const ALWAYS_KNOWN: &[(&str, &str)] = &[
     ("event_ids.stream_seq", "the message"),
     ("events_raw.stream_seq", "the message"),
     ("run_starts.fixture_sha256", "hash"),
+    ("genai_events.name", "the log record's event name"),
+    ("genai_events.trace_id", "id"),
+    ("genai_events.body", "the record as sent: `null` when it has no body"),
+    ("genai_events.attributes", "the record as sent: `{}` when it has none"),
+    ("genai_events.content_truncated", "the receiver's own cut"),
     (
         "run_starts.tag_keys",
         "the run's labels: empty when it has none",
@@ -304,6 +309,7 @@ fn payload_of(table: &str) -> Option<(&'static str, &'static [(&'static str, &'s
         "context_decisions" => ("ContextDecision", &[]),
         "failures" => ("Failure", &[("", "FinalErrorState")]),
         "optimizer_updates" => ("OptimizerUpdate", &[]),
+        "genai_events" => ("GenAiEvent", &[]),
         _ => return None,
     })
 }
