@@ -23,6 +23,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use bench_cli::token::BearerToken;
 use bench_delivery::{DeliveryReport, Publisher, PublisherHandle, Settled};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceResponse,
@@ -30,7 +31,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::args::{BearerToken, OtlpConfig};
+use super::args::OtlpConfig;
 use super::body::{self, BodyError, Encoding};
 use super::mapping::Mapper;
 use crate::error::{Error, Exit, OtlpError, Outcome};

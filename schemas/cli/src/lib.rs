@@ -12,6 +12,7 @@
 //!   filtered by `RUST_LOG`.
 //! - [`paths`]: path flags resolved against the current directory as they are parsed.
 //! - [`signal`]: SIGINT / SIGTERM into a `CancellationToken`.
+//! - [`token`]: `--bearer-token`, the secret the servers require of their clients.
 //! - [`exit`]: the exit statuses all three share (0 ok, 1 failure, 2 usage, 130
 //!   interrupted) and the one way the error that ends a command is printed.
 
@@ -22,6 +23,7 @@ pub mod exit;
 pub mod logging;
 pub mod paths;
 pub mod signal;
+pub mod token;
 
 pub use config_file::{ConfigFileError, InvalidSetting, TomlError, TomlPosition};
 pub use exit::{report, Status};
