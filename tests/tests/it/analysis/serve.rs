@@ -361,6 +361,15 @@ async fn check_api(port: u16, run_a: &str) {
         (Some(2), Some(1))
     );
 
+    // compare's answer over the experiment, each policy against the baseline.
+    let target = "/api/compare?experiment=exp-view&baseline=bench%2Fmodel-a%3Araw";
+    let compared = body_json(&get(port, target, &[]).await);
+    assert_eq!(compared["policies"].as_array().map(Vec::len), Some(2));
+    assert_eq!(compared["comparisons"][0]["candidate"], "bench/model-b:raw");
+    let unknown = get(port, "/compare?baseline=nobody", &[]).await;
+    assert_eq!(unknown.status, 400);
+    assert!(String::from_utf8_lossy(&unknown.body).contains("no runs of &quot;nobody&quot;"));
+
     let bad = get(port, "/api/runs/not-a-run", &[]).await;
     assert_eq!(bad.status, 400);
     assert!(body_json(&bad)["error"]
