@@ -1,9 +1,8 @@
 //! The viewer's own reads. Every value from a request is bound with the client's `?`
 //! placeholders (run ids go through `toUUID(?)`), never written into the SQL; every
 //! table is read with `FINAL`, so each event counts once however often it was delivered.
-//! Answers come as JSONEachRow (64-bit integers as numbers) into serde structs. A run
-//! without a `run_stop` reads NULL from the joined side whatever its type (18.16), hence
-//! the `ifNull`s.
+//! Answers come as JSONEachRow (64-bit integers as numbers) into serde structs. The SQL
+//! is in `sql/` (`deploy/clickhouse/chdb_check.py` runs it on current ClickHouse too).
 
 use clickhouse::Client;
 use serde::de::DeserializeOwned;
@@ -20,9 +19,14 @@ pub enum DbError {
     Row(#[from] serde_json::Error),
 }
 
-/// Exit statuses of an infrastructure failure (the environment or the provider failed):
-/// never a result, as in `paired_outcomes`.
-const INFRASTRUCTURE: &str = "('exit_environment', 'exit_api')";
+/// `sql/experiments.sql`: experiments with their progress.
+const EXPERIMENTS: &str = include_str!("sql/experiments.sql");
+/// `sql/runs.sql`: the latest runs of an experiment or a task.
+const RUNS: &str = include_str!("sql/runs.sql");
+/// `sql/run_events.sql`: a run's events.
+const RUN_EVENTS: &str = include_str!("sql/run_events.sql");
+/// `sql/run_experiment.sql`: a run's experiment.
+const RUN_EXPERIMENT: &str = include_str!("sql/run_experiment.sql");
 
 /// The rows `query` answers, each a `T`.
 async fn rows<T: DeserializeOwned>(query: clickhouse::query::Query) -> Result<Vec<T>, DbError> {
@@ -76,35 +80,8 @@ pub async fn experiments(
     client: &Client,
     name: Option<&str>,
 ) -> Result<Vec<ExperimentRow>, DbError> {
-    let sql = format!(
-        "SELECT experiment, any(sweep_name) AS sweep, uniqExact(policy_id) AS policies,
-            count() AS started, toUInt64(sum(ifNull(stopped, 0))) AS done,
-            toUInt64(sum(ifNull(infra, 0))) AS infrastructure,
-            toUInt64(sum(ifNull(judged, 0))) AS judged, toUInt64(sum(ifNull(solved, 0))) AS solved,
-            sumIf(assumeNotNull(cost), isNotNull(cost)) AS cost_usd,
-            done - countIf(isNotNull(cost)) AS unpriced,
-            max(planned_runs) AS planned, toUInt32(min(ts)) AS first_start
-        FROM
-        (
-            SELECT run_id, assumeNotNull(experiment) AS experiment, sweep_name, policy_id,
-                ts, planned_runs
-            FROM run_starts FINAL
-            WHERE isNotNull(experiment) AND (? = '' OR assumeNotNull(experiment) = ?)
-        )
-        ANY LEFT JOIN
-        (
-            SELECT run_id, toUInt8(1) AS stopped,
-                toUInt8(exit_status IN {INFRASTRUCTURE}) AS infra,
-                toUInt8(isNotNull(success) AND infra = 0) AS judged,
-                toUInt8(judged = 1 AND assumeNotNull(success) = 1) AS solved,
-                cost_usd AS cost
-            FROM run_stops FINAL
-        ) USING run_id
-        GROUP BY experiment
-        ORDER BY first_start DESC, experiment"
-    );
     let name = name.unwrap_or_default();
-    rows(reader(client).query(&sql).bind(name).bind(name)).await
+    rows(reader(client).query(EXPERIMENTS).bind(name).bind(name)).await
 }
 
 /// One run, as lists of runs show it.
@@ -142,30 +119,18 @@ pub enum RunsOf<'a> {
 
 /// The latest `limit` runs of `of`, newest first.
 pub async fn runs(client: &Client, of: RunsOf<'_>, limit: u32) -> Result<Vec<RunRow>, DbError> {
-    let (column, value) = match of {
+    let (kind, value) = match of {
         RunsOf::Experiment(name) => ("experiment", name),
-        RunsOf::Task(task) => ("task_id", task),
+        RunsOf::Task(task) => ("task", task),
     };
-    let sql = format!(
-        "SELECT toString(run_id) AS id, task_id, policy_id, experiment,
-            toUInt32(ts) AS started, toUInt8(ifNull(s_stopped, 0)) AS stopped,
-            ifNull(s_exit, '') AS exit_status, s_success AS success, s_cost AS cost_usd
-        FROM
-        (
-            SELECT run_id, task_id, policy_id, experiment, ts
-            FROM run_starts FINAL
-            WHERE {column} = ?
-        )
-        ANY LEFT JOIN
-        (
-            SELECT run_id, toUInt8(1) AS s_stopped, exit_status AS s_exit,
-                success AS s_success, cost_usd AS s_cost
-            FROM run_stops FINAL
-        ) USING run_id
-        ORDER BY started DESC, run_id
-        LIMIT ?"
-    );
-    rows(reader(client).query(&sql).bind(value).bind(limit)).await
+    rows(
+        reader(client)
+            .query(RUNS)
+            .bind(kind)
+            .bind(value)
+            .bind(limit),
+    )
+    .await
 }
 
 /// One stored event of a run.
@@ -182,10 +147,7 @@ pub struct EventRow {
 
 /// Every event of `run_id` in `seq` order (one row per event however often delivered).
 pub async fn run_events(client: &Client, run_id: &uuid::Uuid) -> Result<Vec<EventRow>, DbError> {
-    let sql = "SELECT seq, type, raw FROM events_raw FINAL
-        WHERE run_id = toUUID(?)
-        ORDER BY seq, event_id";
-    rows(reader(client).query(sql).bind(run_id.to_string())).await
+    rows(reader(client).query(RUN_EVENTS).bind(run_id.to_string())).await
 }
 
 /// The experiment `run_id` belongs to: `Some(None)` for a run outside any, `None` when
@@ -198,7 +160,11 @@ pub async fn run_experiment(
     struct Row {
         experiment: Option<String>,
     }
-    let sql = "SELECT experiment FROM run_starts FINAL WHERE run_id = toUUID(?) LIMIT 1";
-    let found: Vec<Row> = rows(reader(client).query(sql).bind(run_id.to_string())).await?;
+    let found: Vec<Row> = rows(
+        reader(client)
+            .query(RUN_EXPERIMENT)
+            .bind(run_id.to_string()),
+    )
+    .await?;
     Ok(found.into_iter().next().map(|row| row.experiment))
 }

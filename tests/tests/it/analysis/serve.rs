@@ -115,7 +115,7 @@ impl RunEvents {
 
 /// Run a: solved, with the known tool output, a hostile step, two test outcomes (the
 /// flipped one listed second) and a final diff. Run b: the same first three steps, then
-/// another command (step 4 diverges).
+/// another command (step 4 diverges). And the start of a run outside any experiment.
 fn two_runs(runs_dir: &Path) -> (RunEvents, RunEvents, Vec<BenchmarkEvent>) {
     let mut a = RunEvents::new(TASK, "bench/model-a:raw");
     let mut b = RunEvents::new(TASK, "bench/model-b:raw");
@@ -134,6 +134,13 @@ fn two_runs(runs_dir: &Path) -> (RunEvents, RunEvents, Vec<BenchmarkEvent>) {
     events.push(a.test("tests/test_x.py::test_flipped", false, true));
     events.push(a.stop(true, Some(DIFF)));
     events.push(b.stop(false, None));
+    // A run outside any experiment: no experiment of its own on the home page.
+    let mut outside = RunEvents::new("task-outside", "bench/model-a:raw");
+    let mut start = outside.start();
+    if let Payload::RunStart(data) = &mut start.payload {
+        data.experiment.name = None;
+    }
+    events.push(start);
     let dir = runs_dir.join(a.id());
     std::fs::create_dir_all(&dir).expect("run dir");
     std::fs::write(dir.join("final.diff"), DIFF).expect("final.diff");
@@ -350,6 +357,11 @@ async fn check_api(port: u16, run_a: &str) {
     assert_eq!(run["diff"]["text"], DIFF);
 
     let experiments = body_json(&get(port, "/api/experiments", &[]).await);
+    assert_eq!(
+        experiments.as_array().map(Vec::len),
+        Some(1),
+        "{experiments}"
+    );
     let ours = &experiments[0];
     assert_eq!(ours["experiment"], EXPERIMENT);
     assert_eq!(
