@@ -141,6 +141,14 @@ pub struct ReportArgs {
     /// with the most counted runs).
     #[arg(long, value_name = "P")]
     pub baseline: Option<String>,
+    /// The most runs the runs table of a time range lists (the latest); the page says how
+    /// many it left out.
+    #[arg(long, env = "BENCH_REPORT_RUNS_CAP", value_name = "N", default_value_t = crate::report::DEFAULT_RUNS_CAP)]
+    pub runs_cap: usize,
+    /// Address of a `bench-analysis serve` viewer of the same database (e.g.
+    /// http://127.0.0.1:8321): each listed run links to its page there.
+    #[arg(long, env = "BENCH_REPORT_VIEWER_URL", value_name = "URL")]
+    pub viewer_url: Option<String>,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ConnectionArgs,
@@ -411,6 +419,8 @@ pub async fn report(args: ReportArgs) -> Result<PathBuf, CommandError> {
         experiments: args.runs.experiments,
         sweeps: args.runs.sweeps,
         scenarios: args.runs.scenarios,
+        runs_cap: Some(args.runs_cap),
+        viewer_url: args.viewer_url,
     };
     let page = generate_report(&config.client(), &options)
         .await
