@@ -19,7 +19,8 @@ hand-made one (`fixtures/*.jsonl`, see fixtures/README.md) and one exported from
 pipeline run (`fixtures/pipeline/*.jsonl`, see fixtures/pipeline/README.md). The
 queries `agent-runner sweep` runs (`agent-runner/src/sweep/*.sql`, bound by position,
 outside the shipped set) run over each dataset too, and must answer with the columns the
-runner reads, in its order, one row per config or run of the dataset. Cells
+runner reads, in its order, one row per config or run of the dataset; so do the queries
+of the viewer (`event-sink/analysis/src/serve/sql/*.sql`, `bench-analysis serve`). Cells
 compare as numbers when both parse as numbers (relative 1e-9), otherwise as text. To
 check more SQL, write a stage and append it to STAGES; to check another dataset, add it
 to DATASETS. Files are split into statements with `split_statements`, which follows the
@@ -43,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 MIGRATIONS = HERE / "migrations"
 QUERIES = HERE / "queries"
 SWEEP_QUERIES = HERE.parent.parent / "agent-runner" / "src" / "sweep"
+VIEWER_QUERIES = HERE.parent.parent / "event-sink" / "analysis" / "src" / "serve" / "sql"
 FIXTURES = HERE / "fixtures"
 # (database, directory): every dataset is loaded into its own database.
 DATASETS = [
@@ -335,6 +337,67 @@ def stage_sweep_queries_run(session):
     print(f"  sweep queries: {len(files)} answer with the runner's columns")
 
 
+# The viewer's queries: the columns its row types read (by name), what it binds to each
+# `?`, and how many rows the dataset must give (the datasets hold no experiment: the
+# experiments query must answer with its columns and no row).
+def first(session, sql):
+    return literal("String", str(session.query(sql, "CSV")).strip().strip('"'))
+
+
+VIEWER = {
+    "experiments": (
+        ["experiment", "sweep", "policies", "started", "done", "infrastructure", "judged",
+         "solved", "cost_usd", "unpriced", "planned", "first_start"],
+        lambda s: ["''", "''"],
+        "SELECT count(DISTINCT experiment) FROM run_starts FINAL WHERE isNotNull(experiment)",
+    ),
+    "runs": (
+        ["id", "task_id", "policy_id", "experiment", "started", "stopped", "exit_status",
+         "success", "cost_usd"],
+        lambda s: ["'task'", first(s, "SELECT min(task_id) FROM run_starts FINAL"), "1000"],
+        "SELECT count() FROM run_starts FINAL"
+        " WHERE task_id = (SELECT min(task_id) FROM run_starts FINAL)",
+    ),
+    "run_events": (
+        ["seq", "type", "raw"],
+        lambda s: [first(s, "SELECT toString(min(run_id)) FROM run_starts FINAL")],
+        "SELECT count() FROM events_raw FINAL"
+        " WHERE run_id = (SELECT min(run_id) FROM run_starts FINAL)",
+    ),
+    "run_experiment": (
+        ["experiment"],
+        lambda s: [first(s, "SELECT toString(min(run_id)) FROM run_starts FINAL")],
+        "SELECT 1",
+    ),
+}
+
+
+def stage_viewer_queries_run(session):
+    """Stage: each query of `bench-analysis serve` runs over the loaded dataset and
+    answers with the columns the viewer reads and the rows expected."""
+    files = sorted(VIEWER_QUERIES.glob("*.sql"))
+    if sorted(path.stem for path in files) != sorted(VIEWER):
+        found = [path.name for path in files]
+        raise RuntimeError(f"{VIEWER_QUERIES} holds {found}; this check knows {sorted(VIEWER)}")
+    failures = []
+    for path in files:
+        columns, arguments, rows_sql = VIEWER[path.stem]
+        sql = bind(path.read_text(encoding="utf-8"), arguments(session))
+        try:
+            got = list(csv.reader(io.StringIO(str(session.query(sql, "CSVWithNames")))))
+        except Exception as e:  # chdb raises its own exception types
+            failures.append(f"{path.stem}: {e}")
+            continue
+        expected_rows = count(session, rows_sql)
+        if got and got[0] != columns:
+            failures.append(f"{path.stem}: columns {got[0]}, the viewer reads {columns}")
+        elif max(len(got) - 1, 0) != expected_rows:
+            failures.append(f"{path.stem}: {len(got) - 1} rows, expected {expected_rows}")
+    if failures:
+        raise RuntimeError("\n".join(failures))
+    print(f"  viewer queries: {len(files)} answer with the viewer's columns")
+
+
 def same_cell(actual, expected):
     # chdb writes NULL as \N and may print Bool as true/false; the Rust CSV has "" and 0/1.
     actual = {"\\N": "", "true": "1", "false": "0"}.get(actual, actual)
@@ -398,6 +461,7 @@ STAGES = [
         stage_load_dataset(directory),
         stage_queries_match_clickhouse_18(directory),
         stage_sweep_queries_run,
+        stage_viewer_queries_run,
     )
 ]
 

@@ -7,6 +7,8 @@
 #   - git (apt; every run's submission is a `git diff` of its workspace, and SWE-bench-format
 #     tasks are one-commit repositories)
 #   - chromium (apt; headless, renders the `bench-analysis report` page in the analysis tests)
+#   - chromium-driver (apt; `chromedriver`, drives that Chromium over WebDriver in the tests
+#     of the `bench-analysis serve` viewer, tests/tests/it/analysis/serve.rs)
 #   - bubblewrap (apt; `bwrap`, the sandbox every agent command runs in)
 #   - passt (apt; `pasta`, the network of sandboxes with `network_enabled`, without the
 #     host's loopback)
@@ -79,6 +81,7 @@ have clickhouse-client || missing+=(clickhouse-client)
 have curl || missing+=(curl)
 have git || missing+=(git)
 have chromium || missing+=(chromium)
+have chromedriver || missing+=(chromium-driver)
 have bwrap || missing+=(bubblewrap)
 have pasta || missing+=(passt)
 # Task environments as OCI images: fetch, unpack, and (tests) build them from Debian.
@@ -203,6 +206,7 @@ log "nats-server:       $(nats-server --version) ($(command -v nats-server))"
 log "clickhouse-server: $(dpkg-query -W -f='${Version}' clickhouse-server 2>/dev/null || echo '?') ($(command -v clickhouse-server))"
 log "clickhouse-client: $(clickhouse-client --version)"
 log "chromium:          $(chromium --version 2>/dev/null || echo '?') ($(command -v chromium))"
+log "chromedriver:      $(chromedriver --version 2>/dev/null || echo '?') ($(command -v chromedriver))"
 log "pytest:            $(/usr/bin/python3 -m pytest --version 2>&1 | head -n1)"
 log "bubblewrap:        $(bwrap --version 2>/dev/null || echo '?') ($(command -v bwrap))"
 log "passt:             $(dpkg-query -W -f='${Version}' passt 2>/dev/null || echo '?') ($(command -v pasta))"

@@ -3,9 +3,10 @@
 
 use std::net::SocketAddr;
 
+use bench_cli::token::BearerToken;
 use bench_delivery::PublishSetup;
 use clap::Args;
-use secrecy::{ExposeSecret as _, SecretString};
+use secrecy::SecretString;
 
 use crate::error::Error;
 use crate::flags::{EventArgs, ExperimentArgs, PriceTableArgs};
@@ -45,33 +46,6 @@ pub struct OtlpArgs {
     pub events: EventArgs,
 }
 
-/// A bearer token; its `Debug` does not show it.
-#[derive(Debug, Clone)]
-pub struct BearerToken(SecretString);
-
-impl BearerToken {
-    /// A token from its text (tests; the command's comes from `--bearer-token`).
-    #[cfg(test)]
-    pub fn from_secret(token: &str) -> BearerToken {
-        BearerToken(token.into())
-    }
-
-    /// Whether an `Authorization` header value carries this token. Compares every byte
-    /// whatever the first difference, so the time taken does not tell how much matched.
-    pub fn admits(&self, authorization: &[u8]) -> bool {
-        let Some(given) = authorization.strip_prefix(b"Bearer ") else {
-            return false;
-        };
-        let expected = self.0.expose_secret().as_bytes();
-        given.len() == expected.len()
-            && given
-                .iter()
-                .zip(expected)
-                .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-                == 0
-    }
-}
-
 /// What the receiver runs with.
 #[derive(Debug, Clone)]
 pub struct OtlpConfig {
@@ -99,18 +73,11 @@ impl OtlpArgs {
         if self.max_body_bytes == 0 {
             return Err(Error::Config("--max-body-bytes must be at least 1".into()));
         }
-        let bearer_token = match self.bearer_token {
-            Some(t)
-                if t.expose_secret().is_empty()
-                    || !t.expose_secret().is_ascii()
-                    || t.expose_secret().contains(char::is_whitespace) =>
-            {
-                return Err(Error::Config(
-                    "--bearer-token must be non-empty printable ASCII without spaces".into(),
-                ))
-            }
-            token => token.map(BearerToken),
-        };
+        let bearer_token = self
+            .bearer_token
+            .map(BearerToken::new)
+            .transpose()
+            .map_err(Error::Config)?;
         let prices = self.prices.load()?;
         let (host, publish) = self.events.into_setup()?;
         Ok(OtlpConfig {
@@ -123,20 +90,5 @@ impl OtlpArgs {
             publish,
             experiment: self.experiment.into_experiment()?,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_the_exact_bearer_token_is_admitted() {
-        let token = BearerToken("s3cret".into());
-        assert!(token.admits(b"Bearer s3cret"));
-        assert!(!token.admits(b"Bearer s3cre"));
-        assert!(!token.admits(b"Bearer s3cretx"));
-        assert!(!token.admits(b"Basic s3cret"));
-        assert!(!format!("{token:?}").contains("s3cret"));
     }
 }

@@ -32,9 +32,9 @@ use tonic::metadata::MetadataMap;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
-use super::args::BearerToken;
 use super::receiver::{Shared, Unavailable, UNAVAILABLE_MESSAGE};
 use crate::error::OtlpError;
+use bench_cli::token::BearerToken;
 
 /// The three services over one shared state.
 #[derive(Clone)]
@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn only_requests_with_the_bearer_token_in_their_metadata_are_authorized() {
-        let token = BearerToken::from_secret("s3cret");
+        let token = BearerToken::new("s3cret".into()).expect("valid");
         let with = |value: &str| {
             let mut metadata = MetadataMap::new();
             metadata.insert("authorization", value.parse().expect("ascii"));

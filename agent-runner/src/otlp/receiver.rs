@@ -25,6 +25,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
+use bench_cli::token::BearerToken;
 use bench_delivery::{DeliveryReport, Publisher, PublisherHandle, Settled};
 use bench_schemas::BenchmarkEvent;
 use opentelemetry_proto::tonic::collector::logs::v1::{
@@ -40,7 +41,7 @@ use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::args::{BearerToken, OtlpConfig};
+use super::args::OtlpConfig;
 use super::body::{self, BodyError, Encoding};
 use super::mapping::Mapper;
 use super::runs::{Ledger, DEFAULT_RUN_IDLE};

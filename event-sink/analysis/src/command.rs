@@ -1,5 +1,5 @@
-//! The `bench-analysis` command line ([`Cli`]) and its `query`, `compare`, `report` and
-//! `plan` subcommands: their flags, and turning them into a query run, a comparison or a report
+//! The `bench-analysis` command line ([`Cli`]) and its `query`, `compare`, `report`,
+//! `plan` and `serve` subcommands: their flags, and turning them into a query run, a comparison or a report
 //! file ([`execute`]). `main.rs` only parses, sets up logging and hands off here.
 //!
 //! They take only the ClickHouse connection ([`ConnectionArgs`]: `--config`'s
@@ -13,11 +13,11 @@ use bench_clickhouse::{ConfigError, ConnectionArgs};
 use clap::{Parser, Subcommand};
 
 use crate::compare::analyze::DEFAULT_MARGIN;
-use crate::compare::{
-    self, check_named, parse_by, resample, sequential, CompareError, Experiments, Filters, Settings,
-};
+use crate::compare::request::{Request, DEFAULT_BY};
+use crate::compare::{self, resample, CompareError, Filters, Settings};
 use crate::queries::{ParamValues, Query, QueryError, QUERIES};
 use crate::report::{generate_report, ReportOptions};
+use crate::serve::{ServeArgs, ServeError};
 use crate::table::Format;
 
 /// `bench-analysis`.
@@ -53,6 +53,10 @@ pub enum Command {
     /// How many tasks and repeats a paired comparison of two policies needs to detect a
     /// difference in solve rate (no database needed).
     Plan(crate::plan::PlanArgs),
+    /// Serve a read-only web viewer of experiments, runs, tasks and comparisons, with
+    /// live updates from the events stream.
+    #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
+    Serve(Box<ServeArgs>),
 }
 
 /// Runs `command` on a runtime with a worker per core: `query` and `compare` print their
@@ -71,6 +75,10 @@ async fn dispatch(command: Command) -> Result<(), CommandError> {
         Command::Report(args) => {
             let path = report(args).await?;
             tracing::info!(path = %path.display(), "report written");
+        }
+        Command::Serve(args) => {
+            let config = args.into_config()?;
+            crate::serve::run(config, bench_cli::cancel_on_signal(Some("stopping"))).await?;
         }
     }
     Ok(())
@@ -139,6 +147,14 @@ pub struct ReportArgs {
     /// with the most counted runs).
     #[arg(long, value_name = "P")]
     pub baseline: Option<String>,
+    /// The most runs the runs table of a time range lists (the latest); the page says how
+    /// many it left out.
+    #[arg(long, env = "BENCH_REPORT_RUNS_CAP", value_name = "N", default_value_t = crate::report::DEFAULT_RUNS_CAP)]
+    pub runs_cap: usize,
+    /// Address of a `bench-analysis serve` viewer of the same database (e.g.
+    /// http://127.0.0.1:8321): each listed run links to its page there.
+    #[arg(long, env = "BENCH_REPORT_VIEWER_URL", value_name = "URL")]
+    pub viewer_url: Option<String>,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ConnectionArgs,
@@ -234,10 +250,32 @@ pub struct CompareArgs {
     pub connection: ConnectionArgs,
 }
 
-/// `compare --by`'s default: one policy per `policy_id`.
-const DEFAULT_BY: &str = "policy";
-
 impl CompareArgs {
+    /// The comparison these flags ask for.
+    pub fn into_request(self) -> Request {
+        Request {
+            by: self.by,
+            policies: self.policies,
+            pool_experiments: self.pool_experiments,
+            filters: Filters {
+                since: self.since,
+                until: self.until,
+                scenarios: self.runs.scenarios,
+                experiments: self.runs.experiments,
+                sweeps: self.runs.sweeps,
+                tasks: self.tasks,
+            },
+            settings: Settings {
+                baseline: self.baseline,
+                margin: self.margin,
+                seed: self.seed,
+                resamples: self.resamples as usize,
+            },
+            sequential: self.sequential,
+            equivalence_margin: self.equivalence_margin,
+        }
+    }
+
     /// `compare --format FORMAT` of the database `connection` reaches: every policy, every
     /// other flag at its default.
     pub fn every_policy(connection: ConnectionArgs, format: Format) -> CompareArgs {
@@ -298,6 +336,9 @@ pub enum CommandError {
     /// `plan` was asked something it cannot answer.
     #[error(transparent)]
     Plan(#[from] crate::plan::PlanError),
+    /// The viewer could not start or stopped serving.
+    #[error(transparent)]
+    Serve(#[from] ServeError),
     /// ClickHouse could not be reached: its URL, and why (the client's chain of causes,
     /// each once).
     #[error("cannot reach ClickHouse at {url}: {cause}")]
@@ -339,6 +380,7 @@ impl CommandError {
                         | CompareError::Query(QueryError::InvalidParam { .. })
                 )
                 | CommandError::Plan(_)
+                | CommandError::Serve(ServeError::Settings(_) | ServeError::ClickHouse(_))
         );
         if usage {
             Status::Usage
@@ -367,52 +409,12 @@ pub async fn query(args: QueryArgs) -> Result<String, CommandError> {
 
 /// Runs `args` and returns what to print.
 pub async fn compare(args: CompareArgs) -> Result<String, CommandError> {
-    let config = args.connection.load()?;
-    let by = parse_by(&args.by).map_err(CompareError::BadKeys)?;
-    let filters = Filters {
-        since: args.since,
-        until: args.until,
-        scenarios: args.runs.scenarios,
-        experiments: args.runs.experiments,
-        sweeps: args.runs.sweeps,
-        tasks: args.tasks,
-    };
-    let experiments = if args.pool_experiments || by.contains(&compare::Dimension::Experiment) {
-        Experiments::Pooled
-    } else {
-        Experiments::Apart
-    };
-    let mut policies = compare::load(&config.client(), &filters, &by, experiments)
+    let config = args.connection.clone().load()?;
+    let format = args.format;
+    let answer = compare::request::answer(&config.client(), args.into_request())
         .await
         .map_err(|e| reached(&config.url, e.into()))?;
-    let wanted: Vec<&String> = args.policies.iter().chain(&args.baseline).collect();
-    check_named(&policies, &wanted, &by)?;
-    if !args.policies.is_empty() {
-        policies.retain(|p| {
-            args.policies.contains(&p.group) || args.baseline.as_ref() == Some(&p.group)
-        });
-    }
-    let settings = Settings {
-        baseline: args.baseline,
-        margin: args.margin,
-        seed: args.seed,
-        resamples: args.resamples as usize,
-    };
-    let mut answer = compare::compare(&policies, &settings);
-    if args.sequential && by.contains(&compare::Dimension::Cfg) {
-        return Err(CompareError::BadKeys(
-            "--sequential groups runs by policy, model, strategy, experiment or tag, not by cfg"
-                .to_owned(),
-        )
-        .into());
-    }
-    if args.sequential {
-        let outcomes = sequential::load_outcomes(&config.client(), &filters, &by, &policies)
-            .await
-            .map_err(|e| reached(&config.url, e.into()))?;
-        sequential::attach(&mut answer, &outcomes, args.equivalence_margin);
-    }
-    Ok(compare::render::render(&answer, args.format))
+    Ok(compare::render::render(&answer, format))
 }
 
 /// Writes the report of `args`; returns the path written.
@@ -426,6 +428,8 @@ pub async fn report(args: ReportArgs) -> Result<PathBuf, CommandError> {
         experiments: args.runs.experiments,
         sweeps: args.runs.sweeps,
         scenarios: args.runs.scenarios,
+        runs_cap: Some(args.runs_cap),
+        viewer_url: args.viewer_url,
     };
     let page = generate_report(&config.client(), &options)
         .await

@@ -19,7 +19,9 @@
 //! - [`compare`]: `bench-analysis compare`, paired statistics between policies on the
 //!   same tasks (intervals, exact tests, sample sizes) over the `paired_outcomes` query.
 //! - [`plan`]: `bench-analysis plan`, the tasks and repeats a paired comparison needs.
-//! - [`command`]: the `query`, `compare`, `report` and `plan` subcommands (flags, output).
+//! - [`serve`]: `bench-analysis serve`, the web viewer: pages and a JSON API over the
+//!   stored runs, live updates from the events stream.
+//! - [`command`]: the `query`, `compare`, `report`, `plan` and `serve` subcommands.
 //!
 //! Every query reads the ReplacingMergeTree tables with `FINAL`, so each event counts
 //! once however often it was delivered. The SQL runs unchanged on ClickHouse 18.16 and
@@ -39,6 +41,7 @@ pub mod compare;
 pub mod plan;
 pub mod queries;
 pub mod report;
+pub mod serve;
 pub(crate) mod svg;
 pub mod table;
 

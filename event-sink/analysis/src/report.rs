@@ -64,7 +64,17 @@ pub struct ReportOptions {
     pub sweeps: Vec<String>,
     /// Only runs of these scenarios. Default: every scenario.
     pub scenarios: Vec<String>,
+    /// The most runs the runs table of a time range lists, the latest; the page says
+    /// how many it left out. `None`: [`DEFAULT_RUNS_CAP`].
+    pub runs_cap: Option<usize>,
+    /// The address of a `bench-analysis serve` viewer of the same database: each listed
+    /// run links to its page there. `None`: no links.
+    pub viewer_url: Option<String>,
 }
+
+/// How many runs the runs table of a time range lists unless told otherwise: the page
+/// stays small however many runs are stored (every run has a page in the viewer).
+pub const DEFAULT_RUNS_CAP: usize = 500;
 
 /// The page's time windows: key, label, length before the latest run start (None = all).
 const WINDOWS: [(&str, &str, Option<i64>); 4] = [
@@ -327,6 +337,7 @@ fn window_section(
         )
     );
     query_tables(page, window);
+    runs_table(page, window, options);
     page.push_str("</section>");
 }
 
@@ -426,7 +437,6 @@ fn query_tables(page: &mut String, window: &Window) {
         ),
         ("tool_errors", "Tool error rates"),
         ("pricing_audit", "Calls with an unknown price"),
-        ("runs", "Runs"),
     ] {
         let _ = write!(
             page,
@@ -437,6 +447,34 @@ fn query_tables(page: &mut String, window: &Window) {
             )
         );
     }
+}
+
+/// The latest runs of `window`, at most the cap, each linked to its page in the viewer
+/// when its address is given; how many were left out.
+fn runs_table(page: &mut String, window: &Window, options: &ReportOptions) {
+    let runs = answer(window, "runs");
+    let cap = options.runs_cap.unwrap_or(DEFAULT_RUNS_CAP);
+    let shown = Table {
+        columns: runs.columns.clone(),
+        rows: runs.rows.iter().take(cap).cloned().collect(),
+    };
+    let left_out = runs.rows.len() - shown.rows.len();
+    let _ = write!(
+        page,
+        "<h2>Runs</h2><p class=\"runs-cap\">The latest {} of {} runs{}.</p>{}",
+        shown.rows.len(),
+        runs.rows.len(),
+        if left_out > 0 {
+            format!("; {left_out} earlier runs left out (at most {cap} are listed)")
+        } else {
+            String::new()
+        },
+        linked_table(
+            &format!("table-runs-{}", window.key),
+            &shown,
+            options.viewer_url.as_deref()
+        )
+    );
 }
 
 /// The Pareto chart's legend (every placed policy: its marker, number, success rate and
@@ -779,6 +817,11 @@ fn comparison_section(
 
 /// An answer as an HTML table; rows of a policy carry `data-policy` for the filter.
 fn html_table(id: &str, table: &Table) -> String {
+    linked_table(id, table, None)
+}
+
+/// [`html_table`], each `run_id` linked to the run's page of the viewer at `viewer`.
+fn linked_table(id: &str, table: &Table, viewer: Option<&str>) -> String {
     if table.rows.is_empty() {
         return format!("<p class=\"empty\" id=\"{id}\">none</p>");
     }
@@ -801,11 +844,16 @@ fn html_table(id: &str, table: &Table) -> String {
             } else {
                 ""
             };
-            let _ = write!(
-                out,
-                "<td{class}>{}</td>",
-                cell.as_deref().map_or("NULL".to_owned(), escape)
-            );
+            let text = cell.as_deref().map_or("NULL".to_owned(), escape);
+            match (viewer, cell) {
+                (Some(viewer), Some(run)) if column.name == "run_id" => {
+                    let href = format!("{}/runs/{run}", viewer.trim_end_matches('/'));
+                    let _ = write!(out, "<td><a href=\"{}\">{text}</a></td>", escape(&href));
+                }
+                _ => {
+                    let _ = write!(out, "<td{class}>{text}</td>");
+                }
+            }
         }
         out.push_str("</tr>");
     }
@@ -1049,6 +1097,36 @@ mod tests {
         }
         assert!(!page.contains("http://") || !page.contains("src=\"http"));
         assert!(!page.contains("<link"), "no external stylesheet");
+    }
+
+    #[test]
+    fn the_runs_table_lists_the_latest_runs_up_to_the_cap_linked_to_the_viewer() {
+        let runs = Table::from_tsv_with_names_and_types(
+            "run_id\tpolicy_id\nUUID\tString\nr3\tp\nr2\tp\nr1\tp\n",
+        )
+        .expect("parses");
+        let window = Window {
+            key: "all",
+            label: "all runs",
+            answers: [("runs", runs)].into_iter().collect(),
+        };
+        let options = ReportOptions {
+            runs_cap: Some(2),
+            viewer_url: Some("http://viewer:8321/".into()),
+            ..ReportOptions::default()
+        };
+        let page = render(&ReportData {
+            windows: vec![window],
+            options,
+            ..ReportData::default()
+        });
+        assert!(page
+            .contains("The latest 2 of 3 runs; 1 earlier runs left out (at most 2 are listed)."));
+        assert!(page.contains("<a href=\"http://viewer:8321/runs/r3\">r3</a>"));
+        assert!(
+            page.contains("/runs/r2") && !page.contains(">r1<"),
+            "only the latest two"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@
 //! - [`paths`]: path flags resolved against the current directory as they are parsed.
 //! - [`signal`]: SIGINT / SIGTERM into a `CancellationToken`.
 //! - [`runtime`](mod@runtime): the tokio runtime of a command, and a command's result as the exit code.
+//! - [`token`]: `--bearer-token`, the secret the servers require of their clients.
 //! - [`exit`]: the exit statuses all three share (0 ok, 1 failure, 2 usage, 130
 //!   interrupted) and the one way the error that ends a command is printed.
 
@@ -24,6 +25,7 @@ pub mod logging;
 pub mod paths;
 pub mod runtime;
 pub mod signal;
+pub mod token;
 
 pub use config_file::{ConfigFileError, InvalidSetting, TomlError, TomlPosition};
 pub use exit::{report, Status};

@@ -1,5 +1,6 @@
-//! Minimal blocking HTTP/1.0 client over `std::net::TcpStream`, for readiness probes and
-//! [`ClickHouseServer::query`](super::ClickHouseServer::query).
+//! Minimal blocking HTTP/1.0 client over `std::net::TcpStream`, for readiness probes,
+//! [`ClickHouseServer::query`](super::ClickHouseServer::query) and the tests of the
+//! viewer's status codes and headers.
 //!
 //! HTTP/1.0 makes servers answer with a plain body and close the connection, so reading
 //! to EOF is the whole protocol. Chunked bodies are still decoded in case a server
@@ -10,11 +11,13 @@ use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::time::Duration;
 
-/// A response: status code and raw body.
+/// A response: status code, headers and raw body.
 #[derive(Debug)]
-pub(crate) struct Response {
+pub struct Response {
     /// HTTP status code, e.g. 200.
     pub status: u16,
+    /// The header lines, names lower-cased, values trimmed, in order.
+    pub headers: Vec<(String, String)>,
     /// Body bytes, de-chunked if needed.
     pub body: Vec<u8>,
 }
@@ -23,10 +26,22 @@ pub(crate) struct Response {
 ///
 /// `target` is the path with query string (`/?query=SELECT%201`). `timeout` bounds the
 /// connect and each read/write, not the whole exchange.
-pub(crate) fn request(
+pub fn request(
     port: u16,
     method: &str,
     target: &str,
+    body: &[u8],
+    timeout: Duration,
+) -> io::Result<Response> {
+    request_with_headers(port, method, target, &[], body, timeout)
+}
+
+/// [`request`] with `headers` (name, value) added.
+pub fn request_with_headers(
+    port: u16,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
     body: &[u8],
     timeout: Duration,
 ) -> io::Result<Response> {
@@ -35,8 +50,12 @@ pub(crate) fn request(
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
 
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
     let head = format!(
-        "{method} {target} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\
+        "{method} {target} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n{extra}\
          Content-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
@@ -64,17 +83,24 @@ fn parse_response(raw: &[u8]) -> io::Result<Response> {
         .nth(1)
         .and_then(|code| code.parse::<u16>().ok())
         .ok_or_else(|| invalid(&format!("bad status line {status_line:?}")))?;
-    let chunked = lines.any(|line| {
-        let line = line.to_ascii_lowercase();
-        line.starts_with("transfer-encoding:") && line.contains("chunked")
-    });
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(name, value)| name == "transfer-encoding" && value.contains("chunked"));
 
     let body = if chunked {
         dechunk(body)?
     } else {
         body.to_vec()
     };
-    Ok(Response { status, body })
+    Ok(Response {
+        status,
+        headers,
+        body,
+    })
 }
 
 /// Decodes a `Transfer-Encoding: chunked` body.

@@ -28,8 +28,9 @@
 //!   retry on a port taken meanwhile, restart, SIGTERM/SIGKILL, log tail for panic
 //!   messages), and the public methods over it that every server offers (`stop`, `kill`,
 //!   `restart`, `is_running`, `log_path`).
-//! - `http`: the few lines of blocking HTTP/1.0 the readiness probes and `query` need, so
-//!   the harness needs no async runtime.
+//! - [`http`]: the few lines of blocking HTTP/1.0 the readiness probes and `query` need, so
+//!   the harness needs no async runtime (also what the viewer's tests read status codes
+//!   and headers with).
 //!
 //! # What it does not do
 //!
@@ -45,7 +46,7 @@ pub mod clickhouse;
 pub mod clickhouse_cluster;
 pub mod cluster;
 pub mod fault_proxy;
-mod http;
+pub mod http;
 pub mod nats;
 pub mod openai;
 pub mod port;

@@ -330,7 +330,9 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
     })
 }
 
-fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
+/// One policy over its counted runs: what `compare` lists per policy, without the
+/// pairs (the viewer's leaderboard).
+pub fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
     let tasks: Vec<&TaskRuns> = policy.tasks.values().collect();
     let mut total = TaskRuns::default();
     for task in &tasks {

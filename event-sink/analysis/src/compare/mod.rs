@@ -10,6 +10,8 @@
 //! - [`stats`]: Wilson, exact binomial / McNemar, Holm, pass@k, detectable difference.
 //! - [`resample`]: the seeded paired bootstrap.
 //! - [`render`]: JSON, table and CSV output.
+//! - [`request`]: a comparison asked for and its answer read from ClickHouse (what
+//!   `compare` prints and the viewer shows).
 //! - [`sequential`]: `--sequential`, the anytime-valid confidence sequence of each pair
 //!   over the `run_outcomes` query's runs in rounds.
 //!
@@ -19,6 +21,7 @@
 pub mod analyze;
 pub mod outcomes;
 pub mod render;
+pub mod request;
 pub mod resample;
 pub mod sequential;
 pub mod stats;

@@ -20,6 +20,8 @@
 //!   same answers through it.
 //! - [`compare`]: `bench-analysis compare` over runs published to NATS and stored by the
 //!   sink: only finished, judged runs count, the others are counted by reason.
+//! - [`serve`]: `bench-analysis serve`, the web viewer, in headless Chromium over a live
+//!   pipeline: pages, escaping, the side-by-side view, live updates, errors, the token.
 //! - [`sequential`]: `compare --sequential` over runs published in rounds: rounds by
 //!   start time, infrastructure failures no outcome, the right decision.
 
@@ -30,6 +32,7 @@ mod provenance;
 mod queries;
 mod report;
 mod sequential;
+mod serve;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -167,8 +167,14 @@ const ALWAYS_KNOWN: &[(&str, &str)] = &[
     ("run_starts.fixture_sha256", "hash"),
     ("genai_events.name", "the log record's event name"),
     ("genai_events.trace_id", "id"),
-    ("genai_events.body", "the record as sent: `null` when it has no body"),
-    ("genai_events.attributes", "the record as sent: `{}` when it has none"),
+    (
+        "genai_events.body",
+        "the record as sent: `null` when it has no body",
+    ),
+    (
+        "genai_events.attributes",
+        "the record as sent: `{}` when it has none",
+    ),
     ("genai_events.content_truncated", "the receiver's own cut"),
     (
         "run_starts.tag_keys",

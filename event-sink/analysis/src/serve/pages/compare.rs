@@ -1,0 +1,41 @@
+//! `/compare?experiment=&baseline=`: `compare`'s answer, its two tables and its notes.
+
+use maud::{html, Markup};
+
+use crate::compare::render::{pair_table, policy_table};
+use crate::compare::Comparison;
+use crate::table::Table;
+
+/// The compare page's body.
+pub fn render(comparison: &Comparison, experiment: &Option<String>) -> Markup {
+    html! {
+        form method="get" action="/compare" {
+            label { "experiment " input name="experiment" value=[experiment.as_deref()]; }
+            " "
+            label { "baseline " input name="baseline"; }
+            " " button type="submit" { "compare" }
+        }
+        h2 { "Policies" }
+        (table(&policy_table(&comparison.policies), "compare-policies"))
+        h2 { "Pairs" }
+        (table(&pair_table(&comparison.comparisons), "compare-pairs"))
+        @for note in &comparison.notes { p class="muted" { "note: " (note) } }
+        @for pair in &comparison.comparisons {
+            @if let Some(reading) = &pair.reading {
+                p { (pair.baseline) " vs " (pair.candidate) ": " (reading) }
+            }
+        }
+    }
+}
+
+/// A [`Table`] as HTML, empty cells as `–`.
+fn table(table: &Table, id: &str) -> Markup {
+    html! {
+        table id=(id) {
+            tr { @for c in &table.columns { th { (c.name) } } }
+            @for row in &table.rows {
+                tr { @for cell in row { td { (cell.as_deref().unwrap_or("–")) } } }
+            }
+        }
+    }
+}

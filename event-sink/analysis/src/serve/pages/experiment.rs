@@ -1,0 +1,70 @@
+//! `/experiments/{name}`: progress, leaderboard, the per-task grid, the latest runs.
+
+use maud::{html, Markup};
+
+use super::home::{eta, rate};
+use super::{encode, percent, query, runs_table};
+use crate::serve::data::ExperimentPage;
+
+/// The experiment page's body.
+pub fn render(page: &ExperimentPage) -> Markup {
+    let p = &page.progress;
+    let name = &p.experiment;
+    html! {
+        p id="progress" {
+            "Done " span class="done" { (p.done) } " of "
+            (p.planned_runs.map_or_else(|| "? (not stated)".to_owned(), |n| n.to_string()))
+            " planned · running " span class="running" { (p.running) }
+            " · infrastructure failures " (p.infrastructure_failures)
+            " · success rate " (rate(p))
+            " · cost so far " (format!("{:.4}", p.cost_usd)) " USD"
+            " · ETA " (eta(p.eta_seconds))
+        }
+        p { a href={ "/compare?" (query(&[("experiment", name)])) } { "Compare the policies of " (name) } }
+        h2 { "Leaderboard" }
+        table id="leaderboard" {
+            tr { th { "policy" } th { "runs" } th { "tasks" } th { "solved" } th { "rate" } th { "95 % interval" } th { "excluded" } }
+            @for s in &page.leaderboard {
+                tr {
+                    td { (s.policy_id) }
+                    td class="num" { (s.runs) }
+                    td class="num" { (s.tasks) }
+                    td class="num" { (s.solved) }
+                    td class="num" { (percent(s.rate)) }
+                    td class="num" { (percent(s.rate_ci_low)) " – " (percent(s.rate_ci_high)) }
+                    td { (s.excluded.to_string()) }
+                }
+            }
+        }
+        h2 { "Per task" }
+        (grid(page))
+        h2 { "Latest runs" }
+        (runs_table(&page.runs))
+        @if page.runs_left_out > 0 {
+            p class="muted" { (page.runs_left_out) " earlier runs not listed." }
+        }
+    }
+}
+
+/// Tasks across, policies down; each cell `solved/runs`, linked to the task's runs.
+fn grid(page: &ExperimentPage) -> Markup {
+    html! {
+        table id="grid" {
+            tr { th { "policy \\ task" } @for task in &page.tasks { th { a href={ "/tasks/" (encode(task)) } { (task) } } } }
+            @for (summary, cells) in page.leaderboard.iter().zip(&page.grid) {
+                tr {
+                    th { (summary.policy_id) }
+                    @for (task, cell) in page.tasks.iter().zip(cells) {
+                        td class="num" {
+                            @if let Some(cell) = cell {
+                                a href={ "/tasks/" (encode(task)) "#policy-" (encode(&summary.policy_id)) } {
+                                    (cell.solved) "/" (cell.runs)
+                                }
+                            } @else { "–" }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

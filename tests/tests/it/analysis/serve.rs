@@ -1,0 +1,558 @@
+//! `bench-analysis serve` in headless Chromium, driven over WebDriver (Debian's
+//! `chromium-driver`, installed by `deploy/local/install.sh`, through fantoccini), against
+//! a viewer over real NATS and ClickHouse (the sink in between). One set-up serves every
+//! check of the browser test: the pages' text, hostile strings staying text, a run's
+//! tool output and final diff, the side-by-side view's divergence, and a run started
+//! after the page opened appearing and finishing on it without a reload.
+//!
+//! Screenshots of a run page and an experiment page stay in `target/tmp/analysis-serve/`
+//! (the ones in event-sink/analysis/docs/ were taken there).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bench_analysis::command::{Cli, Command as Sub};
+use bench_analysis::serve::ServeConfig;
+use bench_schemas::{BenchmarkEvent, EventType, Payload, StepType, TestSet};
+use benchstream_tests::cli::{run_to_exit, workspace_binary};
+use benchstream_tests::events::{fixture, publish, Run};
+use benchstream_tests::free_port;
+use benchstream_tests::harness::http::{request_with_headers, Response};
+use clap::Parser;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::{jetstream, start_pipeline};
+
+const EXPERIMENT: &str = "exp-view";
+const TASK: &str = "task-diverge";
+/// The output of a tool call of run a, shown on its page.
+const KNOWN_OUTPUT: &str = "KNOWN-OUTPUT-7f3a: README.md src/";
+/// What an agent may write: markup that would run if it were not escaped.
+const HOSTILE: &str =
+    "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">";
+/// The final diff of run a.
+const DIFF: &str = "--- a/src/x.py\n+++ b/src/x.py\n@@ -1 +1 @@\n-broken line\n+fixed line\n";
+const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A run's events as a runner publishes them.
+struct RunEvents {
+    run: Run,
+    task: String,
+    policy: String,
+}
+
+impl RunEvents {
+    fn new(task: &str, policy: &str) -> RunEvents {
+        RunEvents {
+            run: Run::default(),
+            task: task.to_owned(),
+            policy: policy.to_owned(),
+        }
+    }
+
+    fn id(&self) -> String {
+        self.run.run_id.to_string()
+    }
+
+    fn stamp(&mut self, event: BenchmarkEvent) -> BenchmarkEvent {
+        let mut event = self.run.stamp(event);
+        event.task_id = self.task.clone();
+        event.policy_id = self.policy.clone();
+        event
+    }
+
+    fn start(&mut self) -> BenchmarkEvent {
+        let mut start = fixture(EventType::RunStart);
+        if let Payload::RunStart(data) = &mut start.payload {
+            data.experiment.name = Some(EXPERIMENT.to_owned());
+            data.experiment.planned_runs = Some(3);
+        }
+        self.stamp(start)
+    }
+
+    fn step(&mut self, kind: StepType, content: &str) -> BenchmarkEvent {
+        let mut step = fixture(EventType::Step);
+        if let Payload::Step(data) = &mut step.payload {
+            data.step_type = kind;
+            data.content = content.to_owned();
+        }
+        self.stamp(step)
+    }
+
+    /// A tool call: its `act` step, the `tool_call` and the `observe` step with `output`.
+    fn tool(&mut self, args: &str, output: &str) -> Vec<BenchmarkEvent> {
+        let call = fixture(EventType::ToolCall);
+        vec![
+            self.step(StepType::Act, args),
+            self.stamp(call),
+            self.step(StepType::Observe, output),
+        ]
+    }
+
+    fn test(&mut self, id: &str, before: bool, after: bool) -> BenchmarkEvent {
+        let mut test = fixture(EventType::TestOutcome);
+        if let Payload::TestOutcome(data) = &mut test.payload {
+            data.test_id = id.to_owned();
+            data.test_set = TestSet::FailToPass;
+            data.before = Some(before);
+            data.after = after;
+        }
+        self.stamp(test)
+    }
+
+    fn stop(&mut self, solved: bool, diff: Option<&str>) -> BenchmarkEvent {
+        let mut stop = fixture(EventType::RunStop);
+        if let Payload::RunStop(data) = &mut stop.payload {
+            data.success = Some(solved);
+            data.diff_sha256 = diff.map(|d| bench_schemas::sha256_hex(d.as_bytes()));
+        }
+        self.stamp(stop)
+    }
+}
+
+/// Run a: solved, with the known tool output, a hostile step, two test outcomes (the
+/// flipped one listed second) and a final diff. Run b: the same first three steps, then
+/// another command (step 4 diverges). And the start of a run outside any experiment.
+fn two_runs(runs_dir: &Path) -> (RunEvents, RunEvents, Vec<BenchmarkEvent>) {
+    let mut a = RunEvents::new(TASK, "bench/model-a:raw");
+    let mut b = RunEvents::new(TASK, "bench/model-b:raw");
+    let mut events = Vec::new();
+    for (run, second) in [
+        (&mut a, "bash: cat src/x.py"),
+        (&mut b, "bash: cat src/y.py"),
+    ] {
+        events.push(run.start());
+        events.push(run.step(StepType::Reason, "look around first"));
+        events.extend(run.tool("bash: ls", KNOWN_OUTPUT));
+        events.extend(run.tool(second, "the file"));
+    }
+    events.push(a.step(StepType::Reason, HOSTILE));
+    events.push(a.test("tests/test_x.py::test_kept", true, true));
+    events.push(a.test("tests/test_x.py::test_flipped", false, true));
+    events.push(a.stop(true, Some(DIFF)));
+    events.push(b.stop(false, None));
+    // A run outside any experiment: no experiment of its own on the home page.
+    let mut outside = RunEvents::new("task-outside", "bench/model-a:raw");
+    let mut start = outside.start();
+    if let Payload::RunStart(data) = &mut start.payload {
+        data.experiment.name = None;
+    }
+    events.push(start);
+    let dir = runs_dir.join(a.id());
+    std::fs::create_dir_all(&dir).expect("run dir");
+    std::fs::write(dir.join("final.diff"), DIFF).expect("final.diff");
+    (a, b, events)
+}
+
+/// The viewer on a free loopback port with `flags`; its port and stop token.
+async fn start_viewer(flags: &[&str]) -> (u16, CancellationToken) {
+    let mut argv = vec!["bench-analysis", "serve"];
+    argv.extend_from_slice(flags);
+    let Sub::Serve(args) = Cli::try_parse_from(argv).expect("flags parse").command else {
+        panic!("not serve");
+    };
+    let config: ServeConfig = args.into_config().expect("valid settings");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let stop = CancellationToken::new();
+    let token = stop.clone();
+    tokio::spawn(async move {
+        bench_analysis::serve::serve(listener, config, token)
+            .await
+            .expect("serves");
+    });
+    (port, stop)
+}
+
+/// GET `target` (blocking, on another thread).
+async fn get(port: u16, target: &str, headers: &[(&str, &str)]) -> Response {
+    let path = target.to_owned();
+    let headers: Vec<(String, String)> = headers
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    tokio::task::spawn_blocking(move || {
+        let headers: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        request_with_headers(port, "GET", &path, &headers, b"", HTTP_TIMEOUT)
+    })
+    .await
+    .expect("request thread")
+    .unwrap_or_else(|e| panic!("GET {target}: {e}"))
+}
+
+fn header<'r>(response: &'r Response, name: &str) -> Option<&'r str> {
+    response
+        .headers
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+fn body_json(response: &Response) -> Value {
+    serde_json::from_slice(&response.body).expect("a JSON body")
+}
+
+/// chromedriver on a free port, killed on drop.
+struct Driver {
+    child: Child,
+    port: u16,
+    _profile: tempfile::TempDir,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Headless Chromium under chromedriver, and a WebDriver session of it.
+async fn browser() -> (Driver, Client) {
+    let port = free_port();
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run chromedriver ({e}); run deploy/local/install.sh"));
+    let driver = Driver {
+        child,
+        port,
+        _profile: tempfile::tempdir().expect("profile dir"),
+    };
+    let capabilities = serde_json::json!({
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--no-first-run", "--disable-background-networking", "--window-size=1400,2200",
+                     format!("--user-data-dir={}", driver._profile.path().display())],
+        }
+    });
+    let capabilities = capabilities.as_object().expect("an object").clone();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let connecting =
+            ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+                .capabilities(capabilities.clone())
+                .connect(&format!("http://127.0.0.1:{}", driver.port))
+                .await;
+        match connecting {
+            Ok(client) => return (driver, client),
+            Err(e) if Instant::now() > deadline => panic!("no WebDriver session: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+/// The text of the first element `css` finds, once `done` holds for it (within 20 s).
+async fn wait_text(client: &Client, css: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut last = String::new();
+    while Instant::now() < deadline {
+        if let Ok(element) = client.find(Locator::Css(css)).await {
+            last = element.text().await.unwrap_or_default();
+            if done(&last) {
+                return last;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let page = client.source().await.unwrap_or_default();
+    panic!("{css}: still {last:?} after 20 s; the page:\n{page}");
+}
+
+/// Writes a screenshot of the page `client` shows to `target/tmp/analysis-serve/<name>.png`.
+async fn screenshot(client: &Client, name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("analysis-serve");
+    std::fs::create_dir_all(&dir).expect("screenshot dir");
+    let png = client.screenshot().await.expect("screenshot");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    let path = dir.join(format!("{name}.png"));
+    std::fs::write(&path, png).expect("write screenshot");
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewer_shows_runs_as_text_compares_them_by_step_and_updates_live_in_chromium() {
+    let (nats, sink) = start_pipeline().await;
+    let js = jetstream(&nats.url()).await;
+    let runs_dir = tempfile::tempdir().expect("runs dir");
+    let (a, b, events) = two_runs(runs_dir.path());
+    for event in &events {
+        publish(&js, event).await;
+    }
+    sink.wait_for(
+        "SELECT count() FROM benchstream.events_raw FINAL",
+        &events.len().to_string(),
+    )
+    .await;
+    let clickhouse_url = sink.clickhouse.http_url();
+    let runs = runs_dir.path().display().to_string();
+    let (port, stop) = start_viewer(&[
+        "--clickhouse-url",
+        &clickhouse_url,
+        "--nats-url",
+        &nats.url(),
+        "--runs-dir",
+        &runs,
+    ])
+    .await;
+    check_api(port, &a.id()).await;
+
+    let (_driver, client) = browser().await;
+    let base = format!("http://127.0.0.1:{port}");
+    check_run_page(&client, &base, &a.id()).await;
+    check_side_by_side(&client, &base, &a.id(), &b.id()).await;
+    check_live_run(&client, &base, port, &js).await;
+    client.close().await.expect("close the browser");
+    stop.cancel();
+    sink.stop().await;
+}
+
+/// The JSON API: the run object, the experiments' progress, errors as JSON with a 4xx;
+/// every answer with the Content-Security-Policy.
+async fn check_api(port: u16, run_a: &str) {
+    let run = get(port, &format!("/api/runs/{run_a}"), &[]).await;
+    assert_eq!(run.status, 200);
+    let csp = header(&run, "content-security-policy").expect("a CSP");
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+        "{csp}"
+    );
+    let run = body_json(&run);
+    for key in [
+        "run_id",
+        "run_start",
+        "events",
+        "run_stop",
+        "diff",
+        "test_outcomes",
+        "integrity",
+    ] {
+        assert!(run.get(key).is_some(), "/api/runs has no {key}");
+    }
+    let seqs: Vec<u64> = run["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    assert_eq!(
+        seqs,
+        (0..seqs.len() as u64).collect::<Vec<_>>(),
+        "every event, in seq order"
+    );
+    assert_eq!(
+        run["test_outcomes"][0]["data"]["test_id"], "tests/test_x.py::test_flipped",
+        "flipped first"
+    );
+    assert_eq!(run["diff"]["text"], DIFF);
+
+    let experiments = body_json(&get(port, "/api/experiments", &[]).await);
+    assert_eq!(
+        experiments.as_array().map(Vec::len),
+        Some(1),
+        "{experiments}"
+    );
+    let ours = &experiments[0];
+    assert_eq!(ours["experiment"], EXPERIMENT);
+    assert_eq!(
+        (ours["done"].as_u64(), ours["planned_runs"].as_u64()),
+        (Some(2), Some(3))
+    );
+    assert_eq!(
+        (ours["judged"].as_u64(), ours["solved"].as_u64()),
+        (Some(2), Some(1))
+    );
+
+    // compare's answer over the experiment, each policy against the baseline.
+    let target = "/api/compare?experiment=exp-view&baseline=bench%2Fmodel-a%3Araw";
+    let compared = body_json(&get(port, target, &[]).await);
+    assert_eq!(compared["policies"].as_array().map(Vec::len), Some(2));
+    assert_eq!(compared["comparisons"][0]["candidate"], "bench/model-b:raw");
+    let unknown = get(port, "/compare?baseline=nobody", &[]).await;
+    assert_eq!(unknown.status, 400);
+    assert!(String::from_utf8_lossy(&unknown.body).contains("no runs of &quot;nobody&quot;"));
+
+    let bad = get(port, "/api/runs/not-a-run", &[]).await;
+    assert_eq!(bad.status, 400);
+    assert!(body_json(&bad)["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("not-a-run")));
+    let unknown = get(port, &format!("/api/runs/{}", uuid::Uuid::now_v7()), &[]).await;
+    assert_eq!(unknown.status, 404);
+}
+
+/// The run page: the known tool output, the diff rendered, the hostile step as text.
+async fn check_run_page(client: &Client, base: &str, run_a: &str) {
+    client
+        .goto(&format!("{base}/runs/{run_a}"))
+        .await
+        .expect("open the run page");
+    let trajectory = wait_text(client, "#trajectory", |t| t.contains(KNOWN_OUTPUT)).await;
+    assert!(
+        trajectory.contains(HOSTILE),
+        "the hostile step is shown as text"
+    );
+    let pwned: Value = client
+        .execute("return window.__pwned === undefined", vec![])
+        .await
+        .expect("script");
+    assert_eq!(pwned, Value::Bool(true), "no script from an event ran");
+    let injected = client
+        .find_all(Locator::Css("main img, main script"))
+        .await
+        .expect("query");
+    assert!(injected.is_empty(), "no element made of an event's text");
+    let diff = wait_text(client, "#diff", |t| t.contains("+fixed line")).await;
+    assert!(diff.contains("-broken line"));
+    let flipped = wait_text(client, "#tests tr.flipped", |_| true).await;
+    assert!(flipped.contains("test_flipped"), "{flipped}");
+    screenshot(client, "run").await;
+}
+
+/// Two runs side by side: step 4 is the first where they differ.
+async fn check_side_by_side(client: &Client, base: &str, run_a: &str, run_b: &str) {
+    client
+        .goto(&format!("{base}/tasks/{TASK}?a={run_a}&b={run_b}"))
+        .await
+        .expect("open the task page");
+    let divergence = wait_text(client, "#divergence", |_| true).await;
+    assert_eq!(divergence, "The runs diverge at step 4.");
+    let first = client
+        .find(Locator::Css("#side-by-side .first"))
+        .await
+        .expect("marked");
+    assert_eq!(
+        first.attr("data-step").await.expect("attribute").as_deref(),
+        Some("4")
+    );
+    let groups = wait_text(client, "main", |_| true).await;
+    assert!(groups.contains("bench/model-a:raw") && groups.contains("bench/model-b:raw"));
+}
+
+/// A run started after the experiment page opened appears on it, then finishes, without
+/// a reload (a value the test left on the page survives).
+async fn check_live_run(
+    client: &Client,
+    base: &str,
+    port: u16,
+    js: &async_nats::jetstream::Context,
+) {
+    client
+        .goto(&format!("{base}/experiments/{EXPERIMENT}"))
+        .await
+        .expect("open the experiment page");
+    let progress = wait_text(client, "#progress", |_| true).await;
+    assert!(progress.starts_with("Done 2 of 3 planned"), "{progress}");
+    client
+        .execute("window.__kept = 42; return null", vec![])
+        .await
+        .expect("script");
+    // The page's script listens before the run starts (the server subscribed it before
+    // answering, so the run's events reach it).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let state = "return document.body.getAttribute('data-live-state')";
+    while client.execute(state, vec![]).await.expect("script") != "open" {
+        assert!(
+            Instant::now() < deadline,
+            "the page never listened to /api/live"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let listeners = body_json(&get(port, "/api/status", &[]).await)["listeners"].as_u64();
+    assert!(listeners >= Some(1), "{listeners:?}");
+    let mut live = RunEvents::new("task-live", "bench/model-a:raw");
+    publish(js, &live.start()).await;
+    let row = format!("tr[data-run='{}'] td.state", live.id());
+    wait_text(client, &row, |t| t == "running").await;
+    for event in live.tool("bash: make test", "ok") {
+        publish(js, &event).await;
+    }
+    publish(js, &live.stop(true, None)).await;
+    let state = wait_text(client, &row, |t| t != "running").await;
+    assert_eq!(state, "submitted · solved");
+    wait_text(client, "#progress .done", |t| t == "3").await;
+    let kept: Value = client
+        .execute("return window.__kept", vec![])
+        .await
+        .expect("script");
+    assert_eq!(kept, 42, "the page was not reloaded");
+    screenshot(client, "experiment").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_clickhouse_or_nats_pages_say_so_and_the_server_keeps_answering() {
+    // Nothing listens on this port: every read fails.
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let (port, stop) =
+        start_viewer(&["--clickhouse-url", &nowhere, "--query-timeout-ms", "5000"]).await;
+    let page = get(port, "/", &[]).await;
+    assert_eq!(page.status, 500);
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(html.contains("class=\"error\""), "{html}");
+    assert!(
+        html.contains("live updates off: no --nats-url given"),
+        "{html}"
+    );
+    let api = get(port, "/api/experiments", &[]).await;
+    assert_eq!(api.status, 500);
+    assert!(body_json(&api)["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("ClickHouse")));
+    assert_eq!(get(port, "/api/live", &[]).await.status, 503);
+    let status = get(port, "/api/status", &[]).await;
+    assert_eq!(
+        (status.status, body_json(&status)["live"].clone()),
+        (200, Value::Bool(false))
+    );
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_bearer_token_only_requests_carrying_it_are_answered() {
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    let (port, stop) =
+        start_viewer(&["--clickhouse-url", &nowhere, "--bearer-token", "s3cret"]).await;
+    assert_eq!(get(port, "/api/status", &[]).await.status, 401);
+    let wrong = [("Authorization", "Bearer nope")];
+    assert_eq!(get(port, "/api/status", &wrong).await.status, 401);
+    let right = [("Authorization", "Bearer s3cret")];
+    assert_eq!(get(port, "/api/status", &right).await.status, 200);
+    // A link with ?token= sets the cookie and sends the browser on without the token.
+    let login = get(port, "/api/status?token=s3cret", &[]).await;
+    assert_eq!(login.status, 303);
+    assert_eq!(header(&login, "location"), Some("/api/status"));
+    let cookie = header(&login, "set-cookie").expect("a cookie");
+    let pair = cookie.split(';').next().expect("name=value");
+    assert_eq!(
+        get(port, "/api/status", &[("Cookie", pair)]).await.status,
+        200
+    );
+    assert_eq!(get(port, "/api/status?token=nope", &[]).await.status, 401);
+    stop.cancel();
+}
+
+#[test]
+fn a_non_loopback_address_without_a_token_is_refused_naming_the_flag() {
+    let output = run_to_exit(
+        Command::new(workspace_binary("bench-analysis"))
+            .args(["serve", "--listen", "0.0.0.0:0"])
+            .env_remove("BENCH_SERVE_BEARER_TOKEN")
+            .env_remove("BENCH_SERVE_LISTEN"),
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--bearer-token") && stderr.contains("0.0.0.0:0"),
+        "{stderr}"
+    );
+}
