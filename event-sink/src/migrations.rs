@@ -79,6 +79,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(18, "0018_unmeasured_call_times"),
     migration!(19, "0019_submission_integrity"),
     migration!(20, "0020_run_start_experiment"),
+    migration!(21, "0021_trial_outcomes"),
 ];
 
 impl Migration {

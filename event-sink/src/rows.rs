@@ -599,6 +599,12 @@ typed_row! {
         exploration_vs_exploitation: f64,
         reasoning: &'a str,
         trial: Option<u64>,
+        trial_run_ids: Vec<String>,
+        trial_solved: Option<u32>,
+        trial_cost_usd: Option<f64>,
+        trial_total_tokens: Option<u64>,
+        trial_wall_time_ms: Option<u64>,
+        objective: Option<f64>,
     }
 }
 
@@ -1036,10 +1042,19 @@ macro_rules! optimizer_update_row {
 }
 
 fn optimizer_update<'a>(received: &Received<'a>, p: &'a OptimizerUpdate) -> OptimizerUpdateRow<'a> {
+    let outcome = p.outcome.as_ref();
     optimizer_update_row!(received, p, {
         suggested_model: Some(&p.suggested_config.model),
         suggested_strategy: p.suggested_config.strategy.map(ContextStrategy::as_str),
         trial: p.trial,
+        trial_run_ids: outcome
+            .map(|o| o.run_ids.iter().map(Uuid::to_string).collect())
+            .unwrap_or_default(),
+        trial_solved: outcome.and_then(|o| o.solved),
+        trial_cost_usd: outcome.and_then(|o| o.cost_usd),
+        trial_total_tokens: outcome.and_then(|o| o.total_tokens),
+        trial_wall_time_ms: outcome.and_then(|o| o.wall_time_ms),
+        objective: outcome.and_then(|o| o.objective),
     })
 }
 
@@ -1052,6 +1067,12 @@ fn smith_optimizer_update<'a>(
         suggested_model: None,
         suggested_strategy: None,
         trial: None,
+        trial_run_ids: Vec::new(),
+        trial_solved: None,
+        trial_cost_usd: None,
+        trial_total_tokens: None,
+        trial_wall_time_ms: None,
+        objective: None,
     })
 }
 

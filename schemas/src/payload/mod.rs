@@ -18,7 +18,7 @@ pub use config::{ContextStrategy, RetryPolicy, RunConfig, SandboxLimits, Strateg
 pub use context::{ContextDecision, SegmentType};
 pub use deliberation::{Action, Deliberation, DeliberationStatus, PricingSource};
 pub use failure::{Failure, FailureRoot, FinalErrorState, RecoveryAttempt};
-pub use optimizer::OptimizerUpdate;
+pub use optimizer::{OptimizerUpdate, TrialOutcome};
 pub use run::{
     EnforcedLimit, ExitStatus, ExperimentRef, PidsLimit, Regrade, RunClaim, RunIntegrity, RunStart,
     RunStop, SandboxInfo, SandboxNetwork, ScenarioRef, SweepRef,

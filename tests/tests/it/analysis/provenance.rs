@@ -172,6 +172,10 @@ const ALWAYS_KNOWN: &[(&str, &str)] = &[
         "the run's labels: empty when it has none",
     ),
     (
+        "optimizer_updates.trial_run_ids",
+        "the trial's runs: empty when the update carries no trial result",
+    ),
+    (
         "run_stops.early_stopped",
         "derived from how the run ended: whether it has an early-stop reason",
     ),
@@ -301,7 +305,7 @@ fn payload_of(table: &str) -> Option<(&'static str, &'static [(&'static str, &'s
         "deliberations" => ("Deliberation", &[]),
         "context_decisions" => ("ContextDecision", &[]),
         "failures" => ("Failure", &[("", "FinalErrorState")]),
-        "optimizer_updates" => ("OptimizerUpdate", &[]),
+        "optimizer_updates" => ("OptimizerUpdate", &[("trial_", "TrialOutcome")]),
         _ => return None,
     })
 }
@@ -366,6 +370,7 @@ fn nested_path(def: &str, field: &str) -> String {
         "RunIntegrity" => format!("integrity.{field}"),
         "Regrade" => format!("regrade.{field}"),
         "FinalErrorState" => format!("final_error_state.{field}"),
+        "TrialOutcome" => format!("outcome.{field}"),
         _ => field.to_owned(),
     }
 }
