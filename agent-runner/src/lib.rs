@@ -86,6 +86,7 @@ mod backoff;
 mod base_repo;
 pub mod cli;
 mod context_plan;
+pub mod decide;
 mod error;
 pub mod exec;
 mod fixture_tree;

@@ -105,6 +105,7 @@ pub fn runner_config(
         regrade: 0,
         sandbox: agent_runner::tools::bwrap::SandboxMode::Required,
         repeats: 1,
+        first_repeat: 0,
         overrides: Default::default(),
         experiment: Default::default(),
     }
