@@ -12,6 +12,8 @@
 //! Ramdas 2024) gives the decision. The experiment stops as soon as the decision is no
 //! longer `undecided`, or after `max_repeats` rounds. Looking after every round keeps the
 //! error rate at `alpha`, however many rounds run: that is what the sequence is built for.
+//! The decision is then published as an `experiment_decision` event (a stream of its
+//! own, stored in `experiment_decisions`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -22,13 +24,20 @@ use bench_analysis::compare::sequential::{self, Outcomes};
 use bench_analysis::queries::{ParamValues, Query};
 use bench_analysis::table::Table;
 use bench_clickhouse::ClickHouseConfig;
-use bench_schemas::ExitStatus;
+use bench_delivery::Publisher;
+use bench_schemas::{
+    sha256_hex, DecisionKind, ExitStatus, ExperimentDecision, Payload, RunSequencer,
+};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::agent::RunSummary;
 use crate::error::{Error, Exit, Outcome, RunTally};
+use crate::recorder::RunRecorder;
 use crate::runner::{self, RunnerConfig};
+
+/// `policy_id` of an `experiment_decision` stream.
+pub const DECISION_POLICY_ID: &str = "decision";
 
 /// Times a task whose run was an infrastructure failure is run again within a round.
 pub const INFRA_RETRIES: u32 = 2;
@@ -174,6 +183,24 @@ pub async fn run_until_decided(
         }
     }
     let [baseline, candidate] = policies.map(Option::unwrap_or_default);
+    if let Some(first) = runs.first().filter(|_| rounds_run > 0) {
+        let decision = ExperimentDecision {
+            experiment: experiment.clone(),
+            baseline: baseline.clone(),
+            candidate: candidate.clone(),
+            decision: match result.decision {
+                Decision::CandidateBetter => DecisionKind::CandidateBetter,
+                Decision::BaselineBetter => DecisionKind::BaselineBetter,
+                Decision::Equivalent => DecisionKind::Equivalent,
+                Decision::Undecided => DecisionKind::Undecided,
+            },
+            cs_low: result.cs_low,
+            cs_high: result.cs_high,
+            rounds: result.rounds,
+            alpha: config.alpha,
+        };
+        publish_decision(&config, first.scenario.sha256.clone(), decision).await?;
+    }
     Ok(DecisionReport {
         experiment,
         baseline,
@@ -182,6 +209,38 @@ pub async fn run_until_decided(
         result,
         runs,
     })
+}
+
+/// Publishes `decision` on a stream of its own: `task_id` `experiment:<name>`, `policy_id`
+/// [`DECISION_POLICY_ID`], `cfg_hash` the SHA-256 of the two policies compared (one per
+/// line), `env_hash` the scenario's.
+async fn publish_decision(
+    config: &DecideConfig,
+    env_hash: bench_schemas::Hash256,
+    decision: ExperimentDecision,
+) -> Result<(), Error> {
+    let Some(setup) = &config.run.publish else {
+        return Ok(());
+    };
+    let publisher = Publisher::connect(setup).await?;
+    let pair = format!("{}\n{}", decision.baseline, decision.candidate);
+    let mut recorder = RunRecorder::new(
+        RunSequencer::new(
+            Uuid::now_v7(),
+            format!("experiment:{}", decision.experiment),
+            DECISION_POLICY_ID,
+            sha256_hex(pair.as_bytes()),
+            env_hash,
+            None,
+            config.run.host.clone(),
+        ),
+        Some(publisher.handle()),
+        None,
+    )?;
+    recorder.emit(None, Payload::ExperimentDecision(decision))?;
+    drop(recorder);
+    publisher.finish().await?;
+    Ok(())
 }
 
 /// Round `round` of `model`: every task once, then again (up to [`INFRA_RETRIES`] times)

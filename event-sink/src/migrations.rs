@@ -80,6 +80,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(19, "0019_submission_integrity"),
     migration!(20, "0020_run_start_experiment"),
     migration!(21, "0021_trial_outcomes"),
+    migration!(22, "0022_experiment_decisions"),
 ];
 
 impl Migration {

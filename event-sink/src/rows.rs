@@ -24,9 +24,9 @@ use bench_schemas::smith::{
     SmithToolCall,
 };
 use bench_schemas::{
-    BenchmarkEvent, ContextDecision, ContextStrategy, Decoded, Deliberation, EventType, Failure,
-    OptimizerUpdate, Payload, Protocol, RunStart, RunStop, Step, TaskValidation, TestOutcome,
-    ToolCall,
+    BenchmarkEvent, ContextDecision, ContextStrategy, Decoded, Deliberation, EventType,
+    ExperimentDecision, Failure, OptimizerUpdate, Payload, Protocol, RunStart, RunStop, Step,
+    TaskValidation, TestOutcome, ToolCall,
 };
 use chrono::{DateTime, Utc};
 use clickhouse::Row;
@@ -68,6 +68,7 @@ pub const fn typed_table(event_type: EventType) -> &'static str {
         EventType::OptimizerUpdate => "optimizer_updates",
         EventType::TestOutcome => "test_outcomes",
         EventType::TaskValidation => "task_validations",
+        EventType::ExperimentDecision => "experiment_decisions",
     }
 }
 
@@ -476,6 +477,20 @@ typed_row! {
 }
 
 typed_row! {
+    /// `experiment_decisions`: what an experiment run until decided concluded.
+    ExperimentDecisionRow {
+        experiment: &'a str,
+        baseline: &'a str,
+        candidate: &'a str,
+        decision: &'static str,
+        cs_low: Option<f64>,
+        cs_high: Option<f64>,
+        rounds: u64,
+        alpha: f64,
+    }
+}
+
+typed_row! {
     /// `task_validations`: one validation of a SWE-bench-format task.
     TaskValidationRow {
         scenario: &'a str,
@@ -632,6 +647,8 @@ pub enum TypedRow<'a> {
     TestOutcome(TestOutcomeRow<'a>),
     /// A `task_validations` row.
     TaskValidation(TaskValidationRow<'a>),
+    /// An `experiment_decisions` row.
+    ExperimentDecision(ExperimentDecisionRow<'a>),
 }
 
 impl<'a> TypedRow<'a> {
@@ -659,6 +676,9 @@ impl<'a> TypedRow<'a> {
             Payload::OptimizerUpdate(p) => TypedRow::OptimizerUpdate(optimizer_update(received, p)),
             Payload::TestOutcome(p) => TypedRow::TestOutcome(test_outcome(received, p)),
             Payload::TaskValidation(p) => TypedRow::TaskValidation(task_validation(received, p)),
+            Payload::ExperimentDecision(p) => {
+                TypedRow::ExperimentDecision(experiment_decision(received, p))
+            }
         }
     }
 
@@ -867,6 +887,22 @@ fn test_outcome<'a>(received: &Received<'a>, p: &'a TestOutcome) -> TestOutcomeR
         after: p.after,
         duration_ms: p.duration_ms,
         reason: p.reason.as_deref(),
+    })
+}
+
+fn experiment_decision<'a>(
+    received: &Received<'a>,
+    p: &'a ExperimentDecision,
+) -> ExperimentDecisionRow<'a> {
+    with_envelope!(ExperimentDecisionRow, received, {
+        experiment: &p.experiment,
+        baseline: &p.baseline,
+        candidate: &p.candidate,
+        decision: p.decision.as_str(),
+        cs_low: p.cs_low,
+        cs_high: p.cs_high,
+        rounds: p.rounds,
+        alpha: p.alpha,
     })
 }
 

@@ -52,8 +52,9 @@ use crate::failure::{self, Backoff, Confirmation, InsertFailure};
 use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rowbinary;
 use crate::rows::{
-    typed_table, ContextDecisionRow, DeliberationRow, FailureRow, OptimizerUpdateRow, RunStartRow,
-    RunStopRow, StepRow, Table, TaskValidationRow, TestOutcomeRow, ToolCallRow,
+    typed_table, ContextDecisionRow, DeliberationRow, ExperimentDecisionRow, FailureRow,
+    OptimizerUpdateRow, RunStartRow, RunStopRow, StepRow, Table, TaskValidationRow, TestOutcomeRow,
+    ToolCallRow,
 };
 
 /// Why an accepted event is dead-lettered after all.
@@ -274,7 +275,7 @@ impl ClickHouseInserter {
             ToolCall => ToolCallRow, Deliberation => DeliberationRow,
             ContextDecision => ContextDecisionRow, Failure => FailureRow,
             OptimizerUpdate => OptimizerUpdateRow, TestOutcome => TestOutcomeRow,
-            TaskValidation => TaskValidationRow
+            TaskValidation => TaskValidationRow, ExperimentDecision => ExperimentDecisionRow
         );
         for &i in items {
             insert.buffer().extend_from_slice(batch.typed_row(i));

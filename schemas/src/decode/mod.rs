@@ -240,6 +240,7 @@ fn payload(event_type: EventType, data: Value) -> Result<Payload, DecodeError> {
         EventType::OptimizerUpdate => typed(data, Payload::OptimizerUpdate),
         EventType::TestOutcome => typed(data, Payload::TestOutcome),
         EventType::TaskValidation => typed(data, Payload::TaskValidation),
+        EventType::ExperimentDecision => typed(data, Payload::ExperimentDecision),
     }
 }
 

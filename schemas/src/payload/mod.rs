@@ -5,6 +5,7 @@
 
 mod config;
 mod context;
+mod decision;
 mod deliberation;
 mod failure;
 mod optimizer;
@@ -16,6 +17,7 @@ mod tool;
 
 pub use config::{ContextStrategy, RetryPolicy, RunConfig, SandboxLimits, StrategyParams};
 pub use context::{ContextDecision, SegmentType};
+pub use decision::{DecisionKind, ExperimentDecision};
 pub use deliberation::{Action, Deliberation, DeliberationStatus, PricingSource};
 pub use failure::{Failure, FailureRoot, FinalErrorState, RecoveryAttempt};
 pub use optimizer::{OptimizerUpdate, TrialOutcome};
@@ -60,6 +62,8 @@ pub enum Payload {
     /// `task_validation`: what validating a SWE-bench-format task with its gold patch
     /// found.
     TaskValidation(TaskValidation),
+    /// `experiment_decision`: what an experiment run until decided concluded.
+    ExperimentDecision(ExperimentDecision),
 }
 
 impl Payload {
@@ -76,6 +80,7 @@ impl Payload {
             Payload::OptimizerUpdate(_) => EventType::OptimizerUpdate,
             Payload::TestOutcome(_) => EventType::TestOutcome,
             Payload::TaskValidation(_) => EventType::TaskValidation,
+            Payload::ExperimentDecision(_) => EventType::ExperimentDecision,
         }
     }
 }
@@ -106,11 +111,13 @@ pub enum EventType {
     TestOutcome,
     /// `task_validation`.
     TaskValidation,
+    /// `experiment_decision`.
+    ExperimentDecision,
 }
 
 impl EventType {
     /// Every event type, in a stable order.
-    pub const ALL: [EventType; 10] = [
+    pub const ALL: [EventType; 11] = [
         EventType::RunStart,
         EventType::RunStop,
         EventType::Step,
@@ -121,6 +128,7 @@ impl EventType {
         EventType::OptimizerUpdate,
         EventType::TestOutcome,
         EventType::TaskValidation,
+        EventType::ExperimentDecision,
     ];
 
     /// The wire name, e.g. `tool_call`.
@@ -136,6 +144,7 @@ impl EventType {
             EventType::OptimizerUpdate => "optimizer_update",
             EventType::TestOutcome => "test_outcome",
             EventType::TaskValidation => "task_validation",
+            EventType::ExperimentDecision => "experiment_decision",
         }
     }
 

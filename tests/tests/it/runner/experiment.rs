@@ -246,5 +246,21 @@ async fn an_experiment_run_until_decided_stops_early_with_the_better_model() {
         ),
     )
     .await;
+    // The decision, published as an experiment_decision, stored as the report says.
+    let (low, high) = (
+        report.result.cs_low.expect("a sequence"),
+        report.result.cs_high.expect("a sequence"),
+    );
+    sink.wait_for(
+        "SELECT task_id, policy_id, experiment, baseline, candidate, decision, rounds, alpha, \
+         toString(cs_low), toString(cs_high) FROM benchstream.experiment_decisions FINAL \
+         FORMAT TSV",
+        &format!(
+            "experiment:ab\tdecision\tab\tqwen2.5-coder:7b:observation_masking\t\
+             bench/priced-model:observation_masking\tcandidate_better\t{rounds}\t0.05\t\
+             {low}\t{high}"
+        ),
+    )
+    .await;
     sink.stop().await;
 }

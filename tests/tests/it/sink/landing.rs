@@ -142,7 +142,8 @@ fn check_typed_row(world: &World, event: &BenchmarkEvent) {
         | Payload::Step(_)
         | Payload::ContextDecision(_)
         | Payload::TestOutcome(_)
-        | Payload::TaskValidation(_) => {}
+        | Payload::TaskValidation(_)
+        | Payload::ExperimentDecision(_) => {}
     }
 }
 
