@@ -356,3 +356,107 @@ async fn an_experiment_of_two_models_with_repeats_compares_as_the_reference_comp
     );
     sink.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_from_an_experiment_estimates_the_correlation_and_the_price_from_its_runs() {
+    let (nats, sink) = start_pipeline().await;
+    let js = jetstream(&nats.url()).await;
+    // The first designed case of known_answers.json: six (policy, task) groups of 3 runs.
+    let answers: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_path(
+            "event-sink/analysis/tests/fixtures/known_answers.json",
+        ))
+        .expect("known_answers.json"),
+    )
+    .expect("JSON");
+    let case = &answers["icc"][0];
+    let groups = case["groups"].as_array().expect("groups");
+    let mut published = 0;
+    for (i, group) in groups.iter().enumerate() {
+        let (runs, solved) = (group[0].as_u64().expect("n"), group[1].as_u64().expect("s"));
+        let (policy, task) = (["bench/model-a:raw", "bench/model-b:raw"][i / 3], i % 3);
+        for run in 0..runs {
+            for experiment in ["pilot", "other"] {
+                // Another experiment's runs, all solved, must not weigh in.
+                let success = experiment == "other" || run < solved;
+                published += publish_with(&js, &format!("task-{task}"), success, |start| {
+                    start.policy_id = policy.to_owned();
+                    if let Payload::RunStart(data) = &mut start.payload {
+                        data.experiment.name = Some(experiment.to_owned());
+                    }
+                })
+                .await;
+            }
+        }
+    }
+    sink.wait_for(
+        "SELECT count() FROM benchstream.events_raw FINAL",
+        &published.to_string(),
+    )
+    .await;
+    let connection = ConnectionArgs {
+        clickhouse: ClickHouseArgs {
+            url: Some(sink.clickhouse.http_url()),
+            ..ClickHouseArgs::default()
+        },
+        ..ConnectionArgs::default()
+    };
+    let args = |from_experiment: Option<&str>| bench_analysis::plan::PlanArgs {
+        baseline_rate: 0.5,
+        detect: 0.2,
+        alpha: 0.05,
+        power: 0.8,
+        repeats: 3,
+        icc: 0.3,
+        format: Format::Json,
+        from_experiment: from_experiment.map(str::to_owned),
+        connection: connection.clone(),
+    };
+    let answer = |text: String| -> Value { serde_json::from_str(&text).expect("JSON") };
+    let planned = answer(
+        bench_analysis::plan::run(&args(Some("pilot")))
+            .await
+            .expect("plan answers"),
+    );
+    let icc = case["icc"].as_f64().expect("icc");
+    close(
+        &planned["icc"],
+        icc,
+        "the experiment's intra-task correlation",
+    );
+    let expected = bench_analysis::plan::plan(&bench_analysis::plan::PlanInput {
+        baseline_rate: 0.5,
+        detect: 0.2,
+        alpha: 0.05,
+        power: 0.8,
+        repeats: 3,
+        icc,
+    })
+    .expect("a plan");
+    assert_eq!(planned["tasks"], expected.tasks);
+    let Payload::RunStop(stop) = fixture(EventType::RunStop).payload else {
+        panic!("a run_stop fixture")
+    };
+    let cost = stop.cost_usd.expect("the fixture's run is priced");
+    close(
+        &planned["cost_usd"],
+        cost * expected.runs as f64,
+        "the mean price of a run times the runs",
+    );
+    // Without the experiment: the stated correlation, no price.
+    let stated = answer(bench_analysis::plan::run(&args(None)).await.expect("plan"));
+    assert_eq!(
+        (stated["icc"].as_f64(), &stated["cost_usd"]),
+        (Some(0.3), &Value::Null)
+    );
+    // An experiment with no run is an error naming it, not a made-up estimate.
+    let error = bench_analysis::plan::run(&args(Some("nothing")))
+        .await
+        .expect_err("no runs")
+        .to_string();
+    assert!(
+        error.contains("--from-experiment nothing: no counted run"),
+        "{error}"
+    );
+    sink.stop().await;
+}
