@@ -2,11 +2,12 @@
 //! Estimator (the `tpe` crate, one optimizer per matrix key, as Optuna's default
 //! independent TPE sampler) fed with the sweep's finished trials.
 //!
-//! What it optimises: the reward of one run, `success - cost_weight * cost_usd -
-//! token_weight * total_tokens / 1e6 - time_weight * wall_time_ms / 60000`
-//! ([`RewardWeights`](super::file::RewardWeights)); a trial whose reward is unknown (an
-//! unjudged run, or an unknown cost or token count that weighs in) is not told to the
-//! optimizer.
+//! What it optimises: a trial's objective ([`outcome`]), the mean over its runs (the
+//! proposed config on every task of the sweep with every seed) of a run's reward,
+//! `success - cost_weight * cost_usd - token_weight * total_tokens / 1e6 - time_weight *
+//! wall_time_ms / 60000` ([`RewardWeights`](super::file::RewardWeights)); a trial whose
+//! objective is unknown (a run without verdict, or an unknown cost or token count that
+//! weighs in) is not told to the optimizer.
 //!
 //! A proposal is a pure function of the sweep seed, the trial index and the finished
 //! trials it is given (sorted by trial index): the generator of trial `n` is seeded from
