@@ -8,12 +8,14 @@ use std::path::PathBuf;
 use bench_schemas::ContextStrategy;
 use clap::{Args, Parser, Subcommand};
 
+use crate::decide::DecideConfig;
 use crate::error::Error;
 use crate::flags::{
     resolve_scenario, ExperimentArgs, LlmArgs, OptionalEventArgs, PublishArgs, ScenarioArgs,
 };
 use crate::runner::{PolicyOverrides, RunnerConfig};
 use crate::scenario::LoadOptions;
+use crate::sweep::args::PastResultsArgs;
 use crate::tools::DEFAULT_OUTPUT_CAP;
 
 /// Runs agent benchmark scenarios and publishes their events to NATS JetStream.
@@ -162,11 +164,105 @@ pub struct RunArgs {
     /// The LLM provider of `llm` policies.
     #[command(flatten)]
     pub llm: LlmArgs,
+    /// Run the experiment in rounds, every task once per model per round, until the
+    /// anytime-valid sequential test decides which model is better (or that they are
+    /// equivalent), or --max-repeats rounds ran. Needs --experiment, --models and the
+    /// ClickHouse the sink writes to.
+    #[arg(long, env = "BENCH_RUNNER_UNTIL_DECIDED")]
+    pub until_decided: bool,
+    /// --until-decided: the baseline's and the candidate's model.
+    #[arg(
+        long,
+        env = "BENCH_RUNNER_MODELS",
+        value_delimiter = ',',
+        value_name = "BASELINE,CANDIDATE"
+    )]
+    pub models: Vec<String>,
+    /// --until-decided: the error rate the decision keeps, however many rounds it looks.
+    #[arg(long, env = "BENCH_RUNNER_ALPHA", default_value_t = 0.05)]
+    pub alpha: f64,
+    /// --until-decided: decide `equivalent` when the whole confidence sequence of the
+    /// difference in solve rate lies within ±E. Default: never.
+    #[arg(long, env = "BENCH_RUNNER_EQUIVALENCE_MARGIN", value_name = "E")]
+    pub equivalence_margin: Option<f64>,
+    /// --until-decided: rounds run at most (repeats of every task per model).
+    #[arg(
+        long,
+        env = "BENCH_RUNNER_MAX_REPEATS",
+        default_value_t = 10,
+        value_name = "K"
+    )]
+    pub max_repeats: u32,
+    /// The ClickHouse that --until-decided reads the experiment's outcomes from.
+    #[command(flatten)]
+    pub clickhouse: PastResultsArgs,
 }
 
 impl RunArgs {
+    /// The validated config of `--until-decided`.
+    pub fn into_decide_config(mut self) -> Result<DecideConfig, Error> {
+        let config = |message: &str| Error::Config(format!("--until-decided: {message}"));
+        let models = std::mem::take(&mut self.models);
+        let [baseline, candidate] = <[String; 2]>::try_from(models)
+            .map_err(|_| config("--models takes two models, BASELINE,CANDIDATE"))?;
+        if baseline == candidate || baseline.trim().is_empty() || candidate.trim().is_empty() {
+            return Err(config("--models takes two different, non-blank models"));
+        }
+        if self.model.is_some() || self.repeats != 1 {
+            return Err(config(
+                "the models come from --models and the repeats from the rounds: drop --model and --repeats",
+            ));
+        }
+        if !(self.alpha > 0.0 && self.alpha < 1.0) {
+            return Err(config(&format!(
+                "--alpha must be in (0, 1), got {}",
+                self.alpha
+            )));
+        }
+        if let Some(e) = self.equivalence_margin.filter(|e| !(*e > 0.0 && *e < 1.0)) {
+            return Err(config(&format!(
+                "--equivalence-margin must be in (0, 1), got {e}"
+            )));
+        }
+        if self.max_repeats == 0 {
+            return Err(config("--max-repeats must be at least 1"));
+        }
+        let (alpha, equivalence_margin, max_repeats) =
+            (self.alpha, self.equivalence_margin, self.max_repeats);
+        let clickhouse = self
+            .clickhouse
+            .resolve()?
+            .ok_or_else(|| config("needs --clickhouse-url, where the sink stores the runs"))?;
+        self.until_decided = false;
+        let run = self.into_config()?;
+        if run.publish.is_none() {
+            return Err(config("the runs must be published (drop --no-publish)"));
+        }
+        match run.experiment.name.as_deref() {
+            None => return Err(config("needs --experiment")),
+            Some(name) if name.contains(',') => {
+                return Err(config("the experiment's name must not contain ','"))
+            }
+            Some(_) => {}
+        }
+        Ok(DecideConfig {
+            run,
+            baseline,
+            candidate,
+            alpha,
+            equivalence_margin,
+            max_repeats,
+            clickhouse,
+        })
+    }
+
     /// The validated runner config.
     pub fn into_config(self) -> Result<RunnerConfig, Error> {
+        if self.until_decided || !self.models.is_empty() {
+            return Err(Error::Config(
+                "--until-decided and --models go together (an experiment run until decided)".into(),
+            ));
+        }
         if self.concurrency == 0 {
             return Err(Error::Config("--concurrency must be at least 1".into()));
         }
@@ -192,6 +288,7 @@ impl RunArgs {
             sandbox,
             regrade: self.regrade,
             repeats: self.repeats,
+            first_repeat: 0,
             overrides: PolicyOverrides {
                 model: self.model,
                 strategy: self.strategy,
@@ -214,6 +311,95 @@ mod tests {
     use super::*;
     use crate::exec::ExecConfig;
     use crate::scenario::LoadedScenario;
+
+    /// `agent-runner run` with `flags` after the scenario, parsed.
+    fn run_args(flags: &[&str]) -> RunArgs {
+        let cli = Cli::try_parse_from(["agent-runner", "run", "llm-local"].iter().chain(flags))
+            .expect("valid flags");
+        let Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        *args
+    }
+
+    #[test]
+    fn until_decided_needs_two_models_an_experiment_clickhouse_and_publishing() {
+        let good = [
+            "--until-decided",
+            "--models",
+            "m-a,m-b",
+            "--experiment",
+            "ab",
+            "--clickhouse-url",
+            "http://127.0.0.1:8123",
+            "--alpha",
+            "0.1",
+            "--equivalence-margin",
+            "0.05",
+            "--max-repeats",
+            "4",
+        ];
+        let config = run_args(&good).into_decide_config().expect("valid");
+        assert_eq!(
+            (config.baseline.as_str(), config.candidate.as_str()),
+            ("m-a", "m-b")
+        );
+        assert_eq!(
+            (config.alpha, config.equivalence_margin, config.max_repeats),
+            (0.1, Some(0.05), 4)
+        );
+        assert!(config.run.publish.is_some());
+        let without = |flag: &str| -> Vec<&str> {
+            let at = good.iter().position(|f| *f == flag).expect("a flag");
+            good.iter()
+                .enumerate()
+                .filter(|(i, _)| *i != at && *i != at + 1)
+                .map(|(_, f)| *f)
+                .collect()
+        };
+        for (change, error) in [
+            (&["--models", "m-a"][..], "--models takes two models"),
+            (&["--models", "m-a,m-a"], "two different"),
+            (&["--model", "m-c"], "drop --model and --repeats"),
+            (&["--repeats", "3"], "drop --model and --repeats"),
+            (&["--alpha", "1"], "--alpha must be in (0, 1)"),
+            (
+                &["--equivalence-margin", "0"],
+                "--equivalence-margin must be in (0, 1)",
+            ),
+            (&["--max-repeats", "0"], "--max-repeats must be at least 1"),
+            (&["--no-publish"], "must be published"),
+        ] {
+            // A flag given twice is refused (or, for --models, added to): replace it.
+            let base = if good.contains(&change[0]) {
+                without(change[0])
+            } else {
+                good.to_vec()
+            };
+            let flags: Vec<&str> = base.into_iter().chain(change.iter().copied()).collect();
+            let err = run_args(&flags)
+                .into_decide_config()
+                .expect_err("refused")
+                .to_string();
+            assert!(err.contains(error), "{change:?}: {err}");
+        }
+        for (flag, error) in [
+            ("--experiment", "needs --experiment"),
+            ("--clickhouse-url", "needs --clickhouse-url"),
+        ] {
+            let err = run_args(&without(flag))
+                .into_decide_config()
+                .expect_err("refused")
+                .to_string();
+            assert!(err.contains(error), "{flag}: {err}");
+        }
+        // Outside --until-decided, --models is refused rather than ignored.
+        let err = run_args(&["--models", "m-a,m-b"])
+            .into_config()
+            .expect_err("refused")
+            .to_string();
+        assert!(err.contains("go together"), "{err}");
+    }
 
     #[test]
     fn run_flags_become_a_config() {

@@ -64,6 +64,9 @@ async fn serve(command: Command) -> Exit {
 /// stdout carries the events with `--no-publish`.
 async fn dispatch(command: Command, shutdown: CancellationToken) -> Result<Exit, Error> {
     Ok(match command {
+        Command::Run(a) if a.until_decided => {
+            print(crate::decide::run_until_decided(a.into_decide_config()?, shutdown).await?)
+        }
         Command::Run(a) => print(crate::run(a.into_config()?, shutdown).await?),
         Command::Scenarios(Scenarios::Hash(a)) => print(pin_report::repin(&a.dir)?),
         Command::Scenarios(Scenarios::Check(a)) => print(pin_report::check_pins(&a.dir)?),

@@ -53,6 +53,10 @@ pub enum Error {
     /// `sweep`: a bad sweep file, or the claims or past results could not be read.
     #[error(transparent)]
     Sweep(#[from] SweepError),
+    /// `run --until-decided`: the experiment's outcomes could not be read from
+    /// ClickHouse, or did not arrive.
+    #[error("reading the experiment's outcomes from clickhouse: {0}")]
+    Outcomes(String),
     /// `exec`: the agent program could not be started or waited for.
     #[error(transparent)]
     Exec(#[from] ExecError),
@@ -309,6 +313,7 @@ impl Error {
             | Error::Record(_)
             | Error::Publish(PublishFailure::Task(_))
             | Error::Sweep(SweepError::Claims(_) | SweepError::ClickHouse(_))
+            | Error::Outcomes(_)
             | Error::Exec(ExecError::Scratch(_) | ExecError::Wait(_) | ExecError::Brief(_))
             | Error::Tail(_)
             | Error::Otlp(_)

@@ -90,6 +90,7 @@ mod backoff;
 pub mod cli;
 pub mod command;
 mod context_plan;
+pub mod decide;
 mod error;
 pub mod exec;
 mod flags;

@@ -49,9 +49,14 @@ pub struct RunnerConfig {
     pub regrade: u32,
     /// Runs of each task, with seeds `seed..seed+repeats-1`. Default 1.
     pub repeats: u32,
+    /// The repeat index of the first of those runs: they are repeats `first_repeat..`
+    /// with seeds `seed + first_repeat..`. 0 unless a command runs an experiment's
+    /// repeats in rounds (`--until-decided`).
+    pub first_repeat: u32,
     /// The model and strategy that replace the scenario's.
     pub overrides: PolicyOverrides,
-    /// The experiment and tags of every run (`repeat` and `planned_runs` are set here).
+    /// The experiment and tags of every run (`repeat` is set here, and `planned_runs`
+    /// unless given).
     pub experiment: ExperimentRef,
     /// Where task images are cached.
     pub images: ImageCacheArgs,
@@ -193,14 +198,16 @@ pub async fn run(
     let broken = scenario.without_broken();
     let seed = config.seed.unwrap_or(scenario.scenario.seed);
     let repeats = config.repeats.max(1);
-    if seed.checked_add(u64::from(repeats - 1)).is_none() {
+    let last = u64::from(config.first_repeat) + u64::from(repeats - 1);
+    if seed.checked_add(last).is_none() {
         return Err(Error::Config(format!(
             "--repeats {repeats} from seed {seed}: the seeds pass the largest one"
         )));
     }
     let planned = scenario.tasks.len() * repeats as usize;
-    // (repeat, task): every task once per repeat, repeat 0 first.
-    let jobs: Vec<(u32, &crate::scenario::LoadedTask)> = (0..repeats)
+    // (repeat, task): every task once per repeat, the first repeat first.
+    let first = config.first_repeat;
+    let jobs: Vec<(u32, &crate::scenario::LoadedTask)> = (first..first + repeats)
         .flat_map(|r| scenario.tasks.iter().map(move |task| (r, task)))
         .collect();
     // Refuse before any run starts, not run by run.
@@ -247,7 +254,11 @@ pub async fn run(
             sweep: None,
             experiment: ExperimentRef {
                 repeat: Some(repeat),
-                planned_runs: u32::try_from(planned).ok(),
+                // A command that plans more than this call (rounds) says so itself.
+                planned_runs: config
+                    .experiment
+                    .planned_runs
+                    .or(u32::try_from(planned).ok()),
                 ..config.experiment.clone()
             },
             regrade: config.regrade,

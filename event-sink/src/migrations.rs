@@ -81,6 +81,8 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(20, "0020_run_start_experiment"),
     migration!(21, "0021_run_start_image"),
     migration!(22, "0022_genai_events"),
+    migration!(23, "0023_trial_outcomes"),
+    migration!(24, "0024_experiment_decisions"),
 ];
 
 impl Migration {

@@ -24,9 +24,9 @@ use bench_schemas::smith::{
     SmithToolCall,
 };
 use bench_schemas::{
-    BenchmarkEvent, ContextDecision, ContextStrategy, Decoded, Deliberation, EventType, Failure,
-    GenAiEvent, OptimizerUpdate, Payload, Protocol, RunStart, RunStop, Step, TaskValidation,
-    TestOutcome, ToolCall,
+    BenchmarkEvent, ContextDecision, ContextStrategy, Decoded, Deliberation, EventType,
+    ExperimentDecision, Failure, GenAiEvent, OptimizerUpdate, Payload, Protocol, RunStart, RunStop,
+    Step, TaskValidation, TestOutcome, ToolCall,
 };
 use chrono::{DateTime, Utc};
 use clickhouse::Row;
@@ -69,6 +69,7 @@ pub const fn typed_table(event_type: EventType) -> &'static str {
         EventType::TestOutcome => "test_outcomes",
         EventType::TaskValidation => "task_validations",
         EventType::GenaiEvent => "genai_events",
+        EventType::ExperimentDecision => "experiment_decisions",
     }
 }
 
@@ -479,6 +480,20 @@ typed_row! {
 }
 
 typed_row! {
+    /// `experiment_decisions`: what an experiment run until decided concluded.
+    ExperimentDecisionRow {
+        experiment: &'a str,
+        baseline: &'a str,
+        candidate: &'a str,
+        decision: &'static str,
+        cs_low: Option<f64>,
+        cs_high: Option<f64>,
+        rounds: u64,
+        alpha: f64,
+    }
+}
+
+typed_row! {
     /// `task_validations`: one validation of a SWE-bench-format task.
     TaskValidationRow {
         scenario: &'a str,
@@ -614,6 +629,12 @@ typed_row! {
         exploration_vs_exploitation: f64,
         reasoning: &'a str,
         trial: Option<u64>,
+        trial_run_ids: Vec<String>,
+        trial_solved: Option<u32>,
+        trial_cost_usd: Option<f64>,
+        trial_total_tokens: Option<u64>,
+        trial_wall_time_ms: Option<u64>,
+        objective: Option<f64>,
     }
 }
 
@@ -643,6 +664,8 @@ pub enum TypedRow<'a> {
     TaskValidation(TaskValidationRow<'a>),
     /// A `genai_events` row.
     GenaiEvent(GenAiEventRow<'a>),
+    /// An `experiment_decisions` row.
+    ExperimentDecision(ExperimentDecisionRow<'a>),
 }
 
 impl<'a> TypedRow<'a> {
@@ -671,6 +694,9 @@ impl<'a> TypedRow<'a> {
             Payload::TestOutcome(p) => TypedRow::TestOutcome(test_outcome(received, p)),
             Payload::TaskValidation(p) => TypedRow::TaskValidation(task_validation(received, p)),
             Payload::GenaiEvent(p) => TypedRow::GenaiEvent(genai_event(received, p)),
+            Payload::ExperimentDecision(p) => {
+                TypedRow::ExperimentDecision(experiment_decision(received, p))
+            }
         }
     }
 
@@ -886,6 +912,22 @@ fn test_outcome<'a>(received: &Received<'a>, p: &'a TestOutcome) -> TestOutcomeR
     })
 }
 
+fn experiment_decision<'a>(
+    received: &Received<'a>,
+    p: &'a ExperimentDecision,
+) -> ExperimentDecisionRow<'a> {
+    with_envelope!(ExperimentDecisionRow, received, {
+        experiment: &p.experiment,
+        baseline: &p.baseline,
+        candidate: &p.candidate,
+        decision: p.decision.as_str(),
+        cs_low: p.cs_low,
+        cs_high: p.cs_high,
+        rounds: p.rounds,
+        alpha: p.alpha,
+    })
+}
+
 fn task_validation<'a>(received: &Received<'a>, p: &'a TaskValidation) -> TaskValidationRow<'a> {
     with_envelope!(TaskValidationRow, received, {
         scenario: &p.scenario,
@@ -1069,10 +1111,19 @@ macro_rules! optimizer_update_row {
 }
 
 fn optimizer_update<'a>(received: &Received<'a>, p: &'a OptimizerUpdate) -> OptimizerUpdateRow<'a> {
+    let outcome = p.outcome.as_ref();
     optimizer_update_row!(received, p, {
         suggested_model: Some(&p.suggested_config.model),
         suggested_strategy: p.suggested_config.strategy.map(ContextStrategy::as_str),
         trial: p.trial,
+        trial_run_ids: outcome
+            .map(|o| o.run_ids.iter().map(Uuid::to_string).collect())
+            .unwrap_or_default(),
+        trial_solved: outcome.and_then(|o| o.solved),
+        trial_cost_usd: outcome.and_then(|o| o.cost_usd),
+        trial_total_tokens: outcome.and_then(|o| o.total_tokens),
+        trial_wall_time_ms: outcome.and_then(|o| o.wall_time_ms),
+        objective: outcome.and_then(|o| o.objective),
     })
 }
 
@@ -1085,6 +1136,12 @@ fn smith_optimizer_update<'a>(
         suggested_model: None,
         suggested_strategy: None,
         trial: None,
+        trial_run_ids: Vec::new(),
+        trial_solved: None,
+        trial_cost_usd: None,
+        trial_total_tokens: None,
+        trial_wall_time_ms: None,
+        objective: None,
     })
 }
 

@@ -52,9 +52,9 @@ use crate::failure::{self, Backoff, Confirmation, InsertFailure};
 use crate::metrics::{CauseLabel, ClassLabel, Metrics, OutcomeLabel, TableLabel};
 use crate::rowbinary;
 use crate::rows::{
-    typed_table, ContextDecisionRow, DeliberationRow, FailureRow, GenAiEventRow,
-    OptimizerUpdateRow, RunStartRow, RunStopRow, StepRow, Table, TaskValidationRow, TestOutcomeRow,
-    ToolCallRow,
+    typed_table, ContextDecisionRow, DeliberationRow, ExperimentDecisionRow, FailureRow,
+    GenAiEventRow, OptimizerUpdateRow, RunStartRow, RunStopRow, StepRow, Table, TaskValidationRow,
+    TestOutcomeRow, ToolCallRow,
 };
 
 /// Why an accepted event is dead-lettered after all.
@@ -275,7 +275,8 @@ impl ClickHouseInserter {
             ToolCall => ToolCallRow, Deliberation => DeliberationRow,
             ContextDecision => ContextDecisionRow, Failure => FailureRow,
             OptimizerUpdate => OptimizerUpdateRow, TestOutcome => TestOutcomeRow,
-            TaskValidation => TaskValidationRow, GenaiEvent => GenAiEventRow
+            TaskValidation => TaskValidationRow, GenaiEvent => GenAiEventRow,
+            ExperimentDecision => ExperimentDecisionRow
         );
         for &i in items {
             insert.buffer().extend_from_slice(batch.typed_row(i));

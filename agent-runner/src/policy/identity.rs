@@ -2,9 +2,10 @@
 //! scenario's settings: the endpoint its calls go to, `max_tokens`, and the system prompt
 //! and tool definitions it is given, by hash. Two runs that differ in any of these are
 //! two policies, never pooled. [`identify`] fills them in wherever a run config is made
-//! ready to run (`run`, every configuration of a sweep).
+//! ready to run (`run`, a sweep's base config), [`refresh`] updates them after a sweep
+//! changed a setting they derive from (the tools offered).
 
-use bench_schemas::{sha256_hex, RunConfig};
+use bench_schemas::{sha256_hex, Hash256, RunConfig};
 use serde_json::Value;
 
 use super::llm::prompt;
@@ -20,10 +21,23 @@ pub fn identify(config: &mut RunConfig, kind: PolicyKind, llm: Option<&LlmConfig
     config.endpoint = llm.map(|l| normalise_endpoint(&l.provider.base_url));
     config.max_tokens = llm.and_then(|l| l.provider.max_tokens);
     config.system_prompt_sha256 = llm.map(|_| sha256_hex(prompt::SYSTEM_PROMPT.as_bytes()));
-    config.tool_definitions_sha256 = llm.map(|_| {
-        let definitions = Value::Array(prompt::tool_definitions(&config.available_tools));
-        sha256_hex(definitions.to_string().as_bytes())
-    });
+    config.tool_definitions_sha256 = llm.map(|_| tool_definitions_sha256(config));
+}
+
+/// Brings the identity of an identified `config` up to date after its settings changed
+/// (a sweep applies its matrix to an identified base config): the tool definitions
+/// hashed are those of the tools the config offers now. A config with no identity (a
+/// policy that calls no model) stays without one.
+pub fn refresh(config: &mut RunConfig) {
+    if config.tool_definitions_sha256.is_some() {
+        config.tool_definitions_sha256 = Some(tool_definitions_sha256(config));
+    }
+}
+
+/// SHA-256 of the tool definitions a model is given with `config`'s tools.
+fn tool_definitions_sha256(config: &RunConfig) -> Hash256 {
+    let definitions = Value::Array(prompt::tool_definitions(&config.available_tools));
+    sha256_hex(definitions.to_string().as_bytes())
 }
 
 /// The endpoint as `cfg_hash` knows it: scheme and host lower-cased, the scheme's default
@@ -173,5 +187,60 @@ mod tests {
         let mut scripted = base;
         identify(&mut scripted, PolicyKind::Scripted, None);
         assert_eq!(scripted, llm_local());
+    }
+
+    /// A sweep that varies the tools gives each config the hash of the tool definitions
+    /// it offers (not the base scenario's), whatever the method.
+    #[test]
+    fn a_sweep_over_tools_hashes_the_tools_each_config_offers() {
+        let dir = tempfile::tempdir().expect("dir");
+        let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/llm-local.toml");
+        let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+        let tools = r#"available_tools = [["bash", "submit"], ["bash", "grep", "view", "submit"]]"#;
+        let provider = llm("http://127.0.0.1:18080/v1", None);
+        let own_hash = |config: &RunConfig| {
+            let mut fresh = llm_local();
+            fresh.available_tools = config.available_tools.clone();
+            identify(&mut fresh, PolicyKind::Llm, Some(&provider));
+            fresh.tool_definitions_sha256
+        };
+        let mut seen = Vec::new();
+        for method in ["method = \"grid\"", "method = \"bayes\"\ntrials = 4"] {
+            let file = dir.path().join("tools.toml");
+            let text = format!(
+                "name = \"tools\"\nscenario = \"{scenario}\"\ntasks = [\"sh-ci-exit-status\"]\n{method}\n[matrix]\n{tools}\n"
+            );
+            std::fs::write(&file, text).expect("sweep file");
+            let plan = crate::sweep::Plan::load(
+                &file,
+                std::path::Path::new(scenarios),
+                false,
+                Some(&provider),
+            )
+            .expect("plan");
+            let configs: Vec<RunConfig> = match &plan.space {
+                Some(space) => (0..4)
+                    .map(|n| space.propose(n, &[]).expect("proposal").config)
+                    .collect(),
+                None => plan
+                    .expansion
+                    .arms
+                    .iter()
+                    .map(|a| a.config.clone())
+                    .collect(),
+            };
+            for config in configs {
+                assert!(config.available_tools.len() < 6, "{config:?}");
+                assert_eq!(
+                    config.tool_definitions_sha256,
+                    own_hash(&config),
+                    "{method}"
+                );
+                seen.push((config.available_tools.len(), config.tool_definitions_sha256));
+            }
+        }
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 2, "two tool sets, two hashes: {seen:?}");
     }
 }

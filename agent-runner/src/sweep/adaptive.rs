@@ -197,6 +197,7 @@ impl<'a> Bandit<'a> {
                     arm.label
                 ),
                 trial: None,
+                outcome: None,
             };
         }
         OptimizerUpdate {
@@ -211,6 +212,7 @@ impl<'a> Bandit<'a> {
                 mean + bonus
             ),
             trial: None,
+            outcome: None,
         }
     }
 

@@ -56,13 +56,15 @@ pub struct SweepArgs {
     pub llm: LlmArgs,
 }
 
-/// Where the `adaptive` and `bayes` methods read past results (the sink's database).
+/// Where the `adaptive` and `bayes` methods (and `run --until-decided`) read past
+/// results (the sink's database).
 /// The flags and environment variables of the sink's connection, declared here with the
 /// sweep's own help and defaults (no URL means no ClickHouse), then checked and turned
 /// into a client by `bench_clickhouse` like the sink's.
 #[derive(Debug, Args)]
 pub struct PastResultsArgs {
-    /// ClickHouse HTTP URL, e.g. http://127.0.0.1:8123 (needed by methods adaptive and bayes).
+    /// ClickHouse HTTP URL, e.g. http://127.0.0.1:8123 (needed by sweep methods adaptive
+    /// and bayes, and by run --until-decided).
     #[arg(long, env = "BENCH_CLICKHOUSE_URL")]
     pub clickhouse_url: Option<String>,
     /// ClickHouse user.
@@ -83,15 +85,15 @@ pub struct PastResultsArgs {
 
 impl PastResultsArgs {
     /// The validated connection; `None` without a URL.
-    fn resolve(self) -> Result<Option<ClickHouseConfig>, Error> {
-        let Some(url) = self.clickhouse_url else {
+    pub(crate) fn resolve(&self) -> Result<Option<ClickHouseConfig>, Error> {
+        let Some(url) = self.clickhouse_url.clone() else {
             return Ok(None);
         };
         ClickHouseArgs {
             url: Some(url),
-            user: Some(self.clickhouse_user),
-            password: Some(self.clickhouse_password),
-            database: Some(self.clickhouse_database),
+            user: Some(self.clickhouse_user.clone()),
+            password: Some(self.clickhouse_password.clone()),
+            database: Some(self.clickhouse_database.clone()),
             ..ClickHouseArgs::default()
         }
         .resolve()

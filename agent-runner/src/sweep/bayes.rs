@@ -2,11 +2,12 @@
 //! Estimator (the `tpe` crate, one optimizer per matrix key, as Optuna's default
 //! independent TPE sampler) fed with the sweep's finished trials.
 //!
-//! What it optimises: the reward of one run, `success - cost_weight * cost_usd -
-//! token_weight * total_tokens / 1e6 - time_weight * wall_time_ms / 60000`
-//! ([`RewardWeights`](super::file::RewardWeights)); a trial whose reward is unknown (an
-//! unjudged run, or an unknown cost or token count that weighs in) is not told to the
-//! optimizer.
+//! What it optimises: a trial's objective ([`outcome`]), the mean over its runs (the
+//! proposed config on every task of the sweep with every seed) of a run's reward,
+//! `success - cost_weight * cost_usd - token_weight * total_tokens / 1e6 - time_weight *
+//! wall_time_ms / 60000` ([`RewardWeights`](super::file::RewardWeights)); a trial whose
+//! objective is unknown (a run without verdict, or an unknown cost or token count that
+//! weighs in) is not told to the optimizer.
 //!
 //! A proposal is a pure function of the sweep seed, the trial index and the finished
 //! trials it is given (sorted by trial index): the generator of trial `n` is seeded from
@@ -23,14 +24,15 @@
 
 use std::collections::BTreeMap;
 
-use bench_schemas::{Canonical, Hash256, OptimizerUpdate, RunConfig};
+use bench_schemas::{Canonical, Hash256, OptimizerUpdate, RunConfig, RunStop, TrialOutcome};
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use serde_json::Value;
 use tpe::density_estimation::{BuildDensityEstimator, DefaultEstimatorBuilder, DensityEstimator};
+use uuid::Uuid;
 
 use super::expand::{self, Resolved};
-use super::file::{BayesSettings, Domain, Range, SweepFile};
+use super::file::{BayesSettings, Domain, Range, RewardWeights, SweepFile};
 use super::SweepError;
 
 /// Draws tried per proposal before giving up on the constraints.
@@ -297,6 +299,7 @@ impl SearchSpace {
                     exploration_vs_exploitation: 0.0,
                     reasoning: String::new(),
                     trial: Some(trial),
+                    outcome: None,
                 },
                 config,
                 cfg_hash,
@@ -415,6 +418,7 @@ impl SearchSpace {
                 proposal.rejected,
             ),
             trial: Some(proposal.trial),
+            outcome: None,
         }
     }
 
@@ -426,6 +430,36 @@ impl SearchSpace {
     /// One line per key: its domain.
     pub fn describe(&self) -> Vec<String> {
         self.params.iter().map(Param::describe).collect()
+    }
+}
+
+/// The result of a trial whose runs ended with `runs` (run id and `run_stop`), under
+/// `weights`: totals over the runs, and the objective, the mean reward of a run
+/// ([`RewardWeights::reward`] of the success rate and the mean cost, tokens and wall
+/// time). A total is unknown when some run's part is; the objective is unknown when
+/// some run has no verdict, or a part it weighs is unknown.
+pub fn outcome(runs: &[(Uuid, &RunStop)], weights: &RewardWeights) -> TrialOutcome {
+    let solved: Option<u32> = runs.iter().map(|(_, r)| r.success.map(u32::from)).sum();
+    let cost_usd: Option<f64> = runs.iter().map(|(_, r)| r.cost_usd).sum();
+    let total_tokens: Option<u64> = runs.iter().map(|(_, r)| r.total_tokens).sum();
+    let wall_time_ms: Option<u64> = runs.iter().map(|(_, r)| r.wall_time_ms).sum();
+    let n = runs.len() as f64;
+    let mean = |total: Option<f64>| total.map(|t| t / n);
+    let objective = solved.filter(|_| !runs.is_empty()).and_then(|solved| {
+        weights.reward(
+            f64::from(solved) / n,
+            mean(cost_usd),
+            mean(total_tokens.map(|t| t as f64)),
+            mean(wall_time_ms.map(|t| t as f64)),
+        )
+    });
+    TrialOutcome {
+        run_ids: runs.iter().map(|(id, _)| *id).collect(),
+        solved,
+        cost_usd,
+        total_tokens,
+        wall_time_ms,
+        objective,
     }
 }
 
@@ -624,6 +658,66 @@ startup_trials = 8
             budget + 1
         );
         assert!(tpe < random && tpe_missed < random_missed);
+    }
+
+    /// A `run_stop` with these results.
+    fn stop(success: Option<bool>, cost: Option<f64>, tokens: Option<u64>) -> RunStop {
+        serde_json::from_value(serde_json::json!({
+            "success": success, "final_score": null, "wall_time_ms": 60_000,
+            "total_tokens": tokens, "stability_variance": null, "failing_tests": [],
+            "tests_passed": null, "tests_failed": null, "early_stopped": false,
+            "early_stop_reason": null, "exit_status": "submitted", "cost_usd": cost,
+            "turns": 1
+        }))
+        .expect("a run_stop")
+    }
+
+    #[test]
+    fn a_trial_is_scored_by_the_mean_over_all_its_runs_and_unknown_parts_stay_unknown() {
+        let weights = RewardWeights {
+            cost_weight: 2.0,
+            token_weight: 0.0,
+            time_weight: 0.0,
+        };
+        let (a, b, c) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+        let runs = [
+            stop(Some(true), Some(0.10), Some(1_000)),
+            stop(Some(false), Some(0.20), None),
+            stop(Some(true), Some(0.30), Some(3_000)),
+        ];
+        let of = |stops: &[RunStop]| {
+            let ids = [a, b, c];
+            let pairs: Vec<_> = ids.iter().copied().zip(stops).collect();
+            outcome(&pairs, &weights)
+        };
+        let o = of(&runs);
+        assert_eq!(o.run_ids, vec![a, b, c]);
+        assert_eq!(o.solved, Some(2));
+        assert!((o.cost_usd.expect("known cost") - 0.6).abs() < 1e-12);
+        assert_eq!(o.total_tokens, None, "one run's tokens are unknown");
+        assert_eq!(o.wall_time_ms, Some(180_000));
+        // 2/3 solved, mean cost 0.2: 2/3 - 2 * 0.2; unknown tokens weigh nothing here.
+        let objective = o.objective.expect("known objective");
+        assert!((objective - (2.0 / 3.0 - 0.4)).abs() < 1e-12, "{objective}");
+
+        let unjudged = [
+            runs[0].clone(),
+            stop(None, Some(0.1), Some(1)),
+            runs[2].clone(),
+        ];
+        let o = of(&unjudged);
+        assert_eq!(
+            (o.solved, o.objective),
+            (None, None),
+            "a run without verdict"
+        );
+        let unpriced = [
+            runs[0].clone(),
+            stop(Some(true), None, Some(1)),
+            runs[2].clone(),
+        ];
+        let o = of(&unpriced);
+        assert_eq!((o.solved, o.cost_usd, o.objective), (Some(3), None, None));
     }
 
     #[test]

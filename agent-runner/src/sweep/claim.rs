@@ -55,13 +55,14 @@ pub enum ClaimRecord {
     Done {
         /// The worker that ran it.
         worker: String,
-        /// The run's id.
+        /// The run's id; for a `bayes` trial, which is several runs, the run id of its
+        /// proposal's `optimizer_update`, which holds the trial's result and run ids.
         run_id: Uuid,
         /// When the run was marked done.
         #[serde(with = "chrono::serde::ts_milliseconds")]
         at: DateTime<Utc>,
         /// `bayes` trials: the values of the matrix keys its config used (field path →
-        /// value), what later proposals are told along with the run's reward.
+        /// value), what later proposals are told along with the trial's objective.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         values: Option<BTreeMap<String, serde_json::Value>>,
     },

@@ -120,13 +120,7 @@ pub fn expand(
         }
     }
 
-    let seeds: Vec<u64> = match &sweep.seeds {
-        Some(seeds) => seeds.clone(),
-        None => (0..u64::from(sweep.repeats))
-            .map(|r| base_seed.wrapping_add(r))
-            .collect(),
-    };
-    for &seed in &seeds {
+    for seed in sweep.seed_list(base_seed) {
         for arm in &expansion.arms {
             for task_id in tasks {
                 expansion.configurations.push(Configuration {
@@ -189,6 +183,9 @@ pub(super) fn apply(
     }
     let mut config = config;
     drop_unused_params(&mut config);
+    // The tool definitions hashed into `cfg_hash` are those of the tools this config
+    // offers, not the base's.
+    crate::policy::identity::refresh(&mut config);
     let json = serde_json::to_value(&config).map_err(|e| SweepError::Invalid(e.to_string()))?;
     let label = label(
         values

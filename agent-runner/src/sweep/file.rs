@@ -40,8 +40,9 @@ pub struct SweepFile {
     /// `random` only: configurations drawn (without replacement).
     #[serde(default)]
     pub samples: Option<usize>,
-    /// `bayes` only (required there): finished runs after which the sweep stops; trial
-    /// `n` (0-based) is the `n`-th proposal of the optimizer.
+    /// `bayes` only (required there): finished trials after which the sweep stops; trial
+    /// `n` (0-based) is the `n`-th proposal of the optimizer, run on every task with
+    /// every seed (`repeats` or `seeds`).
     #[serde(default)]
     pub trials: Option<u64>,
     /// Conditions every config must meet, e.g. `"summary_keep < summary_interval"`.
@@ -453,15 +454,21 @@ impl SweepFile {
         Ok(sweep)
     }
 
+    /// The seeds each config runs with: `seeds`, else `repeats` seeds from `base_seed`
+    /// on.
+    pub fn seed_list(&self, base_seed: u64) -> Vec<u64> {
+        match &self.seeds {
+            Some(seeds) => seeds.clone(),
+            None => (0..u64::from(self.repeats))
+                .map(|r| base_seed.wrapping_add(r))
+                .collect(),
+        }
+    }
+
     fn check_bayes(&self) -> Result<(), String> {
         match self.trials {
             None | Some(0) => return Err("method bayes needs trials >= 1".into()),
             Some(_) => {}
-        }
-        if self.seeds.is_some() || self.repeats != 1 {
-            return Err(
-                "method bayes runs one seed per trial: drop repeats and seeds (set seed)".into(),
-            );
         }
         let b = &self.bayes;
         if !(b.gamma > 0.0 && b.gamma < 1.0) {
@@ -649,7 +656,6 @@ mod tests {
         for bad in [
             format!("{head}{matrix}"),
             format!("{head}method = \"bayes\"\n{matrix}"),
-            format!("{head}method = \"bayes\"\ntrials = 5\nrepeats = 2\n{matrix}"),
             format!("{head}method = \"bayes\"\ntrials = 5\n[matrix]\ntemperature = {{ min = 1.0, max = 0.5 }}\n"),
             format!("{head}method = \"bayes\"\ntrials = 5\n[matrix]\ntemperature = {{ min = 0.0, max = 1.0, step = 2 }}\n"),
             format!("{head}method = \"bayes\"\ntrials = 5\n[matrix]\ncost_limit_usd = {{ min = 0.0, max = 1.0, log = true }}\n"),

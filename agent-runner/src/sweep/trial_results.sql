@@ -1,11 +1,9 @@
--- The result of each finished run of a bayes sweep's trials
--- (agent-runner/src/sweep/trials.rs). FINAL: a run_stop delivered twice counts once.
--- Bound by the runner: the runs' ids (Array(String)). cost_usd stays NULL when unknown.
+-- The objective of each finished trial of a bayes sweep, stored with its proposal
+-- (agent-runner/src/sweep/trials.rs). FINAL: a proposal delivered twice counts once.
+-- Bound by the runner: the run ids of the proposals' streams (Array(String)), which the
+-- trials' claims hold. objective stays NULL when unknown.
 SELECT
     toString(run_id) AS run_id,
-    success,
-    cost_usd,
-    total_tokens,
-    wall_time_ms
-FROM run_stops FINAL
-WHERE has(?, toString(run_id))
+    objective
+FROM optimizer_updates FINAL
+WHERE has(?, toString(run_id)) AND notEmpty(trial_run_ids)

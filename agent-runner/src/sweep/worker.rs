@@ -9,8 +9,9 @@
 //!
 //! `bayes` claims trials (`<sweep>.trial.<n>`, lowest free index first) rather than
 //! configurations: the worker that holds trial `n` asks the optimizer for its config
-//! given the finished trials before it, runs it on task `n mod tasks` with the sweep's
-//! seed, and marks it done with the config's matrix values.
+//! given the finished trials before it, runs it on every task of the sweep with every
+//! seed, publishes the proposal with the trial's result, and marks it done with the
+//! config's matrix values.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
@@ -20,12 +21,14 @@ use std::time::Duration;
 use bench_clickhouse::ClickHouseConfig;
 use bench_delivery::{DeliveryReport, PublishSetup, Publisher, PublisherHandle};
 use bench_sandbox::SandboxMode;
-use bench_schemas::{sha256_hex, Hash256, Payload, RunConfig, RunSequencer, SweepRef};
+use bench_schemas::{
+    sha256_hex, Hash256, OptimizerUpdate, Payload, RunConfig, RunSequencer, SweepRef,
+};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::adaptive::{self, ArmStats, Bandit};
-use super::bayes::{Observation, Proposal, SearchSpace};
+use super::bayes::{self, Observation, Proposal, SearchSpace};
 use super::claim::{Claim, ClaimBoard, ClaimConfig, ClaimRecord};
 use super::expand::{self, Configuration, Expansion};
 use super::file::{Method, SweepFile};
@@ -178,7 +181,9 @@ impl Plan {
     /// Runs of the whole sweep (all workers).
     pub fn runs(&self) -> usize {
         match self.sweep.trials {
-            Some(trials) => usize::try_from(trials).unwrap_or(usize::MAX),
+            Some(trials) => usize::try_from(trials)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(self.trial_runs().len()),
             None => self.expansion.configurations.len(),
         }
     }
@@ -188,10 +193,19 @@ impl Plan {
         format!("{}.trial.{n}", self.sweep.name)
     }
 
-    /// The task bayes trial `n` runs.
-    pub fn trial_task(&self, n: u64) -> &str {
-        let tasks = &self.scenario.tasks;
-        &tasks[(n % tasks.len() as u64) as usize].task.id
+    /// The runs of every bayes trial, in the order they run: (repeat, task id, seed),
+    /// every task of the sweep with the first seed, then with the next.
+    pub fn trial_runs(&self) -> Vec<(u32, &str, u64)> {
+        let seeds = self.sweep.seed_list(self.seed());
+        (0u32..)
+            .zip(seeds)
+            .flat_map(|(repeat, seed)| {
+                self.scenario
+                    .tasks
+                    .iter()
+                    .map(move |t| (repeat, t.task.id.as_str(), seed))
+            })
+            .collect()
     }
 }
 
@@ -214,6 +228,19 @@ impl Plan {
             settings.gamma,
             settings.candidates
         )?;
+        let tasks: Vec<&str> = self
+            .scenario
+            .tasks
+            .iter()
+            .map(|t| t.task.id.as_str())
+            .collect();
+        writeln!(
+            f,
+            "  each trial: {} runs, tasks [{}] x seeds {:?}; objective: the mean over its runs",
+            self.trial_runs().len(),
+            tasks.join(", "),
+            self.sweep.seed_list(self.seed())
+        )?;
         for line in space.describe() {
             writeln!(f, "  {line}")?;
         }
@@ -226,13 +253,7 @@ impl Plan {
         writeln!(f, "first {first} proposals (independent of results):")?;
         for n in 0..first {
             match space.propose(n, &[]) {
-                Ok(p) => writeln!(
-                    f,
-                    "  trial {n:<4} {:<20} {}  cfg {}",
-                    self.trial_task(n),
-                    p.label,
-                    p.cfg_hash
-                )?,
+                Ok(p) => writeln!(f, "  trial {n:<4} {}  cfg {}", p.label, p.cfg_hash)?,
                 Err(e) => writeln!(f, "  trial {n:<4} {e}")?,
             }
         }
@@ -385,8 +406,14 @@ pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<Swe
         models.dedup();
         crate::runner::check_provider(config.llm.as_ref(), &models).await?;
     }
+    // A bayes claim holds a whole trial: all of its runs.
+    let held_runs = match plan.sweep.method {
+        Method::Bayes => u32::try_from(plan.trial_runs().len()).unwrap_or(u32::MAX),
+        _ => 1,
+    };
     let lease = config.lease.unwrap_or_else(|| {
-        Duration::from_millis(plan.scenario.scenario.config.execution_timeout_ms) + LEASE_MARGIN
+        (Duration::from_millis(plan.scenario.scenario.config.execution_timeout_ms) + LEASE_MARGIN)
+            * held_runs
     });
     // Claims need the broker now: without it, fail rather than risk running twice.
     let client = bench_nats::connect(&config.publish.nats, false).await?;
@@ -566,23 +593,34 @@ impl Worker<'_> {
                     return Err(e.into());
                 }
             };
-            self.announce_proposal(&proposal)?;
-            let Proposal {
-                config,
-                label,
-                values,
-                ..
-            } = proposal;
             let key = plan.trial_key(trial);
-            let job = Job {
-                key: &key,
-                config: &config,
-                label: &label,
-                task_id: plan.trial_task(trial),
-                seed: plan.seed(),
-                trial: Some(trial),
-            };
-            self.run_job(job, claim, Some(values)).await?;
+            let mut runs = Vec::new();
+            for (repeat, task_id, seed) in plan.trial_runs() {
+                let job = Job {
+                    key: &key,
+                    config: &proposal.config,
+                    label: &proposal.label,
+                    task_id,
+                    seed,
+                    trial: Some(trial),
+                    repeat: Some(repeat),
+                };
+                match self.execute(&job).await {
+                    Ok(Some(summary)) => runs.push((summary.run_id, summary.result)),
+                    // Cut short: the trial is still to be run, by anyone.
+                    Ok(None) => return Ok(self.board.release(claim).await?),
+                    Err(e) => {
+                        self.board.release(claim).await?;
+                        return Err(e);
+                    }
+                }
+            }
+            let stops: Vec<_> = runs.iter().map(|(id, stop)| (*id, stop)).collect();
+            let outcome = bayes::outcome(&stops, &plan.sweep.bayes.weights());
+            let stream = self.announce_proposal(&proposal, outcome)?;
+            self.board
+                .complete(claim, stream, Some(proposal.values))
+                .await?;
         }
         Ok(())
     }
@@ -598,10 +636,15 @@ impl Worker<'_> {
         Ok(None)
     }
 
-    /// Emits the `optimizer_update` of a bayes proposal on a stream of its own, whose
-    /// `cfg_hash` is the proposed config's (the one its run carries) and whose `seed` is
-    /// the proposal's generator seed.
-    fn announce_proposal(&mut self, proposal: &Proposal) -> Result<(), Error> {
+    /// Emits the `optimizer_update` of a bayes proposal, with its trial's `outcome`, on
+    /// a stream of its own, whose `cfg_hash` is the proposed config's (the one its runs
+    /// carry) and whose `seed` is the proposal's generator seed; returns the stream's run
+    /// id, which the trial's claim records.
+    fn announce_proposal(
+        &mut self,
+        proposal: &Proposal,
+        outcome: bench_schemas::TrialOutcome,
+    ) -> Result<Uuid, Error> {
         let mut recorder = optimizer_stream(
             self.plan,
             self.config,
@@ -610,9 +653,15 @@ impl Worker<'_> {
             proposal.cfg_hash.clone(),
             proposal.rng_seed,
         )?;
-        emit(&mut recorder, proposal.update.clone())?;
+        emit(
+            &mut recorder,
+            OptimizerUpdate {
+                outcome: Some(outcome),
+                ..proposal.update.clone()
+            },
+        )?;
         self.optimizer_updates += 1;
-        Ok(())
+        Ok(recorder.sequencer().run_id)
     }
 
     /// Claims the first configuration of `queue` nobody holds, dropping the ones taken.
@@ -642,33 +691,29 @@ impl Worker<'_> {
             task_id: &configuration.task_id,
             seed: configuration.seed,
             trial: None,
+            repeat: None,
         };
-        self.run_job(job, claim, None).await
+        match self.execute(&job).await {
+            Ok(Some(summary)) => Ok(self.board.complete(claim, summary.run_id, None).await?),
+            // Cut short: the configuration is still to be run, by anyone.
+            Ok(None) => Ok(self.board.release(claim).await?),
+            Err(e) => {
+                self.board.release(claim).await?;
+                Err(e)
+            }
+        }
     }
 
-    /// Runs one claimed job; marks it done (with `values`, a bayes trial's matrix
-    /// values), or releases it when the run was cut short by shutdown or could not be
-    /// recorded.
-    async fn run_job(
-        &mut self,
-        job: Job<'_>,
-        claim: Claim,
-        values: Option<BTreeMap<String, serde_json::Value>>,
-    ) -> Result<(), Error> {
+    /// Runs one job of a claim this worker holds; `None` when shutdown cut it short. The
+    /// caller marks the claim done or releases it.
+    async fn execute(&mut self, job: &Job<'_>) -> Result<Option<RunSummary>, Error> {
         let plan = self.plan;
         let Some(task) = plan.task(job.task_id) else {
-            self.board.release(claim).await?;
             return Err(SweepError::Invalid(format!("task {} is not loaded", job.task_id)).into());
         };
         let mut scenario = plan.scenario.clone();
         scenario.scenario.config = job.config.clone();
-        let policy = match policy::build(&scenario, task, job.seed, self.config.llm.as_ref()) {
-            Ok(policy) => policy,
-            Err(e) => {
-                self.board.release(claim).await?;
-                return Err(e.into());
-            }
-        };
+        let policy = policy::build(&scenario, task, job.seed, self.config.llm.as_ref())?;
         tracing::info!(key = %job.key, task = %job.task_id, seed = job.seed, config = %job.label, "running configuration");
         let spec = RunSpec {
             scenario: &scenario,
@@ -687,6 +732,7 @@ impl Worker<'_> {
             // A sweep is the experiment named after it.
             experiment: bench_schemas::ExperimentRef {
                 name: Some(plan.sweep.name.clone()),
+                repeat: job.repeat,
                 planned_runs: u32::try_from(plan.runs()).ok(),
                 ..Default::default()
             },
@@ -694,25 +740,16 @@ impl Worker<'_> {
             regrade: 0,
             images: self.images,
         };
-        let summary = match agent::execute(spec, policy, self.stop.clone()).await {
-            Ok(summary) => summary,
-            Err(e) => {
-                self.board.release(claim).await?;
-                return Err(e.into());
-            }
-        };
+        let summary = agent::execute(spec, policy, self.stop.clone()).await?;
         if self.stop.is_cancelled() {
-            // Cut short: the configuration is still to be run, by anyone.
-            self.board.release(claim).await?;
-            return Ok(());
+            return Ok(None);
         }
-        self.board.complete(claim, summary.run_id, values).await?;
         self.runs.push(SweepRun {
             key: job.key.to_owned(),
             label: job.label.to_owned(),
-            summary,
+            summary: summary.clone(),
         });
-        Ok(())
+        Ok(Some(summary))
     }
 }
 
@@ -730,6 +767,8 @@ struct Job<'a> {
     seed: u64,
     /// The bayes trial, numbered from 0; `None` for a grid configuration.
     trial: Option<u64>,
+    /// A bayes trial's run: which of the sweep's seeds it runs with, from 0.
+    repeat: Option<u32>,
 }
 
 /// A new `optimizer_update` stream: `task_id = sweep:<name>`, this worker's host.
@@ -767,9 +806,9 @@ fn emit(recorder: &mut RunRecorder, update: bench_schemas::OptimizerUpdate) -> R
 /// each is read once.
 #[derive(Default)]
 struct KnownTrials {
-    /// Trial → (run id, matrix values) of trials marked done.
+    /// Trial → (run id of its proposal's stream, matrix values) of trials marked done.
     done: BTreeMap<u64, (Uuid, BTreeMap<String, serde_json::Value>)>,
-    /// Trial → reward of trials whose result ClickHouse holds (`None`: unknown).
+    /// Trial → objective of trials whose result ClickHouse holds (`None`: unknown).
     rewards: BTreeMap<u64, Option<f64>>,
     /// Done trials whose result was still missing after a whole wait: asked for again at
     /// each proposal, but not waited for twice.
@@ -799,7 +838,6 @@ impl KnownTrials {
                 self.done.insert(n, (run_id, values));
             }
         }
-        let weights = worker.plan.sweep.bayes.weights();
         let deadline = tokio::time::Instant::now() + RESULT_WAIT;
         loop {
             let missing: Vec<(u64, Uuid)> = self
@@ -814,9 +852,9 @@ impl KnownTrials {
             let ids: Vec<Uuid> = missing.iter().map(|(_, id)| *id).collect();
             match trials::read(source, &ids).await {
                 Ok(results) => {
-                    for (n, run_id) in &missing {
-                        if let Some(result) = results.get(run_id) {
-                            self.rewards.insert(*n, result.reward(&weights));
+                    for (n, stream) in &missing {
+                        if let Some(objective) = results.get(stream) {
+                            self.rewards.insert(*n, *objective);
                         }
                     }
                 }

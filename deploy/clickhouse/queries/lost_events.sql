@@ -3,7 +3,8 @@
 -- run_stop whose last event is more than stale_minutes old (the runner died or its
 -- run_stop was lost). Reads events_raw, which holds every accepted event once (FINAL).
 -- A sweep optimizer's stream (only optimizer_update events) and a task validation's
--- (one task_validation event), which have no run_start/run_stop by design, are checked
+-- (one task_validation event) and an experiment's decision (one experiment_decision
+-- event), which have no run_start/run_stop by design, are checked
 -- for gaps but never reported as a run without run_stop. Runs whose
 -- events carry no seq (seq NULL: the Smith protocol has none, and runs received as
 -- OpenTelemetry traces cannot be numbered in advance) cannot be checked for gaps: their
@@ -41,7 +42,7 @@ FROM
             arraySort(groupUniqArrayIf(assumeNotNull(seq), isNotNull(seq))))) AS seqs,
         max(type = 'run_stop') AS has_run_stop,
         max(ts) AS last_ts,
-        max(type NOT IN ('optimizer_update', 'task_validation')) AS is_run,
+        max(type NOT IN ('optimizer_update', 'task_validation', 'experiment_decision')) AS is_run,
         toUInt8(is_run = 1 AND has_run_stop = 0
             AND last_ts < now() - {stale_minutes:UInt32} * 60) AS stale
     FROM events_raw FINAL

@@ -51,7 +51,8 @@ pub enum Command {
     #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
     Report(ReportArgs),
     /// How many tasks and repeats a paired comparison of two policies needs to detect a
-    /// difference in solve rate (no database needed).
+    /// difference in solve rate (no database needed, unless --from-experiment).
+    #[command(mut_arg("insert-timeout-ms", |arg| arg.hide(true)))]
     Plan(crate::plan::PlanArgs),
     /// Serve a read-only web viewer of experiments, runs, tasks and comparisons, with
     /// live updates from the events stream.
@@ -71,7 +72,7 @@ async fn dispatch(command: Command) -> Result<(), CommandError> {
     match command {
         Command::Query(args) => print!("{}", query(args).await?),
         Command::Compare(args) => print!("{}", compare(args).await?),
-        Command::Plan(args) => print!("{}", crate::plan::run(&args)?),
+        Command::Plan(args) => print!("{}", crate::plan::run(&args).await?),
         Command::Report(args) => {
             let path = report(args).await?;
             tracing::info!(path = %path.display(), "report written");
@@ -379,7 +380,11 @@ impl CommandError {
                         | CompareError::BadKeys(_)
                         | CompareError::Query(QueryError::InvalidParam { .. })
                 )
-                | CommandError::Plan(_)
+                | CommandError::Plan(
+                    crate::plan::PlanError::OutOfRange { .. }
+                        | crate::plan::PlanError::Experiment { .. }
+                        | crate::plan::PlanError::Connection(_)
+                )
                 | CommandError::Serve(ServeError::Settings(_) | ServeError::ClickHouse(_))
         );
         if usage {

@@ -19,10 +19,18 @@
 //! `icc`, one run of more tasks always beats more runs of fewer tasks; repeats help when
 //! the task set is fixed. Checked by simulation (unit test below, and
 //! `tests/bench` `sequential-sim`): the stated power is reached within 3 points.
+//!
+//! `--from-experiment NAME` reads a stored experiment's counted runs (the shipped
+//! `paired_outcomes` query, the runs `compare` counts) instead of assuming: the
+//! intra-task correlation is estimated by the one-way ANOVA estimator over its (policy,
+//! task) groups of binary outcomes ([`estimate_icc`]), and the price of the planned runs
+//! is the mean cost of its priced runs times their number.
 
+use bench_clickhouse::ConnectionArgs;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};
 
+use crate::queries::{ParamValues, Query, QueryError};
 use crate::table::{Column, Format, Table};
 
 /// What `plan` is asked.
@@ -69,8 +77,22 @@ pub struct Plan {
 }
 
 /// A question `plan` cannot answer.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// `--from-experiment`: the experiment gives no estimate.
+    #[error("--from-experiment {experiment}: {reason}")]
+    Experiment {
+        /// Its name.
+        experiment: String,
+        /// Why.
+        reason: String,
+    },
+    /// `--from-experiment`: its runs could not be read.
+    #[error("--from-experiment: {0}")]
+    Read(#[from] QueryError),
+    /// `--from-experiment`: the ClickHouse settings are unusable.
+    #[error("--from-experiment: {0}")]
+    Connection(#[from] bench_clickhouse::ConfigError),
     /// A value outside its range.
     #[error("{name} = {value}: {expected}")]
     OutOfRange {
@@ -136,21 +158,126 @@ pub struct PlanArgs {
     /// Output format (`csv` is a one-row table).
     #[arg(long, env = "BENCH_PLAN_FORMAT", value_enum, default_value_t = Format::Table)]
     pub format: Format,
+    /// Estimate the intra-task correlation (instead of --icc) and the price per run from
+    /// this stored experiment's counted runs; needs its tasks run at least twice by a
+    /// policy.
+    #[arg(long, env = "BENCH_PLAN_FROM_EXPERIMENT", value_name = "NAME")]
+    pub from_experiment: Option<String>,
+    /// `--from-experiment`: the ClickHouse database to read, the sink's settings.
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
+}
+
+/// What a stored experiment says about the next one.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    /// The intra-task correlation of its outcomes ([`estimate_icc`]), in [0, 1].
+    pub icc: f64,
+    /// The mean cost of its priced runs, USD; `None` when none was priced.
+    pub cost_per_run: Option<f64>,
+}
+
+/// The intra-task correlation of binary outcomes grouped as `groups` (runs, successes)
+/// (here: one group per policy and task), by the one-way ANOVA estimator
+/// `(MSB − MSW) / (MSB + (k0 − 1) MSW)`, `k0 = (N − Σ n_i² / N) / (a − 1)` (Fisher;
+/// Donner 1986 for binary outcomes), clipped to [0, 1]. `None` without two groups or
+/// without a group of two runs, or when every outcome is the same (no variance).
+pub fn estimate_icc(groups: &[(u64, u64)]) -> Option<f64> {
+    let groups: Vec<(f64, f64)> = groups
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|&(n, s)| (n as f64, s as f64))
+        .collect();
+    let a = groups.len() as f64;
+    let n: f64 = groups.iter().map(|g| g.0).sum();
+    if a < 2.0 || n <= a {
+        return None;
+    }
+    let mean = groups.iter().map(|g| g.1).sum::<f64>() / n;
+    let between: f64 = groups.iter().map(|(n, s)| n * (s / n - mean).powi(2)).sum();
+    let within: f64 = groups.iter().map(|(n, s)| s * (1.0 - s / n)).sum();
+    let (msb, msw) = (between / (a - 1.0), within / (n - a));
+    let k0 = (n - groups.iter().map(|g| g.0 * g.0).sum::<f64>() / n) / (a - 1.0);
+    let denominator = msb + (k0 - 1.0) * msw;
+    (denominator > 0.0).then(|| ((msb - msw) / denominator).clamp(0.0, 1.0))
+}
+
+/// The [`Estimate`] of the stored experiment `experiment`, from the `paired_outcomes`
+/// answer `table` (one row per task and policy config: runs, successes, priced runs and
+/// their cost).
+pub fn estimate(experiment: &str, table: &Table) -> Result<Estimate, PlanError> {
+    let unusable = |reason: &str| PlanError::Experiment {
+        experiment: experiment.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let number = |row: usize, name: &str| table.number(row, name).unwrap_or(0.0);
+    // One group per (policy, task): a policy's rows of several configs add up.
+    let mut groups: std::collections::BTreeMap<(&str, &str), (u64, u64)> = Default::default();
+    let (mut priced, mut cost) = (0.0, 0.0);
+    for row in 0..table.rows.len() {
+        let key = (
+            table.get(row, "policy_id").unwrap_or_default(),
+            table.get(row, "task_id").unwrap_or_default(),
+        );
+        let group = groups.entry(key).or_default();
+        group.0 += number(row, "runs") as u64;
+        group.1 += number(row, "successes") as u64;
+        priced += number(row, "priced_runs");
+        cost += number(row, "cost_usd");
+    }
+    let groups: Vec<(u64, u64)> = groups.into_values().collect();
+    if groups.iter().all(|(runs, _)| *runs == 0) {
+        return Err(unusable("no counted run (is the name right?)"));
+    }
+    let icc = estimate_icc(&groups).ok_or_else(|| {
+        unusable("no task was run twice by one policy, or every run had the same outcome: give --icc instead")
+    })?;
+    Ok(Estimate {
+        icc,
+        cost_per_run: (priced > 0.0).then(|| cost / priced),
+    })
+}
+
+/// Reads the [`Estimate`] of `experiment` from the database of `connection`.
+async fn read_estimate(
+    connection: &ConnectionArgs,
+    experiment: &str,
+) -> Result<Estimate, PlanError> {
+    if experiment.contains(',') {
+        return Err(PlanError::Experiment {
+            experiment: experiment.to_owned(),
+            reason: "a name with ',' cannot be selected".to_owned(),
+        });
+    }
+    let config = connection.clone().load()?;
+    let mut params = ParamValues::new();
+    params.insert("experiment".to_owned(), experiment.to_owned());
+    let table = Query::find("paired_outcomes")?
+        .run(&config.client(), &params)
+        .await?;
+    estimate(experiment, &table)
 }
 
 /// The intra-task correlation unless `--icc` says otherwise.
 pub const DEFAULT_ICC: f64 = 0.3;
 
 /// The answer of `args`, in its format.
-pub fn run(args: &PlanArgs) -> Result<String, PlanError> {
-    let answer = plan(&PlanInput {
+pub async fn run(args: &PlanArgs) -> Result<String, PlanError> {
+    let estimate = match &args.from_experiment {
+        Some(name) => Some(read_estimate(&args.connection, name).await?),
+        None => None,
+    };
+    let mut answer = plan(&PlanInput {
         baseline_rate: args.baseline_rate,
         detect: args.detect,
         alpha: args.alpha,
         power: args.power,
         repeats: args.repeats,
-        icc: args.icc,
+        icc: estimate.map_or(args.icc, |e| e.icc),
     })?;
+    answer.cost_usd = estimate
+        .and_then(|e| e.cost_per_run)
+        .map(|cost| cost * answer.runs as f64);
     Ok(match args.format {
         Format::Json => format!(
             "{}\n",

@@ -324,7 +324,9 @@ fn window_section(
         if shown { "" } else { " hidden" }
     );
     let shown_version = scoring_notice(page, window);
-    chart_figures(page, window, policies);
+    let tasks = TaskSets::of(answer(window, "instances"));
+    page.push_str(&tasks.notice(key));
+    chart_figures(page, window, policies, &tasks);
     page.push_str(&comparison_section(key, window, options, policies));
     let _ = write!(
         page,
@@ -363,9 +365,83 @@ fn scoring_notice(page: &mut String, window: &Window) -> Option<String> {
     }
 }
 
+/// The tasks each policy ran (started a run of), from the per-instance answer: success
+/// rates and costs over different task sets are not the same measure, so the page says
+/// when the policies' sets differ.
+struct TaskSets<'t> {
+    /// Policy → its tasks.
+    of: BTreeMap<&'t str, std::collections::BTreeSet<&'t str>>,
+    /// Every task any policy ran.
+    all: std::collections::BTreeSet<&'t str>,
+}
+
+impl<'t> TaskSets<'t> {
+    fn of(instances: &'t Table) -> TaskSets<'t> {
+        let mut sets = TaskSets {
+            of: BTreeMap::new(),
+            all: Default::default(),
+        };
+        for row in 0..instances.rows.len() {
+            if let (Some(task), Some(policy)) = (
+                instances.get(row, "task_id"),
+                instances.get(row, "policy_id"),
+            ) {
+                sets.of.entry(policy).or_default().insert(task);
+                sets.all.insert(task);
+            }
+        }
+        sets
+    }
+
+    /// Whether some policy ran another task set than another.
+    fn differ(&self) -> bool {
+        self.of.values().any(|tasks| tasks.len() != self.all.len())
+    }
+
+    /// The tasks every policy ran.
+    fn shared(&self) -> usize {
+        self.all
+            .iter()
+            .filter(|task| self.of.values().all(|tasks| tasks.contains(*task)))
+            .count()
+    }
+
+    /// `policy`'s mark when the sets differ and it did not run every task:
+    /// `ran k of n tasks`.
+    fn mark(&self, policy: &str) -> Option<String> {
+        let ran = self.of.get(policy)?.len();
+        (self.differ() && ran < self.all.len())
+            .then(|| format!("ran {ran} of {} tasks", self.all.len()))
+    }
+
+    /// The notice of window `key` when the sets differ (each policy's count, the shared
+    /// count); empty when they do not.
+    fn notice(&self, key: &str) -> String {
+        if !self.differ() {
+            return String::new();
+        }
+        let counts: Vec<String> = self
+            .of
+            .iter()
+            .map(|(policy, tasks)| format!("{} {}", escape(policy), tasks.len()))
+            .collect();
+        format!(
+            "<p class=\"notice\" id=\"task-sets-{key}\">The policies ran different task sets \
+             (tasks of {} in all: {}; {} run by every policy). Their success rates and costs \
+             in the chart and the tables are over each policy's own tasks, so they do not \
+             measure the same work; the chart's legend marks the policies that did not run \
+             every task. The comparison below is made on the tasks each pair shares, counted \
+             in its tasks column.</p>",
+            self.all.len(),
+            counts.join(", "),
+            self.shared()
+        )
+    }
+}
+
 /// The charts of `window`: the Pareto chart with its legend, exit status, token mix and
 /// call latency.
-fn chart_figures(page: &mut String, window: &Window, policies: &Policies) {
+fn chart_figures(page: &mut String, window: &Window, policies: &Policies, tasks: &TaskSets) {
     let key = window.key;
     let pareto_id = format!("chart-pareto-{key}");
     let _ = write!(
@@ -383,7 +459,8 @@ fn chart_figures(page: &mut String, window: &Window, policies: &Policies) {
             &pareto_id,
             answer(window, "pareto_frontier"),
             answer(window, "leaderboard"),
-            policies
+            policies,
+            tasks
         )
     );
     let figures = [
@@ -478,13 +555,15 @@ fn runs_table(page: &mut String, window: &Window, options: &ReportOptions) {
 }
 
 /// The Pareto chart's legend (every placed policy: its marker, number, success rate and
-/// cost, hovering it highlights the point) and the list of policies the chart cannot
-/// place, with the reason.
+/// cost, and `ran k of n tasks` when it did not run every task others ran; hovering it
+/// highlights the point) and the list of policies the chart cannot place, with the
+/// reason.
 fn pareto_legend(
     chart_id: &str,
     pareto_frontier: &Table,
     leaderboard: &Table,
     policies: &Policies,
+    tasks: &TaskSets,
 ) -> String {
     let mut out =
         format!("<div class=\"pareto-side\"><ol class=\"legend\" data-chart=\"{chart_id}\">");
@@ -502,10 +581,13 @@ fn pareto_legend(
         let rate = pareto_frontier
             .number(row, "success_rate")
             .map_or("NULL".to_owned(), |r| format!("{:.0}%{n}", r * 100.0));
+        let partial = tasks.mark(policy).map_or(String::new(), |mark| {
+            format!(" <span class=\"partial-tasks\">\u{b7} {mark}</span>")
+        });
         let _ = write!(
             out,
             "<li data-policy=\"{0}\"{1}><b>{2}</b>{3}<span class=\"name\">{0}</span> \
-             <span class=\"figures\">{rate} \u{b7} ${4}{5}</span></li>",
+             <span class=\"figures\">{rate} \u{b7} ${4}{5}</span>{partial}</li>",
             escape(policy),
             if cell("on_frontier") == "1" {
                 " class=\"on-frontier\""
@@ -920,6 +1002,7 @@ th { background: #fafafa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 p.empty { color: #777; }
 p.notice { background: #fff4d6; border-left: 4px solid #e0a800; padding: 6px 10px; }
+.partial-tasks { color: #b35900; }
 div.scroll { overflow-x: auto; }
 </style></head><body>
 "#;
@@ -1010,6 +1093,64 @@ mod tests {
         );
         // Tasks solved, out of the tasks with a judged run.
         assert!(html.contains(">1 / 1</td>"), "{html}");
+    }
+
+    /// A per-instance answer: `policy` ran each of `tasks`, one judged, solved run.
+    fn ran(rows: &[(&str, &[&str])]) -> Table {
+        let mut tsv = "task_id\tpolicy_id\truns\tfinished\tjudged\tsolved\n\
+                       String\tString\tUInt64\tUInt64\tUInt64\tUInt64\n"
+            .to_owned();
+        for (policy, tasks) in rows {
+            for task in *tasks {
+                tsv.push_str(&format!("{task}\t{policy}\t1\t1\t1\t1\n"));
+            }
+        }
+        Table::from_tsv_with_names_and_types(&tsv).expect("parses")
+    }
+
+    #[test]
+    fn policies_that_ran_different_task_sets_are_marked_in_the_chart_and_told() {
+        let frontier = Table::from_tsv_with_names_and_types(
+            "policy_id\tsuccess_rate\tavg_cost_usd\ton_frontier\n\
+             String\tFloat64\tFloat64\tUInt8\n\
+             all\t1\t0.01\t1\npart\t1\t0.001\t1\n",
+        )
+        .expect("parses");
+        let leaderboard = Table::from_tsv_with_names_and_types(
+            "policy_id\tjudged\tsuccesses\nString\tUInt64\tUInt64\nall\t3\t3\npart\t2\t2\n",
+        )
+        .expect("parses");
+        let policies = Policies(vec!["all".to_owned(), "part".to_owned()]);
+
+        let instances = ran(&[("all", &["t1", "t2", "t3"]), ("part", &["t1", "t2"])]);
+        let tasks = TaskSets::of(&instances);
+        let notice = tasks.notice("all");
+        assert!(
+            notice.contains(
+                "different task sets (tasks of 3 in all: all 3, part 2; 2 run by every policy)"
+            ),
+            "{notice}"
+        );
+        let legend = pareto_legend("c", &frontier, &leaderboard, &policies, &tasks);
+        let item = |policy: &str| {
+            let start = legend
+                .find(&format!("<li data-policy=\"{policy}\""))
+                .expect("an item");
+            legend[start..]
+                .split("</li>")
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(item("part").contains("ran 2 of 3 tasks"), "{legend}");
+        assert!(!item("all").contains("tasks</span>"), "{legend}");
+
+        // The same tasks: nothing to tell, nothing marked.
+        let instances = ran(&[("all", &["t1", "t2"]), ("part", &["t1", "t2"])]);
+        let tasks = TaskSets::of(&instances);
+        assert_eq!(tasks.notice("all"), "");
+        let legend = pareto_legend("c", &frontier, &leaderboard, &policies, &tasks);
+        assert!(!legend.contains("partial-tasks"), "{legend}");
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! `compare`'s statistics against the answers of independent implementations (scipy,
 //! statsmodels, exact fractions), computed by `tests/fixtures/known_answers.py` into
-//! `tests/fixtures/known_answers.json`: Wilson, exact McNemar, the exact sign test, Holm
-//! and pass@k / pass^k to 1e-9, the paired bootstrap interval within Monte Carlo
-//! tolerance.
+//! `tests/fixtures/known_answers.json`: Wilson, exact McNemar, the exact sign test, Holm,
+//! pass@k / pass^k and `plan --from-experiment`'s intra-task correlation to 1e-9, the
+//! paired bootstrap interval within Monte Carlo tolerance.
 
 use bench_analysis::compare::outcomes::TaskRuns;
 use bench_analysis::compare::stats::{binomial_two_sided, holm, pass_at_k, pass_hat_k, wilson};
@@ -58,6 +58,23 @@ fn exact_mcnemar_and_sign_test_match_statsmodels_and_scipy() {
             let p = binomial_two_sided(u(case, "a"), u(case, "b"));
             assert_close(p, f(case, "p_value"), EXACT, &format!("{name} {case}"));
         }
+    }
+}
+
+#[test]
+fn the_intra_task_correlation_matches_the_statsmodels_anova() {
+    for case in cases(&answers(), "icc") {
+        let groups: Vec<(u64, u64)> = case["groups"]
+            .as_array()
+            .expect("groups")
+            .iter()
+            .map(|g| {
+                let at = |i: usize| g[i].as_u64().expect("a count");
+                (at(0), at(1))
+            })
+            .collect();
+        let icc = bench_analysis::plan::estimate_icc(&groups).expect("an estimate");
+        assert_close(icc, f(case, "icc"), EXACT, &format!("{case}"));
     }
 }
 

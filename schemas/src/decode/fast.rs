@@ -174,6 +174,9 @@ impl<'de> DeserializeSeed<'de> for PayloadOf {
             EventType::TestOutcome => Payload::TestOutcome(Deserialize::deserialize(d)?),
             EventType::TaskValidation => Payload::TaskValidation(Deserialize::deserialize(d)?),
             EventType::GenaiEvent => Payload::GenaiEvent(Deserialize::deserialize(d)?),
+            EventType::ExperimentDecision => {
+                Payload::ExperimentDecision(Deserialize::deserialize(d)?)
+            }
         })
     }
 }

@@ -239,6 +239,7 @@ fn payload(event_type: EventType, data: Value) -> Result<Payload, DecodeError> {
         EventType::TestOutcome => typed(data, Payload::TestOutcome),
         EventType::TaskValidation => typed(data, Payload::TaskValidation),
         EventType::GenaiEvent => typed(data, Payload::GenaiEvent),
+        EventType::ExperimentDecision => typed(data, Payload::ExperimentDecision),
     }
 }
 

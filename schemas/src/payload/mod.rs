@@ -5,6 +5,7 @@
 
 mod config;
 mod context;
+mod decision;
 mod deliberation;
 mod failure;
 mod genai_event;
@@ -17,10 +18,11 @@ mod tool;
 
 pub use config::{ContextStrategy, RetryPolicy, RunConfig, SandboxLimits, StrategyParams};
 pub use context::{ContextDecision, SegmentType};
+pub use decision::{DecisionKind, ExperimentDecision};
 pub use deliberation::{Action, Deliberation, DeliberationStatus, PricingSource};
 pub use failure::{Failure, FailureRoot, FinalErrorState, RecoveryAttempt};
 pub use genai_event::GenAiEvent;
-pub use optimizer::OptimizerUpdate;
+pub use optimizer::{OptimizerUpdate, TrialOutcome};
 pub use run::{
     EnforcedLimit, EnvironmentImage, ExitStatus, ExperimentRef, PidsLimit, Regrade, RunClaim,
     RunIntegrity, RunStart, RunStop, SandboxInfo, SandboxNetwork, ScenarioRef, SweepRef,
@@ -65,6 +67,8 @@ pub enum Payload {
     /// `genai_event`: one OpenTelemetry GenAI event (captured content, inference
     /// details, an evaluation result) of a run received as traces.
     GenaiEvent(GenAiEvent),
+    /// `experiment_decision`: what an experiment run until decided concluded.
+    ExperimentDecision(ExperimentDecision),
 }
 
 impl Payload {
@@ -82,6 +86,7 @@ impl Payload {
             Payload::TestOutcome(_) => EventType::TestOutcome,
             Payload::TaskValidation(_) => EventType::TaskValidation,
             Payload::GenaiEvent(_) => EventType::GenaiEvent,
+            Payload::ExperimentDecision(_) => EventType::ExperimentDecision,
         }
     }
 }
@@ -114,11 +119,13 @@ pub enum EventType {
     TaskValidation,
     /// `genai_event`.
     GenaiEvent,
+    /// `experiment_decision`.
+    ExperimentDecision,
 }
 
 impl EventType {
     /// Every event type, in a stable order.
-    pub const ALL: [EventType; 11] = [
+    pub const ALL: [EventType; 12] = [
         EventType::RunStart,
         EventType::RunStop,
         EventType::Step,
@@ -130,6 +137,7 @@ impl EventType {
         EventType::TestOutcome,
         EventType::TaskValidation,
         EventType::GenaiEvent,
+        EventType::ExperimentDecision,
     ];
 
     /// The wire name, e.g. `tool_call`.
@@ -146,6 +154,7 @@ impl EventType {
             EventType::TestOutcome => "test_outcome",
             EventType::TaskValidation => "task_validation",
             EventType::GenaiEvent => "genai_event",
+            EventType::ExperimentDecision => "experiment_decision",
         }
     }
 

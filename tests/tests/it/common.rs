@@ -126,6 +126,7 @@ pub fn runner_config(
         images: Default::default(),
         sandbox: bench_sandbox::SandboxMode::Required,
         repeats: 1,
+        first_repeat: 0,
         overrides: Default::default(),
         experiment: Default::default(),
     }

@@ -295,6 +295,15 @@ pub fn compare(policies: &[PolicyRuns], settings: &Settings) -> Comparison {
                     )
                 }),
         )
+        .chain(policies.iter().filter_map(|p| {
+            let (configs, settings) = p.pooled_configs.as_ref()?;
+            Some(format!(
+                "{} pools the runs of {configs} configs that differ in {}: add cfg to --by \
+                 to keep them apart",
+                p.label,
+                settings.join(", ")
+            ))
+        }))
         .collect();
     Comparison {
         confidence: CONFIDENCE,

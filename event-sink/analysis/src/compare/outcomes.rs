@@ -281,6 +281,10 @@ pub struct PolicyRuns {
     /// The experiments its runs belong to (`(none)` for runs outside any): one unless
     /// they were pooled.
     pub experiments: BTreeSet<String>,
+    /// When its runs had several configs (`cfg_hash`; the `--by` keys do not include
+    /// `cfg`): how many, and the settings that differ between them (`temperature`,
+    /// `endpoint`; `other settings` when none of the listed ones do). `None` for one.
+    pub pooled_configs: Option<(usize, Vec<String>)>,
     /// The judge version of its runs; `None` when the runs do not say (Smith).
     pub scoring_version: Option<String>,
     /// Counted runs per task id; tasks with only excluded runs are absent.
@@ -308,8 +312,11 @@ pub fn group(
     // Keyed by the group label, scoring version and (kept apart) experiment.
     type Key = (String, Option<String>, Option<String>);
     let mut groups: BTreeMap<Key, PolicyRuns> = BTreeMap::new();
+    // The configs of each group, to say when one pools several.
+    let mut configs: BTreeMap<Key, BTreeSet<&str>> = BTreeMap::new();
+    let settings = config_settings(table);
     let cfg_labels = if by.contains(&Dimension::Cfg) {
-        config_labels(table)
+        config_labels(&settings)
     } else {
         BTreeMap::new()
     };
@@ -370,14 +377,16 @@ pub fn group(
             unjudged: count("unjudged")?,
         };
         let apart = (experiments == Experiments::Apart).then(|| experiment.clone());
-        let policy = groups
-            .entry((group_label.clone(), scoring.clone(), apart))
-            .or_insert_with(|| PolicyRuns {
-                label: group_label.clone(),
-                group: group_label,
-                scoring_version: scoring,
-                ..PolicyRuns::default()
-            });
+        let key = (group_label.clone(), scoring.clone(), apart);
+        if let Some(hash) = text("cfg_hash") {
+            configs.entry(key.clone()).or_default().insert(hash);
+        }
+        let policy = groups.entry(key).or_insert_with(|| PolicyRuns {
+            label: group_label.clone(),
+            group: group_label,
+            scoring_version: scoring,
+            ..PolicyRuns::default()
+        });
         policy.experiments.insert(experiment);
         policy.excluded.add(&excluded);
         if runs.runs > 0 {
@@ -387,6 +396,21 @@ pub fn group(
                 .or_default()
                 .add(&runs);
         }
+    }
+    for (key, policy) in &mut groups {
+        let hashes = configs.get(key).map(|h| h.iter().collect::<Vec<_>>());
+        policy.pooled_configs = hashes.filter(|h| h.len() > 1).map(|hashes| {
+            let values: Vec<&Vec<String>> =
+                hashes.iter().filter_map(|h| settings.get(**h)).collect();
+            let mut names: Vec<String> = differing(&values)
+                .into_iter()
+                .map(|i| SETTINGS[i].1.to_owned())
+                .collect();
+            if names.is_empty() {
+                names.push("other settings".to_owned());
+            }
+            (hashes.len(), names)
+        });
     }
     let mut policies: Vec<PolicyRuns> = groups.into_values().collect();
     // Verdicts of different judge versions are never pooled, nor (unless asked) runs of
@@ -424,11 +448,9 @@ pub fn group(
 /// The label of a run outside any experiment.
 pub const NO_EXPERIMENT: &str = "(none)";
 
-/// The label of every cfg_hash of `table` (a `paired_outcomes` answer): the settings that
-/// differ between its configs (`temperature=0.2 window=8k`). Configs whose listed
-/// settings are all alike differ in another one, and say so with the start of their hash;
-/// a lone config is `one config`.
-fn config_labels(table: &Table) -> BTreeMap<String, String> {
+/// The [`SETTINGS`] of every cfg_hash of `table` (a `paired_outcomes` answer), as labels
+/// show them.
+fn config_settings(table: &Table) -> BTreeMap<&str, Vec<String>> {
     let mut settings: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for row in 0..table.rows.len() {
         if let Some(hash) = table.get(row, "cfg_hash") {
@@ -440,16 +462,22 @@ fn config_labels(table: &Table) -> BTreeMap<String, String> {
             });
         }
     }
-    let differing: Vec<usize> = (0..SETTINGS.len())
-        .filter(|&i| {
-            settings
-                .values()
-                .map(|s| &s[i])
-                .collect::<BTreeSet<_>>()
-                .len()
-                > 1
-        })
-        .collect();
+    settings
+}
+
+/// The positions in [`SETTINGS`] of the settings whose values differ among `configs`.
+fn differing(configs: &[&Vec<String>]) -> Vec<usize> {
+    (0..SETTINGS.len())
+        .filter(|&i| configs.iter().map(|s| &s[i]).collect::<BTreeSet<_>>().len() > 1)
+        .collect()
+}
+
+/// The label of every config of `settings` ([`config_settings`]): the settings that
+/// differ between its configs (`temperature=0.2 window=8k`). Configs whose listed
+/// settings are all alike differ in another one, and say so with the start of their hash;
+/// a lone config is `one config`.
+fn config_labels(settings: &BTreeMap<&str, Vec<String>>) -> BTreeMap<String, String> {
+    let differing = differing(&settings.values().collect::<Vec<_>>());
     let labels: BTreeMap<&str, String> = settings
         .iter()
         .map(|(hash, values)| {
@@ -650,6 +678,14 @@ mod tests {
                 "endpoint=http://127.0.0.1:8000/v1",
                 "endpoint=http://localhost:8000/v1"
             ]
+        );
+        assert!(policies.iter().all(|p| p.pooled_configs.is_none()));
+        // Grouped by model, the two endpoints are one policy that says it pools them.
+        let pooled = group(&table, &[Dimension::Model], Experiments::Apart).expect("reads");
+        assert_eq!(pooled.len(), 1);
+        assert_eq!(
+            pooled[0].pooled_configs,
+            Some((2, vec!["endpoint".to_owned()]))
         );
     }
 

@@ -185,6 +185,10 @@ const ALWAYS_KNOWN: &[(&str, &str)] = &[
         "the run's labels: empty when it has none",
     ),
     (
+        "optimizer_updates.trial_run_ids",
+        "the trial's runs: empty when the update carries no trial result",
+    ),
+    (
         "run_stops.early_stopped",
         "derived from how the run ended: whether it has an early-stop reason",
     ),
@@ -230,6 +234,12 @@ const ALWAYS_KNOWN: &[(&str, &str)] = &[
     ("task_validations.reasons", "the validation's verdict"),
     ("task_validations.tests", "count"),
     ("task_validations.flaky_tests", "the validation's finding"),
+    ("experiment_decisions.experiment", "the deciding runner"),
+    ("experiment_decisions.baseline", "the deciding runner"),
+    ("experiment_decisions.candidate", "the deciding runner"),
+    ("experiment_decisions.decision", "the decision"),
+    ("experiment_decisions.rounds", "count"),
+    ("experiment_decisions.alpha", "the decision's setting"),
     ("dead_letters.stream", "the message"),
     ("dead_letters.stream_seq", "the message"),
     ("dead_letters.subject", "the message"),
@@ -309,12 +319,13 @@ fn payload_of(table: &str) -> Option<(&'static str, &'static [(&'static str, &'s
         "run_stops" => ("RunStop", &[("", "RunIntegrity"), ("regrade_", "Regrade")]),
         "test_outcomes" => ("TestOutcome", &[]),
         "task_validations" => ("TaskValidation", &[]),
+        "experiment_decisions" => ("ExperimentDecision", &[]),
         "steps" => ("Step", &[]),
         "tool_calls" => ("ToolCall", &[("", "EvidenceFootprint")]),
         "deliberations" => ("Deliberation", &[]),
         "context_decisions" => ("ContextDecision", &[]),
         "failures" => ("Failure", &[("", "FinalErrorState")]),
-        "optimizer_updates" => ("OptimizerUpdate", &[]),
+        "optimizer_updates" => ("OptimizerUpdate", &[("trial_", "TrialOutcome")]),
         "genai_events" => ("GenAiEvent", &[]),
         _ => return None,
     })
@@ -380,6 +391,7 @@ fn nested_path(def: &str, field: &str) -> String {
         "RunIntegrity" => format!("integrity.{field}"),
         "Regrade" => format!("regrade.{field}"),
         "FinalErrorState" => format!("final_error_state.{field}"),
+        "TrialOutcome" => format!("outcome.{field}"),
         _ => field.to_owned(),
     }
 }

@@ -1,9 +1,11 @@
 //! The `bayes` sweep method end to end (NATS, the sink, ClickHouse, the stand-in model):
 //! it finds a narrow band of a continuous hyper-parameter in fewer trials than random
 //! search with the same budget and seed; two workers share one sweep through trial claims
-//! (a dead worker's trial included) without running a trial twice; every proposal lands
-//! in ClickHouse as an `optimizer_update`, and the shipped `sweep_trajectory` query shows
-//! the best config and the objective's trajectory.
+//! (a dead worker's trial included) without running a trial twice; each trial runs its
+//! config on every task of the sweep with every seed; every proposal lands in ClickHouse
+//! as an `optimizer_update` with its trial's result, and the shipped `sweep_trajectory`
+//! query shows the best config and the objective's trajectory, each row equal to the
+//! runs it names.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -130,7 +132,7 @@ async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
         "bayes keeps proposing in the band"
     );
 
-    // Every proposal is an optimizer_update in ClickHouse, linked to its run.
+    // Every proposal is an optimizer_update in ClickHouse, with its trial's result.
     sink.wait_for(
         "SELECT count() FROM benchstream.optimizer_updates FINAL WHERE task_id = 'sweep:fleet-bayes-band'",
         "10",
@@ -155,41 +157,15 @@ async fn bayes_finds_a_narrow_band_in_fewer_trials_than_random_search() {
     );
     assert_eq!(startup, "3\t3", "the random start is pure exploration");
 
-    assert_trajectory(&sink, b).await;
-    sink.stop().await;
-}
-
-/// The `sweep_trajectory` of the band sweep, whose first solved run is trial `b`: in
-/// proposal order, best so far rising to a solved run, one best row, each row its own
-/// run's, and the best config inside the band.
-async fn assert_trajectory(sink: &SinkToClickHouse, b: usize) {
-    let mut params = ParamValues::new();
-    params.insert("sweep".into(), "fleet-bayes-band".into());
-    params.insert("token_weight".into(), "1".into());
-    let client = sink.clickhouse.client_of("benchstream");
-    let trajectory = Query::find("sweep_trajectory")
-        .expect("shipped query")
-        .run(&client, &params)
-        .await
-        .expect("sweep_trajectory answers");
-    assert_eq!(trajectory.rows.len(), 10, "{trajectory:?}");
-    let column = |name: &str| -> Vec<String> {
-        let i = trajectory
-            .columns
-            .iter()
-            .position(|c| c.name == name)
-            .unwrap_or_else(|| panic!("column {name}"));
-        trajectory
-            .rows
-            .iter()
-            .map(|row| row[i].clone().unwrap_or_else(|| "NULL".to_owned()))
-            .collect()
-    };
-    let successes = column("success");
+    let trajectory = trajectory_of(&sink, "fleet-bayes-band", 1).await;
+    let column = |name: &str| trajectory.column(name);
     assert_eq!(
-        successes.iter().position(|s| s == "1").map(|i| i + 1),
+        column("solved")
+            .iter()
+            .position(|s| s == "1")
+            .map(|i| i + 1),
         Some(b),
-        "the trajectory is in proposal order"
+        "the trajectory is in trial order"
     );
     let best: Vec<f64> = column("best_so_far")
         .iter()
@@ -198,7 +174,7 @@ async fn assert_trajectory(sink: &SinkToClickHouse, b: usize) {
     assert!(best.windows(2).all(|w| w[0] <= w[1]), "{best:?}");
     assert!(
         best[9] > 0.9,
-        "the best objective is a solved run: {best:?}"
+        "the best objective is a solved trial: {best:?}"
     );
     let best_rows: Vec<usize> = column("is_best")
         .iter()
@@ -209,50 +185,12 @@ async fn assert_trajectory(sink: &SinkToClickHouse, b: usize) {
     let [best_row] = best_rows[..] else {
         panic!("one best row: {best_rows:?}")
     };
-    let proposals: Vec<u64> = column("proposal")
-        .iter()
-        .map(|v| v.parse().expect("a number"))
-        .collect();
-    assert_eq!(
-        proposals,
-        (0..10).collect::<Vec<_>>(),
-        "numbered from 0 like trials"
-    );
-    assert!(
-        column("task_id").iter().all(|t| t != "NULL"),
-        "every finished proposal names its run's task"
-    );
-    // Every row is its own run's: linked by trial, never by cfg_hash, its task, success
-    // and cost are those of the run it names, joined on run id.
     assert_eq!(
         column("trial"),
         column("proposal"),
         "one worker: trial n is proposal n"
     );
-    for (row, run_id) in column("run_id").iter().enumerate() {
-        assert_ne!(run_id, "NULL", "proposal {row} links to its run");
-        let own = query(
-            &sink.clickhouse,
-            &format!(
-                "SELECT task_id, toString(sweep_trial), ifNull(toString(success), 'NULL'), \
-                 ifNull(toString(cost_usd), 'NULL') FROM benchstream.run_starts FINAL \
-                 ANY INNER JOIN (SELECT run_id, success, cost_usd FROM benchstream.run_stops \
-                 FINAL) AS stops USING run_id \
-                 WHERE run_id = toUUID('{run_id}') AND sweep_name = 'fleet-bayes-band' \
-                 FORMAT TSV"
-            ),
-        );
-        let shown = [
-            &column("task_id")[row],
-            &column("trial")[row],
-            &column("success")[row],
-            &column("cost_usd")[row],
-        ]
-        .map(String::as_str)
-        .join("\t");
-        assert_eq!(own.trim_end(), shown, "proposal {row}");
-    }
-    let best_cfg = &column("cfg_hash")[best_row];
+    let best_cfg = column("cfg_hash")[best_row].clone();
     let best_config: Value = serde_json::from_str(&query(
         &sink.clickhouse,
         &format!(
@@ -263,6 +201,7 @@ async fn assert_trajectory(sink: &SinkToClickHouse, b: usize) {
     .expect("config JSON");
     let t = best_config["temperature"].as_f64().expect("temperature");
     assert!(BAND.contains(&t), "best config's temperature {t}");
+    sink.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -272,7 +211,8 @@ async fn two_workers_share_a_bayes_sweep_and_a_dead_workers_trial_is_rerun() {
     let file = fixture("bayes-strategies.toml");
     let plan = Plan::load(&file, &repo_path("scenarios"), false, None).expect("plan");
 
-    // A worker claimed trial 1 an hour ago and died: its claim is past any lease.
+    // A worker claimed trial 1 a day ago and died: its claim is past the lease (the
+    // scenario's execution timeout plus ten minutes, for each of the trial's 4 runs).
     let client = bench_nats::connect(&NatsConfig::plain(nats.url()), false)
         .await
         .expect("connect");
@@ -288,7 +228,7 @@ async fn two_workers_share_a_bayes_sweep_and_a_dead_workers_trial_is_rerun() {
     )
     .await
     .expect("bucket");
-    let since = chrono::Utc::now() - chrono::Duration::hours(1);
+    let since = chrono::Utc::now() - chrono::Duration::days(1);
     let abandoned = ClaimRecord::Running {
         worker: "dead".to_owned(),
         since,
@@ -314,35 +254,62 @@ async fn two_workers_share_a_bayes_sweep_and_a_dead_workers_trial_is_rerun() {
         sweep::run(b, CancellationToken::new())
     );
     let (a, b) = (a.expect("worker a"), b.expect("worker b"));
-    let all: HashSet<String> = (0..8).map(|n| plan.trial_key(n)).collect();
+    let all: HashSet<String> = (0..6).map(|n| plan.trial_key(n)).collect();
     assert_split(&a, &b, &all);
 
-    // One run and one proposal per trial reached ClickHouse, each run carrying the
-    // config its proposal suggested, and no proposal broke the conditions or constraint.
-    sink.wait_for("SELECT count() FROM benchstream.run_stops FINAL", "8")
+    // Each trial ran its config on both tasks with both seeds (4 runs), and its proposal
+    // reached ClickHouse with the trial's result; no proposal broke the conditions or
+    // the constraint.
+    sink.wait_for("SELECT count() FROM benchstream.run_stops FINAL", "24")
         .await;
     sink.wait_for(
         "SELECT count() FROM benchstream.optimizer_updates FINAL WHERE task_id = 'sweep:fleet-bayes-strategies'",
-        "8",
+        "6",
     )
     .await;
-    // Each run says which sweep and trial it is, numbered from 0 as the claims are.
+    // Each run says which sweep and trial it is, numbered from 0 as the claims are, and
+    // which of the sweep's seeds it ran with.
     sink.wait_for(
-        "SELECT groupUniqArray(sweep_name), arraySort(groupArray(sweep_trial)), \
-         countIf(sweep_key = concat(sweep_name, '.trial.', toString(sweep_trial))) \
+        "SELECT groupUniqArray(sweep_name), arraySort(groupUniqArray(sweep_trial)), \
+         countIf(sweep_key = concat(sweep_name, '.trial.', toString(sweep_trial))), \
+         arraySort(groupUniqArray(repeat)), arraySort(groupUniqArray(seed)) \
          FROM benchstream.run_starts FINAL",
-        "['fleet-bayes-strategies']\t[0,1,2,3,4,5,6,7]\t8",
+        "['fleet-bayes-strategies']\t[0,1,2,3,4,5]\t24\t[0,1]\t[3,4]",
     )
     .await;
+    let trajectory = trajectory_of(&sink, "fleet-bayes-strategies", 2).await;
+    // A run of another model than the base scenario's keeps the scenario's name (its
+    // tasks and file) but states its own model, policy and cfg_hash: its trial's.
     assert_eq!(
         query(
             &sink.clickhouse,
-            "SELECT count() FROM benchstream.run_stops FINAL WHERE cfg_hash IN \
-             (SELECT cfg_hash FROM benchstream.optimizer_updates FINAL \
-              WHERE task_id = 'sweep:fleet-bayes-strategies')"
-        ),
-        "8"
+            "SELECT groupUniqArray(scenario_name), groupUniqArray(model), \
+             countIf(model = suggested_model AND cfg_hash = proposed_cfg \
+                 AND policy_id = concat(model, ':', ifNull(strategy, ''))) \
+             FROM (SELECT assumeNotNull(sweep_trial) AS t, scenario_name, model, cfg_hash, \
+                 policy_id, strategy FROM benchstream.run_starts FINAL) AS runs \
+             ANY INNER JOIN (SELECT assumeNotNull(trial) AS t, suggested_model, \
+                 cfg_hash AS proposed_cfg FROM benchstream.optimizer_updates FINAL \
+                 WHERE task_id = 'sweep:fleet-bayes-strategies') AS proposals \
+             USING t FORMAT TSV"
+        )
+        .split('\t')
+        .map(|cell| {
+            let mut parts: Vec<&str> = cell.trim_matches(['[', ']']).split(',').collect();
+            parts.sort();
+            parts.join(",")
+        })
+        .collect::<Vec<_>>(),
+        [
+            "'llm-local'",
+            "'bench/priced-model','qwen2.5-coder:7b'",
+            "24"
+        ],
+        "every run states the model, policy and cfg of its trial"
     );
+    let mut trials = trajectory.column("trial");
+    trials.sort();
+    assert_eq!(trials, ["0", "1", "2", "3", "4", "5"], "one row per trial");
     let configs = query(
         &sink.clickhouse,
         "SELECT suggested_config FROM benchstream.optimizer_updates FINAL \
@@ -362,10 +329,119 @@ async fn two_workers_share_a_bayes_sweep_and_a_dead_workers_trial_is_rerun() {
         }
         *per_strategy.entry(strategy).or_insert(0) += 1;
     }
-    assert_eq!(per_strategy.values().sum::<i32>(), 8, "{per_strategy:?}");
+    assert_eq!(per_strategy.values().sum::<i32>(), 6, "{per_strategy:?}");
     assert!(
         per_strategy.len() > 1,
         "one strategy tried: {per_strategy:?}"
     );
     sink.stop().await;
+}
+
+/// The `sweep_trajectory` answer of a sweep.
+struct Trajectory(bench_analysis::table::Table);
+
+impl Trajectory {
+    /// The values of column `name`, `NULL` for null.
+    fn column(&self, name: &str) -> Vec<String> {
+        let t = &self.0;
+        let i = t
+            .columns
+            .iter()
+            .position(|c| c.name == name)
+            .unwrap_or_else(|| panic!("column {name}"));
+        t.rows
+            .iter()
+            .map(|row| row[i].clone().unwrap_or_else(|| "NULL".to_owned()))
+            .collect()
+    }
+}
+
+/// `sweep_trajectory` of `sweep`, checked row by row against the runs it names, joined
+/// on run id: each trial ran its config on every task of the sweep with each of its
+/// `seeds` seeds (each pair once), all its runs carry that trial and config, and its
+/// solved count, cost and tokens are the sums of those runs' own results.
+async fn trajectory_of(sink: &SinkToClickHouse, sweep: &str, seeds: usize) -> Trajectory {
+    let mut params = ParamValues::new();
+    params.insert("sweep".into(), sweep.into());
+    let client = clickhouse::Client::default()
+        .with_url(sink.clickhouse.http_url())
+        .with_database("benchstream")
+        .with_validation(false);
+    let trajectory = Trajectory(
+        Query::find("sweep_trajectory")
+            .expect("shipped query")
+            .run(&client, &params)
+            .await
+            .expect("sweep_trajectory answers"),
+    );
+    let tasks: usize = query(
+        &sink.clickhouse,
+        &format!(
+            "SELECT uniqExact(task_id) FROM benchstream.run_starts FINAL \
+             WHERE sweep_name = '{sweep}'"
+        ),
+    )
+    .parse()
+    .expect("a count");
+    let proposals: Vec<u64> = trajectory
+        .column("proposal")
+        .iter()
+        .map(|v| v.parse().expect("a number"))
+        .collect();
+    assert_eq!(
+        proposals,
+        (0..proposals.len() as u64).collect::<Vec<_>>(),
+        "numbered from 0 like trials"
+    );
+    let nullable = |sum: &str, of: &str| {
+        format!("if(countIf(isNull({of})) > 0, 'NULL', toString({sum}({of})))")
+    };
+    let cell = |name: &str, row: usize| trajectory.column(name)[row].clone();
+    for (row, ids) in trajectory.column("run_ids").iter().enumerate() {
+        let own = query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT count(), uniqExact(task_id, seed), groupUniqArray(toString(sweep_trial)), \
+                 groupUniqArray(cfg_hash), {}, {}, {} \
+                 FROM benchstream.run_starts FINAL ANY INNER JOIN (SELECT run_id, success, \
+                 cost_usd, total_tokens FROM benchstream.run_stops FINAL) AS stops USING run_id \
+                 WHERE has({ids}, toString(run_id)) AND sweep_name = '{sweep}' FORMAT TSV",
+                nullable("sum", "success"),
+                nullable("sum", "cost_usd"),
+                nullable("sum", "total_tokens"),
+            ),
+        );
+        let own: Vec<&str> = own.split('\t').collect();
+        let runs = (tasks * seeds).to_string();
+        assert_eq!(
+            cell("runs", row),
+            runs,
+            "trial {row}: every task, every seed"
+        );
+        assert_eq!(
+            own[0], runs,
+            "trial {row}: its runs are in ClickHouse: {ids}"
+        );
+        assert_eq!(own[1], runs, "trial {row}: each task and seed once");
+        assert_eq!(own[2], format!("['{}']", cell("trial", row)), "trial {row}");
+        assert_eq!(
+            own[3],
+            format!("['{}']", cell("cfg_hash", row)),
+            "trial {row}"
+        );
+        assert_eq!(own[4], cell("solved", row), "trial {row}: solved");
+        assert_eq!(own[6], cell("total_tokens", row), "trial {row}: tokens");
+        match (own[5], cell("cost_usd", row).as_str()) {
+            ("NULL", shown) => assert_eq!(shown, "NULL", "trial {row}: cost"),
+            (sum, shown) => {
+                let (sum, shown): (f64, f64) =
+                    (sum.parse().expect("a cost"), shown.parse().expect("a cost"));
+                assert!(
+                    (sum - shown).abs() < 1e-12,
+                    "trial {row}: cost {sum} vs {shown}"
+                );
+            }
+        }
+    }
+    trajectory
 }

@@ -110,3 +110,157 @@ async fn a_model_for_a_scenario_that_calls_none_is_refused_and_a_strategy_change
         "another cfg_hash"
     );
 }
+
+/// A stand-in provider of two models of known quality on `tasks`: `bench/priced-model`
+/// follows each task's reference solution, `qwen2.5-coder:7b` submits the fixture
+/// untouched. The task is told by its title in the task message.
+fn better_and_worse_models(tasks: &[&str]) -> benchstream_tests::OpenAiServer {
+    use benchstream_tests::Reply;
+    use serde_json::{json, Value};
+    let solutions: Vec<(String, Vec<agent_runner::tools::ToolRequest>)> = tasks
+        .iter()
+        .map(|task| {
+            let path = repo_path(&format!("scenarios/tasks/{task}/task.toml"));
+            let text = std::fs::read_to_string(path).expect("task.toml");
+            let title = text
+                .lines()
+                .find_map(|l| l.strip_prefix("title = \""))
+                .and_then(|t| t.strip_suffix('"'))
+                .expect("a one-line title")
+                .to_owned();
+            (title, crate::llm::reference_solution(task))
+        })
+        .collect();
+    benchstream_tests::OpenAiServer::start(crate::llm::models(), move |body| {
+        let usage = json!({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110});
+        let messages = body["messages"].to_string();
+        let done = body["messages"]
+            .as_array()
+            .map_or(0, |m| m.iter().filter(|m| m["role"] == "tool").count());
+        let solution = solutions
+            .iter()
+            .find(|(title, _)| messages.contains(title.as_str()))
+            .map(|(_, steps)| steps);
+        let reply = match solution.and_then(|steps| steps.get(done)) {
+            Some(step) if body["model"] == "bench/priced-model" => {
+                Reply::call(&step.tool, &Value::Object(step.args.clone()))
+            }
+            _ => Reply::call("submit", &json!({})),
+        };
+        reply.usage(usage)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_experiment_run_until_decided_stops_early_with_the_better_model() {
+    let (nats, sink) = start_pipeline().await;
+    let tasks = [
+        "sh-ci-exit-status",
+        "sh-collect-logs-spaces",
+        "py-slugify-unicode",
+        "py-paginate-last-page",
+    ];
+    let server = better_and_worse_models(&tasks);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut run = runner_config(
+        repo_path("scenarios/llm-local.toml"),
+        Some(tasks.map(str::to_owned).to_vec()),
+        false,
+        Some(publish_setup(
+            &nats.url(),
+            &SubjectPrefix::default(),
+            dir.path(),
+        )),
+        dir.path(),
+    );
+    run.llm = Some(crate::llm::provider(&server));
+    run.seed = Some(7);
+    run.experiment = ExperimentRef {
+        name: Some("ab".to_owned()),
+        ..ExperimentRef::default()
+    };
+    let clickhouse = bench_clickhouse::ClickHouseArgs {
+        url: Some(sink.clickhouse.http_url()),
+        user: Some("default".to_owned()),
+        database: Some("benchstream".to_owned()),
+        ..Default::default()
+    }
+    .resolve()
+    .expect("the sink's ClickHouse");
+    let max_repeats = 8;
+    let report = agent_runner::decide::run_until_decided(
+        agent_runner::decide::DecideConfig {
+            run,
+            baseline: "qwen2.5-coder:7b".to_owned(),
+            candidate: "bench/priced-model".to_owned(),
+            alpha: 0.05,
+            equivalence_margin: None,
+            max_repeats,
+            clickhouse,
+        },
+        CancellationToken::new(),
+    )
+    .await
+    .expect("the experiment runs");
+    eprintln!("{report}");
+    let rounds = report.rounds_run;
+    assert_eq!(
+        report.result.decision.name(),
+        "candidate_better",
+        "{report}"
+    );
+    assert!(rounds < max_repeats, "stopped early: {report}");
+    assert_eq!(
+        u64::from(rounds),
+        report.result.rounds,
+        "every round complete"
+    );
+    assert!(
+        report.result.cs_low.is_some_and(|low| low > 0.0),
+        "{report}"
+    );
+    assert_eq!(
+        (report.baseline.as_str(), report.candidate.as_str()),
+        (
+            "qwen2.5-coder:7b:observation_masking",
+            "bench/priced-model:observation_masking"
+        )
+    );
+    // What reached ClickHouse: each model ran every task once per round, as repeat r with
+    // seed 7 + r, and solved exactly as scripted.
+    let per_model = |model: &str, solved: u32| -> String {
+        (0..rounds)
+            .map(|r| format!("{model}\t{r}\t{}\t4\t{}", 7 + r, solved * 4))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    sink.wait_for(
+        "SELECT model, repeat, seed, count(), sum(success) FROM benchstream.run_starts FINAL \
+         ANY INNER JOIN (SELECT run_id, success FROM benchstream.run_stops FINAL) AS stops \
+         USING run_id WHERE experiment = 'ab' \
+         GROUP BY model, repeat, seed ORDER BY model, repeat FORMAT TSV",
+        &format!(
+            "{}\n{}",
+            per_model("bench/priced-model", 1),
+            per_model("qwen2.5-coder:7b", 0)
+        ),
+    )
+    .await;
+    // The decision, published as an experiment_decision, stored as the report says.
+    let (low, high) = (
+        report.result.cs_low.expect("a sequence"),
+        report.result.cs_high.expect("a sequence"),
+    );
+    sink.wait_for(
+        "SELECT task_id, policy_id, experiment, baseline, candidate, decision, rounds, alpha, \
+         toString(cs_low), toString(cs_high) FROM benchstream.experiment_decisions FINAL \
+         FORMAT TSV",
+        &format!(
+            "experiment:ab\tdecision\tab\tqwen2.5-coder:7b:observation_masking\t\
+             bench/priced-model:observation_masking\tcandidate_better\t{rounds}\t0.05\t\
+             {low}\t{high}"
+        ),
+    )
+    .await;
+    sink.stop().await;
+}

@@ -146,6 +146,7 @@ fn check_typed_row(world: &World, event: &BenchmarkEvent) {
         | Payload::TestOutcome(_)
         | Payload::TaskValidation(_)
         | Payload::GenaiEvent(_) => {}
+        Payload::ExperimentDecision(_) => {}
     }
 }
 

@@ -101,7 +101,7 @@ async fn migrations_are_applied_once_and_recorded() {
         ),
         "got {refused:?}"
     );
-    assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(22));
+    assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(24));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -265,5 +265,31 @@ async fn runs_written_before_experiments_keep_their_rows_with_no_experiment() {
         "t0\tm\tgrid\tNullable(String)\t1\t1\t1\t0\t0\n\
          t1\tm\tgrid\tNullable(String)\t1\t1\t1\t0\t0\n\
          t2\tm\t-\tNullable(String)\t1\t1\t1\t0\t0"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proposals_written_before_trial_outcomes_keep_their_rows_with_no_result() {
+    // The schema before 0023, with two proposals of a bayes sweep.
+    let (server, db) = schema_before("0023_trial_outcomes").await;
+    server.query(
+        "INSERT INTO benchstream.optimizer_updates (event_id, run_id, task_id, ts, ts_ms, \
+         policy_id, received_at, suggested_config, reasoning, trial) \
+         SELECT generateUUIDv4(), generateUUIDv4(), 'sweep:s', now(), 0, 'optimizer:tpe', \
+         now(), '{}', concat('trial ', toString(number)), number FROM system.numbers LIMIT 2",
+    );
+
+    event_sink::migrations::migrate(&db, None)
+        .await
+        .expect("migrations apply");
+    assert_eq!(
+        server
+            .query(
+                "SELECT reasoning, trial, length(trial_run_ids), isNull(trial_solved), \
+                 isNull(trial_cost_usd), isNull(trial_total_tokens), isNull(trial_wall_time_ms), \
+                 isNull(objective) FROM benchstream.optimizer_updates ORDER BY trial FORMAT TSV"
+            )
+            .trim(),
+        "trial 0\t0\t0\t1\t1\t1\t1\t1\ntrial 1\t1\t0\t1\t1\t1\t1\t1"
     );
 }
