@@ -12,6 +12,8 @@ use crate::error::Error;
 use crate::flags::{EventArgs, ExperimentArgs, PriceTableArgs};
 use crate::pricing::PriceTable;
 
+use super::runs::DEFAULT_RUN_IDLE;
+
 /// Default cap on a request body, compressed or inflated: 16 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 16 << 20;
 
@@ -31,6 +33,11 @@ pub struct OtlpArgs {
     #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, env = "BENCH_OTLP_BEARER_TOKEN", hide_env_values = true)]
     pub bearer_token: Option<SecretString>,
+    /// Seconds without any span of a run whose root span never came after which the
+    /// receiver closes it (`run_stop` `exit_error`, totals NULL); a closed run is forgotten
+    /// after as long.
+    #[arg(long, env = "BENCH_OTLP_RUN_TIMEOUT", default_value_t = DEFAULT_RUN_IDLE.as_secs())]
+    pub run_timeout: u64,
     /// Largest request body accepted, bytes, compressed and once inflated (413 above).
     #[arg(long, env = "BENCH_OTLP_MAX_BODY_BYTES", default_value_t = DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
@@ -57,6 +64,8 @@ pub struct OtlpConfig {
     pub bearer_token: Option<BearerToken>,
     /// Largest body, bytes, compressed and inflated.
     pub max_body_bytes: usize,
+    /// How long a run without any span stays open (and a closed one remembered).
+    pub run_timeout: std::time::Duration,
     /// `host` on every event.
     pub host: String,
     /// Prices per model; `None`: costs are null.
@@ -70,6 +79,11 @@ pub struct OtlpConfig {
 impl OtlpArgs {
     /// The validated config.
     pub fn into_config(self) -> Result<OtlpConfig, Error> {
+        if self.run_timeout == 0 {
+            return Err(Error::Config(
+                "--run-timeout must be at least 1 second".into(),
+            ));
+        }
         if self.max_body_bytes == 0 {
             return Err(Error::Config("--max-body-bytes must be at least 1".into()));
         }
@@ -85,6 +99,7 @@ impl OtlpArgs {
             grpc_listen: self.grpc_listen,
             bearer_token,
             max_body_bytes: self.max_body_bytes,
+            run_timeout: std::time::Duration::from_secs(self.run_timeout),
             host,
             prices,
             publish,

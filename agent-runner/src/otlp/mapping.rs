@@ -32,7 +32,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::runs::{Call, Ledger, Totals};
+use super::runs::{Call, Expired, Ledger, Seen, Totals};
 use super::span::{attribute_str, event_number, event_str, keys, tokens, Attributes, SpanView};
 use crate::exec::protocol::derived_uuid;
 use crate::pricing::{PriceTable, Prices, Usd};
@@ -128,6 +128,7 @@ impl Mapper {
         let mut contexts: HashMap<ContextKey<'_>, RunContext> = HashMap::new();
         let mut calls = Vec::new();
         let mut roots = Vec::new();
+        let mut seen = Vec::new();
         for resource_spans in &request.resource_spans {
             let resource = resource_spans
                 .resource
@@ -150,22 +151,115 @@ impl Mapper {
                     }
                 };
                 let key = ContextKey::of(&view);
-                let context = contexts.entry(key).or_insert_with(|| RunContext::of(&view));
+                let context = contexts
+                    .entry(key.clone())
+                    .or_insert_with(|| RunContext::of(&view));
                 let mut out = SpanEvents::new(self, context, index, &ids, view, &mut mapped.events);
                 calls.extend(out.map());
+                seen.push((out.run_id, ids.trace.clone(), key, (ids.start, ids.end)));
                 if ids.root {
                     roots.push((index, ids, view));
                 }
             }
         }
-        ledger.record(calls);
+        let seen: Vec<Seen<'_>> = seen
+            .iter()
+            .map(|(run_id, trace, key, span)| Seen {
+                run_id: *run_id,
+                trace,
+                context: &contexts[key],
+                span: *span,
+            })
+            .collect();
+        ledger.record(&seen, calls);
         for (index, ids, view) in roots {
             let context = &contexts[&ContextKey::of(&view)];
             let mut out = SpanEvents::new(self, context, index, &ids, view, &mut mapped.events);
-            let totals = ledger.close(out.run_id, ids.start);
-            out.close(totals);
+            // None: the timeout closed the run already.
+            if let Some(totals) = ledger.close(out.run_id, ids.start) {
+                out.close(totals);
+            }
         }
         mapped
+    }
+}
+
+impl Mapper {
+    /// The `run_start` and `run_stop` of a run the timeout closed: its root never came,
+    /// so it is unjudged (`success` null, `otlp-unevaluated`), ended by `exit_error`, its
+    /// wall time, model and totals unknown (nothing tells whether every call came here).
+    /// Their ids derive from the run, so a second receiver closing it gives the same.
+    pub fn timed_out(&self, run: &Expired) -> [BenchmarkEvent; 2] {
+        let id =
+            |kind: &str| derived_uuid(&format!("otlp/timeout/{}/{}/{kind}", run.run_id, run.trace));
+        let config = run_config(UNKNOWN.to_owned(), UNKNOWN.to_owned());
+        let start = run
+            .context
+            .run_start(config, SCORING_VERSION, &self.experiment);
+        let ending = Ending {
+            success: None,
+            final_score: None,
+            wall_time_ms: None,
+            exit_status: ExitStatus::ExitError,
+            early_stop_reason: Some(
+                "the trace's root span never came: closed by the receiver's --run-timeout"
+                    .to_owned(),
+            ),
+        };
+        let stop = Payload::RunStop(ending.run_stop(&Totals::default()));
+        let (first, last) = run.span;
+        [
+            run.context.event(
+                (id("run_start"), run.run_id, None),
+                first,
+                &self.host,
+                start,
+            ),
+            run.context
+                .event((id("run_stop"), run.run_id, None), last, &self.host, stop),
+        ]
+    }
+}
+
+/// How a run ended, as its root span (or the timeout) states it.
+struct Ending {
+    success: Option<bool>,
+    final_score: Option<f64>,
+    wall_time_ms: Option<u64>,
+    exit_status: ExitStatus,
+    /// Why it stopped early; `None`: it did not.
+    early_stop_reason: Option<String>,
+}
+
+impl Ending {
+    fn run_stop(self, totals: &Totals) -> RunStop {
+        RunStop {
+            success: self.success,
+            final_score: self.final_score,
+            wall_time_ms: self.wall_time_ms,
+            total_tokens: totals.total_tokens,
+            // A tool's failure may be stated by no status; no trace states changed files.
+            tool_errors: None,
+            stability_variance: None,
+            failing_tests: Vec::new(),
+            tests_passed: None,
+            tests_failed: None,
+            files_modified: None,
+            early_stopped: self.early_stop_reason.is_some(),
+            early_stop_reason: self.early_stop_reason,
+            exit_status: self.exit_status,
+            cost_usd: totals.cost.map(Usd::to_number),
+            api_calls: totals.api_calls,
+            // A trace does not say which calls were turns of the agent.
+            turns: None,
+            // A trace's verdict is stored as the trace states it, under its own scoring
+            // version; `claim` is only for an `exec` agent's `run_stop` beside the judge's.
+            claim: None,
+            diff_sha256: None,
+            integrity: None,
+            regrade: None,
+            cutoff_score: None,
+        }
     }
 }
 
@@ -239,8 +333,8 @@ impl<'a> ContextKey<'a> {
 }
 
 /// The envelope fields every event of a run shares except its id.
-#[derive(Debug)]
-pub(super) struct RunContext {
+#[derive(Debug, Clone)]
+pub(crate) struct RunContext {
     pub(super) service: String,
     task_id: String,
     policy_id: String,
@@ -276,6 +370,28 @@ impl RunContext {
 }
 
 impl RunContext {
+    /// The `run_start` payload of this run.
+    pub(super) fn run_start(
+        &self,
+        config: RunConfig,
+        scoring_version: &str,
+        experiment: &bench_schemas::ExperimentRef,
+    ) -> Payload {
+        Payload::RunStart(recorded_run_start(
+            config,
+            ScenarioRef {
+                name: self.scenario.clone(),
+                sha256: self.scenario.canonical_hash(),
+            },
+            self.env_hash.clone(),
+            (
+                format!("agent-runner {} otlp", env!("CARGO_PKG_VERSION")),
+                scoring_version,
+            ),
+            experiment.clone(),
+        ))
+    }
+
     /// An event of this run: `(event id, run id, step id)`.
     pub(super) fn event(
         &self,
@@ -424,7 +540,9 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
             (Payload::RunStop(RunStop { success: None, .. }), None) => SCORING_VERSION,
             (_, None) => STATED_SCORING_VERSION,
         };
-        let start = self.run_start(config, scoring_version);
+        let start = self
+            .context
+            .run_start(config, scoring_version, &self.mapper.experiment);
         let mut start = self.event("run_start", self.ids.start, None, start);
         start.cfg_hash = cfg_hash.clone();
         self.events.push((self.index, start));
@@ -459,22 +577,6 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
         )
     }
 
-    fn run_start(&self, config: RunConfig, scoring_version: &str) -> Payload {
-        Payload::RunStart(recorded_run_start(
-            config,
-            ScenarioRef {
-                name: self.context.scenario.clone(),
-                sha256: self.context.scenario.canonical_hash(),
-            },
-            self.context.env_hash.clone(),
-            (
-                format!("agent-runner {} otlp", env!("CARGO_PKG_VERSION")),
-                scoring_version,
-            ),
-            self.mapper.experiment.clone(),
-        ))
-    }
-
     fn run_stop(&self, totals: &Totals) -> Payload {
         let error = self.error();
         let exit_status = self
@@ -494,33 +596,14 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
         let final_score = evaluation
             .and_then(|e| event_number(e, "gen_ai.evaluation.score.value"))
             .filter(|s| (0.0..=1.0).contains(s));
-        Payload::RunStop(RunStop {
+        let ending = Ending {
             success,
             final_score,
             wall_time_ms: Some(self.ids.latency_ms()),
-            total_tokens: totals.total_tokens,
-            // A tool's failure may be stated by no status; no trace states changed files.
-            tool_errors: None,
-            stability_variance: None,
-            failing_tests: Vec::new(),
-            tests_passed: None,
-            tests_failed: None,
-            files_modified: None,
-            early_stopped: error.is_some(),
-            early_stop_reason: error.map(|e| e.describe()),
             exit_status,
-            cost_usd: totals.cost.map(Usd::to_number),
-            api_calls: totals.api_calls,
-            // A trace does not say which calls were turns of the agent.
-            turns: None,
-            // A trace's verdict is stored as the trace states it, under its own scoring
-            // version; `claim` is only for an `exec` agent's `run_stop` beside the judge's.
-            claim: None,
-            diff_sha256: None,
-            integrity: None,
-            regrade: None,
-            cutoff_score: None,
-        })
+            early_stop_reason: error.map(|e| e.describe()),
+        };
+        Payload::RunStop(ending.run_stop(totals))
     }
 
     fn deliberation(&self) -> Deliberation {

@@ -44,7 +44,7 @@ use tokio_util::sync::CancellationToken;
 use super::args::OtlpConfig;
 use super::body::{self, BodyError, Encoding};
 use super::mapping::Mapper;
-use super::runs::{Ledger, DEFAULT_RUN_IDLE};
+use super::runs::Ledger;
 use crate::error::{Error, Exit, OtlpError, Outcome};
 
 /// Reasons kept in one reply's `partial_success.error_message`, at most.
@@ -70,6 +70,10 @@ pub struct Counts {
     /// Model calls that came after their run's `run_stop` (in their own rows, not in the
     /// run's totals).
     pub late_calls: u64,
+    /// Runs whose root never came, closed by `--run-timeout`.
+    pub timed_out_runs: u64,
+    /// Root spans that came after `--run-timeout` had closed their run (nothing published).
+    pub late_roots: u64,
 }
 
 /// What `agent-runner otlp` reports when it stops.
@@ -88,7 +92,8 @@ impl fmt::Display for OtlpReport {
             f,
             "otlp: {} requests, {} spans ({} rejected), {} GenAI log records ({} other \
              records rejected), {} metric data points (counted, not stored), {} events, {} \
-             model calls after their run's root",
+             model calls after their run's root, {} runs closed by --run-timeout ({} roots \
+             came later)",
             c.requests,
             c.spans,
             c.rejected_spans,
@@ -96,7 +101,9 @@ impl fmt::Display for OtlpReport {
             c.rejected_log_records,
             c.metric_points,
             c.events,
-            c.late_calls
+            c.late_calls,
+            c.timed_out_runs,
+            c.late_roots
         )?;
         writeln!(f, "{}", self.delivery)
     }
@@ -155,7 +162,7 @@ pub async fn serve(
             prices: config.prices.clone(),
             experiment: config.experiment.clone(),
         },
-        ledger: Ledger::new(chrono::Utc::now(), DEFAULT_RUN_IDLE),
+        ledger: Ledger::new(chrono::Utc::now(), config.run_timeout),
         token: config.bearer_token.clone(),
         max_body_bytes: config.max_body_bytes,
         publisher,
@@ -182,6 +189,7 @@ pub async fn serve(
             None => Ok(()),
         }
     };
+    let expiry = tokio::spawn(close_timed_out_runs(shared.clone(), shutdown.clone()));
     // One server failing stops the other: the receiver is not half up.
     let stop_both = shutdown.clone();
     let (http, grpc) = tokio::join!(
@@ -198,11 +206,59 @@ pub async fn serve(
             served
         }
     );
+    expiry.abort();
     http?;
     grpc?;
     let mut counts = shared.counters.snapshot();
     counts.late_calls = shared.ledger.late_calls();
+    counts.late_roots = shared.ledger.late_roots();
     Ok(counts)
+}
+
+/// Every quarter of `--run-timeout` (at most a minute), closes the runs whose root never
+/// came and that no span reached for the timeout: their `run_start` and `run_stop` are
+/// published like any other event; a publisher that stopped keeps them from being kept,
+/// and a later receiver closes the run again with the same event ids.
+async fn close_timed_out_runs(shared: Arc<Shared>, shutdown: CancellationToken) {
+    let period = (shared.ledger.idle() / 4).clamp(
+        std::time::Duration::from_millis(100),
+        std::time::Duration::from_secs(60),
+    );
+    let mut ticks = tokio::time::interval(period);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            _ = ticks.tick() => {}
+        }
+        let expired = shared.ledger.expire(std::time::Instant::now());
+        if expired.is_empty() {
+            continue;
+        }
+        let events: Vec<(usize, BenchmarkEvent)> = expired
+            .iter()
+            .enumerate()
+            .flat_map(|(i, run)| shared.mapper.timed_out(run).map(|e| (i, e)))
+            .collect();
+        let mut reasons = Vec::new();
+        match deliver(&shared.publisher, events, &mut reasons).await {
+            Ok(delivered) => {
+                let c = &shared.counters;
+                c.timed_out_runs
+                    .fetch_add(expired.len() as u64, Ordering::Relaxed);
+                c.events.fetch_add(delivered.events, Ordering::Relaxed);
+                for reason in reasons {
+                    tracing::error!(%reason, "a run closed by --run-timeout lost an event");
+                }
+            }
+            Err(Unavailable) => {
+                tracing::error!(
+                    runs = expired.len(),
+                    "the publisher stopped: runs closed by --run-timeout were not published"
+                );
+                return;
+            }
+        }
+    }
 }
 
 /// What every request handler shares.
@@ -224,6 +280,7 @@ struct Counters {
     rejected_log_records: AtomicU64,
     metric_points: AtomicU64,
     events: AtomicU64,
+    timed_out_runs: AtomicU64,
 }
 
 impl Counters {
@@ -237,6 +294,8 @@ impl Counters {
             metric_points: self.metric_points.load(Ordering::Relaxed),
             events: self.events.load(Ordering::Relaxed),
             late_calls: 0,
+            timed_out_runs: self.timed_out_runs.load(Ordering::Relaxed),
+            late_roots: 0,
         }
     }
 }

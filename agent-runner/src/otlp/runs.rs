@@ -10,6 +10,11 @@
 //! has not forgotten the run since. Otherwise they are null, never a partial sum.
 //! Calls of a run that come after its root are kept in their own rows but not in the
 //! totals (`run_stop` is published once); they are counted as `late_calls`.
+//!
+//! A run whose root never comes (the process died, or its root is not exported) is
+//! closed by a timeout: once no span of it came for `--run-timeout`, [`Ledger::expire`]
+//! hands it over for a `run_stop` of its own; a root that comes after that is counted
+//! (`late_roots`) and publishes nothing.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
@@ -18,9 +23,11 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use super::mapping::RunContext;
 use crate::pricing::Usd;
 
-/// How long a run nobody sent a span of is remembered.
+/// How long a run nobody sent a span of stays open (`--run-timeout`), and a closed run
+/// is remembered.
 pub const DEFAULT_RUN_IDLE: Duration = Duration::from_secs(3600);
 /// Forgotten runs whose ids are kept (so that their totals are known to be partial).
 const FORGOTTEN_KEPT: usize = 100_000;
@@ -57,12 +64,57 @@ pub struct Totals {
     pub models: BTreeMap<String, u32>,
 }
 
+/// A span of a run, as far as its closing by timeout needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen<'a> {
+    /// The run.
+    pub run_id: Uuid,
+    /// Its trace (hex).
+    pub trace: &'a str,
+    /// The run's envelope.
+    pub context: &'a RunContext,
+    /// When the span started and ended.
+    pub span: (DateTime<Utc>, DateTime<Utc>),
+}
+
+/// A run closed by the timeout: what its `run_start` and `run_stop` are built from.
+#[derive(Debug)]
+pub struct Expired {
+    /// The run.
+    pub run_id: Uuid,
+    /// Its trace (hex).
+    pub trace: String,
+    /// The run's envelope.
+    pub context: RunContext,
+    /// When its first span seen started and its last one ended.
+    pub span: (DateTime<Utc>, DateTime<Utc>),
+}
+
 #[derive(Debug)]
 struct Run {
     calls: BTreeMap<String, Call>,
-    /// Whether its root came (its `run_stop` was built).
+    /// Whether its `run_stop` was built (its root came, or the timeout closed it).
     closed: bool,
+    /// Whether the timeout closed it.
+    timed_out: bool,
     touched: Instant,
+    /// What a timeout close needs (the first span's), until the run is closed.
+    open: Option<(String, RunContext)>,
+    /// The earliest start and latest end of its spans seen.
+    span: (DateTime<Utc>, DateTime<Utc>),
+}
+
+impl Run {
+    fn new(now: Instant, span: (DateTime<Utc>, DateTime<Utc>)) -> Run {
+        Run {
+            calls: BTreeMap::new(),
+            closed: false,
+            timed_out: false,
+            touched: now,
+            open: None,
+            span,
+        }
+    }
 }
 
 /// The runs under way, shared by every request.
@@ -80,11 +132,12 @@ struct State {
     runs: HashMap<Uuid, Run>,
     forgotten: HashSet<Uuid>,
     late_calls: u64,
-    last_sweep: Option<Instant>,
+    late_roots: u64,
 }
 
 impl Ledger {
-    /// A ledger of a receiver started at `started`, forgetting runs idle for `idle`.
+    /// A ledger of a receiver started at `started`, closing runs idle for `idle` by
+    /// timeout and forgetting closed ones idle that long.
     pub fn new(started: DateTime<Utc>, idle: Duration) -> Ledger {
         Ledger {
             started,
@@ -93,79 +146,121 @@ impl Ledger {
         }
     }
 
-    /// Records `calls` (each once by run and span).
-    pub fn record(&self, calls: Vec<Call>) {
+    /// How long a run stays open without a span.
+    pub fn idle(&self) -> Duration {
+        self.idle
+    }
+
+    /// Records that `spans` came and what `calls` they made (each call once by run and
+    /// span; a call's span must be among `spans`).
+    pub fn record(&self, spans: &[Seen<'_>], calls: Vec<Call>) {
         let now = Instant::now();
         let mut state = self.lock();
-        self.sweep(&mut state, now);
-        for call in calls {
-            let run = state.runs.entry(call.run_id).or_insert_with(|| Run {
-                calls: BTreeMap::new(),
-                closed: false,
-                touched: now,
-            });
+        for seen in spans {
+            let run = state
+                .runs
+                .entry(seen.run_id)
+                .or_insert_with(|| Run::new(now, seen.span));
             run.touched = now;
+            run.span = (run.span.0.min(seen.span.0), run.span.1.max(seen.span.1));
+            if !run.closed && run.open.is_none() {
+                run.open = Some((seen.trace.to_owned(), seen.context.clone()));
+            }
+        }
+        for call in calls {
+            // Every call's span is among `spans`, recorded above.
+            let Some(run) = state.runs.get_mut(&call.run_id) else {
+                continue;
+            };
             if run.closed && !run.calls.contains_key(&call.span) {
                 state.late_calls += 1;
                 tracing::warn!(run = %call.run_id, span = %call.span,
-                    "a model call came after its run's root span: not in the run's totals");
+                    "a model call came after its run was stopped: not in the run's totals");
                 continue;
             }
             run.calls.entry(call.span.clone()).or_insert(call);
         }
     }
 
-    /// Closes `run_id`, whose root span started at `root_start`: its totals.
-    pub fn close(&self, run_id: Uuid, root_start: DateTime<Utc>) -> Totals {
+    /// Closes `run_id`, whose root span started at `root_start`: its totals; `None` when
+    /// the timeout closed it already (its `run_stop` is out).
+    pub fn close(&self, run_id: Uuid, root_start: DateTime<Utc>) -> Option<Totals> {
         let now = Instant::now();
         let mut state = self.lock();
-        let complete = root_start >= self.started && !state.forgotten.contains(&run_id);
-        let run = state.runs.entry(run_id).or_insert_with(|| Run {
-            calls: BTreeMap::new(),
-            closed: false,
-            touched: now,
-        });
-        run.closed = true;
+        let forgotten = state.forgotten.contains(&run_id);
+        let run = state
+            .runs
+            .entry(run_id)
+            .or_insert_with(|| Run::new(now, (root_start, root_start)));
         run.touched = now;
-        if !complete || run.calls.is_empty() {
-            return Totals::default();
+        if run.timed_out {
+            state.late_roots += 1;
+            tracing::warn!(run = %run_id, "a root span came after its run was closed by --run-timeout");
+            return None;
         }
-        totals(run.calls.values())
+        run.closed = true;
+        run.open = None;
+        let complete = root_start >= self.started && !forgotten && !run.calls.is_empty();
+        Some(if complete {
+            totals(run.calls.values())
+        } else {
+            Totals::default()
+        })
     }
 
-    /// Model calls that came after their run's root.
+    /// Closes the runs no span of which came for the timeout, and forgets the closed
+    /// runs idle that long: the runs closed now.
+    pub fn expire(&self, now: Instant) -> Vec<Expired> {
+        let mut state = self.lock();
+        let idle = self.idle;
+        let stale: Vec<Uuid> = state
+            .runs
+            .iter()
+            .filter(|(_, run)| now.saturating_duration_since(run.touched) >= idle)
+            .map(|(id, _)| *id)
+            .collect();
+        let mut expired = Vec::new();
+        for id in stale {
+            let Some(run) = state.runs.get_mut(&id) else {
+                continue;
+            };
+            match run.open.take() {
+                Some((trace, context)) if !run.closed => {
+                    run.closed = true;
+                    run.timed_out = true;
+                    run.touched = now;
+                    expired.push(Expired {
+                        run_id: id,
+                        trace,
+                        context,
+                        span: run.span,
+                    });
+                }
+                _ => {
+                    state.runs.remove(&id);
+                    if state.forgotten.len() >= FORGOTTEN_KEPT {
+                        state.forgotten.clear();
+                    }
+                    state.forgotten.insert(id);
+                }
+            }
+        }
+        expired
+    }
+
+    /// Model calls that came after their run was stopped.
     pub fn late_calls(&self) -> u64 {
         self.lock().late_calls
+    }
+
+    /// Root spans that came after the timeout closed their run.
+    pub fn late_roots(&self) -> u64 {
+        self.lock().late_roots
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding the lock leaves counts that are still consistent.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Forgets runs idle for longer than `idle` (at most once a minute).
-    fn sweep(&self, state: &mut State, now: Instant) {
-        if state
-            .last_sweep
-            .is_some_and(|at| now.duration_since(at) < Duration::from_secs(60))
-        {
-            return;
-        }
-        state.last_sweep = Some(now);
-        let idle = self.idle;
-        let stale: Vec<Uuid> = state
-            .runs
-            .iter()
-            .filter(|(_, run)| now.duration_since(run.touched) > idle)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in stale {
-            state.runs.remove(&id);
-            if state.forgotten.len() >= FORGOTTEN_KEPT {
-                state.forgotten.clear();
-            }
-            state.forgotten.insert(id);
-        }
     }
 }
 
@@ -202,6 +297,7 @@ fn totals<'a>(calls: impl Iterator<Item = &'a Call> + Clone) -> Totals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::otlp::span::Attributes;
 
     fn call(run: Uuid, span: &str, model: &str, tokens: Option<u64>, cost: Option<f64>) -> Call {
         Call {
@@ -219,6 +315,25 @@ mod tests {
         (Ledger::new(started, DEFAULT_RUN_IDLE), started)
     }
 
+    /// Records `calls` as a request of their spans would.
+    fn record(ledger: &Ledger, calls: Vec<Call>) {
+        let context = RunContext::of(&Attributes {
+            own: &[],
+            resource: &[],
+        });
+        let at = ledger.started;
+        let seen: Vec<Seen<'_>> = calls
+            .iter()
+            .map(|c| Seen {
+                run_id: c.run_id,
+                trace: "t",
+                context: &context,
+                span: (at, at),
+            })
+            .collect();
+        ledger.record(&seen, calls);
+    }
+
     #[test]
     fn totals_count_each_call_once_and_name_the_most_used_model() {
         let (ledger, t) = ledger();
@@ -228,10 +343,10 @@ mod tests {
             call(run, "b", "model-a", Some(300), Some(0.006)),
             call(run, "c", "model-a", Some(10), Some(0.001)),
         ];
-        ledger.record(calls.clone());
+        record(&ledger, calls.clone());
         // The same batch again.
-        ledger.record(calls);
-        let totals = ledger.close(run, t);
+        record(&ledger, calls);
+        let totals = ledger.close(run, t).expect("open run");
         assert_eq!(totals.api_calls, Some(3));
         assert_eq!(totals.total_tokens, Some(410));
         assert_eq!(totals.cost.map(Usd::to_number), Some(0.0078));
@@ -249,11 +364,14 @@ mod tests {
     fn one_unpriced_or_uncounted_call_makes_the_sum_unknown_not_smaller() {
         let (ledger, t) = ledger();
         let run = Uuid::from_u128(2);
-        ledger.record(vec![
-            call(run, "a", "m", Some(100), Some(0.5)),
-            call(run, "b", "m", None, None),
-        ]);
-        let totals = ledger.close(run, t);
+        record(
+            &ledger,
+            vec![
+                call(run, "a", "m", Some(100), Some(0.5)),
+                call(run, "b", "m", None, None),
+            ],
+        );
+        let totals = ledger.close(run, t).expect("open run");
         assert_eq!(
             (totals.api_calls, totals.total_tokens, totals.cost),
             (Some(2), None, None)
@@ -265,12 +383,36 @@ mod tests {
     fn a_run_that_started_before_the_receiver_has_unknown_totals_and_late_calls_are_counted() {
         let (ledger, t) = ledger();
         let run = Uuid::from_u128(3);
-        ledger.record(vec![call(run, "a", "m", Some(1), Some(0.1))]);
+        record(&ledger, vec![call(run, "a", "m", Some(1), Some(0.1))]);
         let before = t - chrono::Duration::seconds(1);
-        assert_eq!(ledger.close(run, before), Totals::default());
+        assert_eq!(ledger.close(run, before), Some(Totals::default()));
         let other = Uuid::from_u128(4);
-        assert_eq!(ledger.close(other, t), Totals::default(), "no call seen");
-        ledger.record(vec![call(other, "z", "m", Some(1), Some(0.1))]);
+        assert_eq!(
+            ledger.close(other, t),
+            Some(Totals::default()),
+            "no call seen"
+        );
+        record(&ledger, vec![call(other, "z", "m", Some(1), Some(0.1))]);
         assert_eq!(ledger.late_calls(), 1);
+    }
+
+    #[test]
+    fn a_run_without_its_root_is_closed_once_by_the_timeout_and_a_late_root_closes_nothing() {
+        let (ledger, t) = ledger();
+        let run = Uuid::from_u128(5);
+        record(&ledger, vec![call(run, "a", "m", Some(1), Some(0.1))]);
+        let closed = ledger.close(Uuid::from_u128(6), t);
+        assert!(closed.is_some(), "a run whose root came");
+        assert!(ledger.expire(Instant::now()).is_empty(), "not idle yet");
+        let later = Instant::now() + DEFAULT_RUN_IDLE;
+        let expired = ledger.expire(later);
+        assert_eq!(
+            expired.iter().map(|e| e.run_id).collect::<Vec<_>>(),
+            [run],
+            "only the open run; the closed one is forgotten"
+        );
+        assert!(ledger.expire(later).is_empty(), "closed once");
+        assert_eq!(ledger.close(run, t), None, "its run_stop is out");
+        assert_eq!(ledger.late_roots(), 1);
     }
 }

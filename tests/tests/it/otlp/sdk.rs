@@ -168,3 +168,48 @@ async fn a_trace_whose_root_never_came_is_lost_with_its_missing_count_unknown() 
     assert_eq!(lost.get(0, "last_seq"), None);
     sink.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_trace_whose_root_never_came_is_closed_by_the_run_timeout_unjudged() {
+    let (nats, sink) = start_pipeline().await;
+    let dir = tempfile::tempdir().expect("dir");
+    let receiver = Receiver::start(&nats.url(), dir.path(), &["--run-timeout", "1"]).await;
+    let lines = export(&receiver.endpoint, &["orphans"], &[]).await;
+    assert_eq!(lines.len(), 1);
+    // The children (7 events), then the run_start and run_stop of the timeout.
+    sink.wait_for("SELECT count() FROM benchstream.events_raw FINAL", "9")
+        .await;
+    let report = receiver.stop().await;
+    assert_eq!(
+        (report.counts.timed_out_runs, report.counts.late_roots),
+        (1, 0)
+    );
+    let ch = &sink.clickhouse;
+    assert_eq!(
+        query(
+            ch,
+            "SELECT count(), any(model), any(scoring_version), any(task_id) \
+             FROM benchstream.run_starts FORMAT TSV"
+        ),
+        "1\tunknown\totlp-unevaluated\totlp-fixture-task"
+    );
+    assert_eq!(
+        query(
+            ch,
+            "SELECT count(), isNull(any(success)), any(exit_status), any(early_stopped), \
+             isNull(any(wall_time_ms)), isNull(any(total_tokens)), isNull(any(cost_usd)), \
+             isNull(any(api_calls)) FROM benchstream.run_stops FORMAT TSV"
+        ),
+        "1\t1\texit_error\t1\t1\t1\t1\t1",
+        "unjudged; without the root nothing tells the wall time or whether every call came"
+    );
+    assert_eq!(
+        query(
+            ch,
+            "SELECT uniqExact(run_id) FROM benchstream.events_raw FINAL FORMAT TSV"
+        ),
+        "1",
+        "closed in the run of its children"
+    );
+    sink.stop().await;
+}
