@@ -60,6 +60,7 @@ pub async fn serve(
         runs_dir: config.runs_dir.clone(),
         token: config.bearer_token.clone(),
         live,
+        standings: data::StandingCache::default(),
     });
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "viewer listening on http://{addr}/");

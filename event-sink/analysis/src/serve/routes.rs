@@ -45,6 +45,8 @@ pub struct AppState {
     pub token: Option<BearerToken>,
     /// The live feed.
     pub live: Arc<Live>,
+    /// The experiments' standings computed so far.
+    pub standings: data::StandingCache,
 }
 
 /// Every route.
@@ -185,13 +187,23 @@ async fn api_experiments(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn experiment(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
-    let result = load(&state, data::experiment(&state.client, &name)).await;
+    let result = load(
+        &state,
+        data::experiment(&state.client, &state.standings, &name),
+    )
+    .await;
     let head = pages::Head::new(&name, &pages::query(&[("experiment", &name)]));
     page(&state, head, result, pages::experiment::render)
 }
 
 async fn api_experiment(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
-    json(load(&state, data::experiment(&state.client, &name)).await)
+    json(
+        load(
+            &state,
+            data::experiment(&state.client, &state.standings, &name),
+        )
+        .await,
+    )
 }
 
 async fn read_run(state: &AppState, id: &str) -> Result<data::run::RunPage, Failure> {

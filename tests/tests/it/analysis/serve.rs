@@ -481,6 +481,8 @@ async fn check_live_run(
     let state = wait_text(client, &row, |t| t != "running").await;
     assert_eq!(state, "submitted · solved");
     wait_text(client, "#progress .done", |t| t == "3").await;
+    // The leaderboard and grid kept for the experiment were computed again.
+    wait_text(client, "#grid a[href^='/tasks/task-live#']", |t| t == "1/1").await;
     let kept: Value = client
         .execute("return window.__kept", vec![])
         .await

@@ -3,6 +3,7 @@
 //! and from `compare`'s computation.
 
 pub mod run;
+pub mod standing;
 
 use std::collections::BTreeMap;
 
@@ -10,7 +11,9 @@ use clickhouse::Client;
 use serde::Serialize;
 
 use crate::compare::request::{self, Request};
-use crate::compare::{self, Comparison, Dimension, Experiments, Filters, PolicySummary};
+use crate::compare::{self, Comparison, Filters};
+pub use standing::{Standing, StandingCache};
+
 use crate::serve::db::{self, DbError, ExperimentRow, RunRow, RunsOf};
 
 /// Runs a list shows at most; the page says how many more there are.
@@ -125,70 +128,35 @@ pub struct Cell {
 pub struct ExperimentPage {
     /// Its progress.
     pub progress: Progress,
-    /// Each policy over its counted runs, best solve rate first.
-    pub leaderboard: Vec<PolicySummary>,
-    /// The tasks of the grid, sorted.
-    pub tasks: Vec<String>,
-    /// Per policy (the leaderboard's order), the cell of each task (`None`: no counted run).
-    pub grid: Vec<Vec<Option<Cell>>>,
+    /// Its leaderboard and grid.
+    #[serde(flatten)]
+    pub standing: Standing,
     /// The latest runs, newest first (at most [`RUNS_SHOWN`]).
     pub runs: Vec<RunRow>,
     /// Runs not listed.
     pub runs_left_out: u64,
 }
 
-/// `/experiments/{name}`'s data.
-pub async fn experiment(client: &Client, name: &str) -> Result<ExperimentPage, DataError> {
+/// `/experiments/{name}`'s data, its standing from `cache` when its runs are the same.
+pub async fn experiment(
+    client: &Client,
+    cache: &StandingCache,
+    name: &str,
+) -> Result<ExperimentPage, DataError> {
     let row = db::experiments(client, Some(name))
         .await?
         .into_iter()
         .next()
         .ok_or_else(|| DataError::NotFound(format!("no run of experiment {name:?} is stored")))?;
     let progress = Progress::new(row, now());
-    let filters = Filters {
-        experiments: vec![name.to_owned()],
-        ..Filters::default()
-    };
-    let policies =
-        compare::load(client, &filters, &[Dimension::Policy], Experiments::Apart).await?;
-    let settings = Request::every_policy(filters.clone(), None).settings;
-    let mut order: Vec<(PolicySummary, &compare::PolicyRuns)> = policies
-        .iter()
-        .map(|p| (compare::analyze::summarize(p, &settings), p))
-        .collect();
-    order.sort_by(|(a, _), (b, _)| {
-        b.rate
-            .unwrap_or(-1.0)
-            .total_cmp(&a.rate.unwrap_or(-1.0))
-            .then_with(|| a.policy_id.cmp(&b.policy_id))
-    });
-    let tasks: Vec<String> = policies
-        .iter()
-        .flat_map(|p| p.tasks.keys().cloned())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let grid = order
-        .iter()
-        .map(|(_, p)| {
-            tasks
-                .iter()
-                .map(|t| {
-                    p.tasks.get(t).map(|r| Cell {
-                        runs: r.runs,
-                        solved: r.successes,
-                    })
-                })
-                .collect()
-        })
-        .collect();
+    let standing = cache
+        .get(client, name, (progress.started, progress.done))
+        .await?;
     let runs = db::runs(client, RunsOf::Experiment(name), RUNS_SHOWN).await?;
     Ok(ExperimentPage {
         runs_left_out: progress.started.saturating_sub(runs.len() as u64),
         progress,
-        leaderboard: order.into_iter().map(|(s, _)| s).collect(),
-        tasks,
-        grid,
+        standing,
         runs,
     })
 }

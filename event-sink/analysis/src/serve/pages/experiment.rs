@@ -24,7 +24,7 @@ pub fn render(page: &ExperimentPage) -> Markup {
         h2 { "Leaderboard" }
         table id="leaderboard" {
             tr { th { "policy" } th { "runs" } th { "tasks" } th { "solved" } th { "rate" } th { "95 % interval" } th { "excluded" } }
-            @for s in &page.leaderboard {
+            @for s in &page.standing.leaderboard {
                 tr {
                     td { (s.policy_id) }
                     td class="num" { (s.runs) }
@@ -50,11 +50,11 @@ pub fn render(page: &ExperimentPage) -> Markup {
 fn grid(page: &ExperimentPage) -> Markup {
     html! {
         table id="grid" {
-            tr { th { "policy \\ task" } @for task in &page.tasks { th { a href={ "/tasks/" (encode(task)) } { (task) } } } }
-            @for (summary, cells) in page.leaderboard.iter().zip(&page.grid) {
+            tr { th { "policy \\ task" } @for task in &page.standing.tasks { th { a href={ "/tasks/" (encode(task)) } { (task) } } } }
+            @for (summary, cells) in page.standing.leaderboard.iter().zip(&page.standing.grid) {
                 tr {
                     th { (summary.policy_id) }
-                    @for (task, cell) in page.tasks.iter().zip(cells) {
+                    @for (task, cell) in page.standing.tasks.iter().zip(cells) {
                         td class="num" {
                             @if let Some(cell) = cell {
                                 a href={ "/tasks/" (encode(task)) "#policy-" (encode(&summary.policy_id)) } {
