@@ -93,6 +93,18 @@ pub fn percentile(sorted: &[Duration], q: f64) -> Duration {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// The sandbox limits of the shipped `smoke` scenario, what the sandbox benches confine
+/// their calls with.
+pub fn smoke_limits() -> bench_schemas::SandboxLimits {
+    bench_schemas::SandboxLimits {
+        memory_mb: Some(2048),
+        cpu_cores: 1.0,
+        disk_mb: 1024,
+        network_enabled: false,
+        execution_timeout_ms: 600_000,
+    }
+}
+
 /// How many tool calls a bench times per measurement, and in how many rounds alternating
 /// the kinds it compares.
 #[derive(Debug, clap::Args)]

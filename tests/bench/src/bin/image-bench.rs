@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use bench_image::{ImageRef, ImageStore};
 use bench_sandbox::{Confinement, ImageRoot};
-use bench_schemas::SandboxLimits;
-use benchstream_bench::{ms, percentile, shell_calls, CallRounds};
+use benchstream_bench::{ms, percentile, shell_calls, smoke_limits, CallRounds};
 use benchstream_tests::images;
 use clap::Parser;
 
@@ -76,14 +75,7 @@ async fn main() -> anyhow::Result<()> {
     }
     laters.sort();
 
-    // The limits of the shipped smoke scenario.
-    let limits = SandboxLimits {
-        memory_mb: Some(2048),
-        cpu_cores: 1.0,
-        disk_mb: 1024,
-        network_enabled: false,
-        execution_timeout_ms: 600_000,
-    };
+    let limits = smoke_limits();
     let host_root = Confinement::for_run(&limits, false).context("the sandbox")?;
     let info = prepared.info();
     let image_root = host_root.clone().with_image(Some(ImageRoot {

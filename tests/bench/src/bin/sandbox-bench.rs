@@ -17,8 +17,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use bench_sandbox::{host, Confinement};
-use bench_schemas::SandboxLimits;
-use benchstream_bench::{ms, percentile, shell_calls, CallRounds};
+use benchstream_bench::{ms, percentile, shell_calls, smoke_limits, CallRounds};
 use clap::Parser;
 
 #[derive(Debug, Parser)]
@@ -31,14 +30,7 @@ struct Args {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    // The limits of the shipped smoke scenario.
-    let limits = SandboxLimits {
-        memory_mb: Some(2048),
-        cpu_cores: 1.0,
-        disk_mb: 1024,
-        network_enabled: false,
-        execution_timeout_ms: 600_000,
-    };
+    let limits = smoke_limits();
     let sandboxed = Confinement::for_run(&limits, false).context("the sandbox")?;
     let plain = Confinement::unsandboxed(&limits);
     let info = sandboxed.info(Some(120_000), 600_000);
