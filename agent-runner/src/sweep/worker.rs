@@ -893,3 +893,84 @@ impl KnownTrials {
             .collect())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sweep that varies the tools gives each config the hash of the tool definitions
+    /// it offers (not the base scenario's), whatever the method.
+    #[test]
+    fn a_sweep_over_tools_hashes_the_tools_each_config_offers() {
+        let dir = tempfile::tempdir().expect("dir");
+        let scenario = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios/llm-local.toml");
+        let scenarios = concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios");
+        let tools = r#"available_tools = [["bash", "submit"], ["bash", "grep", "view", "submit"]]"#;
+        let provider = LlmConfig {
+            provider: crate::provider::ProviderConfig {
+                base_url: "http://127.0.0.1:18080/v1".to_owned(),
+                api_key: None,
+                timeout: std::time::Duration::from_secs(1),
+                max_tokens: None,
+            },
+            price_overrides: None,
+            price_table: None,
+            max_format_errors: 1,
+            max_provider_failures: 1,
+        };
+        let llm_local = || {
+            let text = include_str!("../../../scenarios/llm-local.toml");
+            crate::scenario::Scenario::parse(Path::new("llm-local.toml"), text)
+                .expect("llm-local scenario")
+                .config
+        };
+        let own_hash = |config: &RunConfig| {
+            let mut fresh = llm_local();
+            fresh.available_tools = config.available_tools.clone();
+            identify(
+                &mut fresh,
+                crate::scenario::PolicyKind::Llm,
+                Some(&provider),
+            );
+            fresh.tool_definitions_sha256
+        };
+        let mut seen = Vec::new();
+        for method in ["method = \"grid\"", "method = \"bayes\"\ntrials = 4"] {
+            let file = dir.path().join("tools.toml");
+            let text = format!(
+                "name = \"tools\"\nscenario = \"{scenario}\"\ntasks = [\"sh-ci-exit-status\"]\n{method}\n[matrix]\n{tools}\n"
+            );
+            std::fs::write(&file, text).expect("sweep file");
+            let plan = crate::sweep::Plan::load(
+                &file,
+                std::path::Path::new(scenarios),
+                false,
+                Some(&provider),
+            )
+            .expect("plan");
+            let configs: Vec<RunConfig> = match &plan.space {
+                Some(space) => (0..4)
+                    .map(|n| space.propose(n, &[]).expect("proposal").config)
+                    .collect(),
+                None => plan
+                    .expansion
+                    .arms
+                    .iter()
+                    .map(|a| a.config.clone())
+                    .collect(),
+            };
+            for config in configs {
+                assert!(config.available_tools.len() < 6, "{config:?}");
+                assert_eq!(
+                    config.tool_definitions_sha256,
+                    own_hash(&config),
+                    "{method}"
+                );
+                seen.push((config.available_tools.len(), config.tool_definitions_sha256));
+            }
+        }
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 2, "two tool sets, two hashes: {seen:?}");
+    }
+}
