@@ -32,7 +32,7 @@ use tonic::metadata::MetadataMap;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
-use super::receiver::{Shared, Unavailable, UNAVAILABLE_MESSAGE};
+use super::intake::{Shared, Unavailable, UNAVAILABLE_MESSAGE};
 use crate::error::OtlpError;
 use bench_cli::token::BearerToken;
 

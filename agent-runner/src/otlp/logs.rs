@@ -18,7 +18,8 @@ use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::logs::v1::LogRecord;
 use serde_json::json;
 
-use super::mapping::{hex, run_id, span_event_id, time, ContextKey, Mapper, RunContext};
+use super::mapping::{hex, run_id, span_event_id, time, ContextKey, Mapper};
+use super::runs::RunContext;
 use super::span::{attribute_str, attributes_json, to_json, Attributes};
 
 /// Reasons for refused records kept in the reply, at most.

@@ -21,8 +21,8 @@ use std::collections::HashMap;
 
 use bench_schemas::{
     BenchmarkEvent, Canonical, Deliberation, DeliberationStatus, EvidenceFootprint, ExitKind,
-    ExitStatus, Failure, FailureRoot, FinalErrorState, Hash256, Payload, PricingSource, RunConfig,
-    RunStop, ScenarioRef, Step, StepType, ToolCall, SCHEMA_VERSION,
+    ExitStatus, Failure, FailureRoot, FinalErrorState, Payload, PricingSource, RunConfig, RunStop,
+    ScenarioRef, Step, StepType, ToolCall, SCHEMA_VERSION,
 };
 use chrono::{DateTime, Utc};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
@@ -32,7 +32,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::runs::{Call, Expired, Ledger, Seen, Totals};
+use super::runs::{Call, Expired, Ledger, RunContext, Seen, Totals};
 use super::span::{attribute_str, event_number, event_str, keys, tokens, Attributes, SpanView};
 use crate::exec::protocol::derived_uuid;
 use crate::pricing::{PriceTable, Prices, Usd};
@@ -330,19 +330,6 @@ impl<'a> ContextKey<'a> {
             scenario: view.str(&["benchstream.scenario"]),
         }
     }
-}
-
-/// The envelope fields every event of a run shares except its id.
-#[derive(Debug, Clone)]
-pub(crate) struct RunContext {
-    pub(super) service: String,
-    task_id: String,
-    policy_id: String,
-    scenario: String,
-    /// `cfg_hash` of the events sent before the run's model is known (all but
-    /// `run_start` and `run_stop`): that of the unstated config.
-    cfg_hash: Hash256,
-    env_hash: Hash256,
 }
 
 impl RunContext {

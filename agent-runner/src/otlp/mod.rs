@@ -16,6 +16,8 @@
 //!   traces"); pure, no I/O.
 //! - [`runs`]: the runs under way and the model calls seen of each, for the totals of
 //!   the `run_stop` a root span brings.
+//! - [`intake`]: the state both transports share, and the answer to a request that could
+//!   not be taken whole.
 //! - [`grpc`]: the OTLP/gRPC services (`--grpc-listen`), over the same state.
 //! - [`receiver`]: the HTTP server: auth, decoding, mapping, publishing, and the reply
 //!   once every event is acknowledged or spooled.
@@ -29,6 +31,7 @@
 pub(crate) mod args;
 pub(crate) mod body;
 pub(crate) mod grpc;
+pub(crate) mod intake;
 pub(crate) mod logs;
 pub(crate) mod mapping;
 pub(crate) mod receiver;

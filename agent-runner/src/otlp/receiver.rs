@@ -15,7 +15,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -25,7 +25,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use bench_cli::token::BearerToken;
 use bench_delivery::{DeliveryReport, Publisher, PublisherHandle, Settled};
 use bench_schemas::BenchmarkEvent;
 use opentelemetry_proto::tonic::collector::logs::v1::{
@@ -43,6 +42,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::args::OtlpConfig;
 use super::body::{self, BodyError, Encoding};
+use super::intake::{Counters, Shared, Unavailable, UNAVAILABLE_MESSAGE};
 use super::mapping::Mapper;
 use super::runs::Ledger;
 use crate::error::{Error, Exit, OtlpError, Outcome};
@@ -261,28 +261,6 @@ async fn close_timed_out_runs(shared: Arc<Shared>, shutdown: CancellationToken) 
     }
 }
 
-/// What every request handler shares.
-pub(super) struct Shared {
-    mapper: Mapper,
-    ledger: Ledger,
-    pub(super) token: Option<BearerToken>,
-    pub(super) max_body_bytes: usize,
-    publisher: PublisherHandle,
-    counters: Counters,
-}
-
-#[derive(Default)]
-struct Counters {
-    requests: AtomicU64,
-    spans: AtomicU64,
-    rejected_spans: AtomicU64,
-    log_records: AtomicU64,
-    rejected_log_records: AtomicU64,
-    metric_points: AtomicU64,
-    events: AtomicU64,
-    timed_out_runs: AtomicU64,
-}
-
 impl Counters {
     fn snapshot(&self) -> Counts {
         Counts {
@@ -299,10 +277,6 @@ impl Counters {
         }
     }
 }
-
-/// Why a request could not be taken whole: the exporter must send it again later.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Unavailable;
 
 /// What became of a request's events.
 #[derive(Debug, Default)]
@@ -538,10 +512,6 @@ fn reply<M: prost::Message + serde::Serialize>(encoding: Encoding, response: &M)
 
 /// Seconds an exporter is asked to wait before sending again after a 503.
 const RETRY_AFTER_SECONDS: &str = "5";
-
-/// Why a request was answered 503 / `UNAVAILABLE`.
-pub(super) const UNAVAILABLE_MESSAGE: &str =
-    "the publisher has stopped (spool full or broken); send again later";
 
 fn unavailable() -> Response {
     (

@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::mapping::RunContext;
+use bench_schemas::Hash256;
+
 use crate::pricing::Usd;
 
 /// How long a run nobody sent a span of stays open (`--run-timeout`), and a closed run
@@ -62,6 +63,20 @@ pub struct Totals {
     pub model: Option<(String, String)>,
     /// Calls per model, when several models were called.
     pub models: BTreeMap<String, u32>,
+}
+
+/// The envelope fields every event of a run shares except its id (built and used by
+/// the mapping, `RunContext::of`; kept here with the run).
+#[derive(Debug, Clone)]
+pub(crate) struct RunContext {
+    pub(super) service: String,
+    pub(super) task_id: String,
+    pub(super) policy_id: String,
+    pub(super) scenario: String,
+    /// `cfg_hash` of the events sent before the run's model is known (all but
+    /// `run_start` and `run_stop`): that of the unstated config.
+    pub(super) cfg_hash: Hash256,
+    pub(super) env_hash: Hash256,
 }
 
 /// A span of a run, as far as its closing by timeout needs it.

@@ -2,6 +2,7 @@
 //! the pages render them ([`super::pages`]). Built from the viewer's reads ([`super::db`])
 //! and from `compare`'s computation.
 
+mod error;
 pub mod run;
 pub mod standing;
 
@@ -12,26 +13,13 @@ use serde::Serialize;
 
 use crate::compare::request::{self, Request};
 use crate::compare::{self, Comparison, Filters};
+pub use error::DataError;
 pub use standing::{Standing, StandingCache};
 
-use crate::serve::db::{self, DbError, ExperimentRow, RunRow, RunsOf};
+use crate::serve::db::{self, ExperimentRow, RunRow, RunsOf};
 
 /// Runs a list shows at most; the page says how many more there are.
 pub const RUNS_SHOWN: u32 = 200;
-
-/// Why a page's data could not be had.
-#[derive(Debug, thiserror::Error)]
-pub enum DataError {
-    /// A read failed.
-    #[error(transparent)]
-    Db(#[from] DbError),
-    /// The comparison failed.
-    #[error(transparent)]
-    Compare(#[from] compare::CompareError),
-    /// Nothing is stored under this name.
-    #[error("{0}")]
-    NotFound(String),
-}
 
 /// An experiment's progress: the home page's row.
 #[derive(Debug, Clone, Serialize)]

@@ -9,7 +9,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::DataError;
+use super::error::DataError;
 use crate::serve::db;
 
 /// A final diff shown at most this long; the page says it was cut.
