@@ -417,22 +417,40 @@ fn toolchains() -> Vec<PathBuf> {
 
 /// `--ro-bind` / `--symlink` arguments for [`SYSTEM_DIRS`] as they are on this host.
 fn system_binds() -> Vec<OsString> {
-    let mut args = Vec::new();
-    for dir in SYSTEM_DIRS {
-        let path = Path::new(dir);
-        match fs::symlink_metadata(path) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                if let Ok(target) = fs::read_link(path) {
-                    args.extend(["--symlink".into(), target.into_os_string(), dir.into()]);
-                }
-            }
-            Ok(meta) if meta.is_dir() => {
-                args.extend(["--ro-bind".into(), dir.into(), dir.into()]);
-            }
-            _ => {}
+    SYSTEM_DIRS
+        .iter()
+        .flat_map(|dir| read_only_entry(Path::new(dir), Path::new(dir)))
+        .collect()
+}
+
+/// Every top-level entry of an image's root file system `root`, read-only at `/<name>`
+/// (a symlink recreated as the same symlink).
+fn root_binds(root: &Path) -> Vec<OsString> {
+    let mut names: Vec<OsString> = fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name())
+        .collect();
+    names.sort();
+    names
+        .iter()
+        .flat_map(|name| read_only_entry(&root.join(name), &Path::new("/").join(name)))
+        .collect()
+}
+
+/// The bwrap arguments that show `source` read-only at `dest`: a bind of a directory or
+/// file, the same symlink for a symlink, nothing for what is neither or cannot be read.
+fn read_only_entry(source: &Path, dest: &Path) -> Vec<OsString> {
+    match fs::symlink_metadata(source) {
+        Ok(meta) if meta.file_type().is_symlink() => fs::read_link(source)
+            .map(|target| vec!["--symlink".into(), target.into_os_string(), dest.into()])
+            .unwrap_or_default(),
+        Ok(meta) if meta.is_dir() || meta.is_file() => {
+            vec!["--ro-bind".into(), source.into(), dest.into()]
         }
+        _ => Vec::new(),
     }
-    args
 }
 
 /// Why a run may not start.
@@ -967,8 +985,10 @@ impl Confinement {
             args.push("--unshare-net".into());
         }
         if let Some(image) = &self.image {
-            // The image's root first: everything below is mounted on top of it.
-            args.extend(["--ro-bind".into(), image.root.clone().into(), "/".into()]);
+            // The image's top-level entries first, read-only, on bwrap's own tmpfs root:
+            // everything below is mounted on top of them, and a mount point outside them
+            // (a host path bound read-only, the judge's directory) can still be made.
+            args.extend(root_binds(&image.root));
         }
         // The private /tmp first: host paths under /tmp bound below (the scratch copy, an
         // agent program, an exec agent's brief, the judge's pristine files and report
@@ -982,9 +1002,17 @@ impl Confinement {
         if self.image.is_none() {
             args.extend(system_binds());
         }
+        // An image's /etc is its own; with the network on, the host's resolver files lie
+        // over those it has (a bind needs a file to lie over on a read-only /etc).
+        let in_image = |entry: &&&str| {
+            self.image
+                .as_ref()
+                .is_none_or(|i| i.root.join("etc").join(entry).is_file())
+        };
         let etc = ETC_NETWORK_ENTRIES
             .iter()
             .filter(|_| self.network)
+            .filter(in_image)
             .chain(ETC_ENTRIES.iter().filter(|_| self.image.is_none()));
         for entry in etc {
             let path = Path::new("/etc").join(entry);
@@ -1169,6 +1197,33 @@ impl SandboxCgroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_images_root_is_its_top_level_entries_read_only_on_a_root_of_bwraps_own() {
+        let root = tempfile::tempdir().expect("tempdir");
+        fs::create_dir(root.path().join("usr")).expect("mkdir");
+        fs::write(root.path().join("marker"), "x").expect("write");
+        std::os::unix::fs::symlink("usr/bin", root.path().join("bin")).expect("symlink");
+        let args: Vec<String> = root_binds(root.path())
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let at = |name: &str| root.path().join(name).display().to_string();
+        assert_eq!(
+            args,
+            [
+                "--symlink".to_owned(),
+                "usr/bin".to_owned(),
+                "/bin".to_owned(),
+                "--ro-bind".to_owned(),
+                at("marker"),
+                "/marker".to_owned(),
+                "--ro-bind".to_owned(),
+                at("usr"),
+                "/usr".to_owned(),
+            ]
+        );
+    }
 
     fn limits(network_enabled: bool) -> SandboxLimits {
         SandboxLimits {
