@@ -11,7 +11,8 @@
 //! - **pinned by digest**: the image's manifest digest is read (`skopeo inspect`) before
 //!   anything is fetched; a digest other than the pinned one is refused
 //!   ([`ImageError::DigestMismatch`]). A registry image is then copied by that digest,
-//!   not by its tag; a local one is inspected again after the copy.
+//!   not by its tag; a local one is inspected again after the copy. A pinned digest the
+//!   store already holds is leased without asking the source again.
 //! - **content-addressed, unpacked once**: each digest is fetched with `skopeo copy` and
 //!   unpacked with `umoci unpack` (`--rootless` when the caller is not root) once, then
 //!   shared by every run; an image directory appears only complete.

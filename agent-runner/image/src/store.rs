@@ -98,7 +98,8 @@ impl ImageStore {
     }
 
     /// The image `image`, fetched and unpacked unless the store has it, checked against
-    /// `pinned` when given, and leased to the caller. Blocks (skopeo and umoci are child
+    /// `pinned` when given, and leased to the caller. With `pinned` already in the store,
+    /// that content is leased without asking the source (a registry may be unreachable). Blocks (skopeo and umoci are child
     /// processes): call it from a blocking thread in async code.
     ///
     /// # Errors
@@ -111,6 +112,14 @@ impl ImageStore {
         pinned: Option<&Digest>,
     ) -> Result<PreparedImage, ImageError> {
         let _store = self.lock()?;
+        // The pinned content already here is what runs: it was checked by digest when it
+        // was unpacked, so neither the source nor its registry is asked again.
+        if let Some(pinned) = pinned {
+            let dir = self.image_dir(pinned);
+            if dir.join("image.json").is_file() {
+                return lease(&dir);
+            }
+        }
         let digest = tools::inspect(image.as_str())?.digest;
         if let Some(pinned) = pinned.filter(|&p| *p != digest) {
             return Err(ImageError::DigestMismatch {

@@ -285,3 +285,29 @@ fn a_missing_image_is_an_error_naming_the_command() {
         .to_string();
     assert!(error.starts_with("skopeo inspect failed"), "{error}");
 }
+
+#[test]
+fn a_pinned_image_in_the_cache_runs_without_asking_its_source_again() {
+    let world = World::new();
+    let image = world.image("v1", b'p', 4);
+    let pinned = digest_of(&image);
+    let store = ImageStore::open(&world.cache, 1 << 30).expect("as set up");
+    drop(store.prepare(&image, Some(&pinned)).expect("as set up"));
+    // The source is gone (a registry out of reach): the pinned content still serves.
+    fs::remove_dir_all(&world.layout).expect("as set up");
+    let again = store
+        .prepare(&image, Some(&pinned))
+        .expect("served from the cache");
+    assert_eq!(again.info().digest, pinned);
+    assert_eq!(
+        fs::read(again.root().join("data/blob")).expect("as set up"),
+        vec![b'p'; 4 * 1024]
+    );
+    // Unpinned, the source must answer.
+    drop(again);
+    let error = store.prepare(&image, None).expect_err("no source");
+    assert!(
+        error.to_string().starts_with("skopeo inspect failed"),
+        "{error}"
+    );
+}
