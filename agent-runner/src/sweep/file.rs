@@ -93,77 +93,88 @@ impl Method {
     }
 }
 
-/// `[adaptive]`: the reward of one run is
-/// `success - cost_weight * cost_usd - token_weight * total_tokens / 1e6 -
-/// time_weight * wall_time_ms / 60000`; the defaults optimise the success rate alone.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AdaptiveSettings {
-    /// Reward lost per USD of cost. Default 0.
-    #[serde(default)]
-    pub cost_weight: f64,
-    /// Reward lost per million tokens. Default 0.
-    #[serde(default)]
-    pub token_weight: f64,
-    /// Reward lost per minute of wall time. Default 0.
-    #[serde(default)]
-    pub time_weight: f64,
-    /// UCB1 exploration coefficient `c` in `mean + c * sqrt(2 ln N / n)`. Default 1.
-    #[serde(default = "default_exploration")]
-    pub exploration: f64,
+/// Declares the settings of a sweep method that optimises the reward of one run: the
+/// reward's weights (the keys `cost_weight`, `token_weight` and `time_weight`, default 0,
+/// the same for every such method), the method's own keys with their defaults, and
+/// [`RewardWeights`] read from them.
+macro_rules! reward_settings {
+    (
+        $(#[$meta:meta])*
+        $name:ident {
+            $($(#[$field_meta:meta])* $field:ident: $ty:ty = $default:expr,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            /// Reward lost per USD of cost. Default 0.
+            #[serde(default)]
+            pub cost_weight: f64,
+            /// Reward lost per million tokens. Default 0.
+            #[serde(default)]
+            pub token_weight: f64,
+            /// Reward lost per minute of wall time. Default 0.
+            #[serde(default)]
+            pub time_weight: f64,
+            $($(#[$field_meta])* pub $field: $ty,)*
+        }
+
+        impl $name {
+            /// The reward of one run under these weights.
+            pub fn weights(&self) -> RewardWeights {
+                RewardWeights {
+                    cost_weight: self.cost_weight,
+                    token_weight: self.token_weight,
+                    time_weight: self.time_weight,
+                }
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name {
+                    cost_weight: 0.0,
+                    token_weight: 0.0,
+                    time_weight: 0.0,
+                    $($field: $default,)*
+                }
+            }
+        }
+    };
+}
+
+reward_settings! {
+    /// `[adaptive]`: the reward of one run is
+    /// `success - cost_weight * cost_usd - token_weight * total_tokens / 1e6 -
+    /// time_weight * wall_time_ms / 60000`; the defaults optimise the success rate alone.
+    AdaptiveSettings {
+        /// UCB1 exploration coefficient `c` in `mean + c * sqrt(2 ln N / n)`. Default 1.
+        #[serde(default = "default_exploration")]
+        exploration: f64 = default_exploration(),
+    }
 }
 
 fn default_exploration() -> f64 {
     1.0
 }
 
-impl AdaptiveSettings {
-    /// The reward of one run under these weights.
-    pub fn weights(&self) -> RewardWeights {
-        RewardWeights {
-            cost_weight: self.cost_weight,
-            token_weight: self.token_weight,
-            time_weight: self.time_weight,
-        }
+reward_settings! {
+    /// `[bayes]`: the reward of one run (the same formula and weights as `[adaptive]`) and
+    /// the TPE settings. Each proposal maximises the reward of one run.
+    BayesSettings {
+        /// Trials drawn uniformly at random before the model proposes. Default 10 (as
+        /// Optuna's TPE sampler).
+        #[serde(default = "default_startup_trials")]
+        startup_trials: u64 = default_startup_trials(),
+        /// Share of the finished trials counted as good (TPE's γ), in (0, 1). Default 0.25.
+        #[serde(default = "default_gamma")]
+        gamma: f64 = default_gamma(),
+        /// Candidates drawn from the good density per parameter, the best l/g kept.
+        /// Default 24.
+        #[serde(default = "default_candidates")]
+        candidates: usize = default_candidates(),
     }
-}
-
-impl Default for AdaptiveSettings {
-    fn default() -> Self {
-        AdaptiveSettings {
-            cost_weight: 0.0,
-            token_weight: 0.0,
-            time_weight: 0.0,
-            exploration: default_exploration(),
-        }
-    }
-}
-
-/// `[bayes]`: the reward of one run (the same formula and weights as `[adaptive]`) and
-/// the TPE settings. Each proposal maximises the reward of one run.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BayesSettings {
-    /// Reward lost per USD of cost. Default 0.
-    #[serde(default)]
-    pub cost_weight: f64,
-    /// Reward lost per million tokens. Default 0.
-    #[serde(default)]
-    pub token_weight: f64,
-    /// Reward lost per minute of wall time. Default 0.
-    #[serde(default)]
-    pub time_weight: f64,
-    /// Trials drawn uniformly at random before the model proposes. Default 10 (as
-    /// Optuna's TPE sampler).
-    #[serde(default = "default_startup_trials")]
-    pub startup_trials: u64,
-    /// Share of the finished trials counted as good (TPE's γ), in (0, 1). Default 0.25.
-    #[serde(default = "default_gamma")]
-    pub gamma: f64,
-    /// Candidates drawn from the good density per parameter, the best l/g kept.
-    /// Default 24.
-    #[serde(default = "default_candidates")]
-    pub candidates: usize,
 }
 
 fn default_startup_trials() -> u64 {
@@ -176,30 +187,6 @@ fn default_gamma() -> f64 {
 
 fn default_candidates() -> usize {
     24
-}
-
-impl BayesSettings {
-    /// The reward of one run under these weights.
-    pub fn weights(&self) -> RewardWeights {
-        RewardWeights {
-            cost_weight: self.cost_weight,
-            token_weight: self.token_weight,
-            time_weight: self.time_weight,
-        }
-    }
-}
-
-impl Default for BayesSettings {
-    fn default() -> Self {
-        BayesSettings {
-            cost_weight: 0.0,
-            token_weight: 0.0,
-            time_weight: 0.0,
-            startup_trials: default_startup_trials(),
-            gamma: default_gamma(),
-            candidates: default_candidates(),
-        }
-    }
 }
 
 /// The weights of the reward of one run:
