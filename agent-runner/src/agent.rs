@@ -45,9 +45,9 @@ use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
 use crate::recorder::{RecordError, RunRecorder, Usage};
 use crate::run_lifecycle::{self, environment_end, millis, Judged, Opening};
-use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::task_image::TaskImages;
 use crate::tools::{ToolLimits, ToolOutcome, ToolRequest, Toolbox};
+use bench_task::{LoadedScenario, LoadedTask, PolicyKind};
 
 pub use crate::run_lifecycle::{RunSummary, RUNNER_VERSION};
 

@@ -14,9 +14,9 @@ use crate::flags::{
     resolve_scenario, ExperimentArgs, LlmArgs, OptionalEventArgs, PublishArgs, ScenarioArgs,
 };
 use crate::runner::{PolicyOverrides, RunnerConfig};
-use crate::scenario::LoadOptions;
 use crate::sweep::args::PastResultsArgs;
 use crate::tools::DEFAULT_OUTPUT_CAP;
+use bench_task::LoadOptions;
 
 /// Runs agent benchmark scenarios and publishes their events to NATS JetStream.
 #[derive(Debug, Parser)]
@@ -310,7 +310,7 @@ fn parse_strategy(name: &str) -> Result<ContextStrategy, String> {
 mod tests {
     use super::*;
     use crate::exec::ExecConfig;
-    use crate::scenario::LoadedScenario;
+    use bench_task::LoadedScenario;
 
     /// `agent-runner run` with `flags` after the scenario, parsed.
     fn run_args(flags: &[&str]) -> RunArgs {

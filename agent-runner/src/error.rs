@@ -21,7 +21,7 @@ use bench_schemas::ExitStatus;
 
 use crate::policy::PolicyError;
 use crate::recorder::RecordError;
-use crate::scenario::ScenarioError;
+use bench_task::ScenarioError;
 
 /// Why a runner command failed.
 #[derive(Debug, thiserror::Error)]
@@ -396,8 +396,8 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::scenario::PinError;
     use bench_sandbox::TreeError;
+    use bench_task::PinError;
 
     fn io_error() -> io::Error {
         io::Error::new(io::ErrorKind::NotFound, "gone")

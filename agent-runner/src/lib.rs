@@ -4,9 +4,6 @@
 //!
 //! # Layout
 //!
-//! - [`scenario`]: scenario files, tasks and `pins.toml`.
-//! - [`context_plan`]: a run's context strategy with its parameters checked (scenario and
-//!   sweep files are checked with it when loaded).
 //! - [`policy`]: the [`Policy`](policy::Policy) trait, the `scripted` policy and the `llm`
 //!   policy (a model behind an OpenAI-compatible API, with context strategies).
 //! - [`provider`]: chat-completions client, retries, token counts from `usage` blocks.
@@ -59,6 +56,10 @@
 //! `bench-sandbox` crate (`agent-runner/sandbox/`): a run's [`bench_sandbox::Confinement`]
 //! starts every process its agent causes.
 //!
+//! What a run executes (scenario files, tasks and `pins.toml`, a run's context plan, the
+//! tool requests an agent may make) is the `bench-task` crate (`agent-runner/task/`):
+//! every command that runs tasks loads a [`bench_task::LoadedScenario`].
+//!
 //! Delivery (acknowledged publishing, the spool, the quarantine) is the `bench-delivery`
 //! crate (`agent-runner/delivery/`): every publishing command starts a
 //! [`bench_delivery::Publisher`] from a [`bench_delivery::PublishSetup`] and hands its
@@ -89,7 +90,6 @@ pub mod agent;
 mod backoff;
 pub mod cli;
 pub mod command;
-mod context_plan;
 pub mod decide;
 mod error;
 pub mod exec;
@@ -107,7 +107,6 @@ pub mod recorder;
 pub mod run_import;
 mod run_lifecycle;
 mod runner;
-pub mod scenario;
 pub mod spool_report;
 mod submission;
 pub mod sweep;

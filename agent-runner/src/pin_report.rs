@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::error::{Error, Exit, Outcome};
-use crate::scenario::Pins;
+use bench_task::Pins;
 
 /// What `scenarios hash` or `scenarios check` found.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,26 +20,12 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-
 use bench_sandbox::{walk, Tree, TreeLink};
+use bench_task::Protected;
 
 /// Build output and bytecode caches, deleted from the scratch copy before the tests run
 /// again (the [`IGNORED_DIRS`](bench_sandbox::IGNORED_DIRS) that tools regenerate).
 pub const CACHE_DIRS: [&str; 4] = ["__pycache__", ".pytest_cache", ".mypy_cache", "target"];
-
-/// The compiled `[judge] protect` patterns of a task.
-///
-/// Patterns are globs over paths relative to the fixture root, `/`-separated: `*`, `?` and
-/// `[...]` stay within one path component, `**` spans any number of them (`tests/**` is
-/// everything under `tests/`), and a pattern without `/` matches at the root only.
-#[derive(Debug, Clone)]
-pub struct Protected {
-    /// The patterns as written, for messages.
-    patterns: Vec<String>,
-    /// All of them, matched at once.
-    set: GlobSet,
-}
 
 /// One protected path the agent had changed, as found before restoring it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,79 +63,21 @@ pub enum RestoreError {
     },
 }
 
-impl Protected {
-    /// Compiles `patterns`; an invalid glob is an error naming it.
-    pub fn new(patterns: &[String]) -> Result<Protected, globset::Error> {
-        let mut builder = GlobSetBuilder::new();
-        for pattern in patterns {
-            builder.add(
-                GlobBuilder::new(pattern)
-                    .literal_separator(true)
-                    .backslash_escape(true)
-                    .build()?,
-            );
-        }
-        Ok(Protected {
-            patterns: patterns.to_vec(),
-            set: builder.build()?,
-        })
-    }
-
-    /// No pattern: nothing is restored.
-    pub fn is_empty(&self) -> bool {
-        self.patterns.is_empty()
-    }
-
-    /// The patterns as written.
-    pub fn patterns(&self) -> &[String] {
-        &self.patterns
-    }
-
-    /// Whether the relative path `path` is protected.
-    pub fn matches(&self, path: &str) -> bool {
-        self.set.is_match(path)
-    }
-
-    /// Patterns that match none of the files of `fixture` (most likely typos: such a
-    /// pattern protects nothing the fixture ships).
-    pub fn unmatched(&self, fixture: &Tree) -> Vec<&str> {
-        let mut hit = vec![false; self.patterns.len()];
-        for entry in fixture.entries() {
-            for i in self.set.matches(&entry.path) {
-                hit[i] = true;
-            }
-        }
-        self.patterns
-            .iter()
-            .zip(hit)
-            .filter(|(_, hit)| !hit)
-            .map(|(p, _)| p.as_str())
-            .collect()
-    }
-
-    /// The fixture paths the protected links of `fixture` lead to, through links to links
-    /// too: each protects what is at that path and below it.
-    fn link_targets(&self, fixture: &Tree) -> Vec<String> {
-        let mut targets: Vec<String> = Vec::new();
-        // Each pass follows one more link of a chain; a chain is at most every link long.
-        for _ in 0..=fixture.links().len() {
-            let before = targets.len();
-            for link in fixture.links() {
-                let target = resolve(link);
-                if !targets.contains(&target) && covers(self, &targets, &link.path) {
-                    targets.push(target);
-                }
-            }
-            if targets.len() == before {
-                break;
-            }
-        }
-        targets
-    }
-
+/// Restoring the protected paths of a scratch copy: what the judge does with a task's
+/// [`Protected`] patterns.
+pub trait Restore {
     /// Makes the protected paths of `root` (a scratch copy of `fixture`, scanned from
     /// `fixture_dir`) pristine again; returns what the agent had changed, sorted by path.
-    pub fn restore(
+    fn restore(
+        &self,
+        fixture_dir: &Path,
+        fixture: &Tree,
+        root: &Path,
+    ) -> Result<Vec<Tampered>, RestoreError>;
+}
+
+impl Restore for Protected {
+    fn restore(
         &self,
         fixture_dir: &Path,
         fixture: &Tree,
@@ -159,7 +87,7 @@ impl Protected {
         if self.is_empty() {
             return Ok(tampered);
         }
-        let targets = self.link_targets(fixture);
+        let targets = link_targets(self, fixture);
         let protects = |path: &str| covers(self, &targets, path);
         let created = list_non_dirs(root).map_err(|source| RestoreError::Io {
             path: ".".to_owned(),
@@ -223,6 +151,26 @@ impl Protected {
         tampered.sort_by(|a, b| a.path.cmp(&b.path));
         Ok(tampered)
     }
+}
+
+/// The fixture paths the protected links of `fixture` lead to, through links to links
+/// too: each protects what is at that path and below it.
+fn link_targets(protected: &Protected, fixture: &Tree) -> Vec<String> {
+    let mut targets: Vec<String> = Vec::new();
+    // Each pass follows one more link of a chain; a chain is at most every link long.
+    for _ in 0..=fixture.links().len() {
+        let before = targets.len();
+        for link in fixture.links() {
+            let target = resolve(link);
+            if !targets.contains(&target) && covers(protected, &targets, &link.path) {
+                targets.push(target);
+            }
+        }
+        if targets.len() == before {
+            break;
+        }
+    }
+    targets
 }
 
 impl fmt::Display for Tampered {

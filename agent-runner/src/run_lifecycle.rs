@@ -40,8 +40,8 @@ use crate::integrity;
 use crate::judge::{self, FailReason, Verdict, SCORING_VERSION};
 use crate::limits::RunEnd;
 use crate::recorder::{RecordError, RunRecorder, DIFF_FILE};
-use crate::scenario::{LoadedScenario, LoadedTask};
 use crate::submission::{self, CaptureError, Submission};
+use bench_task::{LoadedScenario, LoadedTask};
 
 /// Version of this runner (`run_start.runner_version`).
 pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{self, RunSpec, RunSummary};
 use crate::error::{Error, Exit, Outcome, RunTally};
 use crate::policy::{self, LlmConfig};
-use crate::scenario::{LoadOptions, LoadedScenario, PolicyKind};
 use crate::task_image::{ImageCacheArgs, TaskImages};
+use bench_task::{LoadOptions, LoadedScenario, PolicyKind};
 
 /// Everything `agent-runner run` needs, validated.
 #[derive(Debug, Clone)]
@@ -89,7 +89,7 @@ impl PolicyOverrides {
         }
         if let Some(strategy) = self.strategy {
             config.strategy = Some(strategy);
-            crate::context_plan::ContextPlan::from_config(config).map_err(|e| {
+            bench_task::ContextPlan::from_config(config).map_err(|e| {
                 Error::Config(format!(
                     "--strategy {}: scenario {} does not set what it needs: config.{e}",
                     strategy.as_str(),
@@ -207,7 +207,7 @@ pub async fn run(
     let planned = scenario.tasks.len() * repeats as usize;
     // (repeat, task): every task once per repeat, the first repeat first.
     let first = config.first_repeat;
-    let jobs: Vec<(u32, &crate::scenario::LoadedTask)> = (first..first + repeats)
+    let jobs: Vec<(u32, &bench_task::LoadedTask)> = (first..first + repeats)
         .flat_map(|r| scenario.tasks.iter().map(move |task| (r, task)))
         .collect();
     // Refuse before any run starts, not run by run.

@@ -34,7 +34,7 @@ use bench_sandbox::{
     commit_tree, diff_against_commit, walk, BaseRepoError, Scratch, ScratchError, Symlinks, Tree,
 };
 
-use crate::scenario::{LoadedTask, SubmissionLimits};
+use bench_task::{LoadedTask, SubmissionLimits};
 
 /// Why a changed path was left out of the submission.
 #[derive(Debug, Clone, PartialEq, Eq)]

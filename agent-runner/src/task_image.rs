@@ -10,8 +10,8 @@ use std::sync::Arc;
 use bench_image::{ImageError, ImageStore, PreparedImage};
 use bench_schemas::EnvironmentImage;
 
-use crate::scenario::LoadedTask;
 use bench_sandbox::ImageRoot;
+use bench_task::LoadedTask;
 
 /// Where images are cached and how much they may take (`run`, `sweep`, `exec`, `tasks
 /// validate`).

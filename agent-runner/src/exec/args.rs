@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::flags::{
     resolve_scenario, ExperimentArgs, OptionalEventArgs, PriceTableArgs, ScenarioArgs,
 };
-use crate::scenario::{LoadOptions, LoadedScenario};
+use bench_task::{LoadOptions, LoadedScenario};
 
 /// `agent-runner exec`.
 #[derive(Debug, Args)]

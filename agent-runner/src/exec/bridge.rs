@@ -49,8 +49,8 @@ use crate::limits::RunEnd;
 use crate::recorder::RunRecorder;
 use crate::run_lifecycle::{self, Opening, RunSummary};
 use crate::runner::{finish_optional_publisher, start_optional_publisher};
-use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
 use crate::task_image::{ImageCacheArgs, TaskImages};
+use bench_task::{LoadOptions, LoadedScenario, LoadedTask};
 
 /// Lines of an agent's stderr shown per run; the rest are counted.
 pub const STDERR_LINES_SHOWN: u64 = 200;

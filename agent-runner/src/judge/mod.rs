@@ -52,7 +52,8 @@ use std::time::Duration;
 
 use bench_sandbox::{apply_patch, run_confined, Bind, Confinement, SandboxedCommand, ShellOutput};
 
-use crate::scenario::{Judge, JudgeTest, Language, LoadedTask};
+use crate::protect::Restore;
+use bench_task::{Judge, JudgeTest, Language, LoadedTask};
 
 pub use report::FailReason;
 use report::Report;

@@ -1,6 +1,6 @@
 //! Judging a SWE-bench-format task by SWE-bench's rules: after the agent, the files
 //! `test_patch` touches are put back to the base (the task's protected files, which also
-//! hold pytest's configuration and names, [`crate::scenario::LoadedTask`]), `test_patch` is
+//! hold pytest's configuration and names, [`bench_task::LoadedTask`]), `test_patch` is
 //! applied, and `FAIL_TO_PASS ∪ PASS_TO_PASS` are run in one sandbox with the task's test
 //! command and the judge's own pytest plugin (`benchstream_pytest_report.py`). Each test
 //! passes only when that plugin's token-checked report names it, exactly once, as passed
@@ -23,7 +23,8 @@ use bench_schemas::TestOutcome;
 
 use super::report::{FailReason, Report};
 use super::verdict::{SweBenchVerdict, Verdict, JUDGE_OUTPUT_CAP};
-use crate::scenario::{LoadedTask, SweBench, TestRunner, Validation};
+use crate::protect::Restore;
+use bench_task::{LoadedTask, SweBench, TestRunner, Validation};
 
 /// The judge-owned pytest plugin.
 const PYTEST_REPORT: &str = include_str!("benchstream_pytest_report.py");

@@ -2,7 +2,7 @@
 
 use super::report::FailReason;
 use crate::protect::Tampered;
-use crate::scenario::Judge;
+use bench_task::Judge;
 
 /// Output kept per judge test (only for logs).
 pub(super) const JUDGE_OUTPUT_CAP: usize = 16 * 1024;

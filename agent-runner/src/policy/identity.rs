@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::llm::prompt;
 use super::LlmConfig;
-use crate::scenario::PolicyKind;
+use bench_task::PolicyKind;
 
 /// Sets the policy-identity fields of `config` for a `kind` policy reaching its provider
 /// as `llm` says: all of them for a model-backed policy, none for one that calls no
@@ -129,7 +129,7 @@ mod tests {
 
     fn llm_local() -> RunConfig {
         let text = include_str!("../../../scenarios/llm-local.toml");
-        crate::scenario::Scenario::parse(std::path::Path::new("llm-local.toml"), text)
+        bench_task::Scenario::parse(std::path::Path::new("llm-local.toml"), text)
             .expect("llm-local scenario")
             .config
     }

@@ -26,8 +26,8 @@ use futures::future::BoxFuture;
 use uuid::Uuid;
 
 use crate::recorder::{RecordError, RunRecorder};
-use crate::scenario::{LoadedScenario, LoadedTask, PolicyKind};
 use crate::tools::{ToolOutcome, ToolRequest};
+use bench_task::{LoadedScenario, LoadedTask, PolicyKind};
 
 pub use llm::{LlmConfig, LlmPolicy};
 pub use scripted::ScriptedPolicy;

@@ -8,8 +8,8 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 
 use super::{Decision, Policy, PolicyEvents, PolicyStop, Turn};
-use crate::scenario::{Scenario, Task};
 use crate::tools::ToolRequest;
+use bench_task::{Scenario, Task};
 
 /// Replays actions in order.
 #[derive(Debug, Clone)]

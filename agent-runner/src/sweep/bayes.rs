@@ -277,7 +277,7 @@ impl SearchSpace {
                 .collect();
             let (config, json, label) = expand::apply(&self.base_json, &values)?;
             if !self.constraints.iter().all(|c| c.holds(&json))
-                || crate::context_plan::ContextPlan::from_config(&config).is_err()
+                || bench_task::ContextPlan::from_config(&config).is_err()
             {
                 continue;
             }

@@ -105,7 +105,7 @@ pub fn expand(
             expansion.merged += 1;
         } else if !constraints.iter().all(|c| c.holds(&json)) {
             expansion.excluded += 1;
-        } else if let Err(reason) = crate::context_plan::ContextPlan::from_config(&config) {
+        } else if let Err(reason) = bench_task::ContextPlan::from_config(&config) {
             expansion.invalid.push((label, reason));
         } else {
             expansion.arms.push(Arm {

@@ -43,7 +43,7 @@ mod test_inputs {
     /// The `[config]` of the shipped `smoke` scenario: the base every test sweep varies.
     pub(super) fn smoke_config() -> RunConfig {
         let text = include_str!("../../../scenarios/smoke.toml");
-        crate::scenario::Scenario::parse(Path::new("smoke.toml"), text)
+        bench_task::Scenario::parse(Path::new("smoke.toml"), text)
             .expect("smoke scenario")
             .config
     }

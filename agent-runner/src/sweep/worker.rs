@@ -38,8 +38,8 @@ use crate::error::{Error, Exit, Outcome};
 use crate::policy::identity::identify;
 use crate::policy::{self, LlmConfig};
 use crate::recorder::RunRecorder;
-use crate::scenario::{LoadOptions, LoadedScenario, LoadedTask};
 use crate::task_image::{ImageCacheArgs, TaskImages};
+use bench_task::{LoadOptions, LoadedScenario, LoadedTask};
 
 /// `policy_id` of the adaptive method's `optimizer_update` events.
 pub const OPTIMIZER_POLICY_ID: &str = "optimizer:ucb1";
@@ -397,7 +397,7 @@ pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<Swe
             plan.sweep.method.as_str()
         )));
     }
-    if plan.scenario.scenario.policy == crate::scenario::PolicyKind::Llm {
+    if plan.scenario.scenario.policy == bench_task::PolicyKind::Llm {
         let mut models: Vec<&str> = std::iter::once(&plan.scenario.scenario.config)
             .chain(plan.expansion.arms.iter().map(|arm| &arm.config))
             .map(|c| c.model.as_str())
@@ -430,7 +430,7 @@ pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<Swe
     .await?;
     let confinement = config.sandbox.confinement(
         &plan.scenario.scenario.config.sandbox_limits,
-        plan.scenario.scenario.policy == crate::scenario::PolicyKind::Scripted,
+        plan.scenario.scenario.policy == bench_task::PolicyKind::Scripted,
     )?;
     let images = TaskImages::prepare(
         &plan.scenario.tasks,
@@ -920,18 +920,14 @@ mod tests {
         };
         let llm_local = || {
             let text = include_str!("../../../scenarios/llm-local.toml");
-            crate::scenario::Scenario::parse(Path::new("llm-local.toml"), text)
+            bench_task::Scenario::parse(Path::new("llm-local.toml"), text)
                 .expect("llm-local scenario")
                 .config
         };
         let own_hash = |config: &RunConfig| {
             let mut fresh = llm_local();
             fresh.available_tools = config.available_tools.clone();
-            identify(
-                &mut fresh,
-                crate::scenario::PolicyKind::Llm,
-                Some(&provider),
-            );
+            identify(&mut fresh, bench_task::PolicyKind::Llm, Some(&provider));
             fresh.tool_definitions_sha256
         };
         let mut seen = Vec::new();

@@ -9,8 +9,8 @@ use clap::{Args, Subcommand};
 use super::validate::ValidateConfig;
 use crate::error::Error;
 use crate::flags::{resolve_scenario, EventArgs};
-use crate::scenario::{LoadOptions, DEFAULT_TEST_CMD};
 use crate::task_image::ImageCacheArgs;
+use bench_task::{LoadOptions, DEFAULT_TEST_CMD};
 
 /// `agent-runner tasks ...`
 #[derive(Debug, Subcommand)]

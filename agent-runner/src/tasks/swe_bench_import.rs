@@ -26,7 +26,7 @@ use super::SweBenchImport;
 use bench_image::ImageRef;
 
 use crate::error::{Error, Exit, Outcome, TasksError};
-use crate::scenario::{base_message, Pins, SweBench, ENVS_DIR, FIXTURE_DIR, TASKS_DIR, TASK_FILE};
+use bench_task::{base_message, Pins, SweBench, ENVS_DIR, FIXTURE_DIR, TASKS_DIR, TASK_FILE};
 
 /// Where a task is written before it is renamed into `tasks/`.
 const STAGING_DIR: &str = ".importing";
@@ -308,7 +308,7 @@ fn stage(
     let text = toml::to_string(&task).map_err(|e| format!("task.toml: {e}"))?;
     fs::write(staging.join(TASK_FILE), text).map_err(|e| format!("task.toml: {e}"))?;
     // Refuse now what `run` would refuse later (a symlink in the tree, a bad field).
-    crate::scenario::LoadedTask::load(staging)
+    bench_task::LoadedTask::load(staging)
         .map(|_| ())
         .map_err(|e| e.to_string())
 }

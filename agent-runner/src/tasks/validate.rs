@@ -27,10 +27,8 @@ use crate::error::{Error, Exit, Outcome};
 use crate::judge::{self, FailReason};
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher};
-use crate::scenario::{
-    LoadOptions, LoadedScenario, LoadedTask, SweBench, ValidatedTest, Validation,
-};
 use crate::task_image::{ImageCacheArgs, TaskImages};
+use bench_task::{LoadOptions, LoadedScenario, LoadedTask, SweBench, ValidatedTest, Validation};
 
 /// How long applying a task's gold patch may take.
 const GOLD_APPLY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);

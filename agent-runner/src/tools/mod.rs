@@ -9,7 +9,7 @@
 //! The sandbox itself (the scratch copy, path confinement, bwrap, seccomp, the network, the
 //! confined shell) is the `bench-sandbox` crate (`agent-runner/sandbox/`).
 //!
-//! - `request`: [`ToolRequest`] / [`ToolCommand`].
+//! - the request: [`ToolRequest`] / [`ToolCommand`] (`bench-task`).
 //! - `outcome`: [`ToolOutcome`], what a call returns.
 //! - `files`: `view`, `str_replace`, `write_file`: in-process, off the async runtime,
 //!   never through a link and never on anything but regular files.
@@ -20,7 +20,6 @@ mod files;
 pub mod footprint;
 mod grep;
 mod outcome;
-mod request;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,9 +27,9 @@ use std::time::{Duration, Instant};
 use bench_sandbox::{run_shell, Capture, Confinement, Scratch, ShellSpec};
 use bench_schemas::{EvidenceFootprint, ExitKind, RetryPolicy, RunConfig};
 
+use bench_task::ToolCommand;
+pub use bench_task::ToolRequest;
 pub use outcome::ToolOutcome;
-pub use request::ToolRequest;
-pub(crate) use request::{ToolCommand, TOOL_NAMES};
 
 use footprint::Snapshot;
 

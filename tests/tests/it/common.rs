@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use agent_runner::agent::RunSummary;
 use agent_runner::exec::{ExecConfig, ExecReport};
-use agent_runner::scenario::LoadOptions;
 use agent_runner::RunnerConfig;
 use bench_clickhouse::ClickHouseArgs;
 use bench_delivery::{PublishConfig, PublishSetup, SpoolConfig};
 use bench_nats::{NatsArgs, NatsConfig};
 use bench_schemas::{BenchmarkEvent, SubjectPrefix};
+use bench_task::LoadOptions;
 use benchstream_tests::{ClickHouseServer, NatsServer};
 use event_sink::config::{BatchArgs, MetricsArgs};
 use event_sink::SinkArgs;

@@ -4,12 +4,12 @@
 //! - `raw`: everything.
 //! - `observation_masking`: the newest M observations (tool results) verbatim, older ones
 //!   replaced by a one-line placeholder ([`prompt::masked_observation`]); the model's own
-//!   replies stay. Default M = [`DEFAULT_OBSERVATION_WINDOW`](crate::context_plan::DEFAULT_OBSERVATION_WINDOW).
+//!   replies stay. Default M = [`DEFAULT_OBSERVATION_WINDOW`](bench_task::DEFAULT_OBSERVATION_WINDOW).
 //! - `llm_summary`: when N turns are unsummarised, the oldest of them but the last K are
 //!   condensed by a model call into one summary message (which also absorbs the previous
 //!   summary); the last K turns stay verbatim. Defaults
-//!   N = [`DEFAULT_SUMMARY_INTERVAL`](crate::context_plan::DEFAULT_SUMMARY_INTERVAL),
-//!   K = [`DEFAULT_SUMMARY_KEEP`](crate::context_plan::DEFAULT_SUMMARY_KEEP); K < N is
+//!   N = [`DEFAULT_SUMMARY_INTERVAL`](bench_task::DEFAULT_SUMMARY_INTERVAL),
+//!   K = [`DEFAULT_SUMMARY_KEEP`](bench_task::DEFAULT_SUMMARY_KEEP); K < N is
 //!   checked when the config is loaded ([`ContextPlan::from_config`]).
 //! - `hybrid`: both; masking applies to the turns the summary has not absorbed.
 //!
@@ -23,8 +23,8 @@ use std::ops::Range;
 
 use bench_schemas::{ContextDecision, ContextStrategy, SegmentType};
 
-use crate::context_plan::ContextPlan;
 use crate::provider::Message;
+use bench_task::ContextPlan;
 
 use super::prompt;
 use super::transcript::Transcript;

@@ -11,7 +11,7 @@
 //! - [`policy`]: [`LlmPolicy`] (the turn: context, call, parse, exit statuses) and its
 //!   [`LlmConfig`].
 //! - [`call`]: one model call with retries → its `deliberation`.
-//! - [`context`]: the strategies (their [`ContextPlan`](crate::context_plan::ContextPlan),
+//! - [`context`]: the strategies (their [`ContextPlan`](bench_task::ContextPlan),
 //!   checked at config load) and what they prune.
 //! - [`transcript`]: the conversation so far and its rendering into messages.
 //! - [`prompt`]: every text the runner puts in a prompt, and the tool definitions.

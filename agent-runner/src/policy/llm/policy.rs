@@ -36,12 +36,12 @@ use super::context::ContextState;
 use super::parse::{assign_call_ids, parse_reply, ParsedReply};
 use super::prompt;
 use super::transcript::{CallRecord, CallResult, Transcript, TurnRecord};
-use crate::context_plan::ContextPlan;
 use crate::policy::{Decision, Policy, PolicyEvents, PolicyStop, Turn};
 use crate::pricing::{PriceTable, Prices, Pricing};
 use crate::provider::{CallError, ChatClient, ChatRequest, Completion, Message, ProviderConfig};
-use crate::scenario::Task;
 use crate::tools::ToolRequest;
+use bench_task::ContextPlan;
+use bench_task::Task;
 
 /// Default of [`LlmConfig::max_format_errors`].
 pub const DEFAULT_MAX_FORMAT_ERRORS: u32 = 3;

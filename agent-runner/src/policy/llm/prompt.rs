@@ -1,12 +1,12 @@
 //! What the model is told: the system prompt, the task message, the tool definitions
-//! (JSON Schema of each tool's arguments, matching [`crate::tools::ToolCommand`]), and the
+//! (JSON Schema of each tool's arguments, matching [`bench_task::ToolCommand`]), and the
 //! fixed texts of the context strategies and the summariser. Every word the runner adds to
 //! a prompt lives here, so prompts can be read and changed in one place.
 
 use serde_json::{json, Value};
 
-use crate::scenario::Task;
-use crate::tools::TOOL_NAMES;
+use bench_task::Task;
+use bench_task::TOOL_NAMES;
 
 /// The agent's standing instructions.
 pub const SYSTEM_PROMPT: &str = "\

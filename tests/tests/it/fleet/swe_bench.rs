@@ -10,12 +10,12 @@
 
 use std::ffi::OsString;
 
-use agent_runner::scenario::LoadOptions;
 use agent_runner::tasks::{import_swe_bench, validate, SweBenchImport, ValidateConfig};
 use bench_analysis::command::{self, CompareArgs};
 use bench_analysis::{Format, Query};
 use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
 use bench_schemas::SubjectPrefix;
+use bench_task::LoadOptions;
 use benchstream_tests::swe_bench::{Project, F2P, FIXED, P2P};
 
 use super::query;

@@ -1,9 +1,9 @@
 //! What one run puts on the wire: gapless `seq`, consistent hashes, subjects and headers
 //! per the wire contract (`schemas/README.md`), and the same bytes in `events.jsonl` as in the stream.
 
-use agent_runner::scenario::{LoadOptions, LoadedScenario};
 use bench_schemas::subject::{header_safe, headers};
 use bench_schemas::{Canonical, Payload, StepType, SubjectPrefix};
+use bench_task::{LoadOptions, LoadedScenario};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{create_stream, publish_setup, repo_path, runner_config, stream_messages};

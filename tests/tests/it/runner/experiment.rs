@@ -91,11 +91,9 @@ async fn a_model_for_a_scenario_that_calls_none_is_refused_and_a_strategy_change
         model: None,
         strategy: Some(ContextStrategy::ObservationMasking),
     };
-    let mut smoke = agent_runner::scenario::LoadedScenario::load(
-        &repo_path("scenarios/smoke.toml"),
-        &Default::default(),
-    )
-    .expect("smoke");
+    let mut smoke =
+        bench_task::LoadedScenario::load(&repo_path("scenarios/smoke.toml"), &Default::default())
+            .expect("smoke");
     let before = smoke.scenario.config.canonical_hash();
     strategy
         .apply(&mut smoke)

@@ -3,8 +3,8 @@
 use std::fs;
 use std::path::Path;
 
-use agent_runner::scenario::{LoadOptions, LoadedScenario, Pins, ScenarioError};
 use agent_runner::Exit;
+use bench_task::{LoadOptions, LoadedScenario, Pins, ScenarioError};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{repo_path, runner_config};

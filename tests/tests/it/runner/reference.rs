@@ -3,8 +3,8 @@
 
 use std::fs;
 
-use agent_runner::scenario::TASKS_DIR;
 use bench_schemas::{ExitStatus, Payload, SubjectPrefix};
+use bench_task::TASKS_DIR;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{

@@ -2,7 +2,7 @@
 //! (`agent-runner tasks import swe-bench`): the instance's fields as the dataset names them,
 //! and what the judge derives from them (the files `test_patch` touches, the test files
 //! to run). Such a task is judged by SWE-bench's rules instead of `[judge]`
-//! ([`crate::judge`]). Format: `scenarios/README.md`, "SWE-bench-format tasks". No I/O.
+//! (`bench-judge`). Format: `scenarios/README.md`, "SWE-bench-format tasks". No I/O.
 
 use std::collections::BTreeSet;
 
@@ -159,7 +159,7 @@ impl SweBench {
 
     /// The interpreter and pytest's own arguments of the test command: `PY -m pytest ARGS`,
     /// or `pytest ARGS` with the environment's `python`; `None` when it runs no pytest. The
-    /// judge runs pytest through an entry point of its own with them (`crate::judge`).
+    /// judge runs pytest through an entry point of its own with them (`bench-judge`).
     pub fn pytest(&self) -> Option<(String, Vec<String>)> {
         match self.test_argv().as_slice() {
             [python, m, pytest, rest @ ..] if m == "-m" && pytest == "pytest" => {

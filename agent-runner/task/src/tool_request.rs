@@ -28,27 +28,43 @@ pub struct ToolRequest {
 #[serde(tag = "tool", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ToolCommand {
     /// Run shell text in the scratch directory.
-    Bash { command: String },
+    Bash {
+        /// The shell text.
+        command: String,
+    },
     /// Show a file (numbered lines, optionally a 1-based inclusive range) or list a
     /// directory.
     View {
+        /// The file or directory, relative to the scratch root.
         path: String,
+        /// First line shown (1-based); default the first.
         #[serde(default)]
         start_line: Option<u64>,
+        /// Last line shown (inclusive); default the last.
         #[serde(default)]
         end_line: Option<u64>,
     },
     /// Replace the one occurrence of `old` in a file by `new`.
     StrReplace {
+        /// The file, relative to the scratch root.
         path: String,
+        /// The text replaced, which must occur once.
         old: String,
+        /// The text put in its place.
         new: String,
     },
     /// Create or overwrite a file.
-    WriteFile { path: String, content: String },
+    WriteFile {
+        /// The file, relative to the scratch root.
+        path: String,
+        /// Its whole new content.
+        content: String,
+    },
     /// Search file contents with a regular expression, under `path` (default the root).
     Grep {
+        /// The regular expression.
         pattern: String,
+        /// The file or directory searched, relative to the scratch root.
         #[serde(default)]
         path: Option<String>,
     },

@@ -3,7 +3,7 @@
 //! are loaded, so a bad `strategy_params` is refused before anything runs.
 //!
 //! This module depends on nothing else in the crate; the strategies themselves live in
-//! `policy::llm::context`.
+//! agent-runner's `policy::llm::context`.
 
 use bench_schemas::{ContextStrategy, RunConfig};
 

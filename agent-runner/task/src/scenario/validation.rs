@@ -13,7 +13,7 @@ use std::path::Path;
 use bench_schemas::TestSet;
 use serde::{Deserialize, Serialize};
 
-use super::ScenarioError;
+use super::error::ScenarioError;
 
 /// The file name, in the task directory.
 pub const VALIDATION_FILE: &str = "validation.toml";
@@ -100,7 +100,7 @@ impl Validation {
     pub fn load(task_dir: &Path) -> Result<Option<Validation>, ScenarioError> {
         let path = task_dir.join(VALIDATION_FILE);
         match fs::read_to_string(&path) {
-            Ok(text) => super::parse_toml(&path, &text).map(Some),
+            Ok(text) => super::error::parse_toml(&path, &text).map(Some),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(ScenarioError::Read { path, source }),
         }

@@ -12,7 +12,8 @@ use bench_sandbox::{walk, FileEntry};
 use bench_schemas::{sha256_hex, Hash256};
 use serde::{Deserialize, Serialize};
 
-use super::{LoadedTask, Scenario, ScenarioError};
+use super::error::{PinError, ScenarioError};
+use super::{LoadedTask, Scenario};
 
 /// File name of the pins, at the root of the scenarios directory.
 pub const PINS_FILE: &str = "pins.toml";
@@ -51,37 +52,12 @@ pub struct TaskPin {
     pub image: Option<Digest>,
 }
 
-/// Something differs from its pin.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PinError {
-    #[error("{what} is not pinned in {pins}; run `agent-runner scenarios hash` to pin it, or pass --allow-unpinned")]
-    /// A file has no pin.
-    NotPinned {
-        /// The file (`scenario x.toml`, `task y`).
-        what: String,
-        /// The `pins.toml` looked in.
-        pins: PathBuf,
-    },
-    #[error("{what} does not match its pin: sha256 is {actual}, {pins} says {expected}. It was changed since it was pinned; if that is intended run `agent-runner scenarios hash`, or pass --allow-unpinned")]
-    /// A file's hash differs from its pin.
-    Mismatch {
-        /// The file (`scenario x.toml`, `task y`).
-        what: String,
-        /// The `pins.toml` holding the pin.
-        pins: PathBuf,
-        /// The pinned hash.
-        expected: Hash256,
-        /// The file's hash now.
-        actual: Hash256,
-    },
-}
-
 impl Pins {
     /// Reads `<dir>/pins.toml`; `None` when it does not exist.
     pub fn load(dir: &Path) -> Result<Option<Pins>, ScenarioError> {
         let path = dir.join(PINS_FILE);
         match fs::read_to_string(&path) {
-            Ok(text) => super::parse_toml(&path, &text).map(Some),
+            Ok(text) => super::error::parse_toml(&path, &text).map(Some),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(source) => Err(ScenarioError::Read { path, source }),
         }

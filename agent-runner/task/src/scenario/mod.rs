@@ -5,6 +5,7 @@
 //! [`LoadedScenario::load`] reads a scenario with the tasks it selects, hashes everything
 //! and checks the hashes against the pins. Nothing here runs a task.
 //!
+//! - `error`: what loading fails with ([`ScenarioError`]) and the TOML reader of every file.
 //! - `file`: the scenario file ([`Scenario`]).
 //! - `task`: `task.toml` ([`Task`]).
 //! - `pins`: `pins.toml` ([`Pins`]).
@@ -13,6 +14,7 @@
 //! - `validation`: what `tasks validate` found about such a task ([`Validation`]): broken
 //!   tasks are left out of runs ([`LoadedScenario::without_broken`]).
 
+mod error;
 mod file;
 mod pins;
 mod swe_bench;
@@ -20,17 +22,17 @@ mod task;
 mod validation;
 
 use std::fs;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use bench_image::{Digest, ImageRef};
-use bench_sandbox::{Scratch, ScratchError, Tree, TreeError, WorkspaceBound};
+use bench_sandbox::{Scratch, ScratchError, Tree, WorkspaceBound};
 use bench_schemas::{sha256_hex, Hash256};
 
-use crate::protect::Protected;
+use crate::protected::Protected;
 
+pub use error::{PinError, ScenarioError};
 pub use file::{PolicyKind, Scenario, ScriptedActions};
-pub use pins::{PinError, Pins, TaskPin, PINS_FILE, TASKS_DIR};
+pub use pins::{Pins, TaskPin, PINS_FILE, TASKS_DIR};
 pub use swe_bench::{patch_paths, SweBench, TestRunner, DEFAULT_TEST_CMD};
 pub use task::{
     Judge, JudgeTest, Language, SubmissionLimits, Task, TaskImage, FIXTURE_DIR, TASK_FILE,
@@ -71,70 +73,6 @@ const SWE_BENCH_JUDGE_PATTERNS: [&str; 17] = [
     "benchstream_pytest_report.*",
     "benchstream_pytest_report/**",
 ];
-
-/// Loading a scenario or a task failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ScenarioError {
-    /// A file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
-    /// A file could not be written.
-    #[error("cannot write {path}: {source}")]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
-    /// A file is not valid TOML or JSON of its kind.
-    #[error("{path}: {message}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// The parser's message.
-        message: String,
-    },
-    /// A TOML file is not what it should hold: where, the key and why.
-    #[error(transparent)]
-    Toml(#[from] bench_cli::TomlError),
-    /// A file parsed but a value in it is refused.
-    #[error("{path}: {reason}")]
-    Invalid {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        reason: String,
-    },
-    /// A fixture tree could not be read or hashed.
-    #[error(transparent)]
-    Tree(#[from] TreeError),
-    /// `--task` names a task the scenario does not have.
-    #[error("task {task:?} is not part of scenario {scenario:?} (its tasks: {known})")]
-    UnknownTask {
-        /// The scenario.
-        scenario: String,
-        /// The task asked for.
-        task: String,
-        /// The scenario's tasks, comma-separated.
-        known: String,
-    },
-    /// A file differs from its pin.
-    #[error(transparent)]
-    Pin(#[from] PinError),
-}
-
-impl ScenarioError {
-    /// Whether the error is a pin check (a tampered or unpinned file), which the CLI
-    /// reports with its own exit code.
-    pub fn is_pin_error(&self) -> bool {
-        matches!(self, ScenarioError::Pin(_))
-    }
-}
 
 /// How to load a scenario.
 #[derive(Debug, Clone, Default)]
@@ -436,9 +374,4 @@ impl LoadedTask {
 /// every scratch copy): the instance and its base commit.
 pub fn base_message(swe: &SweBench) -> String {
     format!("{} at {}", swe.repo, swe.base_commit)
-}
-
-/// Parses TOML with the file, line, column and key in the error.
-fn parse_toml<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, ScenarioError> {
-    Ok(bench_cli::config_file::parse(path, text)?)
 }

@@ -7,8 +7,8 @@ use std::path::Path;
 use bench_schemas::RunConfig;
 use serde::Deserialize;
 
-use super::ScenarioError;
-use crate::tools::ToolRequest;
+use super::error::ScenarioError;
+use crate::tool_request::ToolRequest;
 
 /// A scenario file.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -39,7 +39,7 @@ pub struct Scenario {
 pub enum PolicyKind {
     /// Replays a fixed list of actions (default: the task's `[[solution]]`).
     Scripted,
-    /// A model behind an OpenAI-compatible API (`policy::llm`).
+    /// A model behind an OpenAI-compatible API (`agent-runner`'s `policy::llm`).
     Llm,
 }
 
@@ -58,7 +58,7 @@ pub struct ScriptedActions {
 impl Scenario {
     /// Parses and checks scenario text (`path` is for messages).
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
-        let scenario: Scenario = super::parse_toml(path, text)?;
+        let scenario: Scenario = super::error::parse_toml(path, text)?;
         let invalid = |reason: String| ScenarioError::Invalid {
             path: path.to_path_buf(),
             reason,
@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_scenario_states_every_setting_that_may_be_null_on_the_wire() {
-        let text = include_str!("../../../scenarios/smoke.toml");
+        let text = include_str!("../../../../scenarios/smoke.toml");
         Scenario::parse(Path::new("smoke.toml"), text).expect("the shipped scenario");
         for line in [
             "strategy = ",

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use bench_image::ImageRef;
 use serde::Deserialize;
 
+use super::error::ScenarioError;
 use super::swe_bench::SweBench;
-use super::ScenarioError;
-use crate::protect::Protected;
-use crate::tools::ToolRequest;
+use crate::protected::Protected;
+use crate::tool_request::ToolRequest;
 
 /// Name of the task definition file inside a task directory.
 pub const TASK_FILE: &str = "task.toml";
@@ -91,7 +91,7 @@ impl TaskImage {
 }
 
 /// `[submission]` of `task.toml`: the bounds of the diff a run submits
-/// (`crate::submission`). Every key is optional.
+/// (`bench-judge`). Every key is optional.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SubmissionLimits {
@@ -159,7 +159,7 @@ impl Language {
 }
 
 /// The judge: tests that fail on the fixture and pass after a correct fix, each decided
-/// from the per-test report of a judge-owned runner ([`crate::judge`]), never from an exit
+/// from the per-test report of a judge-owned runner (`bench-judge`), never from an exit
 /// code of the code under test.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -176,7 +176,7 @@ pub struct Judge {
     /// Globs (relative to the fixture root) of the judge's own files: mounted read-only from
     /// the pristine fixture over the scratch copy while the judge runs, and before the final
     /// verdict restored in it, files the agent added that match being deleted
-    /// ([`crate::protect`]). The runner's own configuration files of the language are always
+    /// (`bench-judge`). The runner's own configuration files of the language are always
     /// added ([`Language::runner_config_patterns`]). Default: none.
     #[serde(default)]
     pub protect: Vec<String>,
@@ -223,7 +223,7 @@ impl Task {
     /// Parses and checks the text of `<dir>/task.toml`.
     pub fn parse(dir: &Path, text: &str) -> Result<Task, ScenarioError> {
         let path = dir.join(TASK_FILE);
-        let task: Task = super::parse_toml(&path, text)?;
+        let task: Task = super::error::parse_toml(&path, text)?;
         let invalid = |reason: String| ScenarioError::Invalid {
             path: path.clone(),
             reason,
