@@ -40,13 +40,13 @@ use bench_schemas::{
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::judge::{self, Verdict};
 use crate::limits::{Limits, Patience, RunEnd};
 use crate::policy::{Decision, Exchange, Policy, PolicyEvents, Turn};
 use crate::recorder::{RecordError, RunRecorder, Usage};
 use crate::run_lifecycle::{self, environment_end, millis, Judged, Opening};
 use crate::task_image::TaskImages;
 use crate::tools::{ToolLimits, ToolOutcome, ToolRequest, Toolbox};
+use bench_judge::Verdict;
 use bench_task::{LoadedScenario, LoadedTask, PolicyKind};
 
 pub use crate::run_lifecycle::{RunSummary, RUNNER_VERSION};
@@ -244,7 +244,7 @@ async fn judge_final(
         .map(|s| s.diff.as_slice());
     let regrades = match diff {
         Some(diff) if spec.regrade > 0 && !shutdown.is_cancelled() => {
-            judge::regrade(spec.task, diff, toolbox.confinement(), spec.regrade).await
+            bench_judge::regrade(spec.task, diff, toolbox.confinement(), spec.regrade).await
         }
         _ => Vec::new(),
     };
@@ -525,7 +525,8 @@ impl Turns<'_, '_> {
             return Ok(None);
         }
         let confinement = self.toolbox.confinement();
-        let probe = judge::judge(self.spec.task, self.toolbox.scratch().root(), confinement).await;
+        let probe =
+            bench_judge::judge(self.spec.task, self.toolbox.scratch().root(), confinement).await;
         if let Some(why) = confinement.setup_failure() {
             return Ok(Some(environment_end(why.to_owned())));
         }

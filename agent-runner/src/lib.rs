@@ -17,14 +17,6 @@
 //!   `summary.json`.
 //! - [`limits`]: the limits that end a run early and the exit status of each.
 //! - [`backoff`]: the wait before a retry under a run's `retry_policy` (tools and models).
-//! - [`submission`]: what a run hands in, its workspace as one bounded diff against the
-//!   fixture; the verdict is computed from that diff alone.
-//! - [`judge`]: running a task's judge tests (on a pristine copy with the submitted diff
-//!   applied, [`judge::judge_diff`]).
-//! - [`integrity`]: the integrity flags of a judged run (test files edited, paths left out
-//!   of the diff, a workspace verdict that differs, shadowed modules, forged events,
-//!   history and network commands, similarity to the gold patch).
-//! - [`protect`]: the judge's own files (`[judge] protect`), restored before the verdict.
 //! - [`recorder`]: a run's event stream (stamping, `events.jsonl`, `summary.json`).
 //! - [`runner`]: a whole scenario: concurrency, progress, publisher life cycle ([`run`]).
 //! - [`sweep`]: sweeps over models × strategies × hyper-parameters, shared by several
@@ -60,6 +52,11 @@
 //! tool requests an agent may make) is the `bench-task` crate (`agent-runner/task/`):
 //! every command that runs tasks loads a [`bench_task::LoadedScenario`].
 //!
+//! Judging (the submission as one bounded diff, the judge's tests run by its own harness
+//! on a pristine copy with the diff applied, the SWE-bench judge, the protected files put
+//! back, the integrity flags) is the `bench-judge` crate (`agent-runner/judge/`): a run's
+//! end judges its scratch copy with [`bench_judge::judge_submitted`].
+//!
 //! Delivery (acknowledged publishing, the spool, the quarantine) is the `bench-delivery`
 //! crate (`agent-runner/delivery/`): every publishing command starts a
 //! [`bench_delivery::Publisher`] from a [`bench_delivery::PublishSetup`] and hands its
@@ -94,21 +91,17 @@ pub mod decide;
 mod error;
 pub mod exec;
 mod flags;
-mod integrity;
-mod judge;
 mod limits;
 pub mod otlp;
 pub mod pin_report;
 pub mod policy;
 pub mod pricing;
-mod protect;
 pub mod provider;
 pub mod recorder;
 pub mod run_import;
 mod run_lifecycle;
 mod runner;
 pub mod spool_report;
-mod submission;
 pub mod sweep;
 pub mod tail;
 pub mod task_image;

@@ -26,6 +26,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use bench_delivery::PublisherHandle;
+use bench_judge::{
+    cutoff_score, integrity_flags, judge_submitted, unjudged, CaptureError, FailReason,
+    IntegritySeen, Submission, Verdict, SCORING_VERSION,
+};
 use bench_sandbox::Confinement;
 use bench_schemas::{
     Canonical, EnvironmentImage, ExitStatus, ExperimentRef, Failure, FailureRoot, FinalErrorState,
@@ -36,11 +40,8 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::integrity;
-use crate::judge::{self, FailReason, Verdict, SCORING_VERSION};
 use crate::limits::RunEnd;
 use crate::recorder::{RecordError, RunRecorder, DIFF_FILE};
-use crate::submission::{self, CaptureError, Submission};
 use bench_task::{LoadedScenario, LoadedTask};
 
 /// Version of this runner (`run_start.runner_version`).
@@ -388,8 +389,8 @@ pub(crate) struct Judged {
 }
 
 /// Judges a run of `task` that ended as `end`, its scratch
-/// copy at `root`: the submission is taken from it ([`submission::capture`]), the verdict
-/// computed from that diff alone on a fresh pristine copy ([`judge::judge_diff`]), and the
+/// copy at `root`: the submission is taken from it ([`judge_submitted`]), the verdict
+/// computed from that diff alone on a fresh pristine copy (`bench-judge`), and the
 /// scratch copy judged too, as a cross-check whose disagreement is a flag. On shutdown the
 /// run ends now, unjudged, and the workspace is removed within seconds. A run the
 /// infrastructure ended (its sandbox missing included) is not judged: the untouched
@@ -439,7 +440,7 @@ pub(crate) async fn judge_scratch(
         // What the workspace holds made its submission too slow to take: the agent's.
         Some(Err(e @ CaptureError::TimedOut(_))) => {
             tracing::warn!(task = %task.task.id, error = %e, "no submission");
-            let verdict = judge::unjudged(task, FailReason::Setup(e.to_string()));
+            let verdict = unjudged(task, FailReason::Setup(e.to_string()));
             (Some(verdict), end, None, None)
         }
         Some(Err(e)) => {
@@ -462,54 +463,6 @@ pub(crate) async fn judge_scratch(
         workspace_differs,
         cutoff_score: None,
     }
-}
-
-/// The score of the submission at `root` (`None`: it could not be taken).
-async fn cutoff_score(task: &LoadedTask, root: &Path, confinement: &Confinement) -> Option<f64> {
-    let submission = submission::capture(task, root, &task.task.submission)
-        .await
-        .map_err(
-            |e| tracing::warn!(task = %task.task.id, error = %e, "no submission at the cut-off"),
-        )
-        .ok()?;
-    Some(
-        judge::judge_diff(task, &submission.diff, confinement)
-            .await
-            .score(),
-    )
-}
-
-/// The submission of the scratch copy at `root`, the verdict on it, and whether the
-/// scratch copy's own verdict differs (both judged at once).
-async fn judge_submitted(
-    task: &LoadedTask,
-    root: &Path,
-    confinement: &Confinement,
-) -> Result<(Verdict, Submission, Option<bool>), CaptureError> {
-    let submission = submission::capture(task, root, &task.task.submission).await?;
-    if !submission.excluded.is_empty() {
-        let paths: Vec<String> = submission
-            .excluded
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        tracing::warn!(task = %task.task.id, paths = %paths.join(", "), "left out of the submission");
-    }
-    let (verdict, workspace) = tokio::join!(
-        judge::judge_diff(task, &submission.diff, confinement),
-        judge::judge_submission(task, root, confinement),
-    );
-    let differs =
-        verdict.success() != workspace.success() || verdict.failing() != workspace.failing();
-    if differs {
-        tracing::warn!(
-            task = %task.task.id,
-            diff = %verdict.failing().join(","),
-            workspace = %workspace.failing().join(","),
-            "the workspace as left judges otherwise than the submitted diff; the diff's verdict stands"
-        );
-    }
-    Ok((verdict, submission, Some(differs)))
 }
 
 /// What a run's submission adds to `run_stop`.
@@ -568,7 +521,7 @@ pub(crate) fn record_submission(
         .unwrap_or_default();
     Ok(SubmissionStop {
         diff_sha256: diff.map(bench_schemas::sha256_hex),
-        integrity: Some(integrity::flags(integrity::Seen {
+        integrity: Some(integrity_flags(IntegritySeen {
             restored: &verdict.restored,
             commands,
             network_enabled,

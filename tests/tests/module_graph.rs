@@ -17,8 +17,8 @@
 //! declares, re-exports and calls its children.
 //!
 //! A crate split out of another (`agent-runner/delivery`, `agent-runner/sandbox`,
-//! `agent-runner/task`) also imports nothing of the crate above it: neither its manifest
-//! nor its code names it.
+//! `agent-runner/task`, `agent-runner/judge`) also imports nothing of the crate above it:
+//! neither its manifest nor its code names it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -31,9 +31,10 @@ type Module = Vec<String>;
 type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 
 /// Every crate of the workspace, by its folder.
-const CRATES: [&str; 10] = [
+const CRATES: [&str; 11] = [
     "agent-runner",
     "agent-runner/delivery",
+    "agent-runner/judge",
     "agent-runner/sandbox",
     "agent-runner/task",
     "event-sink",
@@ -130,6 +131,18 @@ fn task_modules_form_no_cycle() {
 fn task_imports_nothing_of_the_runner_or_the_judge() {
     assert_imports_nothing_of("agent-runner/task", "agent-runner");
     assert_imports_nothing_of("agent-runner/task", "bench-judge");
+}
+
+#[test]
+fn judge_modules_form_no_cycle() {
+    assert_no_cycle("agent-runner/judge");
+}
+
+/// The judge takes a task, a submission and a sandbox: it knows nothing of agents,
+/// policies or the runner that asks for a verdict.
+#[test]
+fn judge_imports_nothing_of_the_runner() {
+    assert_imports_nothing_of("agent-runner/judge", "agent-runner");
 }
 
 /// Fails naming the manifest of the workspace crate in `dir` if it depends on the package

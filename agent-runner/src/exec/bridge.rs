@@ -44,12 +44,12 @@ use super::program;
 use super::protocol::{parse_line, LineError, MAX_LINE_BYTES};
 use super::ExecError;
 use crate::error::Error;
-use crate::judge::Verdict;
 use crate::limits::RunEnd;
 use crate::recorder::RunRecorder;
 use crate::run_lifecycle::{self, Opening, RunSummary};
 use crate::runner::{finish_optional_publisher, start_optional_publisher};
 use crate::task_image::{ImageCacheArgs, TaskImages};
+use bench_judge::Verdict;
 use bench_task::{LoadOptions, LoadedScenario, LoadedTask};
 
 /// Lines of an agent's stderr shown per run; the rest are counted.

@@ -49,8 +49,8 @@ use uuid::Uuid;
 use super::traj::{TrajStep, Trajectory};
 use super::ImportError;
 use crate::exec::protocol::derived_uuid;
-use crate::judge::Verdict;
 use crate::run_lifecycle::{recorded_run_start, Provenance};
+use bench_judge::Verdict;
 
 /// `run_start.scoring_version` of imported runs: not judged by benchstream.
 pub const SCORING_VERSION: &str = "swe-agent-unevaluated";

@@ -1,6 +1,6 @@
 //! `agent-runner tasks validate NAME [--repeat K]`: checks every SWE-bench-format task of
 //! a scenario the way SWE-bench validates instances, K times over. Each repetition judges
-//! two fresh scratch copies by the task's own judge ([`crate::judge::judge_submission`]):
+//! two fresh scratch copies by the task's own judge ([`crate::bench_judge::judge_submission`]):
 //! the base as it is (so `test_patch` on the base: `FAIL_TO_PASS` must fail,
 //! `PASS_TO_PASS` pass) and the base with the gold patch applied (every test must pass).
 //! A test that contradicts its list in every repetition makes the task broken; one whose
@@ -24,10 +24,10 @@ use bench_schemas::{Canonical, Payload, RunSequencer};
 use uuid::Uuid;
 
 use crate::error::{Error, Exit, Outcome};
-use crate::judge::{self, FailReason};
 use crate::recorder::RunRecorder;
 use crate::runner::{finish_optional_publisher, start_optional_publisher};
 use crate::task_image::{ImageCacheArgs, TaskImages};
+use bench_judge::FailReason;
 use bench_task::{LoadOptions, LoadedScenario, LoadedTask, SweBench, ValidatedTest, Validation};
 
 /// How long applying a task's gold patch may take.
@@ -276,12 +276,12 @@ async fn repeat(
     let scratch = |e: bench_sandbox::ScratchError| format!("no scratch copy of the fixture: {e}");
     for _ in 0..repeats {
         let base = task.workspace(None).map_err(scratch)?;
-        let before = judge::judge_submission(task, base.root(), confinement).await;
+        let before = bench_judge::judge_submission(task, base.root(), confinement).await;
         let gold = task.workspace(None).map_err(scratch)?;
         apply_patch(gold.root(), swe.patch.as_bytes(), GOLD_APPLY_TIMEOUT)
             .await
             .map_err(|e| format!("the gold patch does not apply: {e}"))?;
-        let after = judge::judge_submission(task, gold.root(), confinement).await;
+        let after = bench_judge::judge_submission(task, gold.root(), confinement).await;
         if let Some(why) = confinement.setup_failure() {
             return Err(format!("the judge's sandbox could not be set up: {why}"));
         }
@@ -318,7 +318,7 @@ async fn repeat(
 /// Why `verdict` judged nothing, if it did not: its tests could not be set up (the
 /// sandbox, `test_patch`, the judge's own files) or the test command could not be started
 /// (exit 126 or 127 and no report).
-fn not_judged(verdict: &judge::Verdict) -> Option<String> {
+fn not_judged(verdict: &bench_judge::Verdict) -> Option<String> {
     verdict.failures.iter().find_map(|f| match &f.reason {
         FailReason::Setup(why) => Some(why.clone()),
         FailReason::NoReport {
@@ -331,7 +331,7 @@ fn not_judged(verdict: &judge::Verdict) -> Option<String> {
 }
 
 /// Whether the `i`-th test of a SWE-bench verdict passed.
-fn passed(verdict: &judge::Verdict, i: usize) -> bool {
+fn passed(verdict: &bench_judge::Verdict, i: usize) -> bool {
     verdict
         .swe_bench
         .as_ref()

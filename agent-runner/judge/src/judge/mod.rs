@@ -57,8 +57,8 @@ use bench_task::{Judge, JudgeTest, Language, LoadedTask};
 
 pub use report::FailReason;
 use report::Report;
-pub use verdict::Verdict;
 use verdict::JUDGE_OUTPUT_CAP;
+pub use verdict::{FailedTest, SweBenchVerdict, Verdict};
 
 /// How long applying a submitted diff to a pristine copy may take.
 const APPLY_TIMEOUT: Duration = Duration::from_secs(30);

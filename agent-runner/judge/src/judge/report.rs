@@ -21,9 +21,15 @@ pub enum FailReason {
     Ambiguous,
     /// No report at all; the runner's exit code (`None`: killed by a signal). An exit 0 with
     /// no report is this too.
-    NoReport { exit: Option<i32> },
+    NoReport {
+        /// The runner's exit code.
+        exit: Option<i32>,
+    },
     /// A report that stops before its end: the runner crashed or was made to exit.
-    Incomplete { exit: Option<i32> },
+    Incomplete {
+        /// The runner's exit code.
+        exit: Option<i32>,
+    },
     /// The time limit passed.
     TimedOut,
     /// The test suite could not be built (Rust), or its build named no test executable.

@@ -10,7 +10,9 @@ pub(super) const JUDGE_OUTPUT_CAP: usize = 16 * 1024;
 /// The verdict.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Verdict {
+    /// Tests passing.
     pub passed: u32,
+    /// Tests failing.
     pub failed: u32,
     /// The failing tests with why, in task order.
     pub failures: Vec<FailedTest>,
