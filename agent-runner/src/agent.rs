@@ -49,7 +49,7 @@ use crate::tools::{ToolLimits, ToolOutcome, ToolRequest, Toolbox};
 use bench_judge::Verdict;
 use bench_task::{LoadedScenario, LoadedTask, PolicyKind};
 
-pub use crate::run_lifecycle::{RunSummary, RUNNER_VERSION};
+pub use crate::run_lifecycle::RunSummary;
 
 /// Everything one run needs besides its policy.
 #[derive(Debug, Clone)]

@@ -83,7 +83,7 @@
 // `cargo doc --document-private-items`.
 #![allow(rustdoc::private_intra_doc_links)]
 
-pub mod agent;
+mod agent;
 mod backoff;
 pub mod cli;
 pub mod command;
@@ -93,20 +93,26 @@ pub mod exec;
 mod flags;
 mod limits;
 pub mod otlp;
-pub mod pin_report;
-pub mod policy;
-pub mod pricing;
-pub mod provider;
-pub mod recorder;
+mod pin_report;
+mod policy;
+mod pricing;
+mod provider;
+mod recorder;
 pub mod run_import;
 mod run_lifecycle;
 mod runner;
-pub mod spool_report;
+mod spool_report;
 pub mod sweep;
-pub mod tail;
-pub mod task_image;
+mod tail;
+mod task_image;
 pub mod tasks;
-pub mod tools;
+mod tools;
 
+pub use agent::RunSummary;
 pub use error::{Error, Exit, Outcome};
+pub use policy::LlmConfig;
+pub use pricing::{PriceTable, Prices, TokenPrice};
+pub use provider::ProviderConfig;
+pub use recorder::RunRecorder;
 pub use runner::{flush_spool, run, PolicyOverrides, RunnerConfig, ScenarioReport};
+pub use tools::DEFAULT_OUTPUT_CAP;

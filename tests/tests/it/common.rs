@@ -7,8 +7,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agent_runner::agent::RunSummary;
 use agent_runner::exec::{ExecConfig, ExecReport};
+use agent_runner::RunSummary;
 use agent_runner::RunnerConfig;
 use bench_clickhouse::ClickHouseArgs;
 use bench_delivery::{PublishConfig, PublishSetup, SpoolConfig};
@@ -118,7 +118,7 @@ pub fn runner_config(
         seed: None,
         out_dir: Some(dir.join("runs")),
         host: "test-host".to_owned(),
-        output_cap: agent_runner::tools::DEFAULT_OUTPUT_CAP,
+        output_cap: agent_runner::DEFAULT_OUTPUT_CAP,
         publish,
         llm: None,
         progress: false,

@@ -17,7 +17,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use agent_runner::recorder::RunRecorder;
+use agent_runner::RunRecorder;
 use anyhow::Context as _;
 use async_nats::jetstream;
 use bench_delivery::{Outgoing, PublishConfig, Publisher, SpoolConfig, DEFAULT_WINDOW};

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use agent_runner::exec::ExecConfig;
-use agent_runner::pricing::PriceTable;
+use agent_runner::PriceTable;
 use bench_schemas::{Payload, PricingSource};
 
 use super::query;

@@ -47,7 +47,7 @@ fn worker(file: &Path, url: &str, name: &str, dir: &Path) -> SweepConfig {
         count: usize::MAX,
         worker: name.to_owned(),
         out_dir: Some(dir.join("runs")),
-        output_cap: agent_runner::tools::DEFAULT_OUTPUT_CAP,
+        output_cap: agent_runner::DEFAULT_OUTPUT_CAP,
         sandbox: Default::default(),
         images: Default::default(),
         publish: publish_setup(url, &SubjectPrefix::default(), dir),

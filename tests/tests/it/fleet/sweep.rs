@@ -206,9 +206,9 @@ async fn adaptive_sweep_reads_results_and_emits_optimizer_updates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_price_for_a_sweep_of_several_models_is_refused_before_any_run() {
     let dir = tempfile::tempdir().expect("dir");
-    let prices = agent_runner::pricing::Prices::from_overrides(
-        agent_runner::pricing::TokenPrice::per_mtok("1").ok(),
-        agent_runner::pricing::TokenPrice::per_mtok("2").ok(),
+    let prices = agent_runner::Prices::from_overrides(
+        agent_runner::TokenPrice::per_mtok("1").ok(),
+        agent_runner::TokenPrice::per_mtok("2").ok(),
         None,
     )
     .expect("prices");
@@ -218,8 +218,8 @@ async fn one_price_for_a_sweep_of_several_models_is_refused_before_any_run() {
         "worker-a",
         dir.path(),
     );
-    config.llm = Some(agent_runner::policy::LlmConfig {
-        provider: agent_runner::provider::ProviderConfig {
+    config.llm = Some(agent_runner::LlmConfig {
+        provider: agent_runner::ProviderConfig {
             base_url: "http://127.0.0.1:1/v1".to_owned(),
             api_key: None,
             timeout: Duration::from_secs(1),

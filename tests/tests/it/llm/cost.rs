@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use agent_runner::pricing::{PriceTable, Prices, TokenPrice};
+use agent_runner::{PriceTable, Prices, TokenPrice};
 use bench_schemas::{ExitStatus, PricingSource};
 use benchstream_tests::{OpenAiServer, Reply};
 use serde_json::{json, Value};
@@ -106,7 +106,7 @@ fn mtok(text: &str) -> TokenPrice {
 /// the run's totals, against `prices`.
 async fn assert_exact_costs(
     server: &OpenAiServer,
-    llm: agent_runner::policy::LlmConfig,
+    llm: agent_runner::LlmConfig,
     source: PricingSource,
     prices: PicoPrices,
     per_mtok: (f64, f64),
@@ -338,7 +338,7 @@ async fn cost_limit_ends_the_run_with_exit_cost() {
 }
 
 /// `provider(server)` with the price table `text`.
-fn with_table(server: &OpenAiServer, text: &str) -> agent_runner::policy::LlmConfig {
+fn with_table(server: &OpenAiServer, text: &str) -> agent_runner::LlmConfig {
     let mut llm = provider(server);
     llm.price_table = Some(PriceTable::parse(text).expect("valid table"));
     llm

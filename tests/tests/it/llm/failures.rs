@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use agent_runner::agent::RunSummary;
+use agent_runner::RunSummary;
 use agent_runner::{Error, Exit, Outcome};
 use bench_analysis::command::{self, CompareArgs};
 use bench_analysis::Format;

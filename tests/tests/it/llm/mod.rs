@@ -22,13 +22,13 @@ mod unknown;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_runner::agent::RunSummary;
-use agent_runner::policy::LlmConfig;
-use agent_runner::pricing::Prices;
-use agent_runner::provider::ProviderConfig;
-use agent_runner::tools::ToolRequest;
+use agent_runner::LlmConfig;
+use agent_runner::Prices;
+use agent_runner::ProviderConfig;
+use agent_runner::RunSummary;
 use bench_schemas::{BenchmarkEvent, ContextDecision, Deliberation, Payload, SubjectPrefix};
 use bench_task::LoadedTask;
+use bench_task::ToolRequest;
 use benchstream_tests::{NatsServer, OpenAiServer, Reply};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

@@ -115,7 +115,7 @@ async fn a_model_for_a_scenario_that_calls_none_is_refused_and_a_strategy_change
 fn better_and_worse_models(tasks: &[&str]) -> benchstream_tests::OpenAiServer {
     use benchstream_tests::Reply;
     use serde_json::{json, Value};
-    let solutions: Vec<(String, Vec<agent_runner::tools::ToolRequest>)> = tasks
+    let solutions: Vec<(String, Vec<bench_task::ToolRequest>)> = tasks
         .iter()
         .map(|task| {
             let path = repo_path(&format!("scenarios/tasks/{task}/task.toml"));

@@ -4,7 +4,7 @@ use bench_schemas::ExitStatus;
 
 use crate::common::{fixture_scenario, run_offline};
 
-async fn run_alone(scenario: &str) -> agent_runner::agent::RunSummary {
+async fn run_alone(scenario: &str) -> agent_runner::RunSummary {
     let (_dir, mut report) = run_offline(fixture_scenario(scenario), true).await;
     report.runs.remove(0)
 }
