@@ -10,6 +10,7 @@
 
 use serde::Serialize;
 
+use super::decisions::StoredDecision;
 use super::outcomes::{Exclusions, PolicyRuns, TaskRuns};
 use super::resample::{bootstrap, mean_at, stream_seed};
 use super::stats::{
@@ -651,6 +652,10 @@ pub struct SequentialResult {
     pub sequential_alpha: f64,
     /// Which of the other fields hold for a single look only.
     pub single_look_only: &'static str,
+    /// The latest decision stored for this pair by an experiment run until decided
+    /// (`agent-runner run --until-decided`), as it was when made: when, after how many
+    /// rounds; `None` when no experiment of the pair stored one.
+    pub stored_decision: Option<StoredDecision>,
 }
 
 /// The fields of a comparison that are valid for one look at fixed sample size only.

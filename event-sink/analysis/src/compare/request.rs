@@ -6,7 +6,8 @@ use clickhouse::Client;
 
 use super::analyze::{self, Comparison, Settings};
 use super::outcomes::{parse_by, Dimension, Experiments};
-use super::{check_named, load, resample, sequential, CompareError, Filters};
+use super::{check_named, decisions, load, resample, sequential, CompareError, Filters};
+use crate::queries::QueryError;
 
 /// `compare --by`'s default: one policy per `policy_id`.
 pub const DEFAULT_BY: &str = "policy";
@@ -76,6 +77,13 @@ pub async fn answer(client: &Client, request: Request) -> Result<Comparison, Com
     if request.sequential {
         let outcomes = sequential::load_outcomes(client, &request.filters, &by, &policies).await?;
         sequential::attach(&mut answer, &outcomes, request.equivalence_margin);
+        let stored = decisions::latest(client, &request.filters.experiments)
+            .await
+            .map_err(|source| QueryError::ClickHouse {
+                query: "experiment_decisions",
+                source,
+            })?;
+        decisions::attach(&mut answer, &policies, &stored);
     }
     Ok(answer)
 }

@@ -222,11 +222,13 @@ pub fn sequential(rounds: &[Vec<f64>], alpha: f64, margin: Option<f64>) -> Seque
         decision: sequence.decision(margin),
         sequential_alpha: alpha,
         single_look_only: SINGLE_LOOK_ONLY,
+        stored_decision: None,
     }
 }
 
 /// Per task id, the outcomes of a policy's counted runs (1 solved, 0 not) in round
-/// order.
+/// order: a task's k-th run of a policy, by `repeat` when set, otherwise by run start
+/// time, is round k.
 pub type Outcomes = BTreeMap<String, Vec<u8>>;
 
 /// The rounds of a pair: `baseline` and `candidate` hold, per task, the counted runs'
@@ -255,7 +257,8 @@ pub fn rounds(baseline: &Outcomes, candidate: &Outcomes) -> Vec<Vec<f64>> {
 
 /// Reads the counted runs `filters` select (the `run_outcomes` query) and files their
 /// outcomes under the label of the policy of `policies` they belong to (grouped by `by`
-/// and split by scoring version as [`super::group`] does), per task in start order.
+/// and split by scoring version as [`super::group`] does), per task in round order (by
+/// `repeat` when set, else by start time).
 pub async fn load_outcomes(
     client: &Client,
     filters: &Filters,
@@ -274,28 +277,59 @@ pub fn outcomes_by_label(
     by: &[Dimension],
     policies: &[PolicyRuns],
 ) -> Result<BTreeMap<String, Outcomes>, CompareError> {
-    type Runs = Vec<(i64, String, u8)>;
-    let mut runs: BTreeMap<(String, String), Runs> = BTreeMap::new();
-    for row in 0..table.rows.len() {
-        let text = |name: &str| table.get(row, name);
-        let bad = |name: &str, reason: String| CompareError::RunRow {
-            row,
-            reason: format!("{name}: {reason}"),
-        };
-        let needed = |name: &str| text(name).ok_or_else(|| bad(name, "NULL or absent".into()));
+    file_runs(table, |row| {
         let group = by
             .iter()
             .map(|d| d.value(table, row).unwrap_or(UNKNOWN))
             .collect::<Vec<_>>()
             .join(":");
-        let scoring = text("scoring_version");
-        let experiment = text("experiment").unwrap_or(NO_EXPERIMENT);
-        let Some(policy) = policies.iter().find(|p| {
-            p.group == group
-                && p.scoring_version.as_deref() == scoring
-                && p.experiments.contains(experiment)
-        }) else {
-            continue; // A policy not compared (--policy).
+        let scoring = table.get(row, "scoring_version");
+        let experiment = table.get(row, "experiment").unwrap_or(NO_EXPERIMENT);
+        policies
+            .iter()
+            .find(|p| {
+                p.group == group
+                    && p.scoring_version.as_deref() == scoring
+                    && p.experiments.contains(experiment)
+            })
+            .map(|p| p.label.clone()) // None: a policy not compared (--policy).
+    })
+}
+
+/// The outcomes of the rows of `table` (a `run_outcomes` answer) by `policy_id`: what
+/// `agent-runner run --until-decided` reads of its experiment.
+pub fn outcomes_by_policy_id(table: &Table) -> Result<BTreeMap<String, Outcomes>, CompareError> {
+    file_runs(table, |row| table.get(row, "policy_id").map(str::to_owned))
+}
+
+/// Files the runs of `table` under `label_of` their row (rows it gives `None` are left
+/// out), per task in round order: by `repeat` when the run has one (runs without one
+/// after those with), then by start time, then by run id.
+fn file_runs(
+    table: &Table,
+    label_of: impl Fn(usize) -> Option<String>,
+) -> Result<BTreeMap<String, Outcomes>, CompareError> {
+    type Runs = Vec<((u64, i64, String), u8)>;
+    let mut runs: BTreeMap<(String, String), Runs> = BTreeMap::new();
+    for row in 0..table.rows.len() {
+        let Some(label) = label_of(row) else {
+            continue;
+        };
+        let bad = |name: &str, reason: String| CompareError::RunRow {
+            row,
+            reason: format!("{name}: {reason}"),
+        };
+        let needed = |name: &str| {
+            table
+                .get(row, name)
+                .ok_or_else(|| bad(name, "NULL or absent".into()))
+        };
+        let repeat = match table.get(row, "repeat") {
+            Some(text) => text
+                .parse::<u32>()
+                .map_err(|e| bad("repeat", e.to_string()))?
+                .into(),
+            None => u64::MAX,
         };
         let started = needed("started_ms")?
             .parse::<i64>()
@@ -303,14 +337,15 @@ pub fn outcomes_by_label(
         let solved = needed("solved")?
             .parse::<u8>()
             .map_err(|e| bad("solved", e.to_string()))?;
-        runs.entry((policy.label.clone(), needed("task_id")?.to_owned()))
+        let order = (repeat, started, needed("run_id")?.to_owned());
+        runs.entry((label, needed("task_id")?.to_owned()))
             .or_default()
-            .push((started, needed("run_id")?.to_owned(), solved));
+            .push((order, solved));
     }
     let mut by_label: BTreeMap<String, Outcomes> = BTreeMap::new();
     for ((label, task), mut task_runs) in runs {
         task_runs.sort();
-        let outcomes = task_runs.into_iter().map(|(_, _, solved)| solved).collect();
+        let outcomes = task_runs.into_iter().map(|(_, solved)| solved).collect();
         by_label.entry(label).or_default().insert(task, outcomes);
     }
     Ok(by_label)
@@ -388,6 +423,32 @@ mod tests {
         ]
         .into();
         assert_eq!(rounds(&base, &cand), vec![vec![-1.0, 1.0], vec![1.0, 1.0]]);
+    }
+
+    #[test]
+    fn runs_are_filed_in_repeat_order_when_set_else_in_start_order() {
+        let table = Table::from_tsv_with_names_and_types(
+            "policy_id\ttask_id\trepeat\tstarted_ms\trun_id\tsolved\n\
+             String\tString\tNullable(UInt32)\tInt64\tString\tUInt8\n\
+             a:raw\tt1\t1\t10\tr1\t0\n\
+             a:raw\tt1\t0\t30\tr2\t1\n\
+             a:raw\tt2\t\\N\t30\tr3\t0\n\
+             a:raw\tt2\t\\N\t5\tr4\t1\n\
+             b:raw\tt1\t\\N\t20\tr5\t1\n",
+        )
+        .expect("parses");
+        let outcomes = outcomes_by_policy_id(&table).expect("reads");
+        assert_eq!(
+            outcomes["a:raw"]["t1"],
+            vec![1, 0],
+            "repeat 0 first, though later"
+        );
+        assert_eq!(
+            outcomes["a:raw"]["t2"],
+            vec![1, 0],
+            "no repeat: start order"
+        );
+        assert_eq!(outcomes["b:raw"]["t1"], vec![1]);
     }
 
     /// `run_outcomes` repeats the counting rules of `paired_outcomes`: over both fixture

@@ -246,6 +246,13 @@ async fn an_experiment_run_until_decided_stops_early_with_the_better_model() {
         ),
     )
     .await;
+    // Every run states the whole plan: every round of both models on the 4 tasks.
+    sink.wait_for(
+        "SELECT DISTINCT planned_runs FROM benchstream.run_starts FINAL \
+         WHERE experiment = 'ab' FORMAT TSV",
+        &(max_repeats * 4 * 2).to_string(),
+    )
+    .await;
     // The decision, published as an experiment_decision, stored as the report says.
     let (low, high) = (
         report.result.cs_low.expect("a sequence"),
