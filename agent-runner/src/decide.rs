@@ -22,7 +22,7 @@ use std::fmt;
 use std::time::Duration;
 
 use bench_analysis::compare::analyze::{Decision, SequentialResult};
-use bench_analysis::compare::sequential::{self, Outcomes};
+use bench_analysis::compare::sequential::{self, Bet, Outcomes};
 use bench_analysis::queries::{ParamValues, Query};
 use bench_clickhouse::ClickHouseConfig;
 use bench_delivery::Publisher;
@@ -68,6 +68,8 @@ pub struct DecideConfig {
     /// `--equivalence-margin`: decide `equivalent` when the whole sequence lies within
     /// ±this difference; `None` = never.
     pub equivalence_margin: Option<f64>,
+    /// How the sequence bets: tuned to `--detect`, or learnt from the outcomes.
+    pub bet: Bet,
     /// Rounds run at most (`--max-repeats`).
     pub max_repeats: u32,
     /// Where the sink stores the runs.
@@ -150,7 +152,8 @@ pub async fn run_until_decided(
     config.run.experiment.planned_runs = Some(u32::try_from(planned).unwrap_or(u32::MAX));
     let mut runs: Vec<RunSummary> = Vec::new();
     let mut policies: [Option<String>; 2] = [None, None];
-    let mut result = sequential::sequential(&[], config.alpha, config.equivalence_margin);
+    let mut result =
+        sequential::sequential(&[], config.alpha, config.equivalence_margin, config.bet);
     let mut rounds_run = 0;
     for round in 0..config.max_repeats {
         let mut ids = Vec::new();
@@ -177,7 +180,8 @@ pub async fn run_until_decided(
         let none = Outcomes::new();
         let of = |policy: &String| outcomes.get(policy).unwrap_or(&none);
         let rounds = sequential::rounds(of(baseline), of(candidate));
-        result = sequential::sequential(&rounds, config.alpha, config.equivalence_margin);
+        result =
+            sequential::sequential(&rounds, config.alpha, config.equivalence_margin, config.bet);
         tracing::info!(
             round,
             decision = result.decision.name(),

@@ -650,6 +650,9 @@ pub struct SequentialResult {
     /// The level: the sequence holds the true difference at every look with probability
     /// 1 − `sequential_alpha`.
     pub sequential_alpha: f64,
+    /// The difference its bets were tuned to (`--detect`); null: learnt from the data
+    /// (aGRAPA).
+    pub sequential_detect: Option<f64>,
     /// Which of the other fields hold for a single look only.
     pub single_look_only: &'static str,
     /// The latest decision stored for this pair by an experiment run until decided

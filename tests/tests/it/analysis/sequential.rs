@@ -5,11 +5,12 @@
 //! decides), otherwise by run start time (published in reverse order here, so the start
 //! time decides), is round k; a run with an infrastructure failure is no outcome and
 //! takes no round; a task only one policy ran is left out. A clearly better candidate is
-//! decided better, with the confidence sequence of exactly those rounds; the latest
-//! decision an experiment run until decided stored for the pair is shown beside it.
+//! decided better, with the confidence sequence of exactly those rounds (its bets learnt,
+//! and tuned to `--detect`); the latest decision an experiment run until decided stored
+//! for the pair is shown beside it.
 
 use bench_analysis::command::{self, CompareArgs};
-use bench_analysis::compare::sequential::sequential;
+use bench_analysis::compare::sequential::{sequential, Bet};
 use bench_analysis::Format;
 use bench_clickhouse::{ClickHouseArgs, ConnectionArgs};
 use bench_schemas::{DecisionKind, EventType, ExitStatus, Payload};
@@ -173,7 +174,7 @@ async fn compare_sequential_decides_from_rounds_by_repeat_else_start_order_besid
                 .collect()
         })
         .collect();
-    let expected = sequential(&expected_rounds, 0.05, None);
+    let expected = sequential(&expected_rounds, 0.05, None, Bet::Adaptive);
     // Had the repeated tasks' rounds gone by start time, the sequence would differ.
     let by_start: Vec<Vec<f64>> = (0..ROUNDS)
         .map(|round| {
@@ -190,7 +191,7 @@ async fn compare_sequential_decides_from_rounds_by_repeat_else_start_order_besid
                 .collect()
         })
         .collect();
-    let by_start = sequential(&by_start, 0.05, None);
+    let by_start = sequential(&by_start, 0.05, None, Bet::Adaptive);
     assert_ne!(
         (by_start.cs_low, by_start.cs_high),
         (expected.cs_low, expected.cs_high),
@@ -233,6 +234,24 @@ async fn compare_sequential_decides_from_rounds_by_repeat_else_start_order_besid
             .is_some_and(|s| s.contains("p_value")),
         "{output}"
     );
+
+    // With --detect, the bets tuned to it: the tuned sequence of the same rounds.
+    let tuned = command::compare(CompareArgs {
+        detect: Some(0.3),
+        ..args.clone()
+    })
+    .await
+    .expect("compare answers");
+    let tuned: Value = serde_json::from_str(&tuned).expect("JSON");
+    let pair = &tuned["comparisons"][0];
+    let expected = sequential(&expected_rounds, 0.05, None, Bet::Tuned(0.3));
+    assert_eq!(pair["sequential_detect"].as_f64(), Some(0.3), "{tuned}");
+    assert_eq!(
+        (pair["cs_low"].as_f64(), pair["cs_high"].as_f64()),
+        (expected.cs_low, expected.cs_high),
+        "{tuned}"
+    );
+    assert_eq!(pair["decision"], "candidate_better", "{tuned}");
 
     let table = command::compare(CompareArgs {
         format: Format::Table,

@@ -195,6 +195,8 @@ async fn an_experiment_run_until_decided_stops_early_with_the_better_model() {
             candidate: "bench/priced-model".to_owned(),
             alpha: 0.05,
             equivalence_margin: None,
+            // Bets tuned to a large difference, as `--detect 0.5` sets them.
+            bet: bench_analysis::compare::sequential::Bet::Tuned(0.5),
             max_repeats,
             clickhouse,
         },
