@@ -8,19 +8,22 @@
 //! round = one run of every task by each policy; α = 0.05; at most 20 rounds, a look
 //! after each. Per true difference, `--experiments` simulated experiments report:
 //!
-//! - how often the confidence sequence decided (0 left it) at some look, and how often
-//!   the naive fixed-sample test `compare` reports (the exact sign test on per-task rate
-//!   differences, p < 0.05) rejected at some look, on the same data: at difference 0
-//!   that is the Type I error under continuous monitoring;
-//! - the runs until the sequence decided (20 rounds when it never did), against the runs
-//!   of `plan --baseline-rate 0.5 --detect D --icc 0.2` (the Beta(2, 2) rates' intra-task
-//!   correlation), and against the fewest rounds at which a single look (a z-test on the
-//!   per-task differences) reaches power 0.8 in this simulation;
+//! - for each of two sequences on the same data, its bets learnt (aGRAPA, `compare
+//!   --sequential`) and tuned to 0.1 (`--detect 0.1`): how often it decided (0 left it)
+//!   at some look, at difference 0 the Type I error under continuous monitoring; the
+//!   runs until it decided (20 rounds when it never did) against the runs of `plan
+//!   --baseline-rate 0.5 --detect D --icc 0.2` (one run per task, so the icc does not
+//!   enter), and away from 0.1 against the plan for 0.1 too; the coverage of the true
+//!   mean difference at the stopping time;
+//! - how often the naive fixed-sample test `compare` reports (the exact sign test on
+//!   per-task rate differences, p < 0.05) rejected at some look, on the same data;
+//! - the fixed design with the setting's own variance (plan's formula with the mean
+//!   over tasks of `p(1 − p) + q(1 − q)` instead of plan's value at p = 0.5), and the
+//!   fewest rounds at which a single look (a z-test on the per-task differences) reaches
+//!   power 0.8 in this simulation;
 //! - the runs of a gambler told in advance the sign of the truth, with a constant bet
-//!   (0.5, the best for 0.1): a bound on what any anytime-valid test can save;
-//! - at a true difference of 0.2, the runs against the plan for 0.1 too: what stopping
-//!   early saves when the truth is larger than planned;
-//! - the coverage of the true mean difference by the sequence at the stopping time.
+//!   (0.5, the best for 0.1): near what no anytime-valid test looking after whole
+//!   rounds can beat.
 //!
 //! `cargo run --release -p benchstream-bench --bin sequential-sim -- [--experiments
 //! 10000] [--seed 1]`
