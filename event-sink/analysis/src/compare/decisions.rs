@@ -152,3 +152,66 @@ pub fn table(decisions: &[StoredDecision]) -> Table {
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::analyze::{compare, Settings};
+    use crate::compare::sequential::{sequential, Bet};
+
+    fn decision(experiment: &str, baseline: &str, candidate: &str, ms: i64) -> StoredDecision {
+        StoredDecision {
+            experiment: experiment.to_owned(),
+            baseline: baseline.to_owned(),
+            candidate: candidate.to_owned(),
+            decision: "candidate_better".to_owned(),
+            cs_low: Some(0.02),
+            cs_high: Some(0.4),
+            rounds: 3,
+            alpha: 0.05,
+            decided_ms: ms,
+        }
+    }
+
+    fn policy(label: &str, experiment: &str) -> PolicyRuns {
+        PolicyRuns {
+            label: label.to_owned(),
+            group: label.to_owned(),
+            experiments: [experiment.to_owned()].into(),
+            ..PolicyRuns::default()
+        }
+    }
+
+    #[test]
+    fn a_pair_gets_the_latest_decision_of_an_experiment_both_ran_either_way_round() {
+        let policies = [policy("a", "ab"), policy("b", "ab")];
+        let settings = Settings {
+            baseline: Some("a".to_owned()),
+            margin: 0.05,
+            seed: 1,
+            resamples: 10,
+        };
+        let mut comparison = compare(&policies, &settings);
+        comparison.comparisons[0].sequential = Some(sequential(&[], 0.05, None, Bet::Adaptive));
+        let stored = [
+            decision("ab", "a", "b", 10),
+            decision("ab", "b", "a", 20),
+            decision("other", "a", "b", 30),
+            decision("ab", "a", "c", 40),
+        ];
+        attach(&mut comparison, &policies, &stored);
+        let shown = comparison.comparisons[0]
+            .sequential
+            .as_ref()
+            .and_then(|s| s.stored_decision.clone());
+        assert_eq!(
+            shown,
+            Some(stored[1].clone()),
+            "the latest of ab's pair a, b"
+        );
+        assert_eq!(
+            stored[1].summary(),
+            "candidate_better after 3 rounds (+0.0200 .. +0.4000, alpha 0.05), decided 1970-01-01 00:00:00 UTC"
+        );
+    }
+}
