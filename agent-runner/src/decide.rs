@@ -4,14 +4,14 @@
 //! Round `r` (from 0) runs every task once with each of the two models (the scenario's
 //! policy with its model replaced, baseline first), as repeat `r` with seed `seed + r`.
 //! Every run's `planned_runs` states the whole plan: `max_repeats` × tasks × 2 models
-//! (an experiment that decides sooner runs fewer). A
-//! run that ended in an infrastructure failure (`exit_environment`, `exit_api`) is no
-//! outcome: that task is run again for that model, up to [`INFRA_RETRIES`] times, within
-//! the round. After each round, the experiment's counted runs are read back from
-//! ClickHouse (the `run_outcomes` query `bench-analysis compare --sequential` reads, so
-//! the runs counted are the same) and the anytime-valid confidence sequence of
-//! `compare --sequential` (`bench_analysis::compare::sequential`: betting, Waudby-Smith &
-//! Ramdas 2024) gives the decision. The experiment stops as soon as the decision is no
+//! (an experiment that decides sooner runs fewer). A run that ended in an
+//! infrastructure failure (`exit_environment`, `exit_api`) is no outcome: that task is
+//! run again for that model, up to [`INFRA_RETRIES`] times, within the round. After each
+//! round, the experiment's counted runs are read back from ClickHouse (the
+//! `run_outcomes` query `bench-analysis compare --sequential` reads, so the runs counted
+//! are the same) and the anytime-valid confidence sequence of `compare --sequential`
+//! (`bench_analysis::compare::sequential`: betting, Waudby-Smith & Ramdas 2024; its bets
+//! learnt, or tuned to `--detect`) gives the decision. The experiment stops as soon as the decision is no
 //! longer `undecided`, or after `max_repeats` rounds. Looking after every round keeps the
 //! error rate at `alpha`, however many rounds run: that is what the sequence is built for.
 //! The decision is then published as an `experiment_decision` event (a stream of its
