@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use bench_analysis::compare::sequential::Bet;
 use bench_schemas::ContextStrategy;
 use clap::{Args, Parser, Subcommand};
 
@@ -185,6 +186,11 @@ pub struct RunArgs {
     /// difference in solve rate lies within ±E. Default: never.
     #[arg(long, env = "BENCH_RUNNER_EQUIVALENCE_MARGIN", value_name = "E")]
     pub equivalence_margin: Option<f64>,
+    /// --until-decided: tune the confidence sequence's bets to the difference in solve
+    /// rate D the experiment was planned to detect (`bench-analysis plan --detect D`): it
+    /// decides sooner near D. Default: bets learnt from the outcomes.
+    #[arg(long, env = "BENCH_RUNNER_DETECT", value_name = "D")]
+    pub detect: Option<f64>,
     /// --until-decided: rounds run at most (repeats of every task per model).
     #[arg(
         long,
@@ -224,11 +230,15 @@ impl RunArgs {
                 "--equivalence-margin must be in (0, 1), got {e}"
             )));
         }
+        if let Some(d) = self.detect.filter(|d| !(*d > 0.0 && *d < 1.0)) {
+            return Err(config(&format!("--detect must be in (0, 1), got {d}")));
+        }
         if self.max_repeats == 0 {
             return Err(config("--max-repeats must be at least 1"));
         }
         let (alpha, equivalence_margin, max_repeats) =
             (self.alpha, self.equivalence_margin, self.max_repeats);
+        let bet = self.detect.map_or(Bet::Adaptive, Bet::Tuned);
         let clickhouse = self
             .clickhouse
             .resolve()?
@@ -251,6 +261,7 @@ impl RunArgs {
             candidate,
             alpha,
             equivalence_margin,
+            bet,
             max_repeats,
             clickhouse,
         })
@@ -338,6 +349,8 @@ mod tests {
             "0.05",
             "--max-repeats",
             "4",
+            "--detect",
+            "0.1",
         ];
         let config = run_args(&good).into_decide_config().expect("valid");
         assert_eq!(
@@ -348,6 +361,7 @@ mod tests {
             (config.alpha, config.equivalence_margin, config.max_repeats),
             (0.1, Some(0.05), 4)
         );
+        assert_eq!(config.bet, Bet::Tuned(0.1));
         assert!(config.run.publish.is_some());
         let without = |flag: &str| -> Vec<&str> {
             let at = good.iter().position(|f| *f == flag).expect("a flag");
@@ -368,6 +382,7 @@ mod tests {
                 "--equivalence-margin must be in (0, 1)",
             ),
             (&["--max-repeats", "0"], "--max-repeats must be at least 1"),
+            (&["--detect", "1.5"], "--detect must be in (0, 1)"),
             (&["--no-publish"], "must be published"),
         ] {
             // A flag given twice is refused (or, for --models, added to): replace it.

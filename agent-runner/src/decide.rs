@@ -2,14 +2,16 @@
 //! an experiment run in rounds until its answer is known.
 //!
 //! Round `r` (from 0) runs every task once with each of the two models (the scenario's
-//! policy with its model replaced, baseline first), as repeat `r` with seed `seed + r`. A
-//! run that ended in an infrastructure failure (`exit_environment`, `exit_api`) is no
-//! outcome: that task is run again for that model, up to [`INFRA_RETRIES`] times, within
-//! the round. After each round, the experiment's counted runs are read back from
-//! ClickHouse (the `run_outcomes` query `bench-analysis compare --sequential` reads, so
-//! the runs counted are the same) and the anytime-valid confidence sequence of
-//! `compare --sequential` (`bench_analysis::compare::sequential`: betting, Waudby-Smith &
-//! Ramdas 2024) gives the decision. The experiment stops as soon as the decision is no
+//! policy with its model replaced, baseline first), as repeat `r` with seed `seed + r`.
+//! Every run's `planned_runs` states the whole plan: `max_repeats` × tasks × 2 models
+//! (an experiment that decides sooner runs fewer). A run that ended in an
+//! infrastructure failure (`exit_environment`, `exit_api`) is no outcome: that task is
+//! run again for that model, up to [`INFRA_RETRIES`] times, within the round. After each
+//! round, the experiment's counted runs are read back from ClickHouse (the
+//! `run_outcomes` query `bench-analysis compare --sequential` reads, so the runs counted
+//! are the same) and the anytime-valid confidence sequence of `compare --sequential`
+//! (`bench_analysis::compare::sequential`: betting, Waudby-Smith & Ramdas 2024; its bets
+//! learnt, or tuned to `--detect`) gives the decision. The experiment stops as soon as the decision is no
 //! longer `undecided`, or after `max_repeats` rounds. Looking after every round keeps the
 //! error rate at `alpha`, however many rounds run: that is what the sequence is built for.
 //! The decision is then published as an `experiment_decision` event (a stream of its
@@ -20,9 +22,8 @@ use std::fmt;
 use std::time::Duration;
 
 use bench_analysis::compare::analyze::{Decision, SequentialResult};
-use bench_analysis::compare::sequential::{self, Outcomes};
+use bench_analysis::compare::sequential::{self, Bet, Outcomes};
 use bench_analysis::queries::{ParamValues, Query};
-use bench_analysis::table::Table;
 use bench_clickhouse::ClickHouseConfig;
 use bench_delivery::Publisher;
 use bench_schemas::{
@@ -35,6 +36,7 @@ use crate::agent::RunSummary;
 use crate::error::{Error, Exit, Outcome, RunTally};
 use crate::recorder::RunRecorder;
 use crate::runner::{self, RunnerConfig};
+use crate::scenario::LoadedScenario;
 
 /// `policy_id` of an `experiment_decision` stream.
 pub const DECISION_POLICY_ID: &str = "decision";
@@ -66,6 +68,8 @@ pub struct DecideConfig {
     /// `--equivalence-margin`: decide `equivalent` when the whole sequence lies within
     /// ±this difference; `None` = never.
     pub equivalence_margin: Option<f64>,
+    /// How the sequence bets: tuned to `--detect`, or learnt from the outcomes.
+    pub bet: Bet,
     /// Rounds run at most (`--max-repeats`).
     pub max_repeats: u32,
     /// Where the sink stores the runs.
@@ -132,7 +136,7 @@ impl Outcome for DecisionReport {
 /// Runs the experiment of `config` in rounds until decided, `--max-repeats`, or
 /// `shutdown`.
 pub async fn run_until_decided(
-    config: DecideConfig,
+    mut config: DecideConfig,
     shutdown: CancellationToken,
 ) -> Result<DecisionReport, Error> {
     let experiment = config
@@ -141,9 +145,15 @@ pub async fn run_until_decided(
         .name
         .clone()
         .ok_or_else(|| Error::Config("--until-decided needs --experiment".into()))?;
+    // `planned_runs` of every run states the whole plan: every round, both models.
+    let mut scenario = LoadedScenario::load(&config.run.scenario, &config.run.load)?;
+    scenario.without_broken();
+    let planned = u64::from(config.max_repeats) * scenario.tasks.len() as u64 * 2;
+    config.run.experiment.planned_runs = Some(u32::try_from(planned).unwrap_or(u32::MAX));
     let mut runs: Vec<RunSummary> = Vec::new();
     let mut policies: [Option<String>; 2] = [None, None];
-    let mut result = sequential::sequential(&[], config.alpha, config.equivalence_margin);
+    let mut result =
+        sequential::sequential(&[], config.alpha, config.equivalence_margin, config.bet);
     let mut rounds_run = 0;
     for round in 0..config.max_repeats {
         let mut ids = Vec::new();
@@ -170,7 +180,8 @@ pub async fn run_until_decided(
         let none = Outcomes::new();
         let of = |policy: &String| outcomes.get(policy).unwrap_or(&none);
         let rounds = sequential::rounds(of(baseline), of(candidate));
-        result = sequential::sequential(&rounds, config.alpha, config.equivalence_margin);
+        result =
+            sequential::sequential(&rounds, config.alpha, config.equivalence_margin, config.bet);
         tracing::info!(
             round,
             decision = result.decision.name(),
@@ -312,8 +323,8 @@ async fn wait_stored(source: &ClickHouseConfig, ids: &[Uuid]) -> Result<(), Erro
     }
 }
 
-/// The counted runs of `experiment` (`run_outcomes`), per policy and task, in start
-/// order: a task's k-th run of a policy is round k.
+/// The counted runs of `experiment` (`run_outcomes`), per policy and task, in round
+/// order: a task's k-th run of a policy, by `repeat` (which the rounds set), is round k.
 async fn read_outcomes(
     source: &ClickHouseConfig,
     experiment: &str,
@@ -325,54 +336,5 @@ async fn read_outcomes(
         .run(&source.client(), &params)
         .await
         .map_err(|e| Error::Outcomes(format!("{}: {e}", source.url)))?;
-    outcomes_by_policy(&table)
-}
-
-/// The rows of a `run_outcomes` answer as outcomes per `policy_id` and task, in start
-/// order.
-fn outcomes_by_policy(table: &Table) -> Result<BTreeMap<String, Outcomes>, Error> {
-    let mut runs: BTreeMap<(String, String), Vec<(i64, u8)>> = BTreeMap::new();
-    for row in 0..table.rows.len() {
-        let cell = |name: &str| {
-            table
-                .get(row, name)
-                .ok_or_else(|| Error::Outcomes(format!("run_outcomes row {row}: no {name}")))
-        };
-        let number = |name: &str| -> Result<i64, Error> {
-            cell(name)?
-                .parse()
-                .map_err(|e| Error::Outcomes(format!("run_outcomes row {row}: {name}: {e}")))
-        };
-        runs.entry((cell("policy_id")?.to_owned(), cell("task_id")?.to_owned()))
-            .or_default()
-            .push((number("started_ms")?, u8::from(number("solved")? == 1)));
-    }
-    let mut outcomes: BTreeMap<String, Outcomes> = BTreeMap::new();
-    for ((policy, task), mut task_runs) in runs {
-        task_runs.sort_unstable();
-        outcomes.entry(policy).or_default().insert(
-            task,
-            task_runs.into_iter().map(|(_, solved)| solved).collect(),
-        );
-    }
-    Ok(outcomes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn outcomes_are_filed_per_policy_and_task_in_start_order() {
-        let table = Table::from_tsv_with_names_and_types(
-            "policy_id\ttask_id\tstarted_ms\tsolved\n\
-             String\tString\tInt64\tUInt8\n\
-             a:raw\tt1\t30\t0\na:raw\tt1\t10\t1\nb:raw\tt1\t20\t1\na:raw\tt2\t5\t0\n",
-        )
-        .expect("parses");
-        let outcomes = outcomes_by_policy(&table).expect("reads");
-        assert_eq!(outcomes["a:raw"]["t1"], vec![1, 0], "start order");
-        assert_eq!(outcomes["a:raw"]["t2"], vec![0]);
-        assert_eq!(outcomes["b:raw"]["t1"], vec![1]);
-    }
+    sequential::outcomes_by_policy_id(&table).map_err(|e| Error::Outcomes(e.to_string()))
 }

@@ -366,6 +366,12 @@ VIEWER = {
         "SELECT count() FROM events_raw FINAL"
         " WHERE run_id = (SELECT min(run_id) FROM run_starts FINAL)",
     ),
+    "experiment_decisions": (
+        ["experiment", "baseline", "candidate", "decision", "cs_low", "cs_high", "rounds",
+         "alpha", "decided_ms"],
+        lambda s: ["''", "''"],
+        "SELECT count() FROM experiment_decisions FINAL",
+    ),
     "run_experiment": (
         ["experiment"],
         lambda s: [first(s, "SELECT toString(min(run_id)) FROM run_starts FINAL")],

@@ -3,7 +3,10 @@
 -- paired_outcomes.sql for the rules, which this query applies in the same order and
 -- which must change in both files together), with its task, policy config and start
 -- time, in start order per task and policy; what `bench-analysis compare --sequential`
--- builds its rounds from (a task's k-th run of a policy is round k).
+-- builds its rounds from (a task's k-th run of a policy, by `repeat` when set, otherwise
+-- by start time, is round k).
+-- repeat = which repeat of its task the run is, from 0 (`run --repeats`, the rounds of
+-- `run --until-decided`); NULL when the producer did not repeat.
 -- solved = 1 when the judge said solved, else 0.
 -- started_ms = the run_start's time, Unix milliseconds.
 -- Dedup: every table is read with FINAL. 18.16 allows one JOIN per SELECT, hence the
@@ -16,11 +19,11 @@
 -- param sweep String = '': only runs of these sweeps, comma-separated; empty = every run
 -- param tasks String = '': only these task_ids, comma-separated; empty = every task
 SELECT task_id, policy_id, cfg_hash, model, strategy, scoring_version, experiment, tags,
-    started_ms, run_id, solved
+    repeat, started_ms, run_id, solved
 FROM
 (
     SELECT run_id, task_id, policy_id, cfg_hash, model, strategy, scoring_version, experiment,
-        tags, started_ms,
+        tags, repeat, started_ms,
         -- assumeNotNull only after the isNull test: 18.16 gives NULL for a comparison
         -- with a Nullable column.
         toUInt8(isNotNull(succeeded) AND assumeNotNull(succeeded) = 1) AS solved,
@@ -33,23 +36,25 @@ FROM
     FROM
     (
         SELECT run_id, task_id, policy_id, cfg_hash, model, strategy, scoring_version,
-            experiment, tags, started_ms, stopped, succeeded, status, missing, task_broken
+            experiment, tags, repeat, started_ms, stopped, succeeded, status, missing,
+            task_broken
         FROM
         (
             SELECT run_id, task_id, fixture_key, policy_id, cfg_hash, model, strategy,
-                scoring_version, experiment, tags, started_ms, stopped, succeeded, status,
-                missing
+                scoring_version, experiment, tags, repeat, started_ms, stopped, succeeded,
+                status, missing
             FROM
             (
                 SELECT run_id, task_id, fixture_key, policy_id, cfg_hash, model, strategy,
-                    scoring_version, experiment, tags, started_ms, stopped, succeeded, status
+                    scoring_version, experiment, tags, repeat, started_ms, stopped, succeeded,
+                    status
                 FROM
                 (
                     SELECT run_id, task_id, ifNull(fixture_sha256, '') AS fixture_key,
                         policy_id, cfg_hash, model, strategy, scoring_version, experiment,
                         arrayStringConcat(arrayMap((k, v) -> concat(k, '=', v), tag_keys,
                             tag_values), '\n') AS tags,
-                        ts_ms AS started_ms
+                        repeat, ts_ms AS started_ms
                     FROM run_starts FINAL
                     WHERE ts >= {since:DateTime} AND ts < {until:DateTime}
                         AND ({policy:String} = '' OR policy_id = {policy:String})

@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 
 use crate::compare::analyze::DEFAULT_MARGIN;
 use crate::compare::request::{Request, DEFAULT_BY};
+use crate::compare::sequential::Bet;
 use crate::compare::{self, resample, CompareError, Filters, Settings};
 use crate::queries::{ParamValues, Query, QueryError, QUERIES};
 use crate::report::{generate_report, ReportOptions};
@@ -246,6 +247,11 @@ pub struct CompareArgs {
     /// ±E (a difference in solve rate). Not the non-inferiority --margin.
     #[arg(long, env = "BENCH_COMPARE_EQUIVALENCE_MARGIN", value_name = "E", value_parser = parse_margin, requires = "sequential")]
     pub equivalence_margin: Option<f64>,
+    /// With --sequential: tune the sequence's bets to the difference in solve rate D the
+    /// experiment was planned to detect (`plan --detect D`): it decides sooner near D.
+    /// Without it the bets are learnt from the data.
+    #[arg(long, env = "BENCH_COMPARE_DETECT", value_name = "D", value_parser = parse_detect, requires = "sequential")]
+    pub detect: Option<f64>,
     /// The ClickHouse database to read: the sink's connection settings.
     #[command(flatten)]
     pub connection: ConnectionArgs,
@@ -274,6 +280,7 @@ impl CompareArgs {
             },
             sequential: self.sequential,
             equivalence_margin: self.equivalence_margin,
+            bet: self.detect.map_or(Bet::Adaptive, Bet::Tuned),
         }
     }
 
@@ -295,6 +302,7 @@ impl CompareArgs {
             format,
             sequential: false,
             equivalence_margin: None,
+            detect: None,
             connection,
         }
     }
@@ -500,6 +508,15 @@ fn parse_margin(text: &str) -> Result<f64, String> {
         Ok(m) if (0.0..1.0).contains(&m) => Ok(m),
         Ok(m) => Err(format!("{m} is not in 0..1 (a difference in solve rate)")),
         Err(e) => Err(e.to_string()),
+    }
+}
+
+fn parse_detect(text: &str) -> Result<f64, String> {
+    let d = parse_margin(text)?;
+    if d > 0.0 {
+        Ok(d)
+    } else {
+        Err("0 is no difference to detect".to_owned())
     }
 }
 

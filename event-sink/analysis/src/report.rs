@@ -121,6 +121,9 @@ pub struct ReportData {
     pub windows: Vec<Window>,
     /// `lost_events` with its default staleness (not windowed: it is about health now).
     pub lost_events: Table,
+    /// The latest decision of each experiment run until decided (of the experiments
+    /// selected), as [`compare::decisions::table`] lists them.
+    pub decisions: Table,
 }
 
 /// Runs every query the report needs and renders the page.
@@ -196,11 +199,18 @@ pub async fn generate_report(
     let lost_events = Query::find("lost_events")?
         .run(client, &ParamValues::new())
         .await?;
+    let decisions = compare::decisions::latest(client, &options.experiments)
+        .await
+        .map_err(|source| QueryError::ClickHouse {
+            query: "experiment_decisions",
+            source,
+        })?;
     Ok(render(&ReportData {
         generated_at: Utc::now(),
         options: options.clone(),
         windows,
         lost_events,
+        decisions: compare::decisions::table(&decisions),
     }))
 }
 
@@ -257,6 +267,12 @@ pub fn render(data: &ReportData) -> String {
         page,
         "<h2>Lost events (seq gaps, runs stale without run_stop)</h2>{}",
         html_table("table-lost_events", &data.lost_events)
+    );
+    let _ = write!(
+        page,
+        "<h2>Experiments run until decided (the latest stored decision of each pair, \
+         valid at every look)</h2>{}",
+        html_table("table-experiment_decisions", &data.decisions)
     );
     page.push_str(SCRIPT);
     page.push_str("</body></html>\n");

@@ -3,7 +3,7 @@
 //! sequence written with numpy), computed by `tests/fixtures/sequential_answers.py` into
 //! `tests/fixtures/sequential_answers.json` on outcomes drawn from a fixed seed.
 
-use bench_analysis::compare::sequential::sequential;
+use bench_analysis::compare::sequential::{sequential, Bet};
 use bench_analysis::plan::{plan, PlanInput};
 use serde_json::Value;
 
@@ -62,11 +62,14 @@ fn the_confidence_sequence_matches_the_numpy_reference() {
                     .collect()
             })
             .collect();
+        let bet = case["detect"].as_f64().map_or(Bet::Adaptive, Bet::Tuned);
         let answer = sequential(
             &rounds,
             f(case, "alpha"),
             case["equivalence_margin"].as_f64(),
+            bet,
         );
+        assert_eq!(answer.sequential_detect, bet.detect());
         assert_eq!(answer.rounds, rounds.len() as u64);
         for (actual, key) in [(answer.cs_low, "cs_low"), (answer.cs_high, "cs_high")] {
             let actual = actual.expect("an interval");

@@ -70,8 +70,9 @@ pub struct ExperimentRef {
     /// Labels of the run (`--tag key=value`); absent = none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tags: BTreeMap<String, String>,
-    /// The runs the command that made this run planned (tasks × repeats, or a sweep's
-    /// runs), for progress and ETA; absent when not known.
+    /// The runs the command that made this run planned (tasks × repeats, a sweep's runs,
+    /// or for an experiment run until decided every round of both models: max repeats ×
+    /// tasks × 2), for progress and ETA; absent when not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planned_runs: Option<u32>,
 }

@@ -10,6 +10,7 @@
 
 use serde::Serialize;
 
+use super::decisions::StoredDecision;
 use super::outcomes::{Exclusions, PolicyRuns, TaskRuns};
 use super::resample::{bootstrap, mean_at, stream_seed};
 use super::stats::{
@@ -649,8 +650,15 @@ pub struct SequentialResult {
     /// The level: the sequence holds the true difference at every look with probability
     /// 1 − `sequential_alpha`.
     pub sequential_alpha: f64,
+    /// The difference its bets were tuned to (`--detect`); null: learnt from the data
+    /// (aGRAPA).
+    pub sequential_detect: Option<f64>,
     /// Which of the other fields hold for a single look only.
     pub single_look_only: &'static str,
+    /// The latest decision stored for this pair by an experiment run until decided
+    /// (`agent-runner run --until-decided`), as it was when made: when, after how many
+    /// rounds; `None` when no experiment of the pair stored one.
+    pub stored_decision: Option<StoredDecision>,
 }
 
 /// The fields of a comparison that are valid for one look at fixed sample size only.

@@ -19,6 +19,7 @@
 //! server.
 
 pub mod analyze;
+pub mod decisions;
 pub mod outcomes;
 pub mod render;
 pub mod request;

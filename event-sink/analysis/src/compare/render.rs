@@ -5,6 +5,7 @@
 use crate::table::{Column, Format, Table};
 
 use super::analyze::{Comparison, PairComparison, PolicySummary};
+use super::decisions::StoredDecision;
 
 /// `comparison` in `format`.
 pub fn render(comparison: &Comparison, format: Format) -> String {
@@ -221,6 +222,7 @@ fn sequential_table(pairs: &[PairComparison]) -> Option<Table> {
             ("cs_low", true),
             ("cs_high", true),
             ("decision", false),
+            ("stored_decision", false),
         ]),
         rows: Vec::new(),
     };
@@ -233,6 +235,7 @@ fn sequential_table(pairs: &[PairComparison]) -> Option<Table> {
             number(s.cs_low, 4),
             number(s.cs_high, 4),
             Some(s.decision.name().to_owned()),
+            s.stored_decision.as_ref().map(StoredDecision::summary),
         ]);
     }
     (!table.rows.is_empty()).then_some(table)

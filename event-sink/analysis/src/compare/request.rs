@@ -6,7 +6,8 @@ use clickhouse::Client;
 
 use super::analyze::{self, Comparison, Settings};
 use super::outcomes::{parse_by, Dimension, Experiments};
-use super::{check_named, load, resample, sequential, CompareError, Filters};
+use super::{check_named, decisions, load, resample, sequential, CompareError, Filters};
+use crate::queries::QueryError;
 
 /// `compare --by`'s default: one policy per `policy_id`.
 pub const DEFAULT_BY: &str = "policy";
@@ -28,6 +29,8 @@ pub struct Request {
     pub sequential: bool,
     /// With `sequential`: the equivalence margin.
     pub equivalence_margin: Option<f64>,
+    /// With `sequential`: how the sequence bets (tuned to `--detect`, or learnt).
+    pub bet: sequential::Bet,
 }
 
 impl Request {
@@ -47,6 +50,7 @@ impl Request {
             },
             sequential: false,
             equivalence_margin: None,
+            bet: sequential::Bet::Adaptive,
         }
     }
 }
@@ -75,7 +79,19 @@ pub async fn answer(client: &Client, request: Request) -> Result<Comparison, Com
     let mut answer = analyze::compare(&policies, &request.settings);
     if request.sequential {
         let outcomes = sequential::load_outcomes(client, &request.filters, &by, &policies).await?;
-        sequential::attach(&mut answer, &outcomes, request.equivalence_margin);
+        sequential::attach(
+            &mut answer,
+            &outcomes,
+            request.equivalence_margin,
+            request.bet,
+        );
+        let stored = decisions::latest(client, &request.filters.experiments)
+            .await
+            .map_err(|source| QueryError::ClickHouse {
+                query: "experiment_decisions",
+                source,
+            })?;
+        decisions::attach(&mut answer, &policies, &stored);
     }
     Ok(answer)
 }

@@ -19,6 +19,26 @@
 //! `m` whose wealth never reached `1/α` (the running intersection); by Ville's inequality
 //! the true mean leaves it with probability at most `α`, however many looks.
 //!
+//! With `--detect D` (the difference the experiment was planned to detect, `plan
+//! --detect`), the gambler bets differently ([`Bet::Tuned`]): half its wealth on the
+//! truth lying `D` above `m`, half on it lying `D` below, each with the Kelly bet for
+//! that alternative under the running variance (a mixture of bets in the spirit of the
+//! paper's diversified Kelly, with two bets sized from the plan instead of a grid of
+//! constants):
+//!
+//! ```text
+//! K_t(m) = ½ Π (1 + λ⁺_r (x_i − m)) + ½ Π (1 + λ⁻_r (x_i − m)),
+//! λ±_r = clip(±δ / (s² + δ²), −c / (1 − m), c / m),   δ = D / 2,
+//! s² = (1/8 + Σ (x − x̄)²) / (n + 1)
+//! ```
+//!
+//! (1/8 is the variance of `x` when both policies solve half the time.) Each half is a
+//! product of predictable bets like aGRAPA's, so the mixture is a supermartingale too and
+//! the threshold on the mixture, 1/α, is 2/α on the sum of the halves. It decides
+//! sooner at the planned difference (it bets that size from the first round, where
+//! aGRAPA bets nothing); for a true difference much smaller than `D` its bets are too
+//! large. (`tests/bench/src/bin/sequential-sim.rs` measures both.)
+//!
 //! One change to the paper: the bet is fixed for a whole round (every task once), not
 //! per outcome. Tasks have different rates, so one outcome's mean is not the mean being
 //! estimated; but the product over a round of `1 + λ (x_i − m)` has expectation
@@ -47,6 +67,27 @@ use crate::table::Table;
 /// The bet's cap `c`: at most half the wealth is staked on an outcome.
 const CAP: f64 = 0.5;
 
+/// How a gambler sizes its bets.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Bet {
+    /// aGRAPA: the bet learnt from the outcomes so far; needs no guess of the difference.
+    #[default]
+    Adaptive,
+    /// Tuned to the difference (in (0, 1)) the experiment was planned to detect:
+    /// half the wealth bets on it above, half below (see the module docs).
+    Tuned(f64),
+}
+
+impl Bet {
+    /// The difference tuned to; `None` for [`Bet::Adaptive`].
+    pub fn detect(self) -> Option<f64> {
+        match self {
+            Bet::Adaptive => None,
+            Bet::Tuned(d) => Some(d),
+        }
+    }
+}
+
 /// Steps of the grid of differences in [-1, 1]; 0 is the middle point.
 const GRID_STEPS: usize = 2000;
 
@@ -65,17 +106,33 @@ impl Running {
         self.sum_sq += x * x;
     }
 
-    /// The aGRAPA bet against mean `m` from the outcomes so far.
-    fn bet(&self, m: f64) -> f64 {
-        let mean = (0.5 + self.sum) / (self.n + 1.0);
-        let spread = if self.n > 0.0 {
+    /// The sum of squared deviations from the mean so far.
+    fn spread(&self) -> f64 {
+        if self.n > 0.0 {
             (self.sum_sq - self.sum * self.sum / self.n).max(0.0)
         } else {
             0.0
-        };
-        let variance = (0.25 + spread) / (self.n + 1.0);
-        let gap = mean - m;
-        (gap / (variance + gap * gap)).clamp(-CAP / (1.0 - m), CAP / m)
+        }
+    }
+
+    /// The bets of `bet`'s halves against mean `m` from the outcomes so far (aGRAPA's
+    /// second half is never used: it bets nothing and weighs nothing).
+    fn bets(&self, bet: Bet, m: f64) -> [f64; 2] {
+        let clip = |l: f64| l.clamp(-CAP / (1.0 - m), CAP / m);
+        match bet {
+            Bet::Adaptive => {
+                let mean = (0.5 + self.sum) / (self.n + 1.0);
+                let variance = (0.25 + self.spread()) / (self.n + 1.0);
+                let gap = mean - m;
+                [clip(gap / (variance + gap * gap)), 0.0]
+            }
+            Bet::Tuned(detect) => {
+                let variance = (0.125 + self.spread()) / (self.n + 1.0);
+                let gap = detect / 2.0;
+                let size = gap / (variance + gap * gap);
+                [clip(size), clip(-size)]
+            }
+        }
     }
 }
 
@@ -84,7 +141,9 @@ impl Running {
 struct Gambler {
     /// The difference it bets against, on the [0, 1] scale.
     m: f64,
-    log_wealth: f64,
+    /// The log wealth of each half of the bet ([`Bet::Adaptive`] has one: the other stays
+    /// at −∞).
+    log_wealth: [f64; 2],
     /// Its wealth reached 1/α once: the difference has left the sequence for good.
     rejected: bool,
 }
@@ -93,6 +152,7 @@ struct Gambler {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfidenceSequence {
     log_threshold: f64,
+    bet: Bet,
     running: Running,
     /// The gamblers, by increasing difference; one stands at 0.
     gamblers: Vec<Gambler>,
@@ -102,33 +162,42 @@ pub struct ConfidenceSequence {
 }
 
 impl ConfidenceSequence {
-    /// A sequence at level `1 − alpha` over the whole grid of differences.
-    pub fn new(alpha: f64) -> ConfidenceSequence {
+    /// A sequence at level `1 − alpha` over the whole grid of differences, its gamblers
+    /// betting as `bet` says.
+    pub fn new(alpha: f64, bet: Bet) -> ConfidenceSequence {
         let points = (1..GRID_STEPS).map(|j| j as f64 / GRID_STEPS as f64 * 2.0 - 1.0);
-        Self::build(alpha, points.collect(), true)
+        Self::build(alpha, bet, points.collect(), true)
     }
 
     /// A sequence that only tracks 0 and the differences `at` (for simulations: whether
     /// they are in the sequence, without the cost of the grid); it has no interval.
-    pub fn at(alpha: f64, at: &[f64]) -> ConfidenceSequence {
+    pub fn at(alpha: f64, bet: Bet, at: &[f64]) -> ConfidenceSequence {
         let mut points = at.to_vec();
         points.push(0.0);
         points.sort_by(f64::total_cmp);
         points.dedup();
-        Self::build(alpha, points, false)
+        Self::build(alpha, bet, points, false)
     }
 
-    fn build(alpha: f64, points: Vec<f64>, grid: bool) -> ConfidenceSequence {
+    fn build(alpha: f64, bet: Bet, points: Vec<f64>, grid: bool) -> ConfidenceSequence {
+        let halves = match bet {
+            Bet::Adaptive => [0.0, f64::NEG_INFINITY],
+            Bet::Tuned(_) => [0.0, 0.0],
+        };
         let gamblers = points
             .into_iter()
             .map(|d| Gambler {
                 m: (d + 1.0) / 2.0,
-                log_wealth: 0.0,
+                log_wealth: halves,
                 rejected: false,
             })
             .collect();
+        // A tuned gambler's wealth is the mean of its halves: its threshold on their sum
+        // is 2/α.
+        let halves = if bet == Bet::Adaptive { 1.0 } else { 2.0 };
         ConfidenceSequence {
-            log_threshold: (1.0 / alpha).ln(),
+            log_threshold: (halves / alpha).ln(),
+            bet,
             running: Running::default(),
             gamblers,
             grid,
@@ -144,12 +213,16 @@ impl ConfidenceSequence {
             .map(|z| (z.clamp(-1.0, 1.0) + 1.0) / 2.0)
             .collect();
         for gambler in &mut self.gamblers {
-            let bet = self.running.bet(gambler.m);
-            gambler.log_wealth += xs
-                .iter()
-                .map(|x| (1.0 + bet * (x - gambler.m)).ln())
-                .sum::<f64>();
-            gambler.rejected |= gambler.log_wealth >= self.log_threshold;
+            let bets = self.running.bets(self.bet, gambler.m);
+            for (log_wealth, bet) in gambler.log_wealth.iter_mut().zip(bets) {
+                *log_wealth += xs
+                    .iter()
+                    .map(|x| (1.0 + bet * (x - gambler.m)).ln())
+                    .sum::<f64>();
+            }
+            let [a, b] = gambler.log_wealth;
+            let total = a.max(b) + (-(a - b).abs()).exp().ln_1p();
+            gambler.rejected |= total >= self.log_threshold;
         }
         for x in xs {
             self.running.add(x);
@@ -208,9 +281,15 @@ impl ConfidenceSequence {
     }
 }
 
-/// The sequence of `rounds`, each the paired outcomes of the shared tasks in that round.
-pub fn sequential(rounds: &[Vec<f64>], alpha: f64, margin: Option<f64>) -> SequentialResult {
-    let mut sequence = ConfidenceSequence::new(alpha);
+/// The sequence of `rounds`, each the paired outcomes of the shared tasks in that round,
+/// its gamblers betting as `bet` says.
+pub fn sequential(
+    rounds: &[Vec<f64>],
+    alpha: f64,
+    margin: Option<f64>,
+    bet: Bet,
+) -> SequentialResult {
+    let mut sequence = ConfidenceSequence::new(alpha, bet);
     for round in rounds {
         sequence.push_round(round);
     }
@@ -221,12 +300,15 @@ pub fn sequential(rounds: &[Vec<f64>], alpha: f64, margin: Option<f64>) -> Seque
         rounds: sequence.rounds(),
         decision: sequence.decision(margin),
         sequential_alpha: alpha,
+        sequential_detect: bet.detect(),
         single_look_only: SINGLE_LOOK_ONLY,
+        stored_decision: None,
     }
 }
 
 /// Per task id, the outcomes of a policy's counted runs (1 solved, 0 not) in round
-/// order.
+/// order: a task's k-th run of a policy, by `repeat` when set, otherwise by run start
+/// time, is round k.
 pub type Outcomes = BTreeMap<String, Vec<u8>>;
 
 /// The rounds of a pair: `baseline` and `candidate` hold, per task, the counted runs'
@@ -255,7 +337,8 @@ pub fn rounds(baseline: &Outcomes, candidate: &Outcomes) -> Vec<Vec<f64>> {
 
 /// Reads the counted runs `filters` select (the `run_outcomes` query) and files their
 /// outcomes under the label of the policy of `policies` they belong to (grouped by `by`
-/// and split by scoring version as [`super::group`] does), per task in start order.
+/// and split by scoring version as [`super::group`] does), per task in round order (by
+/// `repeat` when set, else by start time).
 pub async fn load_outcomes(
     client: &Client,
     filters: &Filters,
@@ -274,28 +357,59 @@ pub fn outcomes_by_label(
     by: &[Dimension],
     policies: &[PolicyRuns],
 ) -> Result<BTreeMap<String, Outcomes>, CompareError> {
-    type Runs = Vec<(i64, String, u8)>;
-    let mut runs: BTreeMap<(String, String), Runs> = BTreeMap::new();
-    for row in 0..table.rows.len() {
-        let text = |name: &str| table.get(row, name);
-        let bad = |name: &str, reason: String| CompareError::RunRow {
-            row,
-            reason: format!("{name}: {reason}"),
-        };
-        let needed = |name: &str| text(name).ok_or_else(|| bad(name, "NULL or absent".into()));
+    file_runs(table, |row| {
         let group = by
             .iter()
             .map(|d| d.value(table, row).unwrap_or(UNKNOWN))
             .collect::<Vec<_>>()
             .join(":");
-        let scoring = text("scoring_version");
-        let experiment = text("experiment").unwrap_or(NO_EXPERIMENT);
-        let Some(policy) = policies.iter().find(|p| {
-            p.group == group
-                && p.scoring_version.as_deref() == scoring
-                && p.experiments.contains(experiment)
-        }) else {
-            continue; // A policy not compared (--policy).
+        let scoring = table.get(row, "scoring_version");
+        let experiment = table.get(row, "experiment").unwrap_or(NO_EXPERIMENT);
+        policies
+            .iter()
+            .find(|p| {
+                p.group == group
+                    && p.scoring_version.as_deref() == scoring
+                    && p.experiments.contains(experiment)
+            })
+            .map(|p| p.label.clone()) // None: a policy not compared (--policy).
+    })
+}
+
+/// The outcomes of the rows of `table` (a `run_outcomes` answer) by `policy_id`: what
+/// `agent-runner run --until-decided` reads of its experiment.
+pub fn outcomes_by_policy_id(table: &Table) -> Result<BTreeMap<String, Outcomes>, CompareError> {
+    file_runs(table, |row| table.get(row, "policy_id").map(str::to_owned))
+}
+
+/// Files the runs of `table` under `label_of` their row (rows it gives `None` are left
+/// out), per task in round order: by `repeat` when the run has one (runs without one
+/// after those with), then by start time, then by run id.
+fn file_runs(
+    table: &Table,
+    label_of: impl Fn(usize) -> Option<String>,
+) -> Result<BTreeMap<String, Outcomes>, CompareError> {
+    type Runs = Vec<((u64, i64, String), u8)>;
+    let mut runs: BTreeMap<(String, String), Runs> = BTreeMap::new();
+    for row in 0..table.rows.len() {
+        let Some(label) = label_of(row) else {
+            continue;
+        };
+        let bad = |name: &str, reason: String| CompareError::RunRow {
+            row,
+            reason: format!("{name}: {reason}"),
+        };
+        let needed = |name: &str| {
+            table
+                .get(row, name)
+                .ok_or_else(|| bad(name, "NULL or absent".into()))
+        };
+        let repeat = match table.get(row, "repeat") {
+            Some(text) => text
+                .parse::<u32>()
+                .map_err(|e| bad("repeat", e.to_string()))?
+                .into(),
+            None => u64::MAX,
         };
         let started = needed("started_ms")?
             .parse::<i64>()
@@ -303,14 +417,15 @@ pub fn outcomes_by_label(
         let solved = needed("solved")?
             .parse::<u8>()
             .map_err(|e| bad("solved", e.to_string()))?;
-        runs.entry((policy.label.clone(), needed("task_id")?.to_owned()))
+        let order = (repeat, started, needed("run_id")?.to_owned());
+        runs.entry((label, needed("task_id")?.to_owned()))
             .or_default()
-            .push((started, needed("run_id")?.to_owned(), solved));
+            .push((order, solved));
     }
     let mut by_label: BTreeMap<String, Outcomes> = BTreeMap::new();
     for ((label, task), mut task_runs) in runs {
         task_runs.sort();
-        let outcomes = task_runs.into_iter().map(|(_, _, solved)| solved).collect();
+        let outcomes = task_runs.into_iter().map(|(_, solved)| solved).collect();
         by_label.entry(label).or_default().insert(task, outcomes);
     }
     Ok(by_label)
@@ -322,12 +437,13 @@ pub fn attach(
     comparison: &mut Comparison,
     outcomes: &BTreeMap<String, Outcomes>,
     margin: Option<f64>,
+    bet: Bet,
 ) {
     let none = Outcomes::new();
     for pair in &mut comparison.comparisons {
         let of = |label: &String| outcomes.get(label).unwrap_or(&none);
         let rounds = rounds(of(&pair.baseline), of(&pair.candidate));
-        pair.sequential = Some(sequential(&rounds, 1.0 - CONFIDENCE, margin));
+        pair.sequential = Some(sequential(&rounds, 1.0 - CONFIDENCE, margin, bet));
     }
 }
 
@@ -339,13 +455,13 @@ mod tests {
     fn a_clear_win_decides_and_a_tie_stays_undecided() {
         // 40 tasks, the candidate solves 60 % more of them every round.
         let round: Vec<f64> = (0..40).map(|i| if i % 5 < 3 { 1.0 } else { 0.0 }).collect();
-        let win = sequential(&vec![round; 4], 0.05, None);
+        let win = sequential(&vec![round; 4], 0.05, None, Bet::Adaptive);
         assert_eq!(win.decision, Decision::CandidateBetter);
         let (low, high) = (win.cs_low.expect("rounds"), win.cs_high.expect("rounds"));
         assert!(low > 0.0 && high >= 0.6 && low < 0.6, "{low}..{high}");
 
         let tie: Vec<f64> = (0..40).map(|i| [1.0, -1.0, 0.0, 0.0][i % 4]).collect();
-        let tie = sequential(&vec![tie; 3], 0.05, None);
+        let tie = sequential(&vec![tie; 3], 0.05, None, Bet::Adaptive);
         assert_eq!(tie.decision, Decision::Undecided);
     }
 
@@ -354,22 +470,22 @@ mod tests {
         let round = vec![0.0; 50];
         let rounds = vec![round; 20];
         assert_eq!(
-            sequential(&rounds, 0.05, Some(0.1)).decision,
+            sequential(&rounds, 0.05, Some(0.1), Bet::Adaptive).decision,
             Decision::Equivalent
         );
         assert_eq!(
-            sequential(&rounds, 0.05, None).decision,
+            sequential(&rounds, 0.05, None, Bet::Adaptive).decision,
             Decision::Undecided
         );
         assert_eq!(
-            sequential(&rounds[..1], 0.05, Some(0.1)).decision,
+            sequential(&rounds[..1], 0.05, Some(0.1), Bet::Adaptive).decision,
             Decision::Undecided
         );
     }
 
     #[test]
     fn no_complete_round_is_no_interval() {
-        let answer = sequential(&[], 0.05, None);
+        let answer = sequential(&[], 0.05, None, Bet::Adaptive);
         assert_eq!((answer.cs_low, answer.rounds), (None, 0));
         assert_eq!(answer.decision, Decision::Undecided);
     }
@@ -388,6 +504,32 @@ mod tests {
         ]
         .into();
         assert_eq!(rounds(&base, &cand), vec![vec![-1.0, 1.0], vec![1.0, 1.0]]);
+    }
+
+    #[test]
+    fn runs_are_filed_in_repeat_order_when_set_else_in_start_order() {
+        let table = Table::from_tsv_with_names_and_types(
+            "policy_id\ttask_id\trepeat\tstarted_ms\trun_id\tsolved\n\
+             String\tString\tNullable(UInt32)\tInt64\tString\tUInt8\n\
+             a:raw\tt1\t1\t10\tr1\t0\n\
+             a:raw\tt1\t0\t30\tr2\t1\n\
+             a:raw\tt2\t\\N\t30\tr3\t0\n\
+             a:raw\tt2\t\\N\t5\tr4\t1\n\
+             b:raw\tt1\t\\N\t20\tr5\t1\n",
+        )
+        .expect("parses");
+        let outcomes = outcomes_by_policy_id(&table).expect("reads");
+        assert_eq!(
+            outcomes["a:raw"]["t1"],
+            vec![1, 0],
+            "repeat 0 first, though later"
+        );
+        assert_eq!(
+            outcomes["a:raw"]["t2"],
+            vec![1, 0],
+            "no repeat: start order"
+        );
+        assert_eq!(outcomes["b:raw"]["t1"], vec![1]);
     }
 
     /// `run_outcomes` repeats the counting rules of `paired_outcomes`: over both fixture

@@ -32,10 +32,30 @@ fn chromium(profile: &Path) -> Command {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn report_renders_with_its_charts_in_headless_chromium() {
-    let (_server, client) = seeded_clickhouse().await;
+    let (server, client) = seeded_clickhouse().await;
+    // A decision stored by an experiment run until decided (2026-11-21 21:10:00 UTC).
+    server.query(
+        "INSERT INTO benchstream.experiment_decisions (event_id, run_id, task_id, ts, ts_ms, \
+         policy_id, cfg_hash, env_hash, received_at, experiment, baseline, candidate, decision, \
+         cs_low, cs_high, rounds, alpha) VALUES \
+         (toUUID('0193a5c2-7e24-7000-8000-00000000000c'), \
+         toUUID('0193a5c2-7e30-7000-8000-00000000000d'), 'experiment:ab', \
+         toDateTime(1795295400), 1795295400000, 'decision', '', '', toDateTime(1795295400), \
+         'ab', 'model-a:raw', 'model-b:raw', 'baseline_better', -0.4, -0.02, 6, 0.05)",
+    );
     let page = generate_report(&client, &ReportOptions::default())
         .await
         .expect("report");
+    let decisions = element(&page, "id=\"table-experiment_decisions\"", "</table>");
+    for shown in [
+        "model-a:raw",
+        "baseline_better",
+        "-0.0200",
+        ">6<",
+        "2026-11-21 21:10:00 UTC",
+    ] {
+        assert!(decisions.contains(shown), "{shown} in {decisions}");
+    }
     assert!(
         !page.contains("src=\"http") && !page.contains("<link"),
         "offline page"

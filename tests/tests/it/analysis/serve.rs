@@ -141,10 +141,27 @@ fn two_runs(runs_dir: &Path) -> (RunEvents, RunEvents, Vec<BenchmarkEvent>) {
         data.experiment.name = None;
     }
     events.push(start);
+    events.push(decision());
     let dir = runs_dir.join(a.id());
     std::fs::create_dir_all(&dir).expect("run dir");
     std::fs::write(dir.join("final.diff"), DIFF).expect("final.diff");
     (a, b, events)
+}
+
+/// The decision of the experiment, as `run --until-decided` publishes it: model-b
+/// better, after 4 rounds.
+fn decision() -> BenchmarkEvent {
+    let mut event = fixture(EventType::ExperimentDecision);
+    event.run_id = uuid::Uuid::now_v7();
+    event.event_id = uuid::Uuid::now_v7();
+    event.task_id = format!("experiment:{EXPERIMENT}");
+    if let Payload::ExperimentDecision(data) = &mut event.payload {
+        data.experiment = EXPERIMENT.to_owned();
+        data.baseline = "bench/model-a:raw".to_owned();
+        data.candidate = "bench/model-b:raw".to_owned();
+        data.rounds = 4;
+    }
+    event
 }
 
 /// The viewer on a free loopback port with `flags`; its port and stop token.
@@ -373,6 +390,31 @@ async fn check_api(port: u16, run_a: &str) {
         (Some(2), Some(1))
     );
 
+    // The experiment's stored decision, in its page's JSON twin and in its page.
+    let page = body_json(&get(port, &format!("/api/experiments/{EXPERIMENT}"), &[]).await);
+    let decided = &page["decisions"][0];
+    assert_eq!(
+        (
+            decided["decision"].as_str(),
+            decided["rounds"].as_u64(),
+            decided["baseline"].as_str(),
+            decided["candidate"].as_str()
+        ),
+        (
+            Some("candidate_better"),
+            Some(4),
+            Some("bench/model-a:raw"),
+            Some("bench/model-b:raw")
+        ),
+        "{page}"
+    );
+    let html = get(port, &format!("/experiments/{EXPERIMENT}"), &[]).await;
+    let html = String::from_utf8_lossy(&html.body);
+    assert!(
+        html.contains("candidate_better") && html.contains("2026-11-21 21:10:00 UTC"),
+        "the decision and when it was made: {html}"
+    );
+
     // compare's answer over the experiment, each policy against the baseline.
     let target = "/api/compare?experiment=exp-view&baseline=bench%2Fmodel-a%3Araw";
     let compared = body_json(&get(port, target, &[]).await);
@@ -453,6 +495,8 @@ async fn check_live_run(
         .expect("open the experiment page");
     let progress = wait_text(client, "#progress", |_| true).await;
     assert!(progress.starts_with("Done 2 of 3 planned"), "{progress}");
+    let decided = wait_text(client, "#decisions td.decision", |_| true).await;
+    assert_eq!(decided, "candidate_better");
     client
         .execute("window.__kept = 42; return null", vec![])
         .await

@@ -193,6 +193,8 @@ async fn an_experiment_run_until_decided_stops_early_with_the_better_model() {
             candidate: "bench/priced-model".to_owned(),
             alpha: 0.05,
             equivalence_margin: None,
+            // Bets tuned to a large difference, as `--detect 0.5` sets them.
+            bet: bench_analysis::compare::sequential::Bet::Tuned(0.5),
             max_repeats,
             clickhouse,
         },
@@ -242,6 +244,13 @@ async fn an_experiment_run_until_decided_stops_early_with_the_better_model() {
             per_model("bench/priced-model", 1),
             per_model("qwen2.5-coder:7b", 0)
         ),
+    )
+    .await;
+    // Every run states the whole plan: every round of both models on the 4 tasks.
+    sink.wait_for(
+        "SELECT DISTINCT planned_runs FROM benchstream.run_starts FINAL \
+         WHERE experiment = 'ab' FORMAT TSV",
+        &(max_repeats * 4 * 2).to_string(),
     )
     .await;
     // The decision, published as an experiment_decision, stored as the report says.

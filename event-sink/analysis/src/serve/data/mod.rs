@@ -16,7 +16,8 @@ use crate::compare::{self, Comparison, Filters};
 pub use error::DataError;
 pub use standing::{Standing, StandingCache};
 
-use crate::serve::db::{self, ExperimentRow, RunRow, RunsOf};
+use crate::compare::decisions::StoredDecision;
+use crate::serve::db::{self, DbError, ExperimentRow, RunRow, RunsOf};
 
 /// Runs a list shows at most; the page says how many more there are.
 pub const RUNS_SHOWN: u32 = 200;
@@ -123,6 +124,9 @@ pub struct ExperimentPage {
     pub runs: Vec<RunRow>,
     /// Runs not listed.
     pub runs_left_out: u64,
+    /// The latest decision of each pair, when the experiment was run until decided
+    /// (`agent-runner run --until-decided`); empty otherwise.
+    pub decisions: Vec<StoredDecision>,
 }
 
 /// `/experiments/{name}`'s data, its standing from `cache` when its runs are the same.
@@ -141,7 +145,11 @@ pub async fn experiment(
         .get(client, name, (progress.started, progress.done))
         .await?;
     let runs = db::runs(client, RunsOf::Experiment(name), RUNS_SHOWN).await?;
+    let decisions = compare::decisions::latest(client, &[name.to_owned()])
+        .await
+        .map_err(DbError::from)?;
     Ok(ExperimentPage {
+        decisions,
         runs_left_out: progress.started.saturating_sub(runs.len() as u64),
         progress,
         standing,

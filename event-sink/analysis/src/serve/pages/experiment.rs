@@ -21,6 +21,23 @@ pub fn render(page: &ExperimentPage) -> Markup {
             " · ETA " (eta(p.eta_seconds))
         }
         p { a href={ "/compare?" (query(&[("experiment", name)])) } { "Compare the policies of " (name) } }
+        @if !page.decisions.is_empty() {
+            h2 { "Decided (run until decided; valid at every look)" }
+            table id="decisions" {
+                tr { th { "baseline" } th { "candidate" } th { "decision" } th { "difference within" } th { "rounds" } th { "alpha" } th { "decided at" } }
+                @for d in &page.decisions {
+                    tr {
+                        td { (d.baseline) }
+                        td { (d.candidate) }
+                        td class="decision" { (d.decision) }
+                        td class="num" { (signed(d.cs_low)) " .. " (signed(d.cs_high)) }
+                        td class="num" { (d.rounds) }
+                        td class="num" { (d.alpha) }
+                        td { (d.decided_at()) }
+                    }
+                }
+            }
+        }
         h2 { "Leaderboard" }
         table id="leaderboard" {
             tr { th { "policy" } th { "runs" } th { "tasks" } th { "solved" } th { "rate" } th { "95 % interval" } th { "excluded" } }
@@ -44,6 +61,11 @@ pub fn render(page: &ExperimentPage) -> Markup {
             p class="muted" { (page.runs_left_out) " earlier runs not listed." }
         }
     }
+}
+
+/// A difference with its sign, or "?" when unknown.
+fn signed(value: Option<f64>) -> String {
+    value.map_or_else(|| "?".to_owned(), |v| format!("{v:+.3}"))
 }
 
 /// Tasks across, policies down; each cell `solved/runs`, linked to the task's runs.
