@@ -231,7 +231,7 @@ impl Mapper {
 }
 
 /// `run_start.scoring_version`: the one stated, else whether a verdict was.
-fn scoring_version<'a>(success: Option<bool>, stated: Option<&'a str>) -> &'a str {
+fn scoring_version(success: Option<bool>, stated: Option<&str>) -> &str {
     match (stated, success) {
         (Some(stated), _) => stated,
         (None, None) => SCORING_VERSION,

@@ -14,7 +14,7 @@ use crate::common::{create_stream, stream_messages};
 
 /// POSTs `body` to `endpoint` over plain HTTP/1.1 (one request per connection, so the
 /// answer ends when the connection closes); the status and the body.
-async fn post(
+pub(super) async fn post(
     endpoint: &str,
     content_type: &str,
     gzip: bool,
@@ -74,7 +74,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     encoder.finish().expect("in memory")
 }
 
-async fn nats_with_stream() -> NatsServer {
+pub(super) async fn nats_with_stream() -> NatsServer {
     let nats = tokio::task::spawn_blocking(NatsServer::start)
         .await
         .expect("nats starts");

@@ -3,8 +3,11 @@
 //! the bodies an exporter would never send) through the receiver, JetStream and the sink,
 //! read back from ClickHouse.
 
+mod grpc;
 mod http;
 mod instrumented;
+mod otel;
+mod runs;
 mod sdk;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
