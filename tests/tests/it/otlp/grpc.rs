@@ -10,7 +10,7 @@ use tonic::codec::CompressionEncoding;
 
 use super::http::nats_with_stream;
 use super::otel::{chat, text, Trace};
-use super::{query, Receiver};
+use super::{query, Receiver, FULL_SPOOL};
 use crate::common::{start_pipeline, stream_messages};
 
 /// A receiver serving OTLP/gRPC too: it and the gRPC endpoint (`http://addr`).
@@ -109,13 +109,7 @@ async fn a_full_spool_is_answered_unavailable_over_grpc_and_nothing_is_half_kept
     let nats = nats_with_stream().await;
     tokio::task::block_in_place(|| nats.stop());
     let dir = tempfile::tempdir().expect("dir");
-    // Room for no event: the first one the broker cannot take fills the spool.
-    let (receiver, endpoint) = start_grpc(
-        &nats.url(),
-        dir.path(),
-        &["--ack-timeout-ms", "500", "--spool-max-bytes", "64"],
-    )
-    .await;
+    let (receiver, endpoint) = start_grpc(&nats.url(), dir.path(), FULL_SPOOL).await;
     let trace = Trace::new("grpc-full", 6);
     let spans = trace.spans(vec![trace.span(1, None, (0, 1000), Vec::new())]);
     let mut client = TraceServiceClient::connect(endpoint)
@@ -132,13 +126,7 @@ async fn a_full_spool_is_answered_unavailable_over_grpc_and_nothing_is_half_kept
         status.message().contains("spool full or broken"),
         "{status:?}"
     );
-    receiver.shutdown.cancel();
-    let outcome = receiver.task.await.expect("receiver task");
-    let error = outcome.expect_err("the receiver ends with the publisher's failure");
-    assert!(
-        error.to_string().to_ascii_lowercase().contains("spool"),
-        "{error}"
-    );
+    receiver.stop_failed().await;
     tokio::task::block_in_place(|| nats.restart());
     assert!(
         stream_messages(&nats.url(), &StreamSpec::default())
