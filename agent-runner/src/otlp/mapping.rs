@@ -1122,6 +1122,48 @@ mod tests {
     }
 
     #[test]
+    fn a_run_closed_by_the_timeout_is_unjudged_unless_an_evaluation_record_judged_it() {
+        let context = RunContext::of(&Attributes {
+            own: &[],
+            resource: &[],
+        });
+        let at = time(T0).expect("t0");
+        let expired = |evaluation| Expired {
+            run_id: Uuid::from_u128(1),
+            trace: "t".to_owned(),
+            context: context.clone(),
+            span: (at, at),
+            evaluation,
+        };
+        let verdict = |run: &Expired| match &mapper().timed_out(run) {
+            [BenchmarkEvent {
+                payload: Payload::RunStart(start),
+                ..
+            }, BenchmarkEvent {
+                payload: Payload::RunStop(stop),
+                ..
+            }] => (
+                start.scoring_version.clone(),
+                stop.success,
+                stop.final_score,
+            ),
+            other => panic!("run_start, run_stop: {other:?}"),
+        };
+        assert_eq!(
+            verdict(&expired(None)),
+            (SCORING_VERSION.to_owned(), None, None)
+        );
+        let judged = Evaluation {
+            success: Some(true),
+            score: Some(0.5),
+        };
+        assert_eq!(
+            verdict(&expired(Some(judged))),
+            (STATED_SCORING_VERSION.to_owned(), Some(true), Some(0.5))
+        );
+    }
+
+    #[test]
     fn alias_token_attributes_are_read_and_unstated_ones_are_null() {
         let mapped = mapper().map_alone(&request(vec![chat(2)]));
         let Some(Payload::Deliberation(d)) = mapped
