@@ -10,22 +10,30 @@
 //! attributes exactly as for spans, so a record lands in the run of its trace; its
 //! `step_id` is that of its span's `step` and `deliberation`. The event id derives from
 //! the trace, the span and the record's content, so a record sent twice is stored once.
+//!
+//! A `gen_ai.evaluation.result` record is also kept in the receiver's memory of its run
+//! ([`Ledger::evaluate`]): its label and score judge the run when the run closes, unless
+//! it names one of the run's model calls. One that comes after its run closed is only
+//! its row: the `run_stop` is out, and an event already published is never rewritten.
 
 use std::collections::HashMap;
 
 use bench_schemas::{BenchmarkEvent, Canonical, GenAiEvent, Payload};
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::logs::v1::LogRecord;
 use serde_json::json;
 
 use super::mapping::{hex, run_id, span_event_id, time, ContextKey, Mapper};
-use super::runs::RunContext;
+use super::runs::{Evaluation, Ledger, RunContext};
 use super::span::{attribute_str, attributes_json, to_json, Attributes};
 
 /// Reasons for refused records kept in the reply, at most.
 const MAX_REASONS: usize = 5;
 /// The event-name prefix of the GenAI semantic conventions.
 const GENAI_PREFIX: &str = "gen_ai.";
+/// The GenAI event that states a verdict.
+const EVALUATION: &str = "gen_ai.evaluation.result";
 
 /// The events of one logs export request, and the records refused.
 #[derive(Debug, Default)]
@@ -41,8 +49,9 @@ pub struct MappedLogs {
 }
 
 impl Mapper {
-    /// The `genai_event` events of `request`.
-    pub fn map_logs(&self, request: &ExportLogsServiceRequest) -> MappedLogs {
+    /// The `genai_event` events of `request`; its evaluation records are kept in
+    /// `ledger` for the `run_stop` of their runs.
+    pub fn map_logs(&self, request: &ExportLogsServiceRequest, ledger: &Ledger) -> MappedLogs {
         let mut mapped = MappedLogs::default();
         let mut contexts: HashMap<ContextKey<'_>, RunContext> = HashMap::new();
         for resource_logs in &request.resource_logs {
@@ -61,7 +70,10 @@ impl Mapper {
                     .entry(ContextKey::of(&attributes))
                     .or_insert_with(|| RunContext::of(&attributes));
                 match self.genai_event(record, &attributes, context) {
-                    Ok(event) => mapped.events.push((index, event)),
+                    Ok(event) => {
+                        evaluate(ledger, &event, &record.attributes);
+                        mapped.events.push((index, event));
+                    }
                     Err(reason) => {
                         mapped.rejected += 1;
                         if mapped.reasons.len() < MAX_REASONS && !mapped.reasons.contains(&reason) {
@@ -124,6 +136,18 @@ impl Mapper {
     }
 }
 
+/// Keeps what `event`, when it is an evaluation record (of `attributes`) stating a
+/// verdict or a score, states of its run.
+fn evaluate(ledger: &Ledger, event: &BenchmarkEvent, attributes: &[KeyValue]) {
+    let Payload::GenaiEvent(e) = &event.payload else {
+        return;
+    };
+    let evaluation = Evaluation::of(attributes);
+    if e.name == EVALUATION && evaluation.states() {
+        ledger.evaluate(event.run_id, e.span_id.as_deref(), evaluation);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue, KeyValueList};
@@ -175,11 +199,18 @@ mod tests {
 
     #[test]
     fn a_genai_record_lands_beside_its_call_and_another_record_is_refused_with_a_reason() {
-        let mapped = mapper().map_logs(&request(vec![
-            record("gen_ai.choice", Some(2)),
-            record("app.started", None),
-            record("gen_ai.choice", Some(2)),
-        ]));
+        let ledger = Ledger::new(
+            chrono::DateTime::from_timestamp_nanos(0),
+            crate::otlp::runs::DEFAULT_RUN_IDLE,
+        );
+        let mapped = mapper().map_logs(
+            &request(vec![
+                record("gen_ai.choice", Some(2)),
+                record("app.started", None),
+                record("gen_ai.choice", Some(2)),
+            ]),
+            &ledger,
+        );
         assert_eq!((mapped.records, mapped.rejected), (3, 1));
         assert!(
             mapped.reasons[0].contains("not a GenAI event"),

@@ -12,10 +12,12 @@
 //!   states none;
 //! - run, task and policy come from `benchstream.*` attributes of the resource or of the
 //!   span itself, else are derived from the trace id and `service.name`;
-//! - the exception: a root span's `run_start` and `run_stop` carry the run's model and
+//! - the exception: the `run_start` and `run_stop` of the span that closes a run (its
+//!   root, or a span stating `benchstream.run_end = true`) carry the run's model and
 //!   totals (tokens, cost, `api_calls`), summed over the calls the receiver recorded
-//!   ([`super::runs`]), which are null when it cannot have seen them all; `turns`,
-//!   `tool_errors` and `files_modified` stay null: no trace states them.
+//!   ([`super::runs`]), which are null when it cannot have seen them all, and the
+//!   verdict of an evaluation log record that came before; `turns`, `tool_errors` and
+//!   `files_modified` stay null: no trace states them.
 
 use std::collections::HashMap;
 
@@ -26,14 +28,15 @@ use bench_schemas::{
 };
 use chrono::{DateTime, Utc};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::trace::v1::span::Event;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::runs::{Call, Expired, Ledger, RunContext, Seen, Totals};
-use super::span::{attribute_str, event_number, event_str, keys, tokens, Attributes, SpanView};
+use super::runs::{Call, Closing, Evaluation, Expired, Ledger, RunContext, Seen, Totals};
+use super::span::{attribute_number, attribute_str, event_str, keys, tokens, Attributes, SpanView};
 use crate::exec::protocol::derived_uuid;
 use crate::pricing::{PriceTable, Prices, Usd};
 use crate::provider::TokenUsage;
@@ -45,6 +48,9 @@ pub const SCORING_VERSION: &str = "otlp-unevaluated";
 /// (`benchstream.success` or a `gen_ai.evaluation.result` label) and no
 /// `benchstream.scoring_version`.
 pub const STATED_SCORING_VERSION: &str = "otlp-stated";
+/// The span attribute that closes its run as its root would (`true`), for a run whose
+/// root is not exported, or comes too late.
+pub const RUN_END: &str = "benchstream.run_end";
 /// `scenario.name` when no `benchstream.scenario` attribute names one.
 pub const DEFAULT_SCENARIO: &str = "otlp";
 /// The service name of a resource without `service.name` (the SDKs' own default).
@@ -127,7 +133,7 @@ impl Mapper {
         let mut mapped = Mapped::default();
         let mut contexts: HashMap<ContextKey<'_>, RunContext> = HashMap::new();
         let mut calls = Vec::new();
-        let mut roots = Vec::new();
+        let mut closers = Vec::new();
         let mut seen = Vec::new();
         for resource_spans in &request.resource_spans {
             let resource = resource_spans
@@ -157,8 +163,8 @@ impl Mapper {
                 let mut out = SpanEvents::new(self, context, index, &ids, view, &mut mapped.events);
                 calls.extend(out.map());
                 seen.push((out.run_id, ids.trace.clone(), key, (ids.start, ids.end)));
-                if ids.root {
-                    roots.push((index, ids, view));
+                if ids.root || view.own_bool(RUN_END) == Some(true) {
+                    closers.push((index, ids, view));
                 }
             }
         }
@@ -172,12 +178,12 @@ impl Mapper {
             })
             .collect();
         ledger.record(&seen, calls);
-        for (index, ids, view) in roots {
+        for (index, ids, view) in closers {
             let context = &contexts[&ContextKey::of(&view)];
             let mut out = SpanEvents::new(self, context, index, &ids, view, &mut mapped.events);
-            // None: the timeout closed the run already.
-            if let Some(totals) = ledger.close(out.run_id, ids.start) {
-                out.close(totals);
+            // None: another span or the timeout closed the run already.
+            if let Some(closing) = ledger.close(out.run_id, &ids.span, ids.start) {
+                out.close(&closing);
             }
         }
         mapped
@@ -186,19 +192,22 @@ impl Mapper {
 
 impl Mapper {
     /// The `run_start` and `run_stop` of a run the timeout closed: its root never came,
-    /// so it is unjudged (`success` null, `otlp-unevaluated`), ended by `exit_error`, its
-    /// wall time, model and totals unknown (nothing tells whether every call came here).
-    /// Their ids derive from the run, so a second receiver closing it gives the same.
+    /// so it is unjudged (`success` null, `otlp-unevaluated`) unless an evaluation log
+    /// record judged it, ended by `exit_error`, its wall time, model and totals unknown
+    /// (nothing tells whether every call came here). Their ids derive from the run, so a
+    /// second receiver closing it gives the same.
     pub fn timed_out(&self, run: &Expired) -> [BenchmarkEvent; 2] {
         let id =
             |kind: &str| derived_uuid(&format!("otlp/timeout/{}/{}/{kind}", run.run_id, run.trace));
         let config = run_config(UNKNOWN.to_owned(), UNKNOWN.to_owned());
+        let evaluation = run.evaluation.unwrap_or_default();
+        let scoring_version = scoring_version(evaluation.success, None);
         let start = run
             .context
-            .run_start(config, SCORING_VERSION, &self.experiment);
+            .run_start(config, scoring_version, &self.experiment);
         let ending = Ending {
-            success: None,
-            final_score: None,
+            success: evaluation.success,
+            final_score: evaluation.score,
             wall_time_ms: None,
             exit_status: ExitStatus::ExitError,
             early_stop_reason: Some(
@@ -218,6 +227,15 @@ impl Mapper {
             run.context
                 .event((id("run_stop"), run.run_id, None), last, &self.host, stop),
         ]
+    }
+}
+
+/// `run_start.scoring_version`: the one stated, else whether a verdict was.
+fn scoring_version(success: Option<bool>, stated: Option<&str>) -> &str {
+    match (stated, success) {
+        (Some(stated), _) => stated,
+        (None, None) => SCORING_VERSION,
+        (None, Some(_)) => STATED_SCORING_VERSION,
     }
 }
 
@@ -462,7 +480,7 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
         }
     }
 
-    /// The span's own events (a root's `run_start` and `run_stop` come from
+    /// The span's own events (a closing span's `run_start` and `run_stop` come from
     /// [`Self::close`]); an inference span's call, for the run's totals.
     fn map(&mut self) -> Option<Call> {
         let kind = SpanKind::of(&self.view);
@@ -513,24 +531,36 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
         call
     }
 
-    /// A root span's `run_start` and `run_stop`, with the run's `totals`.
-    fn close(&mut self, totals: Totals) {
+    /// The `run_start` and `run_stop` of a span that closes its run (its root, or one
+    /// stating [`RUN_END`]): the run's totals and what an evaluation log record stated of
+    /// it come with `closing`. A closing span other than the root starts the run at its
+    /// earliest span seen, and states its wall time only when it is that span (it
+    /// encloses the run, as a root does).
+    fn close(&mut self, closing: &Closing) {
+        let totals = &closing.totals;
         let (model, provider) = totals
             .model
             .clone()
             .unwrap_or_else(|| (UNKNOWN.to_owned(), UNKNOWN.to_owned()));
         let config = run_config(model, provider);
         let cfg_hash = config.canonical_hash();
-        let stop = self.run_stop(&totals);
-        let scoring_version = match (&stop, self.view.str(&["benchstream.scoring_version"])) {
-            (_, Some(stated)) => stated,
-            (Payload::RunStop(RunStop { success: None, .. }), None) => SCORING_VERSION,
-            (_, None) => STATED_SCORING_VERSION,
+        let encloses = self.ids.root || self.ids.start <= closing.first;
+        let stop = self.run_stop(totals, closing.evaluation, encloses);
+        let success = match &stop {
+            Payload::RunStop(RunStop { success, .. }) => *success,
+            _ => None,
         };
+        let scoring_version =
+            scoring_version(success, self.view.str(&["benchstream.scoring_version"]));
         let start = self
             .context
             .run_start(config, scoring_version, &self.mapper.experiment);
-        let mut start = self.event("run_start", self.ids.start, None, start);
+        let started = if self.ids.root {
+            self.ids.start
+        } else {
+            closing.first
+        };
+        let mut start = self.event("run_start", started, None, start);
         start.cfg_hash = cfg_hash.clone();
         self.events.push((self.index, start));
         let mut stop = self.event("run_stop", self.ids.end, None, stop);
@@ -564,7 +594,11 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
         )
     }
 
-    fn run_stop(&self, totals: &Totals) -> Payload {
+    /// The `run_stop` of the run this span closes: its verdict is the span's own
+    /// (`benchstream.success`, a `gen_ai.evaluation.result` span event), else `logged`'s
+    /// (an evaluation log record of the run); its wall time is the span's duration when it
+    /// `encloses` the run.
+    fn run_stop(&self, totals: &Totals, logged: Option<Evaluation>, encloses: bool) -> Payload {
         let error = self.error();
         let exit_status = self
             .view
@@ -574,19 +608,19 @@ impl<'a, 'm> SpanEvents<'a, 'm> {
                 None => ExitStatus::Submitted,
                 Some(e) => exit_status_of(e.kind.as_deref()),
             });
-        let evaluation = self.view.events("gen_ai.evaluation.result").next();
-        let success = self.view.bool("benchstream.success").or_else(|| {
-            evaluation
-                .and_then(|e| event_str(e, "gen_ai.evaluation.score.label"))
-                .and_then(verdict_of_label)
-        });
-        let final_score = evaluation
-            .and_then(|e| event_number(e, "gen_ai.evaluation.score.value"))
-            .filter(|s| (0.0..=1.0).contains(s));
+        let evaluation = self
+            .view
+            .events("gen_ai.evaluation.result")
+            .next()
+            .map(|e| Evaluation::of(&e.attributes))
+            .filter(Evaluation::states)
+            .or(logged)
+            .unwrap_or_default();
+        let success = self.view.bool("benchstream.success").or(evaluation.success);
         let ending = Ending {
             success,
-            final_score,
-            wall_time_ms: Some(self.ids.latency_ms()),
+            final_score: evaluation.score,
+            wall_time_ms: encloses.then(|| self.ids.latency_ms()),
             exit_status,
             early_stop_reason: error.map(|e| e.describe()),
         };
@@ -789,6 +823,20 @@ fn exit_status_of(kind: Option<&str>) -> ExitStatus {
         ExitStatus::ExitCost
     } else {
         ExitStatus::ExitError
+    }
+}
+
+impl Evaluation {
+    /// What the attributes of a `gen_ai.evaluation.result` event (a span event or a log
+    /// record) state: success from `gen_ai.evaluation.score.label`, the score from
+    /// `gen_ai.evaluation.score.value` when within 0..=1.
+    pub(super) fn of(attributes: &[KeyValue]) -> Evaluation {
+        Evaluation {
+            success: attribute_str(attributes, "gen_ai.evaluation.score.label")
+                .and_then(verdict_of_label),
+            score: attribute_number(attributes, "gen_ai.evaluation.score.value")
+                .filter(|s| (0.0..=1.0).contains(s)),
+        }
     }
 }
 
@@ -1004,6 +1052,114 @@ mod tests {
         assert_eq!(
             stop.extra["models"],
             serde_json::json!({"unknown": 2, "model-b": 1})
+        );
+    }
+
+    fn run_stop_of(mapped: &Mapped) -> Option<RunStop> {
+        mapped.events.iter().find_map(|(_, e)| match &e.payload {
+            Payload::RunStop(stop) => Some(stop.clone()),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn a_span_stating_run_end_closes_its_run_as_a_root_would_and_the_root_then_closes_nothing() {
+        let ledger = Ledger::new(
+            DateTime::from_timestamp_nanos(0),
+            crate::otlp::runs::DEFAULT_RUN_IDLE,
+        );
+        // A final span, after the calls: it does not enclose the run.
+        let mut end = span(5, Some(1), vec![text("benchstream.success", "false")]);
+        end.start_time_unix_nano = T0 + 2_000_000_000;
+        end.end_time_unix_nano = T0 + 2_100_000_000;
+        let mut not_end = span(6, Some(1), vec![]);
+        not_end
+            .attributes
+            .push(kv(RUN_END, any_value::Value::BoolValue(false)));
+        let closing = mapper().map(&request(vec![chat(2), chat(3), not_end]), &ledger);
+        assert_eq!(
+            run_stop_of(&closing),
+            None,
+            "run_end = false closes nothing"
+        );
+        end.attributes
+            .push(kv(RUN_END, any_value::Value::BoolValue(true)));
+        let closing = mapper().map(&request(vec![end.clone()]), &ledger);
+        let stop = run_stop_of(&closing).expect("closed by the span");
+        assert_eq!(
+            (
+                stop.success,
+                stop.api_calls,
+                stop.total_tokens,
+                stop.wall_time_ms
+            ),
+            (Some(false), Some(2), Some(30), None),
+            "its verdict and the totals so far; no wall time: it does not enclose the run"
+        );
+        let start = closing
+            .events
+            .iter()
+            .find(|(_, e)| matches!(e.payload, Payload::RunStart(_)))
+            .expect("run_start");
+        assert_eq!(start.1.ts, time(T0).expect("t0"), "the run's first span");
+        let again = mapper().map(&request(vec![end]), &ledger);
+        assert_eq!(
+            again
+                .events
+                .iter()
+                .map(|(_, e)| e.event_id)
+                .collect::<Vec<_>>(),
+            closing
+                .events
+                .iter()
+                .map(|(_, e)| e.event_id)
+                .collect::<Vec<_>>(),
+            "sent again: the same events"
+        );
+        let root = mapper().map(&request(vec![span(1, None, vec![])]), &ledger);
+        assert_eq!(run_stop_of(&root), None, "closed already");
+        assert_eq!(ledger.late_roots(), 1);
+    }
+
+    #[test]
+    fn a_run_closed_by_the_timeout_is_unjudged_unless_an_evaluation_record_judged_it() {
+        let context = RunContext::of(&Attributes {
+            own: &[],
+            resource: &[],
+        });
+        let at = time(T0).expect("t0");
+        let expired = |evaluation| Expired {
+            run_id: Uuid::from_u128(1),
+            trace: "t".to_owned(),
+            context: context.clone(),
+            span: (at, at),
+            evaluation,
+        };
+        let verdict = |run: &Expired| match &mapper().timed_out(run) {
+            [BenchmarkEvent {
+                payload: Payload::RunStart(start),
+                ..
+            }, BenchmarkEvent {
+                payload: Payload::RunStop(stop),
+                ..
+            }] => (
+                start.scoring_version.clone(),
+                stop.success,
+                stop.final_score,
+            ),
+            other => panic!("run_start, run_stop: {other:?}"),
+        };
+        assert_eq!(
+            verdict(&expired(None)),
+            (SCORING_VERSION.to_owned(), None, None)
+        );
+        let judged = Evaluation {
+            success: Some(true),
+            score: Some(0.5),
+        };
+        assert_eq!(
+            verdict(&expired(Some(judged))),
+            (STATED_SCORING_VERSION.to_owned(), Some(true), Some(0.5))
         );
     }
 

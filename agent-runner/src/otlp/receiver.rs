@@ -72,8 +72,12 @@ pub struct Counts {
     pub late_calls: u64,
     /// Runs whose root never came, closed by `--run-timeout`.
     pub timed_out_runs: u64,
-    /// Root spans that came after `--run-timeout` had closed their run (nothing published).
+    /// Closing spans (roots, spans stating `benchstream.run_end`) that came after their
+    /// run was closed by another or by `--run-timeout` (nothing published).
     pub late_roots: u64,
+    /// `gen_ai.evaluation.result` log records that came after their run was closed (their
+    /// own rows only, not in the run's `run_stop`).
+    pub late_evaluations: u64,
 }
 
 /// What `agent-runner otlp` reports when it stops.
@@ -92,8 +96,8 @@ impl fmt::Display for OtlpReport {
             f,
             "otlp: {} requests, {} spans ({} rejected), {} GenAI log records ({} other \
              records rejected), {} metric data points (counted, not stored), {} events, {} \
-             model calls after their run's root, {} runs closed by --run-timeout ({} roots \
-             came later)",
+             model calls after their run was closed, {} runs closed by --run-timeout, {} \
+             closing spans and {} evaluation records after their run was closed",
             c.requests,
             c.spans,
             c.rejected_spans,
@@ -103,7 +107,8 @@ impl fmt::Display for OtlpReport {
             c.events,
             c.late_calls,
             c.timed_out_runs,
-            c.late_roots
+            c.late_roots,
+            c.late_evaluations
         )?;
         writeln!(f, "{}", self.delivery)
     }
@@ -212,6 +217,7 @@ pub async fn serve(
     let mut counts = shared.counters.snapshot();
     counts.late_calls = shared.ledger.late_calls();
     counts.late_roots = shared.ledger.late_roots();
+    counts.late_evaluations = shared.ledger.late_evaluations();
     Ok(counts)
 }
 
@@ -274,6 +280,7 @@ impl Counters {
             late_calls: 0,
             timed_out_runs: self.timed_out_runs.load(Ordering::Relaxed),
             late_roots: 0,
+            late_evaluations: 0,
         }
     }
 }
@@ -360,7 +367,7 @@ impl Shared {
         &self,
         request: &ExportLogsServiceRequest,
     ) -> Result<ExportLogsServiceResponse, Unavailable> {
-        let mapped = self.mapper.map_logs(request);
+        let mapped = self.mapper.map_logs(request, &self.ledger);
         let mut reasons = mapped.reasons;
         let delivered = deliver(&self.publisher, mapped.events, &mut reasons).await?;
         let rejected = mapped.rejected + delivered.undeliverable;

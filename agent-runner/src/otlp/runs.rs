@@ -1,20 +1,28 @@
 //! The receiver's memory of the runs under way: the model calls seen of each run, so that
-//! the `run_stop` its root span brings carries the run's totals (tokens, cost, calls,
-//! model).
+//! the `run_stop` that closes it carries the run's totals (tokens, cost, calls, model),
+//! and the verdict a `gen_ai.evaluation.result` log record stated of it.
 //!
 //! A run's spans come in any order, across requests, and its root usually last (it ends
 //! last). Every call is recorded once by its span id, so a batch sent twice counts each
-//! call once, and the totals of a root sent twice are the same. The totals are stated
-//! only when this receiver can have seen every call of the run: it was up before the root
-//! span started (a child starts after its root and is exported after it ends), and it
-//! has not forgotten the run since. Otherwise they are null, never a partial sum.
-//! Calls of a run that come after its root are kept in their own rows but not in the
-//! totals (`run_stop` is published once); they are counted as `late_calls`.
+//! call once, and the totals of a closing span sent twice are the same. The totals are
+//! stated only when this receiver saw the run from its start: it was up before the
+//! run's first span started (for a root, the root itself: a child starts after its root
+//! and is exported after it ends), and it has not forgotten the run since. Otherwise
+//! they are null, never a partial sum. Calls of a run that come after it was closed are
+//! kept in their own rows but not in the totals (`run_stop` is published once); they are
+//! counted as `late_calls`.
 //!
-//! A run whose root never comes (the process died, or its root is not exported) is
-//! closed by a timeout: once no span of it came for `--run-timeout`, [`Ledger::expire`]
-//! hands it over for a `run_stop` of its own; a root that comes after that is counted
-//! (`late_roots`) and publishes nothing.
+//! A run is closed by the first of: its root span; a span stating `benchstream.run_end`
+//! ([`Ledger::close`] either way); the timeout, once no span of it came for
+//! `--run-timeout` ([`Ledger::expire`] hands it over for a `run_stop` of its own). A
+//! closing span sent again gives the same totals (its events have the same ids); any
+//! other closing span that comes after is counted (`late_roots`) and publishes nothing.
+//!
+//! A `gen_ai.evaluation.result` log record ([`Ledger::evaluate`]) that comes while its
+//! run is open is kept with it and judges the run when it closes, unless it names one of
+//! the run's model calls (then it judges that call only); one that comes after the run
+//! closed is counted (`late_evaluations`): its `run_stop` is out, and the first version
+//! of an event wins.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
@@ -92,6 +100,22 @@ pub struct Seen<'a> {
     pub span: (DateTime<Utc>, DateTime<Utc>),
 }
 
+/// A verdict a `gen_ai.evaluation.result` event states.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Evaluation {
+    /// From its label (`pass`, `fail`, ...); `None`: the label is no verdict.
+    pub success: Option<bool>,
+    /// Its score, when within 0..=1.
+    pub score: Option<f64>,
+}
+
+impl Evaluation {
+    /// Whether it states anything of the run.
+    pub fn states(&self) -> bool {
+        self.success.is_some() || self.score.is_some()
+    }
+}
+
 /// A run closed by the timeout: what its `run_start` and `run_stop` are built from.
 #[derive(Debug)]
 pub struct Expired {
@@ -103,32 +127,63 @@ pub struct Expired {
     pub context: RunContext,
     /// When its first span seen started and its last one ended.
     pub span: (DateTime<Utc>, DateTime<Utc>),
+    /// What an evaluation log record stated of it.
+    pub evaluation: Option<Evaluation>,
+}
+
+/// A run closed by a span (its root, or one stating `benchstream.run_end`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Closing {
+    /// Its totals.
+    pub totals: Totals,
+    /// The earliest start of its spans seen, the closing one included.
+    pub first: DateTime<Utc>,
+    /// What an evaluation log record stated of it.
+    pub evaluation: Option<Evaluation>,
+}
+
+/// What closed a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Closer {
+    /// This span (hex id): its root, or a span stating `benchstream.run_end`.
+    Span(String),
+    /// `--run-timeout`.
+    Timeout,
 }
 
 #[derive(Debug)]
 struct Run {
     calls: BTreeMap<String, Call>,
-    /// Whether its `run_stop` was built (its root came, or the timeout closed it).
-    closed: bool,
-    /// Whether the timeout closed it.
-    timed_out: bool,
+    /// What built its `run_stop`; `None` while it is open.
+    closed: Option<Closer>,
     touched: Instant,
     /// What a timeout close needs (the first span's), until the run is closed.
     open: Option<(String, RunContext)>,
-    /// The earliest start and latest end of its spans seen.
-    span: (DateTime<Utc>, DateTime<Utc>),
+    /// The earliest start and latest end of its spans seen; `None` before any.
+    span: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    /// Evaluation log records, in the order they came, with the span each names.
+    evaluations: Vec<(Option<String>, Evaluation)>,
 }
 
 impl Run {
-    fn new(now: Instant, span: (DateTime<Utc>, DateTime<Utc>)) -> Run {
+    fn new(now: Instant) -> Run {
         Run {
             calls: BTreeMap::new(),
-            closed: false,
-            timed_out: false,
+            closed: None,
             touched: now,
             open: None,
-            span,
+            span: None,
+            evaluations: Vec::new(),
         }
+    }
+
+    /// The first evaluation that judges the run: one naming no span, or a span that is
+    /// none of its model calls.
+    fn evaluation(&self) -> Option<Evaluation> {
+        self.evaluations
+            .iter()
+            .find(|(span, _)| span.as_ref().is_none_or(|s| !self.calls.contains_key(s)))
+            .map(|(_, evaluation)| *evaluation)
     }
 }
 
@@ -148,6 +203,7 @@ struct State {
     forgotten: HashSet<Uuid>,
     late_calls: u64,
     late_roots: u64,
+    late_evaluations: u64,
 }
 
 impl Ledger {
@@ -175,10 +231,13 @@ impl Ledger {
             let run = state
                 .runs
                 .entry(seen.run_id)
-                .or_insert_with(|| Run::new(now, seen.span));
+                .or_insert_with(|| Run::new(now));
             run.touched = now;
-            run.span = (run.span.0.min(seen.span.0), run.span.1.max(seen.span.1));
-            if !run.closed && run.open.is_none() {
+            run.span = Some(match run.span {
+                Some((first, last)) => (first.min(seen.span.0), last.max(seen.span.1)),
+                None => seen.span,
+            });
+            if run.closed.is_none() && run.open.is_none() {
                 run.open = Some((seen.trace.to_owned(), seen.context.clone()));
             }
         }
@@ -187,7 +246,7 @@ impl Ledger {
             let Some(run) = state.runs.get_mut(&call.run_id) else {
                 continue;
             };
-            if run.closed && !run.calls.contains_key(&call.span) {
+            if run.closed.is_some() && !run.calls.contains_key(&call.span) {
                 state.late_calls += 1;
                 tracing::warn!(run = %call.run_id, span = %call.span,
                     "a model call came after its run was stopped: not in the run's totals");
@@ -197,30 +256,56 @@ impl Ledger {
         }
     }
 
-    /// Closes `run_id`, whose root span started at `root_start`: its totals; `None` when
-    /// the timeout closed it already (its `run_stop` is out).
-    pub fn close(&self, run_id: Uuid, root_start: DateTime<Utc>) -> Option<Totals> {
+    /// Closes `run_id` by its span `span` (hex id), which started at `start`: its totals
+    /// and verdict; `None` when something else closed it already (its `run_stop` is
+    /// out). The same span closing it again gets the same answer.
+    pub fn close(&self, run_id: Uuid, span: &str, start: DateTime<Utc>) -> Option<Closing> {
         let now = Instant::now();
         let mut state = self.lock();
         let forgotten = state.forgotten.contains(&run_id);
-        let run = state
-            .runs
-            .entry(run_id)
-            .or_insert_with(|| Run::new(now, (root_start, root_start)));
+        let run = state.runs.entry(run_id).or_insert_with(|| Run::new(now));
         run.touched = now;
-        if run.timed_out {
-            state.late_roots += 1;
-            tracing::warn!(run = %run_id, "a root span came after its run was closed by --run-timeout");
-            return None;
+        match &run.closed {
+            Some(Closer::Span(by)) if by == span => {}
+            Some(closer) => {
+                let closer = closer.clone();
+                state.late_roots += 1;
+                tracing::warn!(run = %run_id, %span, ?closer,
+                    "a closing span came after its run was closed: nothing published");
+                return None;
+            }
+            None => run.closed = Some(Closer::Span(span.to_owned())),
         }
-        run.closed = true;
         run.open = None;
-        let complete = root_start >= self.started && !forgotten && !run.calls.is_empty();
-        Some(if complete {
-            totals(run.calls.values())
-        } else {
-            Totals::default()
+        let first = run.span.map_or(start, |(first, _)| first.min(start));
+        let complete = first >= self.started && !forgotten && !run.calls.is_empty();
+        Some(Closing {
+            totals: if complete {
+                totals(run.calls.values())
+            } else {
+                Totals::default()
+            },
+            first,
+            evaluation: run.evaluation(),
         })
+    }
+
+    /// Keeps what a `gen_ai.evaluation.result` log record of `run_id` states (naming
+    /// `span`, when it does), for the `run_stop` that closes the run; counted and
+    /// dropped when the run is closed already.
+    pub fn evaluate(&self, run_id: Uuid, span: Option<&str>, evaluation: Evaluation) {
+        let now = Instant::now();
+        let mut state = self.lock();
+        let run = state.runs.entry(run_id).or_insert_with(|| Run::new(now));
+        run.touched = now;
+        if run.closed.is_some() {
+            state.late_evaluations += 1;
+            tracing::warn!(run = %run_id,
+                "an evaluation log record came after its run was closed: stored as its \
+                 genai_event row only, not in the run's run_stop");
+            return;
+        }
+        run.evaluations.push((span.map(str::to_owned), evaluation));
     }
 
     /// Closes the runs no span of which came for the timeout, and forgets the closed
@@ -239,16 +324,16 @@ impl Ledger {
             let Some(run) = state.runs.get_mut(&id) else {
                 continue;
             };
-            match run.open.take() {
-                Some((trace, context)) if !run.closed => {
-                    run.closed = true;
-                    run.timed_out = true;
+            match (run.open.take(), run.span) {
+                (Some((trace, context)), Some(span)) if run.closed.is_none() => {
+                    run.closed = Some(Closer::Timeout);
                     run.touched = now;
                     expired.push(Expired {
                         run_id: id,
                         trace,
                         context,
-                        span: run.span,
+                        span,
+                        evaluation: run.evaluation(),
                     });
                 }
                 _ => {
@@ -268,9 +353,15 @@ impl Ledger {
         self.lock().late_calls
     }
 
-    /// Root spans that came after the timeout closed their run.
+    /// Closing spans (roots, or spans stating `benchstream.run_end`) that came after
+    /// something else closed their run.
     pub fn late_roots(&self) -> u64 {
         self.lock().late_roots
+    }
+
+    /// Evaluation log records that came after their run was closed.
+    pub fn late_evaluations(&self) -> u64 {
+        self.lock().late_evaluations
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -361,7 +452,7 @@ mod tests {
         record(&ledger, calls.clone());
         // The same batch again.
         record(&ledger, calls);
-        let totals = ledger.close(run, t).expect("open run");
+        let totals = ledger.close(run, "root", t).expect("open run").totals;
         assert_eq!(totals.api_calls, Some(3));
         assert_eq!(totals.total_tokens, Some(410));
         assert_eq!(totals.cost.map(Usd::to_number), Some(0.0078));
@@ -386,7 +477,7 @@ mod tests {
                 call(run, "b", "m", None, None),
             ],
         );
-        let totals = ledger.close(run, t).expect("open run");
+        let totals = ledger.close(run, "root", t).expect("open run").totals;
         assert_eq!(
             (totals.api_calls, totals.total_tokens, totals.cost),
             (Some(2), None, None)
@@ -400,13 +491,11 @@ mod tests {
         let run = Uuid::from_u128(3);
         record(&ledger, vec![call(run, "a", "m", Some(1), Some(0.1))]);
         let before = t - chrono::Duration::seconds(1);
-        assert_eq!(ledger.close(run, before), Some(Totals::default()));
+        let closing = ledger.close(run, "root", before).expect("open run");
+        assert_eq!(closing.totals, Totals::default());
         let other = Uuid::from_u128(4);
-        assert_eq!(
-            ledger.close(other, t),
-            Some(Totals::default()),
-            "no call seen"
-        );
+        let closing = ledger.close(other, "root", t).expect("open run");
+        assert_eq!(closing.totals, Totals::default(), "no call seen");
         record(&ledger, vec![call(other, "z", "m", Some(1), Some(0.1))]);
         assert_eq!(ledger.late_calls(), 1);
     }
@@ -416,7 +505,7 @@ mod tests {
         let (ledger, t) = ledger();
         let run = Uuid::from_u128(5);
         record(&ledger, vec![call(run, "a", "m", Some(1), Some(0.1))]);
-        let closed = ledger.close(Uuid::from_u128(6), t);
+        let closed = ledger.close(Uuid::from_u128(6), "root", t);
         assert!(closed.is_some(), "a run whose root came");
         assert!(ledger.expire(Instant::now()).is_empty(), "not idle yet");
         let later = Instant::now() + DEFAULT_RUN_IDLE;
@@ -427,7 +516,52 @@ mod tests {
             "only the open run; the closed one is forgotten"
         );
         assert!(ledger.expire(later).is_empty(), "closed once");
-        assert_eq!(ledger.close(run, t), None, "its run_stop is out");
+        assert_eq!(ledger.close(run, "root", t), None, "its run_stop is out");
         assert_eq!(ledger.late_roots(), 1);
+    }
+
+    #[test]
+    fn a_run_is_closed_once_by_its_first_closing_span_which_may_close_it_again() {
+        let (ledger, t) = ledger();
+        let run = Uuid::from_u128(7);
+        record(&ledger, vec![call(run, "a", "m", Some(5), Some(0.1))]);
+        let first = ledger.close(run, "end", t).expect("open run");
+        assert_eq!(first.totals.api_calls, Some(1));
+        assert_eq!(first.first, t, "the earliest span seen");
+        assert_eq!(
+            ledger.close(run, "end", t),
+            Some(first),
+            "the same span sent again: the same run_stop"
+        );
+        assert_eq!(ledger.close(run, "root", t), None, "a root after it");
+        assert_eq!(ledger.late_roots(), 1);
+        assert!(ledger.expire(Instant::now() + DEFAULT_RUN_IDLE).is_empty());
+    }
+
+    #[test]
+    fn an_evaluation_judges_its_open_run_unless_it_names_a_call_and_a_late_one_is_counted() {
+        let (ledger, t) = ledger();
+        let run = Uuid::from_u128(8);
+        let pass = Evaluation {
+            success: Some(true),
+            score: Some(0.9),
+        };
+        let fail = Evaluation {
+            success: Some(false),
+            score: None,
+        };
+        // Of the call "a" (recorded later): not the run's verdict.
+        ledger.evaluate(run, Some("a"), fail);
+        ledger.evaluate(run, Some("root"), pass);
+        record(&ledger, vec![call(run, "a", "m", Some(5), Some(0.1))]);
+        let closing = ledger.close(run, "root", t).expect("open run");
+        assert_eq!(closing.evaluation, Some(pass));
+        ledger.evaluate(run, None, fail);
+        assert_eq!(ledger.late_evaluations(), 1);
+        assert_eq!(
+            ledger.close(run, "root", t).expect("same root").evaluation,
+            Some(pass),
+            "a late evaluation changes nothing"
+        );
     }
 }

@@ -195,6 +195,15 @@ impl<'a> Attributes<'a> {
     pub fn own_str(&self, key: &str) -> Option<&'a str> {
         attribute_str(self.own, key)
     }
+
+    /// The own boolean attribute only (not the resource's), as [`Self::bool`] reads it.
+    pub fn own_bool(&self, key: &str) -> Option<bool> {
+        Attributes {
+            own: self.own,
+            resource: &[],
+        }
+        .bool(key)
+    }
 }
 
 impl<'a> SpanView<'a> {
@@ -223,9 +232,9 @@ pub fn event_str<'a>(event: &'a Event, key: &str) -> Option<&'a str> {
     }
 }
 
-/// A number attribute of an event (integer or double).
-pub fn event_number(event: &Event, key: &str) -> Option<f64> {
-    match find(&event.attributes, key)? {
+/// A number attribute (integer or double) among `attributes` (an event's, a record's).
+pub fn attribute_number(attributes: &[KeyValue], key: &str) -> Option<f64> {
+    match find(attributes, key)? {
         Value::DoubleValue(x) => Some(*x),
         Value::IntValue(n) => Some(*n as f64),
         _ => None,

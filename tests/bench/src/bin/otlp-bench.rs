@@ -158,7 +158,6 @@ async fn wait_listening(port: u16) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// SIGTERM, and the receiver's clean exit.
 /// User + system CPU time of this process's children that have been waited for.
 fn children_cpu() -> Duration {
     use nix::sys::resource::{getrusage, UsageWho};
@@ -171,6 +170,7 @@ fn children_cpu() -> Duration {
     })
 }
 
+/// SIGTERM, and the receiver's clean exit.
 fn stop(receiver: &mut Child) -> anyhow::Result<()> {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(receiver.id())?);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)?;
@@ -240,14 +240,16 @@ fn attribute(key: &str, value: any_value::Value) -> KeyValue {
     }
 }
 
-/// Trace `index`: a root and `spans - 1` children, chat and tool alternating, a minute
-/// ago (timestamps the sink would accept).
+/// Trace `index`: a root and `spans - 1` children, chat and tool alternating, starting a
+/// second from now: after the receiver started (its memory of runs starts once its
+/// publisher is connected, just after it listens), so that it sums each run's totals as
+/// in service.
 fn trace(index: usize, spans: usize) -> ExportTraceServiceRequest {
     let trace_id = (index as u128 + 1).to_be_bytes().to_vec();
     let t0 = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
-        - 60_000_000_000;
+        + 1_000_000_000;
     let ms = 1_000_000u64;
     let root_id = 1u64.to_be_bytes().to_vec();
     let mut out = vec![Span {

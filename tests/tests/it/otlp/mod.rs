@@ -3,8 +3,11 @@
 //! the bodies an exporter would never send) through the receiver, JetStream and the sink,
 //! read back from ClickHouse.
 
+mod grpc;
 mod http;
 mod instrumented;
+mod otel;
+mod runs;
 mod sdk;
 
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -72,6 +75,18 @@ impl Receiver {
         }
     }
 
+    /// Stops a receiver whose publisher failed for good (its spool full): it must end
+    /// with that failure.
+    async fn stop_failed(self) {
+        self.shutdown.cancel();
+        let outcome = self.task.await.expect("receiver task");
+        let error = outcome.expect_err("the receiver ends with the publisher's failure");
+        assert!(
+            error.to_string().to_ascii_lowercase().contains("spool"),
+            "{error}"
+        );
+    }
+
     /// Stops it: it answers what is under way and drains its publisher.
     async fn stop(self) -> OtlpReport {
         self.shutdown.cancel();
@@ -81,6 +96,10 @@ impl Receiver {
             .expect("receiver stops cleanly")
     }
 }
+
+/// Flags of a receiver whose spool has room for no event: with the broker away, the
+/// first event fills it and the publisher stops.
+const FULL_SPOOL: &[&str] = &["--ack-timeout-ms", "500", "--spool-max-bytes", "64"];
 
 /// Runs the fixture's exporter script (`twice` or `stream N`) against `endpoint` with
 /// `env`; its output lines, parsed. Panics unless it exits 0.
