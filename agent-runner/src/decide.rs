@@ -36,7 +36,7 @@ use crate::agent::RunSummary;
 use crate::error::{Error, Exit, Outcome, RunTally};
 use crate::recorder::RunRecorder;
 use crate::runner::{self, RunnerConfig};
-use crate::scenario::LoadedScenario;
+use bench_task::LoadedScenario;
 
 /// `policy_id` of an `experiment_decision` stream.
 pub const DECISION_POLICY_ID: &str = "decision";
