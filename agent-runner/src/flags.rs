@@ -20,9 +20,9 @@ use secrecy::SecretString;
 
 use crate::error::Error;
 use crate::policy::llm::{LlmConfig, DEFAULT_MAX_FORMAT_ERRORS, DEFAULT_MAX_PROVIDER_FAILURES};
-use crate::pricing::{PriceTable, Prices, TokenPrice};
 use crate::provider::{ProviderConfig, API_KEY_ENV_VARS};
 use crate::task_image::ImageCacheArgs;
+use bench_pricing::{PriceTable, Prices, TokenPrice};
 
 /// Where scenarios are looked up and where run artifacts go: the same for `run`, `exec`
 /// and `sweep`.

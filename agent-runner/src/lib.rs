@@ -6,8 +6,8 @@
 //!
 //! - [`policy`]: the [`Policy`](policy::Policy) trait, the `scripted` policy and the `llm`
 //!   policy (a model behind an OpenAI-compatible API, with context strategies).
-//! - [`provider`]: chat-completions client, retries, token counts from `usage` blocks.
-//! - [`pricing`]: per-token prices (provider listing or overrides) and exact call costs.
+//! - [`provider`]: chat-completions client, retries, the model listing.
+//! - prices and call costs are `bench-pricing`'s; token counts from `usage` blocks too.
 //! - [`tools`]: the agent's tools (`bash`, `view`, `str_replace`, `write_file`, `grep`,
 //!   `submit`) in a per-run scratch copy of the fixture.
 //! - [`agent`]: one run, the agent loop from `run_start` to `run_stop`.
@@ -95,7 +95,6 @@ mod limits;
 pub mod otlp;
 mod pin_report;
 mod policy;
-mod pricing;
 mod provider;
 mod recorder;
 pub mod run_import;
@@ -109,9 +108,9 @@ pub mod tasks;
 mod tools;
 
 pub use agent::RunSummary;
+pub use bench_pricing::{PriceTable, Prices, TokenPrice};
 pub use error::{Error, Exit, Outcome};
 pub use policy::LlmConfig;
-pub use pricing::{PriceTable, Prices, TokenPrice};
 pub use provider::ProviderConfig;
 pub use recorder::RunRecorder;
 pub use runner::{flush_spool, run, PolicyOverrides, RunnerConfig, ScenarioReport};

@@ -169,7 +169,7 @@ pub struct Patience {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pricing::Usd;
+    use bench_pricing::Usd;
 
     fn limits(patience: u32) -> Limits {
         Limits {

@@ -19,7 +19,7 @@ use bench_schemas::{
 use bytes::Bytes;
 use uuid::Uuid;
 
-use crate::pricing::Usd;
+use bench_pricing::Usd;
 
 /// File name of a run's events, one JSON line each.
 pub const EVENTS_FILE: &str = "events.jsonl";

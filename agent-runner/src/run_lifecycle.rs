@@ -15,9 +15,9 @@
 //! environment alike: who acts (the policy, the agent program) is `policy_id`, never part
 //! of the environment. Runs recorded elsewhere (imports, traces) had no sandbox, recorder
 //! or judge of this runner and their environment is not known: they hash where they came
-//! from ([`Provenance`]), which never equals a run's environment here, and their
-//! `run_start` ([`recorded_run_start`]) says "no sandbox" rather than guess one. Every
-//! `run_start` is built by [`run_start`].
+//! from ([`bench_schemas::Provenance`]), which never equals a run's environment here,
+//! and their `run_start` ([`recorded_run_start`]) says "no sandbox" rather than guess one.
+//! Every `run_start` of a run executed here is built by [`run_start`].
 //!
 //! This module decides nothing about how a run ends and starts no agent: what happens
 //! between `run_start` and the judge is the caller's.
@@ -32,9 +32,9 @@ use bench_judge::{
 };
 use bench_sandbox::Confinement;
 use bench_schemas::{
-    Canonical, EnvironmentImage, ExitStatus, ExperimentRef, Failure, FailureRoot, FinalErrorState,
-    Hash256, Payload, RunConfig, RunIntegrity, RunSequencer, RunStart, RunStop, SandboxInfo,
-    SandboxLimits, ScenarioRef, SweepRef,
+    recorded_run_start, Canonical, EnvironmentImage, ExitStatus, ExperimentRef, Failure,
+    FailureRoot, FinalErrorState, Hash256, Payload, RunConfig, RunIntegrity, RunSequencer,
+    RunStart, RunStop, SandboxInfo, SandboxLimits, ScenarioRef, SweepRef,
 };
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -47,84 +47,23 @@ use bench_task::{LoadedScenario, LoadedTask};
 /// Version of this runner (`run_start.runner_version`).
 pub const RUNNER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// Every `run_start` of this runner: a run it executes ([`Opening::open`]) and one
-/// recorded elsewhere ([`recorded_run_start`]). `versions`: the runner's and the
-/// scoring's; `membership`: the run's sweep, if any, and its experiment.
+/// Every `run_start` of a run this runner executes ([`Opening::open`]): one recorded
+/// elsewhere ([`recorded_run_start`]) with the sandbox, image and sweep it knows.
+/// `versions`: the runner's and the scoring's; `membership`: the run's sweep, if any,
+/// and its experiment.
 fn run_start(
     config: RunConfig,
     scenario: ScenarioRef,
     fixture_sha256: Hash256,
-    (runner_version, scoring_version): (String, &str),
+    versions: (String, &str),
     (sandbox, image): (Option<SandboxInfo>, Option<EnvironmentImage>),
     (sweep, experiment): (Option<SweepRef>, ExperimentRef),
 ) -> RunStart {
     RunStart {
-        config,
-        scenario,
-        fixture_sha256,
-        scoring_version: scoring_version.to_owned(),
-        runner_version,
         sandbox,
         sweep: sweep.map(Box::new),
-        experiment: Box::new(experiment),
         image: image.map(Box::new),
-    }
-}
-
-/// The `run_start` of a run recorded elsewhere, by `runner_version` and scored (or not)
-/// as `scoring_version` says: its sandbox is not known (NULL, never this runner's) and it
-/// belongs to no sweep of this runner; it is in the `experiment` its importer names.
-pub(crate) fn recorded_run_start(
-    config: RunConfig,
-    scenario: ScenarioRef,
-    fixture_sha256: Hash256,
-    (runner_version, scoring_version): (String, &str),
-    experiment: ExperimentRef,
-) -> RunStart {
-    run_start(
-        config,
-        scenario,
-        fixture_sha256,
-        (runner_version, scoring_version),
-        (None, None),
-        (None, experiment),
-    )
-}
-
-/// Where a run recorded elsewhere came from: what its `env_hash` covers, since the
-/// environment it ran in is not known. Its `source` keeps it apart from every
-/// [`RunEnvironment`].
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-pub(crate) enum Provenance<'a> {
-    /// A SWE-agent trajectory file.
-    SweAgent {
-        /// `swe-agent`.
-        source: &'static str,
-        /// The SWE-agent version that wrote it.
-        swe_agent_version: &'a str,
-        /// Its `environment` field.
-        environment: &'a str,
-    },
-    /// An OpenTelemetry trace received by `agent-runner otlp`.
-    Trace {
-        /// `otlp`.
-        source: &'static str,
-        /// `service.name`.
-        service: &'a str,
-        /// `service.version`, when the resource has it.
-        service_version: Option<&'a str>,
-        /// `telemetry.sdk.name`, when the resource has it.
-        sdk: Option<&'a str>,
-        /// `telemetry.sdk.version`, when the resource has it.
-        sdk_version: Option<&'a str>,
-    },
-}
-
-impl Provenance<'_> {
-    /// The `env_hash` of a run that came from here.
-    pub(crate) fn env_hash(&self) -> Hash256 {
-        self.canonical_hash()
+        ..recorded_run_start(config, scenario, fixture_sha256, versions, experiment)
     }
 }
 
@@ -631,7 +570,7 @@ pub(crate) fn millis(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bench_schemas::sha256_hex;
+    use bench_schemas::{sha256_hex, Provenance};
 
     /// A run config as a scenario states it, and the sandbox in force for it.
     fn environment() -> (RunConfig, SandboxInfo) {

@@ -17,6 +17,8 @@
 //! - [`truncate`]: char-boundary truncation of long text fields and the 1 MiB limit.
 //! - [`subject`]: NATS subject naming and header names (strings only; no NATS dependency).
 //! - [`sequence`]: [`RunSequencer`], which stamps ids, `seq` and `ts` on a run's events.
+//! - [`recorded`]: runs recorded elsewhere (imports, traces): their `run_start`, what
+//!   their `env_hash` covers, and event ids derived from where they came from.
 //! - [`json_schema`]: the JSON Schema document of the wire format, generated from the types.
 //!
 //! This crate must not depend on NATS or ClickHouse: it is shared by producers (runner,
@@ -30,6 +32,7 @@ mod decode_error;
 pub mod envelope;
 pub mod json_schema;
 pub mod payload;
+pub mod recorded;
 pub mod sequence;
 pub mod smith;
 pub mod subject;
@@ -39,6 +42,7 @@ pub use canonical::{canonical_json, sha256_hex, Canonical, Hash256, HashError};
 pub use decode::{decode, decode_message, DecodeError, Decoded, Protocol};
 pub use envelope::{BenchmarkEvent, SCHEMA_VERSION};
 pub use payload::*;
+pub use recorded::{derived_uuid, recorded_run_start, Provenance};
 pub use sequence::RunSequencer;
 pub use subject::{SubjectPrefix, SubjectPrefixError};
 pub use truncate::MAX_EVENT_BYTES;

@@ -31,10 +31,11 @@ type Module = Vec<String>;
 type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 
 /// Every crate of the workspace, by its folder.
-const CRATES: [&str; 11] = [
+const CRATES: [&str; 12] = [
     "agent-runner",
     "agent-runner/delivery",
     "agent-runner/judge",
+    "agent-runner/pricing",
     "agent-runner/sandbox",
     "agent-runner/task",
     "event-sink",
@@ -143,6 +144,19 @@ fn judge_modules_form_no_cycle() {
 #[test]
 fn judge_imports_nothing_of_the_runner() {
     assert_imports_nothing_of("agent-runner/judge", "agent-runner");
+}
+
+#[test]
+fn pricing_modules_form_no_cycle() {
+    assert_no_cycle("agent-runner/pricing");
+}
+
+/// Token counts and prices are read by the runner, the external-agent bridge and the OTLP
+/// receiver: the pricing crate knows none of them, nor the provider client whose model
+/// listing it is handed.
+#[test]
+fn pricing_imports_nothing_of_the_runner() {
+    assert_imports_nothing_of("agent-runner/pricing", "agent-runner");
 }
 
 /// Fails naming the manifest of the workspace crate in `dir` if it depends on the package

@@ -100,7 +100,7 @@ pub struct ExecConfig {
     pub experiment: bench_schemas::ExperimentRef,
     /// Prices per model (`--prices`): the agent's calls of a model it names are priced
     /// from it (`pricing_source` `table`); others keep what the agent reported.
-    pub prices: Option<crate::pricing::PriceTable>,
+    pub prices: Option<bench_pricing::PriceTable>,
 }
 
 /// What happened.
@@ -612,7 +612,7 @@ struct ReadState {
     /// Which lines with ignored envelope fields are logged.
     ignored: WarnLimiter,
     /// The price table the agent's model calls are priced from, when given.
-    prices: Option<crate::pricing::PriceTable>,
+    prices: Option<bench_pricing::PriceTable>,
 }
 
 impl Default for ReadState {
@@ -703,7 +703,7 @@ impl ReadState {
                     self.tools.count(call.exit_kind);
                 }
                 if let Payload::Deliberation(d) = &mut payload {
-                    crate::pricing::price_from_table(self.prices.as_ref(), d);
+                    bench_pricing::price_from_table(self.prices.as_ref(), d);
                 }
                 rec.emit(event.step_id, payload)?;
             }

@@ -10,7 +10,7 @@
 //! Pure: no I/O. The bridge ([`super::bridge`]) decides what to do with each result.
 
 use bench_schemas::envelope::ts_format;
-use bench_schemas::{sha256_hex, BenchmarkEvent, DecodeError, EventType, Payload, RunSequencer};
+use bench_schemas::{derived_uuid, BenchmarkEvent, DecodeError, EventType, Payload, RunSequencer};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -160,16 +160,6 @@ fn step_id(object: &Map<String, Value>, run_id: Uuid) -> Result<Option<Uuid>, Li
         Some(_) => return Err(LineError::BadStep),
     };
     Ok(Some(derived_uuid(&format!("{run_id}/step/{name}"))))
-}
-
-/// A UUIDv8 from the SHA-256 of `name`: deterministic, and distinct for distinct names.
-pub fn derived_uuid(name: &str) -> Uuid {
-    let digest = sha256_hex(name.as_bytes());
-    // The first 32 hex chars of the digest are 16 bytes in UUID "simple" form.
-    let bytes = Uuid::try_parse(&digest.as_str()[..32])
-        .map(Uuid::into_bytes)
-        .unwrap_or_default();
-    uuid::Builder::from_custom_bytes(bytes).into_uuid()
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use secrecy::SecretString;
 
 use crate::error::Error;
 use crate::flags::{EventArgs, ExperimentArgs, PriceTableArgs};
-use crate::pricing::PriceTable;
+use bench_pricing::PriceTable;
 
 use super::runs::DEFAULT_RUN_IDLE;
 

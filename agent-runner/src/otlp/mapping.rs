@@ -37,10 +37,9 @@ use uuid::Uuid;
 
 use super::runs::{Call, Closing, Evaluation, Expired, Ledger, RunContext, Seen, Totals};
 use super::span::{attribute_number, attribute_str, event_str, keys, tokens, Attributes, SpanView};
-use crate::exec::protocol::derived_uuid;
-use crate::pricing::{PriceTable, Prices, Usd};
 use crate::provider::TokenUsage;
-use crate::run_lifecycle::{recorded_run_start, Provenance};
+use bench_pricing::{PriceTable, Prices, Usd};
+use bench_schemas::{derived_uuid, recorded_run_start, Provenance};
 
 /// `run_start.scoring_version` of a run received as a trace that states no verdict.
 pub const SCORING_VERSION: &str = "otlp-unevaluated";

@@ -33,7 +33,7 @@ use uuid::Uuid;
 
 use bench_schemas::Hash256;
 
-use crate::pricing::Usd;
+use bench_pricing::Usd;
 
 /// How long a run nobody sent a span of stays open (`--run-timeout`), and a closed run
 /// is remembered.

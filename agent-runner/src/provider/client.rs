@@ -10,7 +10,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use super::usage::TokenUsage;
+use super::TokenUsage;
 
 /// Environment variables tried, in order, for the API key when no name is given.
 pub const API_KEY_ENV_VARS: [&str; 3] =

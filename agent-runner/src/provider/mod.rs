@@ -5,19 +5,18 @@
 //! under the per-call timeout, classifying what went wrong, retrying per the run's
 //! `retry_policy`, and reading token counts from the reply. It knows nothing of prompts,
 //! events or prices; the LLM policy ([`crate::policy::llm`]) turns its results into
-//! `deliberation` events and [`crate::pricing`] prices them.
+//! `deliberation` events and `bench-pricing` prices them (and reads their token counts).
 //!
 //! - [`client`]: [`ChatClient`] (one attempt: chat completion, model listing), the wire
 //!   messages, [`CallError`].
 //! - [`check`]: the one call before the first run that tells a wrong URL, key or model.
 //! - [`retry`]: [`with_retries`], the one place deciding what is retried.
-//! - [`usage`]: [`TokenUsage`], the `usage` block in every shape providers send.
 
 pub(crate) mod check;
 pub(crate) mod client;
 pub(crate) mod retry;
-pub(crate) mod usage;
 
+pub(crate) use bench_pricing::TokenUsage;
 pub use check::{check, CheckError};
 pub use client::ProviderConfig;
 pub(crate) use client::{
@@ -25,4 +24,3 @@ pub(crate) use client::{
     API_KEY_ENV_VARS,
 };
 pub(crate) use retry::with_retries;
-pub(crate) use usage::TokenUsage;

@@ -48,9 +48,8 @@ use uuid::Uuid;
 
 use super::traj::{TrajStep, Trajectory};
 use super::ImportError;
-use crate::exec::protocol::derived_uuid;
-use crate::run_lifecycle::{recorded_run_start, Provenance};
 use bench_judge::Verdict;
+use bench_schemas::{derived_uuid, recorded_run_start, Provenance};
 
 /// `run_start.scoring_version` of imported runs: not judged by benchstream.
 pub const SCORING_VERSION: &str = "swe-agent-unevaluated";

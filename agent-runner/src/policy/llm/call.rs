@@ -11,8 +11,8 @@
 use bench_schemas::truncate::{truncate_chars, RAW_OUTPUT_MAX_CHARS, SUMMARY_MAX_CHARS};
 use bench_schemas::{Deliberation, DeliberationStatus, PricingSource, RetryPolicy};
 
-use crate::pricing::Pricing;
 use crate::provider::{with_retries, CallError, ChatClient, ChatRequest, Completion};
+use bench_pricing::Pricing;
 
 /// Role of the agent making the call (`deliberation.agent`).
 pub const AGENT: &str = "agent";

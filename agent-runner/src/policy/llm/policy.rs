@@ -37,9 +37,9 @@ use super::parse::{assign_call_ids, parse_reply, ParsedReply};
 use super::prompt;
 use super::transcript::{CallRecord, CallResult, Transcript, TurnRecord};
 use crate::policy::{Decision, Policy, PolicyEvents, PolicyStop, Turn};
-use crate::pricing::{PriceTable, Prices, Pricing};
 use crate::provider::{CallError, ChatClient, ChatRequest, Completion, Message, ProviderConfig};
 use crate::tools::ToolRequest;
+use bench_pricing::{PriceTable, Prices, Pricing};
 use bench_task::ContextPlan;
 use bench_task::Task;
 
@@ -181,12 +181,12 @@ impl LlmPolicy {
         let model = &self.config.model;
         let table = self.price_table.as_ref();
         let agent_pricing =
-            Pricing::resolve(&self.client, model, self.price_overrides, table).await;
+            Pricing::resolve(self.client.models(), model, self.price_overrides, table).await;
         // Overrides price the run's model only; another summariser model is looked up.
         let summarizer = match self.plan.summary.as_ref().and_then(|s| s.model.as_deref()) {
             Some(other) if other != model => endpoint(
                 other,
-                Pricing::resolve(&self.client, other, None, table).await,
+                Pricing::resolve(self.client.models(), other, None, table).await,
             ),
             _ => endpoint(model, agent_pricing.clone()),
         };

@@ -28,6 +28,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -35,7 +36,7 @@ use bench_schemas::{Deliberation, PricingSource};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::provider::{ChatClient, TokenUsage};
+use crate::usage::TokenUsage;
 
 /// 1e-18 USD units per USD.
 const UNITS_PER_USD: u128 = 1_000_000_000_000_000_000;
@@ -343,10 +344,10 @@ pub enum Pricing {
 
 impl Pricing {
     /// The prices of `model`: `overrides` when given (the run's own model), else the
-    /// `table`'s row of the model, else the provider's listing. Logs a warning when the
-    /// price stays unknown.
-    pub async fn resolve(
-        client: &ChatClient,
+    /// `table`'s row of the model, else the provider's listing (`listing`, awaited only
+    /// then). Logs a warning when the price stays unknown.
+    pub async fn resolve<E: fmt::Display>(
+        listing: impl Future<Output = Result<Value, E>>,
         model: &str,
         overrides: Option<Prices>,
         table: Option<&PriceTable>,
@@ -355,7 +356,7 @@ impl Pricing {
         let pricing = match (overrides, table.and_then(|t| t.get(model))) {
             (Some(prices), _) => known(PricingSource::Override, prices),
             (None, Some(prices)) => known(PricingSource::Table, prices),
-            (None, None) => match client.models().await {
+            (None, None) => match listing.await {
                 Ok(listing) => Pricing::from_listing(&listing, model),
                 Err(e) => Pricing::Unknown {
                     reason: format!("cannot list the provider's models: {e}"),
