@@ -4,7 +4,7 @@
 //! Every command (`run`, `sweep`, `exec`, `import`, `tail`, `otlp`, `scenarios`, `spool`)
 //! fails with [`Error`]; what only one command can meet is a variant holding that
 //! command's own error ([`SweepError`], [`ExecError`], [`ImportError`], [`TailError`],
-//! [`OtlpError`]). Those are
+//! and `otlp`'s `bench_otlp::OtlpError`, its crate's). Those but the last are
 //! declared here too (and re-exported by their commands), so that this module, which
 //! every command uses, uses no command. [`Error::exit`] is the one mapping from errors to
 //! exit codes, and [`DeliveryReport::exit`] the one mapping from what a publisher did to
@@ -68,7 +68,7 @@ pub enum Error {
     Tail(#[from] TailError),
     /// `otlp`: the receiver could not listen or serve.
     #[error(transparent)]
-    Otlp(#[from] OtlpError),
+    Otlp(#[from] bench_otlp::OtlpError),
     /// `tasks import`: the instances file or the scenarios directory could not be used.
     #[error(transparent)]
     Tasks(#[from] TasksError),
@@ -111,26 +111,6 @@ pub enum TasksError {
         /// Why.
         source: std::io::Error,
     },
-}
-
-/// What only the OTLP receiver can meet; a bad request is not an error (it gets its HTTP
-/// status), and everything else it meets is a [`Error`] of its own.
-#[derive(Debug, thiserror::Error)]
-pub enum OtlpError {
-    /// The listen address cannot be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: std::net::SocketAddr,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The HTTP server failed.
-    #[error("serving OTLP/HTTP: {0}")]
-    Serve(std::io::Error),
-    /// The gRPC server failed.
-    #[error("serving OTLP/gRPC: {0}")]
-    ServeGrpc(String),
 }
 
 /// What only a sweep can meet; everything else a sweep meets is a [`Error`] of its

@@ -31,10 +31,11 @@ type Module = Vec<String>;
 type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 
 /// Every crate of the workspace, by its folder.
-const CRATES: [&str; 12] = [
+const CRATES: [&str; 13] = [
     "agent-runner",
     "agent-runner/delivery",
     "agent-runner/judge",
+    "agent-runner/otlp",
     "agent-runner/pricing",
     "agent-runner/sandbox",
     "agent-runner/task",
@@ -157,6 +158,21 @@ fn pricing_modules_form_no_cycle() {
 #[test]
 fn pricing_imports_nothing_of_the_runner() {
     assert_imports_nothing_of("agent-runner/pricing", "agent-runner");
+}
+
+#[test]
+fn otlp_modules_form_no_cycle() {
+    assert_no_cycle("agent-runner/otlp");
+}
+
+/// The OTLP receiver maps traces to events and hands them to a publisher: it knows
+/// nothing of the runner whose command starts it, nor of the agents, sandbox or judge of
+/// the runs it executes.
+#[test]
+fn otlp_imports_nothing_of_the_runner() {
+    assert_imports_nothing_of("agent-runner/otlp", "agent-runner");
+    assert_imports_nothing_of("agent-runner/otlp", "bench-sandbox");
+    assert_imports_nothing_of("agent-runner/otlp", "bench-judge");
 }
 
 /// Fails naming the manifest of the workspace crate in `dir` if it depends on the package

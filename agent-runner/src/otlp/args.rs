@@ -5,14 +5,12 @@ use std::net::SocketAddr;
 
 use bench_cli::token::BearerToken;
 use bench_delivery::PublishSetup;
+use bench_otlp::{ReceiverConfig, DEFAULT_RUN_IDLE};
 use clap::Args;
 use secrecy::SecretString;
 
 use crate::error::Error;
 use crate::flags::{EventArgs, ExperimentArgs, PriceTableArgs};
-use bench_pricing::PriceTable;
-
-use super::runs::DEFAULT_RUN_IDLE;
 
 /// Default cap on a request body, compressed or inflated: 16 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 16 << 20;
@@ -53,27 +51,13 @@ pub struct OtlpArgs {
     pub events: EventArgs,
 }
 
-/// What the receiver runs with.
+/// What `agent-runner otlp` runs with: the receiver's config and where its events go.
 #[derive(Debug, Clone)]
 pub struct OtlpConfig {
-    /// Where to listen (OTLP/HTTP).
-    pub listen: SocketAddr,
-    /// Where to serve OTLP/gRPC; `None`: not served.
-    pub grpc_listen: Option<SocketAddr>,
-    /// The token requests must carry; `None`: no authentication.
-    pub bearer_token: Option<BearerToken>,
-    /// Largest body, bytes, compressed and inflated.
-    pub max_body_bytes: usize,
-    /// How long a run without any span stays open (and a closed one remembered).
-    pub run_timeout: std::time::Duration,
-    /// `host` on every event.
-    pub host: String,
-    /// Prices per model; `None`: costs are null.
-    pub prices: Option<PriceTable>,
+    /// The receiver: addresses, token, limits, host, prices, experiment.
+    pub receiver: ReceiverConfig,
     /// Broker, subjects and spool.
     pub publish: PublishSetup,
-    /// The experiment and tags of every received run.
-    pub experiment: bench_schemas::ExperimentRef,
 }
 
 impl OtlpArgs {
@@ -95,15 +79,17 @@ impl OtlpArgs {
         let prices = self.prices.load()?;
         let (host, publish) = self.events.into_setup()?;
         Ok(OtlpConfig {
-            listen: self.listen,
-            grpc_listen: self.grpc_listen,
-            bearer_token,
-            max_body_bytes: self.max_body_bytes,
-            run_timeout: std::time::Duration::from_secs(self.run_timeout),
-            host,
-            prices,
+            receiver: ReceiverConfig {
+                listen: self.listen,
+                grpc_listen: self.grpc_listen,
+                bearer_token,
+                max_body_bytes: self.max_body_bytes,
+                run_timeout: std::time::Duration::from_secs(self.run_timeout),
+                host,
+                prices,
+                experiment: self.experiment.into_experiment()?,
+            },
             publish,
-            experiment: self.experiment.into_experiment()?,
         })
     }
 }

@@ -1,42 +1,79 @@
-//! `agent-runner otlp`: an OTLP/HTTP (and, with `--grpc-listen`, OTLP/gRPC) receiver that
-//! turns OpenTelemetry traces and GenAI log events written under the GenAI semantic
-//! conventions (and OpenLLMetry's and OpenInference's) into benchmark events, and
-//! publishes them through the runner's own publisher (acknowledged JetStream publishes, the spool while the broker is
-//! away).
-//!
-//! # Layout
+//! `agent-runner otlp`: the command-line front-end of the `bench-otlp` receiver, which
+//! turns OpenTelemetry traces and GenAI log events into benchmark events.
 //!
 //! - [`args`]: the command's flags → a validated [`OtlpConfig`].
-//! - [`body`]: an HTTP request body → an export request of traces, logs or metrics
-//!   (protobuf or JSON, gzip or not, size-capped), and the reply in the request's encoding.
-//! - [`logs`]: GenAI log records → `genai_event` events; pure, no I/O.
-//! - [`span`]: attribute lookup on a span and its resource, with the aliases
-//!   instrumentation libraries use.
-//! - [`mapping`]: spans → events (the table in `schemas/README.md`, "OpenTelemetry
-//!   traces"); pure, no I/O.
-//! - [`runs`]: the runs under way and the model calls seen of each, for the totals of
-//!   the `run_stop` a root span brings.
-//! - [`intake`]: the state both transports share, and the answer to a request that could
-//!   not be taken whole.
-//! - [`grpc`]: the OTLP/gRPC services (`--grpc-listen`), over the same state.
-//! - [`receiver`]: the HTTP server: auth, decoding, mapping, publishing, and the reply
-//!   once every event is acknowledged or spooled.
-//!
-//! Delivery is at least once and each fact counts once: the receiver answers 200 only
-//! after every event of the request is acknowledged by JetStream or fsync'd into the
-//! spool, so an exporter that got no answer sends again; every event id derives from
-//! (trace id, span id, event type), so the copy is dropped by JetStream's duplicate window
-//! or merged by the sink.
+//! - [`run`]: binds, starts the publisher, serves until shutdown, drains the publisher,
+//!   and reports ([`OtlpReport`]) with the exit code of what was delivered.
 
 pub(crate) mod args;
-pub(crate) mod body;
-pub(crate) mod grpc;
-pub(crate) mod intake;
-pub(crate) mod logs;
-pub(crate) mod mapping;
-pub(crate) mod receiver;
-pub(crate) mod runs;
-pub(crate) mod span;
+
+use std::fmt;
+
+use bench_delivery::{DeliveryReport, Publisher};
+use bench_otlp::{serve, Counts, Listeners};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Exit, Outcome};
 
 pub use args::{OtlpArgs, OtlpConfig};
-pub use receiver::{run, serve, OtlpReport};
+
+/// What `agent-runner otlp` reports when it stops.
+#[derive(Debug, Clone)]
+pub struct OtlpReport {
+    /// What the receiver took.
+    pub counts: Counts,
+    /// What the publisher did with it.
+    pub delivery: DeliveryReport,
+}
+
+impl fmt::Display for OtlpReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.counts;
+        writeln!(
+            f,
+            "otlp: {} requests, {} spans ({} rejected), {} GenAI log records ({} other \
+             records rejected), {} metric data points (counted, not stored), {} events, {} \
+             model calls after their run was closed, {} runs closed by --run-timeout, {} \
+             closing spans and {} evaluation records after their run was closed",
+            c.requests,
+            c.spans,
+            c.rejected_spans,
+            c.log_records,
+            c.rejected_log_records,
+            c.metric_points,
+            c.events,
+            c.late_calls,
+            c.timed_out_runs,
+            c.late_roots,
+            c.late_evaluations
+        )?;
+        writeln!(f, "{}", self.delivery)
+    }
+}
+
+impl Outcome for OtlpReport {
+    fn exit(&self) -> Exit {
+        self.delivery.exit()
+    }
+}
+
+/// Binds, starts the publisher, serves until `shutdown`, then drains the publisher.
+pub async fn run(config: OtlpConfig, shutdown: CancellationToken) -> Result<OtlpReport, Error> {
+    let listeners = Listeners::bind(&config.receiver).await?;
+    let publisher = Publisher::connect(&config.publish).await?;
+    // A publisher that failed for good (spool full or broken) can keep nothing more: stop.
+    let stop = shutdown.child_token();
+    let failed = publisher.failed();
+    let stop_on_failure = stop.clone();
+    let watch = tokio::spawn(async move {
+        failed.cancelled().await;
+        stop_on_failure.cancel();
+    });
+    let counts = serve(listeners, &config.receiver, publisher.handle(), stop).await;
+    watch.abort();
+    let delivery = publisher.finish().await?;
+    Ok(OtlpReport {
+        counts: counts?,
+        delivery,
+    })
+}

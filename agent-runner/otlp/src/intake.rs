@@ -7,8 +7,8 @@ use std::sync::atomic::AtomicU64;
 use bench_cli::token::BearerToken;
 use bench_delivery::PublisherHandle;
 
-use super::mapping::Mapper;
-use super::runs::Ledger;
+use crate::mapping::Mapper;
+use crate::runs::Ledger;
 
 /// Why a request was answered 503 / `UNAVAILABLE`.
 pub(super) const UNAVAILABLE_MESSAGE: &str =

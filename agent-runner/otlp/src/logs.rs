@@ -24,9 +24,9 @@ use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::logs::v1::LogRecord;
 use serde_json::json;
 
-use super::mapping::{hex, run_id, span_event_id, time, ContextKey, Mapper};
-use super::runs::{Evaluation, Ledger, RunContext};
-use super::span::{attribute_str, attributes_json, to_json, Attributes};
+use crate::mapping::{hex, run_id, span_event_id, time, ContextKey, Mapper};
+use crate::runs::{Evaluation, Ledger, RunContext};
+use crate::span::{attribute_str, attributes_json, to_json, Attributes};
 
 /// Reasons for refused records kept in the reply, at most.
 const MAX_REASONS: usize = 5;
@@ -201,7 +201,7 @@ mod tests {
     fn a_genai_record_lands_beside_its_call_and_another_record_is_refused_with_a_reason() {
         let ledger = Ledger::new(
             chrono::DateTime::from_timestamp_nanos(0),
-            crate::otlp::runs::DEFAULT_RUN_IDLE,
+            crate::runs::DEFAULT_RUN_IDLE,
         );
         let mapped = mapper().map_logs(
             &request(vec![

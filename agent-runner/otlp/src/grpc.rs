@@ -1,6 +1,6 @@
 //! OTLP/gRPC (`--grpc-listen`): the `TraceService`, `LogsService` and `MetricsService` of
 //! the official protos (`opentelemetry-proto`'s tonic services), with the same mapping,
-//! publishing and replies as OTLP/HTTP ([`super::receiver`]): a request is answered OK
+//! publishing and replies as OTLP/HTTP ([`crate::receiver`]): a request is answered OK
 //! once every event is acknowledged or spooled, partial success for what was refused,
 //! `UNAVAILABLE` (retryable) only when the publisher has stopped, `UNAUTHENTICATED`
 //! without the bearer token. gzip-compressed requests are accepted.
@@ -32,8 +32,8 @@ use tonic::metadata::MetadataMap;
 use tonic::transport::server::TcpIncoming;
 use tonic::{Request, Response, Status};
 
-use super::intake::{Shared, Unavailable, UNAVAILABLE_MESSAGE};
 use crate::error::OtlpError;
+use crate::intake::{Shared, Unavailable, UNAVAILABLE_MESSAGE};
 use bench_cli::token::BearerToken;
 
 /// The three services over one shared state.

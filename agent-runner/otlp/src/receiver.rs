@@ -1,5 +1,5 @@
 //! The OTLP/HTTP server: `POST /v1/traces`, `/v1/logs`, `/v1/metrics` → auth → body
-//! ([`super::body`]) → events ([`super::mapping`], [`super::logs`]) → the publisher → the
+//! ([`crate::body`]) → events ([`crate::mapping`], [`crate::logs`]) → the publisher → the
 //! reply.
 //!
 //! The reply is 200 only once every event of the request is acknowledged by JetStream or
@@ -14,7 +14,6 @@
 //! in `partial_success`; metrics are counted, not stored, and `partial_success` says so.
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -25,7 +24,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use bench_delivery::{DeliveryReport, Publisher, PublisherHandle, Settled};
+use bench_delivery::{PublisherHandle, Settled};
 use bench_schemas::BenchmarkEvent;
 use opentelemetry_proto::tonic::collector::logs::v1::{
     ExportLogsPartialSuccess, ExportLogsServiceRequest, ExportLogsServiceResponse,
@@ -40,12 +39,12 @@ use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::args::OtlpConfig;
-use super::body::{self, BodyError, Encoding};
-use super::intake::{Counters, Shared, Unavailable, UNAVAILABLE_MESSAGE};
-use super::mapping::Mapper;
-use super::runs::Ledger;
-use crate::error::{Error, Exit, OtlpError, Outcome};
+use crate::body::{self, BodyError, Encoding};
+use crate::config::ReceiverConfig;
+use crate::error::OtlpError;
+use crate::intake::{Counters, Shared, Unavailable, UNAVAILABLE_MESSAGE};
+use crate::mapping::Mapper;
+use crate::runs::Ledger;
 
 /// Reasons kept in one reply's `partial_success.error_message`, at most.
 const MAX_REASONS: usize = 5;
@@ -80,69 +79,25 @@ pub struct Counts {
     pub late_evaluations: u64,
 }
 
-/// What `agent-runner otlp` reports when it stops.
-#[derive(Debug, Clone)]
-pub struct OtlpReport {
-    /// What the receiver took.
-    pub counts: Counts,
-    /// What the publisher did with it.
-    pub delivery: DeliveryReport,
+/// The listening sockets of a receiver, bound before anything else starts.
+#[derive(Debug)]
+pub struct Listeners {
+    /// OTLP/HTTP.
+    http: TcpListener,
+    /// OTLP/gRPC, when served.
+    grpc: Option<TcpListener>,
 }
 
-impl fmt::Display for OtlpReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let c = &self.counts;
-        writeln!(
-            f,
-            "otlp: {} requests, {} spans ({} rejected), {} GenAI log records ({} other \
-             records rejected), {} metric data points (counted, not stored), {} events, {} \
-             model calls after their run was closed, {} runs closed by --run-timeout, {} \
-             closing spans and {} evaluation records after their run was closed",
-            c.requests,
-            c.spans,
-            c.rejected_spans,
-            c.log_records,
-            c.rejected_log_records,
-            c.metric_points,
-            c.events,
-            c.late_calls,
-            c.timed_out_runs,
-            c.late_roots,
-            c.late_evaluations
-        )?;
-        writeln!(f, "{}", self.delivery)
+impl Listeners {
+    /// Binds the addresses of `config`: OTLP/HTTP, and OTLP/gRPC when it is served.
+    pub async fn bind(config: &ReceiverConfig) -> Result<Listeners, OtlpError> {
+        let http = bind(config.listen).await?;
+        let grpc = match config.grpc_listen {
+            Some(addr) => Some(bind(addr).await?),
+            None => None,
+        };
+        Ok(Listeners { http, grpc })
     }
-}
-
-impl Outcome for OtlpReport {
-    fn exit(&self) -> Exit {
-        self.delivery.exit()
-    }
-}
-
-/// Binds, starts the publisher, serves until `shutdown`, then drains the publisher.
-pub async fn run(config: OtlpConfig, shutdown: CancellationToken) -> Result<OtlpReport, Error> {
-    let http = bind(config.listen).await?;
-    let grpc = match config.grpc_listen {
-        Some(addr) => Some(bind(addr).await?),
-        None => None,
-    };
-    let publisher = Publisher::connect(&config.publish).await?;
-    // A publisher that failed for good (spool full or broken) can keep nothing more: stop.
-    let stop = shutdown.child_token();
-    let failed = publisher.failed();
-    let stop_on_failure = stop.clone();
-    let watch = tokio::spawn(async move {
-        failed.cancelled().await;
-        stop_on_failure.cancel();
-    });
-    let counts = serve(http, grpc, &config, publisher.handle(), stop).await;
-    watch.abort();
-    let delivery = publisher.finish().await?;
-    Ok(OtlpReport {
-        counts: counts?,
-        delivery,
-    })
 }
 
 async fn bind(addr: std::net::SocketAddr) -> Result<TcpListener, OtlpError> {
@@ -151,13 +106,12 @@ async fn bind(addr: std::net::SocketAddr) -> Result<TcpListener, OtlpError> {
         .map_err(|source| OtlpError::Bind { addr, source })
 }
 
-/// Serves OTLP/HTTP on `http` (and OTLP/gRPC on `grpc`, when given), publishing through
+/// Serves OTLP/HTTP (and OTLP/gRPC, when bound) on `listeners`, publishing through
 /// `publisher`, until `shutdown`; requests under way are answered first. Both share one
 /// mapping, one memory of the runs under way and one set of counts.
 pub async fn serve(
-    http: TcpListener,
-    grpc: Option<TcpListener>,
-    config: &OtlpConfig,
+    Listeners { http, grpc }: Listeners,
+    config: &ReceiverConfig,
     publisher: PublisherHandle,
     shutdown: CancellationToken,
 ) -> Result<Counts, OtlpError> {
@@ -190,7 +144,7 @@ pub async fn serve(
     };
     let grpc = async {
         match grpc {
-            Some(listener) => super::grpc::serve(listener, shared.clone(), shutdown.clone()).await,
+            Some(listener) => crate::grpc::serve(listener, shared.clone(), shutdown.clone()).await,
             None => Ok(()),
         }
     };

@@ -15,7 +15,7 @@
 //! - the exception: the `run_start` and `run_stop` of the span that closes a run (its
 //!   root, or a span stating `benchstream.run_end = true`) carry the run's model and
 //!   totals (tokens, cost, `api_calls`), summed over the calls the receiver recorded
-//!   ([`super::runs`]), which are null when it cannot have seen them all, and the
+//!   ([`crate::runs`]), which are null when it cannot have seen them all, and the
 //!   verdict of an evaluation log record that came before; `turns`, `tool_errors` and
 //!   `files_modified` stay null: no trace states them.
 
@@ -35,9 +35,9 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::runs::{Call, Closing, Evaluation, Expired, Ledger, RunContext, Seen, Totals};
-use super::span::{attribute_number, attribute_str, event_str, keys, tokens, Attributes, SpanView};
-use crate::provider::TokenUsage;
+use crate::runs::{Call, Closing, Evaluation, Expired, Ledger, RunContext, Seen, Totals};
+use crate::span::{attribute_number, attribute_str, event_str, keys, tokens, Attributes, SpanView};
+use bench_pricing::TokenUsage;
 use bench_pricing::{PriceTable, Prices, Usd};
 use bench_schemas::{derived_uuid, recorded_run_start, Provenance};
 
@@ -954,7 +954,7 @@ mod tests {
             let started = DateTime::from_timestamp_nanos(0);
             self.map(
                 request,
-                &Ledger::new(started, crate::otlp::runs::DEFAULT_RUN_IDLE),
+                &Ledger::new(started, crate::runs::DEFAULT_RUN_IDLE),
             )
         }
     }
@@ -1012,7 +1012,7 @@ mod tests {
     fn a_root_closes_its_run_with_the_calls_before_it_and_its_stated_verdict() {
         let ledger = Ledger::new(
             DateTime::from_timestamp_nanos(0),
-            crate::otlp::runs::DEFAULT_RUN_IDLE,
+            crate::runs::DEFAULT_RUN_IDLE,
         );
         let mut other_model = chat(3);
         other_model
@@ -1065,7 +1065,7 @@ mod tests {
     fn a_span_stating_run_end_closes_its_run_as_a_root_would_and_the_root_then_closes_nothing() {
         let ledger = Ledger::new(
             DateTime::from_timestamp_nanos(0),
-            crate::otlp::runs::DEFAULT_RUN_IDLE,
+            crate::runs::DEFAULT_RUN_IDLE,
         );
         // A final span, after the calls: it does not enclose the run.
         let mut end = span(5, Some(1), vec![text("benchstream.success", "false")]);

@@ -403,7 +403,7 @@ fn totals<'a>(calls: impl Iterator<Item = &'a Call> + Clone) -> Totals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::otlp::span::Attributes;
+    use crate::span::Attributes;
 
     fn call(run: Uuid, span: &str, model: &str, tokens: Option<u64>, cost: Option<f64>) -> Call {
         Call {
