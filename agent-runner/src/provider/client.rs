@@ -1,7 +1,7 @@
 //! One HTTP attempt against an OpenAI-compatible API: `POST {base}/chat/completions` with
 //! tools (function calling), and `GET {base}/models`. Each attempt runs under the per-call
 //! timeout and ends in a [`Completion`] or a classified [`CallError`]; retrying is
-//! [`super::retry`]'s job, pricing is [`crate::pricing`]'s.
+//! [`super::retry`]'s job, pricing is `bench-pricing`'s.
 
 use std::sync::Once;
 use std::time::Duration;
