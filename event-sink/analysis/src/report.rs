@@ -122,7 +122,7 @@ pub struct ReportData {
     /// `lost_events` with its default staleness (not windowed: it is about health now).
     pub lost_events: Table,
     /// The latest decision of each experiment run until decided (of the experiments
-    /// selected), as [`compare::decisions::table`] lists them.
+    /// selected), as [`compare::render::decisions_table`] lists them.
     pub decisions: Table,
 }
 
@@ -210,7 +210,7 @@ pub async fn generate_report(
         options: options.clone(),
         windows,
         lost_events,
-        decisions: compare::decisions::table(&decisions),
+        decisions: compare::render::decisions_table(&decisions),
     }))
 }
 

@@ -240,3 +240,38 @@ fn sequential_table(pairs: &[PairComparison]) -> Option<Table> {
     }
     (!table.rows.is_empty()).then_some(table)
 }
+
+/// The decisions as a table (the report's section): experiment, pair, decision,
+/// sequence, rounds, level, when.
+pub fn decisions_table(decisions: &[StoredDecision]) -> Table {
+    let columns = columns(&[
+        ("experiment", false),
+        ("baseline", false),
+        ("candidate", false),
+        ("decision", false),
+        ("cs_low", true),
+        ("cs_high", true),
+        ("rounds", true),
+        ("alpha", true),
+        ("decided_at", false),
+    ]);
+    Table {
+        columns,
+        rows: decisions
+            .iter()
+            .map(|d| {
+                vec![
+                    Some(d.experiment.clone()),
+                    Some(d.baseline.clone()),
+                    Some(d.candidate.clone()),
+                    Some(d.decision.clone()),
+                    d.cs_low.map(|v| format!("{v:.4}")),
+                    d.cs_high.map(|v| format!("{v:.4}")),
+                    Some(d.rounds.to_string()),
+                    Some(d.alpha.to_string()),
+                    Some(d.decided_at()),
+                ]
+            })
+            .collect(),
+    }
+}

@@ -91,7 +91,7 @@ pub async fn answer(client: &Client, request: Request) -> Result<Comparison, Com
                 query: "experiment_decisions",
                 source,
             })?;
-        decisions::attach(&mut answer, &policies, &stored);
+        sequential::attach_stored(&mut answer, &policies, &stored);
     }
     Ok(answer)
 }

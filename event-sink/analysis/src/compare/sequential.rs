@@ -58,6 +58,7 @@ use std::collections::BTreeMap;
 use clickhouse::Client;
 
 use super::analyze::{Comparison, Decision, SequentialResult, SINGLE_LOOK_ONLY};
+use super::decisions::StoredDecision;
 use super::outcomes::{Dimension, PolicyRuns, NO_EXPERIMENT, UNKNOWN};
 use super::stats::CONFIDENCE;
 use super::{CompareError, Filters};
@@ -447,6 +448,36 @@ pub fn attach(
     }
 }
 
+/// Files the stored decisions beside the sequences of `comparison`: a pair gets the
+/// latest decision of an experiment both its policies ran in whose two policies
+/// (either way round) are the pair's.
+pub fn attach_stored(
+    comparison: &mut Comparison,
+    policies: &[PolicyRuns],
+    stored: &[StoredDecision],
+) {
+    let of = |label: &str| policies.iter().find(|p| p.label == label);
+    for pair in &mut comparison.comparisons {
+        let (Some(b), Some(c)) = (of(&pair.baseline), of(&pair.candidate)) else {
+            continue;
+        };
+        let Some(sequential) = &mut pair.sequential else {
+            continue;
+        };
+        sequential.stored_decision = stored
+            .iter()
+            .filter(|d| {
+                let named = (d.baseline == b.group && d.candidate == c.group)
+                    || (d.baseline == c.group && d.candidate == b.group);
+                named
+                    && b.experiments.contains(&d.experiment)
+                    && c.experiments.contains(&d.experiment)
+            })
+            .max_by_key(|d| d.decided_ms)
+            .cloned();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,6 +612,68 @@ mod tests {
             }
             assert_eq!(listed, counted, "dataset {dataset:?}");
             assert!(!listed.is_empty());
+        }
+    }
+
+    /// The stored decisions filed beside the sequences.
+    mod stored {
+        use super::*;
+        use crate::compare::analyze::{compare, Settings};
+
+        fn decision(experiment: &str, baseline: &str, candidate: &str, ms: i64) -> StoredDecision {
+            StoredDecision {
+                experiment: experiment.to_owned(),
+                baseline: baseline.to_owned(),
+                candidate: candidate.to_owned(),
+                decision: "candidate_better".to_owned(),
+                cs_low: Some(0.02),
+                cs_high: Some(0.4),
+                rounds: 3,
+                alpha: 0.05,
+                decided_ms: ms,
+            }
+        }
+
+        fn policy(label: &str, experiment: &str) -> PolicyRuns {
+            PolicyRuns {
+                label: label.to_owned(),
+                group: label.to_owned(),
+                experiments: [experiment.to_owned()].into(),
+                ..PolicyRuns::default()
+            }
+        }
+
+        #[test]
+        fn a_pair_gets_the_latest_decision_of_an_experiment_both_ran_either_way_round() {
+            let policies = [policy("a", "ab"), policy("b", "ab")];
+            let settings = Settings {
+                baseline: Some("a".to_owned()),
+                margin: 0.05,
+                seed: 1,
+                resamples: 10,
+            };
+            let mut comparison = compare(&policies, &settings);
+            comparison.comparisons[0].sequential = Some(sequential(&[], 0.05, None, Bet::Adaptive));
+            let stored = [
+                decision("ab", "a", "b", 10),
+                decision("ab", "b", "a", 20),
+                decision("other", "a", "b", 30),
+                decision("ab", "a", "c", 40),
+            ];
+            attach_stored(&mut comparison, &policies, &stored);
+            let shown = comparison.comparisons[0]
+                .sequential
+                .as_ref()
+                .and_then(|s| s.stored_decision.clone());
+            assert_eq!(
+                shown,
+                Some(stored[1].clone()),
+                "the latest of ab's pair a, b"
+            );
+            assert_eq!(
+                stored[1].summary(),
+                "candidate_better after 3 rounds (+0.0200 .. +0.4000, alpha 0.05), decided 1970-01-01 00:00:00 UTC"
+            );
         }
     }
 }
