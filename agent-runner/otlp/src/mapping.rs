@@ -50,6 +50,10 @@ pub const STATED_SCORING_VERSION: &str = "otlp-stated";
 /// The span attribute that closes its run as its root would (`true`), for a run whose
 /// root is not exported, or comes too late.
 pub const RUN_END: &str = "benchstream.run_end";
+
+/// The attribute (of a span or its resource) naming the run a span belongs to, across
+/// traces.
+const RUN_ID: &str = "benchstream.run_id";
 /// `scenario.name` when no `benchstream.scenario` attribute names one.
 pub const DEFAULT_SCENARIO: &str = "otlp";
 /// The service name of a resource without `service.name` (the SDKs' own default).
@@ -162,7 +166,7 @@ impl Mapper {
                 let mut out = SpanEvents::new(self, context, index, &ids, view, &mut mapped.events);
                 calls.extend(out.map());
                 seen.push((out.run_id, ids.trace.clone(), key, (ids.start, ids.end)));
-                if ids.root || view.own_bool(RUN_END) == Some(true) {
+                if closes_its_run(&ids, &view) {
                     closers.push((index, ids, view));
                 }
             }
@@ -278,6 +282,20 @@ impl Ending {
             cutoff_score: None,
         }
     }
+}
+
+/// Whether `view`'s span closes its run: it states `benchstream.run_end = true`, or it
+/// is a trace's root; except a root that is itself a model or tool call of a run named by
+/// `benchstream.run_id`. Such a run spans many traces (an agent whose client is
+/// instrumented with no span around its calls makes each call a trace of its own), so
+/// its first call does not end it: `benchstream.run_end` or the run timeout does.
+fn closes_its_run(ids: &SpanIds, view: &SpanView<'_>) -> bool {
+    if view.own_bool(RUN_END) == Some(true) {
+        return true;
+    }
+    let one_call_of_a_named_run = view.str(&[RUN_ID]).is_some()
+        && matches!(SpanKind::of(view), SpanKind::Inference | SpanKind::Tool);
+    ids.root && !one_call_of_a_named_run
 }
 
 /// A span's validated ids and times.
@@ -431,7 +449,7 @@ fn service<'a>(view: &Attributes<'a>) -> &'a str {
 /// `benchstream.run_id` (a UUID as is, any other text through a derived UUID), else a
 /// UUID derived from the service and the trace id.
 pub(super) fn run_id(view: &Attributes<'_>, service: &str, trace: &str) -> Uuid {
-    match view.str(&["benchstream.run_id"]) {
+    match view.str(&[RUN_ID]) {
         Some(given) => {
             Uuid::try_parse(given).unwrap_or_else(|_| derived_uuid(&format!("otlp/run/{given}")))
         }
@@ -1118,6 +1136,46 @@ mod tests {
         let root = mapper().map(&request(vec![span(1, None, vec![])]), &ledger);
         assert_eq!(run_stop_of(&root), None, "closed already");
         assert_eq!(ledger.late_roots(), 1);
+    }
+
+    #[test]
+    fn calls_each_a_trace_of_their_own_in_a_named_run_leave_it_open_until_run_end() {
+        let ledger = Ledger::new(
+            DateTime::from_timestamp_nanos(0),
+            crate::runs::DEFAULT_RUN_IDLE,
+        );
+        let named = |trace: u8, mut s: Span| {
+            s.trace_id = vec![trace; 16];
+            s.parent_span_id.clear();
+            s.attributes.push(text(RUN_ID, "agent-7"));
+            s
+        };
+        for trace in [1, 2] {
+            let call = mapper().map(&request(vec![named(trace, chat(trace + 1))]), &ledger);
+            assert_eq!(
+                run_stop_of(&call),
+                None,
+                "a call of a named run ends nothing"
+            );
+        }
+        let mut lone = chat(2);
+        lone.trace_id = vec![3; 16];
+        lone.parent_span_id.clear();
+        let unnamed = mapper().map(&request(vec![lone]), &ledger);
+        assert_eq!(
+            run_stop_of(&unnamed).and_then(|s| s.api_calls),
+            Some(1),
+            "a lone call of no named run is a run of one call"
+        );
+        let mut end = named(4, span(9, None, vec![]));
+        end.attributes
+            .push(kv(RUN_END, any_value::Value::BoolValue(true)));
+        let stop = run_stop_of(&mapper().map(&request(vec![end]), &ledger)).expect("run_end");
+        assert_eq!(
+            (stop.api_calls, stop.total_tokens),
+            (Some(2), Some(30)),
+            "both traces' calls are the run's"
+        );
     }
 
     #[test]
