@@ -10,13 +10,13 @@
 
 use serde::Serialize;
 
-use super::decisions::StoredDecision;
 use super::outcomes::{Exclusions, PolicyRuns, TaskRuns};
 use super::resample::{bootstrap, mean_at, stream_seed};
 use super::stats::{
     binomial_two_sided, clustered_mean, holm, mean_over_tasks, min_detectable_difference,
     pass_at_k, pass_hat_k, tasks_needed, wilson, Interval, CONFIDENCE, POWER,
 };
+use super::stored_decision::StoredDecision;
 
 /// The non-inferiority margin unless `--margin` says otherwise: 5 points of solve rate.
 pub const DEFAULT_MARGIN: f64 = 0.05;

@@ -14,6 +14,8 @@
 //!   `compare` prints and the viewer shows).
 //! - [`sequential`]: `--sequential`, the anytime-valid confidence sequence of each pair
 //!   over the `run_outcomes` query's runs in rounds.
+//! - [`decisions`]: the latest decisions stored by experiments run until decided, attached
+//!   to the pairs they decided; [`stored_decision`]: one of them.
 //!
 //! Only [`load`] talks to ClickHouse; everything after it is pure and tested without a
 //! server.
@@ -26,6 +28,7 @@ pub mod request;
 pub mod resample;
 pub mod sequential;
 pub mod stats;
+pub mod stored_decision;
 
 use clickhouse::Client;
 

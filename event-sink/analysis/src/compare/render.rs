@@ -5,7 +5,7 @@
 use crate::table::{Column, Format, Table};
 
 use super::analyze::{Comparison, PairComparison, PolicySummary};
-use super::decisions::StoredDecision;
+use super::stored_decision::StoredDecision;
 
 /// `comparison` in `format`.
 pub fn render(comparison: &Comparison, format: Format) -> String {

@@ -16,7 +16,7 @@ use crate::compare::{self, Comparison, Filters};
 pub use error::DataError;
 pub use standing::{Standing, StandingCache};
 
-use crate::compare::decisions::StoredDecision;
+use crate::compare::stored_decision::StoredDecision;
 use crate::serve::db::{self, DbError, ExperimentRow, RunRow, RunsOf};
 
 /// Runs a list shows at most; the page says how many more there are.
