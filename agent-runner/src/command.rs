@@ -99,3 +99,166 @@ fn print(outcome: impl Outcome) -> Exit {
     print!("{outcome}");
     outcome.exit()
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::path::PathBuf;
+
+    use bench_delivery::{PublishFailure, SpoolError};
+    use bench_sandbox::{SandboxUnavailable, TreeError};
+    use bench_task::{PinError, ScenarioError};
+
+    use crate::error::{Error, Exit};
+    use crate::exec::ExecError;
+    use crate::policy::PolicyError;
+    use crate::recorder::RecordError;
+    use crate::run_import::ImportError;
+    use crate::sweep::SweepError;
+    use crate::tail::TailError;
+
+    fn io_error() -> io::Error {
+        io::Error::new(io::ErrorKind::NotFound, "gone")
+    }
+
+    /// A real record error: the run directory cannot be created under a file.
+    fn record_error() -> RecordError {
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        let sequencer = bench_schemas::RunSequencer::new(
+            uuid::Uuid::now_v7(),
+            "t",
+            "p",
+            bench_schemas::sha256_hex(b"cfg"),
+            bench_schemas::sha256_hex(b"env"),
+            Some(1),
+            "h".to_owned(),
+        );
+        let Err(e) = crate::recorder::RunRecorder::new(sequencer, None, Some(file.path())) else {
+            panic!("a run directory under a file")
+        };
+        e
+    }
+
+    /// Every kind of error ends the process with the code `README.md` ("Exit codes")
+    /// documents for it.
+    #[test]
+    fn every_error_maps_to_its_documented_exit_code() {
+        let path = || PathBuf::from("x");
+        let hash = bench_schemas::sha256_hex(b"x");
+        let stream_error = async_nats::jetstream::context::GetStreamError::new(
+            async_nats::jetstream::context::GetStreamErrorKind::EmptyName,
+        );
+        let cases: Vec<(Error, Exit)> = vec![
+            (
+                ScenarioError::Pin(PinError::NotPinned {
+                    what: "task t".into(),
+                    pins: path(),
+                })
+                .into(),
+                Exit::Pins,
+            ),
+            (
+                ScenarioError::Pin(PinError::Mismatch {
+                    what: "task t".into(),
+                    pins: path(),
+                    expected: hash.clone(),
+                    actual: hash,
+                })
+                .into(),
+                Exit::Pins,
+            ),
+            (
+                ScenarioError::Read {
+                    path: path(),
+                    source: io_error(),
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (
+                ScenarioError::Tree(TreeError::Read {
+                    path: path(),
+                    source: io_error(),
+                })
+                .into(),
+                Exit::Usage,
+            ),
+            (PolicyError::NoProvider.into(), Exit::Usage),
+            (Error::Config("bad".into()), Exit::Usage),
+            (SandboxUnavailable("no bwrap".into()).into(), Exit::Usage),
+            (
+                SweepError::File {
+                    path: path(),
+                    message: "bad".into(),
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (SweepError::Invalid("bad".into()).into(), Exit::Usage),
+            (
+                ExecError::ProgramNotFound {
+                    program: "a".into(),
+                    why: "no such file".into(),
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (
+                ImportError::Read {
+                    path: path(),
+                    source: io_error(),
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (
+                ImportError::Parse {
+                    path: path(),
+                    message: "bad".into(),
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (SpoolError::Locked { path: path() }.into(), Exit::Spool),
+            (
+                PublishFailure::Spool(SpoolError::Io {
+                    path: path(),
+                    source: io_error(),
+                })
+                .into(),
+                Exit::Spool,
+            ),
+            (
+                PublishFailure::Task("panicked".into()).into(),
+                Exit::Failure,
+            ),
+            (
+                bench_nats::ConnectError::CredsFile {
+                    path: path(),
+                    source: io_error(),
+                }
+                .into(),
+                Exit::Failure,
+            ),
+            (record_error().into(), Exit::Failure),
+            (SweepError::Claims("down".into()).into(), Exit::Failure),
+            (SweepError::ClickHouse("down".into()).into(), Exit::Failure),
+            (
+                ExecError::Scratch(bench_sandbox::ScratchError::Create(io_error())).into(),
+                Exit::Failure,
+            ),
+            (ExecError::Wait(io_error()).into(), Exit::Failure),
+            (
+                TailError::Stream {
+                    stream: "S".into(),
+                    source: stream_error,
+                }
+                .into(),
+                Exit::Failure,
+            ),
+        ];
+        for (error, exit) in cases {
+            assert_eq!(error.exit(), exit, "{error}");
+        }
+    }
+}

@@ -29,6 +29,7 @@ use bench_delivery::Publisher;
 use bench_schemas::{
     sha256_hex, DecisionKind, ExitStatus, ExperimentDecision, Payload, RunSequencer,
 };
+use bench_task::LoadedScenario;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -36,7 +37,6 @@ use crate::agent::RunSummary;
 use crate::error::{Error, Exit, Outcome, RunTally};
 use crate::recorder::RunRecorder;
 use crate::runner::{self, RunnerConfig};
-use bench_task::LoadedScenario;
 
 /// `policy_id` of an `experiment_decision` stream.
 pub const DECISION_POLICY_ID: &str = "decision";

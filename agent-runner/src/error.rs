@@ -2,21 +2,20 @@
 //! [`Outcome`]: what a command that ran reports and the exit code it ends with.
 //!
 //! Every command (`run`, `sweep`, `exec`, `import`, `tail`, `otlp`, `scenarios`, `spool`)
-//! fails with [`Error`]; what only one command can meet is a variant holding that
-//! command's own error ([`SweepError`], [`ExecError`], [`ImportError`], [`TailError`],
-//! and `otlp`'s `bench_otlp::OtlpError`, its crate's). Those but the last are
-//! declared here too (and re-exported by their commands), so that this module, which
-//! every command uses, uses no command. [`Error::exit`] is the one mapping from errors to
-//! exit codes, and [`DeliveryReport::exit`] the one mapping from what a publisher did to
-//! an exit code.
+//! fails with [`Error`]. What only one command can meet is that command's own error,
+//! declared in its module with the exit code of each of its kinds (`sweep::SweepError`,
+//! `exec::ExecError`, `run_import::ImportError`, `tail::TailError`, `tasks::TasksError`,
+//! each a [`CommandError`]) and held by [`Error::Command`]: this module, which every
+//! command uses, uses no command; `otlp`'s is `bench_otlp::OtlpError`, its crate's. [`Error::exit`]
+//! maps errors to exit codes (a command's own error by its [`CommandError::exit`]), and
+//! [`DeliveryReport::exit`] is the one mapping from what a publisher did to an exit code.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bench_cli::Status;
 use bench_delivery::{DeliveryReport, PublishFailure, SpoolError, StartError};
-use bench_sandbox::{SandboxUnavailable, ScratchError, UnmountablePath};
+use bench_sandbox::SandboxUnavailable;
 use bench_schemas::ExitStatus;
 
 use crate::policy::PolicyError;
@@ -50,28 +49,18 @@ pub enum Error {
     /// The agent sandbox is required but not available on this host.
     #[error(transparent)]
     Sandbox(#[from] SandboxUnavailable),
-    /// `sweep`: a bad sweep file, or the claims or past results could not be read.
-    #[error(transparent)]
-    Sweep(#[from] SweepError),
     /// `run --until-decided`: the experiment's outcomes could not be read from
     /// ClickHouse, or did not arrive.
     #[error("reading the experiment's outcomes from clickhouse: {0}")]
     Outcomes(String),
-    /// `exec`: the agent program could not be started or waited for.
-    #[error(transparent)]
-    Exec(#[from] ExecError),
-    /// `import`: a trajectory could not be read or converted.
-    #[error(transparent)]
-    Import(#[from] ImportError),
-    /// `tail`: the stream could not be read.
-    #[error(transparent)]
-    Tail(#[from] TailError),
     /// `otlp`: the receiver could not listen or serve.
     #[error(transparent)]
     Otlp(#[from] bench_otlp::OtlpError),
-    /// `tasks import`: the instances file or the scenarios directory could not be used.
+    /// What only one command can meet, declared beside it with the exit code of each of
+    /// its kinds: `sweep::SweepError`, `exec::ExecError`, `run_import::ImportError`,
+    /// `tail::TailError`, `tasks::TasksError`.
     #[error(transparent)]
-    Tasks(#[from] TasksError),
+    Command(CommandFailure),
     /// `run`, `sweep`: the provider of an `llm` policy failed its check before the first
     /// run (unreachable, a refused key, a model it does not serve).
     #[error(transparent)]
@@ -91,140 +80,34 @@ impl From<StartError> for Error {
     }
 }
 
-/// What only `tasks import` can meet as a whole; an instance that cannot be imported is a
-/// line of its report, not an error.
-#[derive(Debug, thiserror::Error)]
-pub enum TasksError {
-    /// The instances file cannot be read or is neither a JSON array nor JSON lines.
-    #[error("{path}: {message}")]
-    Instances {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// The scenario file cannot be written.
-    #[error("cannot write {path}: {source}")]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+/// The error of one command, declared in that command's module: its own kinds of failure
+/// and the exit code each ends the process with. It becomes an [`Error`]
+/// ([`Error::Command`]) where the command meets it.
+pub trait CommandError: std::error::Error + Send + Sync + 'static {
+    /// The exit code this error ends the process with.
+    fn exit(&self) -> Exit;
 }
 
-/// What only a sweep can meet; everything else a sweep meets is a [`Error`] of its
-/// own.
-#[derive(Debug, thiserror::Error)]
-pub enum SweepError {
-    /// The sweep file cannot be read or parsed.
-    #[error("{path}: {message}")]
-    File {
-        /// The sweep file.
-        path: PathBuf,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// The sweep file is not the TOML of a sweep: where, the key and why.
-    #[error(transparent)]
-    Toml(#[from] bench_cli::TomlError),
-    /// The sweep is well-formed but describes no valid run (constraints, matrix values).
-    #[error("invalid sweep: {0}")]
-    Invalid(String),
-    /// The claim bucket could not be opened, read or written.
-    #[error("sweep claims: {0}")]
-    Claims(String),
-    /// Past results could not be read from ClickHouse.
-    #[error("reading past results from clickhouse: {0}")]
-    ClickHouse(String),
+/// A command's own error as an [`Error`]: its text and causes are the command error's.
+#[derive(Debug)]
+pub struct CommandFailure(Box<dyn CommandError>);
+
+impl<E: CommandError> From<E> for CommandFailure {
+    fn from(e: E) -> CommandFailure {
+        CommandFailure(Box::new(e))
+    }
 }
 
-/// What only an external-agent run can meet; everything else it meets is a
-/// [`Error`] of its own. A misbehaving agent is not an error: its bad lines are
-/// skipped and its exit status recorded.
-#[derive(Debug, thiserror::Error)]
-pub enum ExecError {
-    /// The agent program does not exist or is not executable (checked before anything
-    /// is published).
-    #[error("agent program {program:?}: {why}")]
-    ProgramNotFound {
-        /// The program as given.
-        program: String,
-        /// Why it cannot run.
-        why: String,
-    },
-    /// The agent's exit could not be waited for.
-    #[error("cannot wait for the agent: {0}")]
-    Wait(std::io::Error),
-    /// The agent's scratch copy of the fixture could not be made.
-    #[error(transparent)]
-    Scratch(#[from] ScratchError),
-    /// A path the agent was to read (its program, `--sandbox-ro`) cannot be
-    /// made visible in its sandbox.
-    #[error(transparent)]
-    Unmountable(#[from] UnmountablePath),
-    /// The directory with the agent's problem statement (`BENCH_TASK_DIR`) could not be
-    /// made.
-    #[error("cannot write the task brief: {0}")]
-    Brief(std::io::Error),
+impl fmt::Display for CommandFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
-/// What only an import can meet: a trajectory that cannot be read or converted (the file
-/// is then skipped, or the import refused when the directory itself cannot be read).
-/// Everything else an import meets is a [`Error`] of its own.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    /// A file or directory cannot be read.
-    #[error("cannot read {path}: {source}")]
-    Read {
-        /// The file or directory.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A file is not a SWE-agent trajectory.
-    #[error("{path}: not a SWE-agent trajectory: {message}")]
-    Parse {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// An event of a trajectory is too large even after truncation.
-    #[error("{path}: event {seq}: {source}")]
-    TooLarge {
-        /// The file.
-        path: PathBuf,
-        /// The event's `seq`.
-        seq: u64,
-        /// Why.
-        source: bench_schemas::truncate::EventTooLarge,
-    },
-}
-
-/// What only a tail can meet: the stream or its consumer failed. An unreachable broker is
-/// a [`Error`] of its own.
-#[derive(Debug, thiserror::Error)]
-pub enum TailError {
-    /// The stream cannot be found or read.
-    #[error("stream {stream}: {source}")]
-    Stream {
-        /// The stream name.
-        stream: String,
-        /// The server's answer.
-        source: async_nats::jetstream::context::GetStreamError,
-    },
-    /// The tail's consumer cannot be created.
-    #[error("cannot create the tail's consumer on stream {stream}: {source}")]
-    Consumer {
-        /// The stream name.
-        stream: String,
-        /// The server's answer.
-        source: async_nats::jetstream::stream::ConsumerError,
-    },
-    /// The tail's consumer cannot be read.
-    #[error("cannot read from the tail's consumer: {0}")]
-    Messages(#[from] async_nats::jetstream::consumer::StreamError),
+impl std::error::Error for CommandFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
 }
 
 /// Process exit codes of `agent-runner`: the four every benchstream binary shares
@@ -276,29 +159,17 @@ impl Error {
             Error::Scenario(e) if e.is_pin_error() => Exit::Pins,
             Error::Image(e) if e.is_pin_error() => Exit::Pins,
             Error::Image(_) => Exit::Environment,
-            Error::Scenario(_)
-            | Error::Policy(_)
-            | Error::Config(_)
-            | Error::Sandbox(_)
-            | Error::Sweep(
-                SweepError::File { .. } | SweepError::Toml(_) | SweepError::Invalid(_),
-            )
-            | Error::Exec(ExecError::ProgramNotFound { .. } | ExecError::Unmountable(_))
-            | Error::Import(
-                ImportError::Read { .. } | ImportError::Parse { .. } | ImportError::TooLarge { .. },
-            )
-            | Error::Tasks(TasksError::Instances { .. }) => Exit::Usage,
+            Error::Scenario(_) | Error::Policy(_) | Error::Config(_) | Error::Sandbox(_) => {
+                Exit::Usage
+            }
             Error::Spool(_) | Error::Publish(PublishFailure::Spool(_)) => Exit::Spool,
             Error::Connect(_)
             | Error::Record(_)
             | Error::Publish(PublishFailure::Task(_))
-            | Error::Sweep(SweepError::Claims(_) | SweepError::ClickHouse(_))
             | Error::Outcomes(_)
-            | Error::Exec(ExecError::Scratch(_) | ExecError::Wait(_) | ExecError::Brief(_))
-            | Error::Tail(_)
             | Error::Otlp(_)
-            | Error::Provider(_)
-            | Error::Tasks(TasksError::Write { .. }) => Exit::Failure,
+            | Error::Provider(_) => Exit::Failure,
+            Error::Command(e) => e.0.exit(),
         }
     }
 }
@@ -372,157 +243,7 @@ pub trait Outcome: fmt::Display {
 
 #[cfg(test)]
 mod tests {
-    use std::io;
-    use std::path::PathBuf;
-
     use super::*;
-    use bench_sandbox::TreeError;
-    use bench_task::PinError;
-
-    fn io_error() -> io::Error {
-        io::Error::new(io::ErrorKind::NotFound, "gone")
-    }
-
-    /// A real record error: the run directory cannot be created under a file.
-    fn record_error() -> RecordError {
-        let file = tempfile::NamedTempFile::new().expect("temp file");
-        let sequencer = bench_schemas::RunSequencer::new(
-            uuid::Uuid::now_v7(),
-            "t",
-            "p",
-            bench_schemas::sha256_hex(b"cfg"),
-            bench_schemas::sha256_hex(b"env"),
-            Some(1),
-            "h".to_owned(),
-        );
-        let Err(e) = crate::recorder::RunRecorder::new(sequencer, None, Some(file.path())) else {
-            panic!("a run directory under a file")
-        };
-        e
-    }
-
-    /// Every kind of error ends the process with the code `README.md` ("Exit codes")
-    /// documents for it.
-    #[test]
-    fn every_error_maps_to_its_documented_exit_code() {
-        let path = || PathBuf::from("x");
-        let hash = bench_schemas::sha256_hex(b"x");
-        let stream_error = async_nats::jetstream::context::GetStreamError::new(
-            async_nats::jetstream::context::GetStreamErrorKind::EmptyName,
-        );
-        let cases: Vec<(Error, Exit)> = vec![
-            (
-                ScenarioError::Pin(PinError::NotPinned {
-                    what: "task t".into(),
-                    pins: path(),
-                })
-                .into(),
-                Exit::Pins,
-            ),
-            (
-                ScenarioError::Pin(PinError::Mismatch {
-                    what: "task t".into(),
-                    pins: path(),
-                    expected: hash.clone(),
-                    actual: hash,
-                })
-                .into(),
-                Exit::Pins,
-            ),
-            (
-                ScenarioError::Read {
-                    path: path(),
-                    source: io_error(),
-                }
-                .into(),
-                Exit::Usage,
-            ),
-            (
-                ScenarioError::Tree(TreeError::Read {
-                    path: path(),
-                    source: io_error(),
-                })
-                .into(),
-                Exit::Usage,
-            ),
-            (PolicyError::NoProvider.into(), Exit::Usage),
-            (Error::Config("bad".into()), Exit::Usage),
-            (SandboxUnavailable("no bwrap".into()).into(), Exit::Usage),
-            (
-                SweepError::File {
-                    path: path(),
-                    message: "bad".into(),
-                }
-                .into(),
-                Exit::Usage,
-            ),
-            (SweepError::Invalid("bad".into()).into(), Exit::Usage),
-            (
-                ExecError::ProgramNotFound {
-                    program: "a".into(),
-                    why: "no such file".into(),
-                }
-                .into(),
-                Exit::Usage,
-            ),
-            (
-                ImportError::Read {
-                    path: path(),
-                    source: io_error(),
-                }
-                .into(),
-                Exit::Usage,
-            ),
-            (
-                ImportError::Parse {
-                    path: path(),
-                    message: "bad".into(),
-                }
-                .into(),
-                Exit::Usage,
-            ),
-            (SpoolError::Locked { path: path() }.into(), Exit::Spool),
-            (
-                PublishFailure::Spool(SpoolError::Io {
-                    path: path(),
-                    source: io_error(),
-                })
-                .into(),
-                Exit::Spool,
-            ),
-            (
-                PublishFailure::Task("panicked".into()).into(),
-                Exit::Failure,
-            ),
-            (
-                bench_nats::ConnectError::CredsFile {
-                    path: path(),
-                    source: io_error(),
-                }
-                .into(),
-                Exit::Failure,
-            ),
-            (record_error().into(), Exit::Failure),
-            (SweepError::Claims("down".into()).into(), Exit::Failure),
-            (SweepError::ClickHouse("down".into()).into(), Exit::Failure),
-            (
-                ExecError::Scratch(bench_sandbox::ScratchError::Create(io_error())).into(),
-                Exit::Failure,
-            ),
-            (ExecError::Wait(io_error()).into(), Exit::Failure),
-            (
-                TailError::Stream {
-                    stream: "S".into(),
-                    source: stream_error,
-                }
-                .into(),
-                Exit::Failure,
-            ),
-        ];
-        for (error, exit) in cases {
-            assert_eq!(error.exit(), exit, "{error}");
-        }
-    }
 
     /// Events left in the spool outweigh quarantined ones; a clean delivery is 0.
     #[test]

@@ -40,7 +40,9 @@
 //! - [`flags`]: the flag groups several commands share (scenarios, events and publishing,
 //!   the LLM provider), declared once and flattened into each.
 //! - [`error`]: the one error type, the process exit codes, and [`Outcome`]: what a
-//!   command reports and the exit code it ends with.
+//!   command reports and the exit code it ends with. What only one command can meet is
+//!   declared beside it (`sweep/error.rs`, `exec/error.rs`, `run_import/error.rs`,
+//!   `tail/error.rs`, `tasks/error.rs`), with the exit code of each kind.
 //!
 //! The agent sandbox (bwrap, seccomp, the network, the bounded workspace and the runner's
 //! mount namespace, the confined shell), the scratch copy, fixture trees and their hash,

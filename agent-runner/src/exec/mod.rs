@@ -16,12 +16,13 @@
 
 pub(crate) mod args;
 pub(crate) mod bridge;
+mod error;
 pub(crate) mod program;
 pub(crate) mod protocol;
 
-pub use crate::error::ExecError;
 pub use args::ExecArgs;
 pub use bridge::{run, ExecConfig, ExecReport};
+pub use error::ExecError;
 
 use std::fmt;
 

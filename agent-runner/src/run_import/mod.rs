@@ -11,10 +11,11 @@
 //! skipped; the others are still imported.
 
 pub(crate) mod args;
+mod error;
 pub(crate) mod swe_agent;
 pub(crate) mod traj;
 
-pub use crate::error::ImportError;
 pub use args::{
     import_dir, run, Destination, ImportArgs, ImportCommand, ImportConfig, ImportReport,
 };
+pub use error::ImportError;

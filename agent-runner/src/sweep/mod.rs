@@ -21,13 +21,14 @@ pub(crate) mod adaptive;
 pub(crate) mod args;
 pub(crate) mod bayes;
 pub mod claim;
+mod error;
 pub(crate) mod expand;
 pub(crate) mod file;
 pub(crate) mod trials;
 pub(crate) mod worker;
 
-pub use crate::error::SweepError;
 pub use args::SweepArgs;
+pub use error::SweepError;
 pub use file::{Method, SweepFile};
 pub use worker::{run, Plan, SweepConfig, SweepReport};
 

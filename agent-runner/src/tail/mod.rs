@@ -21,6 +21,7 @@
 //! instead of replaying all of it.
 
 pub(crate) mod args;
+mod error;
 pub(crate) mod filter;
 pub(crate) mod line;
 
@@ -36,8 +37,8 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-pub use crate::error::TailError;
 pub use args::TailArgs;
+pub use error::TailError;
 pub use filter::Filter;
 
 /// Everything `agent-runner tail` needs, validated.

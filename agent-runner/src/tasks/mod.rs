@@ -13,6 +13,7 @@
 
 mod args;
 mod environment;
+mod error;
 mod instance;
 mod swe_bench_import;
 mod validate;
@@ -20,5 +21,6 @@ mod validate;
 pub use args::{
     ImportImage, SweBenchImport, SweBenchImportArgs, TasksCommand, TasksConfig, ValidateArgs,
 };
+pub use error::TasksError;
 pub use swe_bench_import::{import_swe_bench, ImportLine, ImportReport, LineKind};
 pub use validate::{validate, TaskValidation, ValidateConfig, ValidateReport};

@@ -22,10 +22,10 @@ use serde::Serialize;
 
 use super::environment::{self, Setup};
 use super::instance::{parse_instances, Instance};
-use super::SweBenchImport;
+use super::{SweBenchImport, TasksError};
 use bench_image::ImageRef;
 
-use crate::error::{Error, Exit, Outcome, TasksError};
+use crate::error::{Error, Exit, Outcome};
 use bench_task::{base_message, Pins, SweBench, ENVS_DIR, FIXTURE_DIR, TASKS_DIR, TASK_FILE};
 
 /// Where a task is written before it is renamed into `tasks/`.
