@@ -41,6 +41,10 @@ struct Args {
     /// Requests of each page.
     #[arg(long, default_value_t = 5)]
     repeats: usize,
+    /// Load the data, print how to reach the server, and keep it up until killed
+    /// instead of measuring (to time queries by hand).
+    #[arg(long)]
+    hold: bool,
 }
 
 const DATABASE: &str = "benchstream";
@@ -241,6 +245,13 @@ async fn main() -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("merging {table}: {e}"))?;
     }
     println!("merged in {:.1} s", merging.elapsed().as_secs_f64());
+    if args.hold {
+        println!(
+            "holding: clickhouse-client --port {} -d {DATABASE}",
+            server.tcp_port()
+        );
+        std::future::pending::<()>().await;
+    }
 
     let stop = CancellationToken::new();
     let port = viewer(&server, stop.clone()).await?;

@@ -12,11 +12,14 @@ use std::time::{Duration, Instant};
 
 use super::DataError;
 
+/// An answer kept: the version it was computed at, when, the answer.
+type Entry<N, V> = (N, Instant, Arc<V>);
+
 /// Answers `V` per key `K`, each with the version `N` it was computed at.
 #[derive(Debug)]
 pub struct Kept<K, N, V> {
     max_age: Duration,
-    kept: Mutex<HashMap<K, (N, Instant, Arc<V>)>>,
+    kept: Mutex<HashMap<K, Entry<N, V>>>,
 }
 
 impl<K: Eq + Hash, N: PartialEq, V> Kept<K, N, V> {
@@ -44,7 +47,7 @@ impl<K: Eq + Hash, N: PartialEq, V> Kept<K, N, V> {
         Ok(answer)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, (N, Instant, Arc<V>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, Entry<N, V>>> {
         self.kept.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }

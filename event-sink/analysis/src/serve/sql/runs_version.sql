@@ -5,22 +5,27 @@
 -- of an event delivered twice counts until merged, which can only change the answer, so
 -- a comparison is computed again, never kept too long.
 -- Bound in order: the experiment's name four times ('' = every run).
+-- One JOIN per SELECT (18.16): the runs, then the validations.
 SELECT started, finished, last_stop, last_validation
 FROM
 (
-    SELECT count() AS started
-    FROM run_starts
-    WHERE ? = '' OR ifNull(experiment, '') = ?
-) AS started_runs
-CROSS JOIN
-(
-    SELECT count() AS finished, toUInt32(max(received_at)) AS last_stop
-    FROM run_stops
-    WHERE run_id IN
+    SELECT started, finished, last_stop
+    FROM
     (
-        SELECT run_id FROM run_starts WHERE ? = '' OR ifNull(experiment, '') = ?
-    )
-) AS finished_runs
+        SELECT count() AS started
+        FROM run_starts
+        WHERE ? = '' OR ifNull(experiment, '') = ?
+    ) AS started_runs
+    CROSS JOIN
+    (
+        SELECT count() AS finished, toUInt32(max(received_at)) AS last_stop
+        FROM run_stops
+        WHERE run_id IN
+        (
+            SELECT run_id FROM run_starts WHERE ? = '' OR ifNull(experiment, '') = ?
+        )
+    ) AS finished_runs
+) AS runs
 CROSS JOIN
 (
     SELECT toUInt32(max(received_at)) AS last_validation FROM task_validations
