@@ -41,8 +41,8 @@ struct Args {
     /// Requests of each page.
     #[arg(long, default_value_t = 5)]
     repeats: usize,
-    /// Load the data, print how to reach the server, and keep it up until killed
-    /// instead of measuring (to time queries by hand).
+    /// Load the data, print how to reach the server, and keep it up until Ctrl-C
+    /// (SIGINT) instead of measuring (to time queries by hand).
     #[arg(long)]
     hold: bool,
 }
@@ -247,10 +247,12 @@ async fn main() -> anyhow::Result<()> {
     println!("merged in {:.1} s", merging.elapsed().as_secs_f64());
     if args.hold {
         println!(
-            "holding: clickhouse-client --port {} -d {DATABASE}",
+            "holding until Ctrl-C: clickhouse-client --port {} -d {DATABASE}",
             server.tcp_port()
         );
-        std::future::pending::<()>().await;
+        // Returning stops the server and removes its data.
+        tokio::signal::ctrl_c().await?;
+        return Ok(());
     }
 
     let stop = CancellationToken::new();
