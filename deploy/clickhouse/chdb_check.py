@@ -377,6 +377,11 @@ VIEWER = {
         lambda s: [first(s, "SELECT toString(min(run_id)) FROM run_starts FINAL")],
         "SELECT 1",
     ),
+    "runs_version": (
+        ["started", "finished", "last_stop", "last_validation"],
+        lambda s: ["''", "''", "''", "''"],
+        "SELECT 1",
+    ),
 }
 
 

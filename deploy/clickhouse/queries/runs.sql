@@ -8,6 +8,7 @@
 -- param experiment String = '': only runs of these experiments, comma-separated; empty = every run
 -- param sweep String = '': only runs of these sweeps, comma-separated; empty = every run
 -- param scenario String = '': only runs of these scenarios (names), comma-separated; empty = every scenario
+-- param limit UInt32 = '4294967295': at most this many runs, the latest
 SELECT
     run_id,
     task_id,
@@ -37,3 +38,4 @@ ANY LEFT JOIN
     FROM run_stops FINAL
 ) AS stopped_runs USING run_id
 ORDER BY started_ms DESC, toString(run_id)
+LIMIT {limit:UInt32}

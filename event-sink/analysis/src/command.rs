@@ -153,8 +153,16 @@ pub struct ReportArgs {
     /// many it left out.
     #[arg(long, env = "BENCH_REPORT_RUNS_CAP", value_name = "N", default_value_t = crate::report::DEFAULT_RUNS_CAP)]
     pub runs_cap: usize,
+    /// The most tasks the per-instance grid of a time range shows (the first by task id);
+    /// the page says how many it left out.
+    #[arg(long, env = "BENCH_REPORT_TASKS_CAP", value_name = "N", default_value_t = crate::report::DEFAULT_TASKS_CAP)]
+    pub tasks_cap: usize,
+    /// The most rows any other table shows (the first); the page says how many it left
+    /// out and which `query` prints them all.
+    #[arg(long, env = "BENCH_REPORT_ROWS_CAP", value_name = "N", default_value_t = crate::report::DEFAULT_ROWS_CAP)]
+    pub rows_cap: usize,
     /// Address of a `bench-analysis serve` viewer of the same database (e.g.
-    /// http://127.0.0.1:8321): each listed run links to its page there.
+    /// http://127.0.0.1:8321): each listed run and task links to its page there.
     #[arg(long, env = "BENCH_REPORT_VIEWER_URL", value_name = "URL")]
     pub viewer_url: Option<String>,
     /// The ClickHouse database to read: the sink's connection settings.
@@ -442,6 +450,8 @@ pub async fn report(args: ReportArgs) -> Result<PathBuf, CommandError> {
         sweeps: args.runs.sweeps,
         scenarios: args.runs.scenarios,
         runs_cap: Some(args.runs_cap),
+        tasks_cap: Some(args.tasks_cap),
+        rows_cap: Some(args.rows_cap),
         viewer_url: args.viewer_url,
     };
     let page = generate_report(&config.client(), &options)

@@ -31,7 +31,7 @@
 //! Rendering ([`render`]) is a pure function of the answers, so it is tested without a
 //! server; [`generate_report`] runs the queries and renders.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use chrono::{DateTime, Utc};
@@ -68,13 +68,28 @@ pub struct ReportOptions {
     /// how many it left out. `None`: [`DEFAULT_RUNS_CAP`].
     pub runs_cap: Option<usize>,
     /// The address of a `bench-analysis serve` viewer of the same database: each listed
-    /// run links to its page there. `None`: no links.
+    /// run and task links to its page there. `None`: no links.
     pub viewer_url: Option<String>,
+    /// The most tasks the per-instance grid of a time range shows (the first by task
+    /// id); the page says how many it left out. `None`: [`DEFAULT_TASKS_CAP`].
+    pub tasks_cap: Option<usize>,
+    /// The most rows a table of per-call or per-run rows shows (`pricing_audit`,
+    /// `lost_events`, ...); the page says how many it left out. `None`:
+    /// [`DEFAULT_ROWS_CAP`].
+    pub rows_cap: Option<usize>,
 }
 
 /// How many runs the runs table of a time range lists unless told otherwise: the page
 /// stays small however many runs are stored (every run has a page in the viewer).
 pub const DEFAULT_RUNS_CAP: usize = 500;
+
+/// How many tasks the per-instance grid of a time range shows unless told otherwise
+/// (every task has a page in the viewer).
+pub const DEFAULT_TASKS_CAP: usize = 200;
+
+/// How many rows any other table shows unless told otherwise (`bench-analysis query`
+/// prints every row).
+pub const DEFAULT_ROWS_CAP: usize = 200;
 
 /// The page's time windows: key, label, length before the latest run start (None = all).
 const WINDOWS: [(&str, &str, Option<i64>); 4] = [
@@ -85,7 +100,7 @@ const WINDOWS: [(&str, &str, Option<i64>); 4] = [
 ];
 
 /// The queries run for every window.
-const WINDOW_QUERIES: [&str; 11] = [
+pub const WINDOW_QUERIES: [&str; 11] = [
     "runs",
     "instances",
     "leaderboard",
@@ -106,8 +121,12 @@ pub struct Window {
     pub key: &'static str,
     /// What the selector shows.
     pub label: &'static str,
-    /// Answer per query name (every one of `WINDOW_QUERIES`).
+    /// Answer per query name (every one of [`WINDOW_QUERIES`]); `runs` holds the latest
+    /// runs only, at most the runs cap. Empty when `same_as` is set.
     pub answers: BTreeMap<&'static str, Table>,
+    /// The key of the wider window holding the same runs, whose answers and section this
+    /// one shares; `None`: answered on its own.
+    pub same_as: Option<&'static str>,
 }
 
 /// Everything the page shows.
@@ -126,11 +145,27 @@ pub struct ReportData {
     pub decisions: Table,
 }
 
+impl ReportData {
+    /// The windows answered on their own (the others share one's answers).
+    pub fn distinct_windows(&self) -> usize {
+        self.windows.iter().filter(|w| w.same_as.is_none()).count()
+    }
+}
+
 /// Runs every query the report needs and renders the page.
 pub async fn generate_report(
     client: &Client,
     options: &ReportOptions,
 ) -> Result<String, QueryError> {
+    Ok(render(&gather(client, options).await?))
+}
+
+/// Runs every query the report needs: [`generate_report`] without the rendering.
+///
+/// A window holding the same runs as the wider one before it (no run started between
+/// their starts) is not queried again: it shares that window's answers and section
+/// ([`Window::same_as`]), so a study that fits in the last 24 hours costs one window.
+pub async fn gather(client: &Client, options: &ReportOptions) -> Result<ReportData, QueryError> {
     let mut base = ParamValues::new();
     let given = [
         ("since", &options.since),
@@ -154,12 +189,9 @@ pub async fn generate_report(
     if let Some(policy) = &options.policy {
         policy_has_runs(client, policy).await?;
     }
-    let runs = Query::find("runs")?.run(client, &base).await?;
-    let latest_start = (0..runs.rows.len())
-        .filter_map(|row| runs.number(row, "started_ms"))
-        .fold(None, |max: Option<f64>, ms| {
-            Some(max.map_or(ms, |m| m.max(ms)))
-        })
+    let latest = latest_runs(client, &base, 1).await?;
+    let latest_start = latest
+        .number(0, "started_ms")
         .map(|ms| (ms / 1000.0).floor() as i64);
     let floor = match &options.since {
         Some(since) => {
@@ -175,43 +207,134 @@ pub async fn generate_report(
         None => 0,
     };
     let anchor = window_anchor(latest_start, Utc::now().timestamp());
-    let mut windows = Vec::new();
-    for (key, label, length) in WINDOWS {
-        let mut params = base.clone();
-        if let (Some(length), Some(anchor)) = (length, anchor) {
-            let since = anchor.saturating_sub(length).max(floor);
-            let since = DateTime::from_timestamp(since, 0).unwrap_or_default();
-            params.insert(
-                "since".into(),
-                since.format("%Y-%m-%d %H:%M:%S").to_string(),
-            );
-        }
-        let mut answers = BTreeMap::new();
-        for name in WINDOW_QUERIES {
-            answers.insert(name, Query::find(name)?.run(client, &params).await?);
-        }
-        windows.push(Window {
-            key,
-            label,
-            answers,
-        });
-    }
-    let lost_events = Query::find("lost_events")?
-        .run(client, &ParamValues::new())
-        .await?;
-    let decisions = compare::decisions::latest(client, &options.experiments)
-        .await
-        .map_err(|source| QueryError::ClickHouse {
-            query: "experiment_decisions",
-            source,
-        })?;
-    Ok(render(&ReportData {
+    // Health now (not windowed), read while the windows are.
+    let lost_events = async {
+        Query::find("lost_events")?
+            .run(client, &ParamValues::new())
+            .await
+    };
+    let decisions = async {
+        compare::decisions::latest(client, &options.experiments)
+            .await
+            .map_err(|source| QueryError::ClickHouse {
+                query: "experiment_decisions",
+                source,
+            })
+    };
+    let (windows, lost_events, decisions) = futures::try_join!(
+        windows(client, options, &base, anchor, floor),
+        lost_events,
+        decisions
+    )?;
+    Ok(ReportData {
         generated_at: Utc::now(),
         options: options.clone(),
         windows,
         lost_events,
         decisions: compare::render::decisions_table(&decisions),
-    }))
+    })
+}
+
+/// The answers of each time window before `anchor` (see [`gather`]), with `base`'s
+/// filters; none starts before `floor`.
+async fn windows(
+    client: &Client,
+    options: &ReportOptions,
+    base: &ParamValues,
+    anchor: Option<i64>,
+    floor: i64,
+) -> Result<Vec<Window>, QueryError> {
+    let cap = options.runs_cap.unwrap_or(DEFAULT_RUNS_CAP);
+    let mut windows: Vec<Window> = Vec::new();
+    // The params of the last window queried.
+    let mut queried: Option<(&'static str, ParamValues)> = None;
+    for (key, label, length) in WINDOWS {
+        let mut params = base.clone();
+        if let (Some(length), Some(anchor)) = (length, anchor) {
+            params.insert(
+                "since".into(),
+                utc(anchor.saturating_sub(length).max(floor)),
+            );
+        }
+        if let Some((wider, wider_params)) = &queried {
+            if !runs_between(client, wider_params, &params).await? {
+                windows.push(Window {
+                    key,
+                    label,
+                    same_as: Some(wider),
+                    ..Window::default()
+                });
+                continue;
+            }
+        }
+        // The queries of a window at once: ClickHouse answers them side by side.
+        let asked = WINDOW_QUERIES.map(|name| {
+            let params = &params;
+            async move {
+                let answer = if name == "runs" {
+                    latest_runs(client, params, cap.min(u32::MAX as usize)).await?
+                } else {
+                    Query::find(name)?.run(client, params).await?
+                };
+                Ok::<_, QueryError>((name, answer))
+            }
+        });
+        let answers = futures::future::try_join_all(asked)
+            .await?
+            .into_iter()
+            .collect();
+        windows.push(Window {
+            key,
+            label,
+            answers,
+            same_as: None,
+        });
+        queried = Some((key, params));
+    }
+    Ok(windows)
+}
+
+/// `secs` (Unix) as a `DateTime` parameter.
+fn utc(secs: i64) -> String {
+    DateTime::from_timestamp(secs, 0)
+        .unwrap_or_default()
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string()
+}
+
+/// The latest `limit` runs `params` select (the `runs` query), newest first.
+async fn latest_runs(
+    client: &Client,
+    params: &ParamValues,
+    limit: usize,
+) -> Result<Table, QueryError> {
+    let mut params = params.clone();
+    params.insert("limit".into(), limit.to_string());
+    Query::find("runs")?.run(client, &params).await
+}
+
+/// Whether a run `wider` selects started before the start of `narrower` (the same
+/// filters, a later `since`): if none did, both select the same runs.
+async fn runs_between(
+    client: &Client,
+    wider: &ParamValues,
+    narrower: &ParamValues,
+) -> Result<bool, QueryError> {
+    let Some(since) = narrower.get("since") else {
+        // No start of its own (no run is stored): the same runs as the wider one.
+        return Ok(false);
+    };
+    let mut gap = wider.clone();
+    let until = match (
+        parse_datetime(since),
+        wider.get("until").map(|u| parse_datetime(u)),
+    ) {
+        (Ok(since), Some(Ok(until))) if until < since => until,
+        (Ok(since), _) => since,
+        (Err(_), _) => return Ok(true),
+    };
+    gap.insert("until".into(), utc(i64::from(until)));
+    Ok(!latest_runs(client, &gap, 1).await?.rows.is_empty())
 }
 
 /// Refuses a `policy` with no run at any time: a misspelt policy would give an empty
@@ -260,13 +383,25 @@ pub fn render(data: &ReportData) -> String {
         escape(&describe(&data.options))
     );
     filters(&mut page, data, &policies);
-    for (i, window) in data.windows.iter().enumerate() {
-        window_section(&mut page, i == 0, window, &data.options, &policies);
+    let sections = data.windows.iter().filter(|w| w.same_as.is_none());
+    for (i, window) in sections.enumerate() {
+        let keys: Vec<&str> = data
+            .windows
+            .iter()
+            .filter(|w| w.key == window.key || w.same_as == Some(window.key))
+            .map(|w| w.key)
+            .collect();
+        window_section(&mut page, i == 0, window, &keys, &data.options, &policies);
     }
     let _ = write!(
         page,
         "<h2>Lost events (seq gaps, runs stale without run_stop)</h2>{}",
-        html_table("table-lost_events", &data.lost_events)
+        capped_table(
+            "table-lost_events",
+            "lost_events",
+            &data.lost_events,
+            &data.options
+        )
     );
     let _ = write!(
         page,
@@ -301,12 +436,17 @@ fn policies(data: &ReportData) -> Policies {
 fn filters(page: &mut String, data: &ReportData, policies: &Policies) {
     page.push_str("<nav id=\"filters\"><label>Time range <select id=\"window\">");
     for window in &data.windows {
+        let answered = data
+            .windows
+            .iter()
+            .find(|w| Some(w.key) == window.same_as)
+            .unwrap_or(window);
         let _ = write!(
             page,
             "<option value=\"{}\">{} ({} runs)</option>",
             window.key,
             window.label,
-            answer(window, "runs").rows.len()
+            run_count(answered)
         );
     }
     page.push_str("</select></label><span class=\"policies\">Policies:");
@@ -330,13 +470,15 @@ fn window_section(
     page: &mut String,
     shown: bool,
     window: &Window,
+    keys: &[&str],
     options: &ReportOptions,
     policies: &Policies,
 ) {
     let key = window.key;
     let _ = write!(
         page,
-        "<section class=\"window\" data-window=\"{key}\"{}>",
+        "<section class=\"window\" data-window=\"{key}\" data-windows=\"{}\"{}>",
+        keys.join(" "),
         if shown { "" } else { " hidden" }
     );
     let shown_version = scoring_notice(page, window);
@@ -351,10 +493,14 @@ fn window_section(
             &format!("table-instances-{key}"),
             answer(window, "instances"),
             policies,
-            shown_version.as_deref()
+            shown_version.as_deref(),
+            GridCap {
+                tasks: options.tasks_cap.unwrap_or(DEFAULT_TASKS_CAP),
+                viewer: options.viewer_url.as_deref(),
+            }
         )
     );
-    query_tables(page, window);
+    query_tables(page, window, options);
     runs_table(page, window, options);
     page.push_str("</section>");
 }
@@ -515,8 +661,17 @@ fn chart_figures(page: &mut String, window: &Window, policies: &Policies, tasks:
     page.push_str("</div>");
 }
 
+/// The runs `window` selects: the runs of its per-instance answer (each run is of one
+/// task, policy and scoring version).
+fn run_count(window: &Window) -> u64 {
+    let instances = answer(window, "instances");
+    (0..instances.rows.len())
+        .filter_map(|row| instances.number(row, "runs"))
+        .sum::<f64>() as u64
+}
+
 /// The answers of `window`'s queries, one table each.
-fn query_tables(page: &mut String, window: &Window) {
+fn query_tables(page: &mut String, window: &Window, options: &ReportOptions) {
     for (name, title) in [
         ("leaderboard", "Leaderboard"),
         (
@@ -534,12 +689,35 @@ fn query_tables(page: &mut String, window: &Window) {
         let _ = write!(
             page,
             "<h2>{title}</h2>{}",
-            html_table(
+            capped_table(
                 &format!("table-{name}-{}", window.key),
-                answer(window, name)
+                name,
+                answer(window, name),
+                options
             )
         );
     }
+}
+
+/// [`html_table`] of at most the rows cap of query `name`'s answer, with a line saying
+/// how many rows were left out and the command that prints them all.
+fn capped_table(id: &str, name: &str, table: &Table, options: &ReportOptions) -> String {
+    let cap = options.rows_cap.unwrap_or(DEFAULT_ROWS_CAP);
+    if table.rows.len() <= cap {
+        return html_table(id, table);
+    }
+    let shown = Table {
+        columns: table.columns.clone(),
+        rows: table.rows[..cap].to_vec(),
+    };
+    format!(
+        "<p class=\"rows-cap\" id=\"{id}-cap\">The first {cap} of {} rows; {} left out \
+         (<code>--rows-cap</code> raises the cap; <code>bench-analysis query {name}</code> \
+         prints every row).</p>{}",
+        table.rows.len(),
+        table.rows.len() - cap,
+        html_table(id, &shown)
+    )
 }
 
 /// The latest runs of `window`, at most the cap, each linked to its page in the viewer
@@ -551,14 +729,19 @@ fn runs_table(page: &mut String, window: &Window, options: &ReportOptions) {
         columns: runs.columns.clone(),
         rows: runs.rows.iter().take(cap).cloned().collect(),
     };
-    let left_out = runs.rows.len() - shown.rows.len();
+    let all = run_count(window).max(runs.rows.len() as u64);
+    let left_out = all - shown.rows.len() as u64;
     let _ = write!(
         page,
         "<h2>Runs</h2><p class=\"runs-cap\">The latest {} of {} runs{}.</p>{}",
         shown.rows.len(),
-        runs.rows.len(),
+        all,
         if left_out > 0 {
-            format!("; {left_out} earlier runs left out (at most {cap} are listed)")
+            format!(
+                "; {left_out} earlier runs left out (at most {cap} are listed: \
+                 <code>--runs-cap</code> raises the cap, and every run has its page in the \
+                 viewer, <code>bench-analysis serve</code>)"
+            )
         } else {
             String::new()
         },
@@ -661,26 +844,43 @@ fn scoring_versions(leaderboard: &Table) -> Vec<String> {
     versions
 }
 
+/// How much of the per-instance grid to show, and where the rest is.
+#[derive(Debug, Clone, Copy, Default)]
+struct GridCap<'o> {
+    /// The most tasks shown (the first by task id).
+    tasks: usize,
+    /// The viewer's address: each task links to its page there.
+    viewer: Option<&'o str>,
+}
+
 /// `instances` as a task × policy grid; `version`: only the rows of that scoring version
-/// (when the window holds several).
+/// (when the window holds several). Only the first `cap.tasks` tasks get a row, and a
+/// line says how many were left out and how to see them; the totals count every task.
 fn instances_table(
     id: &str,
     instances: &Table,
     policies: &Policies,
     version: Option<&str>,
+    cap: GridCap,
 ) -> String {
     if instances.rows.is_empty() {
         return format!("<p class=\"empty\" id=\"{id}\">none</p>");
     }
     let (tasks, columns) = instance_axes(instances, policies);
-    let find = |task: &str, policy: &str| {
-        (0..instances.rows.len()).find(|&row| {
-            instances.get(row, "task_id") == Some(task)
-                && instances.get(row, "policy_id") == Some(policy)
-                && version.is_none_or(|v| instances.get(row, "scoring_version") == Some(v))
-        })
-    };
-    let mut out = format!(
+    let mut cells: HashMap<(&str, &str), usize> = HashMap::new();
+    for row in 0..instances.rows.len() {
+        if let (Some(task), Some(policy)) = (
+            instances.get(row, "task_id"),
+            instances.get(row, "policy_id"),
+        ) {
+            if version.is_none_or(|v| instances.get(row, "scoring_version") == Some(v)) {
+                cells.entry((task, policy)).or_insert(row);
+            }
+        }
+    }
+    let mut out = grid_cap_line(id, &tasks, cap);
+    let _ = write!(
+        out,
         "<div class=\"scroll\"><table id=\"{id}\" class=\"instances\"><thead><tr><th>task</th>"
     );
     for policy in &columns {
@@ -693,22 +893,52 @@ fn instances_table(
     }
     out.push_str("</tr></thead><tbody>");
     // Per policy: tasks with a solving run, tasks with a judged run, tasks every judged
-    // run of which solved it.
+    // run of which solved it; over every task, shown or not.
     let mut totals = vec![(0u32, 0u32, 0u32); columns.len()];
-    for task in &tasks {
-        let _ = write!(out, "<tr><th>{}</th>", escape(task));
-        for (column, policy) in columns.iter().enumerate() {
-            let Some(row) = find(task, policy) else {
+    let mut row_html = String::new();
+    for (n, task) in tasks.iter().enumerate() {
+        let shown = n < cap.tasks;
+        row_html.clear();
+        match cap.viewer {
+            Some(viewer) => {
+                let href = format!(
+                    "{}/tasks/{}",
+                    viewer.trim_end_matches('/'),
+                    percent_encode(task)
+                );
                 let _ = write!(
-                    out,
+                    row_html,
+                    "<tr><th><a href=\"{}\">{}</a></th>",
+                    escape(&href),
+                    escape(task)
+                );
+            }
+            None => {
+                let _ = write!(row_html, "<tr><th>{}</th>", escape(task));
+            }
+        }
+        for (column, policy) in columns.iter().enumerate() {
+            let Some(&row) = cells.get(&(*task, *policy)) else {
+                let _ = write!(
+                    row_html,
                     "<td data-policy=\"{}\" class=\"not-run\">not run</td>",
                     escape(policy)
                 );
                 continue;
             };
-            instance_cell(&mut out, instances, row, task, policy, &mut totals[column]);
+            instance_cell(
+                &mut row_html,
+                instances,
+                row,
+                task,
+                policy,
+                &mut totals[column],
+            );
         }
-        out.push_str("</tr>");
+        if shown {
+            out.push_str(&row_html);
+            out.push_str("</tr>");
+        }
     }
     // A task is solved at least once when any of its judged runs solved it, and in every
     // repeat when all of them did: with repeats the two differ, and neither is a rate.
@@ -736,14 +966,56 @@ fn instances_table(
     out
 }
 
+/// The line above a per-instance grid that does not show every task: how many it shows
+/// of how many, which are left out, and how to see them. Empty when every task is shown.
+fn grid_cap_line(id: &str, tasks: &[&str], cap: GridCap) -> String {
+    if tasks.len() <= cap.tasks {
+        return String::new();
+    }
+    let where_else = match cap.viewer {
+        Some(viewer) => format!(
+            "each task's runs are on its page in the viewer ({}/tasks/&lt;task_id&gt;; \
+             the tasks listed link there)",
+            escape(viewer.trim_end_matches('/'))
+        ),
+        None => "each task's runs are on its page in the viewer (<code>bench-analysis \
+                 serve</code>, <code>/tasks/&lt;task_id&gt;</code>; give the report \
+                 <code>--viewer-url</code> to link them)"
+            .to_owned(),
+    };
+    format!(
+        "<p class=\"grid-cap\" id=\"{id}-cap\">The first {shown} of {all} tasks by task id \
+         ({first} to {last}); the {left} after {last} are left out. The totals below count \
+         all {all}. <code>--tasks-cap {all}</code> shows every task; {where_else}.</p>",
+        shown = cap.tasks,
+        all = tasks.len(),
+        first = escape(tasks[0]),
+        last = escape(tasks[cap.tasks.max(1) - 1]),
+        left = tasks.len() - cap.tasks,
+    )
+}
+
+/// `text` with every byte but unreserved ones percent-encoded, for a URL path segment.
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// The per-instance table's rows (tasks, in the order of the answer) and columns
 /// (policies, by their number).
 fn instance_axes<'t>(instances: &'t Table, policies: &Policies) -> (Vec<&'t str>, Vec<&'t str>) {
     let mut tasks: Vec<&str> = Vec::new();
     let mut columns: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for row in 0..instances.rows.len() {
         if let Some(task) = instances.get(row, "task_id") {
-            if !tasks.contains(&task) {
+            if seen.insert(task) {
                 tasks.push(task);
             }
         }
@@ -1059,7 +1331,7 @@ const SCRIPT: &str = r#"<script>
   });
   function apply() {
     document.querySelectorAll('section.window').forEach(function (s) {
-      s.hidden = s.dataset.window !== select.value;
+      s.hidden = s.dataset.windows.split(' ').indexOf(select.value) < 0;
     });
     var off = boxes.filter(function (b) { return !b.checked; }).map(function (b) { return b.value; });
     document.querySelectorAll('[data-policy]').forEach(function (e) {
@@ -1088,6 +1360,11 @@ const SCRIPT: &str = r#"<script>
 mod tests {
     use super::*;
 
+    const UNCAPPED: GridCap = GridCap {
+        tasks: usize::MAX,
+        viewer: None,
+    };
+
     #[test]
     fn instances_mark_the_judged_runs_and_leave_unjudged_ones_unknown() {
         let instances = Table::from_tsv_with_names_and_types(
@@ -1096,7 +1373,7 @@ mod tests {
              t1\tp\t1\t1\t0\t0\nt2\tp\t2\t2\t1\t1\n",
         )
         .expect("parses");
-        let html = instances_table("i", &instances, &Policies::default(), None);
+        let html = instances_table("i", &instances, &Policies::default(), None, UNCAPPED);
         assert!(html.contains("class=\"unjudged\""), "{html}");
         assert!(
             html.contains("0 of 0 judged runs solved (1 finished, 1 started)"),
@@ -1178,7 +1455,7 @@ mod tests {
              t1\tp\t3\t3\t3\t3\nt2\tp\t3\t3\t3\t1\nt3\tp\t3\t3\t3\t0\n",
         )
         .expect("parses");
-        let html = instances_table("i", &instances, &Policies::default(), None);
+        let html = instances_table("i", &instances, &Policies::default(), None, UNCAPPED);
         assert!(
             html.contains(
                 "<tr><th>tasks solved at least once</th><td data-policy=\"p\">2 / 3</td>"
@@ -1190,6 +1467,60 @@ mod tests {
                 "<tr><th>tasks solved in every repeat</th><td data-policy=\"p\">1 / 3</td>"
             ),
             "{html}"
+        );
+    }
+
+    #[test]
+    fn the_grid_shows_the_first_tasks_up_to_the_cap_says_so_and_counts_every_task() {
+        let instances = ran(&[("p", &["t 3", "t1", "t2"])]);
+        let cap = GridCap {
+            tasks: 2,
+            viewer: Some("http://viewer:8321/"),
+        };
+        let html = instances_table("i", &instances, &Policies::default(), None, cap);
+        assert!(
+            html.contains(
+                "The first 2 of 3 tasks by task id (t 3 to t1); the 1 after t1 are left out. \
+                 The totals below count all 3. <code>--tasks-cap 3</code> shows every task"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("<th><a href=\"http://viewer:8321/tasks/t%203\">t 3</a></th>"),
+            "{html}"
+        );
+        assert!(!html.contains(">t2</a>"), "t2 is left out: {html}");
+        assert!(
+            html.contains(">3 / 3</td>"),
+            "totals over every task: {html}"
+        );
+        let all = instances_table("i", &instances, &Policies::default(), None, UNCAPPED);
+        assert!(
+            !all.contains("grid-cap") && all.contains("<th>t2</th>"),
+            "{all}"
+        );
+    }
+
+    #[test]
+    fn a_long_table_shows_the_first_rows_up_to_the_cap_and_names_the_query_of_the_rest() {
+        let audit = Table::from_tsv_with_names_and_types(
+            "run_id\tseq\nString\tUInt64\nr1\t1\nr1\t2\nr2\t1\n",
+        )
+        .expect("parses");
+        let options = ReportOptions {
+            rows_cap: Some(2),
+            ..ReportOptions::default()
+        };
+        let html = capped_table("t", "pricing_audit", &audit, &options);
+        assert!(
+            html.contains("The first 2 of 3 rows; 1 left out")
+                && html.contains("<code>bench-analysis query pricing_audit</code>"),
+            "{html}"
+        );
+        assert!(!html.contains(">r2<"), "{html}");
+        assert!(
+            !capped_table("t", "pricing_audit", &audit, &ReportOptions::default())
+                .contains("rows-cap")
         );
     }
 
@@ -1213,6 +1544,7 @@ mod tests {
             answers: [("leaderboard", leaderboard), ("instances", instances)]
                 .into_iter()
                 .collect(),
+            same_as: None,
         };
         let page = render(&ReportData {
             windows: vec![window],
@@ -1236,6 +1568,7 @@ mod tests {
             key: "all",
             label: "all runs",
             answers: [("leaderboard", leaderboard)].into_iter().collect(),
+            same_as: None,
         };
         let page = render(&ReportData {
             windows: vec![window],
@@ -1266,6 +1599,7 @@ mod tests {
             key: "all",
             label: "all runs",
             answers: [("runs", runs)].into_iter().collect(),
+            same_as: None,
         };
         let options = ReportOptions {
             runs_cap: Some(2),
@@ -1278,7 +1612,7 @@ mod tests {
             ..ReportData::default()
         });
         assert!(page
-            .contains("The latest 2 of 3 runs; 1 earlier runs left out (at most 2 are listed)."));
+            .contains("The latest 2 of 3 runs; 1 earlier runs left out (at most 2 are listed: "));
         assert!(page.contains("<a href=\"http://viewer:8321/runs/r3\">r3</a>"));
         assert!(
             page.contains("/runs/r2") && !page.contains(">r1<"),

@@ -10,6 +10,8 @@
 //! - `otlp-bench`: spans per second through `agent-runner otlp` into the stream, and its
 //!   memory.
 //! - `compare-bench`: `bench-analysis compare` on 10 policies × 500 tasks × 5 seeds.
+//! - `serve-bench`: the pages of `bench-analysis serve` and `bench-analysis report` at
+//!   100,000 runs (4.1 million events).
 //! - `sequential-sim`: the error rates and runs of `compare --sequential` against the
 //!   fixed-sample design of `plan`, by simulation (no server).
 //!

@@ -27,6 +27,8 @@ const RUNS: &str = include_str!("sql/runs.sql");
 const RUN_EVENTS: &str = include_str!("sql/run_events.sql");
 /// `sql/run_experiment.sql`: a run's experiment.
 const RUN_EXPERIMENT: &str = include_str!("sql/run_experiment.sql");
+/// `sql/runs_version.sql`: how far an experiment's runs have come.
+const RUNS_VERSION: &str = include_str!("sql/runs_version.sql");
 
 /// The rows `query` answers, each a `T`.
 async fn rows<T: DeserializeOwned>(query: clickhouse::query::Query) -> Result<Vec<T>, DbError> {
@@ -167,4 +169,40 @@ pub async fn run_experiment(
     )
     .await?;
     Ok(found.into_iter().next().map(|row| row.experiment))
+}
+
+/// How far the runs of an experiment (every run: `None`) have come: what a comparison
+/// kept for it was computed at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct RunsVersion {
+    /// Runs started.
+    pub started: u64,
+    /// Runs finished.
+    pub finished: u64,
+    /// Unix seconds the latest `run_stop` of them was received.
+    pub last_stop: u64,
+    /// Unix seconds the latest task validation of any task was received.
+    pub last_validation: u64,
+}
+
+/// The [`RunsVersion`] of `experiment` (every run: `None`) now.
+pub async fn runs_version(
+    client: &Client,
+    experiment: Option<&str>,
+) -> Result<RunsVersion, DbError> {
+    let name = experiment.unwrap_or_default();
+    let query = reader(client)
+        .query(RUNS_VERSION)
+        .bind(name)
+        .bind(name)
+        .bind(name)
+        .bind(name);
+    let found: Vec<RunsVersion> = rows(query).await?;
+    // One row, always (aggregates without GROUP BY).
+    Ok(found.into_iter().next().unwrap_or(RunsVersion {
+        started: 0,
+        finished: 0,
+        last_stop: 0,
+        last_validation: 0,
+    }))
 }

@@ -61,6 +61,7 @@ pub async fn serve(
         token: config.bearer_token.clone(),
         live,
         standings: data::StandingCache::default(),
+        comparisons: data::ComparisonCache::default(),
     });
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "viewer listening on http://{addr}/");

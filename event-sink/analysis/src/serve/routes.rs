@@ -25,7 +25,7 @@ use uuid::Uuid;
 use super::data::{self, DataError};
 use super::live::{Live, LiveFilter};
 use super::{assets, auth, pages};
-use crate::compare::CompareError;
+use crate::compare::{CompareError, Comparison};
 
 /// No script but the viewer's own file, no inline script or style, nothing fetched
 /// from elsewhere.
@@ -47,6 +47,8 @@ pub struct AppState {
     pub live: Arc<Live>,
     /// The experiments' standings computed so far.
     pub standings: data::StandingCache,
+    /// The comparisons computed so far.
+    pub comparisons: data::ComparisonCache,
 }
 
 /// Every route.
@@ -270,14 +272,16 @@ struct CompareQuery {
     baseline: Option<String>,
 }
 
-async fn read_compare(
-    state: &AppState,
-    q: CompareQuery,
-) -> Result<crate::compare::Comparison, Failure> {
+async fn read_compare(state: &AppState, q: CompareQuery) -> Result<Arc<Comparison>, Failure> {
     let nonempty = |v: Option<String>| v.filter(|v| !v.is_empty());
     load(
         state,
-        data::comparison(&state.client, nonempty(q.experiment), nonempty(q.baseline)),
+        data::comparison(
+            &state.client,
+            &state.comparisons,
+            nonempty(q.experiment),
+            nonempty(q.baseline),
+        ),
     )
     .await
 }
@@ -294,7 +298,7 @@ async fn api_compare(
     State(state): State<Arc<AppState>>,
     Query(q): Query<CompareQuery>,
 ) -> Response {
-    json(read_compare(&state, q).await)
+    json(read_compare(&state, q).await.map(|c| Comparison::clone(&c)))
 }
 
 async fn live(State(state): State<Arc<AppState>>, Query(filter): Query<LiveFilter>) -> Response {

@@ -1,10 +1,14 @@
-//! `serve-bench`: how long the pages of `bench-analysis serve` take at scale, and the
-//! report with its runs table capped. Loads one experiment of `--runs` finished runs
-//! (policies × tasks, each run with its run_start, run_stop and their events_raw rows)
-//! and one run of `--steps` steps into a ClickHouse 18.16 the harness starts, serves it
-//! in-process on loopback (no NATS: live updates off), and prints for each page the min
-//! and median time from request to the last byte over `--repeats` requests; then the
-//! report's time and size.
+//! `serve-bench`: how long the pages of `bench-analysis serve` take at scale, and
+//! `bench-analysis report`. Loads one experiment of `--runs` finished runs (policies ×
+//! tasks) of 41 events each (run_start, 13 rounds of an LLM call, a tool call and a step,
+//! run_stop: 4.1 million events at 100,000 runs, in their typed tables and in events_raw)
+//! and one run of `--steps` steps of about 2 KB into a ClickHouse 18.16 the harness
+//! starts, merges the tables' parts, serves it in-process on loopback (no NATS: live
+//! updates off), and prints for each page the time from request to last byte of the first
+//! request (the experiment's standing and comparison computed) and the min and median of
+//! `--repeats` more (kept); then the compare page again after one more run finished
+//! (computed again), and the report: its time split into its queries and its rendering,
+//! its size, and each of its queries' time over every run.
 //!
 //! `cargo run --release -p benchstream-bench --bin serve-bench -- [--runs 100000]
 //! [--policies 10] [--steps 500] [--repeats 5]`
@@ -14,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use bench_analysis::command::{Cli, Command};
-use bench_analysis::{generate_report, ReportOptions};
+use bench_analysis::queries::{ParamValues, Query};
+use bench_analysis::report::{gather as gather_report, render as render_report};
+use bench_analysis::ReportOptions;
 use benchstream_bench::data_dir_line;
 use benchstream_tests::harness::http::request;
 use benchstream_tests::ClickHouseServer;
@@ -35,6 +41,10 @@ struct Args {
     /// Requests of each page.
     #[arg(long, default_value_t = 5)]
     repeats: usize,
+    /// Load the data, print how to reach the server, and keep it up until Ctrl-C
+    /// (SIGINT) instead of measuring (to time queries by hand).
+    #[arg(long)]
+    hold: bool,
 }
 
 const DATABASE: &str = "benchstream";
@@ -43,41 +53,99 @@ const EXPERIMENT: &str = "bench-exp";
 const LONG_RUN: &str = "00000000-0000-4000-9000-000000000001";
 const TS: u64 = 1_764_000_000; // 2025-11-24
 
-/// The JSONEachRow lines of run_starts, run_stops and events_raw.
-fn rows(args: &Args) -> [String; 3] {
-    let (mut starts, mut stops, mut raw) = (String::new(), String::new(), String::new());
+/// Events of each seeded run between its run_start and its run_stop: rounds of an LLM
+/// call, a tool call and a step.
+const ROUNDS: usize = 13;
+/// Events per seeded run.
+const EVENTS_PER_RUN: usize = 2 + 3 * ROUNDS;
+/// Runs seeded per insert.
+const CHUNK: usize = 10_000;
+/// The tables seeded, in the order of [`chunk_rows`]' answer.
+const TABLES: [&str; 6] = [
+    "run_starts",
+    "run_stops",
+    "deliberations",
+    "tool_calls",
+    "steps",
+    "events_raw",
+];
+const TOOLS: [&str; 4] = ["bash", "read_file", "write_file", "search"];
+
+/// The JSONEachRow lines of runs `range` for each of [`TABLES`]: each run's run_start,
+/// [`ROUNDS`] rounds of a deliberation, a tool call and a step, its run_stop, and every
+/// one of them in events_raw with a short raw body.
+fn chunk_rows(args: &Args, range: std::ops::Range<usize>) -> [String; 6] {
+    let mut out: [String; 6] = Default::default();
+    let [starts, stops, calls, tools, steps, raw] = &mut out;
     let tasks = (args.runs / args.policies).max(1);
-    for n in 0..args.runs {
+    for n in range {
         let (policy, task) = (n % args.policies, n / args.policies % tasks);
         let run = format!("00000000-0000-4000-8000-{n:012x}");
+        let ts = TS + n as u64;
         let envelope = format!(
             "\"run_id\":\"{run}\",\"task_id\":\"task-{task:05}\",\"policy_id\":\"policy-{policy:02}\",\
-             \"ts\":{ts},\"ts_ms\":{ms},\"received_at\":{ts}",
-            ts = TS + n as u64,
-            ms = (TS + n as u64) * 1000
+             \"ts\":{ts},\"received_at\":{ts}"
         );
-        let _ = writeln!(
-            starts,
-            "{{\"event_id\":\"{run}\",\"seq\":0,{envelope},\"experiment\":\"{EXPERIMENT}\",\
-             \"planned_runs\":{},\"model\":\"m{policy}\",\"strategy\":\"raw\",\"scoring_version\":\"1\"}}",
-            args.runs
-        );
-        let _ = writeln!(
-            stops,
-            "{{\"event_id\":\"{run}\",\"seq\":1,{envelope},\"success\":{},\"exit_status\":\"submitted\",\
-             \"cost_usd\":0.01,\"turns\":3}}",
-            u8::from((n * 7919) % 10 < 3 + policy % 5)
-        );
-        for (seq, kind) in [(0, "run_start"), (1, "run_stop")] {
-            let body = format!("{{\\\"run_id\\\":\\\"{run}\\\",\\\"seq\\\":{seq},\\\"type\\\":\\\"{kind}\\\",\\\"data\\\":{{}}}}");
+        let event = |seq: usize| {
+            format!(
+                "\"event_id\":\"{seq:08x}-0000-4000-8000-{n:012x}\",\"seq\":{seq},{envelope},\"ts_ms\":{}",
+                ts * 1000 + seq as u64
+            )
+        };
+        let mut raw_row = |seq: usize, kind: &str, data: &str| {
             let _ = writeln!(
                 raw,
-                "{{\"event_id\":\"{run}\",\"seq\":{seq},\"type\":\"{kind}\",{envelope},\"raw\":\"{body}\"}}"
+                "{{{},\"type\":\"{kind}\",\"raw\":\"{{\\\"run_id\\\":\\\"{run}\\\",\\\"seq\\\":{seq},\\\"type\\\":\\\"{kind}\\\",\\\"data\\\":{{{data}}}}}\"}}",
+                event(seq)
             );
+        };
+        let _ = writeln!(
+            starts,
+            "{{{},\"experiment\":\"{EXPERIMENT}\",\"planned_runs\":{},\"model\":\"m{policy}\",\
+             \"strategy\":\"raw\",\"scoring_version\":\"1\"}}",
+            event(0),
+            args.runs
+        );
+        raw_row(0, "run_start", "");
+        for round in 0..ROUNDS {
+            let seq = 1 + 3 * round;
+            let draw = (n * 7919 + round * 104_729) % 1000;
+            let _ = writeln!(
+                calls,
+                "{{{},\"agent\":\"agent\",\"provider\":\"openai\",\"model\":\"m{policy}\",\
+                 \"status\":\"{}\",\"latency_ms\":{},\"input_tokens\":{},\"output_tokens\":200,\
+                 \"cost_usd\":0.0008,\"pricing_source\":\"table\"}}",
+                event(seq),
+                if draw < 5 { "timeout" } else { "ok" },
+                300 + draw * 20,
+                2000 + 100 * round
+            );
+            raw_row(seq, "deliberation", "\\\"model\\\":\\\"m\\\"");
+            let _ = writeln!(
+                tools,
+                "{{{},\"tool_name\":\"{}\",\"exit_kind\":\"{}\",\"latency_ms\":{}}}",
+                event(seq + 1),
+                TOOLS[(n + round) % TOOLS.len()],
+                if draw % 10 == 0 { "error" } else { "ok" },
+                10 + draw
+            );
+            raw_row(seq + 1, "tool_call", "\\\"tool_name\\\":\\\"bash\\\"");
+            let _ = writeln!(
+                steps,
+                "{{{},\"step_type\":\"act\",\"content\":\"step {round} of run {n}\"}}",
+                event(seq + 2)
+            );
+            raw_row(seq + 2, "step", "\\\"step_type\\\":\\\"act\\\"");
         }
+        let _ = writeln!(
+            stops,
+            "{{{},\"success\":{},\"exit_status\":\"submitted\",\"cost_usd\":0.0104,\"turns\":{ROUNDS}}}",
+            event(EVENTS_PER_RUN - 1),
+            u8::from((n * 7919) % 10 < 3 + policy % 5)
+        );
+        raw_row(EVENTS_PER_RUN - 1, "run_stop", "");
     }
-    long_run(args, &mut raw);
-    [starts, stops, raw]
+    out
 }
 
 /// The events_raw rows of a run of `--steps` steps of about 2 KB each.
@@ -103,8 +171,8 @@ fn summary(mut samples: Vec<Duration>) -> String {
     samples.sort();
     format!(
         "min {:>8.1} ms  median {:>8.1} ms",
-        samples[0].as_secs_f64() * 1000.0,
-        samples[samples.len() / 2].as_secs_f64() * 1000.0
+        ms(samples[0]),
+        ms(samples[samples.len() / 2])
     )
 }
 
@@ -155,65 +223,167 @@ async fn main() -> anyhow::Result<()> {
     let client = root.with_database(DATABASE);
     event_sink::migrations::migrate(&client, None).await?;
     let loading = Instant::now();
-    for (table, lines) in ["run_starts", "run_stops", "events_raw"]
-        .iter()
-        .zip(rows(&args))
-    {
-        server
-            .try_query(&format!(
-                "INSERT INTO {DATABASE}.{table} FORMAT JSONEachRow\n{lines}"
-            ))
-            .map_err(|e| anyhow::anyhow!("loading {table}: {e}"))?;
+    for first in (0..args.runs).step_by(CHUNK) {
+        let rows = chunk_rows(&args, first..(first + CHUNK).min(args.runs));
+        for (table, lines) in TABLES.iter().zip(rows) {
+            insert(&server, table, &lines)?;
+        }
     }
-    println!("loaded in {:.1} s", loading.elapsed().as_secs_f64());
+    let mut raw = String::new();
+    long_run(&args, &mut raw);
+    insert(&server, "events_raw", &raw)?;
+    let events = args.runs * EVENTS_PER_RUN + args.steps;
+    println!(
+        "loaded {events} events in {:.1} s",
+        loading.elapsed().as_secs_f64()
+    );
+    // Parts merged, as a store that has been up a while has them (FINAL reads fewer).
+    let merging = Instant::now();
+    for table in TABLES {
+        server
+            .try_query(&format!("OPTIMIZE TABLE {DATABASE}.{table} FINAL"))
+            .map_err(|e| anyhow::anyhow!("merging {table}: {e}"))?;
+    }
+    println!("merged in {:.1} s", merging.elapsed().as_secs_f64());
+    if args.hold {
+        println!(
+            "holding until Ctrl-C: clickhouse-client --port {} -d {DATABASE}",
+            server.tcp_port()
+        );
+        // Returning stops the server and removes its data.
+        tokio::signal::ctrl_c().await?;
+        return Ok(());
+    }
 
     let stop = CancellationToken::new();
     let port = viewer(&server, stop.clone()).await?;
     let first = "00000000-0000-4000-8000-000000000000";
     let second = "00000000-0000-4000-8000-00000000000a";
+    let compare = format!("/compare?experiment={EXPERIMENT}&baseline=policy-00");
     let pages = [
         ("/".to_owned(), "home"),
         (format!("/experiments/{EXPERIMENT}"), "experiment"),
         (format!("/runs/{LONG_RUN}"), "run page, long run"),
         (format!("/api/runs/{LONG_RUN}"), "run JSON, long run"),
+        (format!("/runs/{second}"), "run page, 41 events"),
         ("/tasks/task-00000".to_owned(), "task"),
         (
             format!("/tasks/task-00000?a={first}&b={second}"),
             "task side by side",
         ),
-        (
-            format!("/compare?experiment={EXPERIMENT}&baseline=policy-00"),
-            "compare",
-        ),
+        (compare.clone(), "compare"),
     ];
+    println!(
+        "page (first request; then min and median of {}):",
+        args.repeats
+    );
     for (target, name) in pages {
-        let mut samples = Vec::new();
-        for _ in 0..args.repeats {
-            let target = target.clone();
-            let start = Instant::now();
-            let response = tokio::task::spawn_blocking(move || {
-                request(port, "GET", &target, b"", Duration::from_secs(120))
-            })
-            .await??;
-            samples.push(start.elapsed());
-            anyhow::ensure!(
-                response.status == 200,
-                "{name}: status {}: {}",
-                response.status,
-                String::from_utf8_lossy(&response.body)
-            );
-        }
-        println!("{name:<22} {}", summary(samples));
+        let (first, samples) = timed(port, &target, args.repeats).await?;
+        println!(
+            "{name:<22} first {:>8.1} ms  {}",
+            ms(first),
+            summary(samples)
+        );
     }
+    // A new finished run of the experiment: the comparison kept is stale.
+    let n = args.runs;
+    let rows = chunk_rows(&args, n..n + 1);
+    for (table, lines) in TABLES.iter().zip(rows) {
+        insert(&server, table, &lines)?;
+    }
+    let (first, samples) = timed(port, &compare, args.repeats).await?;
+    println!(
+        "{:<22} first {:>8.1} ms  {}",
+        "compare, a run later",
+        ms(first),
+        summary(samples)
+    );
     stop.cancel();
 
-    let start = Instant::now();
-    let page = generate_report(&client, &ReportOptions::default()).await?;
+    report(&client, args.repeats).await
+}
+
+/// Inserts JSONEachRow `lines` into `table`.
+fn insert(server: &ClickHouseServer, table: &str, lines: &str) -> anyhow::Result<()> {
+    server
+        .try_query(&format!(
+            "INSERT INTO {DATABASE}.{table} FORMAT JSONEachRow\n{lines}"
+        ))
+        .map(drop)
+        .map_err(|e| anyhow::anyhow!("loading {table}: {e}"))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The time of the first of `repeats` + 1 requests of `target`, and of the others.
+async fn timed(
+    port: u16,
+    target: &str,
+    repeats: usize,
+) -> anyhow::Result<(Duration, Vec<Duration>)> {
+    let mut samples = Vec::new();
+    for _ in 0..=repeats {
+        let path = target.to_owned();
+        let start = Instant::now();
+        let response = tokio::task::spawn_blocking(move || {
+            request(port, "GET", &path, b"", Duration::from_secs(120))
+        })
+        .await??;
+        samples.push(start.elapsed());
+        anyhow::ensure!(
+            response.status == 200,
+            "{target}: status {}: {}",
+            response.status,
+            String::from_utf8_lossy(&response.body)
+        );
+    }
+    let first = samples.remove(0);
+    Ok((first, samples))
+}
+
+/// `report` with its default caps: its time in its parts (the queries, then the
+/// rendering), the time of each window query over every run, and the page's size.
+async fn report(client: &clickhouse::Client, repeats: usize) -> anyhow::Result<()> {
+    let options = ReportOptions::default();
+    let mut gathering = Vec::new();
+    let mut rendering = Vec::new();
+    let mut size = 0;
+    for _ in 0..repeats {
+        let start = Instant::now();
+        let data = gather_report(client, &options).await?;
+        gathering.push(start.elapsed());
+        let start = Instant::now();
+        size = render_report(&data).len();
+        rendering.push(start.elapsed());
+    }
+    let whole: Vec<Duration> = gathering
+        .iter()
+        .zip(&rendering)
+        .map(|(a, b)| *a + *b)
+        .collect();
     println!(
-        "report (runs capped at {}): {:.1} s, {:.2} MB",
-        bench_analysis::report::DEFAULT_RUNS_CAP,
-        start.elapsed().as_secs_f64(),
-        page.len() as f64 / 1e6
+        "report ({} windows computed): {:.2} MB\n  whole     {}\n  queries   {}\n  rendering {}",
+        gather_report(client, &options).await?.distinct_windows(),
+        size as f64 / 1e6,
+        summary(whole),
+        summary(gathering),
+        summary(rendering)
     );
+    println!("report queries over every run, each once:");
+    for name in bench_analysis::report::WINDOW_QUERIES
+        .iter()
+        .chain(&["lost_events"])
+    {
+        let query = Query::find(name)?;
+        let start = Instant::now();
+        let answer = query.run(client, &ParamValues::new()).await?;
+        println!(
+            "  {name:<22} {:>8.1} ms  {:>7} rows",
+            ms(start.elapsed()),
+            answer.rows.len()
+        );
+    }
     Ok(())
 }

@@ -329,6 +329,8 @@ async fn the_viewer_shows_runs_as_text_compares_them_by_step_and_updates_live_in
     check_run_page(&client, &base, &a.id()).await;
     check_side_by_side(&client, &base, &a.id(), &b.id()).await;
     check_live_run(&client, &base, port, &js).await;
+    check_comparison_sees_the_new_run(port).await;
+    check_live_run_page(&client, &base, &js, &sink).await;
     client.close().await.expect("close the browser");
     stop.cancel();
     sink.stop().await;
@@ -416,10 +418,10 @@ async fn check_api(port: u16, run_a: &str) {
     );
 
     // compare's answer over the experiment, each policy against the baseline.
-    let target = "/api/compare?experiment=exp-view&baseline=bench%2Fmodel-a%3Araw";
-    let compared = body_json(&get(port, target, &[]).await);
+    let compared = body_json(&get(port, COMPARE, &[]).await);
     assert_eq!(compared["policies"].as_array().map(Vec::len), Some(2));
     assert_eq!(compared["comparisons"][0]["candidate"], "bench/model-b:raw");
+    assert_eq!(counted_runs(&compared, "bench/model-a:raw"), Some(1));
     let unknown = get(port, "/compare?baseline=nobody", &[]).await;
     assert_eq!(unknown.status, 400);
     assert!(String::from_utf8_lossy(&unknown.body).contains("no runs of &quot;nobody&quot;"));
@@ -431,6 +433,87 @@ async fn check_api(port: u16, run_a: &str) {
         .is_some_and(|e| e.contains("not-a-run")));
     let unknown = get(port, &format!("/api/runs/{}", uuid::Uuid::now_v7()), &[]).await;
     assert_eq!(unknown.status, 404);
+}
+
+/// The comparison of the experiment's policies, model-a the baseline.
+const COMPARE: &str = "/api/compare?experiment=exp-view&baseline=bench%2Fmodel-a%3Araw";
+
+/// The runs of `policy` that count in `compare`'s answer.
+fn counted_runs(compared: &Value, policy: &str) -> Option<u64> {
+    compared["policies"]
+        .as_array()?
+        .iter()
+        .find(|p| p["policy_id"] == policy)?["runs"]
+        .as_u64()
+}
+
+/// The comparison the viewer kept for the experiment (asked for in `check_api`) is not
+/// given again once a run of it has finished since (`check_live_run`'s).
+async fn check_comparison_sees_the_new_run(port: u16) {
+    let compared = body_json(&get(port, COMPARE, &[]).await);
+    assert_eq!(
+        counted_runs(&compared, "bench/model-a:raw"),
+        Some(2),
+        "the run finished since is counted: {compared}"
+    );
+}
+
+/// The page of a run still going shows the events published after it opened, then the
+/// run's end, without a reload (a value the test left on the page survives).
+async fn check_live_run_page(
+    client: &Client,
+    base: &str,
+    js: &async_nats::jetstream::Context,
+    sink: &crate::common::SinkToClickHouse,
+) {
+    let mut run = RunEvents::new("task-live-page", "bench/model-b:raw");
+    publish(js, &run.start()).await;
+    publish(js, &run.step(StepType::Reason, "first thought")).await;
+    sink.wait_for(
+        &format!(
+            "SELECT count() FROM benchstream.events_raw FINAL WHERE run_id = toUUID('{}')",
+            run.id()
+        ),
+        "2",
+    )
+    .await;
+    client
+        .goto(&format!("{base}/runs/{}", run.id()))
+        .await
+        .expect("open the run page");
+    let state = wait_text(client, "#run-state", |_| true).await;
+    assert_eq!(state, "running (no run_stop yet)");
+    client
+        .execute("window.__kept = 7; return null", vec![])
+        .await
+        .expect("script");
+    wait_listening(client).await;
+    let output = "LIVE-OUTPUT-41c9: 3 passed";
+    for event in run.tool("bash: pytest -q", output) {
+        publish(js, &event).await;
+    }
+    wait_text(client, "#trajectory", |t| t.contains(output)).await;
+    publish(js, &run.stop(true, None)).await;
+    let state = wait_text(client, "#run-state", |t| t.starts_with("finished")).await;
+    assert!(state.contains("solved"), "{state}");
+    let kept: Value = client
+        .execute("return window.__kept", vec![])
+        .await
+        .expect("script");
+    assert_eq!(kept, 7, "the page was not reloaded");
+}
+
+/// Waits until the page's script listens to `/api/live` (within 20 s).
+async fn wait_listening(client: &Client) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let state = "return document.body.getAttribute('data-live-state')";
+    while client.execute(state, vec![]).await.expect("script") != "open" {
+        assert!(
+            Instant::now() < deadline,
+            "the page never listened to /api/live"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The run page: the known tool output, the diff rendered, the hostile step as text.
@@ -503,15 +586,7 @@ async fn check_live_run(
         .expect("script");
     // The page's script listens before the run starts (the server subscribed it before
     // answering, so the run's events reach it).
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let state = "return document.body.getAttribute('data-live-state')";
-    while client.execute(state, vec![]).await.expect("script") != "open" {
-        assert!(
-            Instant::now() < deadline,
-            "the page never listened to /api/live"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    wait_listening(client).await;
     let listeners = body_json(&get(port, "/api/status", &[]).await)["listeners"].as_u64();
     assert!(listeners >= Some(1), "{listeners:?}");
     let mut live = RunEvents::new("task-live", "bench/model-a:raw");

@@ -3,10 +3,13 @@
 //! and from `compare`'s computation.
 
 mod error;
+mod kept;
 pub mod run;
 pub mod standing;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clickhouse::Client;
 use serde::Serialize;
@@ -17,7 +20,8 @@ pub use error::DataError;
 pub use standing::{Standing, StandingCache};
 
 use crate::compare::decisions::StoredDecision;
-use crate::serve::db::{self, DbError, ExperimentRow, RunRow, RunsOf};
+use crate::serve::db::{self, DbError, ExperimentRow, RunRow, RunsOf, RunsVersion};
+use kept::Kept;
 
 /// Runs a list shows at most; the page says how many more there are.
 pub const RUNS_SHOWN: u32 = 200;
@@ -157,19 +161,44 @@ pub async fn experiment(
     })
 }
 
+/// Longest a comparison is kept: the version it is kept by sees runs started and
+/// finished and tasks validated, not an event that reaches the store after its run's
+/// `run_stop` (which can fill or open a seq gap, and so count or exclude the run).
+pub const COMPARISON_MAX_AGE: Duration = Duration::from_secs(300);
+
+/// The comparisons computed, per experiment (`None`: every run) and baseline, each
+/// with the [`RunsVersion`] of the experiment it was computed at.
+#[derive(Debug)]
+pub struct ComparisonCache(Kept<(Option<String>, Option<String>), RunsVersion, Comparison>);
+
+impl Default for ComparisonCache {
+    fn default() -> Self {
+        ComparisonCache(Kept::new(COMPARISON_MAX_AGE))
+    }
+}
+
 /// `/compare?experiment=..&baseline=..`: `compare`'s answer over one experiment's runs
 /// (every experiment without one), every other policy against the baseline (every pair
-/// without one).
+/// without one); the one kept in `cache` while the experiment's runs are as they were
+/// (one cheap read), else computed and kept.
 pub async fn comparison(
     client: &Client,
+    cache: &ComparisonCache,
     experiment: Option<String>,
     baseline: Option<String>,
-) -> Result<Comparison, DataError> {
+) -> Result<Arc<Comparison>, DataError> {
+    let version = db::runs_version(client, experiment.as_deref()).await?;
     let filters = Filters {
-        experiments: experiment.into_iter().collect(),
+        experiments: experiment.iter().cloned().collect(),
         ..Filters::default()
     };
-    Ok(request::answer(client, Request::every_policy(filters, baseline)).await?)
+    let compute = async {
+        Ok(request::answer(client, Request::every_policy(filters, baseline.clone())).await?)
+    };
+    cache
+        .0
+        .get((experiment.clone(), baseline.clone()), version, compute)
+        .await
 }
 
 /// `/tasks/{task_id}`: its runs grouped by policy, and two of them side by side.

@@ -4,13 +4,13 @@
 //! ([`StandingCache`]) until the experiment's runs change (runs started or finished) or
 //! [`MAX_AGE`] passes (events that arrive after a run's `run_stop` change no count).
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::collections::BTreeSet;
+use std::time::Duration;
 
 use clickhouse::Client;
 use serde::Serialize;
 
+use super::kept::Kept;
 use super::{Cell, DataError};
 use crate::compare::request::Request;
 use crate::compare::{self, Dimension, Experiments, Filters, PolicyRuns, PolicySummary};
@@ -32,31 +32,24 @@ pub struct Standing {
 /// What a kept standing was computed from: runs started and finished.
 type Key = (u64, u64);
 
-/// Per experiment: the key, when it was computed, the standing.
-type Kept = HashMap<String, (Key, Instant, Arc<Standing>)>;
-
 /// The standings computed, per experiment.
-#[derive(Debug, Default)]
-pub struct StandingCache {
-    kept: Mutex<Kept>,
+#[derive(Debug)]
+pub struct StandingCache(Kept<String, Key, Standing>);
+
+impl Default for StandingCache {
+    fn default() -> Self {
+        StandingCache(Kept::new(MAX_AGE))
+    }
 }
 
 impl StandingCache {
     /// The standing of `name` whose runs are `key`: kept, or computed and kept.
     pub async fn get(&self, client: &Client, name: &str, key: Key) -> Result<Standing, DataError> {
-        if let Some((k, at, standing)) = self.lock().get(name) {
-            if *k == key && at.elapsed() < MAX_AGE {
-                return Ok(Standing::clone(standing));
-            }
-        }
-        let standing = Arc::new(standing(client, name).await?);
-        self.lock()
-            .insert(name.to_owned(), (key, Instant::now(), standing.clone()));
-        Ok(Standing::clone(&standing))
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
-        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+        let kept = self
+            .0
+            .get(name.to_owned(), key, standing(client, name))
+            .await?;
+        Ok(Standing::clone(&kept))
     }
 }
 
