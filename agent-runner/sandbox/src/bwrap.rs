@@ -878,40 +878,7 @@ impl Confinement {
             Some(_) => Some(nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(io::Error::from)?),
             None => None,
         };
-        let image = self.image.as_deref().filter(|_| self.bwrap.is_some());
-        let image_var = |key: &str| {
-            image.and_then(|i| i.env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
-        };
-        let path = match (&self.environment, image_var("PATH")) {
-            (_, Some(path)) => path,
-            (Some(env), None) => format!("{}:{}", env.join("bin").display(), sandbox_path()),
-            (None, None) => sandbox_path(),
-        };
-        let home = match self.bwrap {
-            Some(_) => SANDBOX_HOME.to_owned(),
-            None => std::env::var("HOME").unwrap_or_else(|_| SANDBOX_HOME.to_owned()),
-        };
-        let mut env: Vec<(String, String)> = vec![
-            ("PATH".into(), path),
-            ("HOME".into(), home),
-            (
-                "LANG".into(),
-                image_var("LANG").unwrap_or_else(|| "C.UTF-8".into()),
-            ),
-        ];
-        // The image's own settings (a conda prefix, locale, ...), never HOME or PATH.
-        env.extend(
-            image
-                .iter()
-                .flat_map(|i| &i.env)
-                .filter(|(k, _)| !matches!(k.as_str(), "PATH" | "HOME" | "LANG"))
-                .cloned(),
-        );
-        if self.bwrap.is_some() && image.is_none() {
-            // Cargo's registry cache and lock files go to the private /tmp.
-            env.push(("CARGO_HOME".into(), format!("{SANDBOX_HOME}/.cargo")));
-        }
-        env.extend(spec.env.iter().cloned());
+        let env = self.environment(spec);
 
         let filters = match self.bwrap {
             Some(_) => Some(seccomp::filters().map_err(io::Error::other)?.paths()),
@@ -972,6 +939,46 @@ impl Confinement {
             }
         };
         Ok((command, cgroups))
+    }
+
+    /// The sandboxed program's whole environment: `PATH`, `HOME` and `LANG` (the image's
+    /// when it sets them), the image's other settings, and `spec`'s own.
+    fn environment(&self, spec: &SandboxedCommand<'_>) -> Vec<(String, String)> {
+        let image = self.image.as_deref().filter(|_| self.bwrap.is_some());
+        let image_var = |key: &str| {
+            image.and_then(|i| i.env.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()))
+        };
+        let path = match (&self.environment, image_var("PATH")) {
+            (_, Some(path)) => path,
+            (Some(env), None) => format!("{}:{}", env.join("bin").display(), sandbox_path()),
+            (None, None) => sandbox_path(),
+        };
+        let home = match self.bwrap {
+            Some(_) => SANDBOX_HOME.to_owned(),
+            None => std::env::var("HOME").unwrap_or_else(|_| SANDBOX_HOME.to_owned()),
+        };
+        let mut env: Vec<(String, String)> = vec![
+            ("PATH".into(), path),
+            ("HOME".into(), home),
+            (
+                "LANG".into(),
+                image_var("LANG").unwrap_or_else(|| "C.UTF-8".into()),
+            ),
+        ];
+        // The image's own settings (a conda prefix, locale, ...), never HOME or PATH.
+        env.extend(
+            image
+                .iter()
+                .flat_map(|i| &i.env)
+                .filter(|(k, _)| !matches!(k.as_str(), "PATH" | "HOME" | "LANG"))
+                .cloned(),
+        );
+        if self.bwrap.is_some() && image.is_none() {
+            // Cargo's registry cache and lock files go to the private /tmp.
+            env.push(("CARGO_HOME".into(), format!("{SANDBOX_HOME}/.cargo")));
+        }
+        env.extend(spec.env.iter().cloned());
+        env
     }
 
     fn bwrap_args(

@@ -413,9 +413,15 @@ pub fn group(
         });
     }
     let mut policies: Vec<PolicyRuns> = groups.into_values().collect();
-    // Verdicts of different judge versions are never pooled, nor (unless asked) runs of
-    // different experiments: a group seen under several becomes one policy each, and
-    // says so in its label.
+    label_twins(&mut policies, experiments);
+    policies.sort_by(|a, b| a.label.cmp(&b.label));
+    Ok(policies)
+}
+
+/// Verdicts of different judge versions are never pooled, nor (unless asked) runs of
+/// different experiments: a group seen under several is one policy each, and its label
+/// says which.
+fn label_twins(policies: &mut [PolicyRuns], experiments: Experiments) {
     let labels: Vec<String> = policies
         .iter()
         .map(|p| {
@@ -441,8 +447,6 @@ pub fn group(
     for (policy, label) in policies.iter_mut().zip(labels) {
         policy.label = label;
     }
-    policies.sort_by(|a, b| a.label.cmp(&b.label));
-    Ok(policies)
 }
 
 /// The label of a run outside any experiment.

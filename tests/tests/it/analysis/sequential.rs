@@ -101,17 +101,16 @@ async fn publish_decision(
     1
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn compare_sequential_decides_from_rounds_by_repeat_else_start_order_beside_the_stored_decision(
-) {
-    let (nats, sink) = start_pipeline().await;
-    let js = jetstream(&nats.url()).await;
+/// Publishes [`ROUNDS`] rounds of both policies over [`TASKS`] tasks (the last round
+/// first), a broken run, a task only the candidate ran and three stored decisions;
+/// returns the events published.
+async fn publish_experiment(js: &async_nats::jetstream::Context) -> usize {
     let mut published = 0;
     let submitted = |solved: bool| (solved, ExitStatus::Submitted);
     for round in (0..ROUNDS).rev() {
         for task in 0..TASKS {
             published += publish_run(
-                &js,
+                js,
                 BASELINE,
                 task,
                 round,
@@ -119,7 +118,7 @@ async fn compare_sequential_decides_from_rounds_by_repeat_else_start_order_besid
             )
             .await;
             published += publish_run(
-                &js,
+                js,
                 CANDIDATE,
                 task,
                 round,
@@ -130,14 +129,39 @@ async fn compare_sequential_decides_from_rounds_by_repeat_else_start_order_besid
     }
     // Between rounds 2 and 3 of task 1, a baseline run whose sandbox failed: no outcome.
     let broken = (true, ExitStatus::ExitEnvironment);
-    published += publish_run(&js, BASELINE, 1, 2, broken).await;
+    published += publish_run(js, BASELINE, 1, 2, broken).await;
     // A task only the candidate ran.
-    published += publish_run(&js, CANDIDATE, 99, 0, submitted(true)).await;
+    published += publish_run(js, CANDIDATE, 99, 0, submitted(true)).await;
     // Decisions stored for the pair: an early one, the latest one (shown), and one of an
     // experiment neither policy's runs belong to (not shown).
-    published += publish_decision(&js, EXPERIMENT, DecisionKind::Undecided, 2, 10).await;
-    published += publish_decision(&js, EXPERIMENT, DecisionKind::CandidateBetter, 5, 20).await;
-    published += publish_decision(&js, "elsewhere", DecisionKind::BaselineBetter, 9, 30).await;
+    published += publish_decision(js, EXPERIMENT, DecisionKind::Undecided, 2, 10).await;
+    published += publish_decision(js, EXPERIMENT, DecisionKind::CandidateBetter, 5, 20).await;
+    published += publish_decision(js, "elsewhere", DecisionKind::BaselineBetter, 9, 30).await;
+    published
+}
+
+/// The paired differences (candidate − baseline) of each round, task by task, a task's
+/// round `r` being its outcomes of round `round_of(task, r)`.
+fn differences(round_of: impl Fn(usize, usize) -> usize) -> Vec<Vec<f64>> {
+    (0..ROUNDS)
+        .map(|round| {
+            (0..TASKS)
+                .map(|task| {
+                    let r = round_of(task, round);
+                    f64::from(u8::from(candidate_solves(task, r)))
+                        - f64::from(u8::from(baseline_solves(task, r)))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_sequential_decides_from_rounds_by_repeat_else_start_order_beside_the_stored_decision(
+) {
+    let (nats, sink) = start_pipeline().await;
+    let js = jetstream(&nats.url()).await;
+    let published = publish_experiment(&js).await;
     sink.wait_for(
         "SELECT count() FROM benchstream.events_raw FINAL",
         &published.to_string(),
@@ -164,33 +188,16 @@ async fn compare_sequential_decides_from_rounds_by_repeat_else_start_order_besid
 
     assert_eq!(pair["decision"], "candidate_better", "{output}");
     assert_eq!(pair["rounds"], ROUNDS, "{output}");
-    let expected_rounds: Vec<Vec<f64>> = (0..ROUNDS)
-        .map(|round| {
-            (0..TASKS)
-                .map(|task| {
-                    f64::from(u8::from(candidate_solves(task, round)))
-                        - f64::from(u8::from(baseline_solves(task, round)))
-                })
-                .collect()
-        })
-        .collect();
+    let expected_rounds = differences(|_, round| round);
     let expected = sequential(&expected_rounds, 0.05, None, Bet::Adaptive);
     // Had the repeated tasks' rounds gone by start time, the sequence would differ.
-    let by_start: Vec<Vec<f64>> = (0..ROUNDS)
-        .map(|round| {
-            (0..TASKS)
-                .map(|task| {
-                    let r = if repeated(task) {
-                        ROUNDS - 1 - round
-                    } else {
-                        round
-                    };
-                    f64::from(u8::from(candidate_solves(task, r)))
-                        - f64::from(u8::from(baseline_solves(task, r)))
-                })
-                .collect()
-        })
-        .collect();
+    let by_start = differences(|task, round| {
+        if repeated(task) {
+            ROUNDS - 1 - round
+        } else {
+            round
+        }
+    });
     let by_start = sequential(&by_start, 0.05, None, Bet::Adaptive);
     assert_ne!(
         (by_start.cs_low, by_start.cs_high),
