@@ -31,9 +31,10 @@ type Module = Vec<String>;
 type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
 
 /// Every crate of the workspace, by its folder.
-const CRATES: [&str; 13] = [
+const CRATES: [&str; 14] = [
     "agent-runner",
     "agent-runner/delivery",
+    "agent-runner/image",
     "agent-runner/judge",
     "agent-runner/otlp",
     "agent-runner/pricing",

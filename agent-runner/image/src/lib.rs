@@ -39,15 +39,7 @@ use std::path::PathBuf;
 
 pub use reference::{image_id, Digest, ImageRef};
 pub use store::{ImageInfo, ImageStore, PreparedImage, DEFAULT_PATH, DEFAULT_WORKING_DIR};
-
-/// The manifest digest `image` has now (`skopeo inspect`), as `scenarios hash` pins it.
-///
-/// # Errors
-///
-/// If skopeo is missing or cannot inspect the image.
-pub fn inspect(image: &ImageRef) -> Result<Digest, ImageError> {
-    tools::inspect(image.as_str()).map(|inspected| inspected.digest)
-}
+pub use tools::digest_now as inspect;
 
 /// Why an image could not be had.
 #[derive(Debug, thiserror::Error)]

@@ -6,8 +6,17 @@ use std::process::{Command, Stdio};
 
 use serde::Deserialize;
 
-use crate::reference::Digest;
+use crate::reference::{Digest, ImageRef};
 use crate::ImageError;
+
+/// The manifest digest `image` has now (`skopeo inspect`), as `scenarios hash` pins it.
+///
+/// # Errors
+///
+/// If skopeo is missing or cannot inspect the image.
+pub fn digest_now(image: &ImageRef) -> Result<Digest, ImageError> {
+    inspect(image.as_str()).map(|inspected| inspected.digest)
+}
 
 /// How long skopeo may take for one command (a registry that stops answering).
 const SKOPEO_TIMEOUT: &str = "600s";
