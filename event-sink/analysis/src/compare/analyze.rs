@@ -235,7 +235,7 @@ pub struct PairComparison {
 
 /// Compares `policies` under `settings`.
 pub fn compare(policies: &[PolicyRuns], settings: &Settings) -> Comparison {
-    let summaries = policies.iter().map(|p| summarize(p, settings)).collect();
+    let summaries = summarize_all(policies, settings);
     let pairs: Vec<(&PolicyRuns, &PolicyRuns)> = match &settings.baseline {
         Some(baseline) => policies
             .iter()
@@ -340,6 +340,11 @@ fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Ve
     })
 }
 
+/// [`summarize`] of every policy, in order, spread over the machine's cores.
+pub fn summarize_all(policies: &[PolicyRuns], settings: &Settings) -> Vec<PolicySummary> {
+    parallel_map(policies, |p| summarize(p, settings))
+}
+
 /// One policy over its counted runs: what `compare` lists per policy, without the
 /// pairs (the viewer's leaderboard).
 pub fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
@@ -368,19 +373,23 @@ pub fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
         (None, None)
     };
     let [mean_cost_ci, per_solved_ci] = if cost_known {
-        let cost: Vec<f64> = tasks.iter().map(|t| t.cost_usd).collect();
-        let runs: Vec<u64> = tasks.iter().map(|t| t.runs).collect();
-        let solved: Vec<u64> = tasks.iter().map(|t| t.successes).collect();
+        // Each task's cost, runs and successes side by side, summed in one pass per
+        // resample (in the order drawn, so the sums are those of three passes).
+        let per_task: Vec<(f64, u64, u64)> = tasks
+            .iter()
+            .map(|t| (t.cost_usd, t.runs, t.successes))
+            .collect();
         bootstrap(
             tasks.len(),
             settings.resamples,
             stream_seed(settings.seed, &policy.label),
             |idx| {
-                let spent: f64 = idx.iter().map(|&i| cost[i]).sum();
-                [
-                    ratio(spent, idx.iter().map(|&i| runs[i]).sum()),
-                    ratio(spent, idx.iter().map(|&i| solved[i]).sum()),
-                ]
+                let (spent, runs, solved) =
+                    idx.iter().fold((-0.0, 0, 0), |(spent, runs, solved), &i| {
+                        let (cost, r, s) = per_task[i];
+                        (spent + cost, runs + r, solved + s)
+                    });
+                [ratio(spent, runs), ratio(spent, solved)]
             },
         )
     } else {
@@ -509,17 +518,38 @@ fn pair(baseline: &PolicyRuns, candidate: &PolicyRuns, settings: &Settings) -> P
     let all: Vec<usize> = (0..n).collect();
     let mean = |values: &[f64]| (n > 0).then(|| mean_at(values, &all));
     let label = format!("{}\u{0}{}", baseline.label, candidate.label);
-    let [rate_ci, cost_ci] = bootstrap(
-        n,
-        settings.resamples,
-        stream_seed(settings.seed, &label),
-        |idx| {
-            [
-                Some(mean_at(&differences, idx)),
-                cost_differences.as_deref().map(|d| mean_at(d, idx)),
-            ]
-        },
-    );
+    let [rate_ci, cost_ci] = match &cost_differences {
+        // Both differences side by side, summed in one pass per resample (in the order
+        // drawn, so the sums are those of two passes).
+        Some(costs) => {
+            let both: Vec<(f64, f64)> = differences
+                .iter()
+                .copied()
+                .zip(costs.iter().copied())
+                .collect();
+            bootstrap(
+                n,
+                settings.resamples,
+                stream_seed(settings.seed, &label),
+                |idx| {
+                    let (rate, cost) = idx.iter().fold((-0.0, -0.0), |(rate, cost), &i| {
+                        (rate + both[i].0, cost + both[i].1)
+                    });
+                    let count = idx.len() as f64;
+                    [Some(rate / count), Some(cost / count)]
+                },
+            )
+        }
+        None => {
+            let [rate] = bootstrap(
+                n,
+                settings.resamples,
+                stream_seed(settings.seed, &label),
+                |idx| [Some(mean_at(&differences, idx))],
+            );
+            [rate, None]
+        }
+    };
     let candidate_better = differences.iter().filter(|&&d| d > 0.0).count() as u64;
     let baseline_better = differences.iter().filter(|&&d| d < 0.0).count() as u64;
     let difference = mean(&differences);

@@ -62,10 +62,11 @@ async fn standing(client: &Client, name: &str) -> Result<Standing, DataError> {
     let policies =
         compare::load(client, &filters, &[Dimension::Policy], Experiments::Apart).await?;
     let settings = Request::every_policy(filters, None).settings;
-    let mut order: Vec<(PolicySummary, &PolicyRuns)> = policies
-        .iter()
-        .map(|p| (compare::analyze::summarize(p, &settings), p))
-        .collect();
+    let mut order: Vec<(PolicySummary, &PolicyRuns)> =
+        compare::analyze::summarize_all(&policies, &settings)
+            .into_iter()
+            .zip(&policies)
+            .collect();
     order.sort_by(|(a, _), (b, _)| {
         b.rate
             .unwrap_or(-1.0)
