@@ -983,15 +983,20 @@ fn grid_cap_line(id: &str, tasks: &[&str], cap: GridCap) -> String {
                  <code>--viewer-url</code> to link them)"
             .to_owned(),
     };
+    let all = tasks.len();
+    let shown = match cap.tasks {
+        0 => format!("None of the {all} tasks is shown"),
+        n => format!(
+            "The first {n} of {all} tasks by task id ({} to {last}); the {} after {last} \
+             are left out",
+            escape(tasks[0]),
+            all - n,
+            last = escape(tasks[n - 1]),
+        ),
+    };
     format!(
-        "<p class=\"grid-cap\" id=\"{id}-cap\">The first {shown} of {all} tasks by task id \
-         ({first} to {last}); the {left} after {last} are left out. The totals below count \
-         all {all}. <code>--tasks-cap {all}</code> shows every task; {where_else}.</p>",
-        shown = cap.tasks,
-        all = tasks.len(),
-        first = escape(tasks[0]),
-        last = escape(tasks[cap.tasks.max(1) - 1]),
-        left = tasks.len() - cap.tasks,
+        "<p class=\"grid-cap\" id=\"{id}-cap\">{shown}. The totals below count all {all}. \
+         <code>--tasks-cap {all}</code> shows every task; {where_else}.</p>"
     )
 }
 
@@ -1490,6 +1495,20 @@ mod tests {
             "{html}"
         );
         assert!(!html.contains(">t2</a>"), "t2 is left out: {html}");
+        let none = instances_table(
+            "i",
+            &instances,
+            &Policies::default(),
+            None,
+            GridCap {
+                tasks: 0,
+                viewer: None,
+            },
+        );
+        assert!(
+            none.contains("None of the 3 tasks is shown. The totals below count all 3."),
+            "a cap of 0 names no task as shown: {none}"
+        );
         assert!(
             html.contains(">3 / 3</td>"),
             "totals over every task: {html}"
