@@ -81,6 +81,23 @@ pub fn render(subject: &str, payload: &[u8]) -> String {
         ),
         "failure" => failure(data),
         "optimizer_update" => text(data.get("reasoning")),
+        "experiment_decision" => format!(
+            "{} {} vs {}: {} after {} rounds, sequence {} .. {} alpha {}",
+            at("/experiment"),
+            at("/candidate"),
+            at("/baseline"),
+            at("/decision"),
+            at("/rounds"),
+            at("/cs_low"),
+            at("/cs_high"),
+            at("/alpha")
+        ),
+        "genai_event" => format!(
+            "{} span {}: {}",
+            at("/name"),
+            at("/span_id"),
+            text(data.get("body"))
+        ),
         _ => text(Some(data)),
     };
     format!(
@@ -210,6 +227,32 @@ mod tests {
         let line = render("bench.events.r1.deliberation", event.to_string().as_bytes());
         assert!(
             line.ends_with("agent m timeout 30000 ms in - out - tokens cost -"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn a_decision_says_which_pair_how_it_was_decided_and_an_unknown_sequence_as_unknown() {
+        let payload = serde_json::json!({
+            "ts": "2026-11-28T10:00:00Z",
+            "run_id": "r",
+            "seq": 0,
+            "task_id": "experiment:ab",
+            "policy_id": "decision",
+            "data": {
+                "experiment": "ab", "baseline": "m-a", "candidate": "m-b",
+                "decision": "candidate_better", "cs_low": 0.05, "cs_high": null,
+                "rounds": 3, "alpha": 0.05
+            }
+        });
+        let line = render(
+            "bench.events.experiment_decision",
+            payload.to_string().as_bytes(),
+        );
+        assert!(
+            line.ends_with(
+                "ab m-b vs m-a: candidate_better after 3 rounds, sequence 0.05 .. - alpha 0.05"
+            ),
             "{line}"
         );
     }
