@@ -310,16 +310,19 @@ SWEEP = {
 }
 
 
-def stage_sweep_queries_run(session):
-    """Stage: each query of `agent-runner sweep` runs over the loaded dataset and answers
-    with the runner's columns, one row per config (judged runs) or per run."""
-    files = sorted(SWEEP_QUERIES.glob("*.sql"))
-    if sorted(path.stem for path in files) != sorted(SWEEP):
+def check_query_dir(session, directory, known, reader):
+    """Runs each query file of `directory` (exactly the stems `known` names, each with its
+    columns, its arguments and the SQL counting the rows it must give) over the loaded
+    dataset; raises with every query that fails, answers with other columns than
+    `reader` reads, or gives another number of rows. Returns the rows each gave."""
+    files = sorted(directory.glob("*.sql"))
+    if sorted(path.stem for path in files) != sorted(known):
         found = [path.name for path in files]
-        raise RuntimeError(f"{SWEEP_QUERIES} holds {found}; this check knows {sorted(SWEEP)}")
+        raise RuntimeError(f"{directory} holds {found}; this check knows {sorted(known)}")
     failures = []
+    answered = {}
     for path in files:
-        columns, arguments, rows_sql = SWEEP[path.stem]
+        columns, arguments, rows_sql = known[path.stem]
         sql = bind(path.read_text(encoding="utf-8"), arguments(session))
         try:
             got = list(csv.reader(io.StringIO(str(session.query(sql, "CSVWithNames")))))
@@ -327,16 +330,24 @@ def stage_sweep_queries_run(session):
             failures.append(f"{path.stem}: {e}")
             continue
         expected_rows = count(session, rows_sql)
-        if got[:1] != [columns]:
-            header = got[0] if got else []
-            failures.append(f"{path.stem}: columns {header}, the runner reads {columns}")
-        elif len(got) - 1 != expected_rows:
-            failures.append(f"{path.stem}: {len(got) - 1} rows, expected {expected_rows}")
-        elif expected_rows > 0:
-            SWEEP_EXERCISED.add(path.stem)
+        rows = max(len(got) - 1, 0)
+        if got and got[0] != columns:
+            failures.append(f"{path.stem}: columns {got[0]}, {reader} reads {columns}")
+        elif rows != expected_rows:
+            failures.append(f"{path.stem}: {rows} rows, expected {expected_rows}")
+        else:
+            answered[path.stem] = rows
     if failures:
         raise RuntimeError("\n".join(failures))
-    print(f"  sweep queries: {len(files)} answer with the runner's columns")
+    return answered
+
+
+def stage_sweep_queries_run(session):
+    """Stage: each query of `agent-runner sweep` runs over the loaded dataset and answers
+    with the runner's columns, one row per config (judged runs) or per run."""
+    answered = check_query_dir(session, SWEEP_QUERIES, SWEEP, "the runner")
+    SWEEP_EXERCISED.update(stem for stem, rows in answered.items() if rows > 0)
+    print(f"  sweep queries: {len(answered)} answer with the runner's columns")
 
 
 # The viewer's queries: the columns its row types read (by name), what it binds to each
@@ -388,27 +399,8 @@ VIEWER = {
 def stage_viewer_queries_run(session):
     """Stage: each query of `bench-analysis serve` runs over the loaded dataset and
     answers with the columns the viewer reads and the rows expected."""
-    files = sorted(VIEWER_QUERIES.glob("*.sql"))
-    if sorted(path.stem for path in files) != sorted(VIEWER):
-        found = [path.name for path in files]
-        raise RuntimeError(f"{VIEWER_QUERIES} holds {found}; this check knows {sorted(VIEWER)}")
-    failures = []
-    for path in files:
-        columns, arguments, rows_sql = VIEWER[path.stem]
-        sql = bind(path.read_text(encoding="utf-8"), arguments(session))
-        try:
-            got = list(csv.reader(io.StringIO(str(session.query(sql, "CSVWithNames")))))
-        except Exception as e:  # chdb raises its own exception types
-            failures.append(f"{path.stem}: {e}")
-            continue
-        expected_rows = count(session, rows_sql)
-        if got and got[0] != columns:
-            failures.append(f"{path.stem}: columns {got[0]}, the viewer reads {columns}")
-        elif max(len(got) - 1, 0) != expected_rows:
-            failures.append(f"{path.stem}: {len(got) - 1} rows, expected {expected_rows}")
-    if failures:
-        raise RuntimeError("\n".join(failures))
-    print(f"  viewer queries: {len(files)} answer with the viewer's columns")
+    answered = check_query_dir(session, VIEWER_QUERIES, VIEWER, "the viewer")
+    print(f"  viewer queries: {len(answered)} answer with the viewer's columns")
 
 
 # The sweep queries some dataset answered with rows (a dataset without a bayes sweep
