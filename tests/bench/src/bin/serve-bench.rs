@@ -11,7 +11,7 @@
 //! its size, and each of its queries' time over every run.
 //!
 //! `cargo run --release -p benchstream-bench --bin serve-bench -- [--runs 100000]
-//! [--policies 10] [--steps 500] [--repeats 5]`
+//! [--policies 10] [--runs-per-task 1] [--steps 500] [--repeats 5]`
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -32,9 +32,14 @@ struct Args {
     /// Finished runs of the experiment.
     #[arg(long, default_value_t = 100_000)]
     runs: usize,
-    /// Policies they are spread over (tasks = runs / policies).
+    /// Policies they are spread over.
     #[arg(long, default_value_t = 10)]
     policies: usize,
+    /// Runs of each task by each policy (`repeat` 0, 1, ...): tasks = runs / policies /
+    /// this. 1 is the widest task set (10,000 tasks at the defaults); 20 is the shape of
+    /// 500 tasks run 20 times each, as SWE-bench Verified with repeats.
+    #[arg(long, default_value_t = 1)]
+    runs_per_task: usize,
     /// Steps of the long run whose page is timed.
     #[arg(long, default_value_t = 500)]
     steps: usize,
@@ -77,9 +82,10 @@ const TOOLS: [&str; 4] = ["bash", "read_file", "write_file", "search"];
 fn chunk_rows(args: &Args, range: std::ops::Range<usize>) -> [String; 6] {
     let mut out: [String; 6] = Default::default();
     let [starts, stops, calls, tools, steps, raw] = &mut out;
-    let tasks = (args.runs / args.policies).max(1);
+    let tasks = args.tasks();
     for n in range {
         let (policy, task) = (n % args.policies, n / args.policies % tasks);
+        let repeat = n / (args.policies * tasks) % args.runs_per_task;
         let run = format!("00000000-0000-4000-8000-{n:012x}");
         let ts = TS + n as u64;
         let envelope = format!(
@@ -101,8 +107,8 @@ fn chunk_rows(args: &Args, range: std::ops::Range<usize>) -> [String; 6] {
         };
         let _ = writeln!(
             starts,
-            "{{{},\"experiment\":\"{EXPERIMENT}\",\"planned_runs\":{},\"model\":\"m{policy}\",\
-             \"strategy\":\"raw\",\"scoring_version\":\"1\"}}",
+            "{{{},\"experiment\":\"{EXPERIMENT}\",\"planned_runs\":{},\"repeat\":{repeat},\
+             \"model\":\"m{policy}\",\"strategy\":\"raw\",\"scoring_version\":\"1\"}}",
             event(0),
             args.runs
         );
@@ -146,6 +152,13 @@ fn chunk_rows(args: &Args, range: std::ops::Range<usize>) -> [String; 6] {
         raw_row(EVENTS_PER_RUN - 1, "run_stop", "");
     }
     out
+}
+
+impl Args {
+    /// Tasks of the experiment: runs / policies / runs per task.
+    fn tasks(&self) -> usize {
+        (self.runs / self.policies / self.runs_per_task).max(1)
+    }
 }
 
 /// The events_raw rows of a run of `--steps` steps of about 2 KB each.
@@ -203,13 +216,18 @@ async fn viewer(server: &ClickHouseServer, stop: CancellationToken) -> anyhow::R
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     anyhow::ensure!(
-        args.repeats > 0 && args.policies > 0 && args.runs >= args.policies,
-        "need runs, policies and a repeat"
+        args.repeats > 0
+            && args.policies > 0
+            && args.runs_per_task > 0
+            && args.runs >= args.policies * args.runs_per_task,
+        "need runs, policies, runs per task and a repeat"
     );
     println!(
-        "serve-bench: {} runs of {} policies in one experiment, a {}-step run; {}",
+        "serve-bench: {} runs of {} policies × {} tasks × {} runs each in one experiment, a {}-step run; {}",
         args.runs,
         args.policies,
+        args.tasks(),
+        args.runs_per_task,
         args.steps,
         data_dir_line()
     );
