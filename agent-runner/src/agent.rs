@@ -306,6 +306,7 @@ fn conclude(
         .map(|v| regrade_of(v, regrades));
     Ok(RunStop {
         diff_sha256: swe.diff_sha256,
+        final_diff: swe.final_diff,
         integrity: swe.integrity,
         stability_variance: regrade.as_ref().map(|(_, variance)| *variance),
         cutoff_score: judged.cutoff_score,

@@ -409,6 +409,9 @@ pub(crate) async fn judge_scratch(
 pub(crate) struct SubmissionStop {
     /// `run_stop.diff_sha256`.
     pub diff_sha256: Option<Hash256>,
+    /// `run_stop.final_diff`: the diff when it is UTF-8 text (cut to its limit when the
+    /// event is sent).
+    pub final_diff: Option<String>,
     /// `run_stop.integrity`.
     pub integrity: Option<RunIntegrity>,
 }
@@ -460,6 +463,9 @@ pub(crate) fn record_submission(
         .unwrap_or_default();
     Ok(SubmissionStop {
         diff_sha256: diff.map(bench_schemas::sha256_hex),
+        final_diff: diff
+            .and_then(|d| std::str::from_utf8(d).ok())
+            .map(str::to_owned),
         integrity: Some(integrity_flags(IntegritySeen {
             restored: &verdict.restored,
             commands,
@@ -512,6 +518,8 @@ pub(crate) fn run_stop(
         turns,
         claim: None,
         diff_sha256: None,
+        final_diff: None,
+        final_diff_truncated: false,
         integrity: None,
         regrade: None,
         cutoff_score: None,

@@ -464,6 +464,8 @@ typed_row! {
         workspace_verdict_differs: Option<bool>,
         shadows_module: Option<u32>,
         forged_events: Option<u32>,
+        final_diff: Option<&'a str>,
+        final_diff_truncated: Option<bool>,
     }
 }
 
@@ -893,6 +895,10 @@ fn run_stop<'a>(received: &Received<'a>, p: &'a RunStop) -> RunStopRow<'a> {
             .and_then(|i| i.shadows_module.as_deref())
             .map(count),
         forged_events: p.integrity.as_ref().and_then(|i| i.forged_events),
+        final_diff: p.final_diff.as_deref(),
+        // Whether the text is whole is known only where there is text or it was cut.
+        final_diff_truncated: (p.final_diff.is_some() || p.final_diff_truncated)
+            .then_some(p.final_diff_truncated),
     })
 }
 
@@ -979,6 +985,8 @@ fn smith_run_stop<'a>(received: &Received<'a>, p: &'a SmithRunResult) -> RunStop
         workspace_verdict_differs: None,
         shadows_module: None,
         forged_events: None,
+        final_diff: None,
+        final_diff_truncated: None,
     })
 }
 

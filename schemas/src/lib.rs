@@ -45,4 +45,4 @@ pub use payload::*;
 pub use recorded::{derived_uuid, recorded_run_start, Provenance};
 pub use sequence::RunSequencer;
 pub use subject::{SubjectPrefix, SubjectPrefixError};
-pub use truncate::MAX_EVENT_BYTES;
+pub use truncate::{FINAL_DIFF_MAX_CHARS, MAX_EVENT_BYTES};

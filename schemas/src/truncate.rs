@@ -19,6 +19,8 @@ pub const STEP_CONTENT_MAX_CHARS: usize = 16 * 1024;
 pub const GENAI_CONTENT_MAX_CHARS: usize = 64 * 1024;
 /// `tool_call.exit_message` keeps this many chars.
 pub const EXIT_MESSAGE_MAX_CHARS: usize = 4096;
+/// `run_stop.final_diff` keeps this many chars.
+pub const FINAL_DIFF_MAX_CHARS: usize = 256 * 1024;
 
 /// Cuts `s` to at most `max_chars` chars at a char boundary. Returns whether it cut.
 pub fn truncate_chars(s: &mut String, max_chars: usize) -> bool {
@@ -65,9 +67,24 @@ impl BenchmarkEvent {
                 let attributes = truncate_chars(&mut e.attributes, GENAI_CONTENT_MAX_CHARS);
                 e.content_truncated |= body || attributes;
             }
+            Payload::RunStop(stop) => {
+                if let Some(diff) = &mut stop.final_diff {
+                    stop.final_diff_truncated |= truncate_chars(diff, FINAL_DIFF_MAX_CHARS);
+                }
+            }
             _ => {}
         }
-        let bytes = self.to_json();
+        let mut bytes = self.to_json();
+        if bytes.len() > MAX_EVENT_BYTES {
+            // A diff that escapes to more than the limit leaves the run's result whole:
+            // it is left out (`final.diff` beside the run's events keeps it).
+            if let Payload::RunStop(stop) = &mut self.payload {
+                if stop.final_diff.take().is_some() {
+                    stop.final_diff_truncated = true;
+                    bytes = self.to_json();
+                }
+            }
+        }
         if bytes.len() > MAX_EVENT_BYTES {
             return Err(EventTooLarge { size: bytes.len() });
         }
@@ -77,7 +94,61 @@ impl BenchmarkEvent {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    /// A `run_stop` whose final diff is `diff`.
+    fn run_stop_with_diff(diff: &str) -> BenchmarkEvent {
+        let hash = "0".repeat(64);
+        serde_json::from_value(json!({
+            "schema_version": 1, "event_id": "00000000-0000-4000-8000-000000000001",
+            "run_id": "00000000-0000-4000-8000-000000000002", "task_id": "t", "seq": 9,
+            "ts": "2026-01-01T00:00:00Z", "policy_id": "m:raw", "cfg_hash": hash,
+            "env_hash": hash, "host": "h", "type": "run_stop",
+            "data": {
+                "success": true, "final_score": 1.0, "total_tokens": null,
+                "stability_variance": null, "failing_tests": [], "tests_passed": 1,
+                "tests_failed": 0, "early_stopped": false, "early_stop_reason": null,
+                "exit_status": "submitted", "cost_usd": null, "turns": 1,
+                "diff_sha256": hash, "final_diff": diff
+            }
+        }))
+        .expect("a run_stop")
+    }
+
+    fn diff_of(event: &BenchmarkEvent) -> (Option<&str>, bool) {
+        match &event.payload {
+            Payload::RunStop(stop) => (stop.final_diff.as_deref(), stop.final_diff_truncated),
+            other => panic!("not a run_stop: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_final_diff_over_its_limit_keeps_its_head_and_says_so() {
+        let mut small = run_stop_with_diff("+a\n");
+        small.enforce_limits().expect("within limits");
+        assert_eq!(diff_of(&small), (Some("+a\n"), false));
+        let long = "é".repeat(FINAL_DIFF_MAX_CHARS + 10);
+        let mut event = run_stop_with_diff(&long);
+        let bytes = event.enforce_limits().expect("within limits once cut");
+        let (diff, truncated) = diff_of(&event);
+        assert!(truncated);
+        assert_eq!(diff.map(|d| d.chars().count()), Some(FINAL_DIFF_MAX_CHARS));
+        assert!(bytes.len() <= MAX_EVENT_BYTES);
+    }
+
+    #[test]
+    fn a_final_diff_that_escapes_past_the_event_limit_is_left_out_and_the_result_still_sent() {
+        // Each control char is six bytes of JSON (`\u0001`): 262,144 of them are 1.5 MiB.
+        let mut event = run_stop_with_diff(&"\u{1}".repeat(FINAL_DIFF_MAX_CHARS));
+        let bytes = event.enforce_limits().expect("sent without the diff");
+        assert_eq!(diff_of(&event), (None, true));
+        let sent: serde_json::Value = serde_json::from_slice(&bytes).expect("JSON");
+        assert_eq!(sent["data"]["final_diff_truncated"], true);
+        assert_eq!(sent["data"]["success"], true);
+        assert!(sent["data"].get("final_diff").is_none());
+    }
 
     #[test]
     fn cuts_at_char_boundary() {

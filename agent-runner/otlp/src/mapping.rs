@@ -277,6 +277,8 @@ impl Ending {
             // version; `claim` is only for an `exec` agent's `run_stop` beside the judge's.
             claim: None,
             diff_sha256: None,
+            final_diff: None,
+            final_diff_truncated: false,
             integrity: None,
             regrade: None,
             cutoff_score: None,

@@ -804,6 +804,7 @@ async fn close_run(
         Some(ended.forged),
     )?;
     stop.diff_sha256 = submitted.diff_sha256;
+    stop.final_diff = submitted.final_diff;
     stop.integrity = submitted.integrity;
     Ok((stop, judged.verdict))
 }

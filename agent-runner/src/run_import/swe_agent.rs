@@ -240,6 +240,8 @@ fn run_stop(traj: &Trajectory, ending: Ending<'_>) -> RunStop {
         turns: Some(count(traj.trajectory.len())),
         claim: None,
         diff_sha256: None,
+        final_diff: None,
+        final_diff_truncated: false,
         integrity: None,
         regrade: None,
         cutoff_score: None,

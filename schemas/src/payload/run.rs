@@ -267,6 +267,18 @@ pub struct RunStop {
     /// could not be taken; the SHA-256 of no bytes when the agent changed nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff_sha256: Option<Hash256>,
+    /// The final diff itself, the bytes `diff_sha256` hashes, so that a reader without
+    /// the runner's files (the viewer on another host, SQL on `run_stops.final_diff`)
+    /// reads what was submitted: at most 262,144 chars (`FINAL_DIFF_MAX_CHARS`), cut at a
+    /// char boundary with `final_diff_truncated` set. Absent when
+    /// `diff_sha256` is, when the diff is not UTF-8 text (a file in another encoding), and
+    /// when the event would be over its size limit with it (`final_diff_truncated` set);
+    /// `final.diff` beside the run's events always has the whole diff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_diff: Option<String>,
+    /// `final_diff` is the head of the diff only, or was left out for the event's size.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub final_diff_truncated: bool,
     /// What the runner noticed about how a run of a SWE-bench-format task got its
     /// result, for reading rates with and without such runs. Absent for other tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -83,6 +83,10 @@ const NOT_ON_THE_WIRE: &[(&str, &str)] = &[
         "the length of `integrity.test_files_edited` (NULL without `integrity`)",
     ),
     (
+        "run_stops.final_diff_truncated",
+        "`final_diff_truncated`: 1 when `final_diff` is the head of the diff only or the diff was left out for the event's size, 0 when it is whole; NULL when there is no text and nothing was cut",
+    ),
+    (
         "failures.first_failure_root",
         "`first_failure_root`, as JSON text",
     ),

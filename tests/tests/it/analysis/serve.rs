@@ -108,15 +108,17 @@ impl RunEvents {
         if let Payload::RunStop(data) = &mut stop.payload {
             data.success = Some(solved);
             data.diff_sha256 = diff.map(|d| bench_schemas::sha256_hex(d.as_bytes()));
+            data.final_diff = diff.map(str::to_owned);
         }
         self.stamp(stop)
     }
 }
 
 /// Run a: solved, with the known tool output, a hostile step, two test outcomes (the
-/// flipped one listed second) and a final diff. Run b: the same first three steps, then
+/// flipped one listed second) and a final diff, sent with its `run_stop` (the viewer reads
+/// it from ClickHouse: it is given no runs directory). Run b: the same first three steps, then
 /// another command (step 4 diverges). And the start of a run outside any experiment.
-fn two_runs(runs_dir: &Path) -> (RunEvents, RunEvents, Vec<BenchmarkEvent>) {
+fn two_runs() -> (RunEvents, RunEvents, Vec<BenchmarkEvent>) {
     let mut a = RunEvents::new(TASK, "bench/model-a:raw");
     let mut b = RunEvents::new(TASK, "bench/model-b:raw");
     let mut events = Vec::new();
@@ -142,9 +144,6 @@ fn two_runs(runs_dir: &Path) -> (RunEvents, RunEvents, Vec<BenchmarkEvent>) {
     }
     events.push(start);
     events.push(decision());
-    let dir = runs_dir.join(a.id());
-    std::fs::create_dir_all(&dir).expect("run dir");
-    std::fs::write(dir.join("final.diff"), DIFF).expect("final.diff");
     (a, b, events)
 }
 
@@ -301,8 +300,7 @@ async fn screenshot(client: &Client, name: &str) -> PathBuf {
 async fn the_viewer_shows_runs_as_text_compares_them_by_step_and_updates_live_in_chromium() {
     let (nats, sink) = start_pipeline().await;
     let js = jetstream(&nats.url()).await;
-    let runs_dir = tempfile::tempdir().expect("runs dir");
-    let (a, b, events) = two_runs(runs_dir.path());
+    let (a, b, events) = two_runs();
     for event in &events {
         publish(&js, event).await;
     }
@@ -312,14 +310,11 @@ async fn the_viewer_shows_runs_as_text_compares_them_by_step_and_updates_live_in
     )
     .await;
     let clickhouse_url = sink.clickhouse.http_url();
-    let runs = runs_dir.path().display().to_string();
     let (port, stop) = start_viewer(&[
         "--clickhouse-url",
         &clickhouse_url,
         "--nats-url",
         &nats.url(),
-        "--runs-dir",
-        &runs,
     ])
     .await;
     check_api(port, &a.id()).await;

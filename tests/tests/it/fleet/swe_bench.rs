@@ -104,6 +104,23 @@ async fn a_fix_resolves_and_editing_the_tests_or_nothing_does_not_in_clickhouse(
         )
         .expect("final.diff");
         assert_eq!(stored, bench_schemas::sha256_hex(&diff).as_str());
+        // The diff itself travels with the result: readable without the runner's files.
+        let sent = query(
+            &sink.clickhouse,
+            &format!(
+                "SELECT final_diff AS diff, final_diff_truncated AS cut \
+                 FROM benchstream.run_stops FINAL WHERE run_id = '{}' FORMAT JSONEachRow",
+                run.run_id
+            ),
+        );
+        let sent: serde_json::Value = serde_json::from_str(&sent).expect("a row");
+        let text = String::from_utf8(diff).expect("a UTF-8 diff");
+        assert_eq!(
+            (sent["diff"].as_str(), sent["cut"].as_u64()),
+            (Some(text.as_str()), Some(0)),
+            "run {}",
+            run.run_id
+        );
     }
     // What the test-editing run failed on, and its edit in the diff it submitted.
     assert_eq!(

@@ -292,6 +292,8 @@ async fn an_exec_agent_that_sends_only_its_actions_leaves_its_totals_null() {
             "diff_excluded",
             "workspace_verdict_differs",
             "forged_events",
+            "final_diff",
+            "final_diff_truncated",
         ],
     )
     .await;

@@ -41,7 +41,8 @@ pub struct RunPage {
 pub struct Diff {
     /// `run_stop.data.diff_sha256`; `None` when the run has no diff.
     pub sha256: Option<String>,
-    /// The diff, when read from `--runs-dir` and matching the hash.
+    /// The diff: as the run sent it (`run_stop.final_diff`), or read from `--runs-dir`
+    /// and matching the hash.
     pub text: Option<String>,
     /// Why `text` is missing or cut.
     pub note: Option<String>,
@@ -82,13 +83,9 @@ pub async fn run(
         .as_ref()
         .map(|s| s["data"]["integrity"].clone())
         .filter(|i| !i.is_null());
-    let sha256 = run_stop
-        .as_ref()
-        .and_then(|s| s["data"]["diff_sha256"].as_str())
-        .map(str::to_owned);
     Ok(RunPage {
         run_id: run_id.to_string(),
-        diff: read_diff(runs_dir, &run_id, sha256),
+        diff: read_diff(run_stop.as_ref().map(|s| &s["data"]), runs_dir, &run_id),
         run_start,
         events,
         run_stop,
@@ -129,38 +126,72 @@ fn gaps(seqs: impl Iterator<Item = u64>) -> Vec<Gap> {
     gaps
 }
 
-/// The diff of `run_id` under `runs_dir`, when it is there and matches `sha256`.
-fn read_diff(runs_dir: Option<&Path>, run_id: &Uuid, sha256: Option<String>) -> Diff {
-    let Some(expected) = sha256 else {
+/// The final diff of `run_id` whose `run_stop` data is `stop`: the text the run sent
+/// (`final_diff`) when it is whole, else `final.diff` under `runs_dir` when it is there
+/// and matches `diff_sha256`, else the head the run sent, else a note saying where the
+/// diff is.
+fn read_diff(stop: Option<&Value>, runs_dir: Option<&Path>, run_id: &Uuid) -> Diff {
+    let Some(expected) = stop.and_then(|s| s["diff_sha256"].as_str()) else {
         return Diff::default();
     };
-    let note = |text: &str| Diff {
-        sha256: Some(expected.clone()),
-        text: None,
-        note: Some(text.to_owned()),
+    let stop = stop.unwrap_or(&Value::Null);
+    let sent = stop["final_diff"].as_str();
+    let cut = stop["final_diff_truncated"].as_bool().unwrap_or(false);
+    let diff = |text: Option<&str>, note: Option<String>| Diff {
+        sha256: Some(expected.to_owned()),
+        text: text.map(str::to_owned),
+        note,
     };
-    let Some(dir) = runs_dir else {
-        return note("the diff is kept beside the run's events, not in ClickHouse: start the viewer with --runs-dir to show it");
+    if let Some(text) = sent.filter(|_| !cut) {
+        let matches = hex::encode(Sha256::digest(text.as_bytes())) == expected;
+        let note = (!matches).then(|| "the diff sent does not match its diff_sha256".to_owned());
+        return diff(Some(text), note);
+    }
+    let from_file = match runs_dir {
+        Some(dir) => match file_diff(dir, run_id, expected) {
+            Ok(found) => return found,
+            Err(why) => why,
+        },
+        None => {
+            "start the viewer with --runs-dir (the runner's runs directory) to read the whole diff"
+                .to_owned()
+        }
     };
+    match sent {
+        Some(head) => diff(
+            Some(head),
+            Some(format!(
+                "the first {} chars the run sent, of a longer diff: {from_file}",
+                head.chars().count()
+            )),
+        ),
+        None => diff(
+            None,
+            Some(format!(
+                "the run did not send its diff (not UTF-8 text, over the event's size, or a runner from before run_stop.final_diff): {from_file}"
+            )),
+        ),
+    }
+}
+
+/// `final.diff` of `run_id` under `dir`, when it matches `expected`; else why not.
+fn file_diff(dir: &Path, run_id: &Uuid, expected: &str) -> Result<Diff, String> {
     // A parsed UUID: no path can be made of it but a file name.
     let path = dir.join(run_id.to_string()).join("final.diff");
-    let bytes = match std::fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) => return note(&format!("cannot read {}: {e}", path.display())),
-    };
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if hex::encode(Sha256::digest(&bytes)) != expected {
-        return note(&format!(
+        return Err(format!(
             "{} does not match the run's diff_sha256",
             path.display()
         ));
     }
     let cut = bytes.len() > DIFF_MAX_BYTES;
     let text = String::from_utf8_lossy(&bytes[..bytes.len().min(DIFF_MAX_BYTES)]).into_owned();
-    Diff {
-        sha256: Some(expected),
+    Ok(Diff {
+        sha256: Some(expected.to_owned()),
         text: Some(text),
         note: cut.then(|| format!("cut at {DIFF_MAX_BYTES} of {} bytes", bytes.len())),
-    }
+    })
 }
 
 /// One step of a run in the side-by-side view.
@@ -248,7 +279,45 @@ fn align(a: Vec<StepView>, b: Vec<StepView>) -> Vec<StepPair> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    const DIFF: &str = "--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n";
+
+    /// `run_stop.data` with the diff's hash, and `sent` as the run sent it.
+    fn stop(sent: Option<&str>, truncated: bool) -> Value {
+        json!({
+            "diff_sha256": hex::encode(Sha256::digest(DIFF.as_bytes())),
+            "final_diff": sent,
+            "final_diff_truncated": truncated,
+        })
+    }
+
+    #[test]
+    fn the_diff_is_the_whole_text_the_run_sent_else_the_runs_file_else_the_head_sent() {
+        let id = Uuid::now_v7();
+        let dir = tempfile::tempdir().expect("runs dir");
+        // Sent whole: no runs directory needed.
+        let whole = read_diff(Some(&stop(Some(DIFF), false)), None, &id);
+        assert_eq!((whole.text.as_deref(), whole.note), (Some(DIFF), None));
+        // Sent cut, the whole file beside the run's events: the file.
+        std::fs::create_dir_all(dir.path().join(id.to_string())).expect("run dir");
+        std::fs::write(dir.path().join(id.to_string()).join("final.diff"), DIFF).expect("diff");
+        let head = &DIFF[..10];
+        let file = read_diff(Some(&stop(Some(head), true)), Some(dir.path()), &id);
+        assert_eq!((file.text.as_deref(), file.note), (Some(DIFF), None));
+        // Sent cut, no runs directory: the head, saying so.
+        let cut = read_diff(Some(&stop(Some(head), true)), None, &id);
+        assert_eq!(cut.text.as_deref(), Some(head));
+        assert!(cut.note.expect("a note").contains("first 10 chars"));
+        // Not sent, no runs directory: the hash and where the diff is.
+        let unsent = read_diff(Some(&stop(None, true)), None, &id);
+        assert_eq!(unsent.text, None);
+        assert!(unsent.note.expect("a note").contains("--runs-dir"));
+        // No diff at all.
+        assert_eq!(read_diff(Some(&json!({})), None, &id).sha256, None);
+    }
 
     fn step(seq: u64, kind: &str, content: &str) -> StepView {
         StepView {
