@@ -15,7 +15,7 @@ use crate::flags::{
     resolve_scenario, ExperimentArgs, LlmArgs, OptionalEventArgs, PublishArgs, ScenarioArgs,
 };
 use crate::runner::{PolicyOverrides, RunnerConfig};
-use crate::sweep::args::PastResultsArgs;
+use crate::sweep::args::{ClaimArgs, PastResultsArgs};
 use crate::tools::DEFAULT_OUTPUT_CAP;
 use bench_task::LoadOptions;
 
@@ -202,6 +202,9 @@ pub struct RunArgs {
     /// The ClickHouse that --until-decided reads the experiment's outcomes from.
     #[command(flatten)]
     pub clickhouse: PastResultsArgs,
+    /// --until-decided: where the claims of the workers sharing the experiment live.
+    #[command(flatten)]
+    pub claims: ClaimArgs,
 }
 
 impl RunArgs {
@@ -243,6 +246,7 @@ impl RunArgs {
             .clickhouse
             .resolve()?
             .ok_or_else(|| config("needs --clickhouse-url, where the sink stores the runs"))?;
+        let claims = self.claims.settings()?;
         self.until_decided = false;
         let run = self.into_config()?;
         if run.publish.is_none() {
@@ -264,6 +268,7 @@ impl RunArgs {
             bet,
             max_repeats,
             clickhouse,
+            claims,
         })
     }
 

@@ -83,6 +83,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(22, "0022_genai_events"),
     migration!(23, "0023_trial_outcomes"),
     migration!(24, "0024_experiment_decisions"),
+    migration!(25, "0025_decision_detect"),
 ];
 
 impl Migration {

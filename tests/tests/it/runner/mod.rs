@@ -4,6 +4,7 @@
 //! killed with SIGKILL) live in `agent-runner/tests/`. The helpers (configs, stream
 //! reading, the in-process sink) are in [`crate::common`], shared with the other areas.
 
+mod decided_together;
 mod events;
 mod experiment;
 mod hostile_judge;
