@@ -94,7 +94,7 @@ pub enum Publication {
         run_id: Uuid,
     },
     /// Nobody: stopped before the experiment ended, or no round ran.
-    Not,
+    Unpublished,
 }
 
 /// How an experiment run until decided ended.
@@ -143,7 +143,7 @@ impl fmt::Display for DecisionReport {
                 f,
                 "decision already published by {worker} (run {run_id}): not published again"
             )?,
-            Publication::Not => writeln!(
+            Publication::Unpublished => writeln!(
                 f,
                 "stopped before the experiment ended: nothing published; the same command resumes it"
             )?,
@@ -259,7 +259,7 @@ pub async fn run_until_decided(
         let key = keys.decision(rounds_run);
         publish_once(&config, &rounds.board, &key, &scenario, decision, &shutdown).await?
     } else {
-        Publication::Not
+        Publication::Unpublished
     };
     Ok(DecisionReport {
         experiment,
@@ -321,7 +321,7 @@ async fn publish_once(
             };
         }
         tokio::select! {
-            () = shutdown.cancelled() => return Ok(Publication::Not),
+            () = shutdown.cancelled() => return Ok(Publication::Unpublished),
             () = tokio::time::sleep(std::time::Duration::from_millis(250)) => {}
         }
     }
