@@ -15,7 +15,7 @@ use crate::flags::{
     resolve_scenario, ExperimentArgs, LlmArgs, OptionalEventArgs, PublishArgs, ScenarioArgs,
 };
 use crate::runner::{PolicyOverrides, RunnerConfig};
-use crate::sweep::args::PastResultsArgs;
+use crate::sweep::args::{ClaimArgs, PastResultsArgs};
 use crate::tools::DEFAULT_OUTPUT_CAP;
 use bench_task::LoadOptions;
 
@@ -202,6 +202,9 @@ pub struct RunArgs {
     /// The ClickHouse that --until-decided reads the experiment's outcomes from.
     #[command(flatten)]
     pub clickhouse: PastResultsArgs,
+    /// --until-decided: where the claims of the workers sharing the experiment live.
+    #[command(flatten)]
+    pub claims: ClaimArgs,
 }
 
 impl RunArgs {
@@ -243,6 +246,7 @@ impl RunArgs {
             .clickhouse
             .resolve()?
             .ok_or_else(|| config("needs --clickhouse-url, where the sink stores the runs"))?;
+        let claims = self.claims.settings()?;
         self.until_decided = false;
         let run = self.into_config()?;
         if run.publish.is_none() {
@@ -264,6 +268,7 @@ impl RunArgs {
             bet,
             max_repeats,
             clickhouse,
+            claims,
         })
     }
 
@@ -351,8 +356,21 @@ mod tests {
             "4",
             "--detect",
             "0.1",
+            "--sweep-bucket",
+            "CLAIMS",
+            "--claim-lease-ms",
+            "2000",
         ];
         let config = run_args(&good).into_decide_config().expect("valid");
+        // The claims of the workers sharing the experiment: the sweeps' flags.
+        assert_eq!(
+            (config.claims.bucket.as_str(), config.claims.replicas),
+            ("CLAIMS", 1)
+        );
+        assert_eq!(
+            config.claims.lease,
+            Some(std::time::Duration::from_millis(2000))
+        );
         assert_eq!(
             (config.baseline.as_str(), config.candidate.as_str()),
             ("m-a", "m-b")
@@ -384,6 +402,14 @@ mod tests {
             (&["--max-repeats", "0"], "--max-repeats must be at least 1"),
             (&["--detect", "1.5"], "--detect must be in (0, 1)"),
             (&["--no-publish"], "must be published"),
+            (
+                &["--claim-lease-ms", "0"],
+                "--claim-lease-ms must be at least 1",
+            ),
+            (
+                &["--sweep-bucket-replicas", "0"],
+                "--sweep-bucket-replicas must be at least 1",
+            ),
         ] {
             // A flag given twice is refused (or, for --models, added to): replace it.
             let base = if good.contains(&change[0]) {

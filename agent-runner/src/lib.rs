@@ -21,6 +21,9 @@
 //! - [`runner`]: a whole scenario: concurrency, progress, publisher life cycle ([`run`]).
 //! - [`sweep`]: sweeps over models × strategies × hyper-parameters, shared by several
 //!   workers through a JetStream KV bucket (`agent-runner sweep`).
+//! - [`decide`]: an experiment of two models run in rounds until the anytime-valid
+//!   sequential test decides (`agent-runner run --until-decided`), on one host or shared
+//!   by several workers through the sweeps' claim bucket.
 //! - [`exec`]: external agents over JSON lines (`agent-runner exec -- <command...>`).
 //! - [`run_import`]: runs recorded by other frameworks (`agent-runner import swe-agent`);
 //!   tasks made from other benchmarks are [`tasks`]'.

@@ -379,7 +379,7 @@ VIEWER = {
     ),
     "experiment_decisions": (
         ["experiment", "baseline", "candidate", "decision", "cs_low", "cs_high", "rounds",
-         "alpha", "decided_ms"],
+         "alpha", "detect", "decided_ms"],
         lambda s: ["''", "''"],
         "SELECT count() FROM experiment_decisions FINAL",
     ),

@@ -84,6 +84,7 @@ pub const MIGRATIONS: &[Migration] = &[
     migration!(23, "0023_trial_outcomes"),
     migration!(24, "0024_experiment_decisions"),
     migration!(25, "0025_run_stop_final_diff"),
+    migration!(26, "0026_decision_detect"),
 ];
 
 impl Migration {

@@ -492,6 +492,7 @@ typed_row! {
         cs_high: Option<f64>,
         rounds: u64,
         alpha: f64,
+        detect: Option<f64>,
     }
 }
 
@@ -931,6 +932,7 @@ fn experiment_decision<'a>(
         cs_high: p.cs_high,
         rounds: p.rounds,
         alpha: p.alpha,
+        detect: p.detect,
     })
 }
 

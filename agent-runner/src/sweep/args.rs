@@ -8,7 +8,7 @@ use bench_clickhouse::{ClickHouseArgs, ClickHouseConfig};
 use clap::Args;
 use secrecy::SecretString;
 
-use super::claim::DEFAULT_BUCKET;
+use super::claim::{ClaimSettings, DEFAULT_BUCKET};
 use super::worker::{Plan, SweepConfig};
 use crate::error::Error;
 use crate::flags::{EventArgs, LlmArgs, ScenarioArgs};
@@ -35,16 +35,9 @@ pub struct SweepArgs {
     /// Observation bytes kept per tool call.
     #[arg(long, env = "BENCH_RUNNER_OUTPUT_CAP", default_value_t = DEFAULT_OUTPUT_CAP)]
     pub output_cap: usize,
-    /// JetStream KV bucket holding the claims of every sweep.
-    #[arg(long, env = "BENCH_SWEEP_BUCKET", default_value = DEFAULT_BUCKET)]
-    pub sweep_bucket: String,
-    /// Replicas of the claim bucket when this worker creates it (3 on a cluster).
-    #[arg(long, env = "BENCH_SWEEP_BUCKET_REPLICAS", default_value_t = 1)]
-    pub sweep_bucket_replicas: usize,
-    /// Age after which a claim not marked done is taken over, ms. Default: the
-    /// scenario's execution_timeout_ms plus 10 minutes.
-    #[arg(long, env = "BENCH_SWEEP_CLAIM_LEASE_MS")]
-    pub claim_lease_ms: Option<u64>,
+    /// Where the claims live and how long one holds.
+    #[command(flatten)]
+    pub claims: ClaimArgs,
     /// The ClickHouse that holds past results (`adaptive` and `bayes` methods).
     #[command(flatten)]
     pub clickhouse: PastResultsArgs,
@@ -54,6 +47,42 @@ pub struct SweepArgs {
     /// The LLM provider of `llm` policies.
     #[command(flatten)]
     pub llm: LlmArgs,
+}
+
+/// Where the claims of the workers sharing a sweep (`sweep`) or an experiment run until
+/// decided (`run --until-decided`) live, and how long one holds.
+#[derive(Debug, Args)]
+pub struct ClaimArgs {
+    /// JetStream KV bucket holding the claims of every sweep and of every experiment run
+    /// until decided.
+    #[arg(long, env = "BENCH_SWEEP_BUCKET", default_value = DEFAULT_BUCKET)]
+    pub sweep_bucket: String,
+    /// Replicas of the claim bucket when this worker creates it (3 on a cluster).
+    #[arg(long, env = "BENCH_SWEEP_BUCKET_REPLICAS", default_value_t = 1)]
+    pub sweep_bucket_replicas: usize,
+    /// Age after which a claim not marked done is taken over, ms. Default: the
+    /// scenario's execution_timeout_ms plus 10 minutes, per run the claim holds.
+    #[arg(long, env = "BENCH_SWEEP_CLAIM_LEASE_MS")]
+    pub claim_lease_ms: Option<u64>,
+}
+
+impl ClaimArgs {
+    /// The validated settings.
+    pub(crate) fn settings(&self) -> Result<ClaimSettings, Error> {
+        if self.sweep_bucket_replicas == 0 {
+            return Err(Error::Config(
+                "--sweep-bucket-replicas must be at least 1".into(),
+            ));
+        }
+        if self.claim_lease_ms == Some(0) {
+            return Err(Error::Config("--claim-lease-ms must be at least 1".into()));
+        }
+        Ok(ClaimSettings {
+            bucket: self.sweep_bucket.clone(),
+            replicas: self.sweep_bucket_replicas,
+            lease: self.claim_lease_ms.map(Duration::from_millis),
+        })
+    }
 }
 
 /// Where the `adaptive` and `bayes` methods (and `run --until-decided`) read past
@@ -108,11 +137,7 @@ impl SweepArgs {
         if self.count == Some(0) {
             return Err(Error::Config("--count must be at least 1".into()));
         }
-        if self.sweep_bucket_replicas == 0 {
-            return Err(Error::Config(
-                "--sweep-bucket-replicas must be at least 1".into(),
-            ));
-        }
+        let claims = self.claims.settings()?;
         let clickhouse = self.clickhouse.resolve()?;
         let sandbox = self.scenarios.sandbox_mode();
         let (worker, publish) = self.events.into_setup()?;
@@ -128,9 +153,7 @@ impl SweepArgs {
             output_cap: self.output_cap,
             publish,
             llm: self.llm.into_config()?,
-            bucket: self.sweep_bucket,
-            bucket_replicas: self.sweep_bucket_replicas,
-            lease: self.claim_lease_ms.map(Duration::from_millis),
+            claims,
             clickhouse,
         })
     }

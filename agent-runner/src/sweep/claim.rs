@@ -1,8 +1,11 @@
-//! Claims: how several workers (processes, hosts) share one sweep through a JetStream
-//! key-value bucket so that no configuration runs twice and none is missed.
+//! Claims: how several workers (processes, hosts) share one sweep, or one experiment run
+//! until decided, through a JetStream key-value bucket so that no unit of work runs twice
+//! and none is missed.
 //!
 //! One key per configuration (`<sweep>.<hash>`, [`super::expand::Configuration::key`]),
-//! or per trial of a `bayes` sweep (`<sweep>.trial.<n>`).
+//! per trial of a `bayes` sweep (`<sweep>.trial.<n>`), or per round, model and task of
+//! an experiment run until decided (`decide.<hash>.<round>.<side>.<hash>`,
+//! `crate::decide`).
 //! A worker claims a configuration with an atomic *create* (it fails when the key
 //! exists), runs it, then marks it `done`. A claim older than the lease whose worker never
 //! marked it done (the worker died) is taken over with a compare-and-set *update* on the
@@ -24,6 +27,47 @@ use super::SweepError;
 
 /// Default bucket name.
 pub const DEFAULT_BUCKET: &str = "BENCH_SWEEPS";
+
+/// Added to the scenario's execution timeout, per run a claim holds, for the default
+/// lease: judge, setup and delivery time of one run.
+const LEASE_MARGIN: Duration = Duration::from_secs(600);
+
+/// Where claims live and how long one holds, as the command line gives them: the lease
+/// may be left to the command, which knows how long what it claims runs.
+#[derive(Debug, Clone)]
+pub struct ClaimSettings {
+    /// KV bucket. Default [`DEFAULT_BUCKET`].
+    pub bucket: String,
+    /// Replicas when this worker creates the bucket. Default 1.
+    pub replicas: usize,
+    /// See [`ClaimConfig::lease`]; `None`: [`ClaimSettings::config`]'s default.
+    pub lease: Option<Duration>,
+}
+
+impl Default for ClaimSettings {
+    fn default() -> ClaimSettings {
+        ClaimSettings {
+            bucket: DEFAULT_BUCKET.to_owned(),
+            replicas: 1,
+            lease: None,
+        }
+    }
+}
+
+impl ClaimSettings {
+    /// The claim config of a command whose claims each hold `runs` runs of a scenario
+    /// whose execution timeout is `execution_timeout_ms`: the lease given, else the
+    /// timeout plus ten minutes, per run held.
+    pub fn config(&self, execution_timeout_ms: u64, runs: u32) -> ClaimConfig {
+        ClaimConfig {
+            bucket: self.bucket.clone(),
+            replicas: self.replicas,
+            lease: self.lease.unwrap_or_else(|| {
+                (Duration::from_millis(execution_timeout_ms) + LEASE_MARGIN) * runs.max(1)
+            }),
+        }
+    }
+}
 
 /// Where claims live and how long one holds.
 #[derive(Debug, Clone)]
@@ -97,7 +141,8 @@ impl ClaimBoard {
             Err(_) => js
                 .create_key_value(kv::Config {
                     bucket: config.bucket.clone(),
-                    description: "benchstream sweep claims (agent-runner sweep)".to_owned(),
+                    description: "benchstream claims (agent-runner sweep, run --until-decided)"
+                        .to_owned(),
                     history: 1,
                     storage: jetstream::stream::StorageType::File,
                     num_replicas: config.replicas,

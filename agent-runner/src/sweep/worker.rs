@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use super::adaptive::{self, ArmStats, Bandit};
 use super::bayes::{self, Observation, Proposal, SearchSpace};
-use super::claim::{Claim, ClaimBoard, ClaimConfig, ClaimRecord};
+use super::claim::{Claim, ClaimBoard, ClaimRecord, ClaimSettings};
 use super::expand::{self, Configuration, Expansion};
 use super::file::{Method, SweepFile};
 use super::{trials, SweepError};
@@ -53,10 +53,6 @@ const RESULT_WAIT: Duration = Duration::from_secs(30);
 
 /// Between two reads of ClickHouse while waiting for results.
 const RESULT_POLL: Duration = Duration::from_millis(200);
-
-/// Added to the scenario's execution timeout for the default claim lease: judge, setup
-/// and delivery time of one run.
-const LEASE_MARGIN: Duration = Duration::from_secs(600);
 
 /// Everything `agent-runner sweep` needs, validated.
 #[derive(Debug, Clone)]
@@ -83,13 +79,9 @@ pub struct SweepConfig {
     pub publish: PublishSetup,
     /// How `llm` policies reach their provider.
     pub llm: Option<LlmConfig>,
-    /// KV bucket and replicas; the lease defaults to the scenario's execution timeout
-    /// plus ten minutes when `None`.
-    pub bucket: String,
-    /// Replicas of the claim bucket when this worker creates it.
-    pub bucket_replicas: usize,
-    /// Claim lease; see [`ClaimConfig::lease`].
-    pub lease: Option<Duration>,
+    /// KV bucket, replicas and lease of the claims; the lease defaults to the scenario's
+    /// execution timeout plus ten minutes (per run a claim holds).
+    pub claims: ClaimSettings,
     /// Past results for the adaptive and bayes methods (required by them, unused
     /// otherwise).
     pub clickhouse: Option<ClickHouseConfig>,
@@ -411,23 +403,14 @@ pub async fn run(config: SweepConfig, shutdown: CancellationToken) -> Result<Swe
         Method::Bayes => u32::try_from(plan.trial_runs().len()).unwrap_or(u32::MAX),
         _ => 1,
     };
-    let lease = config.lease.unwrap_or_else(|| {
-        (Duration::from_millis(plan.scenario.scenario.config.execution_timeout_ms) + LEASE_MARGIN)
-            * held_runs
-    });
+    let claims = config.claims.config(
+        plan.scenario.scenario.config.execution_timeout_ms,
+        held_runs,
+    );
     // Claims need the broker now: without it, fail rather than risk running twice.
     let client = bench_nats::connect(&config.publish.nats, false).await?;
     let js = async_nats::jetstream::new(client);
-    let board = ClaimBoard::open(
-        &js,
-        &ClaimConfig {
-            bucket: config.bucket.clone(),
-            replicas: config.bucket_replicas,
-            lease,
-        },
-        config.worker.clone(),
-    )
-    .await?;
+    let board = ClaimBoard::open(&js, &claims, config.worker.clone()).await?;
     let confinement = config.sandbox.confinement(
         &plan.scenario.scenario.config.sandbox_limits,
         plan.scenario.scenario.policy == bench_task::PolicyKind::Scripted,

@@ -29,6 +29,11 @@ pub struct ExperimentDecision {
     /// The level: the sequence holds the true difference at every look with probability
     /// 1 − `alpha`.
     pub alpha: f64,
+    /// How the sequence bet: the difference in solve rate its bets were tuned to
+    /// (`--detect`); null when they were learnt from the outcomes (aGRAPA), and on
+    /// decisions published before this field existed.
+    #[serde(default)]
+    pub detect: Option<f64>,
 }
 
 /// What an anytime-valid comparison of two policies says.

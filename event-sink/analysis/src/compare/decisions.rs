@@ -34,6 +34,9 @@ pub struct StoredDecision {
     pub rounds: u64,
     /// Its level.
     pub alpha: f64,
+    /// The difference in solve rate the sequence's bets were tuned to (`--detect`);
+    /// `None` when they were learnt from the outcomes (aGRAPA).
+    pub detect: Option<f64>,
     /// When it was decided (the event's time), Unix milliseconds.
     pub decided_ms: i64,
 }
@@ -47,17 +50,24 @@ impl StoredDecision {
         )
     }
 
-    /// One line: the decision, its sequence, its rounds and when it was made.
+    /// How the sequence bet: `tuned to D` or `learnt`.
+    pub fn bets(&self) -> String {
+        self.detect
+            .map_or_else(|| "learnt".to_owned(), |d| format!("tuned to {d}"))
+    }
+
+    /// One line: the decision, its sequence, its rounds, its bets and when it was made.
     pub fn summary(&self) -> String {
         let interval = match (self.cs_low, self.cs_high) {
             (Some(low), Some(high)) => format!("{low:+.4} .. {high:+.4}"),
             _ => "no sequence".to_owned(),
         };
         format!(
-            "{} after {} rounds ({interval}, alpha {}), decided {}",
+            "{} after {} rounds ({interval}, alpha {}, bets {}), decided {}",
             self.decision,
             self.rounds,
             self.alpha,
+            self.bets(),
             self.decided_at()
         )
     }

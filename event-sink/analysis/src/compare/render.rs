@@ -242,7 +242,7 @@ fn sequential_table(pairs: &[PairComparison]) -> Option<Table> {
 }
 
 /// The decisions as a table (the report's section): experiment, pair, decision,
-/// sequence, rounds, level, when.
+/// sequence, rounds, level, the difference the bets were tuned to (NULL: learnt), when.
 pub fn decisions_table(decisions: &[StoredDecision]) -> Table {
     let columns = columns(&[
         ("experiment", false),
@@ -253,6 +253,7 @@ pub fn decisions_table(decisions: &[StoredDecision]) -> Table {
         ("cs_high", true),
         ("rounds", true),
         ("alpha", true),
+        ("detect", true),
         ("decided_at", false),
     ]);
     Table {
@@ -269,6 +270,7 @@ pub fn decisions_table(decisions: &[StoredDecision]) -> Table {
                     d.cs_high.map(|v| format!("{v:.4}")),
                     Some(d.rounds.to_string()),
                     Some(d.alpha.to_string()),
+                    d.detect.map(|v| v.to_string()),
                     Some(d.decided_at()),
                 ]
             })

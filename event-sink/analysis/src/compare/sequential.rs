@@ -630,6 +630,7 @@ mod tests {
                 cs_high: Some(0.4),
                 rounds: 3,
                 alpha: 0.05,
+                detect: None,
                 decided_ms: ms,
             }
         }
@@ -672,7 +673,7 @@ mod tests {
             );
             assert_eq!(
                 stored[1].summary(),
-                "candidate_better after 3 rounds (+0.0200 .. +0.4000, alpha 0.05), decided 1970-01-01 00:00:00 UTC"
+                "candidate_better after 3 rounds (+0.0200 .. +0.4000, alpha 0.05, bets learnt), decided 1970-01-01 00:00:00 UTC"
             );
         }
     }

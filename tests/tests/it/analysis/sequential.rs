@@ -226,6 +226,8 @@ async fn compare_sequential_decides_from_rounds_by_repeat_else_start_order_besid
         (Some(EXPERIMENT), Some("candidate_better"), Some(5)),
         "{output}"
     );
+    // How its sequence bet, as published (the fixture's bets were tuned to 0.2).
+    assert_eq!(stored["detect"].as_f64(), Some(0.2), "{output}");
     let fixture_ms = fixture(EventType::ExperimentDecision).ts.timestamp_millis();
     assert_eq!(
         stored["decided_ms"].as_i64(),
@@ -268,7 +270,9 @@ async fn compare_sequential_decides_from_rounds_by_repeat_else_start_order_besid
     .expect("compare answers");
     assert!(table.contains("candidate_better"), "{table}");
     assert!(
-        table.contains("candidate_better after 5 rounds") && table.contains("decided 2026-"),
+        table.contains("candidate_better after 5 rounds")
+            && table.contains("bets tuned to 0.2")
+            && table.contains("decided 2026-"),
         "the stored decision, labelled: {table}"
     );
 }

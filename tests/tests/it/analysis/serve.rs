@@ -407,9 +407,13 @@ async fn check_api(port: u16, run_a: &str) {
     );
     let html = get(port, &format!("/experiments/{EXPERIMENT}"), &[]).await;
     let html = String::from_utf8_lossy(&html.body);
+    // How its sequence bet: the fixture's bets were tuned to 0.2.
+    assert_eq!(decided["detect"].as_f64(), Some(0.2), "{page}");
     assert!(
-        html.contains("candidate_better") && html.contains("2026-11-21 21:10:00 UTC"),
-        "the decision and when it was made: {html}"
+        html.contains("candidate_better")
+            && html.contains("tuned to 0.2")
+            && html.contains("2026-11-21 21:10:00 UTC"),
+        "the decision, its bets and when it was made: {html}"
     );
 
     // compare's answer over the experiment, each policy against the baseline.

@@ -52,9 +52,7 @@ fn worker(file: &Path, url: &str, name: &str, dir: &Path) -> SweepConfig {
         images: Default::default(),
         publish: publish_setup(url, &SubjectPrefix::default(), dir),
         llm: None,
-        bucket: "BENCH_SWEEPS".to_owned(),
-        bucket_replicas: 1,
-        lease: None,
+        claims: Default::default(),
         clickhouse: None,
     }
 }

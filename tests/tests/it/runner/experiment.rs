@@ -8,7 +8,11 @@ use agent_runner::PolicyOverrides;
 use bench_schemas::{Canonical, ContextStrategy, ExperimentRef, SubjectPrefix};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{publish_setup, repo_path, runner_config, start_pipeline};
+use agent_runner::decide::DecideConfig;
+use bench_analysis::compare::sequential::Bet;
+use benchstream_tests::NatsServer;
+
+use crate::common::{publish_setup, repo_path, runner_config, start_pipeline, SinkToClickHouse};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeats_of_an_experiment_land_with_their_repeat_seed_tags_and_plan() {
@@ -112,7 +116,7 @@ async fn a_model_for_a_scenario_that_calls_none_is_refused_and_a_strategy_change
 /// A stand-in provider of two models of known quality on `tasks`: `bench/priced-model`
 /// follows each task's reference solution, `qwen2.5-coder:7b` submits the fixture
 /// untouched. The task is told by its title in the task message.
-fn better_and_worse_models(tasks: &[&str]) -> benchstream_tests::OpenAiServer {
+pub(super) fn better_and_worse_models(tasks: &[&str]) -> benchstream_tests::OpenAiServer {
     use benchstream_tests::Reply;
     use serde_json::{json, Value};
     let solutions: Vec<(String, Vec<bench_task::ToolRequest>)> = tasks
@@ -149,59 +153,86 @@ fn better_and_worse_models(tasks: &[&str]) -> benchstream_tests::OpenAiServer {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_experiment_run_until_decided_stops_early_with_the_better_model() {
-    let (nats, sink) = start_pipeline().await;
-    let tasks = [
-        "sh-ci-exit-status",
-        "sh-collect-logs-spaces",
-        "py-slugify-unicode",
-        "py-paginate-last-page",
-    ];
-    let server = better_and_worse_models(&tasks);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut run = runner_config(
-        repo_path("scenarios/llm-local.toml"),
-        Some(tasks.map(str::to_owned).to_vec()),
-        false,
-        Some(publish_setup(
-            &nats.url(),
-            &SubjectPrefix::default(),
-            dir.path(),
-        )),
-        dir.path(),
-    );
-    run.llm = Some(crate::llm::provider(&server));
-    run.seed = Some(7);
-    run.experiment = ExperimentRef {
-        name: Some("ab".to_owned()),
-        ..ExperimentRef::default()
-    };
-    let clickhouse = bench_clickhouse::ClickHouseArgs {
+/// The tasks of the experiments run until decided.
+pub(super) const DECIDED_TASKS: [&str; 4] = [
+    "sh-ci-exit-status",
+    "sh-collect-logs-spaces",
+    "py-slugify-unicode",
+    "py-paginate-last-page",
+];
+
+/// The baseline (worse) and the candidate (better) model of [`better_and_worse_models`].
+pub(super) const MODELS: [&str; 2] = ["qwen2.5-coder:7b", "bench/priced-model"];
+
+/// Where an experiment run until decided reads its outcomes: `sink`'s ClickHouse.
+pub(super) fn sink_clickhouse(sink: &SinkToClickHouse) -> bench_clickhouse::ClickHouseConfig {
+    bench_clickhouse::ClickHouseArgs {
         url: Some(sink.clickhouse.http_url()),
         user: Some("default".to_owned()),
         database: Some("benchstream".to_owned()),
         ..Default::default()
     }
     .resolve()
-    .expect("the sink's ClickHouse");
+    .expect("the sink's ClickHouse")
+}
+
+/// `experiment` of [`MODELS`] on [`DECIDED_TASKS`] with `server`'s models, seed 7, run
+/// until decided (at most `max_repeats` rounds, alpha 0.05, bets `bet`), publishing to
+/// `nats` with its spool and artifacts in `dir`, on `sink`'s ClickHouse.
+pub(super) fn decide_config(
+    nats: &NatsServer,
+    sink: &SinkToClickHouse,
+    server: &benchstream_tests::OpenAiServer,
+    dir: &std::path::Path,
+    experiment: &str,
+    bet: Bet,
+    max_repeats: u32,
+) -> DecideConfig {
+    let mut run = runner_config(
+        repo_path("scenarios/llm-local.toml"),
+        Some(DECIDED_TASKS.map(str::to_owned).to_vec()),
+        false,
+        Some(publish_setup(&nats.url(), &SubjectPrefix::default(), dir)),
+        dir,
+    );
+    run.llm = Some(crate::llm::provider(server));
+    run.seed = Some(7);
+    run.experiment = ExperimentRef {
+        name: Some(experiment.to_owned()),
+        ..ExperimentRef::default()
+    };
+    DecideConfig {
+        run,
+        baseline: MODELS[0].to_owned(),
+        candidate: MODELS[1].to_owned(),
+        alpha: 0.05,
+        equivalence_margin: None,
+        bet,
+        max_repeats,
+        clickhouse: sink_clickhouse(sink),
+        claims: Default::default(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_experiment_run_until_decided_stops_early_with_the_better_model() {
+    let (nats, sink) = start_pipeline().await;
+    let server = better_and_worse_models(&DECIDED_TASKS);
+    let dir = tempfile::tempdir().expect("tempdir");
     let max_repeats = 8;
-    let report = agent_runner::decide::run_until_decided(
-        agent_runner::decide::DecideConfig {
-            run,
-            baseline: "qwen2.5-coder:7b".to_owned(),
-            candidate: "bench/priced-model".to_owned(),
-            alpha: 0.05,
-            equivalence_margin: None,
-            // Bets tuned to a large difference, as `--detect 0.5` sets them.
-            bet: bench_analysis::compare::sequential::Bet::Tuned(0.5),
-            max_repeats,
-            clickhouse,
-        },
-        CancellationToken::new(),
-    )
-    .await
-    .expect("the experiment runs");
+    // Bets tuned to a large difference, as `--detect 0.5` sets them.
+    let config = decide_config(
+        &nats,
+        &sink,
+        &server,
+        dir.path(),
+        "ab",
+        Bet::Tuned(0.5),
+        max_repeats,
+    );
+    let report = agent_runner::decide::run_until_decided(config, CancellationToken::new())
+        .await
+        .expect("the experiment runs");
     eprintln!("{report}");
     let rounds = report.rounds_run;
     assert_eq!(
@@ -253,19 +284,20 @@ async fn an_experiment_run_until_decided_stops_early_with_the_better_model() {
         &(max_repeats * 4 * 2).to_string(),
     )
     .await;
-    // The decision, published as an experiment_decision, stored as the report says.
+    // The decision, published as an experiment_decision, stored as the report says, with
+    // the difference its bets were tuned to.
     let (low, high) = (
         report.result.cs_low.expect("a sequence"),
         report.result.cs_high.expect("a sequence"),
     );
     sink.wait_for(
         "SELECT task_id, policy_id, experiment, baseline, candidate, decision, rounds, alpha, \
-         toString(cs_low), toString(cs_high) FROM benchstream.experiment_decisions FINAL \
-         FORMAT TSV",
+         toString(cs_low), toString(cs_high), toString(detect) \
+         FROM benchstream.experiment_decisions FINAL FORMAT TSV",
         &format!(
             "experiment:ab\tdecision\tab\tqwen2.5-coder:7b:observation_masking\t\
              bench/priced-model:observation_masking\tcandidate_better\t{rounds}\t0.05\t\
-             {low}\t{high}"
+             {low}\t{high}\t0.5"
         ),
     )
     .await;

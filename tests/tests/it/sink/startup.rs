@@ -101,7 +101,7 @@ async fn migrations_are_applied_once_and_recorded() {
         ),
         "got {refused:?}"
     );
-    assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(25));
+    assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(26));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -24,7 +24,7 @@ pub fn render(page: &ExperimentPage) -> Markup {
         @if !page.decisions.is_empty() {
             h2 { "Decided (run until decided; valid at every look)" }
             table id="decisions" {
-                tr { th { "baseline" } th { "candidate" } th { "decision" } th { "difference within" } th { "rounds" } th { "alpha" } th { "decided at" } }
+                tr { th { "baseline" } th { "candidate" } th { "decision" } th { "difference within" } th { "rounds" } th { "alpha" } th { "bets" } th { "decided at" } }
                 @for d in &page.decisions {
                     tr {
                         td { (d.baseline) }
@@ -33,6 +33,7 @@ pub fn render(page: &ExperimentPage) -> Markup {
                         td class="num" { (signed(d.cs_low)) " .. " (signed(d.cs_high)) }
                         td class="num" { (d.rounds) }
                         td class="num" { (d.alpha) }
+                        td class="bets" { (d.bets()) }
                         td { (d.decided_at()) }
                     }
                 }
