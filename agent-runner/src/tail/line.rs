@@ -82,7 +82,7 @@ pub fn render(subject: &str, payload: &[u8]) -> String {
         "failure" => failure(data),
         "optimizer_update" => text(data.get("reasoning")),
         "experiment_decision" => format!(
-            "{} {} vs {}: {} after {} rounds, sequence {} .. {} alpha {}",
+            "{} {} vs {}: {} after {} rounds, sequence {} .. {} alpha {}, bets {}",
             at("/experiment"),
             at("/candidate"),
             at("/baseline"),
@@ -90,7 +90,11 @@ pub fn render(subject: &str, payload: &[u8]) -> String {
             at("/rounds"),
             at("/cs_low"),
             at("/cs_high"),
-            at("/alpha")
+            at("/alpha"),
+            match data.get("detect") {
+                Some(d) if !d.is_null() => format!("tuned to {}", show(Some(d))),
+                _ => "learnt".to_owned(),
+            }
         ),
         "genai_event" => format!(
             "{} span {}: {}",
@@ -232,7 +236,8 @@ mod tests {
     }
 
     #[test]
-    fn a_decision_says_which_pair_how_it_was_decided_and_an_unknown_sequence_as_unknown() {
+    fn a_decision_says_which_pair_how_it_was_decided_how_it_bet_and_an_unknown_sequence_as_unknown()
+    {
         let payload = serde_json::json!({
             "ts": "2026-11-28T10:00:00Z",
             "run_id": "r",
@@ -242,7 +247,7 @@ mod tests {
             "data": {
                 "experiment": "ab", "baseline": "m-a", "candidate": "m-b",
                 "decision": "candidate_better", "cs_low": 0.05, "cs_high": null,
-                "rounds": 3, "alpha": 0.05
+                "rounds": 3, "alpha": 0.05, "detect": null
             }
         });
         let line = render(
@@ -251,10 +256,17 @@ mod tests {
         );
         assert!(
             line.ends_with(
-                "ab m-b vs m-a: candidate_better after 3 rounds, sequence 0.05 .. - alpha 0.05"
+                "ab m-b vs m-a: candidate_better after 3 rounds, sequence 0.05 .. - alpha 0.05, bets learnt"
             ),
             "{line}"
         );
+        let mut tuned = payload.clone();
+        tuned["data"]["detect"] = serde_json::json!(0.1);
+        let line = render(
+            "bench.events.experiment_decision",
+            tuned.to_string().as_bytes(),
+        );
+        assert!(line.ends_with("alpha 0.05, bets tuned to 0.1"), "{line}");
     }
 
     #[test]
