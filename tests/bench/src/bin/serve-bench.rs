@@ -300,6 +300,7 @@ async fn main() -> anyhow::Result<()> {
     let pages = [
         ("/".to_owned(), "home"),
         (experiment.clone(), "experiment"),
+        (format!("/api/experiments/{EXPERIMENT}"), "experiment JSON"),
         (format!("/runs/{LONG_RUN}"), "run page, long run"),
         (format!("/api/runs/{LONG_RUN}"), "run JSON, long run"),
         (format!("/runs/{second}"), "run page, 41 events"),

@@ -1,8 +1,8 @@
 //! Answers kept per key (an experiment's standing, a comparison asked for), each with the
 //! version of the data it was computed at (a cheap read: runs started and finished, ...).
 //!
-//! - **Single flight.** One computation per key and version runs at a time, as a task of
-//!   its own: every request of that key awaits the same one, and it goes on (and its
+//! - **Single flight.** One computation per key and version runs at a time, on a thread
+//!   of its own (off the runtime's workers, which go on answering): every request of that key awaits the same one, and it goes on (and its
 //!   answer is kept) when the request that started it gives up.
 //! - **Stale while revalidating.** When the version read now differs from the kept
 //!   answer's (or the answer is older than the maximum age, which bounds how long a
@@ -232,35 +232,40 @@ where
         compute: impl Future<Output = Result<V, DataError>> + Send + 'static,
     ) -> Computation<N, V> {
         let inner = self.inner.clone();
-        let task = tokio::spawn(async move {
-            let result = compute.await.map(|value| {
-                Arc::new(Answer {
-                    version,
-                    computed_at: SystemTime::now(),
-                    generation,
-                    at: Instant::now(),
-                    value,
-                })
-            });
-            let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(slot) = inner.slots.get_mut(&key) {
-                if let Ok(answer) = &result {
-                    if slot.kept.as_ref().is_none_or(|k| k.generation < generation) {
-                        slot.kept = Some(answer.clone());
+        // On a thread of its own, not the runtime's workers: `compare`'s statistics hold
+        // their thread for seconds at scale, and requests must go on being answered.
+        let runtime = tokio::runtime::Handle::current();
+        let task = tokio::task::spawn_blocking(move || {
+            runtime.block_on(async move {
+                let result = compute.await.map(|value| {
+                    Arc::new(Answer {
+                        version,
+                        computed_at: SystemTime::now(),
+                        generation,
+                        at: Instant::now(),
+                        value,
+                    })
+                });
+                let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(slot) = inner.slots.get_mut(&key) {
+                    if let Ok(answer) = &result {
+                        if slot.kept.as_ref().is_none_or(|k| k.generation < generation) {
+                            slot.kept = Some(answer.clone());
+                        }
+                    }
+                    if slot
+                        .running
+                        .as_ref()
+                        .is_some_and(|r| r.generation == generation)
+                    {
+                        slot.running = None;
+                    }
+                    if slot.kept.is_none() && slot.running.is_none() {
+                        inner.slots.remove(&key);
                     }
                 }
-                if slot
-                    .running
-                    .as_ref()
-                    .is_some_and(|r| r.generation == generation)
-                {
-                    slot.running = None;
-                }
-                if slot.kept.is_none() && slot.running.is_none() {
-                    inner.slots.remove(&key);
-                }
-            }
-            result.map_err(Arc::new)
+                result.map_err(Arc::new)
+            })
         });
         task.map(|joined| match joined {
             Ok(result) => result,
