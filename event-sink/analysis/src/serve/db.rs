@@ -48,24 +48,6 @@ fn reader(client: &Client) -> Client {
         .with_setting("distributed_product_mode", "global")
 }
 
-/// ClickHouse's query priority of the requests' own reads (1: the highest; 0 would be
-/// none, and pause nothing).
-const REQUEST_PRIORITY: &str = "1";
-/// ... and of the computations of standings and comparisons: while a request's read
-/// runs, ClickHouse pauses theirs, so a page is not slowed by a computation it started.
-const BACKGROUND_PRIORITY: &str = "2";
-
-/// The viewer's client of `config`: its reads at the requests' priority.
-pub fn client(config: &bench_clickhouse::ClickHouseConfig) -> Client {
-    config.client().with_setting("priority", REQUEST_PRIORITY)
-}
-
-/// `client` for the computations of standings and comparisons: below the requests'
-/// priority.
-pub fn in_background(client: &Client) -> Client {
-    client.clone().with_setting("priority", BACKGROUND_PRIORITY)
-}
-
 /// One experiment (or sweep) with its progress so far.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ExperimentRow {

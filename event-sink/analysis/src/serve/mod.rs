@@ -60,7 +60,7 @@ pub async fn serve(
     let (ahead, woken) = ahead::Ahead::new();
     let live = live::Live::start(&config, ahead.sender(), shutdown.clone()).await;
     let state = Arc::new(routes::AppState {
-        client: db::client(&config.clickhouse),
+        client: config.clickhouse.client(),
         query_timeout: config.query_timeout,
         runs_dir: config.runs_dir.clone(),
         token: config.bearer_token.clone(),

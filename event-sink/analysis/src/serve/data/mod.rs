@@ -253,7 +253,7 @@ fn computation(
     client: &Client,
     (experiment, baseline): &ComparisonKey,
 ) -> impl FnOnce() -> futures::future::BoxFuture<'static, Result<Comparison, DataError>> {
-    let client = db::in_background(client);
+    let client = client.clone();
     let filters = Filters {
         experiments: experiment.iter().cloned().collect(),
         ..Filters::default()

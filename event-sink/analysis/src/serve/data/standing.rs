@@ -16,7 +16,7 @@ use super::kept::{Answer, Got, Kept};
 use super::{Cell, DataError};
 use crate::compare::request::Request;
 use crate::compare::{self, Dimension, Experiments, Filters, PolicyRuns, PolicySummary};
-use crate::serve::db::{self, RunsVersion};
+use crate::serve::db::RunsVersion;
 
 /// The leaderboard and the grid.
 #[derive(Debug, Clone, Serialize)]
@@ -57,7 +57,7 @@ impl StandingCache {
         name: &str,
         version: RunsVersion,
     ) -> Result<Got<RunsVersion, Standing>, DataError> {
-        let (client, owned) = (db::in_background(client), name.to_owned());
+        let (client, owned) = (client.clone(), name.to_owned());
         self.0
             .get(name.to_owned(), version, move || standing(client, owned))
             .await
@@ -70,7 +70,7 @@ impl StandingCache {
         name: &str,
         version: RunsVersion,
     ) -> Result<Arc<Answer<RunsVersion, Standing>>, DataError> {
-        let (client, owned) = (db::in_background(client), name.to_owned());
+        let (client, owned) = (client.clone(), name.to_owned());
         self.0
             .fresh(name.to_owned(), version, move || standing(client, owned))
             .await
