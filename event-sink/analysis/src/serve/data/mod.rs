@@ -144,23 +144,25 @@ pub async fn experiment(
     cache: &StandingCache,
     name: &str,
 ) -> Result<ExperimentPage, DataError> {
-    let (rows, version) = tokio::join!(
+    // The page's reads at once, and only then the standing: when it is stale, its
+    // computation (started in the background) does not slow them.
+    let names = [name.to_owned()];
+    let (rows, version, runs, decisions) = tokio::join!(
         db::experiments(client, Some(name)),
-        db::runs_version(client, Some(name))
+        db::runs_version(client, Some(name)),
+        db::runs(client, RunsOf::Experiment(name), RUNS_SHOWN),
+        compare::decisions::latest(client, &names)
     );
     let row = rows?
         .into_iter()
         .next()
         .ok_or_else(|| DataError::NotFound(format!("no run of experiment {name:?} is stored")))?;
-    let version = version?;
+    let (version, runs) = (version?, runs?);
+    let decisions = decisions.map_err(DbError::from)?;
     let progress = Progress::new(row, now());
     let got = cache.get(client, name, version).await?;
     let freshness = Freshness::new(&got, &version);
     let standing = Standing::clone(&got.answer.value);
-    let runs = db::runs(client, RunsOf::Experiment(name), RUNS_SHOWN).await?;
-    let decisions = compare::decisions::latest(client, &[name.to_owned()])
-        .await
-        .map_err(DbError::from)?;
     Ok(ExperimentPage {
         compare_baseline: standing.linked_baseline(),
         freshness,
