@@ -9,8 +9,9 @@
 //! - every comparison visited within [`RECENT`].
 //!
 //! A change is noticed from the live feed when NATS is on (a `run_start` or `run_stop`
-//! of the experiment; the experiment is looked at [`DEBOUNCE`] after the first, with
-//! every other changed one), and by reading each experiment's [`RunsVersion`] (one cheap
+//! of the experiment: it is looked at, with every other experiment changed meanwhile,
+//! [`DEBOUNCE`] after the first, and once more [`AGAIN`] later in case the sink had not
+//! stored the change yet), and by reading each experiment's [`RunsVersion`] (one cheap
 //! query) every `--refresh-poll-ms` either way (the only way without NATS; with NATS it
 //! catches what the feed cannot tell, a task validated, the sink storing a run's end
 //! after its event was seen). One look at a time: one computation after the other.
@@ -37,6 +38,9 @@ pub const RECENT: Duration = Duration::from_secs(30 * 60);
 /// How long after a change seen on the live feed the experiment is looked at (more
 /// changes of a sweep arrive meanwhile, and the sink stores the event).
 pub const DEBOUNCE: Duration = Duration::from_secs(1);
+
+/// How long after a look at changed experiments they are looked at once more.
+pub const AGAIN: Duration = Duration::from_secs(4);
 
 /// The background's handle: experiments to look at now, and how far it has come.
 #[derive(Debug)]
@@ -113,6 +117,7 @@ pub fn spawn(
         let mut newest = Vec::new();
         let mut poll = tokio::time::interval(settings.poll);
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let (again, mut looked_again) = mpsc::unbounded_channel();
         loop {
             let only = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -123,8 +128,16 @@ pub fn spawn(
                     while let Ok(more) = woken.try_recv() {
                         names.insert(more);
                     }
+                    // Once more a little later: the sink may not have stored the change
+                    // the live feed told of yet.
+                    let (again, later) = (again.clone(), names.clone());
+                    tokio::spawn(async move {
+                        tokio::time::sleep(AGAIN).await;
+                        let _ = again.send(later);
+                    });
                     Some(names)
                 }
+                Some(names) = looked_again.recv() => Some(names),
             };
             if only.is_none() {
                 match db::experiments(&state.client, None).await {
