@@ -10,6 +10,8 @@ use bench_nats::{NatsArgs, NatsConfig};
 use clap::Args;
 use secrecy::SecretString;
 
+use super::ahead::AheadSettings;
+
 /// `bench-analysis serve`.
 #[derive(Debug, Clone, Args)]
 #[command(mut_arg("subject_prefix", |a| a
@@ -38,6 +40,19 @@ pub struct ServeArgs {
     /// it, run pages show the diff's hash only.
     #[arg(long, env = "BENCH_SERVE_RUNS_DIR", value_name = "DIR", value_parser = bench_cli::paths::absolute)]
     pub runs_dir: Option<PathBuf>,
+    /// The newest experiments (the first `/` lists) whose leaderboard, grid and linked
+    /// comparison are computed in the background, at the start and whenever their runs
+    /// change, so their pages answer at once; 0: only those visited.
+    #[arg(long, env = "BENCH_SERVE_PRECOMPUTE_EXPERIMENTS", default_value_t = 3)]
+    pub precompute_experiments: usize,
+    /// How often, ms, the background reads whether the runs of each experiment it keeps
+    /// answers of changed (with NATS, changes are also seen on the live feed at once).
+    #[arg(long, env = "BENCH_SERVE_REFRESH_POLL_MS", default_value_t = 5_000)]
+    pub refresh_poll_ms: u64,
+    /// Most experiments whose leaderboard and grid are kept, and most comparisons kept
+    /// (each); beyond, the least recently used is dropped.
+    #[arg(long, env = "BENCH_SERVE_KEPT_MAX", default_value_t = 32)]
+    pub kept_max: usize,
     /// Live updates: the NATS server and stream of the events. Without `--nats-url`
     /// (or `BENCH_NATS_URL`) the pages work and say that live updates are off.
     #[command(flatten)]
@@ -66,6 +81,10 @@ pub struct ServeConfig {
     pub stream: String,
     /// The database.
     pub clickhouse: ClickHouseConfig,
+    /// What is computed in the background.
+    pub ahead: AheadSettings,
+    /// Most standings kept, and most comparisons.
+    pub kept_max: usize,
 }
 
 /// Why the viewer cannot start or stopped.
@@ -108,10 +127,14 @@ impl ServeArgs {
                 self.listen
             )));
         }
-        if self.query_timeout_ms == 0 {
-            return Err(ServeError::Settings(
-                "--query-timeout-ms must be at least 1".into(),
-            ));
+        for (flag, value) in [
+            ("--query-timeout-ms", self.query_timeout_ms),
+            ("--refresh-poll-ms", self.refresh_poll_ms),
+            ("--kept-max", self.kept_max as u64),
+        ] {
+            if value == 0 {
+                return Err(ServeError::Settings(format!("{flag} must be at least 1")));
+            }
         }
         let mut nats = self.nats;
         let subject_prefix = nats.subject_prefix.take().unwrap_or_default();
@@ -135,6 +158,11 @@ impl ServeArgs {
             subject_prefix: subject_prefix.as_str().to_owned(),
             stream,
             clickhouse: self.connection.load()?,
+            ahead: AheadSettings {
+                experiments: self.precompute_experiments,
+                poll: Duration::from_millis(self.refresh_poll_ms),
+            },
+            kept_max: self.kept_max,
         })
     }
 }

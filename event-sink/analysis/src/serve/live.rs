@@ -18,7 +18,7 @@ use clickhouse::Client;
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -34,6 +34,8 @@ pub struct LiveEvent {
     run_id: String,
     task_id: String,
     experiment: Option<String>,
+    /// A `run_start` or a `run_stop`: the experiment's runs changed.
+    starts_or_stops: bool,
     /// The event's JSON as published.
     json: String,
 }
@@ -71,8 +73,12 @@ impl LiveFilter {
 impl Live {
     /// Starts following the events stream of `config`, or says why live updates are off
     /// (no `--nats-url`, the broker or stream unreachable): the pages work either way.
-    pub async fn start(config: &ServeConfig, shutdown: CancellationToken) -> Arc<Live> {
-        let feed = match follow(config, shutdown.clone()).await {
+    pub async fn start(
+        config: &ServeConfig,
+        changes: mpsc::UnboundedSender<String>,
+        shutdown: CancellationToken,
+    ) -> Arc<Live> {
+        let feed = match follow(config, changes, shutdown.clone()).await {
             Ok(feed) => Ok(feed),
             Err(why) => {
                 tracing::warn!(%why, "live updates are off");
@@ -146,9 +152,11 @@ impl Drop for Listener {
     }
 }
 
-/// Connects, creates the consumer and spawns the task that feeds the channel.
+/// Connects, creates the consumer and spawns the task that feeds the channel, and tells
+/// `changes` the experiment of each `run_start` and `run_stop`.
 async fn follow(
     config: &ServeConfig,
+    changes: mpsc::UnboundedSender<String>,
     shutdown: CancellationToken,
 ) -> Result<broadcast::Sender<Arc<LiveEvent>>, String> {
     let nats = config.nats.as_ref().ok_or("no --nats-url given")?;
@@ -188,6 +196,10 @@ async fn follow(
                 },
             };
             if let Some(event) = experiments.event(&message.payload).await {
+                if let (true, Some(name)) = (event.starts_or_stops, &event.experiment) {
+                    // Closed only when the server stops.
+                    let _ = changes.send(name.clone());
+                }
                 // No listener is no error.
                 let _ = feed.send(Arc::new(event));
             }
@@ -223,6 +235,7 @@ impl Experiments {
             self.of(&run_id).await
         };
         Some(LiveEvent {
+            starts_or_stops: value["type"] == "run_start" || value["type"] == "run_stop",
             task_id: value["task_id"].as_str().unwrap_or_default().to_owned(),
             run_id,
             experiment,

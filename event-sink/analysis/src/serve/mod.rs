@@ -11,7 +11,10 @@
 //!   non-loopback address without `--bearer-token`.
 //! - [`db`]: the viewer's own reads, bound with the client's `?` placeholders.
 //! - [`data`]: what each page shows, as serializable structs built from [`db`] and
-//!   [`crate::compare`].
+//!   [`crate::compare`]; the standings and comparisons kept (single flight, bounded,
+//!   served stale while computed again).
+//! - [`ahead`]: computing the newest experiments' standings and comparisons (and those
+//!   visited) in the background, at the start and when their runs change.
 //! - [`pages`]: the HTML of each page (maud: every value escaped).
 //! - [`routes`]: the router, the handlers and the errors they answer with.
 //! - [`auth`]: the bearer token as a header or as a cookie set by `?token=`.
@@ -19,6 +22,7 @@
 //!   Server-Sent Events, filtered per listener.
 //! - [`assets`]: the script and the style sheet, compiled in.
 
+pub(crate) mod ahead;
 pub mod args;
 pub(crate) mod assets;
 pub(crate) mod auth;
@@ -53,16 +57,19 @@ pub async fn serve(
     config: ServeConfig,
     shutdown: CancellationToken,
 ) -> Result<(), ServeError> {
-    let live = live::Live::start(&config, shutdown.clone()).await;
+    let (ahead, woken) = ahead::Ahead::new();
+    let live = live::Live::start(&config, ahead.sender(), shutdown.clone()).await;
     let state = Arc::new(routes::AppState {
         client: config.clickhouse.client(),
         query_timeout: config.query_timeout,
         runs_dir: config.runs_dir.clone(),
         token: config.bearer_token.clone(),
         live,
-        standings: data::StandingCache::default(),
-        comparisons: data::ComparisonCache::default(),
+        standings: data::StandingCache::new(config.kept_max),
+        comparisons: data::ComparisonCache::new(config.kept_max),
+        ahead,
     });
+    ahead::spawn(state.clone(), woken, config.ahead, shutdown.clone());
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "viewer listening on http://{addr}/");
     }

@@ -25,7 +25,7 @@ use uuid::Uuid;
 use super::data::{self, DataError};
 use super::live::{Live, LiveFilter};
 use super::{assets, auth, pages};
-use crate::compare::{CompareError, Comparison};
+use crate::compare::CompareError;
 
 /// No script but the viewer's own file, no inline script or style, nothing fetched
 /// from elsewhere.
@@ -49,6 +49,8 @@ pub struct AppState {
     pub standings: data::StandingCache,
     /// The comparisons computed so far.
     pub comparisons: data::ComparisonCache,
+    /// What is computed in the background.
+    pub ahead: super::ahead::Ahead,
 }
 
 /// Every route.
@@ -103,11 +105,18 @@ impl Failure {
             message,
         }
     }
+
+    fn internal(error: impl std::fmt::Display) -> Failure {
+        Failure {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: error.to_string(),
+        }
+    }
 }
 
 impl From<DataError> for Failure {
     fn from(error: DataError) -> Failure {
-        let status = match &error {
+        let status = match error.root() {
             DataError::NotFound(_) => StatusCode::NOT_FOUND,
             DataError::Compare(
                 CompareError::UnknownPolicy { .. }
@@ -188,24 +197,28 @@ async fn api_experiments(State(state): State<Arc<AppState>>) -> Response {
     json(load(&state, data::experiments(&state.client)).await)
 }
 
-async fn experiment(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
+/// `/experiments/{name}`'s data; the background then looks at the experiment (its
+/// linked comparison computed ahead, once it was visited).
+async fn read_experiment(state: &AppState, name: &str) -> Result<data::ExperimentPage, Failure> {
     let result = load(
-        &state,
-        data::experiment(&state.client, &state.standings, &name),
+        state,
+        data::experiment(&state.client, &state.standings, name),
     )
     .await;
+    if result.is_ok() {
+        state.ahead.wake(name);
+    }
+    result
+}
+
+async fn experiment(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
+    let result = read_experiment(&state, &name).await;
     let head = pages::Head::new(&name, &pages::query(&[("experiment", &name)]));
     page(&state, head, result, pages::experiment::render)
 }
 
 async fn api_experiment(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
-    json(
-        load(
-            &state,
-            data::experiment(&state.client, &state.standings, &name),
-        )
-        .await,
-    )
+    json(read_experiment(&state, &name).await)
 }
 
 async fn read_run(state: &AppState, id: &str) -> Result<data::run::RunPage, Failure> {
@@ -272,7 +285,7 @@ struct CompareQuery {
     baseline: Option<String>,
 }
 
-async fn read_compare(state: &AppState, q: CompareQuery) -> Result<Arc<Comparison>, Failure> {
+async fn read_compare(state: &AppState, q: CompareQuery) -> Result<data::Compared, Failure> {
     let nonempty = |v: Option<String>| v.filter(|v| !v.is_empty());
     load(
         state,
@@ -290,15 +303,20 @@ async fn compare(State(state): State<Arc<AppState>>, Query(q): Query<CompareQuer
     let result = read_compare(&state, q.clone()).await;
     let head = pages::Head::new("Compare", "");
     page(&state, head.without_live(), result, |c| {
-        pages::compare::render(c, &q.experiment)
+        pages::compare::render(c, &q.experiment, &q.baseline)
     })
 }
 
+/// `compare --format json`'s object with `freshness` added.
 async fn api_compare(
     State(state): State<Arc<AppState>>,
     Query(q): Query<CompareQuery>,
 ) -> Response {
-    json(read_compare(&state, q).await.map(|c| Comparison::clone(&c)))
+    json(read_compare(&state, q).await.and_then(|c| {
+        let mut object = serde_json::to_value(&c.answer.value).map_err(Failure::internal)?;
+        object["freshness"] = serde_json::to_value(&c.freshness).map_err(Failure::internal)?;
+        Ok(object)
+    }))
 }
 
 async fn live(State(state): State<Arc<AppState>>, Query(filter): Query<LiveFilter>) -> Response {
@@ -311,12 +329,14 @@ async fn live(State(state): State<Arc<AppState>>, Query(filter): Query<LiveFilte
     }
 }
 
-/// `/api/status`: whether live updates are on, and how many browsers listen.
+/// `/api/status`: whether live updates are on, how many browsers listen, how far the
+/// background has come.
 async fn status(State(state): State<Arc<AppState>>) -> Response {
     Json(serde_json::json!({
         "live": state.live.off().is_none(),
         "live_off_because": state.live.off(),
         "listeners": state.live.listeners(),
+        "ahead": state.ahead.status(),
     }))
     .into_response()
 }

@@ -4,14 +4,18 @@
 //! run_stop: 4.1 million events at 100,000 runs, in their typed tables and in events_raw)
 //! and one run of `--steps` steps of about 2 KB into a ClickHouse 18.16 the harness
 //! starts, merges the tables' parts, serves it in-process on loopback (no NATS: live
-//! updates off), and prints for each page the time from request to last byte of the first
-//! request (the experiment's standing and comparison computed) and the min and median of
-//! `--repeats` more (kept); then the compare page again after one more run finished
-//! (computed again), and the report: its time split into its queries and its rendering,
-//! its size, and each of its queries' time over every run.
+//! updates off, changes seen by polling), and prints: the background's warm-up (from the
+//! server's start until the experiment's standing and the comparison its page links are
+//! kept); for each page the time from request to last byte of the first request after
+//! the warm-up and the min and median of `--repeats` more; after one more run finished,
+//! the time of the next request of the compare and experiment pages (the kept answer,
+//! labelled stale) and how long until the fresh answers were kept; with a second viewer,
+//! the time of the experiment and compare pages asked before its warm-up ended; then
+//! the report: its time split into its queries and its rendering, its size, and each of
+//! its queries' time over every run. Each figure with the machine's load average.
 //!
 //! `cargo run --release -p benchstream-bench --bin serve-bench -- [--runs 100000]
-//! [--policies 10] [--runs-per-task 1] [--steps 500] [--repeats 5]`
+//! [--policies 10] [--runs-per-task 1] [--steps 500] [--repeats 5] [--skip-report]`
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -22,7 +26,7 @@ use bench_analysis::queries::{ParamValues, Query};
 use bench_analysis::report::{gather as gather_report, render as render_report};
 use bench_analysis::ReportOptions;
 use benchstream_bench::data_dir_line;
-use benchstream_tests::harness::http::request;
+use benchstream_tests::harness::http::{request, Response};
 use benchstream_tests::ClickHouseServer;
 use clap::Parser;
 use tokio_util::sync::CancellationToken;
@@ -50,6 +54,9 @@ struct Args {
     /// (SIGINT) instead of measuring (to time queries by hand).
     #[arg(long)]
     hold: bool,
+    /// Time the viewer's pages only, not `report`.
+    #[arg(long)]
+    skip_report: bool,
 }
 
 const DATABASE: &str = "benchstream";
@@ -273,14 +280,27 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
 
+    // The viewer computes the standing and the linked comparison of the experiment (the
+    // newest) in the background from its start; no request until it says it is done.
     let stop = CancellationToken::new();
+    let started = Instant::now();
     let port = viewer(&server, stop.clone()).await?;
+    let warm = warmed_up(port).await?;
+    println!(
+        "warm-up (server start until the standing and the comparison are kept): {:.1} s \
+         (the server's own count: {:.1} s); {}",
+        started.elapsed().as_secs_f64(),
+        warm as f64 / 1000.0,
+        load_average()
+    );
     let first = "00000000-0000-4000-8000-000000000000";
     let second = "00000000-0000-4000-8000-00000000000a";
+    let experiment = format!("/experiments/{EXPERIMENT}");
     let compare = format!("/compare?experiment={EXPERIMENT}&baseline=policy-00");
     let pages = [
         ("/".to_owned(), "home"),
-        (format!("/experiments/{EXPERIMENT}"), "experiment"),
+        (experiment.clone(), "experiment"),
+        (format!("/api/experiments/{EXPERIMENT}"), "experiment JSON"),
         (format!("/runs/{LONG_RUN}"), "run page, long run"),
         (format!("/api/runs/{LONG_RUN}"), "run JSON, long run"),
         (format!("/runs/{second}"), "run page, 41 events"),
@@ -292,7 +312,7 @@ async fn main() -> anyhow::Result<()> {
         (compare.clone(), "compare"),
     ];
     println!(
-        "page (first request; then min and median of {}):",
+        "page after warm-up (first request; then min and median of {}):",
         args.repeats
     );
     for (target, name) in pages {
@@ -303,22 +323,103 @@ async fn main() -> anyhow::Result<()> {
             summary(samples)
         );
     }
-    // A new finished run of the experiment: the comparison kept is stale.
+    println!("({})", load_average());
+    // One more finished run of the experiment: the next request of each page gets the
+    // answer kept, marked stale, while the fresh one is computed in the background.
     let n = args.runs;
     let rows = chunk_rows(&args, n..n + 1);
     for (table, lines) in TABLES.iter().zip(rows) {
         insert(&server, table, &lines)?;
     }
-    let (first, samples) = timed(port, &compare, args.repeats).await?;
+    let finished = Instant::now();
+    for (target, name) in [(&compare, "compare"), (&experiment, "experiment")] {
+        let (took, response) = get(port, target).await?;
+        let stale = String::from_utf8_lossy(&response.body).contains("data-stale=\"true\"");
+        println!(
+            "{name:<22} a run later: {:>8.1} ms ({})",
+            ms(took),
+            if stale {
+                "stale, labelled updating"
+            } else {
+                "fresh"
+            }
+        );
+    }
+    let api = format!("/api/compare?experiment={EXPERIMENT}&baseline=policy-00");
+    let compared = until_fresh(port, &api, n as u64 + 1).await?;
+    let api = format!("/api/experiments/{EXPERIMENT}");
+    let standing = until_fresh(port, &api, n as u64 + 1).await?;
     println!(
-        "{:<22} first {:>8.1} ms  {}",
-        "compare, a run later",
-        ms(first),
-        summary(samples)
+        "fresh answers kept after the run finished (asked every {} ms): comparison {:.1} s, \
+         standing {:.1} s; {}",
+        POLL.as_millis(),
+        (compared - finished).as_secs_f64(),
+        (standing - finished).as_secs_f64(),
+        load_average()
     );
     stop.cancel();
 
+    // A new viewer, asked for the experiment page and then the compare page at once: each
+    // awaits the computation of the background under way (single flight).
+    let stop = CancellationToken::new();
+    let started = Instant::now();
+    let port = viewer(&server, stop.clone()).await?;
+    for (target, name) in [(&experiment, "experiment"), (&compare, "compare")] {
+        let (took, _) = get(port, target).await?;
+        println!(
+            "{name:<22} asked before warm-up ended: {:>8.1} ms ({:.1} s after the start)",
+            ms(took),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let warm = warmed_up(port).await?;
+    println!(
+        "warm-up of that viewer: {:.1} s; {}",
+        warm as f64 / 1000.0,
+        load_average()
+    );
+    stop.cancel();
+
+    if args.skip_report {
+        return Ok(());
+    }
     report(&client, args.repeats).await
+}
+
+/// How often [`warmed_up`] and [`until_fresh`] ask.
+const POLL: Duration = Duration::from_millis(250);
+
+/// Waits until the viewer on `port` has looked at everything once; the server's count of
+/// ms from its start.
+async fn warmed_up(port: u16) -> anyhow::Result<u64> {
+    loop {
+        let (_, response) = get(port, "/api/status").await?;
+        let status: serde_json::Value = serde_json::from_slice(&response.body)?;
+        if let Some(ms) = status["ahead"]["warmed_up_ms"].as_u64() {
+            return Ok(ms);
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Asks for `target` until its `freshness` is fresh over `finished` runs; when.
+async fn until_fresh(port: u16, target: &str, finished: u64) -> anyhow::Result<Instant> {
+    loop {
+        let (_, response) = get(port, target).await?;
+        let answer: serde_json::Value = serde_json::from_slice(&response.body)?;
+        let freshness = &answer["freshness"];
+        if freshness["stale"] == false && freshness["runs_finished"].as_u64() == Some(finished) {
+            return Ok(Instant::now());
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// `load average 1.20 1.05 0.90` (1, 5, 15 minutes), as `/proc/loadavg` says.
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let three: Vec<&str> = text.split_whitespace().take(3).collect();
+    format!("load average {}", three.join(" "))
 }
 
 /// Inserts JSONEachRow `lines` into `table`.
@@ -335,6 +436,24 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// One request of `target`: its time and answer (status 200, or an error).
+async fn get(port: u16, target: &str) -> anyhow::Result<(Duration, Response)> {
+    let path = target.to_owned();
+    let start = Instant::now();
+    let response = tokio::task::spawn_blocking(move || {
+        request(port, "GET", &path, b"", Duration::from_secs(120))
+    })
+    .await??;
+    let took = start.elapsed();
+    anyhow::ensure!(
+        response.status == 200,
+        "{target}: status {}: {}",
+        response.status,
+        String::from_utf8_lossy(&response.body)
+    );
+    Ok((took, response))
+}
+
 /// The time of the first of `repeats` + 1 requests of `target`, and of the others.
 async fn timed(
     port: u16,
@@ -343,19 +462,7 @@ async fn timed(
 ) -> anyhow::Result<(Duration, Vec<Duration>)> {
     let mut samples = Vec::new();
     for _ in 0..=repeats {
-        let path = target.to_owned();
-        let start = Instant::now();
-        let response = tokio::task::spawn_blocking(move || {
-            request(port, "GET", &path, b"", Duration::from_secs(120))
-        })
-        .await??;
-        samples.push(start.elapsed());
-        anyhow::ensure!(
-            response.status == 200,
-            "{target}: status {}: {}",
-            response.status,
-            String::from_utf8_lossy(&response.body)
-        );
+        samples.push(get(port, target).await?.0);
     }
     let first = samples.remove(0);
     Ok((first, samples))

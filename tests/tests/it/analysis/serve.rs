@@ -447,14 +447,33 @@ fn counted_runs(compared: &Value, policy: &str) -> Option<u64> {
 }
 
 /// The comparison the viewer kept for the experiment (asked for in `check_api`) is not
-/// given again once a run of it has finished since (`check_live_run`'s).
+/// given again as fresh once a run of it has finished since (`check_live_run`'s): it is
+/// computed again, and the fresh answer counts the run.
 async fn check_comparison_sees_the_new_run(port: u16) {
-    let compared = body_json(&get(port, COMPARE, &[]).await);
+    let compared = until_fresh(port, COMPARE, 3).await;
     assert_eq!(
         counted_runs(&compared, "bench/model-a:raw"),
         Some(2),
         "the run finished since is counted: {compared}"
     );
+}
+
+/// The JSON answer of `target` once its `freshness` says it is fresh and was computed
+/// over `finished` runs (asked again every 200 ms, within 60 s).
+async fn until_fresh(port: u16, target: &str, finished: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = body_json(&get(port, target, &[]).await);
+        let freshness = &answer["freshness"];
+        if freshness["stale"] == false && freshness["runs_finished"].as_u64() == Some(finished) {
+            return answer;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{target} never fresh over {finished} runs: {freshness}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// The page of a run still going shows the events published after it opened, then the
@@ -607,6 +626,101 @@ async fn check_live_run(
         .expect("script");
     assert_eq!(kept, 42, "the page was not reloaded");
     screenshot(client, "experiment").await;
+}
+
+/// A run of `policy` on `task`, started and finished (solved).
+fn finished_run(task: &str, policy: &str) -> Vec<BenchmarkEvent> {
+    let mut run = RunEvents::new(task, policy);
+    vec![run.start(), run.stop(true, None)]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_run_finishes_the_kept_standing_and_comparison_are_served_marked_updating_then_fresh(
+) {
+    let (nats, sink) = start_pipeline().await;
+    let js = jetstream(&nats.url()).await;
+    // Runs whose start and stop are both stored (the sink writes each table apart).
+    let stored = "SELECT count() FROM benchstream.run_stops FINAL \
+                  WHERE run_id IN (SELECT run_id FROM benchstream.run_starts)";
+    let mut events = finished_run("task-1", "bench/model-a:raw");
+    events.extend(finished_run("task-1", "bench/model-b:raw"));
+    for event in &events {
+        publish(&js, event).await;
+    }
+    sink.wait_for(stored, "2").await;
+    // No NATS and a poll an hour apart: after its first look, the background computes
+    // nothing again by itself, so only requests can notice the new run.
+    let url = sink.clickhouse.http_url();
+    let (port, stop) =
+        start_viewer(&["--clickhouse-url", &url, "--refresh-poll-ms", "3600000"]).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while body_json(&get(port, "/api/status", &[]).await)["ahead"]["warmed_up_ms"].is_null() {
+        assert!(Instant::now() < deadline, "the background never warmed up");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The comparison the experiment page links was computed ahead: fresh at once.
+    let compared = body_json(&get(port, COMPARE, &[]).await);
+    assert_eq!(
+        (
+            compared["freshness"]["stale"].as_bool(),
+            compared["freshness"]["runs_finished"].as_u64()
+        ),
+        (Some(false), Some(2)),
+        "{compared}"
+    );
+    assert_eq!(counted_runs(&compared, "bench/model-a:raw"), Some(1));
+
+    for event in finished_run("task-2", "bench/model-a:raw") {
+        publish(&js, &event).await;
+    }
+    sink.wait_for(stored, "3").await;
+    // The first request of each after the run finished gets the kept answer at once,
+    // labelled as being updated.
+    let page = get(
+        port,
+        &format!("/compare?experiment={EXPERIMENT}&baseline=bench%2Fmodel-a%3Araw"),
+        &[],
+    )
+    .await;
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(
+        html.contains("data-stale=\"true\"")
+            && html.contains("Updating: 1 run finished and 1 started since")
+            && html.contains("over 2 finished runs of 2 started"),
+        "{html}"
+    );
+    let standing = body_json(&get(port, &format!("/api/experiments/{EXPERIMENT}"), &[]).await);
+    let freshness = &standing["freshness"];
+    assert_eq!(
+        (
+            freshness["stale"].as_bool(),
+            freshness["runs_finished"].as_u64(),
+            freshness["runs_finished_since"].as_u64()
+        ),
+        (Some(true), Some(2), Some(1)),
+        "{standing}"
+    );
+    assert_eq!(standing["progress"]["done"].as_u64(), Some(3), "read fresh");
+    assert_eq!(
+        standing["tasks"],
+        serde_json::json!(["task-1"]),
+        "the kept grid"
+    );
+
+    // Later the fresh answers, computed in the background, count the run.
+    let compared = until_fresh(port, COMPARE, 3).await;
+    assert_eq!(counted_runs(&compared, "bench/model-a:raw"), Some(2));
+    let path = format!("/api/experiments/{EXPERIMENT}");
+    let standing = until_fresh(port, &path, 3).await;
+    assert_eq!(standing["tasks"], serde_json::json!(["task-1", "task-2"]));
+    let page = get(port, &format!("/experiments/{EXPERIMENT}"), &[]).await;
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(
+        html.contains("data-stale=\"false\"") && html.contains("over 3 finished runs of 3 started"),
+        "{html}"
+    );
+    stop.cancel();
+    sink.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

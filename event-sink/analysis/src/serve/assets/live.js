@@ -5,17 +5,27 @@
 // escaped HTML. Shortly after the event and again later, since the sink stores events
 // a moment after they are published. Without this script the pages read the same,
 // just not live.
+// A section computed ahead and shown stale while its fresh answer is computed
+// (data-stale="true", "Updating: ...") has the page fetched again every 2 s until it is
+// fresh, live updates on or off.
 (function () {
   "use strict";
   var body = document.body;
   var query = body.getAttribute("data-live");
   var status = document.getElementById("live-status");
-  if (query === null || !window.EventSource || !window.fetch || !window.DOMParser) {
+  if (!window.fetch || !window.DOMParser) {
     return;
   }
   var quick = null;
   var received = 0;
   var trailing = [];
+  var updating = null;
+
+  function watchStale() {
+    if (updating === null && document.querySelector("main [data-stale='true']")) {
+      updating = setTimeout(function () { updating = null; refresh(); }, 2000);
+    }
+  }
 
   function refresh() {
     fetch(window.location.href, { credentials: "same-origin", cache: "no-store" })
@@ -27,8 +37,14 @@
         if (fresh && current) {
           current.replaceWith(document.importNode(fresh, true));
         }
+        watchStale();
       })
       .catch(function () {});
+  }
+
+  watchStale();
+  if (query === null || !window.EventSource) {
+    return;
   }
 
   function schedule() {

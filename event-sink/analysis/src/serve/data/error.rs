@@ -1,5 +1,7 @@
 //! Why a page's data could not be had, for the page's reads and its children's.
 
+use std::sync::Arc;
+
 use crate::compare;
 use crate::serve::db::DbError;
 
@@ -15,4 +17,21 @@ pub enum DataError {
     /// Nothing is stored under this name.
     #[error("{0}")]
     NotFound(String),
+    /// A computation shared by several requests failed (see [`DataError::root`]).
+    #[error(transparent)]
+    Shared(Arc<DataError>),
+    /// A computation in the background ended without an answer (it panicked or the
+    /// server is stopping).
+    #[error("the computation stopped: {0}")]
+    Stopped(String),
+}
+
+impl DataError {
+    /// The error itself, out of the [`DataError::Shared`] it may be wrapped in.
+    pub fn root(&self) -> &DataError {
+        match self {
+            DataError::Shared(inner) => inner.root(),
+            other => other,
+        }
+    }
 }

@@ -1,53 +1,437 @@
-//! Answers kept per key (an experiment, a comparison asked for) while what they were
-//! computed from is unchanged: each is stored with the version of the data it was read
-//! at (a cheap read: runs started and finished, ...) and given again while the version
-//! read now is the same and it is younger than the cache's maximum age (which bounds how
-//! long a change the version does not see can go unseen).
+//! Answers kept per key (an experiment's standing, a comparison asked for), each with the
+//! version of the data it was computed at (a cheap read: runs started and finished, ...).
+//!
+//! - **Single flight.** One computation per key and version runs at a time, on a thread
+//!   of its own (off the runtime's workers, which go on answering): every request of that key awaits the same one, and it goes on (and its
+//!   answer is kept) when the request that started it gives up.
+//! - **Stale while revalidating.** When the version read now differs from the kept
+//!   answer's (or the answer is older than the maximum age, which bounds how long a
+//!   change the version does not see goes unseen), a request gets the kept answer at
+//!   once, marked stale, and the fresh one is computed in the background. Only a key
+//!   never computed waits for its computation.
+//! - **Bounded.** At most `capacity` keys are kept; beyond, the least recently used key
+//!   without a computation under way is dropped.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use futures::future::{BoxFuture, FutureExt, Shared};
 
 use super::DataError;
 
-/// An answer kept: the version it was computed at, when, the answer.
-type Entry<N, V> = (N, Instant, Arc<V>);
+/// An answer as kept: the version it was computed at, when, and the answer.
+#[derive(Debug)]
+pub struct Answer<N, V> {
+    /// The version of the data it was computed at.
+    pub version: N,
+    /// When its computation ended.
+    pub computed_at: SystemTime,
+    /// Its computation's number: a later computation's answer replaces it, an earlier
+    /// one's does not.
+    generation: u64,
+    /// When it was computed, for its age.
+    at: Instant,
+    /// The answer.
+    pub value: V,
+}
+
+/// What [`Kept::get`] gives: an answer, and whether it is stale (a fresh one is being
+/// computed).
+#[derive(Debug)]
+pub struct Got<N, V> {
+    /// The answer.
+    pub answer: Arc<Answer<N, V>>,
+    /// Computed at another version than the one asked for, or older than the maximum
+    /// age: a fresh answer is under way.
+    pub stale: bool,
+}
+
+/// A computation under way, awaited by every request of its key.
+type Computation<N, V> = Shared<BoxFuture<'static, Result<Arc<Answer<N, V>>, Arc<DataError>>>>;
+
+#[derive(Debug)]
+struct Running<N, V> {
+    version: N,
+    generation: u64,
+    done: Computation<N, V>,
+}
+
+#[derive(Debug)]
+struct Slot<N, V> {
+    kept: Option<Arc<Answer<N, V>>>,
+    running: Option<Running<N, V>>,
+    /// Its place in the least-recently-used order (larger: used later).
+    used: u64,
+    /// When a request last asked for it (the background's reads do not count).
+    visited: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct Inner<K, N, V> {
+    slots: HashMap<K, Slot<N, V>>,
+    /// Ticks of use and computation numbers.
+    clock: u64,
+}
 
 /// Answers `V` per key `K`, each with the version `N` it was computed at.
 #[derive(Debug)]
 pub struct Kept<K, N, V> {
     max_age: Duration,
-    kept: Mutex<HashMap<K, Entry<N, V>>>,
+    capacity: usize,
+    inner: Arc<Mutex<Inner<K, N, V>>>,
 }
 
-impl<K: Eq + Hash, N: PartialEq, V> Kept<K, N, V> {
-    /// An empty cache whose answers are kept at most `max_age`.
-    pub fn new(max_age: Duration) -> Self {
+/// Who asks: a request (counts as a visit, may get a stale answer) or the background
+/// (waits for the fresh answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asker {
+    Request,
+    Background,
+}
+
+impl<K, N, V> Kept<K, N, V>
+where
+    K: Eq + Hash + Clone + Send + 'static,
+    N: PartialEq + Clone + Send + Sync + 'static,
+    V: Send + Sync + 'static,
+{
+    /// An empty cache of at most `capacity` keys (at least 1) whose answers are fresh at
+    /// most `max_age`.
+    pub fn new(capacity: usize, max_age: Duration) -> Self {
         Kept {
             max_age,
-            kept: Mutex::new(HashMap::new()),
+            capacity: capacity.max(1),
+            inner: Arc::new(Mutex::new(Inner {
+                slots: HashMap::new(),
+                clock: 0,
+            })),
         }
     }
 
-    /// The answer of `key` at `version`: the one kept, or `compute`'s, then kept.
-    pub async fn get<F>(&self, key: K, version: N, compute: F) -> Result<Arc<V>, DataError>
+    /// The answer of `key` at `version` for a request: the one kept when fresh; the one
+    /// kept marked stale when not (`compute`, or the computation of this version under
+    /// way, runs on in the background); else the computation's answer, awaited.
+    pub async fn get<F, Fut>(&self, key: K, version: N, compute: F) -> Result<Got<N, V>, DataError>
     where
-        F: Future<Output = Result<V, DataError>>,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<V, DataError>> + Send + 'static,
     {
-        if let Some((kept_at, at, answer)) = self.lock().get(&key) {
-            if *kept_at == version && at.elapsed() < self.max_age {
-                return Ok(answer.clone());
+        self.ask(key, version, compute, Asker::Request).await
+    }
+
+    /// The fresh answer of `key` at `version`, for the background: the one kept when
+    /// fresh, else the computation's (joined when one of this version is under way).
+    /// Not a visit: [`Kept::visited_since`] does not list the key for it.
+    pub async fn fresh<F, Fut>(
+        &self,
+        key: K,
+        version: N,
+        compute: F,
+    ) -> Result<Arc<Answer<N, V>>, DataError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<V, DataError>> + Send + 'static,
+    {
+        Ok(self
+            .ask(key, version, compute, Asker::Background)
+            .await?
+            .answer)
+    }
+
+    /// The keys a request asked for within `within`.
+    pub fn visited_since(&self, within: Duration) -> Vec<K> {
+        self.lock()
+            .slots
+            .iter()
+            .filter(|(_, slot)| slot.visited.is_some_and(|v| v.elapsed() < within))
+            .map(|(key, _)| key.clone())
+            .collect()
+    }
+
+    async fn ask<F, Fut>(
+        &self,
+        key: K,
+        version: N,
+        compute: F,
+        asker: Asker,
+    ) -> Result<Got<N, V>, DataError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<V, DataError>> + Send + 'static,
+    {
+        let done = {
+            let mut inner = self.lock();
+            inner.clock += 1;
+            let tick = inner.clock;
+            let slot = inner.slots.entry(key.clone()).or_insert(Slot {
+                kept: None,
+                running: None,
+                used: tick,
+                visited: None,
+            });
+            slot.used = tick;
+            if asker == Asker::Request {
+                slot.visited = Some(Instant::now());
+            }
+            let kept = slot.kept.clone();
+            if let Some(answer) = &kept {
+                if answer.version == version && answer.at.elapsed() < self.max_age {
+                    return Ok(Got {
+                        answer: answer.clone(),
+                        stale: false,
+                    });
+                }
+            }
+            let joined = slot
+                .running
+                .as_ref()
+                .filter(|r| r.version == version)
+                .map(|r| r.done.clone());
+            let done = match joined {
+                Some(done) => done,
+                None => {
+                    inner.clock += 1;
+                    let generation = inner.clock;
+                    let done = self.start(key.clone(), version.clone(), generation, compute());
+                    if let Some(slot) = inner.slots.get_mut(&key) {
+                        slot.running = Some(Running {
+                            version,
+                            generation,
+                            done: done.clone(),
+                        });
+                    }
+                    self.evict(&mut inner);
+                    done
+                }
+            };
+            if let (Some(answer), Asker::Request) = (kept, asker) {
+                return Ok(Got {
+                    answer,
+                    stale: true,
+                });
+            }
+            done
+        };
+        let answer = done.await.map_err(DataError::Shared)?;
+        Ok(Got {
+            answer,
+            stale: false,
+        })
+    }
+
+    /// Spawns the computation numbered `generation` of `key` at `version`: on its end,
+    /// its answer is kept unless a later computation's already is.
+    fn start(
+        &self,
+        key: K,
+        version: N,
+        generation: u64,
+        compute: impl Future<Output = Result<V, DataError>> + Send + 'static,
+    ) -> Computation<N, V> {
+        let inner = self.inner.clone();
+        // On a thread of its own, not the runtime's workers: `compare`'s statistics hold
+        // their thread for seconds at scale, and requests must go on being answered.
+        let runtime = tokio::runtime::Handle::current();
+        let task = tokio::task::spawn_blocking(move || {
+            runtime.block_on(async move {
+                let result = compute.await.map(|value| {
+                    Arc::new(Answer {
+                        version,
+                        computed_at: SystemTime::now(),
+                        generation,
+                        at: Instant::now(),
+                        value,
+                    })
+                });
+                let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Some(slot) = inner.slots.get_mut(&key) {
+                    if let Ok(answer) = &result {
+                        if slot.kept.as_ref().is_none_or(|k| k.generation < generation) {
+                            slot.kept = Some(answer.clone());
+                        }
+                    }
+                    if slot
+                        .running
+                        .as_ref()
+                        .is_some_and(|r| r.generation == generation)
+                    {
+                        slot.running = None;
+                    }
+                    if slot.kept.is_none() && slot.running.is_none() {
+                        inner.slots.remove(&key);
+                    }
+                }
+                result.map_err(Arc::new)
+            })
+        });
+        task.map(|joined| match joined {
+            Ok(result) => result,
+            Err(e) => Err(Arc::new(DataError::Stopped(e.to_string()))),
+        })
+        .boxed()
+        .shared()
+    }
+
+    /// Drops the least recently used keys without a computation under way until at most
+    /// `capacity` are kept.
+    fn evict(&self, inner: &mut Inner<K, N, V>) {
+        while inner.slots.len() > self.capacity {
+            let oldest = inner
+                .slots
+                .iter()
+                .filter(|(_, slot)| slot.running.is_none())
+                .min_by_key(|(_, slot)| slot.used)
+                .map(|(key, _)| key.clone());
+            match oldest {
+                Some(key) => inner.slots.remove(&key),
+                None => break,
+            };
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner<K, N, V>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Poll;
+
+    use tokio::sync::Semaphore;
+
+    use super::*;
+
+    /// Counts computations; each answers `value` once `gate` lets it (closed: at once).
+    #[derive(Clone)]
+    struct Computations {
+        started: Arc<AtomicUsize>,
+        gate: Option<Arc<Semaphore>>,
+    }
+
+    impl Computations {
+        fn new(gated: bool) -> Computations {
+            Computations {
+                started: Arc::new(AtomicUsize::new(0)),
+                gate: gated.then(|| Arc::new(Semaphore::new(0))),
             }
         }
-        let answer = Arc::new(compute.await?);
-        self.lock()
-            .insert(key, (version, Instant::now(), answer.clone()));
-        Ok(answer)
+
+        fn of(
+            &self,
+            value: &'static str,
+        ) -> impl FnOnce() -> BoxFuture<'static, Result<&'static str, DataError>> {
+            let this = self.clone();
+            move || {
+                this.started.fetch_add(1, Ordering::SeqCst);
+                async move {
+                    if let Some(gate) = &this.gate {
+                        gate.acquire().await.expect("open").forget();
+                    }
+                    Ok(value)
+                }
+                .boxed()
+            }
+        }
+
+        fn open(&self) {
+            if let Some(gate) = &self.gate {
+                gate.add_permits(1000);
+            }
+        }
+
+        fn count(&self) -> usize {
+            self.started.load(Ordering::SeqCst)
+        }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<K, Entry<N, V>>> {
-        self.kept.lock().unwrap_or_else(PoisonError::into_inner)
+    fn kept(capacity: usize) -> Kept<&'static str, u32, &'static str> {
+        Kept::new(capacity, Duration::from_secs(3600))
+    }
+
+    #[tokio::test]
+    async fn two_concurrent_requests_of_a_key_never_computed_await_one_computation() {
+        let kept = kept(8);
+        let runs = Computations::new(true);
+        let mut first = Box::pin(kept.get("exp", 1, runs.of("answer")));
+        assert!(futures::poll!(&mut first).is_pending(), "it waits");
+        let mut second = Box::pin(kept.get("exp", 1, runs.of("other")));
+        assert!(futures::poll!(&mut second).is_pending(), "it waits too");
+        runs.open();
+        let (first, second) = (first.await.expect("ok"), second.await.expect("ok"));
+        assert_eq!(runs.count(), 1, "one computation");
+        assert!(Arc::ptr_eq(&first.answer, &second.answer));
+        assert_eq!((first.answer.value, first.stale), ("answer", false));
+        let again = kept.get("exp", 1, runs.of("other")).await.expect("ok");
+        assert_eq!((again.answer.value, runs.count()), ("answer", 1), "kept");
+    }
+
+    #[tokio::test]
+    async fn at_most_capacity_keys_are_kept_the_least_recently_used_dropped() {
+        let kept = kept(2);
+        let runs = Computations::new(false);
+        for key in ["a", "b", "a", "c", "a"] {
+            kept.get(key, 1, runs.of(key)).await.expect("ok");
+        }
+        // a computed, b computed, a kept, c computed (b dropped: used least lately), a kept.
+        assert_eq!(runs.count(), 3);
+        kept.get("b", 1, runs.of("b")).await.expect("ok");
+        assert_eq!(runs.count(), 4, "b was dropped and is computed again");
+        kept.get("a", 1, runs.of("a")).await.expect("ok");
+        assert_eq!(runs.count(), 4, "a is still kept");
+    }
+
+    #[tokio::test]
+    async fn a_changed_version_gets_the_kept_answer_marked_stale_then_the_fresh_one() {
+        let kept = kept(8);
+        let runs = Computations::new(true);
+        runs.open();
+        kept.get("exp", 1, runs.of("at 1")).await.expect("ok");
+        let runs = Computations::new(true);
+        // The runs changed: the answer at 1 at once (its computation at 2 is held): the
+        // request is answered on its first poll, without waiting.
+        let mut request = Box::pin(kept.get("exp", 2, runs.of("at 2")));
+        let Poll::Ready(stale) = futures::poll!(&mut request) else {
+            panic!("the request waited for the computation instead of the kept answer");
+        };
+        let stale = stale.expect("ok");
+        assert_eq!((stale.answer.value, stale.stale), ("at 1", true));
+        assert_eq!(stale.answer.version, 1);
+        let again = kept.get("exp", 2, runs.of("at 2 again")).await.expect("ok");
+        assert_eq!((again.answer.value, again.stale), ("at 1", true));
+        assert_eq!(runs.count(), 1, "one computation at 2 under way, not two");
+        runs.open();
+        let fresh = kept.fresh("exp", 2, runs.of("unused")).await.expect("ok");
+        assert_eq!((fresh.value, fresh.version), ("at 2", 2));
+        let now = kept.get("exp", 2, runs.of("unused")).await.expect("ok");
+        assert_eq!((now.answer.value, now.stale), ("at 2", false));
+        assert_eq!(runs.count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_failed_computation_is_not_kept_and_is_tried_again() {
+        let kept = kept(8);
+        let failing = || async { Err(DataError::NotFound("nothing".into())) };
+        let error = kept.get("exp", 1, failing).await.expect_err("fails");
+        assert!(matches!(error.root(), DataError::NotFound(_)), "{error}");
+        assert!(kept.visited_since(Duration::from_secs(60)).is_empty());
+        let runs = Computations::new(false);
+        let got = kept.get("exp", 1, runs.of("found")).await.expect("ok");
+        assert_eq!((got.answer.value, runs.count()), ("found", 1));
+        assert_eq!(kept.visited_since(Duration::from_secs(60)), vec!["exp"]);
+    }
+
+    #[tokio::test]
+    async fn the_background_waits_for_the_fresh_answer_and_is_no_visit() {
+        let kept = kept(8);
+        let runs = Computations::new(false);
+        kept.fresh("exp", 1, runs.of("at 1")).await.expect("ok");
+        let fresh = kept.fresh("exp", 2, runs.of("at 2")).await.expect("ok");
+        assert_eq!((fresh.value, runs.count()), ("at 2", 2));
+        assert!(kept.visited_since(Duration::from_secs(60)).is_empty());
     }
 }

@@ -3,13 +3,13 @@
 //! and from `compare`'s computation.
 
 mod error;
-mod kept;
+pub(crate) mod kept;
 pub mod run;
 pub mod standing;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
 use clickhouse::Client;
 use serde::Serialize;
@@ -21,7 +21,7 @@ pub use standing::{Standing, StandingCache};
 
 use crate::compare::decisions::StoredDecision;
 use crate::serve::db::{self, DbError, ExperimentRow, RunRow, RunsOf, RunsVersion};
-use kept::Kept;
+use kept::{Answer, Got, Kept};
 
 /// Runs a list shows at most; the page says how many more there are.
 pub const RUNS_SHOWN: u32 = 200;
@@ -124,6 +124,11 @@ pub struct ExperimentPage {
     /// Its leaderboard and grid.
     #[serde(flatten)]
     pub standing: Standing,
+    /// When the leaderboard and grid were computed, over which runs, and whether they
+    /// are being computed again (the progress and the runs are read fresh).
+    pub freshness: Freshness,
+    /// The baseline of the comparison the page links (see [`Standing::linked_baseline`]).
+    pub compare_baseline: Option<String>,
     /// The latest runs, newest first (at most [`RUNS_SHOWN`]).
     pub runs: Vec<RunRow>,
     /// Runs not listed.
@@ -133,26 +138,34 @@ pub struct ExperimentPage {
     pub decisions: Vec<StoredDecision>,
 }
 
-/// `/experiments/{name}`'s data, its standing from `cache` when its runs are the same.
+/// `/experiments/{name}`'s data, its standing from `cache` (see [`StandingCache::get`]).
 pub async fn experiment(
     client: &Client,
     cache: &StandingCache,
     name: &str,
 ) -> Result<ExperimentPage, DataError> {
-    let row = db::experiments(client, Some(name))
-        .await?
+    // The page's reads at once, and only then the standing: when it is stale, its
+    // computation (started in the background) does not slow them.
+    let names = [name.to_owned()];
+    let (rows, version, runs, decisions) = tokio::join!(
+        db::experiments(client, Some(name)),
+        db::runs_version(client, Some(name)),
+        db::runs(client, RunsOf::Experiment(name), RUNS_SHOWN),
+        compare::decisions::latest(client, &names)
+    );
+    let row = rows?
         .into_iter()
         .next()
         .ok_or_else(|| DataError::NotFound(format!("no run of experiment {name:?} is stored")))?;
+    let (version, runs) = (version?, runs?);
+    let decisions = decisions.map_err(DbError::from)?;
     let progress = Progress::new(row, now());
-    let standing = cache
-        .get(client, name, (progress.started, progress.done))
-        .await?;
-    let runs = db::runs(client, RunsOf::Experiment(name), RUNS_SHOWN).await?;
-    let decisions = compare::decisions::latest(client, &[name.to_owned()])
-        .await
-        .map_err(DbError::from)?;
+    let got = cache.get(client, name, version).await?;
+    let freshness = Freshness::new(&got, &version);
+    let standing = Standing::clone(&got.answer.value);
     Ok(ExperimentPage {
+        compare_baseline: standing.linked_baseline(),
+        freshness,
         decisions,
         runs_left_out: progress.started.saturating_sub(runs.len() as u64),
         progress,
@@ -161,44 +174,124 @@ pub async fn experiment(
     })
 }
 
-/// Longest a comparison is kept: the version it is kept by sees runs started and
-/// finished and tasks validated, not an event that reaches the store after its run's
-/// `run_stop` (which can fill or open a seq gap, and so count or exclude the run).
-pub const COMPARISON_MAX_AGE: Duration = Duration::from_secs(300);
+/// Longest a standing or a comparison is fresh: the version it is kept by sees runs
+/// started and finished and tasks validated, not an event that reaches the store after
+/// its run's `run_stop` (which can fill or open a seq gap, and so count or exclude the
+/// run).
+pub const MAX_AGE: Duration = Duration::from_secs(300);
 
-/// The comparisons computed, per experiment (`None`: every run) and baseline, each
-/// with the [`RunsVersion`] of the experiment it was computed at.
-#[derive(Debug)]
-pub struct ComparisonCache(Kept<(Option<String>, Option<String>), RunsVersion, Comparison>);
+/// How a kept answer stands: when it was computed, over which runs, and whether a fresh
+/// one is being computed because runs started or finished since (or it grew too old).
+#[derive(Debug, Clone, Serialize)]
+pub struct Freshness {
+    /// Unix seconds its computation ended.
+    pub computed_at: u64,
+    /// Runs of the experiment started when it was computed.
+    pub runs_started: u64,
+    /// Runs of the experiment finished when it was computed.
+    pub runs_finished: u64,
+    /// The experiment's runs changed since (or it is older than [`MAX_AGE`]): this is
+    /// the last answer kept, and the fresh one is being computed in the background.
+    pub stale: bool,
+    /// Runs started since it was computed.
+    pub runs_started_since: u64,
+    /// Runs finished since it was computed.
+    pub runs_finished_since: u64,
+}
 
-impl Default for ComparisonCache {
-    fn default() -> Self {
-        ComparisonCache(Kept::new(COMPARISON_MAX_AGE))
+impl Freshness {
+    /// How `got` stands against the experiment's runs `now`.
+    pub fn new<V>(got: &Got<RunsVersion, V>, now: &RunsVersion) -> Freshness {
+        let then = &got.answer.version;
+        Freshness {
+            computed_at: got
+                .answer
+                .computed_at
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            runs_started: then.started,
+            runs_finished: then.finished,
+            stale: got.stale,
+            runs_started_since: now.started.saturating_sub(then.started),
+            runs_finished_since: now.finished.saturating_sub(then.finished),
+        }
     }
+}
+
+/// A comparison asked for: the experiment (`None`: every run) and the baseline (`None`:
+/// every pair).
+pub type ComparisonKey = (Option<String>, Option<String>);
+
+/// The comparisons computed, per [`ComparisonKey`], each with the [`RunsVersion`] of the
+/// experiment it was computed at.
+#[derive(Debug)]
+pub struct ComparisonCache(Kept<ComparisonKey, RunsVersion, Comparison>);
+
+impl ComparisonCache {
+    /// An empty cache of at most `capacity` comparisons.
+    pub fn new(capacity: usize) -> Self {
+        ComparisonCache(Kept::new(capacity, MAX_AGE))
+    }
+
+    /// For the background: the fresh comparison `key` at `version`.
+    pub async fn fresh(
+        &self,
+        client: &Client,
+        key: ComparisonKey,
+        version: RunsVersion,
+    ) -> Result<Arc<Answer<RunsVersion, Comparison>>, DataError> {
+        let compute = computation(client, &key);
+        self.0.fresh(key, version, compute).await
+    }
+
+    /// The comparisons a request asked for within `within`.
+    pub fn visited_since(&self, within: Duration) -> Vec<ComparisonKey> {
+        self.0.visited_since(within)
+    }
+}
+
+/// What computes the comparison `key`.
+fn computation(
+    client: &Client,
+    (experiment, baseline): &ComparisonKey,
+) -> impl FnOnce() -> futures::future::BoxFuture<'static, Result<Comparison, DataError>> {
+    let client = client.clone();
+    let filters = Filters {
+        experiments: experiment.iter().cloned().collect(),
+        ..Filters::default()
+    };
+    let request = Request::every_policy(filters, baseline.clone());
+    move || Box::pin(async move { Ok(request::answer(&client, request).await?) })
+}
+
+/// `/compare?experiment=..&baseline=..`'s data: the comparison and how it stands.
+#[derive(Debug)]
+pub struct Compared {
+    /// The answer kept.
+    pub answer: Arc<Answer<RunsVersion, Comparison>>,
+    /// How it stands.
+    pub freshness: Freshness,
 }
 
 /// `/compare?experiment=..&baseline=..`: `compare`'s answer over one experiment's runs
 /// (every experiment without one), every other policy against the baseline (every pair
-/// without one); the one kept in `cache` while the experiment's runs are as they were
-/// (one cheap read), else computed and kept.
+/// without one): the one kept in `cache` while the experiment's runs are as they were
+/// (one cheap read), the one kept marked stale while a fresh one is computed, or (never
+/// computed) computed and kept.
 pub async fn comparison(
     client: &Client,
     cache: &ComparisonCache,
     experiment: Option<String>,
     baseline: Option<String>,
-) -> Result<Arc<Comparison>, DataError> {
+) -> Result<Compared, DataError> {
     let version = db::runs_version(client, experiment.as_deref()).await?;
-    let filters = Filters {
-        experiments: experiment.iter().cloned().collect(),
-        ..Filters::default()
-    };
-    let compute = async {
-        Ok(request::answer(client, Request::every_policy(filters, baseline.clone())).await?)
-    };
-    cache
-        .0
-        .get((experiment.clone(), baseline.clone()), version, compute)
-        .await
+    let key = (experiment, baseline);
+    let compute = computation(client, &key);
+    let got = cache.0.get(key, version, compute).await?;
+    Ok(Compared {
+        freshness: Freshness::new(&got, &version),
+        answer: got.answer,
+    })
 }
 
 /// `/tasks/{task_id}`: its runs grouped by policy, and two of them side by side.

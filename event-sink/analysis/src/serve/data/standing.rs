@@ -1,22 +1,22 @@
 //! An experiment's standing: the leaderboard and the task × policy grid of its page,
 //! `compare`'s per-policy figures over the runs that count. Computing it reads every run
 //! of the experiment (`paired_outcomes`), so it is kept per experiment
-//! ([`StandingCache`]) until the experiment's runs change (runs started or finished) or
-//! [`MAX_AGE`] passes (events that arrive after a run's `run_stop` change no count).
+//! ([`StandingCache`]) with the experiment's [`RunsVersion`] it was computed at, and
+//! computed again (in the background, the kept one served meanwhile marked stale) when
+//! that changes or [`super::MAX_AGE`] passes.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clickhouse::Client;
 use serde::Serialize;
 
-use super::kept::Kept;
+use super::kept::{Answer, Got, Kept};
 use super::{Cell, DataError};
 use crate::compare::request::Request;
 use crate::compare::{self, Dimension, Experiments, Filters, PolicyRuns, PolicySummary};
-
-/// Longest a standing is kept.
-pub const MAX_AGE: Duration = Duration::from_secs(30);
+use crate::serve::db::RunsVersion;
 
 /// The leaderboard and the grid.
 #[derive(Debug, Clone, Serialize)]
@@ -29,38 +29,67 @@ pub struct Standing {
     pub grid: Vec<Vec<Option<Cell>>>,
 }
 
-/// What a kept standing was computed from: runs started and finished.
-type Key = (u64, u64);
-
-/// The standings computed, per experiment.
-#[derive(Debug)]
-pub struct StandingCache(Kept<String, Key, Standing>);
-
-impl Default for StandingCache {
-    fn default() -> Self {
-        StandingCache(Kept::new(MAX_AGE))
+impl Standing {
+    /// The baseline the experiment page's comparison link names (and the one computed
+    /// ahead): the first policy id in sort order, which stays the same as runs arrive
+    /// (the leader would not). `None` before any counted run.
+    pub fn linked_baseline(&self) -> Option<String> {
+        self.leaderboard.iter().map(|s| s.policy_id.clone()).min()
     }
 }
 
+/// The standings computed, per experiment, with the [`RunsVersion`] of the experiment
+/// they were computed at.
+#[derive(Debug)]
+pub struct StandingCache(pub(super) Kept<String, RunsVersion, Standing>);
+
 impl StandingCache {
-    /// The standing of `name` whose runs are `key`: kept, or computed and kept.
-    pub async fn get(&self, client: &Client, name: &str, key: Key) -> Result<Standing, DataError> {
-        let kept = self
-            .0
-            .get(name.to_owned(), key, standing(client, name))
-            .await?;
-        Ok(Standing::clone(&kept))
+    /// An empty cache of at most `capacity` experiments.
+    pub fn new(capacity: usize) -> Self {
+        StandingCache(Kept::new(capacity, super::MAX_AGE))
+    }
+
+    /// For a request: the standing of `name` at `version`, kept, or kept and stale (a
+    /// fresh one computed in the background), or computed (single flight).
+    pub async fn get(
+        &self,
+        client: &Client,
+        name: &str,
+        version: RunsVersion,
+    ) -> Result<Got<RunsVersion, Standing>, DataError> {
+        let (client, owned) = (client.clone(), name.to_owned());
+        self.0
+            .get(name.to_owned(), version, move || standing(client, owned))
+            .await
+    }
+
+    /// For the background: the fresh standing of `name` at `version`.
+    pub async fn fresh(
+        &self,
+        client: &Client,
+        name: &str,
+        version: RunsVersion,
+    ) -> Result<Arc<Answer<RunsVersion, Standing>>, DataError> {
+        let (client, owned) = (client.clone(), name.to_owned());
+        self.0
+            .fresh(name.to_owned(), version, move || standing(client, owned))
+            .await
+    }
+
+    /// The experiments whose standing a request asked for within `within`.
+    pub fn visited_since(&self, within: Duration) -> Vec<String> {
+        self.0.visited_since(within)
     }
 }
 
 /// Computes the standing of experiment `name`.
-async fn standing(client: &Client, name: &str) -> Result<Standing, DataError> {
+async fn standing(client: Client, name: String) -> Result<Standing, DataError> {
     let filters = Filters {
-        experiments: vec![name.to_owned()],
+        experiments: vec![name],
         ..Filters::default()
     };
     let policies =
-        compare::load(client, &filters, &[Dimension::Policy], Experiments::Apart).await?;
+        compare::load(&client, &filters, &[Dimension::Policy], Experiments::Apart).await?;
     let settings = Request::every_policy(filters, None).settings;
     let mut order: Vec<(PolicySummary, &PolicyRuns)> =
         compare::analyze::summarize_all(&policies, &settings)

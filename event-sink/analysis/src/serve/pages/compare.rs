@@ -2,19 +2,26 @@
 
 use maud::{html, Markup};
 
+use super::freshness;
 use crate::compare::render::{pair_table, policy_table};
-use crate::compare::Comparison;
+use crate::serve::data::Compared;
 use crate::table::Table;
 
 /// The compare page's body.
-pub fn render(comparison: &Comparison, experiment: &Option<String>) -> Markup {
+pub fn render(
+    compared: &Compared,
+    experiment: &Option<String>,
+    baseline: &Option<String>,
+) -> Markup {
+    let comparison = &compared.answer.value;
     html! {
         form method="get" action="/compare" {
             label { "experiment " input name="experiment" value=[experiment.as_deref()]; }
             " "
-            label { "baseline " input name="baseline"; }
+            label { "baseline " input name="baseline" value=[baseline.as_deref()]; }
             " " button type="submit" { "compare" }
         }
+        (freshness(&compared.freshness, "compare-freshness"))
         h2 { "Policies" }
         (table(&policy_table(&comparison.policies), "compare-policies"))
         h2 { "Pairs" }

@@ -3,7 +3,7 @@
 use maud::{html, Markup};
 
 use super::home::{eta, rate};
-use super::{encode, percent, query, runs_table};
+use super::{encode, freshness, percent, query, runs_table};
 use crate::serve::data::ExperimentPage;
 
 /// The experiment page's body.
@@ -20,7 +20,15 @@ pub fn render(page: &ExperimentPage) -> Markup {
             " · cost so far " (format!("{:.4}", p.cost_usd)) " USD"
             " · ETA " (eta(p.eta_seconds))
         }
-        p { a href={ "/compare?" (query(&[("experiment", name)])) } { "Compare the policies of " (name) } }
+        p {
+            @if let Some(baseline) = &page.compare_baseline {
+                a id="compare-link" href={ "/compare?" (query(&[("experiment", name), ("baseline", baseline)])) } {
+                    "Compare the policies of " (name) " against " (baseline)
+                }
+                " · "
+            }
+            a href={ "/compare?" (query(&[("experiment", name)])) } { "every pair" }
+        }
         @if !page.decisions.is_empty() {
             h2 { "Decided (run until decided; valid at every look)" }
             table id="decisions" {
@@ -40,6 +48,7 @@ pub fn render(page: &ExperimentPage) -> Markup {
             }
         }
         h2 { "Leaderboard" }
+        (freshness(&page.freshness, "standing-freshness"))
         table id="leaderboard" {
             tr { th { "policy" } th { "runs" } th { "tasks" } th { "solved" } th { "rate" } th { "95 % interval" } th { "excluded" } }
             @for s in &page.standing.leaderboard {

@@ -10,6 +10,8 @@ pub mod task;
 
 use maud::{html, Markup, DOCTYPE};
 
+use super::data::Freshness;
+
 /// A page's title and the live events it follows.
 #[derive(Debug, Clone)]
 pub struct Head {
@@ -64,6 +66,46 @@ pub fn layout(head: &Head, live_off: Option<&str>, body: Markup) -> Markup {
                 }
             }
         }
+    }
+}
+
+/// How a kept answer stands (`id`: the element's): when it was computed and over which
+/// runs; when stale, that it is being updated and how many runs since. `data-stale`
+/// tells the script to fetch the page again until it is not.
+pub fn freshness(f: &Freshness, id: &str) -> Markup {
+    let over = format!(
+        "over {} finished runs of {} started",
+        f.runs_finished, f.runs_started
+    );
+    let at = time(f.computed_at);
+    html! {
+        @if f.stale {
+            p id=(id) class="freshness stale" data-stale="true" {
+                "Updating: " (since(f)) " since this was computed (" (at) " UTC, " (over)
+                "); the new answer replaces it when ready."
+            }
+        } @else {
+            p id=(id) class="freshness muted" data-stale="false" {
+                "Computed " (at) " UTC " (over) "."
+            }
+        }
+    }
+}
+
+/// `2 runs finished and 3 started`, or why else a kept answer is stale.
+fn since(f: &Freshness) -> String {
+    let runs = |n: u64| {
+        if n == 1 {
+            "1 run".to_owned()
+        } else {
+            format!("{n} runs")
+        }
+    };
+    match (f.runs_finished_since, f.runs_started_since) {
+        (0, 0) => "the runs' events changed or it grew old".to_owned(),
+        (done, 0) => format!("{} finished", runs(done)),
+        (0, started) => format!("{} started", runs(started)),
+        (done, started) => format!("{} finished and {started} started", runs(done)),
     }
 }
 
