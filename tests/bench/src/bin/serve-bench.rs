@@ -8,10 +8,12 @@
 //! request (the experiment's standing and comparison computed) and the min and median of
 //! `--repeats` more (kept); then the compare page again after one more run finished
 //! (computed again), and the report: its time split into its queries and its rendering,
-//! its size, and each of its queries' time over every run.
+//! its size, and each of its queries' time over every run, with the load average (1
+//! minute) before and after (figures taken beside other work are not comparable).
+//! `--report-only` times the report alone.
 //!
 //! `cargo run --release -p benchstream-bench --bin serve-bench -- [--runs 100000]
-//! [--policies 10] [--runs-per-task 1] [--steps 500] [--repeats 5]`
+//! [--policies 10] [--runs-per-task 1] [--steps 500] [--repeats 5] [--report-only]`
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -50,6 +52,9 @@ struct Args {
     /// (SIGINT) instead of measuring (to time queries by hand).
     #[arg(long)]
     hold: bool,
+    /// Time the report only, not the pages.
+    #[arg(long)]
+    report_only: bool,
 }
 
 const DATABASE: &str = "benchstream";
@@ -272,6 +277,9 @@ async fn main() -> anyhow::Result<()> {
         tokio::signal::ctrl_c().await?;
         return Ok(());
     }
+    if args.report_only {
+        return report(&client, args.repeats).await;
+    }
 
     let stop = CancellationToken::new();
     let port = viewer(&server, stop.clone()).await?;
@@ -365,6 +373,7 @@ async fn timed(
 /// rendering), the time of each window query over every run, and the page's size.
 async fn report(client: &clickhouse::Client, repeats: usize) -> anyhow::Result<()> {
     let options = ReportOptions::default();
+    let load_before = load_average();
     let mut gathering = Vec::new();
     let mut rendering = Vec::new();
     let mut size = 0;
@@ -382,14 +391,19 @@ async fn report(client: &clickhouse::Client, repeats: usize) -> anyhow::Result<(
         .map(|(a, b)| *a + *b)
         .collect();
     println!(
-        "report ({} windows computed): {:.2} MB\n  whole     {}\n  queries   {}\n  rendering {}",
+        "report ({} windows computed): {:.2} MB, load average {load_before} before, {} after\n  \
+         whole     {}\n  queries   {}\n  rendering {}",
         gather_report(client, &options).await?.distinct_windows(),
         size as f64 / 1e6,
+        load_average(),
         summary(whole),
         summary(gathering),
         summary(rendering)
     );
-    println!("report queries over every run, each once:");
+    println!(
+        "report queries over every run, each once (load average {} before):",
+        load_average()
+    );
     for name in bench_analysis::report::WINDOW_QUERIES
         .iter()
         .chain(&["lost_events"])
@@ -404,4 +418,12 @@ async fn report(client: &clickhouse::Client, repeats: usize) -> anyhow::Result<(
         );
     }
     Ok(())
+}
+
+/// The machine's load average over the last minute (`/proc/loadavg`), or `?`.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".to_owned())
 }
