@@ -49,8 +49,10 @@ FROM
     -- FINAL over the runs with a problem only: the tests of a gap and of a stale run
     -- give the same answer over the copies of an event as over one (maxima, distinct
     -- seqs), so they pick the runs without FINAL, the key (run_id first) reads just
-    -- those, and their events are counted once.
-    WHERE run_id IN
+    -- those, and their events are counted once. GLOBAL: the picking runs once (18.16
+    -- runs a plain IN's subquery again for each SELECT around it) and, on a cluster,
+    -- over every shard's events.
+    WHERE run_id GLOBAL IN
     (
         SELECT run_id
         FROM events_raw
