@@ -165,6 +165,11 @@ pub fn bootstrap<const C: usize, const K: usize>(
         }
         done += lanes;
     }
+    intervals(values)
+}
+
+/// The percentile interval at [`CONFIDENCE`] of each statistic's resampled values.
+fn intervals<const K: usize>(values: [Vec<f64>; K]) -> [Option<Interval>; K] {
     let tail = (1.0 - CONFIDENCE) / 2.0;
     values.map(|mut values| {
         values.sort_by(f64::total_cmp);
@@ -245,14 +250,7 @@ mod tests {
                     values[1].push(cost / solved);
                 }
             }
-            let tail = (1.0 - CONFIDENCE) / 2.0;
-            values.map(|mut values| {
-                values.sort_by(f64::total_cmp);
-                Some(Interval {
-                    low: percentile(&values, tail)?,
-                    high: percentile(&values, 1.0 - tail)?,
-                })
-            })
+            intervals(values)
         }
         let tasks: Vec<[f64; 2]> = (0..301)
             .map(|i| {
