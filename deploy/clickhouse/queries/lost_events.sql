@@ -46,6 +46,24 @@ FROM
         toUInt8(is_run = 1 AND has_run_stop = 0
             AND last_ts < now() - {stale_minutes:UInt32} * 60) AS stale
     FROM events_raw FINAL
+    -- FINAL over the runs with a problem only: the tests of a gap and of a stale run
+    -- give the same answer over the copies of an event as over one (maxima, distinct
+    -- seqs), so they pick the runs without FINAL, the key (run_id first) reads just
+    -- those, and their events are counted once. GLOBAL: the picking runs once (18.16
+    -- runs a plain IN's subquery again for each SELECT around it) and, on a cluster,
+    -- over every shard's events.
+    WHERE run_id GLOBAL IN
+    (
+        SELECT run_id
+        FROM events_raw
+        GROUP BY run_id
+        HAVING (countIf(isNotNull(seq)) > 0
+                AND maxIf(assumeNotNull(seq), isNotNull(seq)) + 1
+                    - uniqExactIf(assumeNotNull(seq), isNotNull(seq)) > 0)
+            OR (max(type NOT IN ('optimizer_update', 'task_validation', 'experiment_decision')) = 1
+                AND max(type = 'run_stop') = 0
+                AND max(ts) < now() - {stale_minutes:UInt32} * 60)
+    )
     GROUP BY run_id
 )
 WHERE ifNull(missing, 0) > 0 OR stale = 1

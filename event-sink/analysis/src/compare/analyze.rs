@@ -373,22 +373,18 @@ pub fn summarize(policy: &PolicyRuns, settings: &Settings) -> PolicySummary {
         (None, None)
     };
     let [mean_cost_ci, per_solved_ci] = if cost_known {
-        // Each task's cost, runs and successes side by side, summed in one pass per
-        // resample (in the order drawn, so the sums are those of three passes).
-        let per_task: Vec<(f64, u64, u64)> = tasks
+        // Each task's cost, runs and successes; the counts summed as floats are exact
+        // (whole numbers far below 2^53), so the ratios are those of integer counts.
+        let per_task: Vec<[f64; 3]> = tasks
             .iter()
-            .map(|t| (t.cost_usd, t.runs, t.successes))
+            .map(|t| [t.cost_usd, t.runs as f64, t.successes as f64])
             .collect();
         bootstrap(
-            tasks.len(),
+            &per_task,
             settings.resamples,
             stream_seed(settings.seed, &policy.label),
-            |idx| {
-                let (spent, runs, solved) =
-                    idx.iter().fold((-0.0, 0, 0), |(spent, runs, solved), &i| {
-                        let (cost, r, s) = per_task[i];
-                        (spent + cost, runs + r, solved + s)
-                    });
+            |[spent, runs, solved]| {
+                let ratio = |num: f64, den: f64| (den > 0.0).then(|| num / den);
                 [ratio(spent, runs), ratio(spent, solved)]
             },
         )
@@ -518,38 +514,26 @@ fn pair(baseline: &PolicyRuns, candidate: &PolicyRuns, settings: &Settings) -> P
     let all: Vec<usize> = (0..n).collect();
     let mean = |values: &[f64]| (n > 0).then(|| mean_at(values, &all));
     let label = format!("{}\u{0}{}", baseline.label, candidate.label);
-    let [rate_ci, cost_ci] = match &cost_differences {
-        // Both differences side by side, summed in one pass per resample (in the order
-        // drawn, so the sums are those of two passes).
-        Some(costs) => {
-            let both: Vec<(f64, f64)> = differences
-                .iter()
-                .copied()
-                .zip(costs.iter().copied())
-                .collect();
-            bootstrap(
-                n,
-                settings.resamples,
-                stream_seed(settings.seed, &label),
-                |idx| {
-                    let (rate, cost) = idx.iter().fold((-0.0, -0.0), |(rate, cost), &i| {
-                        (rate + both[i].0, cost + both[i].1)
-                    });
-                    let count = idx.len() as f64;
-                    [Some(rate / count), Some(cost / count)]
-                },
-            )
-        }
-        None => {
-            let [rate] = bootstrap(
-                n,
-                settings.resamples,
-                stream_seed(settings.seed, &label),
-                |idx| [Some(mean_at(&differences, idx))],
-            );
-            [rate, None]
-        }
-    };
+    // Both differences side by side, summed in one pass per resample (in the order
+    // drawn, so the sums are those of two passes); costs of 0 when some run's cost is
+    // unknown, whose interval is then not computed.
+    let both: Vec<[f64; 2]> = differences
+        .iter()
+        .enumerate()
+        .map(|(i, &rate)| [rate, cost_differences.as_ref().map_or(0.0, |c| c[i])])
+        .collect();
+    let count = n as f64;
+    let [rate_ci, cost_ci] = bootstrap(
+        &both,
+        settings.resamples,
+        stream_seed(settings.seed, &label),
+        |[rate, cost]| {
+            [
+                Some(rate / count),
+                cost_differences.is_some().then(|| cost / count),
+            ]
+        },
+    );
     let candidate_better = differences.iter().filter(|&&d| d > 0.0).count() as u64;
     let baseline_better = differences.iter().filter(|&&d| d < 0.0).count() as u64;
     let difference = mean(&differences);

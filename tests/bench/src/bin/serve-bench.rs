@@ -13,9 +13,10 @@
 //! the time of the experiment and compare pages asked before its warm-up ended; then
 //! the report: its time split into its queries and its rendering, its size, and each of
 //! its queries' time over every run. Each figure with the machine's load average.
+//! `--skip-report` times the pages alone, `--report-only` the report alone.
 //!
 //! `cargo run --release -p benchstream-bench --bin serve-bench -- [--runs 100000]
-//! [--policies 10] [--runs-per-task 1] [--steps 500] [--repeats 5] [--skip-report]`
+//! [--policies 10] [--runs-per-task 1] [--steps 500] [--repeats 5] [--skip-report | --report-only]`
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -57,6 +58,9 @@ struct Args {
     /// Time the viewer's pages only, not `report`.
     #[arg(long)]
     skip_report: bool,
+    /// Time the report only, not the pages.
+    #[arg(long)]
+    report_only: bool,
 }
 
 const DATABASE: &str = "benchstream";
@@ -279,6 +283,9 @@ async fn main() -> anyhow::Result<()> {
         tokio::signal::ctrl_c().await?;
         return Ok(());
     }
+    if args.report_only {
+        return report(&client, args.repeats).await;
+    }
 
     // The viewer computes the standing and the linked comparison of the experiment (the
     // newest) in the background from its start; no request until it says it is done.
@@ -472,6 +479,7 @@ async fn timed(
 /// rendering), the time of each window query over every run, and the page's size.
 async fn report(client: &clickhouse::Client, repeats: usize) -> anyhow::Result<()> {
     let options = ReportOptions::default();
+    let load_before = load_average();
     let mut gathering = Vec::new();
     let mut rendering = Vec::new();
     let mut size = 0;
@@ -489,14 +497,19 @@ async fn report(client: &clickhouse::Client, repeats: usize) -> anyhow::Result<(
         .map(|(a, b)| *a + *b)
         .collect();
     println!(
-        "report ({} windows computed): {:.2} MB\n  whole     {}\n  queries   {}\n  rendering {}",
+        "report ({} windows computed): {:.2} MB, {load_before} before, {} after\n  \
+         whole     {}\n  queries   {}\n  rendering {}",
         gather_report(client, &options).await?.distinct_windows(),
         size as f64 / 1e6,
+        load_average(),
         summary(whole),
         summary(gathering),
         summary(rendering)
     );
-    println!("report queries over every run, each once:");
+    println!(
+        "report queries over every run, each once ({} before):",
+        load_average()
+    );
     for name in bench_analysis::report::WINDOW_QUERIES
         .iter()
         .chain(&["lost_events"])
