@@ -36,8 +36,8 @@ pub struct ServeArgs {
     #[arg(long, env = "BENCH_SERVE_QUERY_TIMEOUT_MS", default_value_t = 10_000)]
     pub query_timeout_ms: u64,
     /// The runner's output directory (`agent-runner run --out`): a run's final diff is
-    /// read from `<DIR>/<run_id>/final.diff` (checked against its stored SHA-256); without
-    /// it, run pages show the diff's hash only.
+    /// read from `<DIR>/<run_id>/final.diff` (checked against its stored SHA-256) when
+    /// the run sent only its head, or none; without it, run pages show what the run sent.
     #[arg(long, env = "BENCH_SERVE_RUNS_DIR", value_name = "DIR", value_parser = bench_cli::paths::absolute)]
     pub runs_dir: Option<PathBuf>,
     /// The newest experiments (the first `/` lists) whose leaderboard, grid and linked
@@ -53,6 +53,11 @@ pub struct ServeArgs {
     /// (each); beyond, the least recently used is dropped.
     #[arg(long, env = "BENCH_SERVE_KEPT_MAX", default_value_t = 32)]
     pub kept_max: usize,
+    /// Longest, ms, a page waits for a leaderboard or comparison computed for the first
+    /// time (none kept yet); past it, the page says it is being computed and fetches
+    /// itself again until it is shown (the JSON API waits for it).
+    #[arg(long, env = "BENCH_SERVE_PAGE_WAIT_MS", default_value_t = 250)]
+    pub page_wait_ms: u64,
     /// Live updates: the NATS server and stream of the events. Without `--nats-url`
     /// (or `BENCH_NATS_URL`) the pages work and say that live updates are off.
     #[command(flatten)]
@@ -85,6 +90,8 @@ pub struct ServeConfig {
     pub ahead: AheadSettings,
     /// Most standings kept, and most comparisons.
     pub kept_max: usize,
+    /// Longest a page waits for an answer computed for the first time.
+    pub page_wait: Duration,
 }
 
 /// Why the viewer cannot start or stopped.
@@ -163,6 +170,7 @@ impl ServeArgs {
                 poll: Duration::from_millis(self.refresh_poll_ms),
             },
             kept_max: self.kept_max,
+            page_wait: Duration::from_millis(self.page_wait_ms),
         })
     }
 }

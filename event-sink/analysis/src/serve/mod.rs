@@ -62,6 +62,7 @@ pub async fn serve(
     let state = Arc::new(routes::AppState {
         client: config.clickhouse.client(),
         query_timeout: config.query_timeout,
+        page_wait: config.page_wait,
         runs_dir: config.runs_dir.clone(),
         token: config.bearer_token.clone(),
         live,

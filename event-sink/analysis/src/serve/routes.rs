@@ -39,6 +39,8 @@ pub struct AppState {
     pub client: Client,
     /// Longest a page's reads may take.
     pub query_timeout: Duration,
+    /// Longest a page waits for an answer computed for the first time (`--page-wait-ms`).
+    pub page_wait: Duration,
     /// `--runs-dir`.
     pub runs_dir: Option<PathBuf>,
     /// `--bearer-token`.
@@ -199,10 +201,16 @@ async fn api_experiments(State(state): State<Arc<AppState>>) -> Response {
 
 /// `/experiments/{name}`'s data; the background then looks at the experiment (its
 /// linked comparison computed ahead, once it was visited).
-async fn read_experiment(state: &AppState, name: &str) -> Result<data::ExperimentPage, Failure> {
+/// `wait`: how long a first computation of its standing is awaited (`None`: until it
+/// ends).
+async fn read_experiment(
+    state: &AppState,
+    name: &str,
+    wait: Option<Duration>,
+) -> Result<data::ExperimentPage, Failure> {
     let result = load(
         state,
-        data::experiment(&state.client, &state.standings, name),
+        data::experiment(&state.client, &state.standings, name, wait),
     )
     .await;
     if result.is_ok() {
@@ -212,13 +220,13 @@ async fn read_experiment(state: &AppState, name: &str) -> Result<data::Experimen
 }
 
 async fn experiment(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
-    let result = read_experiment(&state, &name).await;
+    let result = read_experiment(&state, &name, Some(state.page_wait)).await;
     let head = pages::Head::new(&name, &pages::query(&[("experiment", &name)]));
     page(&state, head, result, pages::experiment::render)
 }
 
 async fn api_experiment(State(state): State<Arc<AppState>>, Path(name): Path<String>) -> Response {
-    json(read_experiment(&state, &name).await)
+    json(read_experiment(&state, &name, None).await)
 }
 
 async fn read_run(state: &AppState, id: &str) -> Result<data::run::RunPage, Failure> {
@@ -285,7 +293,13 @@ struct CompareQuery {
     baseline: Option<String>,
 }
 
-async fn read_compare(state: &AppState, q: CompareQuery) -> Result<data::Compared, Failure> {
+/// `wait`: how long a first computation of the comparison is awaited (`None`: until it
+/// ends); past it, `None`.
+async fn read_compare(
+    state: &AppState,
+    q: CompareQuery,
+    wait: Option<Duration>,
+) -> Result<Option<data::Compared>, Failure> {
     let nonempty = |v: Option<String>| v.filter(|v| !v.is_empty());
     load(
         state,
@@ -294,16 +308,17 @@ async fn read_compare(state: &AppState, q: CompareQuery) -> Result<data::Compare
             &state.comparisons,
             nonempty(q.experiment),
             nonempty(q.baseline),
+            wait,
         ),
     )
     .await
 }
 
 async fn compare(State(state): State<Arc<AppState>>, Query(q): Query<CompareQuery>) -> Response {
-    let result = read_compare(&state, q.clone()).await;
+    let result = read_compare(&state, q.clone(), Some(state.page_wait)).await;
     let head = pages::Head::new("Compare", "");
     page(&state, head.without_live(), result, |c| {
-        pages::compare::render(c, &q.experiment, &q.baseline)
+        pages::compare::render(c.as_ref(), &q.experiment, &q.baseline)
     })
 }
 
@@ -312,7 +327,8 @@ async fn api_compare(
     State(state): State<Arc<AppState>>,
     Query(q): Query<CompareQuery>,
 ) -> Response {
-    json(read_compare(&state, q).await.and_then(|c| {
+    json(read_compare(&state, q, None).await.and_then(|c| {
+        let c = c.ok_or_else(|| Failure::internal("a comparison awaited without a bound"))?;
         let mut object = serde_json::to_value(&c.answer.value).map_err(Failure::internal)?;
         object["freshness"] = serde_json::to_value(&c.freshness).map_err(Failure::internal)?;
         Ok(object)

@@ -10,7 +10,8 @@
 //! the warm-up and the min and median of `--repeats` more; after one more run finished,
 //! the time of the next request of the compare and experiment pages (the kept answer,
 //! labelled stale) and how long until the fresh answers were kept; with a second viewer,
-//! the time of the experiment and compare pages asked before its warm-up ended; then
+//! the time of the experiment and compare pages asked before its warm-up ended (a page
+//! saying its answer is being computed) and until they showed the answer; then
 //! the report: its time split into its queries and its rendering, its size, and each of
 //! its queries' time over every run. Each figure with the machine's load average.
 //! `--skip-report` times the pages alone, `--report-only` the report alone.
@@ -366,17 +367,31 @@ async fn main() -> anyhow::Result<()> {
     );
     stop.cancel();
 
-    // A new viewer, asked for the experiment page and then the compare page at once: each
-    // awaits the computation of the background under way (single flight).
+    // A new viewer, asked for the experiment page and then the compare page at once:
+    // each waits at most --page-wait-ms for the computation of the background under way
+    // (single flight), then says it is being computed and is asked again (as its script
+    // does) until it shows the answer.
     let stop = CancellationToken::new();
     let started = Instant::now();
     let port = viewer(&server, stop.clone()).await?;
     for (target, name) in [(&experiment, "experiment"), (&compare, "compare")] {
-        let (took, _) = get(port, target).await?;
+        let asked = Instant::now();
+        let (took, mut response) = get(port, target).await?;
+        let said = if computing(&response) {
+            "being computed"
+        } else {
+            "the answer"
+        };
+        while computing(&response) {
+            tokio::time::sleep(POLL).await;
+            response = get(port, target).await?.1;
+        }
         println!(
-            "{name:<22} asked before warm-up ended: {:>8.1} ms ({:.1} s after the start)",
+            "{name:<22} asked {:.1} s after the start, before warm-up ended: answered in {:>8.1} ms \
+             ({said}); the answer shown {:.1} s after it was asked",
+            (asked - started).as_secs_f64(),
             ms(took),
-            started.elapsed().as_secs_f64()
+            asked.elapsed().as_secs_f64()
         );
     }
     let warm = warmed_up(port).await?;
@@ -393,7 +408,12 @@ async fn main() -> anyhow::Result<()> {
     report(&client, args.repeats).await
 }
 
-/// How often [`warmed_up`] and [`until_fresh`] ask.
+/// Whether a page says its answer is being computed for the first time.
+fn computing(response: &Response) -> bool {
+    String::from_utf8_lossy(&response.body).contains("data-computing=\"true\"")
+}
+
+/// How often [`warmed_up`], [`until_fresh`] and a page being computed are asked.
 const POLL: Duration = Duration::from_millis(250);
 
 /// Waits until the viewer on `port` has looked at everything once; the server's count of

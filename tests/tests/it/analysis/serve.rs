@@ -635,7 +635,7 @@ fn finished_run(task: &str, policy: &str) -> Vec<BenchmarkEvent> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_a_run_finishes_the_kept_standing_and_comparison_are_served_marked_updating_then_fresh(
+async fn kept_answers_are_served_marked_updating_after_a_run_finishes_and_a_first_computation_is_shown_when_ready(
 ) {
     let (nats, sink) = start_pipeline().await;
     let js = jetstream(&nats.url()).await;
@@ -649,10 +649,18 @@ async fn after_a_run_finishes_the_kept_standing_and_comparison_are_served_marked
     }
     sink.wait_for(stored, "2").await;
     // No NATS and a poll an hour apart: after its first look, the background computes
-    // nothing again by itself, so only requests can notice the new run.
+    // nothing again by itself, so only requests can notice the new run. Pages wait 1 ms
+    // for an answer never computed.
     let url = sink.clickhouse.http_url();
-    let (port, stop) =
-        start_viewer(&["--clickhouse-url", &url, "--refresh-poll-ms", "3600000"]).await;
+    let (port, stop) = start_viewer(&[
+        "--clickhouse-url",
+        &url,
+        "--refresh-poll-ms",
+        "3600000",
+        "--page-wait-ms",
+        "1",
+    ])
+    .await;
     let deadline = Instant::now() + Duration::from_secs(60);
     while body_json(&get(port, "/api/status", &[]).await)["ahead"]["warmed_up_ms"].is_null() {
         assert!(Instant::now() < deadline, "the background never warmed up");
@@ -669,6 +677,31 @@ async fn after_a_run_finishes_the_kept_standing_and_comparison_are_served_marked
         "{compared}"
     );
     assert_eq!(counted_runs(&compared, "bench/model-a:raw"), Some(1));
+
+    // A comparison never computed (not the one linked): its page says it is being
+    // computed, at once, and fetches itself again; the JSON waits for it; then the page
+    // shows it.
+    let other = format!("/compare?experiment={EXPERIMENT}&baseline=bench%2Fmodel-b%3Araw");
+    let page = get(port, &other, &[]).await;
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(
+        page.status == 200
+            && html.contains("Computing the comparison for the first time")
+            && html.contains("data-stale=\"true\"")
+            && !html.contains("id=\"compare-pairs\""),
+        "{html}"
+    );
+    let answer = body_json(&get(port, &format!("/api{other}"), &[]).await);
+    assert_eq!(
+        answer["comparisons"][0]["baseline"], "bench/model-b:raw",
+        "{answer}"
+    );
+    let page = get(port, &other, &[]).await;
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(
+        html.contains("id=\"compare-pairs\"") && html.contains("data-stale=\"false\""),
+        "{html}"
+    );
 
     for event in finished_run("task-2", "bench/model-a:raw") {
         publish(&js, &event).await;

@@ -8,7 +8,8 @@
 //!   answer's (or the answer is older than the maximum age, which bounds how long a
 //!   change the version does not see goes unseen), a request gets the kept answer at
 //!   once, marked stale, and the fresh one is computed in the background. Only a key
-//!   never computed waits for its computation.
+//!   never computed waits for its computation, and a page waits at most a bound
+//!   ([`Kept::get_within`]): past it, it says the answer is being computed.
 //! - **Bounded.** At most `capacity` keys are kept; beyond, the least recently used key
 //!   without a computation under way is dropped.
 
@@ -119,7 +120,26 @@ where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<V, DataError>> + Send + 'static,
     {
-        self.ask(key, version, compute, Asker::Request).await
+        self.ask(key, version, compute, Asker::Request, None)
+            .await
+            .map(|got| got.expect("awaited without a bound"))
+    }
+
+    /// As [`Kept::get`], but a key with nothing kept is awaited at most `wait`: `None`
+    /// when its computation (which goes on, and its answer is kept) takes longer.
+    pub async fn get_within<F, Fut>(
+        &self,
+        key: K,
+        version: N,
+        compute: F,
+        wait: Duration,
+    ) -> Result<Option<Got<N, V>>, DataError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<V, DataError>> + Send + 'static,
+    {
+        self.ask(key, version, compute, Asker::Request, Some(wait))
+            .await
     }
 
     /// The fresh answer of `key` at `version`, for the background: the one kept when
@@ -135,10 +155,10 @@ where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<V, DataError>> + Send + 'static,
     {
-        Ok(self
-            .ask(key, version, compute, Asker::Background)
-            .await?
-            .answer)
+        let got = self
+            .ask(key, version, compute, Asker::Background, None)
+            .await?;
+        Ok(got.expect("awaited without a bound").answer)
     }
 
     /// The keys a request asked for within `within`.
@@ -151,13 +171,16 @@ where
             .collect()
     }
 
+    /// The answer of `key` at `version` for `asker`, a computation awaited at most `wait`
+    /// (`None`: until it ends); `None` past it.
     async fn ask<F, Fut>(
         &self,
         key: K,
         version: N,
         compute: F,
         asker: Asker,
-    ) -> Result<Got<N, V>, DataError>
+        wait: Option<Duration>,
+    ) -> Result<Option<Got<N, V>>, DataError>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<V, DataError>> + Send + 'static,
@@ -179,10 +202,10 @@ where
             let kept = slot.kept.clone();
             if let Some(answer) = &kept {
                 if answer.version == version && answer.at.elapsed() < self.max_age {
-                    return Ok(Got {
+                    return Ok(Some(Got {
                         answer: answer.clone(),
                         stale: false,
-                    });
+                    }));
                 }
             }
             let joined = slot
@@ -208,18 +231,26 @@ where
                 }
             };
             if let (Some(answer), Asker::Request) = (kept, asker) {
-                return Ok(Got {
+                return Ok(Some(Got {
                     answer,
                     stale: true,
-                });
+                }));
             }
             done
         };
-        let answer = done.await.map_err(DataError::Shared)?;
-        Ok(Got {
+        let done = match wait {
+            None => done.await,
+            // Dropping the shared handle leaves the computation running.
+            Some(wait) => match tokio::time::timeout(wait, done).await {
+                Ok(done) => done,
+                Err(_) => return Ok(None),
+            },
+        };
+        let answer = done.map_err(DataError::Shared)?;
+        Ok(Some(Got {
             answer,
             stale: false,
-        })
+        }))
     }
 
     /// Spawns the computation numbered `generation` of `key` at `version`: on its end,
@@ -368,6 +399,36 @@ mod tests {
         assert_eq!((first.answer.value, first.stale), ("answer", false));
         let again = kept.get("exp", 1, runs.of("other")).await.expect("ok");
         assert_eq!((again.answer.value, runs.count()), ("answer", 1), "kept");
+    }
+
+    #[tokio::test]
+    async fn a_page_waits_a_bound_for_a_first_computation_which_goes_on_and_is_kept() {
+        let kept = kept(8);
+        let runs = Computations::new(true);
+        let waited = kept
+            .get_within("exp", 1, runs.of("answer"), Duration::from_millis(1))
+            .await
+            .expect("ok");
+        assert!(waited.is_none(), "past the bound: being computed");
+        // The next page joins the computation under way rather than starting another.
+        let again = kept
+            .get_within("exp", 1, runs.of("other"), Duration::from_millis(1))
+            .await
+            .expect("ok");
+        assert!(again.is_none());
+        runs.open();
+        let got = kept.get("exp", 1, runs.of("other")).await.expect("ok");
+        assert_eq!(
+            (got.answer.value, got.stale, runs.count()),
+            ("answer", false, 1)
+        );
+        // Kept: within the bound at once.
+        let kept_now = kept
+            .get_within("exp", 1, runs.of("other"), Duration::from_millis(1))
+            .await
+            .expect("ok")
+            .expect("kept");
+        assert_eq!((kept_now.answer.value, runs.count()), ("answer", 1));
     }
 
     #[tokio::test]

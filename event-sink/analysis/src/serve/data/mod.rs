@@ -121,12 +121,14 @@ pub struct Cell {
 pub struct ExperimentPage {
     /// Its progress.
     pub progress: Progress,
-    /// Its leaderboard and grid.
+    /// Its leaderboard and grid; `None` (absent from the JSON, which waits for them)
+    /// while a page's first computation of them takes longer than `--page-wait-ms`.
     #[serde(flatten)]
-    pub standing: Standing,
+    pub standing: Option<Standing>,
     /// When the leaderboard and grid were computed, over which runs, and whether they
-    /// are being computed again (the progress and the runs are read fresh).
-    pub freshness: Freshness,
+    /// are being computed again (the progress and the runs are read fresh); `None` with
+    /// `standing`.
+    pub freshness: Option<Freshness>,
     /// The baseline of the comparison the page links (see [`Standing::linked_baseline`]).
     pub compare_baseline: Option<String>,
     /// The latest runs, newest first (at most [`RUNS_SHOWN`]).
@@ -138,11 +140,13 @@ pub struct ExperimentPage {
     pub decisions: Vec<StoredDecision>,
 }
 
-/// `/experiments/{name}`'s data, its standing from `cache` (see [`StandingCache::get`]).
+/// `/experiments/{name}`'s data, its standing from `cache` (see [`StandingCache::get`]),
+/// a first computation of it awaited at most `wait` (`None`: until it ends).
 pub async fn experiment(
     client: &Client,
     cache: &StandingCache,
     name: &str,
+    wait: Option<Duration>,
 ) -> Result<ExperimentPage, DataError> {
     // The page's reads at once, and only then the standing: when it is stale, its
     // computation (started in the background) does not slow them.
@@ -160,11 +164,11 @@ pub async fn experiment(
     let (version, runs) = (version?, runs?);
     let decisions = decisions.map_err(DbError::from)?;
     let progress = Progress::new(row, now());
-    let got = cache.get(client, name, version).await?;
-    let freshness = Freshness::new(&got, &version);
-    let standing = Standing::clone(&got.answer.value);
+    let got = cache.get(client, name, version, wait).await?;
+    let freshness = got.as_ref().map(|got| Freshness::new(got, &version));
+    let standing = got.map(|got| Standing::clone(&got.answer.value));
     Ok(ExperimentPage {
-        compare_baseline: standing.linked_baseline(),
+        compare_baseline: standing.as_ref().and_then(Standing::linked_baseline),
         freshness,
         decisions,
         runs_left_out: progress.started.saturating_sub(runs.len() as u64),
@@ -277,21 +281,26 @@ pub struct Compared {
 /// (every experiment without one), every other policy against the baseline (every pair
 /// without one): the one kept in `cache` while the experiment's runs are as they were
 /// (one cheap read), the one kept marked stale while a fresh one is computed, or (never
-/// computed) computed and kept.
+/// computed) computed and kept, awaited at most `wait` (`None`: until it ends; past it,
+/// `None`, and the computation goes on).
 pub async fn comparison(
     client: &Client,
     cache: &ComparisonCache,
     experiment: Option<String>,
     baseline: Option<String>,
-) -> Result<Compared, DataError> {
+    wait: Option<Duration>,
+) -> Result<Option<Compared>, DataError> {
     let version = db::runs_version(client, experiment.as_deref()).await?;
     let key = (experiment, baseline);
     let compute = computation(client, &key);
-    let got = cache.0.get(key, version, compute).await?;
-    Ok(Compared {
+    let got = match wait {
+        Some(wait) => cache.0.get_within(key, version, compute, wait).await?,
+        None => Some(cache.0.get(key, version, compute).await?),
+    };
+    Ok(got.map(|got| Compared {
         freshness: Freshness::new(&got, &version),
         answer: got.answer,
-    })
+    }))
 }
 
 /// `/tasks/{task_id}`: its runs grouped by policy, and two of them side by side.

@@ -50,17 +50,29 @@ impl StandingCache {
     }
 
     /// For a request: the standing of `name` at `version`, kept, or kept and stale (a
-    /// fresh one computed in the background), or computed (single flight).
+    /// fresh one computed in the background), or computed (single flight) and awaited at
+    /// most `wait` (`None`: until it ends; past it, `None`, and it goes on).
     pub async fn get(
         &self,
         client: &Client,
         name: &str,
         version: RunsVersion,
-    ) -> Result<Got<RunsVersion, Standing>, DataError> {
+        wait: Option<Duration>,
+    ) -> Result<Option<Got<RunsVersion, Standing>>, DataError> {
         let (client, owned) = (client.clone(), name.to_owned());
-        self.0
-            .get(name.to_owned(), version, move || standing(client, owned))
-            .await
+        let compute = move || standing(client, owned);
+        match wait {
+            Some(wait) => {
+                self.0
+                    .get_within(name.to_owned(), version, compute, wait)
+                    .await
+            }
+            None => self
+                .0
+                .get(name.to_owned(), version, compute)
+                .await
+                .map(Some),
+        }
     }
 
     /// For the background: the fresh standing of `name` at `version`.

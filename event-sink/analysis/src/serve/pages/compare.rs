@@ -2,18 +2,18 @@
 
 use maud::{html, Markup};
 
-use super::freshness;
+use super::{computing, freshness};
 use crate::compare::render::{pair_table, policy_table};
 use crate::serve::data::Compared;
 use crate::table::Table;
 
-/// The compare page's body.
+/// The compare page's body; `compared` is `None` while its first computation takes
+/// longer than the page waits.
 pub fn render(
-    compared: &Compared,
+    compared: Option<&Compared>,
     experiment: &Option<String>,
     baseline: &Option<String>,
 ) -> Markup {
-    let comparison = &compared.answer.value;
     html! {
         form method="get" action="/compare" {
             label { "experiment " input name="experiment" value=[experiment.as_deref()]; }
@@ -21,6 +21,17 @@ pub fn render(
             label { "baseline " input name="baseline" value=[baseline.as_deref()]; }
             " " button type="submit" { "compare" }
         }
+        @match compared {
+            Some(compared) => (answer(compared)),
+            None => (computing("the comparison", "compare-freshness")),
+        }
+    }
+}
+
+/// `compare`'s answer, with how it stands.
+fn answer(compared: &Compared) -> Markup {
+    let comparison = &compared.answer.value;
+    html! {
         (freshness(&compared.freshness, "compare-freshness"))
         h2 { "Policies" }
         (table(&policy_table(&comparison.policies), "compare-policies"))

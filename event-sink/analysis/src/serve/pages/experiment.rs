@@ -3,8 +3,8 @@
 use maud::{html, Markup};
 
 use super::home::{eta, rate};
-use super::{encode, freshness, percent, query, runs_table};
-use crate::serve::data::ExperimentPage;
+use super::{computing, encode, freshness, percent, query, runs_table};
+use crate::serve::data::{ExperimentPage, Freshness, Standing};
 
 /// The experiment page's body.
 pub fn render(page: &ExperimentPage) -> Markup {
@@ -48,10 +48,25 @@ pub fn render(page: &ExperimentPage) -> Markup {
             }
         }
         h2 { "Leaderboard" }
-        (freshness(&page.freshness, "standing-freshness"))
+        @match (&page.standing, &page.freshness) {
+            (Some(standing), Some(stands)) => (standing_tables(standing, stands)),
+            _ => (computing("the leaderboard and the per-task grid", "standing-freshness")),
+        }
+        h2 { "Latest runs" }
+        (runs_table(&page.runs))
+        @if page.runs_left_out > 0 {
+            p class="muted" { (page.runs_left_out) " earlier runs not listed." }
+        }
+    }
+}
+
+/// The leaderboard and the per-task grid, with how they stand.
+fn standing_tables(standing: &Standing, stands: &Freshness) -> Markup {
+    html! {
+        (freshness(stands, "standing-freshness"))
         table id="leaderboard" {
             tr { th { "policy" } th { "runs" } th { "tasks" } th { "solved" } th { "rate" } th { "95 % interval" } th { "excluded" } }
-            @for s in &page.standing.leaderboard {
+            @for s in &standing.leaderboard {
                 tr {
                     td { (s.policy_id) }
                     td class="num" { (s.runs) }
@@ -64,12 +79,7 @@ pub fn render(page: &ExperimentPage) -> Markup {
             }
         }
         h2 { "Per task" }
-        (grid(page))
-        h2 { "Latest runs" }
-        (runs_table(&page.runs))
-        @if page.runs_left_out > 0 {
-            p class="muted" { (page.runs_left_out) " earlier runs not listed." }
-        }
+        (grid(standing))
     }
 }
 
@@ -79,14 +89,14 @@ fn signed(value: Option<f64>) -> String {
 }
 
 /// Tasks across, policies down; each cell `solved/runs`, linked to the task's runs.
-fn grid(page: &ExperimentPage) -> Markup {
+fn grid(standing: &Standing) -> Markup {
     html! {
         table id="grid" {
-            tr { th { "policy \\ task" } @for task in &page.standing.tasks { th { a href={ "/tasks/" (encode(task)) } { (task) } } } }
-            @for (summary, cells) in page.standing.leaderboard.iter().zip(&page.standing.grid) {
+            tr { th { "policy \\ task" } @for task in &standing.tasks { th { a href={ "/tasks/" (encode(task)) } { (task) } } } }
+            @for (summary, cells) in standing.leaderboard.iter().zip(&standing.grid) {
                 tr {
                     th { (summary.policy_id) }
-                    @for (task, cell) in page.standing.tasks.iter().zip(cells) {
+                    @for (task, cell) in standing.tasks.iter().zip(cells) {
                         td class="num" {
                             @if let Some(cell) = cell {
                                 a href={ "/tasks/" (encode(task)) "#policy-" (encode(&summary.policy_id)) } {

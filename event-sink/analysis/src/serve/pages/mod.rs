@@ -92,6 +92,17 @@ pub fn freshness(f: &Freshness, id: &str) -> Markup {
     }
 }
 
+/// In place of an answer computed for the first time that took longer than a page waits
+/// (`id`: the element's, as [`freshness`]'s): `data-stale` has the script fetch the page
+/// again until the answer is there.
+pub fn computing(what: &str, id: &str) -> Markup {
+    html! {
+        p id=(id) class="freshness stale" data-stale="true" data-computing="true" {
+            "Computing " (what) " for the first time: this page shows it when ready."
+        }
+    }
+}
+
 /// `2 runs finished and 3 started`, or why else a kept answer is stale.
 fn since(f: &Freshness) -> String {
     let runs = |n: u64| {
