@@ -27,14 +27,14 @@
 //! reports it. Stopped (Ctrl-C) mid-round, a worker gives its units back and publishes
 //! nothing: the same command started again resumes the experiment.
 
+mod config;
 mod outcomes;
 mod round;
 
 use std::fmt;
 
 use bench_analysis::compare::analyze::{Decision, SequentialResult};
-use bench_analysis::compare::sequential::{self, Bet, Outcomes};
-use bench_clickhouse::ClickHouseConfig;
+use bench_analysis::compare::sequential::{self, Outcomes};
 use bench_delivery::Publisher;
 use bench_schemas::{sha256_hex, DecisionKind, ExperimentDecision, Payload, RunSequencer};
 use bench_task::LoadedScenario;
@@ -44,42 +44,15 @@ use uuid::Uuid;
 use crate::agent::RunSummary;
 use crate::error::{Error, Exit, Outcome, RunTally};
 use crate::recorder::RunRecorder;
-use crate::runner::{PolicyOverrides, RunnerConfig};
-use crate::sweep::claim::{ClaimBoard, ClaimRecord, ClaimSettings};
+use crate::runner::PolicyOverrides;
+use crate::sweep::claim::{ClaimBoard, ClaimRecord};
 use round::Rounds;
 
+pub use config::DecideConfig;
 pub use round::{Keys, Side, INFRA_RETRIES};
 
 /// `policy_id` of an `experiment_decision` stream.
 pub const DECISION_POLICY_ID: &str = "decision";
-
-/// What `--until-decided` needs, validated.
-#[derive(Debug, Clone)]
-pub struct DecideConfig {
-    /// The runs of every round: scenario, experiment (named), publishing, provider,
-    /// host (the worker's name on its claims), concurrency (units run at once).
-    /// `repeats`, `first_repeat`, the model and the tasks are set per claim.
-    pub run: RunnerConfig,
-    /// The baseline's model (`--models`, first).
-    pub baseline: String,
-    /// The candidate's model (second).
-    pub candidate: String,
-    /// The level of the confidence sequence (`--alpha`).
-    pub alpha: f64,
-    /// `--equivalence-margin`: decide `equivalent` when the whole sequence lies within
-    /// ±this difference; `None` = never.
-    pub equivalence_margin: Option<f64>,
-    /// How the sequence bets: tuned to `--detect`, or learnt from the outcomes.
-    pub bet: Bet,
-    /// Rounds run at most (`--max-repeats`).
-    pub max_repeats: u32,
-    /// Where the sink stores the runs.
-    pub clickhouse: ClickHouseConfig,
-    /// The claim bucket shared with the other workers of the experiment (that of
-    /// sweeps); the lease defaults to the scenario's execution timeout plus ten minutes,
-    /// per run a claim may hold (1 + [`INFRA_RETRIES`]).
-    pub claims: ClaimSettings,
-}
 
 /// Who published the decision.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use bench_schemas::{sha256_hex, ExitStatus};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::DecideConfig;
+use super::config::DecideConfig;
 use crate::agent::RunSummary;
 use crate::error::Error;
 use crate::runner;

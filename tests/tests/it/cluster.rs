@@ -536,13 +536,31 @@ async fn cluster_migrations_are_idempotent_and_refuse_an_edited_file() {
          ({}, 'nullable_score', 'edited', now() + 1)",
         alter.version
     ));
-    // That insert is forwarded to its shard in the background.
+    // That insert is forwarded to its shard in the background, then replicated: wait
+    // until every replica of that shard holds it, so whichever one the migration's read
+    // picks sees it.
     let edited = format!(
-        "SELECT checksum FROM benchstream.schema_migrations FINAL WHERE version = {}",
+        "SELECT count() FROM benchstream.schema_migrations_local FINAL \
+         WHERE version = {} AND checksum = 'edited'",
         alter.version
     );
     tokio::task::block_in_place(|| {
-        wait_for(&cluster.servers()[0], &edited, "edited", LANDING);
+        let deadline = Instant::now() + LANDING;
+        loop {
+            let holding: usize = cluster
+                .servers()
+                .iter()
+                .map(|server| server.query(&edited).trim().parse::<usize>().unwrap_or(0))
+                .sum();
+            if holding == REPLICAS {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{holding} replicas hold the edited row"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
     });
     let refused = migrations::apply(&client, with_alter, Some(&target)).await;
     assert!(

@@ -56,7 +56,7 @@ pub struct ServeArgs {
     /// Longest, ms, a page waits for a leaderboard or comparison computed for the first
     /// time (none kept yet); past it, the page says it is being computed and fetches
     /// itself again until it is shown (the JSON API waits for it).
-    #[arg(long, env = "BENCH_SERVE_PAGE_WAIT_MS", default_value_t = 250)]
+    #[arg(long, env = "BENCH_SERVE_PAGE_WAIT_MS", default_value_t = 100)]
     pub page_wait_ms: u64,
     /// Live updates: the NATS server and stream of the events. Without `--nats-url`
     /// (or `BENCH_NATS_URL`) the pages work and say that live updates are off.

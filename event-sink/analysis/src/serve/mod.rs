@@ -13,8 +13,9 @@
 //! - [`data`]: what each page shows, as serializable structs built from [`db`] and
 //!   [`crate::compare`]; the standings and comparisons kept (single flight, bounded,
 //!   served stale while computed again).
-//! - [`ahead`]: computing the newest experiments' standings and comparisons (and those
-//!   visited) in the background, at the start and when their runs change.
+//! - [`warm`]: computing the newest experiments' standings and comparisons (and those
+//!   visited) in the background, at the start and when their runs change; [`ahead`]:
+//!   its handle (what to look at now, how far it has come).
 //! - [`pages`]: the HTML of each page (maud: every value escaped).
 //! - [`routes`]: the router, the handlers and the errors they answer with.
 //! - [`auth`]: the bearer token as a header or as a cookie set by `?token=`.
@@ -31,6 +32,7 @@ pub(crate) mod db;
 pub(crate) mod live;
 pub(crate) mod pages;
 pub(crate) mod routes;
+pub(crate) mod warm;
 
 use std::sync::Arc;
 
@@ -70,7 +72,7 @@ pub async fn serve(
         comparisons: data::ComparisonCache::new(config.kept_max),
         ahead,
     });
-    ahead::spawn(state.clone(), woken, config.ahead, shutdown.clone());
+    warm::spawn(state.clone(), woken, config.ahead, shutdown.clone());
     if let Ok(addr) = listener.local_addr() {
         tracing::info!(%addr, "viewer listening on http://{addr}/");
     }

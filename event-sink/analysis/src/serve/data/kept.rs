@@ -264,38 +264,25 @@ where
     ) -> Computation<N, V> {
         let inner = self.inner.clone();
         // On a thread of its own, not the runtime's workers: `compare`'s statistics hold
-        // their thread for seconds at scale, and requests must go on being answered.
+        // their thread for seconds at scale, and requests must go on being answered. That
+        // thread (and those `compare` spreads its statistics over, which inherit it) runs
+        // below the server's: requests are answered first while it computes. It is a
+        // scoped thread of a blocking task, so the blocking pool's threads keep their
+        // priority and the runtime's shutdown waits for it as for any blocking task.
         let runtime = tokio::runtime::Handle::current();
         let task = tokio::task::spawn_blocking(move || {
-            runtime.block_on(async move {
-                let result = compute.await.map(|value| {
-                    Arc::new(Answer {
-                        version,
-                        computed_at: SystemTime::now(),
-                        generation,
-                        at: Instant::now(),
-                        value,
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(move || {
+                        lower_priority();
+                        runtime.block_on(compute_and_keep(inner, key, version, generation, compute))
                     })
-                });
-                let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
-                if let Some(slot) = inner.slots.get_mut(&key) {
-                    if let Ok(answer) = &result {
-                        if slot.kept.as_ref().is_none_or(|k| k.generation < generation) {
-                            slot.kept = Some(answer.clone());
-                        }
-                    }
-                    if slot
-                        .running
-                        .as_ref()
-                        .is_some_and(|r| r.generation == generation)
-                    {
-                        slot.running = None;
-                    }
-                    if slot.kept.is_none() && slot.running.is_none() {
-                        inner.slots.remove(&key);
-                    }
-                }
-                result.map_err(Arc::new)
+                    .join()
+                    .unwrap_or_else(|_| {
+                        Err(Arc::new(DataError::Stopped(
+                            "the computation panicked".to_owned(),
+                        )))
+                    })
             })
         });
         task.map(|joined| match joined {
@@ -326,6 +313,61 @@ where
     fn lock(&self) -> MutexGuard<'_, Inner<K, N, V>> {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The nice value of the threads computing answers: below the server's (0), so a page is
+/// answered before a computation goes on.
+const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's priority to [`BACKGROUND_NICE`] (on Linux the nice value
+/// is a thread's, and the threads it starts inherit it). Failing leaves it as it was:
+/// pages are then only slower while it computes.
+fn lower_priority() {
+    if let Err(error) = rustix::process::nice(BACKGROUND_NICE) {
+        tracing::debug!(%error, "the computation runs at the server's priority");
+    }
+}
+
+/// Runs `compute`, the computation numbered `generation` of `key` at `version`, and keeps
+/// its answer in `inner` unless a later computation's already is.
+async fn compute_and_keep<K, N, V>(
+    inner: Arc<Mutex<Inner<K, N, V>>>,
+    key: K,
+    version: N,
+    generation: u64,
+    compute: impl Future<Output = Result<V, DataError>>,
+) -> Result<Arc<Answer<N, V>>, Arc<DataError>>
+where
+    K: Eq + Hash,
+{
+    let result = compute.await.map(|value| {
+        Arc::new(Answer {
+            version,
+            computed_at: SystemTime::now(),
+            generation,
+            at: Instant::now(),
+            value,
+        })
+    });
+    let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(slot) = inner.slots.get_mut(&key) {
+        if let Ok(answer) = &result {
+            if slot.kept.as_ref().is_none_or(|k| k.generation < generation) {
+                slot.kept = Some(answer.clone());
+            }
+        }
+        if slot
+            .running
+            .as_ref()
+            .is_some_and(|r| r.generation == generation)
+        {
+            slot.running = None;
+        }
+        if slot.kept.is_none() && slot.running.is_none() {
+            inner.slots.remove(&key);
+        }
+    }
+    result.map_err(Arc::new)
 }
 
 #[cfg(test)]
