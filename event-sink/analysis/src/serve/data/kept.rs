@@ -2,7 +2,8 @@
 //! version of the data it was computed at (a cheap read: runs started and finished, ...).
 //!
 //! - **Single flight.** One computation per key and version runs at a time, on a thread
-//!   of its own (off the runtime's workers, which go on answering): every request of that key awaits the same one, and it goes on (and its
+//!   of its own below the server's priority (off the runtime's workers, which go on
+//!   answering): every request of that key awaits the same one, and it goes on (and its
 //!   answer is kept) when the request that started it gives up.
 //! - **Stale while revalidating.** When the version read now differs from the kept
 //!   answer's (or the answer is older than the maximum age, which bounds how long a
